@@ -1,0 +1,3 @@
+"""memlane: long-term memory for coding agents."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,1 @@
+"""Shared value types, scope and configuration. No I/O policy lives here."""

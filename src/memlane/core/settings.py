@@ -1,0 +1,44 @@
+"""Typed settings sections, filled by the config resolver (core/config.py).
+
+Kept apart from the resolver so embed/ and index/ can depend on the shapes
+without pulling in file and environment handling.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+BUNDLED_MODEL_NAME = "all-MiniLM-L6-v2"
+DEFAULT_MAX_TOKENS = 256
+DEFAULT_EMBED_BATCH_SIZE = 32
+
+
+@dataclass(frozen=True)
+class EmbeddingSettings:
+    """Which embedder to use.
+
+    provider:
+      - ``"onnx"``: the bundled all-MiniLM-L6-v2 int8 model (default), or a
+        user model directory when ``path`` is set (model.onnx + tokenizer.json).
+      - ``"openai"``: any OpenAI-compatible ``/v1/embeddings`` endpoint.
+      - ``"none"``: no embedder; search is lexical only.
+    model: the model name; it is part of every chunk hash.
+    """
+
+    provider: str = "onnx"
+    model: str = BUNDLED_MODEL_NAME
+    base_url: str | None = None
+    api_key: str | None = None
+    path: str | None = None
+    pooling: str = "mean"  # mean | cls
+    max_tokens: int = DEFAULT_MAX_TOKENS
+    batch_size: int = DEFAULT_EMBED_BATCH_SIZE
+    timeout_s: float = 30.0
+
+
+@dataclass(frozen=True)
+class IndexSettings:
+    backend: str = "sqlite"
+    uri: str | None = None
+    fusion: str = "rrf"
+    rrf_k: int = 60

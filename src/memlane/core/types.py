@@ -1,0 +1,166 @@
+"""Plain value types shared by store, index, engine and every host.
+
+Store and index never import each other: they meet here. Every result type
+has ``to_json()`` so the CLI, the sidecar and MCP show the same thing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+Kind = Literal["journal", "topic", "session"]
+SearchMode = Literal["hybrid", "lexical", "semantic"]
+
+_HTML_COMMENT_RE = re.compile(r"<!--.*?-->", re.DOTALL)
+_BLANK_RUN_RE = re.compile(r"\n{3,}")
+
+
+def content_hash_of(content: str) -> str:
+    """memsearch's content hash: first 16 hex of sha256 over the UTF-8 text."""
+    return hashlib.sha256(content.encode("utf-8")).hexdigest()[:16]
+
+
+def chunk_id_of(source: str, start_line: int, end_line: int, content_hash: str, model: str) -> str:
+    """memsearch's chunk id (the chunk hash shown to agents)."""
+    raw = f"markdown:{source}:{start_line}:{end_line}:{content_hash}:{model}"
+    return hashlib.sha256(raw.encode("utf-8")).hexdigest()[:16]
+
+
+def embedding_text_of(content: str) -> str:
+    """Only the embedding input is cleaned: comments removed, 3+ newlines -> 2."""
+    cleaned = _HTML_COMMENT_RE.sub("", content)
+    return _BLANK_RUN_RE.sub("\n\n", cleaned).strip()
+
+
+@dataclass(frozen=True)
+class Anchor:
+    """``<!-- session:<id> turn:<entry id> transcript:<path> -->``."""
+
+    session: str
+    turn: str
+    transcript: str
+
+    def render(self) -> str:
+        return f"<!-- session:{self.session} turn:{self.turn} transcript:{self.transcript} -->"
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One heading section (or piece of one) of a markdown file."""
+
+    content: str
+    source: str
+    heading: str
+    heading_level: int
+    start_line: int
+    end_line: int
+    content_hash: str
+    chunk_hash: str
+
+    @property
+    def embedding_text(self) -> str:
+        return embedding_text_of(self.content)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "heading": self.heading,
+            "heading_level": self.heading_level,
+            "start_line": self.start_line,
+            "end_line": self.end_line,
+            "content_hash": self.content_hash,
+            "chunk_hash": self.chunk_hash,
+            "content": self.content,
+        }
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A memory entry as written to a daily file."""
+
+    path: str
+    time: str  # HH:MM
+    text: str  # the markdown that was appended, verbatim
+    anchor: Anchor | None = None
+    session_heading_written: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "time": self.time,
+            "text": self.text,
+            "anchor": self.anchor.to_json() if self.anchor else None,
+            "session_heading_written": self.session_heading_written,
+        }
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One search result."""
+
+    score: float
+    chunk_hash: str
+    source: str
+    heading: str
+    start_line: int
+    end_line: int
+    content: str
+    project: str | None = None  # origin project, for cross-repo hits
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "score": round(self.score, 6),
+            "chunk_hash": self.chunk_hash,
+            "source": self.source,
+            "heading": self.heading,
+            "start_line": self.start_line,
+            "end_line": self.end_line,
+            "content": self.content,
+        }
+        if self.project is not None:
+            data["project"] = self.project
+        return data
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    query: str
+    mode: SearchMode
+    hits: list[Hit]
+    notices: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"mode": self.mode, "hits": [h.to_json() for h in self.hits]}
+        if self.notices:
+            data["notices"] = list(self.notices)
+        return data
+
+
+@dataclass(frozen=True)
+class Section:
+    """The whole heading section a chunk came from (L2 recall)."""
+
+    chunk_hash: str
+    source: str
+    heading: str
+    start_line: int
+    end_line: int
+    content: str
+    anchor: Anchor | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "chunk_hash": self.chunk_hash,
+            "source": self.source,
+            "heading": self.heading,
+            "start_line": self.start_line,
+            "end_line": self.end_line,
+            "content": self.content,
+        }
+        data["anchor"] = self.anchor.to_json() if self.anchor else None
+        return data

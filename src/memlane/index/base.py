@@ -1,0 +1,112 @@
+"""The index backend protocol and the value types it trades in.
+
+The engine hands chunks (from the store) and vectors (from the embedder) to
+a backend; the backend never reads markdown and never embeds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from memlane.core.types import Chunk, Kind, SearchMode
+
+
+@dataclass(frozen=True)
+class FileRecord:
+    """What the index remembers about a source file to skip unchanged ones."""
+
+    source: str  # absolute path
+    mtime_ns: int
+    size: int
+    digest: str  # sha256 hex of the file bytes
+
+
+@dataclass(frozen=True)
+class IndexedChunk:
+    """A chunk plus the metadata the filters need."""
+
+    chunk: Chunk
+    kind: Kind = "journal"
+    date: str | None = None  # "YYYY-MM-DD" or "YYYY-MM-DDTHH:MM", compared as strings
+    session: str | None = None  # the session id of the chunk's first anchor
+
+
+@dataclass(frozen=True)
+class SearchFilters:
+    kind: Kind | None = None
+    source_prefix: str | None = None
+    after: str | None = None  # inclusive lower bound on IndexedChunk.date
+    before: str | None = None  # exclusive upper bound on IndexedChunk.date
+    session: str | None = None
+
+    def is_empty(self) -> bool:
+        return not (self.kind or self.source_prefix or self.after or self.before or self.session)
+
+
+@dataclass(frozen=True)
+class ScoredChunk:
+    chunk: Chunk
+    score: float  # in [0, 1]; 1.0 = best in every active leg
+
+
+class IndexBackend(Protocol):
+    """One collection's derived index."""
+
+    @property
+    def uri(self) -> str:
+        """Where the index lives (recorded in the index state file)."""
+        ...
+
+    def ensure_model(self, model: str, dimension: int | None) -> bool:
+        """Bind the index to an embedding model.
+
+        When the stored model differs, every chunk is dropped (never mixed
+        vector spaces) and True is returned so the caller re-indexes.
+        """
+        ...
+
+    def files(self) -> dict[str, FileRecord]: ...
+
+    def chunk_hashes(self, source: str) -> set[str]: ...
+
+    def replace_file(
+        self,
+        record: FileRecord,
+        chunks: Sequence[IndexedChunk],
+        vectors: Mapping[str, np.ndarray],
+    ) -> int:
+        """Atomically make ``chunks`` the whole content of ``record.source``.
+
+        Rows of that source whose hash is not in ``chunks`` are deleted; new
+        ones are inserted with their vector when ``vectors`` has it (else no
+        vector yet). Returns the number of chunks newly inserted.
+        """
+        ...
+
+    def remove_files(self, sources: Iterable[str]) -> int: ...
+
+    def missing_vectors(self, limit: int | None = None) -> list[tuple[str, str]]:
+        """(chunk_hash, embedding text) of chunks stored without a vector."""
+        ...
+
+    def set_vectors(self, vectors: Mapping[str, np.ndarray]) -> None: ...
+
+    def count(self) -> int: ...
+
+    def get(self, chunk_hash: str) -> Chunk | None: ...
+
+    def search(
+        self,
+        query: str,
+        vector: np.ndarray | None,
+        k: int,
+        filters: SearchFilters | None = None,
+    ) -> tuple[SearchMode, list[ScoredChunk]]:
+        """Hybrid search; with ``vector`` None the dense leg is skipped."""
+        ...
+
+    def close(self) -> None: ...
