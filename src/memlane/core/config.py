@@ -1,0 +1,346 @@
+"""One configuration resolver, four layers, later wins (DESIGN.md §4b).
+
+built-in defaults → global ``$MEMLANE_HOME/config.toml`` → project
+``<repository dir>/.memlane.toml`` (only when trusted) → environment.
+
+Every key is declared once in ``KEYS`` with its type, default and help, so
+``memlane config list --resolved`` can show each value and where it came from.
+Secrets are referenced as ``env:VAR`` and never stored in a file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from memlane.core.errors import ConfigError
+from memlane.core.paths import global_config_path, trust_file_path
+from memlane.core.settings import (
+    BUNDLED_MODEL_NAME,
+    DEFAULT_EMBED_BATCH_SIZE,
+    DEFAULT_MAX_TOKENS,
+    EmbeddingSettings,
+    IndexSettings,
+)
+
+PROJECT_CONFIG_NAME = ".memlane.toml"
+SECRET_PREFIX = "env:"
+
+Scalar = str | int | float | bool
+
+
+@dataclass(frozen=True)
+class Key:
+    name: str  # "section.key"
+    type: type
+    default: Scalar | None
+    help: str
+    secret: bool = False
+    choices: tuple[str, ...] = ()
+    aliases: tuple[str, ...] = ()  # extra environment names (drop-in migration)
+
+    @property
+    def env_name(self) -> str:
+        section, key = self.name.split(".", 1)
+        return f"MEMLANE_{section.upper()}_{key.upper()}"
+
+
+KEYS: dict[str, Key] = {
+    k.name: k
+    for k in (
+        Key(
+            "embedding.provider",
+            str,
+            "onnx",
+            "onnx (bundled model, or a model directory via embedding.path), openai "
+            "(any OpenAI-compatible /v1/embeddings endpoint) or none (lexical search only)",
+            choices=("onnx", "openai", "none"),
+        ),
+        Key("embedding.model", str, BUNDLED_MODEL_NAME, "model name; part of every chunk hash"),
+        Key(
+            "embedding.base_url",
+            str,
+            None,
+            "endpoint for provider openai, e.g. http://127.0.0.1:11434/v1",
+        ),
+        Key("embedding.api_key", str, None, "API key for provider openai, as env:VAR", secret=True),
+        Key(
+            "embedding.path",
+            str,
+            None,
+            "directory with model.onnx + tokenizer.json (provider onnx)",
+        ),
+        Key(
+            "embedding.pooling",
+            str,
+            "mean",
+            "pooling for a model directory",
+            choices=("mean", "cls"),
+        ),
+        Key("embedding.max_tokens", int, DEFAULT_MAX_TOKENS, "truncation length in tokens"),
+        Key("embedding.batch_size", int, DEFAULT_EMBED_BATCH_SIZE, "texts per embedding batch"),
+        Key("embedding.timeout_s", float, 30.0, "HTTP timeout for provider openai, seconds"),
+        Key("index.backend", str, "sqlite", "index backend", choices=("sqlite",)),
+        Key(
+            "index.uri",
+            str,
+            None,
+            "backend location; default $MEMLANE_HOME/index/<collection>.sqlite",
+        ),
+        Key(
+            "index.fusion", str, "rrf", "how the lexical and dense legs are fused", choices=("rrf",)
+        ),
+        Key("index.rrf_k", int, 60, "RRF constant k"),
+    )
+}
+
+
+@dataclass(frozen=True)
+class Value:
+    value: Scalar | None
+    layer: str  # default | global | project | env
+
+
+@dataclass(frozen=True)
+class Config:
+    values: dict[str, Value]
+    project_file: Path | None = None
+    project_trusted: bool = False
+    notices: list[str] = field(default_factory=list)
+
+    def get(self, name: str) -> Scalar | None:
+        if name not in self.values:
+            raise ConfigError(f"unknown setting {name!r}", "see `memlane config list`")
+        return self.values[name].value
+
+    def secret(self, name: str) -> str | None:
+        """A secret's real value: ``env:VAR`` is looked up in the environment."""
+        raw = self.get(name)
+        if raw is None:
+            return None
+        text = str(raw)
+        if text.startswith(SECRET_PREFIX):
+            var = text[len(SECRET_PREFIX) :]
+            resolved = os.environ.get(var)
+            if not resolved:
+                raise ConfigError(
+                    f"{name} refers to the environment variable {var}, which is not set",
+                    f"export {var}=... or change {name}",
+                )
+            return resolved
+        return text
+
+    @property
+    def embedding(self) -> EmbeddingSettings:
+        return EmbeddingSettings(
+            provider=str(self.get("embedding.provider")),
+            model=str(self.get("embedding.model")),
+            base_url=_opt_str(self.get("embedding.base_url")),
+            api_key=self.secret("embedding.api_key"),
+            path=_opt_str(self.get("embedding.path")),
+            pooling=str(self.get("embedding.pooling")),
+            max_tokens=int(self.get("embedding.max_tokens") or DEFAULT_MAX_TOKENS),
+            batch_size=int(self.get("embedding.batch_size") or DEFAULT_EMBED_BATCH_SIZE),
+            timeout_s=float(self.get("embedding.timeout_s") or 30.0),
+        )
+
+    @property
+    def index(self) -> IndexSettings:
+        return IndexSettings(
+            backend=str(self.get("index.backend")),
+            uri=_opt_str(self.get("index.uri")),
+            fusion=str(self.get("index.fusion")),
+            rrf_k=int(self.get("index.rrf_k") or 60),
+        )
+
+
+def _opt_str(value: Scalar | None) -> str | None:
+    return None if value is None or value == "" else str(value)
+
+
+def coerce(key: Key, raw: Any, origin: str) -> Scalar:
+    """Turn a raw file or environment value into the key's type, or explain."""
+    try:
+        if key.type is bool:
+            if isinstance(raw, bool):
+                value: Scalar = raw
+            elif str(raw).strip().lower() in ("1", "true", "on", "yes"):
+                value = True
+            elif str(raw).strip().lower() in ("0", "false", "off", "no"):
+                value = False
+            else:
+                raise ValueError(raw)
+        elif key.type is int:
+            if isinstance(raw, bool):
+                raise ValueError(raw)
+            value = int(raw)
+        elif key.type is float:
+            value = float(raw)
+        else:
+            if not isinstance(raw, str):
+                raise ValueError(raw)
+            value = raw
+    except (TypeError, ValueError):
+        raise ConfigError(
+            f"{key.name} in {origin} must be a {key.type.__name__}, got {raw!r}"
+        ) from None
+    if key.choices and value not in key.choices:
+        raise ConfigError(
+            f"{key.name} in {origin} must be one of {', '.join(key.choices)}, got {value!r}"
+        )
+    return value
+
+
+def read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as fh:
+            return tomllib.load(fh)
+    except FileNotFoundError:
+        return {}
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path} is not valid TOML: {exc}", "fix or remove the file") from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror}") from None
+
+
+def _layer_from_file(path: Path) -> dict[str, Scalar]:
+    data = read_toml(path)
+    out: dict[str, Scalar] = {}
+    for section, body in data.items():
+        if not isinstance(body, dict):
+            raise ConfigError(
+                f"{path}: top-level {section!r} must be a [section] table",
+                "see `memlane config list` for the known settings",
+            )
+        for key, raw in body.items():
+            name = f"{section}.{key}"
+            spec = KEYS.get(name)
+            if spec is None:
+                # Later versions add keys: tolerate, but do not guess.
+                continue
+            value = coerce(spec, raw, str(path))
+            if spec.secret and not str(value).startswith(SECRET_PREFIX):
+                raise ConfigError(
+                    f"{path} stores a secret in {name}",
+                    f'write {name} = "env:VARIABLE" and export the secret instead',
+                )
+            out[name] = value
+    return out
+
+
+def _layer_from_env(env: Mapping[str, str]) -> dict[str, Scalar]:
+    out: dict[str, Scalar] = {}
+    for spec in KEYS.values():
+        for var in (spec.env_name, *spec.aliases):
+            if var in env and env[var] != "":
+                out[spec.name] = coerce(spec, env[var], f"${var}")
+                break
+    return out
+
+
+def trusted_projects() -> set[str]:
+    path = trust_file_path()
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return set()
+    except (OSError, ValueError):
+        raise ConfigError(
+            f"{path} is unreadable or not JSON", "remove it and run `memlane trust` again"
+        ) from None
+    if not isinstance(data, list):
+        raise ConfigError(f"{path} must hold a JSON list of directories")
+    return {str(p) for p in data}
+
+
+def set_trusted(project_dir: Path, trusted: bool) -> None:
+    path = trust_file_path()
+    current = trusted_projects()
+    real = os.path.realpath(project_dir)
+    if trusted:
+        current.add(real)
+    else:
+        current.discard(real)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(sorted(current), indent=2) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def load_config(repository_dir: Path | None = None, env: Mapping[str, str] | None = None) -> Config:
+    env = os.environ if env is None else env
+    values = {name: Value(spec.default, "default") for name, spec in KEYS.items()}
+    for name, value in _layer_from_file(global_config_path()).items():
+        values[name] = Value(value, "global")
+    project_file: Path | None = None
+    trusted = False
+    notices: list[str] = []
+    if repository_dir is not None:
+        candidate = repository_dir / PROJECT_CONFIG_NAME
+        if candidate.is_file():
+            project_file = candidate
+            trusted = os.path.realpath(repository_dir) in trusted_projects()
+            if trusted:
+                for name, value in _layer_from_file(candidate).items():
+                    values[name] = Value(value, "project")
+            else:
+                notices.append(
+                    f"{candidate} was not read because this project is not trusted; "
+                    "run `memlane trust` to use it"
+                )
+    for name, value in _layer_from_env(env).items():
+        values[name] = Value(value, "env")
+    return Config(
+        values=values, project_file=project_file, project_trusted=trusted, notices=notices
+    )
+
+
+def render_toml(data: Mapping[str, Mapping[str, Scalar]]) -> str:
+    """A small TOML writer for flat ``[section] key = scalar`` files."""
+    lines: list[str] = []
+    for section in sorted(data):
+        if lines:
+            lines.append("")
+        lines.append(f"[{section}]")
+        for key in sorted(data[section]):
+            lines.append(f"{key} = {_toml_scalar(data[section][key])}")
+    return "\n".join(lines) + "\n"
+
+
+def _toml_scalar(value: Scalar) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    return json.dumps(value, ensure_ascii=False)
+
+
+def set_value(path: Path, name: str, raw: str | None) -> None:
+    """Set (or with ``raw`` None, unset) one key in a config file, atomically."""
+    spec = KEYS.get(name)
+    if spec is None:
+        raise ConfigError(f"unknown setting {name!r}", "see `memlane config list`")
+    data: dict[str, dict[str, Scalar]] = {
+        s: dict(b) for s, b in read_toml(path).items() if isinstance(b, dict)
+    }
+    section, key = name.split(".", 1)
+    if raw is None:
+        data.get(section, {}).pop(key, None)
+    else:
+        value = coerce(spec, raw, "the command line")
+        if spec.secret and not str(value).startswith(SECRET_PREFIX):
+            raise ConfigError(
+                f"{name} is a secret and is never stored in a file",
+                f"use `memlane config set {name} env:VARIABLE` and export the secret",
+            )
+        data.setdefault(section, {})[key] = value
+    data = {s: b for s, b in data.items() if b}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(render_toml(data), encoding="utf-8")
+    os.replace(tmp, path)

@@ -1,0 +1,241 @@
+"""Project scope, store, collection and index-state directory.
+
+Mirrors memsearch's resolution exactly (DESIGN.md §2, §4;
+reference/pi-memsearch-runtime.txt "Memory entries" and "Indexing and
+serialization") so memlane names the same store and collection as every
+other agent in the mesh:
+
+- project scope: the store command, else ``$MEMSEARCH_DIR``, else the git
+  root, else the working directory;
+- repository directory: the git root of the working directory, else it;
+- collection: ``ms_<sanitized basename>_<sha256(realpath)[:8]>``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shlex
+import subprocess
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from memlane.core.errors import ScopeError, StoreCommandError
+
+STORE_CMD_ENV = "MEMLANE_STORE_CMD"
+STORE_CMD_ENV_ALIAS = "PI_MEMSEARCH_STORE_CMD"
+MEMSEARCH_DIR_ENV = "MEMSEARCH_DIR"
+STORE_CMD_TIMEOUT_S = 30.0
+COLLECTION_BASENAME_MAX = 40
+INDEX_STATE_FILENAME = ".index-state.json"
+MEMSEARCH_TREE = ".memsearch"
+
+_NON_ALNUM_RE = re.compile(r"[^a-z0-9]")
+_UNDERSCORES_RE = re.compile(r"_+")
+
+# Answers are memoized per (command, mode, directory) for the life of the
+# process, so every caller in one process shares one subprocess per directory.
+_store_cmd_cache: dict[tuple[str, str, str], str | None] = {}
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Everything that locates one project's memory."""
+
+    cwd: Path
+    repository_dir: Path
+    scope: Path
+    store: Path
+    collection: str
+    state_dir: Path | None
+    store_command: str | None = None
+    state_dir_note: str | None = None  # why no state file is written, when state_dir is None
+
+    @property
+    def state_path(self) -> Path | None:
+        return self.state_dir / INDEX_STATE_FILENAME if self.state_dir else None
+
+    def to_json(self) -> dict[str, str | None]:
+        return {
+            "scope": str(self.scope),
+            "repository_dir": str(self.repository_dir),
+            "store": str(self.store),
+            "collection": self.collection,
+            "state_dir": str(self.state_dir) if self.state_dir else None,
+        }
+
+
+def collection_name(project_dir: str | Path) -> str:
+    """memsearch's collection derivation over the real path of ``project_dir``."""
+    real = os.path.realpath(os.fspath(project_dir))
+    base = os.path.basename(real).lower()
+    base = _NON_ALNUM_RE.sub("_", base)
+    base = _UNDERSCORES_RE.sub("_", base)
+    base = base.removeprefix("_").removesuffix("_")
+    # The cut comes after the trim on purpose: a cut ending in "_" keeps it.
+    base = base[:COLLECTION_BASENAME_MAX]
+    digest = hashlib.sha256(real.encode("utf-8")).hexdigest()[:8]
+    return f"ms_{base}_{digest}"
+
+
+def git_root(start: Path) -> Path | None:
+    """The nearest ancestor holding ``.git`` (a directory, or a worktree's file)."""
+    current = start
+    while True:
+        if (current / ".git").exists():
+            return current
+        if current.parent == current:
+            return None
+        current = current.parent
+
+
+def repository_dir_of(cwd: Path) -> Path:
+    real = Path(os.path.realpath(cwd))
+    return git_root(real) or real
+
+
+def store_command(env: Mapping[str, str]) -> str | None:
+    cmd = env.get(STORE_CMD_ENV) or env.get(STORE_CMD_ENV_ALIAS)
+    return cmd.strip() if cmd and cmd.strip() else None
+
+
+def run_store_command(command: str, mode: str, directory: Path) -> str | None:
+    """Ask the store command one question; memoized per (command, mode, dir).
+
+    Returns the absolute path or name it printed. Only ``state-dir`` may
+    decline (exit 0, empty output) and then None is returned. Any other
+    failure raises: a silent fallback would write memory to the wrong store.
+    """
+    key = (command, mode, str(directory))
+    if key in _store_cmd_cache:
+        return _store_cmd_cache[key]
+    where = f"store command `{command} {mode}` (run in {directory})"
+    try:
+        argv = [*shlex.split(command), mode]
+    except ValueError as exc:
+        raise StoreCommandError(
+            f"{where} cannot be parsed: {exc}", f"fix {STORE_CMD_ENV}"
+        ) from None
+    try:
+        proc = subprocess.run(
+            argv,
+            cwd=directory,
+            capture_output=True,
+            text=True,
+            timeout=STORE_CMD_TIMEOUT_S,
+            check=False,
+        )
+    except FileNotFoundError:
+        raise StoreCommandError(
+            f"{where} failed: {argv[0]} was not found", f"check {STORE_CMD_ENV}"
+        ) from None
+    except subprocess.TimeoutExpired:
+        raise StoreCommandError(
+            f"{where} did not answer within {STORE_CMD_TIMEOUT_S:.0f} s",
+            f"check {STORE_CMD_ENV}",
+        ) from None
+    except OSError as exc:
+        raise StoreCommandError(f"{where} failed: {exc}", f"check {STORE_CMD_ENV}") from None
+    answer = proc.stdout.strip()
+    if proc.returncode != 0:
+        detail = proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else "no message"
+        raise StoreCommandError(
+            f"{where} exited with status {proc.returncode}: {detail}",
+            "fix the command or unset " + STORE_CMD_ENV,
+        )
+    if not answer:
+        if mode == "state-dir":
+            _store_cmd_cache[key] = None
+            return None
+        raise StoreCommandError(
+            f"{where} printed nothing", f"it must print the {mode.replace('-', ' ')}"
+        )
+    if mode != "collection" and not os.path.isabs(answer):
+        raise StoreCommandError(
+            f"{where} printed a relative path: {answer!r}", "it must print an absolute path"
+        )
+    _store_cmd_cache[key] = answer
+    return answer
+
+
+def clear_store_command_cache() -> None:
+    _store_cmd_cache.clear()
+
+
+def memsearch_tree_root(store: Path) -> Path | None:
+    """The ``.memsearch`` directory the store sits in, if any.
+
+    memsearch truncates at the first ``.memsearch`` component of the resolved
+    path, following symlinks even through directories that do not exist yet.
+    """
+    parts = store.resolve(strict=False).parts
+    for idx, part in enumerate(parts):
+        if part == MEMSEARCH_TREE:
+            return Path(*parts[: idx + 1])
+    return None
+
+
+def resolve_scope(cwd: str | Path | None = None, env: Mapping[str, str] | None = None) -> Scope:
+    """Resolve where this project's memory lives, starting from ``cwd``."""
+    env = os.environ if env is None else env
+    start = Path(cwd if cwd is not None else os.getcwd()).expanduser()
+    if not start.is_dir():
+        raise ScopeError(f"directory not found: {start}", "pass an existing directory with -C DIR")
+    start = Path(os.path.realpath(start))
+    repo = repository_dir_of(start)
+    memsearch_dir_raw = env.get(MEMSEARCH_DIR_ENV, "").strip()
+    memsearch_dir = (
+        Path(os.path.realpath(repo / Path(memsearch_dir_raw).expanduser()))
+        if memsearch_dir_raw
+        else None
+    )
+    command = store_command(env)
+
+    if command is not None:
+        store_answer = run_store_command(command, "memory-dir", start)
+        collection_answer = run_store_command(command, "collection", start)
+        assert store_answer is not None and collection_answer is not None
+        store = Path(store_answer)
+        scope = store.parent if store.name == "memory" else store
+        collection = collection_answer
+        state_answer = run_store_command(command, "state-dir", start)
+    else:
+        scope = memsearch_dir if memsearch_dir is not None else repo
+        store = scope / "memory" if memsearch_dir is not None else scope / MEMSEARCH_TREE / "memory"
+        collection = collection_name(scope)
+        state_answer = None
+
+    state_dir, note = _state_dir(store, state_answer, memsearch_dir, command)
+    return Scope(
+        cwd=start,
+        repository_dir=repo,
+        scope=scope,
+        store=store,
+        collection=collection,
+        state_dir=state_dir,
+        store_command=command,
+        state_dir_note=note,
+    )
+
+
+def _state_dir(
+    store: Path, state_answer: str | None, memsearch_dir: Path | None, command: str | None
+) -> tuple[Path | None, str | None]:
+    """Where ``.index-state.json`` lives, in memsearch's order of precedence."""
+    if state_answer is not None:
+        return Path(state_answer), None
+    if memsearch_dir is not None:
+        return memsearch_dir, None
+    tree = memsearch_tree_root(store)
+    if tree is not None:
+        return tree, None
+    # Only reachable with a store command that declined state-dir: memsearch
+    # writes no state file here, and neither do we (mesh parity).
+    note = (
+        "no state file will be written: the store command declined state-dir, "
+        f"{MEMSEARCH_DIR_ENV} is unset, and the store {store} sits outside any "
+        f"{MEMSEARCH_TREE} tree; make `{command} state-dir` print a directory to record index health"
+    )
+    return None, note
