@@ -1,0 +1,1 @@
+"""The ``memlane`` command for people: one module per command group."""

@@ -1,0 +1,245 @@
+"""The core commands: scope, write, chunks, index, reindex, search, expand, status."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from memlane.cli.context import ProgressBar, notice, open_memory, print_json, state
+
+
+def scope(
+    ctx: typer.Context,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Show where this project's memory lives: scope, store, collection, state directory."""
+    from memlane.core.scope import resolve_scope
+
+    resolved = resolve_scope(state(ctx).directory)
+    if as_json:
+        print_json(resolved.to_json())
+        return
+    data = resolved.to_json()
+    width = max(len(k) for k in data)
+    for key, value in data.items():
+        typer.echo(f"{key:<{width}}  {value if value is not None else '(none)'}")
+    if resolved.state_dir_note:
+        notice(resolved.state_dir_note)
+
+
+def write(
+    ctx: typer.Context,
+    text: Annotated[
+        str, typer.Argument(help="What to remember. Use - to read it from standard input.")
+    ],
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Append a timestamped, anchored memory entry to today's daily file."""
+    import sys
+
+    if text == "-":
+        text = sys.stdin.read()
+    with open_memory(ctx) as mem:
+        entry = mem.write(text)
+    if as_json:
+        print_json(entry.to_json())
+    else:
+        typer.echo(f"Wrote an entry at {entry.time} to {entry.path}")
+
+
+def chunks(
+    ctx: typer.Context,
+    file: Annotated[Path, typer.Argument(help="A markdown file.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Show how a markdown file is split into chunks, with their hashes."""
+    with open_memory(ctx) as mem:
+        base = state(ctx).directory
+        target = file if file.is_absolute() or base is None else base / file
+        found = mem.chunks_of(target)
+    if as_json:
+        print_json([c.to_json() for c in found])
+        return
+    if not found:
+        typer.echo(f"{file} has no chunks (no section with enough text).")
+    for c in found:
+        heading = ("#" * c.heading_level + " " + c.heading) if c.heading_level else "(preamble)"
+        typer.echo(
+            f"{c.chunk_hash}  lines {c.start_line}-{c.end_line}  {len(c.content)} chars  {heading}"
+        )
+
+
+def _print_report_notices(notices: list[str]) -> None:
+    for text in notices:
+        notice(text)
+
+
+def index(
+    ctx: typer.Context,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Index what changed in the memory store since the last run."""
+    with open_memory(ctx) as mem, ProgressBar("indexing") as progress:
+        report = mem.sync(progress)
+    _show_report(report, as_json)
+
+
+def reindex(
+    ctx: typer.Context,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Rebuild the index from the markdown store alone."""
+    with open_memory(ctx) as mem, ProgressBar("reindexing") as progress:
+        report = mem.reindex(progress)
+    _show_report(report, as_json)
+
+
+def _show_report(report: object, as_json: bool) -> None:
+    from memlane.engine.reports import IndexReport
+
+    assert isinstance(report, IndexReport)
+    if as_json:
+        print_json(report.to_json())
+        return
+    _print_report_notices(report.notices)
+    for failure in report.failed_files:
+        notice(f"skipped {failure.path}: {failure.error}")
+    typer.echo(
+        f"{report.operation}: {report.indexed_files} of {report.total_files} files read, "
+        f"{report.indexed_chunks} new chunks, {report.removed_files} files pruned, "
+        f"{report.total_chunks} chunks in the index ({report.seconds:.2f} s, {report.status})"
+    )
+
+
+def search(
+    ctx: typer.Context,
+    query: Annotated[str, typer.Argument(help="What to look for, in your own words.")],
+    k: Annotated[int, typer.Option("-k", "--top-k", help="How many hits.", min=1, max=100)] = 5,
+    kind: Annotated[
+        str | None, typer.Option(help="Only this kind: journal, topic or session.")
+    ] = None,
+    after: Annotated[
+        str | None, typer.Option(help="Only entries at or after this date (YYYY-MM-DD).")
+    ] = None,
+    before: Annotated[
+        str | None, typer.Option(help="Only entries before this date (YYYY-MM-DD).")
+    ] = None,
+    session: Annotated[str | None, typer.Option(help="Only entries of this session id.")] = None,
+    source: Annotated[
+        str | None, typer.Option(help="Only files whose path starts with this.")
+    ] = None,
+    lexical: Annotated[
+        bool, typer.Option("--lexical", help="BM25 only; skips the embedding model.")
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """L1 recall: the top chunks for a query (hybrid BM25 + dense)."""
+    from memlane.core.errors import MemlaneError
+    from memlane.core.render import render_search
+
+    if kind is not None and kind not in ("journal", "topic", "session"):
+        raise MemlaneError(f"unknown kind {kind!r}", "use journal, topic or session")
+    for label, value in (("after", after), ("before", before)):
+        if value is not None:
+            _check_date(label, value)
+    prefix = str(Path(source).expanduser().resolve()) if source else None
+    with open_memory(ctx) as mem:
+        result = mem.search(
+            query,
+            k,
+            kind=kind,  # type: ignore[arg-type]
+            after=after,
+            before=before,
+            session=session,
+            source_prefix=prefix,
+            mode="lexical" if lexical else "hybrid",
+        )
+    if as_json:
+        print_json(result.to_json())
+    else:
+        typer.echo(render_search(result, os.getcwd()))
+
+
+def _check_date(label: str, value: str) -> None:
+    from datetime import datetime
+
+    from memlane.core.errors import MemlaneError
+
+    for fmt in ("%Y-%m-%d", "%Y-%m-%dT%H:%M"):
+        try:
+            datetime.strptime(value, fmt)
+            return
+        except ValueError:
+            continue
+    raise MemlaneError(f"--{label} {value!r} is not a date", "use YYYY-MM-DD or YYYY-MM-DDTHH:MM")
+
+
+def expand(
+    ctx: typer.Context,
+    chunk_hash: Annotated[str, typer.Argument(metavar="HASH", help="A chunk hash from search.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """L2 recall: the whole section a chunk came from, with its session anchor."""
+    from memlane.core.render import render_section
+
+    with open_memory(ctx) as mem:
+        section = mem.expand(chunk_hash)
+        for text in mem.notices:
+            notice(text)
+    if as_json:
+        print_json(section.to_json())
+    else:
+        typer.echo(render_section(section, os.getcwd()))
+
+
+def status(
+    ctx: typer.Context,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Doctor: versions, scope, collection, backend, model, chunk count, index state."""
+    with open_memory(ctx) as mem:
+        st = mem.status()
+    if as_json:
+        print_json(st.to_json())
+        return
+    rows = [
+        ("memlane", st.versions["memlane"]),
+        ("python / sqlite", f"{st.versions['python']} / {st.versions['sqlite']}"),
+        ("scope", st.scope["scope"]),
+        ("store", st.scope["store"]),
+        ("collection", st.scope["collection"]),
+        ("backend", f"{st.backend} ({st.index_uri})"),
+        ("model", f"{st.model} — embedder {st.embedder}"),
+        ("chunks", f"{st.chunks} in {st.files} files, {st.vectors} with vectors"),
+        ("index state", st.state_path or "(none)"),
+        ("index status", str(st.state.get("status", "never indexed"))),
+    ]
+    if st.state.get("last_success_at"):
+        rows.append(("last success", str(st.state["last_success_at"])))
+    for failure in st.state.get("failed_files") or []:
+        rows.append(("failed file", f"{failure.get('path')}: {failure.get('error')}"))
+    width = max(len(r[0]) for r in rows)
+    for key, value in rows:
+        typer.echo(f"{key:<{width}}  {value}")
+    for text in st.notices:
+        typer.echo(f"note: {text}")
+
+
+def demo(
+    ctx: typer.Context,
+    keep: Annotated[
+        bool, typer.Option("--keep", help="Keep the throwaway project and print its path.")
+    ] = False,
+) -> None:
+    """Build a throwaway project with a few weeks of memory, index it, search and expand."""
+    from memlane.cli.demo import run_demo
+
+    run_demo(keep=keep)
+
+
+def register(app: typer.Typer) -> None:
+    for fn in (scope, write, chunks, index, reindex, search, expand, status, demo):
+        app.command(fn.__name__)(fn)

@@ -1,0 +1,96 @@
+"""State shared by every command: the directory to act in and output helpers."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import typer
+
+if TYPE_CHECKING:
+    from memlane.engine.memory import Memory
+    from memlane.engine.reports import Progress
+
+
+@dataclass
+class CliState:
+    directory: Path | None = None
+
+
+def state(ctx: typer.Context) -> CliState:
+    obj = ctx.find_root().obj
+    if not isinstance(obj, CliState):
+        obj = CliState()
+        ctx.find_root().obj = obj
+    return obj
+
+
+def open_memory(ctx: typer.Context) -> Memory:
+    from memlane.engine.memory import Memory
+
+    return Memory.open(state(ctx).directory)
+
+
+def print_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+
+
+def notice(text: str) -> None:
+    sys.stderr.write(f"memlane: {text}\n")
+
+
+def display_path(path: str | Path) -> str:
+    """A path relative to the working directory when it lies below it."""
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:
+        return str(path)
+    return rel if not rel.startswith("..") else str(path)
+
+
+class ProgressBar:
+    """A rich progress bar on stderr, shown only on a terminal."""
+
+    def __init__(self, label: str) -> None:
+        self.label = label
+        self._progress: Any = None
+        self._tasks: dict[str, Any] = {}
+
+    def __enter__(self) -> Progress:
+        if sys.stderr.isatty():
+            from rich.console import Console
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                TextColumn,
+                TimeElapsedColumn,
+            )
+            from rich.progress import Progress as RichProgress
+
+            self._progress = RichProgress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                console=Console(stderr=True),
+                transient=True,
+            )
+            self._progress.start()
+        return self.update
+
+    def update(self, done: int, total: int, phase: str) -> None:
+        if self._progress is None:
+            return
+        task = self._tasks.get(phase)
+        if task is None:
+            task = self._progress.add_task(f"{self.label}: {phase}", total=total)
+            self._tasks[phase] = task
+        self._progress.update(task, completed=done, total=total)
+
+    def __exit__(self, *exc: object) -> None:
+        if self._progress is not None:
+            self._progress.stop()

@@ -1,0 +1,90 @@
+"""Entry point of the ``memlane`` command.
+
+Every command accepts ``-C DIR`` (act as if started in DIR). Expected
+failures print one clear line and exit non-zero; tracebacks are for bugs.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from memlane.cli import commands, config_cmds
+from memlane.cli.context import CliState
+
+app = typer.Typer(
+    name="memlane",
+    help=(
+        "Long-term memory for coding agents. Memories are plain markdown in "
+        "<project>/.memsearch/memory/, indexed for hybrid (BM25 + dense) search. "
+        "Recall climbs down: search (chunks) → expand (whole section) → the transcript."
+    ),
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        from memlane import __version__
+
+        typer.echo(f"memlane {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def root(
+    ctx: typer.Context,
+    directory: Annotated[
+        Path | None,
+        typer.Option("-C", help="Act as if memlane was started in DIR.", metavar="DIR"),
+    ] = None,
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_version, is_eager=True, help="Print the version."),
+    ] = False,
+) -> None:
+    ctx.obj = CliState(directory=directory)
+
+
+commands.register(app)
+app.add_typer(config_cmds.config_app, name="config")
+app.command("trust", help="Trust this project so its .memlane.toml is read.")(config_cmds.trust)
+
+
+def run() -> None:
+    """Console-script entry: map expected errors to one line and an exit code."""
+    import click
+
+    from memlane.core.errors import MemlaneError
+
+    command = typer.main.get_command(app)
+    try:
+        command.main(args=sys.argv[1:], prog_name="memlane", standalone_mode=False)
+    except MemlaneError as exc:
+        sys.stderr.write(f"memlane: error: {exc.message}\n")
+        if exc.hint:
+            sys.stderr.write(f"  {exc.hint}\n")
+        sys.exit(exc.exit_code)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except click.exceptions.Abort:
+        sys.stderr.write("memlane: interrupted\n")
+        sys.exit(130)
+    except KeyboardInterrupt:
+        sys.stderr.write("memlane: interrupted\n")
+        sys.exit(130)
+    except BrokenPipeError:
+        sys.exit(0)
+
+
+if __name__ == "__main__":
+    run()

@@ -1,0 +1,66 @@
+"""Plain-text renderings of results, shared by the CLI, the sidecar and MCP,
+so every surface shows the same thing."""
+
+from __future__ import annotations
+
+import os
+
+from memlane.core.types import Hit, SearchResult, Section
+
+SNIPPET_CHARS = 240
+
+
+def short_path(path: str, base: str | None) -> str:
+    if base is None:
+        return path
+    try:
+        rel = os.path.relpath(path, base)
+    except ValueError:
+        return path
+    return path if rel.startswith("..") else rel
+
+
+def snippet(content: str, limit: int = SNIPPET_CHARS) -> str:
+    """One line of a chunk's text: anchors and headings dropped, clipped."""
+    lines = [
+        ln.strip()
+        for ln in content.splitlines()
+        if ln.strip() and not ln.lstrip().startswith(("<!--", "#"))
+    ]
+    text = " ".join(lines) or content.strip()
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def render_hit(hit: Hit, base: str | None = None) -> str:
+    where = f"{short_path(hit.source, base)}:{hit.start_line}-{hit.end_line}"
+    heading = f"  {hit.heading}" if hit.heading else ""
+    origin = f"  [{hit.project}]" if hit.project else ""
+    return f"{hit.score:.3f}  {hit.chunk_hash}  {where}{heading}{origin}\n       {snippet(hit.content)}"
+
+
+def render_search(result: SearchResult, base: str | None = None) -> str:
+    if not result.hits:
+        head = f"No memories match {result.query!r} ({result.mode} search); the result is empty."
+        return "\n".join([head, *(f"note: {n}" for n in result.notices)])
+    count = len(result.hits)
+    lines = [
+        f"{count} {'hit' if count == 1 else 'hits'} for {result.query!r} ({result.mode} search)"
+    ]
+    lines += [f"note: {n}" for n in result.notices]
+    lines += [render_hit(h, base) for h in result.hits]
+    lines.append("Scores are ranks in [0, 1], not confidence. Expand a hash: memlane expand HASH")
+    return "\n".join(lines)
+
+
+def render_section(section: Section, base: str | None = None) -> str:
+    lines = [
+        f"Source: {short_path(section.source, base)} (lines {section.start_line}-{section.end_line})"
+    ]
+    if section.heading:
+        lines.append(f"Heading: {section.heading}")
+    if section.anchor:
+        lines.append(f"Session: {section.anchor.session}  Turn: {section.anchor.turn}")
+        lines.append(f"Transcript: {section.anchor.transcript}")
+    lines.append("")
+    lines.append(section.content)
+    return "\n".join(lines)

@@ -1,0 +1,1 @@
+"""Demo data shipped with memlane (a fictional project's memory store)."""

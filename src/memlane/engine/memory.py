@@ -1,0 +1,347 @@
+"""``Memory``: one project's memory, the object every host and the CLI call.
+
+It ties the pieces together in the one allowed direction: engine → store,
+index, embed → core. Heavy parts (the embedding model, the index file) are
+opened lazily, once, on first use.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from memlane.core.config import Config, load_config
+from memlane.core.errors import EmbedderError, MemlaneError, NotFoundError, StoreError
+from memlane.core.paths import index_dir
+from memlane.core.scope import Scope, resolve_scope
+from memlane.core.types import Anchor, Chunk, Entry, Kind, SearchResult, Section
+from memlane.engine.reports import IndexReport, Progress, Status
+
+if TYPE_CHECKING:
+    from memlane.embed.base import Embedder
+    from memlane.index.sqlite import SqliteIndex
+
+SEARCH_TOP_K = 5
+SEARCH_K_MAX = 100
+SESSION_ID_ENV = "MEMLANE_SESSION_ID"
+TRANSCRIPT_ENV = "MEMLANE_TRANSCRIPT"
+DEFAULT_SESSION_ID = "cli"
+NO_TRANSCRIPT = "none"
+
+_CHUNK_HASH_RE = re.compile(r"^[0-9a-f]{16}$")
+
+
+class Memory:
+    """One project's memory: write, index, search, expand, status."""
+
+    def __init__(self, scope: Scope, config: Config) -> None:
+        self.scope = scope
+        self.config = config
+        self.notices: list[str] = list(config.notices)
+        self._embedder: Embedder | None = None
+        self._embedder_loaded = False
+        self._embedder_problem: str | None = None
+        self._index: SqliteIndex | None = None
+        self._writer: object | None = None
+
+    @classmethod
+    def open(cls, cwd: str | Path | None = None, config: Config | None = None) -> Memory:
+        scope = resolve_scope(cwd)
+        return cls(scope, config or load_config(scope.repository_dir))
+
+    # -- parts, opened lazily -------------------------------------------------
+
+    @property
+    def model(self) -> str:
+        """The model name that goes into every chunk hash."""
+        return self.config.embedding.model
+
+    @property
+    def embedder(self) -> Embedder | None:
+        """The embedder, or None (with ``embedder_problem`` saying why)."""
+        if not self._embedder_loaded:
+            self._embedder_loaded = True
+            from memlane.embed.factory import make_embedder
+
+            try:
+                self._embedder = make_embedder(self.config.embedding)
+                if self._embedder is None:
+                    self._embedder_problem = "embedding.provider is none"
+            except EmbedderError as exc:
+                self._embedder_problem = exc.message
+        return self._embedder
+
+    @property
+    def embedder_problem(self) -> str | None:
+        return self._embedder_problem
+
+    @property
+    def index_path(self) -> Path:
+        uri = self.config.index.uri
+        if uri:
+            return Path(uri).expanduser() / f"{self.scope.collection}.sqlite"
+        return index_dir() / f"{self.scope.collection}.sqlite"
+
+    @property
+    def index(self) -> SqliteIndex:
+        if self._index is None:
+            from memlane.index.sqlite import SqliteIndex
+
+            self._index = SqliteIndex(self.index_path, self.config.index)
+        return self._index
+
+    def close(self) -> None:
+        if self._index is not None:
+            self._index.close()
+            self._index = None
+
+    def __enter__(self) -> Memory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- write ------------------------------------------------------------------
+
+    def write(
+        self,
+        text: str,
+        anchor: Anchor | None = None,
+        *,
+        now: datetime | None = None,
+    ) -> Entry:
+        """Append one timestamped, anchored entry to today's daily file."""
+        from memlane.store.daily import DailyWriter, new_entry_id
+
+        if self._writer is None:
+            self._writer = DailyWriter()
+        assert isinstance(self._writer, DailyWriter)
+        if anchor is None:
+            anchor = Anchor(
+                session=os.environ.get(SESSION_ID_ENV) or DEFAULT_SESSION_ID,
+                turn=new_entry_id(),
+                transcript=os.environ.get(TRANSCRIPT_ENV) or NO_TRANSCRIPT,
+            )
+        return self._writer.append(
+            self.scope.store, text, anchor, now or datetime.now().astimezone(), anchor.session
+        )
+
+    # -- index ------------------------------------------------------------------
+
+    def sync(self, progress: Progress | None = None, *, operation: str = "index") -> IndexReport:
+        """Index what changed in the store since the last run.
+
+        The embedder is only loaded when there is something new to embed, so
+        a sync over an unchanged store costs a few stat calls.
+        """
+        from memlane.engine.indexer import Indexer
+        from memlane.index import state
+
+        index = self.index
+        rebuilt = index.rebuilt_reason
+        index.ensure_model(self.model, None)
+        state_path = self.scope.state_path
+        paths = [str(self.scope.store)]
+        state.record_started(
+            state_path,
+            operation=operation,
+            paths=paths,
+            collection=self.scope.collection,
+            uri=index.uri,
+        )
+        indexer = Indexer(self.scope.store, index, self.model, lambda: self.embedder)
+        try:
+            report = indexer.sync(operation=operation, progress=progress)
+        except MemlaneError as exc:
+            state.record_error(
+                state_path,
+                exc,
+                operation=operation,
+                paths=paths,
+                collection=self.scope.collection,
+                uri=index.uri,
+            )
+            raise
+        problem = indexer.embedder_problem or self.embedder_problem
+        if problem and report.unembedded_chunks:
+            report.notices.append(
+                f"semantic search unavailable ({problem}); chunks were stored for lexical search"
+            )
+        if rebuilt:
+            report.notices.insert(
+                0, f"the index was damaged ({rebuilt}) and was rebuilt from markdown"
+            )
+            index.rebuilt_reason = None
+        state.record_report(
+            state_path,
+            report,
+            operation=operation,
+            paths=paths,
+            collection=self.scope.collection,
+            uri=index.uri,
+        )
+        return report
+
+    def reindex(self, progress: Progress | None = None) -> IndexReport:
+        """Drop the derived index and rebuild it from the markdown alone."""
+        self.close()
+        from memlane.index.sqlite import SqliteIndex
+
+        SqliteIndex.destroy(self.index_path)
+        return self.sync(progress, operation="reindex")
+
+    # -- recall -------------------------------------------------------------------
+
+    def search(
+        self,
+        query: str,
+        k: int = SEARCH_TOP_K,
+        *,
+        kind: Kind | None = None,
+        after: str | None = None,
+        before: str | None = None,
+        session: str | None = None,
+        source_prefix: str | None = None,
+        mode: str = "hybrid",
+        sync: bool = True,
+    ) -> SearchResult:
+        """L1 recall: the top-k chunks for a query, hybrid unless it cannot be."""
+        from memlane.index.base import SearchFilters
+
+        if not 1 <= k <= SEARCH_K_MAX:
+            raise MemlaneError(f"k must be between 1 and {SEARCH_K_MAX}, got {k}")
+        if mode not in ("hybrid", "lexical"):
+            raise MemlaneError(f"unknown search mode {mode!r}", "use hybrid or lexical")
+        notices: list[str] = []
+        if sync:
+            report = self.sync()
+            notices.extend(report.notices)
+        vector = None
+        if mode == "hybrid" and query.strip():
+            embedder = self.embedder
+            if embedder is None:
+                notices.append(
+                    f"semantic search unavailable ({self.embedder_problem}); showing lexical (BM25) results"
+                )
+            else:
+                try:
+                    vector = embedder.embed_query(query)
+                except EmbedderError as exc:
+                    notices.append(
+                        f"semantic search unavailable ({exc.message}); showing lexical (BM25) results"
+                    )
+        filters = SearchFilters(
+            kind=kind, source_prefix=source_prefix, after=after, before=before, session=session
+        )
+        got_mode, scored = self.index.search(query, vector, k, filters)
+        from memlane.core.types import Hit
+
+        hits = [
+            Hit(
+                score=s.score,
+                chunk_hash=s.chunk.chunk_hash,
+                source=s.chunk.source,
+                heading=s.chunk.heading,
+                start_line=s.chunk.start_line,
+                end_line=s.chunk.end_line,
+                content=s.chunk.content,
+            )
+            for s in scored
+        ]
+        return SearchResult(query=query, mode=got_mode, hits=hits, notices=notices)
+
+    def expand(self, chunk_hash: str) -> Section:
+        """L2 recall: the whole heading section a chunk came from, with its anchor."""
+        from memlane.store.anchor import parse_anchor
+        from memlane.store.section import extract_section, read_markdown
+
+        wanted = chunk_hash.strip().lower()
+        if not _CHUNK_HASH_RE.match(wanted):
+            raise NotFoundError(
+                f"{chunk_hash!r} is not a chunk hash",
+                "a chunk hash is 16 hex characters, as printed by `memlane search`",
+            )
+        chunk = self.index.get(wanted)
+        if chunk is None:
+            raise NotFoundError(
+                f"no chunk {wanted} in collection {self.scope.collection}",
+                "hashes change when a file is edited; run `memlane search` again for current ones",
+            )
+        try:
+            text = read_markdown(Path(chunk.source))
+        except StoreError as exc:
+            raise NotFoundError(
+                f"chunk {wanted} came from {chunk.source}, which cannot be read: {exc.message}",
+                "run `memlane index` to bring the index in line with the store",
+            ) from None
+        lines = text.split("\n")
+        content, start, end = extract_section(lines, chunk.start_line, chunk.heading_level)
+        if chunk.start_line > len(lines):
+            self.notices.append(
+                f"{chunk.source} is shorter than when it was indexed; run `memlane index`"
+            )
+        return Section(
+            chunk_hash=wanted,
+            source=chunk.source,
+            heading=chunk.heading,
+            start_line=start,
+            end_line=end,
+            content=content,
+            anchor=parse_anchor(content),
+        )
+
+    def chunks_of(self, path: Path) -> list[Chunk]:
+        """How a markdown file is chunked (with this model's chunk hashes)."""
+        from memlane.store.chunker import chunk_markdown
+        from memlane.store.section import read_markdown
+
+        real = path.expanduser().resolve()
+        return chunk_markdown(read_markdown(real), str(real), self.model)
+
+    # -- status ---------------------------------------------------------------------
+
+    def status(self) -> Status:
+        from memlane import __version__
+        from memlane.index import state
+
+        index = self.index
+        stats = index.stats()
+        versions = {
+            "memlane": __version__,
+            "python": sys.version.split()[0],
+            "sqlite": _sqlite_version(),
+        }
+        notices = list(self.notices)
+        if self.scope.state_dir_note:
+            notices.append(f"index: {self.scope.state_dir_note}")
+        state_data = state.load(self.scope.state_path)
+        if self.scope.state_path is not None and not state_data:
+            notices.append("index: no state recorded yet (it is written by the next index)")
+        if self._embedder_loaded:
+            embedder_state = "ready" if self._embedder else f"unavailable: {self._embedder_problem}"
+        else:
+            embedder_state = f"{self.config.embedding.provider} (loads on first search)"
+        return Status(
+            versions=versions,
+            scope=self.scope.to_json(),
+            backend=self.config.index.backend,
+            index_uri=index.uri,
+            model=self.model,
+            embedder=embedder_state,
+            chunks=int(stats.get("chunks", 0)),
+            vectors=int(stats.get("vectors", 0)),
+            files=int(stats.get("files", 0)),
+            state_path=str(self.scope.state_path) if self.scope.state_path else None,
+            state=state_data,
+            notices=notices,
+        )
+
+
+def _sqlite_version() -> str:
+    import sqlite3
+
+    return sqlite3.sqlite_version
