@@ -1,0 +1,36 @@
+"""Shared fixtures: every test gets its own MEMLANE_HOME and a clean environment."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+_REDIRECTING_ENV = (
+    "MEMSEARCH_DIR",
+    "MEMLANE_STORE_CMD",
+    "PI_MEMSEARCH_STORE_CMD",
+    "MEMLANE_SESSION_ID",
+    "MEMLANE_TRANSCRIPT",
+)
+
+
+@pytest.fixture(autouse=True)
+def isolated_home(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Path]:
+    home = tmp_path_factory.mktemp("memlane-home")
+    monkeypatch.setenv("MEMLANE_HOME", str(home))
+    for name in _REDIRECTING_ENV:
+        monkeypatch.delenv(name, raising=False)
+    import os
+
+    for name in list(os.environ):
+        if name.startswith("MEMLANE_") and name != "MEMLANE_HOME":
+            monkeypatch.delenv(name, raising=False)
+    from memlane.core.scope import clear_store_command_cache
+
+    clear_store_command_cache()
+    yield home
+    clear_store_command_cache()
