@@ -12,7 +12,24 @@ from typing import Protocol
 
 import numpy as np
 
+from memlane.core.errors import MemlaneError
 from memlane.core.types import Chunk, Kind, SearchMode
+
+
+class DimensionMismatchError(MemlaneError, ValueError):
+    """A vector's length differs from the dimension the index is bound to.
+
+    Raised before anything is written, so a misconfigured embedder can never
+    mix vector spaces in one collection.
+    """
+
+
+class IndexBusyError(MemlaneError):
+    """Another process held the index write lock past the busy timeout.
+
+    Callers degrade (skip this index pass, retry later); nothing is lost
+    because the index is rebuildable from markdown.
+    """
 
 
 @dataclass(frozen=True)
@@ -87,13 +104,17 @@ class IndexBackend(Protocol):
         """
         ...
 
-    def remove_files(self, sources: Iterable[str]) -> int: ...
+    def remove_files(self, sources: Iterable[str]) -> int:
+        """Drop every chunk and file record of ``sources``; returns chunks removed."""
+        ...
 
     def missing_vectors(self, limit: int | None = None) -> list[tuple[str, str]]:
         """(chunk_hash, embedding text) of chunks stored without a vector."""
         ...
 
-    def set_vectors(self, vectors: Mapping[str, np.ndarray]) -> None: ...
+    def set_vectors(self, vectors: Mapping[str, np.ndarray]) -> None:
+        """Store (or overwrite) the vectors of existing chunks; unknown hashes are ignored."""
+        ...
 
     def count(self) -> int: ...
 

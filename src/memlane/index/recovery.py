@@ -1,0 +1,105 @@
+"""Recognising a damaged index file and moving it aside.
+
+The index is derived data (markdown is the source of truth), so the answer
+to corruption is never a repair attempt: the damaged file is renamed to
+``<name>.corrupt-<UTC timestamp>`` (kept for a bug report), a fresh empty
+index takes its place, and the engine re-indexes from markdown.
+
+Two processes may detect the same damage at once. The move-aside runs under
+an exclusive ``flock`` on ``<path>.lock`` and only moves the file if it is
+still the very file (device + inode) the caller found damaged, so the loser
+of the race reopens the winner's fresh index instead of moving it aside too.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import sqlite3
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+# SQLite primary result codes (the low byte of the extended code).
+SQLITE_BUSY = 5
+SQLITE_LOCKED = 6
+SQLITE_CORRUPT = 11
+SQLITE_NOTADB = 26
+
+# Messages that mean "this file is not the index we wrote", whatever code
+# the sqlite3 module attached (older builds attach none).
+_CORRUPT_MESSAGES = (
+    "malformed",
+    "file is not a database",
+    "no such table",
+    "vtable constructor failed",
+)
+
+FileId = tuple[int, int]  # (st_dev, st_ino)
+
+
+def corruption_reason(exc: sqlite3.DatabaseError) -> str | None:
+    """A one-line reason when ``exc`` means the file is damaged, else None."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    message = str(exc)
+    if isinstance(code, int) and (code & 0xFF) in (SQLITE_CORRUPT, SQLITE_NOTADB):
+        return message
+    if any(marker in message.lower() for marker in _CORRUPT_MESSAGES):
+        return message
+    return None
+
+
+def is_busy(exc: sqlite3.DatabaseError) -> bool:
+    code = getattr(exc, "sqlite_errorcode", None)
+    if isinstance(code, int) and (code & 0xFF) in (SQLITE_BUSY, SQLITE_LOCKED):
+        return True
+    return "database is locked" in str(exc).lower()
+
+
+def file_id(path: Path) -> FileId | None:
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return (st.st_dev, st.st_ino)
+
+
+def lock_path_of(path: Path) -> Path:
+    return path.with_name(path.name + ".lock")
+
+
+@contextlib.contextmanager
+def file_lock(path: Path, *, exclusive: bool) -> Iterator[None]:
+    """``flock`` on ``<path>.lock``: shared for opening, exclusive for rebuilds."""
+    lock_file = lock_path_of(path)
+    lock_file.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(lock_file, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock
+
+
+def move_aside(path: Path, expected: FileId | None) -> Path | None:
+    """Rename a damaged index out of the way; caller holds the exclusive lock.
+
+    Returns where it went, or None when the file at ``path`` is no longer the
+    one found damaged (another process already rebuilt it) or is gone.
+    The -wal file goes along (it belongs to the damaged database and would be
+    replayed onto the fresh one otherwise); the -shm file is only a cache of
+    the -wal index and is deleted.
+    """
+    current = file_id(path)
+    if current is None or (expected is not None and current != expected):
+        return None
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S.%fZ")
+    target = path.with_name(f"{path.name}.corrupt-{stamp}")
+    os.replace(path, target)
+    wal = path.with_name(path.name + "-wal")
+    if wal.exists():
+        os.replace(wal, target.with_name(target.name + "-wal"))
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path.with_name(path.name + "-shm"))
+    return target

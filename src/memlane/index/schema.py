@@ -1,0 +1,126 @@
+"""The SQLite index schema: one file per collection.
+
+FTS layout: ``chunks_fts`` is an *external content* FTS5 table over
+``chunks(heading, content)`` kept in sync by triggers. Why:
+
+- the text is stored once (in ``chunks``), not twice as with a regular FTS5
+  table; content is most of the file's bytes;
+- a contentless table (``content=''``) would need the old values supplied
+  by hand on every delete, and ``contentless_delete`` needs SQLite >= 3.43
+  (we run on 3.40); triggers get ``old.*`` for free;
+- the triggers run inside the writing statement's transaction, so the FTS
+  index can never drift from ``chunks`` under delete/replace, whoever writes.
+
+Never use ``INSERT OR REPLACE`` on ``chunks``: its implicit delete does not
+fire the delete trigger (recursive_triggers is off) and would desync FTS.
+
+``vec_gen`` is the write generation at which a row's vector was stored (NULL
+while the row has no vector). With the ``tombstones`` table (rowids of
+deleted vector rows, by generation) it lets a process update its in-memory
+vector matrix incrementally instead of reloading every BLOB after each write.
+"""
+
+from __future__ import annotations
+
+SCHEMA_VERSION = 1
+
+# unicode61 folds case and (with 2) diacritics, including on CJK-adjacent
+# Latin text; porter stemming is left for the retrieval-tuning issue.
+FTS_TOKENIZER = "unicode61 remove_diacritics 2"
+
+# meta keys
+META_SCHEMA_VERSION = "schema_version"
+META_MODEL = "model"
+META_DIMENSION = "dimension"
+META_GENERATION = "generation"
+META_EPOCH = "epoch"  # random id of this file's contents; changes on a wipe
+META_TOMBSTONE_FLOOR = "tombstone_floor"  # tombstones at or below were pruned
+
+REQUIRED_TABLES = frozenset({"meta", "files", "chunks", "chunks_fts", "tombstones"})
+
+TABLES_DDL = (
+    """
+    CREATE TABLE IF NOT EXISTS meta (
+        key TEXT PRIMARY KEY,
+        value
+    )
+    """,
+    """
+    CREATE TABLE IF NOT EXISTS files (
+        source TEXT PRIMARY KEY,
+        mtime_ns INTEGER NOT NULL,
+        size INTEGER NOT NULL,
+        digest TEXT NOT NULL
+    )
+    """,
+    # The vector BLOB is the last column so reading metadata never touches
+    # its overflow pages.
+    """
+    CREATE TABLE IF NOT EXISTS chunks (
+        id INTEGER PRIMARY KEY,
+        chunk_hash TEXT NOT NULL UNIQUE,
+        source TEXT NOT NULL,
+        heading TEXT NOT NULL,
+        heading_level INTEGER NOT NULL,
+        start_line INTEGER NOT NULL,
+        end_line INTEGER NOT NULL,
+        content_hash TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        date TEXT,
+        session TEXT,
+        content TEXT NOT NULL,
+        vec_gen INTEGER,
+        vector BLOB
+    )
+    """,
+    "CREATE INDEX IF NOT EXISTS chunks_source ON chunks(source)",
+    # Serves both "rows changed since generation G" and "rows without a
+    # vector" (vec_gen IS NULL exactly when vector IS NULL).
+    "CREATE INDEX IF NOT EXISTS chunks_vec_gen ON chunks(vec_gen)",
+    f"""
+    CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
+        heading, content,
+        content='chunks', content_rowid='id',
+        tokenize='{FTS_TOKENIZER}'
+    )
+    """,
+    """
+    CREATE TABLE IF NOT EXISTS tombstones (
+        id INTEGER NOT NULL,
+        gen INTEGER NOT NULL
+    )
+    """,
+    "CREATE INDEX IF NOT EXISTS tombstones_gen ON tombstones(gen)",
+    """
+    CREATE TRIGGER IF NOT EXISTS chunks_ai AFTER INSERT ON chunks BEGIN
+        INSERT INTO chunks_fts(rowid, heading, content)
+        VALUES (new.id, new.heading, new.content);
+    END
+    """,
+    """
+    CREATE TRIGGER IF NOT EXISTS chunks_ad AFTER DELETE ON chunks BEGIN
+        INSERT INTO chunks_fts(chunks_fts, rowid, heading, content)
+        VALUES ('delete', old.id, old.heading, old.content);
+        INSERT INTO tombstones(id, gen)
+        SELECT old.id, value FROM meta
+        WHERE key = 'generation' AND old.vec_gen IS NOT NULL;
+    END
+    """,
+    """
+    CREATE TRIGGER IF NOT EXISTS chunks_au AFTER UPDATE OF heading, content ON chunks BEGIN
+        INSERT INTO chunks_fts(chunks_fts, rowid, heading, content)
+        VALUES ('delete', old.id, old.heading, old.content);
+        INSERT INTO chunks_fts(rowid, heading, content)
+        VALUES (new.id, new.heading, new.content);
+    END
+    """,
+)
+
+# Dropped (in this order) when the embedding model changes: recreating the
+# tables is far cheaper than deleting 100k rows through the FTS trigger.
+DATA_TABLES_DROP = (
+    "DROP TABLE IF EXISTS chunks_fts",
+    "DROP TABLE IF EXISTS chunks",
+    "DROP TABLE IF EXISTS tombstones",
+    "DROP TABLE IF EXISTS files",
+)

@@ -1,0 +1,813 @@
+"""The default index backend: one SQLite file per collection.
+
+BM25 comes from FTS5, cosine from an in-process numpy matrix of every
+stored vector (see ``dense.py``); the two ranked legs are fused by
+``fusion.py``. Many processes (sidecars, hooks, the CLI) may open the same
+file: WAL lets readers run beside one writer, every write is a short
+``BEGIN IMMEDIATE`` transaction that bumps a generation counter, and each
+process refreshes its matrix when it sees the counter move.
+
+A damaged file is moved aside and replaced by an empty index, never
+repaired; ``rebuilt_reason`` tells the engine to re-index from markdown.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import secrets
+import sqlite3
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+import numpy as np
+import numpy.typing as npt
+
+from memlane.core.errors import IndexCorruptError
+from memlane.core.settings import IndexSettings
+from memlane.core.types import Chunk, SearchMode, embedding_text_of
+from memlane.index import schema
+from memlane.index.base import (
+    DimensionMismatchError,
+    FileRecord,
+    IndexBusyError,
+    IndexedChunk,
+    ScoredChunk,
+    SearchFilters,
+)
+from memlane.index.dense import DenseMatrix, DenseRow, vector_to_blob
+from memlane.index.fusion import fusion_method
+from memlane.index.query import fts_match_expression
+from memlane.index.recovery import (
+    FileId,
+    corruption_reason,
+    file_id,
+    file_lock,
+    is_busy,
+    move_aside,
+)
+
+log = logging.getLogger(__name__)
+
+BUSY_TIMEOUT_S = 10.0
+# Each leg hands max(CANDIDATE_FLOOR, CANDIDATE_MULTIPLIER * k) candidates to
+# fusion (DESIGN §5): deep enough that a chunk ranked well by one leg only
+# still gets fused.
+CANDIDATE_FLOOR = 50
+CANDIDATE_MULTIPLIER = 10
+# Page cache per connection (KiB, as SQLite's negative cache_size): holds the
+# hot FTS doclists of a 100k-chunk collection.
+CACHE_SIZE_KIB = 32 * 1024
+LOAD_BATCH_ROWS = 4096  # rows per fetchmany while (re)loading vectors
+# Tombstones older than this many generations are pruned; a process whose
+# matrix is older than the pruned range reloads it fully instead.
+TOMBSTONE_KEEP_GENERATIONS = 1000
+TOMBSTONE_PRUNE_EVERY = 100  # generations between prune passes
+
+_CHUNK_COLUMNS = (
+    "id, chunk_hash, source, heading, heading_level, start_line, end_line, "
+    "content_hash, content, kind, date, session"
+)
+
+T = TypeVar("T")
+
+
+class _DamagedIndex(Exception):
+    """The file is a readable SQLite database but not a usable index."""
+
+
+def candidate_count(k: int) -> int:
+    return max(CANDIDATE_FLOOR, CANDIDATE_MULTIPLIER * k)
+
+
+def _row_to_indexed(row: Sequence[Any]) -> IndexedChunk:
+    chunk = Chunk(
+        content=row[8],
+        source=row[2],
+        heading=row[3],
+        heading_level=row[4],
+        start_line=row[5],
+        end_line=row[6],
+        content_hash=row[7],
+        chunk_hash=row[1],
+    )
+    return IndexedChunk(chunk=chunk, kind=row[9], date=row[10], session=row[11])
+
+
+class SqliteIndex:
+    """IndexBackend over one SQLite file (FTS5 + numpy vectors)."""
+
+    def __init__(self, path: Path | str, settings: IndexSettings | None = None) -> None:
+        self.path = Path(path).expanduser().absolute()
+        self.settings = settings or IndexSettings()
+        self._fuse = fusion_method(self.settings.fusion)
+        self._rrf_k = self.settings.rrf_k
+        # One connection per object, shared by the engine's threads (search
+        # and the background indexer) under this lock.
+        self._lock = threading.RLock()
+        self._conn: sqlite3.Connection | None = None
+        self._file_id: FileId | None = None
+        self._dense: DenseMatrix | None = None
+        self._bound_model: tuple[str, int | None] | None = None
+        # Set when this object found (or saw another process replace) a
+        # damaged index; the engine re-indexes from markdown and says so once.
+        self.rebuilt_reason: str | None = None
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self._lock:
+            self._open()
+
+    # -- protocol: identity ------------------------------------------------
+
+    @property
+    def uri(self) -> str:
+        return f"sqlite://{self.path}"
+
+    def pop_rebuilt_reason(self) -> str | None:
+        """Return and clear ``rebuilt_reason`` (so the notice is shown once)."""
+        with self._lock:
+            reason, self.rebuilt_reason = self.rebuilt_reason, None
+            return reason
+
+    def __enter__(self) -> SqliteIndex:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        with self._lock:
+            self._close_connection()
+            self._dense = None
+
+    # -- opening, validation, rebuild ---------------------------------------
+
+    def _open(self) -> None:
+        try:
+            # Shared lock: a rebuild (exclusive) cannot swap the file between
+            # our connect and recording which file we connected to.
+            with file_lock(self.path, exclusive=False):
+                self._connect()
+            self._validate_or_create()
+        except (sqlite3.DatabaseError, _DamagedIndex) as exc:
+            reason = self._damage_reason(exc)
+            if reason is None:
+                self._close_connection()
+                raise self._translate(exc) from exc
+            self._rebuild(reason)
+
+    def _connect(self) -> None:
+        conn = sqlite3.connect(
+            str(self.path),
+            timeout=BUSY_TIMEOUT_S,
+            isolation_level=None,  # we issue BEGIN/COMMIT ourselves
+            check_same_thread=False,
+        )
+        self._conn = conn
+        self._file_id = file_id(self.path)
+        conn.execute("PRAGMA journal_mode=WAL").fetchall()
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute(f"PRAGMA cache_size=-{CACHE_SIZE_KIB}")
+        conn.execute("PRAGMA temp_store=MEMORY")
+
+    def _validate_or_create(self) -> None:
+        """Cheap open-time check: our tables exist and the schema is ours.
+
+        No integrity_check (it reads every page: too slow at 100k chunks);
+        damage deeper in the file surfaces as SQLITE_CORRUPT on the first
+        operation that touches it and is handled there.
+        """
+        conn = self._connection()
+        names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
+        if not names:
+            self._create_schema(conn)
+            return
+        missing = schema.REQUIRED_TABLES - names
+        if missing:
+            raise _DamagedIndex(f"missing table(s) {', '.join(sorted(missing))}")
+        meta = self._meta(conn)
+        version = meta.get(schema.META_SCHEMA_VERSION)
+        if not isinstance(version, int) or schema.META_GENERATION not in meta:
+            raise _DamagedIndex("meta table lacks schema version or generation")
+        if version > schema.SCHEMA_VERSION:
+            raise _DamagedIndex(
+                f"index schema version {version} is newer than this memlane "
+                f"({schema.SCHEMA_VERSION})"
+            )
+
+    def _create_schema(self, conn: sqlite3.Connection) -> None:
+        # IF NOT EXISTS + INSERT OR IGNORE: two processes creating the same
+        # new file serialise on BEGIN IMMEDIATE and the second is a no-op.
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for ddl in schema.TABLES_DDL:
+                conn.execute(ddl)
+            defaults: dict[str, object] = {
+                schema.META_SCHEMA_VERSION: schema.SCHEMA_VERSION,
+                schema.META_GENERATION: 0,
+                schema.META_EPOCH: secrets.token_hex(8),
+                schema.META_TOMBSTONE_FLOOR: 0,
+            }
+            if self._bound_model is not None:
+                defaults[schema.META_MODEL] = self._bound_model[0]
+                defaults[schema.META_DIMENSION] = self._bound_model[1]
+            conn.executemany(
+                "INSERT OR IGNORE INTO meta(key, value) VALUES (?, ?)", list(defaults.items())
+            )
+            conn.execute("COMMIT")
+        except BaseException:
+            self._rollback(conn)
+            raise
+
+    def _rebuild(self, reason: str) -> None:
+        """Move the damaged file aside and start a fresh empty index."""
+        damaged = self._file_id
+        self._close_connection()
+        self._dense = None
+        with file_lock(self.path, exclusive=True):
+            target = move_aside(self.path, damaged)
+            try:
+                self._connect()
+                self._validate_or_create()
+            except (sqlite3.DatabaseError, _DamagedIndex) as exc:
+                self._close_connection()
+                raise IndexCorruptError(
+                    f"index {self.path} is damaged and could not be recreated: {exc}",
+                    hint="delete the file; it is rebuilt from markdown by `memlane reindex`",
+                ) from exc
+        if target is not None:
+            self.rebuilt_reason = (
+                f"index {self.path.name} was damaged ({reason}); moved aside to "
+                f"{target.name} and recreated empty"
+            )
+        else:
+            self.rebuilt_reason = (
+                f"index {self.path.name} was damaged ({reason}) and another process "
+                "already recreated it"
+            )
+        log.warning("%s", self.rebuilt_reason)
+
+    def _check_identity(self) -> None:
+        """Reopen when the file on disk is no longer the one we hold open.
+
+        Another process may have moved a damaged file aside; writing on into
+        our descriptor of the old file would silently lose those writes.
+        """
+        if self._conn is not None and file_id(self.path) == self._file_id:
+            return
+        had_connection = self._conn is not None
+        self._close_connection()
+        self._dense = None
+        self._open()
+        if had_connection and self.rebuilt_reason is None:
+            self.rebuilt_reason = (
+                f"index {self.path.name} was replaced on disk by another process "
+                "(probably rebuilt after damage)"
+            )
+            log.warning("%s", self.rebuilt_reason)
+
+    def _close_connection(self) -> None:
+        if self._conn is not None:
+            with contextlib.suppress(sqlite3.Error):
+                self._conn.close()
+        self._conn = None
+
+    def _connection(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise RuntimeError("index connection is not open")
+        return self._conn
+
+    @staticmethod
+    def _damage_reason(exc: BaseException) -> str | None:
+        if isinstance(exc, _DamagedIndex):
+            return str(exc)
+        if isinstance(exc, sqlite3.DatabaseError):
+            return corruption_reason(exc)
+        return None
+
+    def _translate(self, exc: BaseException) -> BaseException:
+        if isinstance(exc, sqlite3.DatabaseError) and is_busy(exc):
+            return IndexBusyError(
+                f"index {self.path} stayed locked by another process for {BUSY_TIMEOUT_S:.0f} s",
+                hint="another memlane is indexing; retry shortly",
+            )
+        return exc
+
+    def _run(self, op: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``op`` once; on damage rebuild, then run it once more.
+
+        The retry makes a write land in the fresh index (nothing lost before
+        the engine's re-index) and makes a read answer from it (empty).
+        """
+        with self._lock:
+            self._check_identity()
+            for attempt in range(2):
+                try:
+                    return op(self._connection())
+                except (sqlite3.DatabaseError, _DamagedIndex) as exc:
+                    reason = self._damage_reason(exc)
+                    if reason is None:
+                        raise self._translate(exc) from exc
+                    if attempt:
+                        raise IndexCorruptError(
+                            f"index {self.path} is damaged right after being recreated: {reason}"
+                        ) from exc
+                    self._rebuild(reason)
+            raise AssertionError("unreachable")
+
+    # -- transactions ----------------------------------------------------------
+
+    @staticmethod
+    def _rollback(conn: sqlite3.Connection) -> None:
+        with contextlib.suppress(sqlite3.Error):
+            conn.execute("ROLLBACK")
+
+    @contextlib.contextmanager
+    def _write(self, conn: sqlite3.Connection) -> Iterator[int]:
+        """A write transaction; yields its (already bumped) generation.
+
+        The bump comes first so rows written and tombstones left by this
+        transaction carry its generation number.
+        """
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            rows = conn.execute(
+                "UPDATE meta SET value = value + 1 WHERE key = ? RETURNING value",
+                (schema.META_GENERATION,),
+            ).fetchall()
+            if not rows:
+                raise _DamagedIndex("meta table lacks the generation counter")
+            generation = int(rows[0][0])
+            yield generation
+            if generation % TOMBSTONE_PRUNE_EVERY == 0:
+                self._prune_tombstones(conn, generation)
+            conn.execute("COMMIT")
+        except BaseException:
+            self._rollback(conn)
+            raise
+
+    @contextlib.contextmanager
+    def _read(self, conn: sqlite3.Connection) -> Iterator[None]:
+        """One read snapshot (WAL: never blocks, never blocked by a writer)."""
+        conn.execute("BEGIN")
+        try:
+            yield
+        finally:
+            self._rollback(conn)  # read-only: ending it either way is the same
+
+    @staticmethod
+    def _prune_tombstones(conn: sqlite3.Connection, generation: int) -> None:
+        floor = generation - TOMBSTONE_KEEP_GENERATIONS
+        if floor <= 0:
+            return
+        conn.execute("DELETE FROM tombstones WHERE gen <= ?", (floor,))
+        conn.execute(
+            "UPDATE meta SET value = max(value, ?) WHERE key = ?",
+            (floor, schema.META_TOMBSTONE_FLOOR),
+        )
+
+    @staticmethod
+    def _meta(conn: sqlite3.Connection) -> dict[str, Any]:
+        return {key: value for key, value in conn.execute("SELECT key, value FROM meta")}
+
+    # -- protocol: model binding ---------------------------------------------
+
+    def ensure_model(self, model: str, dimension: int | None) -> bool:
+        with self._lock:
+            self._bound_model = (model, dimension)
+            return self._run(lambda conn: self._ensure_model(conn, model, dimension))
+
+    def _ensure_model(self, conn: sqlite3.Connection, model: str, dimension: int | None) -> bool:
+        if self._model_matches(self._meta(conn), model, dimension) == "same":
+            return False  # the common case: no write lock taken
+        with self._write(conn):
+            meta = self._meta(conn)  # re-read: another process may have done it
+            verdict = self._model_matches(meta, model, dimension)
+            wiped = verdict == "changed"
+            if wiped:
+                self._wipe(conn)
+            elif dimension is None:
+                dimension = meta.get(schema.META_DIMENSION)  # keep what vectors set
+            conn.executemany(
+                "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
+                [(schema.META_MODEL, model), (schema.META_DIMENSION, dimension)],
+            )
+        if wiped:
+            self._dense = None
+            log.info("index %s: embedding model changed to %s; cleared", self.path.name, model)
+        return wiped
+
+    @staticmethod
+    def _model_matches(meta: Mapping[str, Any], model: str, dimension: int | None) -> str:
+        """Return "same" (nothing to do), "update" (record it) or "changed" (wipe)."""
+        stored_model = meta.get(schema.META_MODEL)
+        stored_dim = meta.get(schema.META_DIMENSION)
+        dim_conflict = dimension is not None and stored_dim is not None and stored_dim != dimension
+        if stored_model is None:
+            # A fresh index, or one written before any model was bound: only
+            # vectors of another size force a wipe.
+            return "changed" if dim_conflict else "update"
+        if stored_model != model or dim_conflict:
+            return "changed"
+        if dimension is not None and stored_dim is None:
+            return "update"
+        return "same"
+
+    @staticmethod
+    def _wipe(conn: sqlite3.Connection) -> None:
+        """Drop every chunk, file record and FTS row (inside a write txn)."""
+        for ddl in schema.DATA_TABLES_DROP:
+            conn.execute(ddl)
+        for ddl in schema.TABLES_DDL:
+            conn.execute(ddl)
+        conn.execute(
+            "UPDATE meta SET value = ? WHERE key = ?", (secrets.token_hex(8), schema.META_EPOCH)
+        )
+
+    # -- vectors -------------------------------------------------------------------
+
+    @staticmethod
+    def _as_vector(chunk_hash: str, vector: npt.ArrayLike) -> npt.NDArray[np.float32]:
+        array = np.asarray(vector, dtype=np.float32).reshape(-1)
+        if array.size == 0 or not bool(np.all(np.isfinite(array))):
+            raise ValueError(f"vector for chunk {chunk_hash} is empty or not finite")
+        return array
+
+    def _blobs(
+        self, conn: sqlite3.Connection, vectors: Mapping[str, npt.NDArray[np.float32]]
+    ) -> dict[str, bytes]:
+        """Check every vector against the bound dimension (inside a write txn).
+
+        The first vectors stored in an index without a recorded dimension
+        set it, so vector spaces can never mix within one file.
+        """
+        if not vectors:
+            return {}
+        row = conn.execute(
+            "SELECT value FROM meta WHERE key = ?", (schema.META_DIMENSION,)
+        ).fetchone()
+        dimension = row[0] if row is not None else None
+        sizes = {array.size for array in vectors.values()}
+        expected = dimension if isinstance(dimension, int) else next(iter(sizes))
+        if sizes != {expected}:
+            wrong = sorted(sizes - {expected})
+            raise DimensionMismatchError(
+                f"vector dimension {wrong[0]} does not match the index dimension {expected}",
+                hint="the embedder changed; call ensure_model with the new model first",
+            )
+        if not isinstance(dimension, int):
+            conn.execute(
+                "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
+                (schema.META_DIMENSION, expected),
+            )
+        return {chunk_hash: vector_to_blob(array) for chunk_hash, array in vectors.items()}
+
+    # -- protocol: writes ------------------------------------------------------------
+
+    def replace_file(
+        self,
+        record: FileRecord,
+        chunks: Sequence[IndexedChunk],
+        vectors: Mapping[str, np.ndarray],
+    ) -> int:
+        wanted: dict[str, IndexedChunk] = {}
+        for item in chunks:
+            if item.chunk.source != record.source:
+                raise ValueError(
+                    f"chunk {item.chunk.chunk_hash} has source {item.chunk.source!r}, "
+                    f"not {record.source!r}"
+                )
+            wanted.setdefault(item.chunk.chunk_hash, item)
+        arrays = {h: self._as_vector(h, vectors[h]) for h in wanted if h in vectors}
+        return self._run(lambda conn: self._replace_file(conn, record, wanted, arrays))
+
+    def _replace_file(
+        self,
+        conn: sqlite3.Connection,
+        record: FileRecord,
+        wanted: Mapping[str, IndexedChunk],
+        arrays: Mapping[str, npt.NDArray[np.float32]],
+    ) -> int:
+        with self._write(conn) as generation:
+            blobs = self._blobs(conn, arrays)
+            existing = {
+                chunk_hash: (rowid, has_vector)
+                for chunk_hash, rowid, has_vector in conn.execute(
+                    "SELECT chunk_hash, id, vector IS NOT NULL FROM chunks WHERE source = ?",
+                    (record.source,),
+                )
+            }
+            stale = [(rowid,) for h, (rowid, _) in existing.items() if h not in wanted]
+            conn.executemany("DELETE FROM chunks WHERE id = ?", stale)
+            new_rows = []
+            vector_updates = []
+            for chunk_hash, item in wanted.items():
+                blob = blobs.get(chunk_hash)
+                if chunk_hash in existing:
+                    rowid, has_vector = existing[chunk_hash]
+                    if blob is not None and not has_vector:
+                        vector_updates.append((blob, generation, rowid))
+                    continue
+                c = item.chunk
+                new_rows.append(
+                    (
+                        chunk_hash,
+                        c.source,
+                        c.heading,
+                        c.heading_level,
+                        c.start_line,
+                        c.end_line,
+                        c.content_hash,
+                        item.kind,
+                        item.date,
+                        item.session,
+                        c.content,
+                        generation if blob is not None else None,
+                        blob,
+                    )
+                )
+            # OR IGNORE: a concurrent writer may have inserted the same chunk
+            # (same hash) a moment ago; idempotent, never a duplicate.
+            cursor = conn.executemany(
+                "INSERT OR IGNORE INTO chunks(chunk_hash, source, heading, heading_level, "
+                "start_line, end_line, content_hash, kind, date, session, content, vec_gen, "
+                "vector) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                new_rows,
+            )
+            inserted = max(cursor.rowcount, 0)
+            conn.executemany(
+                "UPDATE chunks SET vector = ?, vec_gen = ? WHERE id = ?", vector_updates
+            )
+            conn.execute(
+                "INSERT INTO files(source, mtime_ns, size, digest) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT(source) DO UPDATE SET mtime_ns = excluded.mtime_ns, "
+                "size = excluded.size, digest = excluded.digest",
+                (record.source, record.mtime_ns, record.size, record.digest),
+            )
+        return inserted
+
+    def remove_files(self, sources: Iterable[str]) -> int:
+        targets = [(source,) for source in dict.fromkeys(sources)]
+        if not targets:
+            return 0
+
+        def op(conn: sqlite3.Connection) -> int:
+            with self._write(conn):
+                # rowcount counts the rows the statement deleted, not the
+                # FTS/tombstone rows its trigger wrote.
+                removed = conn.executemany("DELETE FROM chunks WHERE source = ?", targets)
+                conn.executemany("DELETE FROM files WHERE source = ?", targets)
+            return max(removed.rowcount, 0)
+
+        return self._run(op)
+
+    def set_vectors(self, vectors: Mapping[str, np.ndarray]) -> None:
+        arrays = {h: self._as_vector(h, v) for h, v in vectors.items()}
+        if not arrays:
+            return
+
+        def op(conn: sqlite3.Connection) -> None:
+            with self._write(conn) as generation:
+                blobs = self._blobs(conn, arrays)
+                conn.executemany(
+                    "UPDATE chunks SET vector = ?, vec_gen = ? WHERE chunk_hash = ?",
+                    [(blob, generation, h) for h, blob in blobs.items()],
+                )
+
+        self._run(op)
+
+    # -- protocol: reads -------------------------------------------------------------------
+
+    def files(self) -> dict[str, FileRecord]:
+        def op(conn: sqlite3.Connection) -> dict[str, FileRecord]:
+            rows = conn.execute("SELECT source, mtime_ns, size, digest FROM files").fetchall()
+            return {row[0]: FileRecord(*row) for row in rows}
+
+        return self._run(op)
+
+    def chunk_hashes(self, source: str) -> set[str]:
+        def op(conn: sqlite3.Connection) -> set[str]:
+            rows = conn.execute("SELECT chunk_hash FROM chunks WHERE source = ?", (source,))
+            return {row[0] for row in rows}
+
+        return self._run(op)
+
+    def missing_vectors(self, limit: int | None = None) -> list[tuple[str, str]]:
+        def op(conn: sqlite3.Connection) -> list[tuple[str, str]]:
+            rows = conn.execute(
+                "SELECT chunk_hash, content FROM chunks WHERE vec_gen IS NULL ORDER BY id LIMIT ?",
+                (-1 if limit is None else max(limit, 0),),
+            ).fetchall()
+            return [(chunk_hash, embedding_text_of(content)) for chunk_hash, content in rows]
+
+        return self._run(op)
+
+    def count(self) -> int:
+        return self._run(
+            lambda conn: int(conn.execute("SELECT count(*) FROM chunks").fetchone()[0])
+        )
+
+    def get(self, chunk_hash: str) -> Chunk | None:
+        item = self.get_indexed(chunk_hash)
+        return item.chunk if item is not None else None
+
+    def get_indexed(self, chunk_hash: str) -> IndexedChunk | None:
+        """The chunk with its filter metadata (kind, date, session)."""
+
+        def op(conn: sqlite3.Connection) -> IndexedChunk | None:
+            row = conn.execute(
+                f"SELECT {_CHUNK_COLUMNS} FROM chunks WHERE chunk_hash = ?", (chunk_hash,)
+            ).fetchone()
+            return _row_to_indexed(row) if row is not None else None
+
+        return self._run(op)
+
+    def stats(self) -> dict[str, Any]:
+        """Counts and sizes for ``memlane status``."""
+
+        def op(conn: sqlite3.Connection) -> dict[str, Any]:
+            with self._read(conn):
+                chunks = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+                vectors = conn.execute(
+                    "SELECT count(*) FROM chunks WHERE vec_gen IS NOT NULL"
+                ).fetchone()[0]
+                files = conn.execute("SELECT count(*) FROM files").fetchone()[0]
+                meta = self._meta(conn)
+            size = 0
+            for suffix in ("", "-wal"):
+                with contextlib.suppress(OSError):
+                    size += self.path.with_name(self.path.name + suffix).stat().st_size
+            return {
+                "path": str(self.path),
+                "chunks": chunks,
+                "vectors": vectors,
+                "files": files,
+                "size_bytes": size,
+                "model": meta.get(schema.META_MODEL),
+                "dimension": meta.get(schema.META_DIMENSION),
+                "generation": meta.get(schema.META_GENERATION),
+                "schema_version": meta.get(schema.META_SCHEMA_VERSION),
+            }
+
+        return self._run(op)
+
+    # -- protocol: search ------------------------------------------------------------------
+
+    def search(
+        self,
+        query: str,
+        vector: np.ndarray | None,
+        k: int,
+        filters: SearchFilters | None = None,
+    ) -> tuple[SearchMode, list[ScoredChunk]]:
+        qvec = None if vector is None else np.asarray(vector, dtype=np.float32).reshape(-1)
+        if filters is not None and filters.is_empty():
+            filters = None
+        return self._run(lambda conn: self._search(conn, query, qvec, k, filters))
+
+    def _search(
+        self,
+        conn: sqlite3.Connection,
+        query: str,
+        qvec: npt.NDArray[np.float32] | None,
+        k: int,
+        filters: SearchFilters | None,
+    ) -> tuple[SearchMode, list[ScoredChunk]]:
+        # One snapshot for the whole search: the legs and the final fetch
+        # see the same rows even while another process writes.
+        with self._read(conn):
+            dense = self._refresh_dense(conn) if qvec is not None else None
+            hybrid = qvec is not None and dense is not None and len(dense) > 0
+            mode: SearchMode = "hybrid" if hybrid else "lexical"
+            if k <= 0 or not query.strip():
+                return mode, []
+            n = candidate_count(k)
+            legs: list[list[int]] = []
+            if hybrid and dense is not None and qvec is not None:
+                if qvec.size != dense.dimension:
+                    raise DimensionMismatchError(
+                        f"query vector dimension {qvec.size} does not match the index "
+                        f"dimension {dense.dimension}"
+                    )
+                legs.append(dense.top(qvec, n, filters))
+            match = fts_match_expression(query)
+            if match is not None:
+                legs.append(self._lexical(conn, match, n, filters))
+            fused = self._fuse(legs, 2 if hybrid else 1, self._rrf_k)[:k]
+            if not fused:
+                return mode, []
+            rows = self._fetch(conn, [rowid for rowid, _ in fused])
+        hits = [
+            ScoredChunk(chunk=rows[rowid].chunk, score=score)
+            for rowid, score in fused
+            if rowid in rows
+        ]
+        return mode, hits
+
+    @staticmethod
+    def _lexical(
+        conn: sqlite3.Connection, match: str, n: int, filters: SearchFilters | None
+    ) -> list[int]:
+        """Best-first rowids by bm25 (FTS5 ``rank``), ties by rowid."""
+        if filters is None:
+            sql = (
+                "SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rank, rowid LIMIT ?"
+            )
+            params: list[object] = [match, n]
+        else:
+            conditions, values = _filter_sql(filters)
+            sql = (
+                "SELECT chunks_fts.rowid FROM chunks_fts JOIN chunks "
+                "ON chunks.id = chunks_fts.rowid WHERE chunks_fts MATCH ? AND "
+                + " AND ".join(conditions)
+                + " ORDER BY rank, chunks_fts.rowid LIMIT ?"
+            )
+            params = [match, *values, n]
+        return [row[0] for row in conn.execute(sql, params)]
+
+    @staticmethod
+    def _fetch(conn: sqlite3.Connection, rowids: Sequence[int]) -> dict[int, IndexedChunk]:
+        marks = ", ".join("?" * len(rowids))
+        rows = conn.execute(f"SELECT {_CHUNK_COLUMNS} FROM chunks WHERE id IN ({marks})", rowids)
+        return {row[0]: _row_to_indexed(row) for row in rows}
+
+    # -- dense matrix cache ----------------------------------------------------------------------
+
+    def _refresh_dense(self, conn: sqlite3.Connection) -> DenseMatrix | None:
+        """The vector matrix for the current snapshot (inside a read txn).
+
+        One SELECT on ``meta`` per search; when the generation moved, only the
+        rows written since (``vec_gen``) are read and the rows deleted since
+        (``tombstones``) are masked. A full reload happens on first use, after
+        a model change (epoch), or when tombstones were pruned past us.
+        """
+        meta = self._meta(conn)
+        generation = int(meta[schema.META_GENERATION])
+        epoch = str(meta.get(schema.META_EPOCH))
+        dimension = meta.get(schema.META_DIMENSION)
+        floor = int(meta.get(schema.META_TOMBSTONE_FLOOR) or 0)
+        dense = self._dense
+        if dense is not None and dense.epoch == epoch and dense.generation == generation:
+            return dense
+        if not isinstance(dimension, int):
+            self._dense = None
+            return None
+        if (
+            dense is None
+            or dense.epoch != epoch
+            or dense.dimension != dimension
+            or dense.generation < floor
+            or dense.generation > generation
+        ):
+            dense = DenseMatrix(dimension, epoch, generation)
+            self._load_rows(
+                dense,
+                conn.execute(
+                    "SELECT id, vector, kind, source, date, session FROM chunks "
+                    "WHERE vector IS NOT NULL"
+                ),
+            )
+        else:
+            dead = conn.execute(
+                "SELECT id FROM tombstones WHERE gen > ?", (dense.generation,)
+            ).fetchall()
+            dense.remove(row[0] for row in dead)
+            self._load_rows(
+                dense,
+                conn.execute(
+                    "SELECT id, vector, kind, source, date, session FROM chunks WHERE vec_gen > ?",
+                    (dense.generation,),
+                ),
+            )
+            dense.generation = generation
+        self._dense = dense
+        return dense
+
+    @staticmethod
+    def _load_rows(dense: DenseMatrix, cursor: sqlite3.Cursor) -> None:
+        while batch := cursor.fetchmany(LOAD_BATCH_ROWS):
+            dense.add([DenseRow(*row) for row in batch])
+
+
+def _filter_sql(filters: SearchFilters) -> tuple[list[str], list[object]]:
+    """SQL conditions on ``chunks`` equal to DenseMatrix's filter mask."""
+    conditions: list[str] = []
+    values: list[object] = []
+    if filters.kind:
+        conditions.append("chunks.kind = ?")
+        values.append(filters.kind)
+    if filters.source_prefix:
+        # substr, not LIKE: a prefix with % or _ must match literally.
+        conditions.append("substr(chunks.source, 1, ?) = ?")
+        values += [len(filters.source_prefix), filters.source_prefix]
+    if filters.session:
+        conditions.append("chunks.session = ?")
+        values.append(filters.session)
+    if filters.after:
+        conditions.append("chunks.date >= ?")
+        values.append(filters.after)
+    if filters.before:
+        conditions.append("chunks.date < ?")
+        values.append(filters.before)
+    return conditions, values

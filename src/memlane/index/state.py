@@ -1,0 +1,259 @@
+"""``.index-state.json``: index health, shared with memsearch (DESIGN §4).
+
+Same file name, schema version, field names and meanings as memsearch's
+``index_state.py``, so ``memory_status`` reads one file whichever tool
+indexed last. Writes are atomic (temp file in the same directory, then
+``os.replace``) and never raise: failing to record health must not fail the
+indexing it describes. A state path of ``None`` means "no state file here"
+(memsearch writes none outside a ``.memsearch`` tree or ``$MEMSEARCH_DIR``);
+every function is then a no-op.
+
+Field semantics:
+
+- ``status``: ``running`` while an operation is in progress, then ``ok``,
+  ``degraded`` (it finished but some files failed) or ``error`` (it aborted).
+- ``last_started_at`` / ``last_completed_at``: the latest operation's bounds.
+- ``last_success_at``: the latest fully clean completion; survives later
+  failures. ``last_failed_at`` / ``last_error``: the latest failure; a clean
+  completion clears ``last_error`` (``last_failed_at`` stays as history).
+- ``indexed_chunks``, ``total_files``, ``indexed_files``, ``failed_files``:
+  from the latest completed report; kept while the next one runs.
+- ``milvus_uri``: the backend URI (memsearch's name for the field).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from secrets import token_hex
+from typing import Any
+
+STATE_FILENAME = ".index-state.json"
+STATE_SCHEMA_VERSION = 1
+MEMSEARCH_TREE = ".memsearch"
+ERROR_TEXT_LIMIT = 2000  # memsearch's format_error limit
+
+STATUS_RUNNING = "running"
+STATUS_OK = "ok"
+STATUS_DEGRADED = "degraded"
+STATUS_ERROR = "error"
+
+# Exactly the fields of DESIGN §4, in the order a reader would want them.
+STATE_FIELDS = (
+    "schema_version",
+    "status",
+    "operation",
+    "updated_at",
+    "paths",
+    "collection",
+    "milvus_uri",
+    "last_started_at",
+    "last_completed_at",
+    "last_success_at",
+    "last_failed_at",
+    "last_error",
+    "indexed_chunks",
+    "total_files",
+    "indexed_files",
+    "failed_files",
+)
+
+
+@dataclass(frozen=True)
+class FailedFile:
+    """One file that could not be indexed, and why."""
+
+    path: str
+    error: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"path": self.path, "error": self.error}
+
+
+def utc_timestamp(moment: datetime | None = None) -> str:
+    """``2026-11-30T16:05:00Z``: UTC, whole seconds."""
+    moment = moment or datetime.now(UTC)
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def format_error(error: BaseException | str, limit: int = ERROR_TEXT_LIMIT) -> str:
+    """``Type: message`` on one line, capped like memsearch's."""
+    text = error if isinstance(error, str) else f"{type(error).__name__}: {error}"
+    suffix = "... [truncated]"
+    return text if len(text) <= limit else text[: limit - len(suffix)] + suffix
+
+
+def resolve_state_path(
+    paths: Iterable[str | Path],
+    *,
+    state_dir: str | Path | None = None,
+    memsearch_dir: str | Path | None = None,
+) -> Path | None:
+    """Where an index run writes its state (the writer's rule, as memsearch).
+
+    A store command's state-dir answer wins, then ``$MEMSEARCH_DIR`` (passed
+    in by the caller, who owns the environment), then the root of the first
+    ``.memsearch`` tree an indexed path lies in (symlinks followed, the path
+    need not exist yet); otherwise None: no state file.
+    """
+    explicit = state_dir or memsearch_dir
+    if explicit:
+        return Path(explicit).expanduser().resolve() / STATE_FILENAME
+    for raw in paths:
+        parts = Path(raw).expanduser().resolve(strict=False).parts
+        if MEMSEARCH_TREE in parts:
+            root = Path(*parts[: parts.index(MEMSEARCH_TREE) + 1])
+            return root / STATE_FILENAME
+    return None
+
+
+def load_state(state_path: Path | None) -> dict[str, Any]:
+    """The recorded state, or {} when absent, unreadable or not a JSON object."""
+    if state_path is None:
+        return {}
+    try:
+        data = json.loads(state_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def record_started(
+    state_path: Path | None,
+    *,
+    operation: str,
+    paths: Sequence[str | Path],
+    collection: str,
+    backend_uri: str,
+    now: datetime | None = None,
+) -> None:
+    """An index operation began: status ``running``."""
+    if state_path is None:
+        return
+    stamp = utc_timestamp(now)
+    state = _carry(load_state(state_path), operation, paths, collection, backend_uri, stamp)
+    state["status"] = STATUS_RUNNING
+    state["last_started_at"] = stamp
+    save_state(state_path, state)
+
+
+def record_completed(
+    state_path: Path | None,
+    *,
+    operation: str,
+    paths: Sequence[str | Path],
+    collection: str,
+    backend_uri: str,
+    indexed_chunks: int,
+    total_files: int,
+    indexed_files: int,
+    failed_files: Sequence[FailedFile] = (),
+    now: datetime | None = None,
+) -> None:
+    """An index operation finished: ``ok``, or ``degraded`` if files failed."""
+    if state_path is None:
+        return
+    stamp = utc_timestamp(now)
+    state = _carry(load_state(state_path), operation, paths, collection, backend_uri, stamp)
+    state.setdefault("last_started_at", stamp)
+    state.update(
+        {
+            "last_completed_at": stamp,
+            "indexed_chunks": indexed_chunks,
+            "total_files": total_files,
+            "indexed_files": indexed_files,
+            "failed_files": [failure.to_json() for failure in failed_files],
+        }
+    )
+    if failed_files:
+        state["status"] = STATUS_DEGRADED
+        state["last_failed_at"] = stamp
+        state["last_error"] = f"{len(failed_files)} file(s) failed during indexing."
+    else:
+        state["status"] = STATUS_OK
+        state["last_success_at"] = stamp
+        state.pop("last_error", None)
+    save_state(state_path, state)
+
+
+def record_error(
+    state_path: Path | None,
+    error: BaseException | str,
+    *,
+    operation: str,
+    paths: Sequence[str | Path],
+    collection: str,
+    backend_uri: str,
+    failed_files: Sequence[FailedFile] = (),
+    status: str = STATUS_ERROR,
+    now: datetime | None = None,
+) -> None:
+    """An index operation aborted; the previous counts are kept."""
+    if state_path is None:
+        return
+    stamp = utc_timestamp(now)
+    state = _carry(load_state(state_path), operation, paths, collection, backend_uri, stamp)
+    state.setdefault("last_started_at", stamp)
+    state.update(
+        {
+            "status": status,
+            "last_completed_at": stamp,
+            "last_failed_at": stamp,
+            "last_error": format_error(error),
+            "failed_files": [failure.to_json() for failure in failed_files],
+        }
+    )
+    save_state(state_path, state)
+
+
+def save_state(state_path: Path, state: Mapping[str, Any]) -> bool:
+    """Atomically write ``state`` (only the known fields); False on I/O failure."""
+    data = {key: state[key] for key in STATE_FIELDS if key in state}
+    text = json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    tmp_name: str | None = None
+    try:
+        state_path.parent.mkdir(parents=True, exist_ok=True)
+        # Same directory, so os.replace is an atomic rename: a reader sees
+        # the old file or the new one, never a torn write.
+        # (not mkstemp: its 0600 mode would stick to the state file.)
+        tmp_name = str(state_path.with_name(f"{state_path.name}.{os.getpid()}.{token_hex(4)}.tmp"))
+        fd = os.open(tmp_name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp_name, state_path)
+        tmp_name = None
+        return True
+    except OSError:
+        return False
+    finally:
+        if tmp_name is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp_name)
+
+
+def _carry(
+    previous: Mapping[str, Any],
+    operation: str,
+    paths: Sequence[str | Path],
+    collection: str,
+    backend_uri: str,
+    stamp: str,
+) -> dict[str, Any]:
+    """Previous known fields plus this operation's identity."""
+    state = {key: previous[key] for key in STATE_FIELDS if key in previous}
+    state.update(
+        {
+            "schema_version": STATE_SCHEMA_VERSION,
+            "operation": operation,
+            "updated_at": stamp,
+            "paths": [str(path) for path in paths],
+            "collection": collection,
+            "milvus_uri": backend_uri,
+        }
+    )
+    return state
