@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import secrets
 import sqlite3
 import threading
@@ -140,6 +141,21 @@ class SqliteIndex:
         with self._lock:
             self._close_connection()
             self._dense = None
+
+    @staticmethod
+    def destroy(path: Path | str) -> None:
+        """Delete an index file (and its -wal/-shm) for a rebuild from markdown.
+
+        Runs under the exclusive rebuild lock; other processes notice the new
+        file on their next operation (``_check_identity``) and reopen.
+        """
+        target = Path(path).expanduser().absolute()
+        if not target.parent.exists():
+            return
+        with file_lock(target, exclusive=True):
+            for suffix in ("", "-wal", "-shm"):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(target.with_name(target.name + suffix))
 
     # -- opening, validation, rebuild ---------------------------------------
 

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from secrets import token_hex
-from typing import Any
+from typing import Any, Protocol
 
 STATE_FILENAME = ".index-state.json"
 STATE_SCHEMA_VERSION = 1
@@ -73,6 +73,39 @@ class FailedFile:
 
     def to_json(self) -> dict[str, str]:
         return {"path": self.path, "error": self.error}
+
+
+class FailedFileLike(Protocol):
+    """Anything with a path and an error (FailedFile, the engine's FileFailure)."""
+
+    @property
+    def path(self) -> str: ...
+
+    @property
+    def error(self) -> str: ...
+
+
+class ReportLike(Protocol):
+    """What ``record_report`` reads from an indexing report."""
+
+    @property
+    def status(self) -> str: ...
+
+    @property
+    def indexed_chunks(self) -> int: ...
+
+    @property
+    def total_files(self) -> int: ...
+
+    @property
+    def indexed_files(self) -> int: ...
+
+    @property
+    def failed_files(self) -> Sequence[FailedFileLike]: ...
+
+
+def _failures(failed_files: Iterable[FailedFileLike]) -> list[dict[str, str]]:
+    return [{"path": str(f.path), "error": str(f.error)} for f in failed_files]
 
 
 def utc_timestamp(moment: datetime | None = None) -> str:
@@ -123,20 +156,23 @@ def load_state(state_path: Path | None) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
+load = load_state  # the short name the engine uses
+
+
 def record_started(
     state_path: Path | None,
     *,
     operation: str,
     paths: Sequence[str | Path],
     collection: str,
-    backend_uri: str,
+    uri: str,
     now: datetime | None = None,
 ) -> None:
     """An index operation began: status ``running``."""
     if state_path is None:
         return
     stamp = utc_timestamp(now)
-    state = _carry(load_state(state_path), operation, paths, collection, backend_uri, stamp)
+    state = _carry(load_state(state_path), operation, paths, collection, uri, stamp)
     state["status"] = STATUS_RUNNING
     state["last_started_at"] = stamp
     save_state(state_path, state)
@@ -148,18 +184,23 @@ def record_completed(
     operation: str,
     paths: Sequence[str | Path],
     collection: str,
-    backend_uri: str,
+    uri: str,
     indexed_chunks: int,
     total_files: int,
     indexed_files: int,
-    failed_files: Sequence[FailedFile] = (),
+    failed_files: Sequence[FailedFileLike] = (),
+    status: str | None = None,
     now: datetime | None = None,
 ) -> None:
-    """An index operation finished: ``ok``, or ``degraded`` if files failed."""
+    """An index operation finished: ``ok``, or ``degraded`` if files failed.
+
+    ``status`` overrides the verdict (the engine also reports ``degraded``
+    when chunks were stored without vectors).
+    """
     if state_path is None:
         return
     stamp = utc_timestamp(now)
-    state = _carry(load_state(state_path), operation, paths, collection, backend_uri, stamp)
+    state = _carry(load_state(state_path), operation, paths, collection, uri, stamp)
     state.setdefault("last_started_at", stamp)
     state.update(
         {
@@ -167,18 +208,49 @@ def record_completed(
             "indexed_chunks": indexed_chunks,
             "total_files": total_files,
             "indexed_files": indexed_files,
-            "failed_files": [failure.to_json() for failure in failed_files],
+            "failed_files": _failures(failed_files),
         }
     )
-    if failed_files:
-        state["status"] = STATUS_DEGRADED
+    verdict = status or (STATUS_DEGRADED if failed_files else STATUS_OK)
+    if verdict != STATUS_OK:
+        state["status"] = verdict
         state["last_failed_at"] = stamp
-        state["last_error"] = f"{len(failed_files)} file(s) failed during indexing."
+        state["last_error"] = (
+            f"{len(failed_files)} file(s) failed during indexing."
+            if failed_files
+            else f"indexing completed with status {verdict}."
+        )
     else:
         state["status"] = STATUS_OK
         state["last_success_at"] = stamp
         state.pop("last_error", None)
     save_state(state_path, state)
+
+
+def record_report(
+    state_path: Path | None,
+    report: ReportLike,
+    *,
+    operation: str,
+    paths: Sequence[str | Path],
+    collection: str,
+    uri: str,
+    now: datetime | None = None,
+) -> None:
+    """``record_completed`` from a report object (memsearch's record_index_report)."""
+    record_completed(
+        state_path,
+        operation=operation,
+        paths=paths,
+        collection=collection,
+        uri=uri,
+        indexed_chunks=report.indexed_chunks,
+        total_files=report.total_files,
+        indexed_files=report.indexed_files,
+        failed_files=report.failed_files,
+        status=report.status,
+        now=now,
+    )
 
 
 def record_error(
@@ -188,8 +260,8 @@ def record_error(
     operation: str,
     paths: Sequence[str | Path],
     collection: str,
-    backend_uri: str,
-    failed_files: Sequence[FailedFile] = (),
+    uri: str,
+    failed_files: Sequence[FailedFileLike] = (),
     status: str = STATUS_ERROR,
     now: datetime | None = None,
 ) -> None:
@@ -197,7 +269,7 @@ def record_error(
     if state_path is None:
         return
     stamp = utc_timestamp(now)
-    state = _carry(load_state(state_path), operation, paths, collection, backend_uri, stamp)
+    state = _carry(load_state(state_path), operation, paths, collection, uri, stamp)
     state.setdefault("last_started_at", stamp)
     state.update(
         {
@@ -205,7 +277,7 @@ def record_error(
             "last_completed_at": stamp,
             "last_failed_at": stamp,
             "last_error": format_error(error),
-            "failed_files": [failure.to_json() for failure in failed_files],
+            "failed_files": _failures(failed_files),
         }
     )
     save_state(state_path, state)
@@ -241,7 +313,7 @@ def _carry(
     operation: str,
     paths: Sequence[str | Path],
     collection: str,
-    backend_uri: str,
+    uri: str,
     stamp: str,
 ) -> dict[str, Any]:
     """Previous known fields plus this operation's identity."""
@@ -253,7 +325,7 @@ def _carry(
             "updated_at": stamp,
             "paths": [str(path) for path in paths],
             "collection": collection,
-            "milvus_uri": backend_uri,
+            "milvus_uri": uri,
         }
     )
     return state
