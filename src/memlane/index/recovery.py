@@ -26,6 +26,7 @@ SQLITE_BUSY = 5
 SQLITE_LOCKED = 6
 SQLITE_CORRUPT = 11
 SQLITE_NOTADB = 26
+SQLITE_READONLY_DBMOVED = 8 | (4 << 8)  # extended code: the file was moved
 
 # Messages that mean "this file is not the index we wrote", whatever code
 # the sqlite3 module attached (older builds attach none).

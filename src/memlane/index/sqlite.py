@@ -42,6 +42,7 @@ from memlane.index.dense import DenseMatrix, DenseRow, vector_to_blob
 from memlane.index.fusion import fusion_method
 from memlane.index.query import fts_match_expression
 from memlane.index.recovery import (
+    SQLITE_READONLY_DBMOVED,
     FileId,
     corruption_reason,
     file_id,
@@ -77,6 +78,12 @@ T = TypeVar("T")
 
 class _DamagedIndex(Exception):
     """The file is a readable SQLite database but not a usable index."""
+
+
+def _file_moved(exc: BaseException) -> bool:
+    """SQLITE_READONLY_DBMOVED: our file was renamed or unlinked under us."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    return code == SQLITE_READONLY_DBMOVED
 
 
 def candidate_count(k: int) -> int:
@@ -239,10 +246,14 @@ class SqliteIndex:
     def _rebuild(self, reason: str) -> None:
         """Move the damaged file aside and start a fresh empty index."""
         damaged = self._file_id
-        self._close_connection()
         self._dense = None
         with file_lock(self.path, exclusive=True):
+            # Move first, close after: SQLite skips the close-time checkpoint
+            # (and the unlink of -wal/-shm *by name*) for a file that moved,
+            # so the damaged WAL goes aside intact and, above all, a stale
+            # connection can never delete the files of the fresh index.
             target = move_aside(self.path, damaged)
+            self._close_connection()
             try:
                 self._connect()
                 self._validate_or_create()
@@ -322,6 +333,9 @@ class SqliteIndex:
                 try:
                     return op(self._connection())
                 except (sqlite3.DatabaseError, _DamagedIndex) as exc:
+                    if attempt == 0 and _file_moved(exc):
+                        self._check_identity()  # replaced mid-call: reopen, retry
+                        continue
                     reason = self._damage_reason(exc)
                     if reason is None:
                         raise self._translate(exc) from exc
@@ -693,7 +707,15 @@ class SqliteIndex:
         # One snapshot for the whole search: the legs and the final fetch
         # see the same rows even while another process writes.
         with self._read(conn):
-            dense = self._refresh_dense(conn) if qvec is not None else None
+            dense = None
+            if qvec is not None:
+                dense, dimension = self._refresh_dense(conn)
+                if dimension is not None and qvec.size != dimension:
+                    raise DimensionMismatchError(
+                        f"query vector dimension {qvec.size} does not match the index "
+                        f"dimension {dimension}",
+                        hint="search with the embedder the index was built with",
+                    )
             hybrid = qvec is not None and dense is not None and len(dense) > 0
             mode: SearchMode = "hybrid" if hybrid else "lexical"
             if k <= 0 or not query.strip():
@@ -701,11 +723,6 @@ class SqliteIndex:
             n = candidate_count(k)
             legs: list[list[int]] = []
             if hybrid and dense is not None and qvec is not None:
-                if qvec.size != dense.dimension:
-                    raise DimensionMismatchError(
-                        f"query vector dimension {qvec.size} does not match the index "
-                        f"dimension {dense.dimension}"
-                    )
                 legs.append(dense.top(qvec, n, filters))
             match = fts_match_expression(query)
             if match is not None:
@@ -750,8 +767,10 @@ class SqliteIndex:
 
     # -- dense matrix cache ----------------------------------------------------------------------
 
-    def _refresh_dense(self, conn: sqlite3.Connection) -> DenseMatrix | None:
-        """The vector matrix for the current snapshot (inside a read txn).
+    def _refresh_dense(self, conn: sqlite3.Connection) -> tuple[DenseMatrix | None, int | None]:
+        """The vector matrix for the current snapshot and the bound dimension.
+
+        Called inside a read transaction.
 
         One SELECT on ``meta`` per search; when the generation moved, only the
         rows written since (``vec_gen``) are read and the rows deleted since
@@ -764,11 +783,11 @@ class SqliteIndex:
         dimension = meta.get(schema.META_DIMENSION)
         floor = int(meta.get(schema.META_TOMBSTONE_FLOOR) or 0)
         dense = self._dense
-        if dense is not None and dense.epoch == epoch and dense.generation == generation:
-            return dense
         if not isinstance(dimension, int):
             self._dense = None
-            return None
+            return None, None
+        if dense is not None and dense.epoch == epoch and dense.generation == generation:
+            return dense, dimension
         if (
             dense is None
             or dense.epoch != epoch
@@ -798,7 +817,7 @@ class SqliteIndex:
             )
             dense.generation = generation
         self._dense = dense
-        return dense
+        return dense, dimension
 
     @staticmethod
     def _load_rows(dense: DenseMatrix, cursor: sqlite3.Cursor) -> None:
