@@ -68,7 +68,7 @@ def test_truncated_file_caught_at_open_or_first_search(index_path: Path, tmp_pat
         fh.truncate(size // 2)
     idx = SqliteIndex(index_path)
     try:
-        mode, hits = idx.search("redis", unit_vector("q"), 5)  # must not raise
+        _mode, hits = idx.search("redis", unit_vector("q"), 5)  # must not raise
         assert hits == []
         assert idx.rebuilt_reason is not None
         assert_fresh_and_usable(idx, tmp_path)

@@ -20,7 +20,7 @@ NO_WORDS = "zzzqqq"  # matches nothing lexically: results come from the dense le
 
 
 def dense_ranking(idx: SqliteIndex, query_vec: np.ndarray, k: int = 200) -> list[str]:
-    mode, hits = idx.search(NO_WORDS, query_vec, k)
+    _mode, hits = idx.search(NO_WORDS, query_vec, k)
     return [h.chunk.chunk_hash for h in hits]
 
 

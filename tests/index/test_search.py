@@ -10,6 +10,7 @@ from _builders import DIM, make_chunk, make_file, src, unit_vector, vectors_for
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from memlane.core.types import Kind
 from memlane.index.base import FileRecord, IndexedChunk, SearchFilters
 from memlane.index.sqlite import SqliteIndex
 
@@ -27,7 +28,7 @@ def build(index: SqliteIndex, tmp_path: Path, *, with_vectors: bool = True) -> d
     """One file per doc; returns name -> chunk hash."""
     hashes = {}
     for i, (name, text) in enumerate(DOCS.items()):
-        kind = "topic" if name == "invoice" else "journal"
+        kind: Kind = "topic" if name == "invoice" else "journal"
         record, chunks = make_file(
             src(tmp_path, f"2026-01-0{i + 1}.md"),
             [text],

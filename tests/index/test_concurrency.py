@@ -1,0 +1,77 @@
+"""Several real processes writing and searching one collection at once."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from _builders import make_file
+from _worker import VARIANTS, file_names, variant_texts
+
+from memlane.index.sqlite import SqliteIndex
+
+WORKERS = 4
+SECONDS = 3.0
+WORKER = Path(__file__).with_name("_worker.py")
+
+
+def expected_by_digest(root: Path) -> dict[str, set[str]]:
+    """digest of every variant of every file -> its chunk hashes."""
+    table = {}
+    for name in file_names(WORKERS):
+        source = str(root / "memory" / name)
+        for variant in range(VARIANTS):
+            record, chunks = make_file(source, variant_texts(name, variant))
+            table[record.digest] = {c.chunk.chunk_hash for c in chunks}
+    return table
+
+
+@pytest.mark.slow
+def test_processes_replace_and_search_concurrently(tmp_path: Path) -> None:
+    index_path = tmp_path / "index" / "ms_shared_12345678.sqlite"  # created by the race
+    procs = [
+        subprocess.Popen(
+            [sys.executable, str(WORKER), str(index_path), str(tmp_path), str(w), str(SECONDS)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for w in range(WORKERS)
+    ]
+    outputs = [p.communicate(timeout=120) for p in procs]
+    for proc, (out, err) in zip(procs, outputs, strict=True):
+        assert proc.returncode == 0, err
+        counts = json.loads(out)
+        assert counts["replace"] > 0 and counts["search"] > 0, counts
+
+    expected = expected_by_digest(tmp_path)
+    with SqliteIndex(index_path) as idx:
+        assert idx.rebuilt_reason is None
+        files = idx.files()
+        assert files  # shared files were never removed
+        total = 0
+        for source, record in files.items():
+            # every file holds exactly the chunks of the version recorded last
+            assert idx.chunk_hashes(source) == expected[record.digest], source
+            total += len(expected[record.digest])
+        assert idx.count() == total  # no orphans, no duplicates
+
+    conn = sqlite3.connect(index_path)
+    try:
+        conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('integrity-check')")
+        assert conn.execute("PRAGMA quick_check").fetchone()[0] == "ok"
+        fts_docs = conn.execute("SELECT count(*) FROM chunks_fts_docsize").fetchone()[0]
+        assert fts_docs == total
+        dup = conn.execute(
+            "SELECT count(*) FROM (SELECT chunk_hash FROM chunks GROUP BY chunk_hash "
+            "HAVING count(*) > 1)"
+        ).fetchone()[0]
+        assert dup == 0
+        sizes = {n for (n,) in conn.execute("SELECT DISTINCT length(vector) FROM chunks")}
+        assert sizes <= {None, 16 * 4}
+    finally:
+        conn.close()
