@@ -1,0 +1,100 @@
+"""Reading store files and widening a chunk to its whole section (L2 recall).
+
+Line numbers must mean the same thing here as in the chunker, which counts
+``\\n``-separated lines of the text as memsearch's indexer decoded it (bytes
+→ strict UTF-8, no newline translation). ``read_markdown`` therefore returns
+the text untranslated, and ``split_lines`` splits on ``\\n`` only.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from memlane.core.errors import StoreError
+from memlane.store.markdown import heading_of
+
+
+def read_markdown(path: Path) -> str:
+    """The file's text, decoded as strict UTF-8 with line endings untouched.
+
+    Every failure becomes a one-line StoreError naming the file and what to
+    do about it. Unlike memsearch (which silently replaces bad bytes) a
+    non-UTF-8 file is refused, so nothing is indexed from a corrupted copy.
+    """
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise StoreError(
+            f"memory file not found: {path}",
+            "it was moved or deleted; run `memlane reindex` to refresh the index",
+        ) from None
+    except IsADirectoryError:
+        raise StoreError(
+            f"expected a markdown file but found a directory: {path}",
+            "pass the path of a .md file",
+        ) from None
+    except PermissionError:
+        raise StoreError(
+            f"permission denied reading {path}",
+            "give your user read access to it (e.g. chmod u+r)",
+        ) from None
+    except OSError as error:
+        raise StoreError(
+            f"cannot read {path}: {error.strerror or error}",
+            "check the file and the disk it lives on",
+        ) from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise StoreError(
+            f"{path} is not valid UTF-8 (byte 0x{data[error.start]:02x} at offset {error.start})",
+            "re-save the file as UTF-8 or remove the bad bytes",
+        ) from None
+
+
+def split_lines(text: str) -> list[str]:
+    """Lines of *text* as numbered by the chunker, without line terminators.
+
+    For text whose only line breaks are ``\\n`` and ``\\r\\n`` this equals
+    ``text.splitlines()``, which memsearch's expand uses; other characters
+    that ``splitlines`` treats as breaks (lone ``\\r``, ``\\x0b``,
+    ``\\u2028``...) stay inside their line, so numbers agree with the chunk.
+    """
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    return [line[:-1] if line.endswith("\r") else line for line in lines]
+
+
+def extract_section(lines: list[str], start_line: int, heading_level: int) -> tuple[str, int, int]:
+    """The whole section holding a chunk: ``(content, start_line, end_line)``.
+
+    *start_line* is the chunk's 1-based first line and *heading_level* its
+    section's level. Walk back from the chunk's first line to the nearest
+    heading of level <= *heading_level*, forward to the next heading of level
+    <= *heading_level* (or the end), memsearch's expand rule; the returned
+    lines are 1-based and inclusive.
+
+    A level-0 chunk (text before the first heading) is the one departure:
+    memsearch returns everything from the chunk to the end of the file; here
+    the preamble ends at the first heading, as it does for the chunker.
+    """
+    count = len(lines)
+    section_start = start_line - 1
+    if heading_level > 0:
+        # Clamped: the file may have shrunk since it was indexed.
+        for index in range(min(start_line, count) - 1, -1, -1):
+            found = heading_of(lines[index])
+            if found is not None and found[0] <= heading_level:
+                section_start = index
+                break
+    else:
+        section_start = 0
+
+    section_end = count
+    for index in range(max(start_line, 0), count):
+        found = heading_of(lines[index])
+        if found is not None and (heading_level == 0 or found[0] <= heading_level):
+            section_end = index
+            break
+    return "\n".join(lines[section_start:section_end]), section_start + 1, section_end
