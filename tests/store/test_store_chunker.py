@@ -133,6 +133,7 @@ ASCII_WORDS = [
     "redis", "cache", "ttl", "the", "agent", "moved", "deploy", "user", "asked",
     "e.g.", "v1.2.3", "path/to/file.py", "user@example.com", "done.", "why?",
     "yes!", "note;", "http://foo.bar", "5", "minute", "`code`", "**bold**",
+    "<!-- aside -->",
 ]  # fmt: skip
 CJK_WORDS = ["缓存", "数据库", "迁移完成。", "为什么？", "好！", "テスト", "한국어", "……"]
 WORD = st.sampled_from(ASCII_WORDS + CJK_WORDS)
@@ -166,7 +167,7 @@ def ordinary_markdown(draw: st.DrawFn) -> str:
     counter = iter(range(1_000_000))
 
     def unique(line: str) -> str:
-        return f"{line} [{next(counter)}]"
+        return f"{line[:480]} [{next(counter)}]"
 
     def paragraphs(min_size: int, max_size: int, words: int) -> list[str]:
         out: list[str] = []
@@ -177,7 +178,7 @@ def ordinary_markdown(draw: st.DrawFn) -> str:
                 max_size=max_size,
             )
         ):
-            out.extend(unique(line)[:499] for line in para)
+            out.extend(unique(line) for line in para)
             out.extend([""] * draw(st.integers(1, 2)))
         return out
 
