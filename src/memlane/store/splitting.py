@@ -218,24 +218,26 @@ def safe_pieces(lines: list[str], max_size: int, overlap: int) -> list[Piece]:
 
     # One forward pass; after a merge step back one span, since only the
     # merged span changed and it may now be fine or still need its neighbour.
-    bad = 0
-    while bad < len(spans) and len(spans) > 1:
-        span = spans[bad]
+    at = 0
+    while at < len(spans) and len(spans) > 1:
+        span = spans[at]
         if not _needs_merge(units, span):
-            bad += 1
+            at += 1
             continue
         new_text = any(unit.text.strip() for unit in units[span.fresh : span.last + 1])
-        if new_text and bad + 1 < len(spans):
+        if new_text and at + 1 < len(spans):
             # Headings and comments belong with the text that follows them.
-            following = spans.pop(bad + 1)
+            following = spans.pop(at + 1)
             span.last = max(span.last, following.last)
         else:
-            previous = spans[bad - 1] if bad > 0 else spans[bad + 1]
-            spans.remove(span)
-            previous.first = min(previous.first, span.first)
-            previous.fresh = min(previous.fresh, span.fresh)
-            previous.last = max(previous.last, span.last)
-        bad = max(0, bad - 1)
+            # Only carried or blank lines (or the last piece): fold it into
+            # a neighbour, the previous one when there is one.
+            neighbour = spans[at - 1] if at > 0 else spans[at + 1]
+            del spans[at]
+            neighbour.first = min(neighbour.first, span.first)
+            neighbour.fresh = min(neighbour.fresh, span.fresh)
+            neighbour.last = max(neighbour.last, span.last)
+        at = max(0, at - 1)
 
     pieces: list[Piece] = []
     seen: set[str] = set()
