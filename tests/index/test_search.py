@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memlane.core.types import Kind
+from memlane.index import query as query_mod
 from memlane.index.base import FileRecord, IndexedChunk, SearchFilters
 from memlane.index.sqlite import SqliteIndex
 
@@ -249,3 +250,34 @@ def test_scores_bounded_on_bigger_random_collection(index: SqliteIndex, tmp_path
         assert mode == "hybrid" and len(hits) == 10
         assert all(0.0 <= h.score <= 1.0 for h in hits)
         assert len({h.chunk.chunk_hash for h in hits}) == 10
+
+
+def test_near_universal_terms_do_not_make_everything_a_candidate(
+    index: SqliteIndex, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(query_mod, "LEXICAL_DOC_BUDGET", 10)
+    texts = [f"- the agent did task {i}" for i in range(30)] + ["- the agent tuned redis"]
+    record, chunks = make_file(src(tmp_path, "a.md"), texts)
+    index.replace_file(record, chunks, {})
+    _, hits = index.search("agent redis", None, 10)
+    assert [h.chunk.content for h in hits] == ["- the agent tuned redis"]
+    # a query of only near-universal words still answers, from its rarest term
+    _, hits = index.search("agent", None, 3)
+    assert len(hits) == 3
+
+
+def test_small_collections_are_never_pruned(index: SqliteIndex, tmp_path: Path) -> None:
+    texts = ["- redis here", "- redis there", "- postgres only"]
+    record, chunks = make_file(src(tmp_path, "a.md"), texts)
+    index.replace_file(record, chunks, {})
+    _, hits = index.search("redis postgres", None, 5)
+    assert len(hits) == 3  # "redis" is in 2 of 3 chunks and still counts
+
+
+def test_term_statistics_follow_writes(index: SqliteIndex, tmp_path: Path) -> None:
+    record, chunks = make_file(src(tmp_path, "a.md"), ["- alpha one", "- beta two"])
+    index.replace_file(record, chunks, {})
+    assert index.search("gamma", None, 3)[1] == []  # caches df(gamma) = 0
+    record, chunks = make_file(src(tmp_path, "b.md"), ["- gamma three"])
+    index.replace_file(record, chunks, {})
+    assert [h.chunk.content for h in index.search("gamma", None, 3)[1]] == ["- gamma three"]

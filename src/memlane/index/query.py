@@ -1,20 +1,18 @@
-"""Turn free user text into an FTS5 MATCH expression that cannot fail.
+"""Turning free user text into an FTS5 MATCH expression that cannot fail.
 
-User text never reaches FTS5's query grammar: it is cut into word tokens,
-each token is double-quoted (a quoted string is always a valid FTS5 phrase,
-whatever the tokenizer then makes of it), and the phrases are OR-ed. So
-quotes, parentheses, ``*``, ``-``, ``:``, ``NEAR`` and ``AND/OR/NOT`` in the
-query are plain words or separators, never operators.
+User text never reaches FTS5's query grammar. It is tokenized by SQLite's
+own unicode61 tokenizer (``lexical.py``), so query terms are exactly the
+terms in the index; each term is then double-quoted (a quoted string is
+always a valid FTS5 phrase) and the terms are OR-ed. Quotes, parentheses,
+``*``, ``-``, ``:``, ``NEAR`` and ``AND/OR/NOT`` in a query are plain words
+or separators, never operators.
+
+This module holds the pure term logic; SQL lives in ``lexical.py``.
 """
 
 from __future__ import annotations
 
-import re
-
-# \w+ under Python's unicode rules: letters, digits and underscore in every
-# script. A CJK run stays one token, as unicode61 tokenizes it; emoji and
-# punctuation are separators. Quotes can never be part of a token.
-_WORD_RE = re.compile(r"\w+")
+from collections.abc import Iterable, Mapping
 
 # Kept small on purpose: only words that carry no topic. Dropping them keeps
 # the OR query from matching (and bm25-scoring) most of the collection.
@@ -30,25 +28,67 @@ STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 # terms the extra ones add latency, not recall.
 MAX_QUERY_TERMS = 64
 
+# A term in more than this fraction of all chunks has a bm25 idf of ~0 in
+# FTS5 (log((N - n + 0.5) / (n + 0.5)) is clamped at 1e-6 once n > N/2): it
+# cannot change the ranking, only make every chunk a candidate to score.
+COMMON_TERM_FRACTION = 0.5
 
-def query_terms(text: str) -> list[str]:
-    """Distinct lowercase word tokens of ``text`` in order, stopwords dropped.
+# bm25 costs ~1 us per matching chunk, so an OR over common terms at 100k
+# chunks costs tens of ms. Terms are kept rarest first while the sum of their
+# document frequencies stays within this budget (the rarest one is always
+# kept). What is dropped are the lowest-idf terms; the dense leg still sees
+# the whole query. Retrieval tuning may revisit the number.
+LEXICAL_DOC_BUDGET = 10_000
+
+
+def query_terms(tokens: Iterable[str]) -> list[str]:
+    """Distinct tokens in order with stopwords dropped, capped.
 
     A query made only of stopwords keeps them (``"what is it"`` still
     searches for something).
     """
-    seen: dict[str, None] = {}
-    for token in _WORD_RE.findall(text.lower()):
-        seen.setdefault(token, None)
-    tokens = list(seen)
-    content = [t for t in tokens if t not in STOPWORDS]
-    return (content or tokens)[:MAX_QUERY_TERMS]
+    distinct = list(dict.fromkeys(tokens))
+    content = [t for t in distinct if t not in STOPWORDS]
+    return (content or distinct)[:MAX_QUERY_TERMS]
 
 
-def fts_match_expression(text: str) -> str | None:
-    """The FTS5 MATCH string for ``text``, or None when it has no words."""
-    terms = query_terms(text)
-    if not terms:
-        return None
-    # A token holds only \w characters, so it contains no '"' to escape.
-    return " OR ".join(f'"{term}"' for term in terms)
+def prune_terms(
+    terms: Iterable[str],
+    doc_freq: Mapping[str, int],
+    total_docs: int,
+    *,
+    budget: int | None = None,
+) -> list[str]:
+    """The terms worth sending to FTS5, rarest first.
+
+    Terms that occur nowhere are dropped (they match nothing). When the rest
+    fit the budget they are all kept: pruning changes results, so it only
+    happens where the query would be slow. Otherwise near-universal terms go
+    first (unless nothing rarer is left: then only the rarest survives), and
+    the remaining terms are kept rarest first within ``budget``.
+    """
+    budget = LEXICAL_DOC_BUDGET if budget is None else budget
+    present = sorted(
+        (t for t in dict.fromkeys(terms) if doc_freq.get(t, 0) > 0),
+        key=lambda t: (doc_freq[t], t),
+    )
+    if not present or sum(doc_freq[t] for t in present) <= budget:
+        return present
+    common_cut = total_docs * COMMON_TERM_FRACTION
+    useful = [t for t in present if doc_freq[t] <= common_cut] or present[:1]
+    kept = [useful[0]]
+    spent = doc_freq[useful[0]]
+    for term in useful[1:]:
+        spent += doc_freq[term]
+        if spent > budget:
+            break
+        kept.append(term)
+    return kept
+
+
+def match_expression(terms: Iterable[str]) -> str | None:
+    """``"a" OR "b"``; None when there is no term."""
+    # unicode61 tokens hold only letters, digits and private-use characters,
+    # so there is no '"' to escape; doubling it keeps that true regardless.
+    quoted = [f'"{term.replace(chr(34), chr(34) * 2)}"' for term in terms if term]
+    return " OR ".join(quoted) if quoted else None

@@ -29,7 +29,7 @@ import numpy.typing as npt
 from memlane.core.errors import IndexCorruptError
 from memlane.core.settings import IndexSettings
 from memlane.core.types import Chunk, SearchMode, embedding_text_of
-from memlane.index import schema
+from memlane.index import lexical, schema
 from memlane.index.base import (
     DimensionMismatchError,
     FileRecord,
@@ -40,7 +40,6 @@ from memlane.index.base import (
 )
 from memlane.index.dense import DenseMatrix, DenseRow, vector_to_blob
 from memlane.index.fusion import fusion_method
-from memlane.index.query import fts_match_expression
 from memlane.index.recovery import (
     SQLITE_READONLY_DBMOVED,
     FileId,
@@ -118,6 +117,7 @@ class SqliteIndex:
         self._conn: sqlite3.Connection | None = None
         self._file_id: FileId | None = None
         self._dense: DenseMatrix | None = None
+        self._lexical = lexical.LexicalLeg()
         self._bound_model: tuple[str, int | None] | None = None
         # Set when this object found (or saw another process replace) a
         # damaged index; the engine re-indexes from markdown and says so once.
@@ -205,6 +205,7 @@ class SqliteIndex:
         names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
         if not names:
             self._create_schema(conn)
+            lexical.install(conn)
             return
         missing = schema.REQUIRED_TABLES - names
         if missing:
@@ -218,6 +219,7 @@ class SqliteIndex:
                 f"index schema version {version} is newer than this memlane "
                 f"({schema.SCHEMA_VERSION})"
             )
+        lexical.install(conn)
 
     def _create_schema(self, conn: sqlite3.Connection) -> None:
         # IF NOT EXISTS + INSERT OR IGNORE: two processes creating the same
@@ -295,6 +297,7 @@ class SqliteIndex:
             log.warning("%s", self.rebuilt_reason)
 
     def _close_connection(self) -> None:
+        self._lexical.reset()
         if self._conn is not None:
             with contextlib.suppress(sqlite3.Error):
                 self._conn.close()
@@ -707,9 +710,11 @@ class SqliteIndex:
         # One snapshot for the whole search: the legs and the final fetch
         # see the same rows even while another process writes.
         with self._read(conn):
+            meta = self._meta(conn)  # the one bookkeeping read per search
+            cache_key = (meta.get(schema.META_EPOCH), meta.get(schema.META_GENERATION))
             dense = None
             if qvec is not None:
-                dense, dimension = self._refresh_dense(conn)
+                dense, dimension = self._refresh_dense(conn, meta)
                 if dimension is not None and qvec.size != dimension:
                     raise DimensionMismatchError(
                         f"query vector dimension {qvec.size} does not match the index "
@@ -724,9 +729,7 @@ class SqliteIndex:
             legs: list[list[int]] = []
             if hybrid and dense is not None and qvec is not None:
                 legs.append(dense.top(qvec, n, filters))
-            match = fts_match_expression(query)
-            if match is not None:
-                legs.append(self._lexical(conn, match, n, filters))
+            legs.append(self._lexical.rank(conn, query, n, filters, cache_key))
             fused = self._fuse(legs, 2 if hybrid else 1, self._rrf_k)[:k]
             if not fused:
                 return mode, []
@@ -739,27 +742,6 @@ class SqliteIndex:
         return mode, hits
 
     @staticmethod
-    def _lexical(
-        conn: sqlite3.Connection, match: str, n: int, filters: SearchFilters | None
-    ) -> list[int]:
-        """Best-first rowids by bm25 (FTS5 ``rank``), ties by rowid."""
-        if filters is None:
-            sql = (
-                "SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rank, rowid LIMIT ?"
-            )
-            params: list[object] = [match, n]
-        else:
-            conditions, values = _filter_sql(filters)
-            sql = (
-                "SELECT chunks_fts.rowid FROM chunks_fts JOIN chunks "
-                "ON chunks.id = chunks_fts.rowid WHERE chunks_fts MATCH ? AND "
-                + " AND ".join(conditions)
-                + " ORDER BY rank, chunks_fts.rowid LIMIT ?"
-            )
-            params = [match, *values, n]
-        return [row[0] for row in conn.execute(sql, params)]
-
-    @staticmethod
     def _fetch(conn: sqlite3.Connection, rowids: Sequence[int]) -> dict[int, IndexedChunk]:
         marks = ", ".join("?" * len(rowids))
         rows = conn.execute(f"SELECT {_CHUNK_COLUMNS} FROM chunks WHERE id IN ({marks})", rowids)
@@ -767,7 +749,9 @@ class SqliteIndex:
 
     # -- dense matrix cache ----------------------------------------------------------------------
 
-    def _refresh_dense(self, conn: sqlite3.Connection) -> tuple[DenseMatrix | None, int | None]:
+    def _refresh_dense(
+        self, conn: sqlite3.Connection, meta: Mapping[str, Any]
+    ) -> tuple[DenseMatrix | None, int | None]:
         """The vector matrix for the current snapshot and the bound dimension.
 
         Called inside a read transaction.
@@ -777,7 +761,6 @@ class SqliteIndex:
         (``tombstones``) are masked. A full reload happens on first use, after
         a model change (epoch), or when tombstones were pruned past us.
         """
-        meta = self._meta(conn)
         generation = int(meta[schema.META_GENERATION])
         epoch = str(meta.get(schema.META_EPOCH))
         dimension = meta.get(schema.META_DIMENSION)
@@ -796,6 +779,12 @@ class SqliteIndex:
             or dense.generation > generation
         ):
             dense = DenseMatrix(dimension, epoch, generation)
+            # Sized up front: growing a 150 MB matrix by copies doubled the
+            # load time and left a third of it as slack.
+            stored = conn.execute(
+                "SELECT count(*) FROM chunks WHERE vec_gen IS NOT NULL"
+            ).fetchone()[0]
+            dense.reserve(int(stored))
             self._load_rows(
                 dense,
                 conn.execute(
@@ -823,26 +812,3 @@ class SqliteIndex:
     def _load_rows(dense: DenseMatrix, cursor: sqlite3.Cursor) -> None:
         while batch := cursor.fetchmany(LOAD_BATCH_ROWS):
             dense.add([DenseRow(*row) for row in batch])
-
-
-def _filter_sql(filters: SearchFilters) -> tuple[list[str], list[object]]:
-    """SQL conditions on ``chunks`` equal to DenseMatrix's filter mask."""
-    conditions: list[str] = []
-    values: list[object] = []
-    if filters.kind:
-        conditions.append("chunks.kind = ?")
-        values.append(filters.kind)
-    if filters.source_prefix:
-        # substr, not LIKE: a prefix with % or _ must match literally.
-        conditions.append("substr(chunks.source, 1, ?) = ?")
-        values += [len(filters.source_prefix), filters.source_prefix]
-    if filters.session:
-        conditions.append("chunks.session = ?")
-        values.append(filters.session)
-    if filters.after:
-        conditions.append("chunks.date >= ?")
-        values.append(filters.after)
-    if filters.before:
-        conditions.append("chunks.date < ?")
-        values.append(filters.before)
-    return conditions, values

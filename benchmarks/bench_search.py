@@ -1,0 +1,251 @@
+"""Warm search latency of the SQLite index at 10k and 100k chunks.
+
+Builds synthetic collections (entry-like text over a Zipf vocabulary, random
+unit 384-d vectors, so no model is needed) under a temp dir with direct
+batched ``replace_file`` calls, then measures each collection in a fresh
+process so its peak RSS is the search's alone:
+
+- first search: the call that loads the vector matrix from SQLite;
+- warm hybrid p50/p95 (query embedding excluded: vectors are given);
+- warm lexical-only p50/p95;
+- filtered hybrid (kind + date range) p50;
+- search right after another process wrote one file (incremental refresh).
+
+    python benchmarks/bench_search.py [--sizes 10000,100000] [--queries N]
+
+Targets (DESIGN §10): hybrid p50 <= 5 ms at 10k, <= 20 ms at 100k.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from datetime import date, timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).parent))
+from _common import bullet, percentile, print_table, write_json
+from memlane.core.settings import IndexSettings
+from memlane.core.types import Chunk, Kind, chunk_id_of, content_hash_of
+from memlane.index.base import FileRecord, IndexedChunk, SearchFilters
+from memlane.index.sqlite import SqliteIndex
+
+MODEL = "bench-model"
+DIM = 384
+CHUNKS_PER_FILE = 100
+VOCABULARY = 20_000  # distinct project words besides the stock bullet phrases
+# P(word of rank r) ~ (r + ZIPF_OFFSET) ** -ZIPF_A: the head of a natural
+# Zipf curve is stopwords, which entries' jargon does not have; with these
+# the commonest jargon word is in ~9% of chunks, the 5000th in ~0.04%.
+ZIPF_A = 1.2
+ZIPF_OFFSET = 50
+TARGET_P50_MS = {10_000: 5.0, 100_000: 20.0}
+AFTER_WRITE_ROUNDS = 20
+DEFAULT_QUERIES = 300
+TOP_K = 5
+
+_SYLLABLES = [
+    "ka", "lo", "mi", "ne", "tor", "ax", "vel", "qu", "is", "ren", "dor", "sy",
+    "pha", "gro", "ul", "zen", "bri", "cto", "mar", "fin", "lex", "opt", "ser", "ym",
+]  # fmt: skip
+_STOP_PREFIXES = ["what did we decide about", "how do we", "why is", "the", "when was"]
+
+
+def make_vocabulary(rng: random.Random) -> list[str]:
+    words: set[str] = set()
+    while len(words) < VOCABULARY:
+        words.add("".join(rng.choice(_SYLLABLES) for _ in range(rng.randint(2, 4))))
+    ordered = sorted(words)
+    rng.shuffle(ordered)
+    return ordered
+
+
+def _zipf_cdf() -> np.ndarray:
+    weights = (np.arange(VOCABULARY) + ZIPF_OFFSET) ** -ZIPF_A
+    cdf = np.cumsum(weights)
+    return cdf / cdf[-1]
+
+
+ZIPF_CDF = _zipf_cdf()  # sampled by searchsorted: rng.choice(p=...) re-sums per call
+
+
+def zipf_words(rng: np.random.Generator, vocab: list[str], n: int) -> list[str]:
+    ranks = np.searchsorted(ZIPF_CDF, rng.random(n), side="right")
+    return [vocab[min(int(r), VOCABULARY - 1)] for r in ranks]
+
+
+def entry(rng: random.Random, nrng: np.random.Generator, vocab: list[str]) -> str:
+    """One memory entry: 2-5 bullets mixing stock phrases and project jargon."""
+    lines = []
+    for _ in range(rng.randint(2, 5)):
+        jargon = " ".join(zipf_words(nrng, vocab, rng.randint(2, 8)))
+        lines.append(f"{bullet(rng)} ({jargon})")
+    return "\n".join(lines)
+
+
+def unit_rows(nrng: np.random.Generator, n: int) -> np.ndarray:
+    m = nrng.standard_normal((n, DIM)).astype(np.float32)
+    m /= np.linalg.norm(m, axis=1, keepdims=True)
+    return m
+
+
+def build(path: Path, size: int, seed: int = 11) -> dict[str, Any]:
+    rng = random.Random(seed)
+    nrng = np.random.default_rng(seed)
+    vocab = make_vocabulary(rng)
+    start = time.perf_counter()
+    day = date(2025, 1, 1)
+    with SqliteIndex(path, IndexSettings()) as idx:
+        idx.ensure_model(MODEL, DIM)
+        for f in range(size // CHUNKS_PER_FILE):
+            source = f"/bench/.memsearch/memory/{day.isoformat()}-{f}.md"
+            kind: Kind = "topic" if f % 10 == 0 else "journal"
+            chunks = []
+            for i in range(CHUNKS_PER_FILE):
+                text = entry(rng, nrng, vocab)
+                start_line, end_line = i * 6 + 1, i * 6 + 5
+                ch = content_hash_of(text)
+                chunk = Chunk(
+                    content=text,
+                    source=source,
+                    heading=f"{9 + i // 12:02d}:{i % 60:02d}",
+                    heading_level=3,
+                    start_line=start_line,
+                    end_line=end_line,
+                    content_hash=ch,
+                    chunk_hash=chunk_id_of(source, start_line, end_line, ch, MODEL),
+                )
+                chunks.append(
+                    IndexedChunk(chunk, kind=kind, date=day.isoformat(), session=f"s{f % 50}")
+                )
+            vectors = unit_rows(nrng, len(chunks))
+            record = FileRecord(source, f, len(chunks), f"{f:064x}")
+            idx.replace_file(
+                record, chunks, {c.chunk.chunk_hash: vectors[i] for i, c in enumerate(chunks)}
+            )
+            day += timedelta(days=1) if f % 3 == 2 else timedelta(0)
+        stats = idx.stats()
+    return {"build_s": time.perf_counter() - start, "size_mb": stats["size_bytes"] / 1e6}
+
+
+def make_queries(path: Path, n: int, seed: int = 5) -> list[str]:
+    """Queries drawn from stored text (people search for what they wrote)."""
+    rng = random.Random(seed)
+    with SqliteIndex(path) as idx:
+        conn = idx._connection()
+        total = conn.execute("SELECT max(id) FROM chunks").fetchone()[0]
+        queries = []
+        while len(queries) < n:
+            row = conn.execute(
+                "SELECT content FROM chunks WHERE id = ?", (rng.randint(1, total),)
+            ).fetchone()
+            if row is None:
+                continue
+            words = [w.strip("()-.,`") for w in row[0].split()]
+            words = [w for w in words if len(w) > 2]
+            picked = rng.sample(words, k=min(len(words), rng.randint(2, 6)))
+            prefix = rng.choice(_STOP_PREFIXES) + " " if rng.random() < 0.3 else ""
+            queries.append(prefix + " ".join(picked))
+    return queries
+
+
+def timed(fn: Callable[[], object]) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return (time.perf_counter() - t0) * 1000
+
+
+def measure(path: Path, n_queries: int) -> dict[str, Any]:
+    """Runs in a fresh process: every number here is this process's alone."""
+    queries = make_queries(path, n_queries)
+    nrng = np.random.default_rng(3)
+    qvecs = unit_rows(nrng, len(queries))
+    idx = SqliteIndex(path)
+    first = timed(lambda: idx.search(queries[0], qvecs[0], TOP_K))
+    hybrid = [timed(lambda i=i, q=q: idx.search(q, qvecs[i], TOP_K)) for i, q in enumerate(queries)]
+    lexical = [timed(lambda q=q: idx.search(q, None, TOP_K)) for q in queries]
+    flt = SearchFilters(kind="journal", after="2025-02-01", before="2025-09-01")
+    filtered = [
+        timed(lambda i=i, q=q: idx.search(q, qvecs[i], TOP_K, flt)) for i, q in enumerate(queries)
+    ]
+    mode, hits = idx.search(queries[1], qvecs[1], TOP_K)
+    assert mode == "hybrid" and len(hits) == TOP_K, (mode, len(hits))
+    # Another writer adds a file; the next search refreshes incrementally.
+    after_write = []
+    with SqliteIndex(path) as writer:
+        for r in range(AFTER_WRITE_ROUNDS):
+            source = f"/bench/.memsearch/memory/live-{r}.md"
+            text = f"- live write {r} about the retry queue"
+            ch = content_hash_of(text)
+            chunk = Chunk(text, source, "10:00", 3, 1, 2, ch, chunk_id_of(source, 1, 2, ch, MODEL))
+            writer.replace_file(
+                FileRecord(source, r, 1, f"{r:064x}"),
+                [IndexedChunk(chunk)],
+                {chunk.chunk_hash: unit_rows(nrng, 1)[0]},
+            )
+            after_write.append(timed(lambda r=r: idx.search(queries[r], qvecs[r], TOP_K)))
+        writer.remove_files([f"/bench/.memsearch/memory/live-{r}.md" for r in range(20)])
+    idx.close()
+    return {
+        "first_search_ms": first,
+        "hybrid_p50_ms": percentile(hybrid, 50),
+        "hybrid_p95_ms": percentile(hybrid, 95),
+        "lexical_p50_ms": percentile(lexical, 50),
+        "lexical_p95_ms": percentile(lexical, 95),
+        "filtered_p50_ms": percentile(filtered, 50),
+        "after_write_p50_ms": percentile(after_write, 50),
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default="10000,100000")
+    parser.add_argument("--queries", type=int, default=DEFAULT_QUERIES)
+    parser.add_argument("--measure", type=Path, help=argparse.SUPPRESS)  # child mode
+    args = parser.parse_args()
+    if args.measure:
+        print(json.dumps(measure(args.measure, args.queries)))
+        return 0
+
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="memlane-bench-search-") as tmp:
+        for size in (int(s) for s in args.sizes.split(",")):
+            path = Path(tmp) / f"ms_bench_{size}.sqlite"
+            built = build(path, size)
+            child = subprocess.run(
+                [sys.executable, __file__, "--measure", str(path), "--queries", str(args.queries)],
+                check=True,
+                capture_output=True,
+                text=True,
+            )
+            result = json.loads(child.stdout)
+            target = TARGET_P50_MS.get(size)
+            rows.append(
+                {
+                    "chunks": size,
+                    "build_s": built["build_s"],
+                    "db_mb": built["size_mb"],
+                    **result,
+                    "target_p50_ms": target,
+                    "meets_target": None if target is None else result["hybrid_p50_ms"] <= target,
+                }
+            )
+    print_table(f"search latency ({args.queries} queries, k={TOP_K}, dim={DIM})", rows)
+    out = write_json("search", {"queries": args.queries, "k": TOP_K, "dim": DIM, "rows": rows})
+    print(f"\nwrote {out}")
+    return 0 if all(r["meets_target"] is not False for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
