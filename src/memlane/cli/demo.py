@@ -37,12 +37,12 @@ def fixtures_dir() -> Path:
 
 def build_project(root: Path) -> Path:
     """Lay out a fictional project whose memory store holds the fixtures."""
-    project = root / "ledgerly"
+    project = root / "fernbill"
     store = project / ".memsearch" / "memory"
     store.parent.mkdir(parents=True)
     shutil.copytree(fixtures_dir() / "memory", store)
     (project / ".git").mkdir()  # the project root, as a git checkout would mark it
-    (project / "README.md").write_text("# ledgerly\n\nA fictional invoicing service.\n")
+    (project / "README.md").write_text("# fernbill\n\nA fictional invoicing service.\n")
     return project
 
 

@@ -142,7 +142,7 @@ class Memory:
         from memlane.index import state
 
         index = self.index
-        rebuilt = index.rebuilt_reason
+        rebuilt = index.pop_rebuilt_reason()
         index.ensure_model(self.model, None)
         state_path = self.scope.state_path
         paths = [str(self.scope.store)]
@@ -166,8 +166,9 @@ class Memory:
                 uri=index.uri,
             )
             raise
+        report.vectors_expected = self.config.embedding.provider != "none"
         problem = indexer.embedder_problem or self.embedder_problem
-        if problem and report.unembedded_chunks:
+        if problem and report.unembedded_chunks and report.vectors_expected:
             report.notices.append(
                 f"semantic search unavailable ({problem}); chunks were stored for lexical search"
             )
@@ -257,7 +258,7 @@ class Memory:
     def expand(self, chunk_hash: str) -> Section:
         """L2 recall: the whole heading section a chunk came from, with its anchor."""
         from memlane.store.anchor import parse_anchor
-        from memlane.store.section import extract_section, read_markdown
+        from memlane.store.section import extract_section, read_markdown, split_lines
 
         wanted = chunk_hash.strip().lower()
         if not _CHUNK_HASH_RE.match(wanted):
@@ -278,7 +279,7 @@ class Memory:
                 f"chunk {wanted} came from {chunk.source}, which cannot be read: {exc.message}",
                 "run `memlane index` to bring the index in line with the store",
             ) from None
-        lines = text.split("\n")
+        lines = split_lines(text)
         content, start, end = extract_section(lines, chunk.start_line, chunk.heading_level)
         if chunk.start_line > len(lines):
             self.notices.append(

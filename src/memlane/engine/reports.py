@@ -34,10 +34,13 @@ class IndexReport:
     seconds: float = 0.0
     failed_files: list[FileFailure] = field(default_factory=list)
     notices: list[str] = field(default_factory=list)
+    # False when the user chose lexical-only search (embedding.provider none):
+    # chunks without vectors are then the intended state, not a degradation.
+    vectors_expected: bool = True
 
     @property
     def status(self) -> str:
-        if self.failed_files or self.unembedded_chunks:
+        if self.failed_files or (self.unembedded_chunks and self.vectors_expected):
             return "degraded"
         return "ok"
 
