@@ -93,13 +93,18 @@ def test_truncation_under_an_open_index_is_caught_on_next_operation(
         idx.close()
 
 
-def test_missing_table_is_damage(index_path: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("ddl", "name"), [("DROP TABLE files", "files"), ("DROP INDEX chunks_filter", "chunks_filter")]
+)
+def test_missing_table_or_index_is_damage(
+    index_path: Path, tmp_path: Path, ddl: str, name: str
+) -> None:
     populated(index_path, tmp_path, files=1)
     conn = sqlite3.connect(index_path)
-    conn.execute("DROP TABLE files")
+    conn.execute(ddl)
     conn.close()
     with SqliteIndex(index_path) as idx:
-        assert idx.rebuilt_reason is not None and "files" in idx.rebuilt_reason
+        assert idx.rebuilt_reason is not None and name in idx.rebuilt_reason
         assert idx.count() == 0
 
 

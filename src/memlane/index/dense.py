@@ -30,7 +30,12 @@ _NO_SESSION = -1
 # a share of the matrix; until then a search just masks them.
 COMPACT_DEAD_FRACTION = 0.25
 COMPACT_DEAD_MIN = 1024
-_GROWTH = 1.5  # capacity growth factor, amortises appends
+# Capacity: a full load leaves this much room so the appends that follow
+# small writes never copy the matrix; past it, capacity grows by _GROWTH
+# (each growth briefly holds old + new matrix: keep the factor modest).
+HEADROOM_FRACTION = 1 / 16
+HEADROOM_MIN_ROWS = 1024
+_GROWTH = 1.25
 
 
 class DenseRow(NamedTuple):
@@ -134,9 +139,10 @@ class DenseMatrix:
         return self._session_ids.setdefault(session, len(self._session_ids))
 
     def reserve(self, rows: int) -> None:
-        """Make room for exactly ``rows`` more rows (a full load knows its size)."""
-        if self._n + rows > len(self._rowids):
-            self._resize(self._n + rows)
+        """Make room for ``rows`` more rows plus headroom (a full load knows its size)."""
+        needed = self._n + rows
+        if needed > len(self._rowids):
+            self._resize(needed + max(HEADROOM_MIN_ROWS, int(needed * HEADROOM_FRACTION)))
 
     def _reserve(self, needed: int) -> None:
         capacity = len(self._rowids)

@@ -103,7 +103,7 @@ class LexicalLeg:
         else:
             conditions, values = filter_sql(filters)
             sql = (
-                "SELECT chunks_fts.rowid FROM chunks_fts JOIN chunks "
+                "SELECT chunks_fts.rowid FROM chunks_fts JOIN chunks INDEXED BY chunks_filter "
                 "ON chunks.id = chunks_fts.rowid WHERE chunks_fts MATCH ? AND "
                 + " AND ".join(conditions)
                 + " ORDER BY rank, chunks_fts.rowid LIMIT ?"

@@ -34,6 +34,7 @@ _CORRUPT_MESSAGES = (
     "malformed",
     "file is not a database",
     "no such table",
+    "no such index",
     "vtable constructor failed",
 )
 

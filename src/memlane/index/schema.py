@@ -36,7 +36,10 @@ META_GENERATION = "generation"
 META_EPOCH = "epoch"  # random id of this file's contents; changes on a wipe
 META_TOMBSTONE_FLOOR = "tombstone_floor"  # tombstones at or below were pruned
 
-REQUIRED_TABLES = frozenset({"meta", "files", "chunks", "chunks_fts", "tombstones"})
+# Tables and indexes an index file must have (sqlite_master names).
+REQUIRED_OBJECTS = frozenset(
+    {"meta", "files", "chunks", "chunks_fts", "tombstones", "chunks_filter"}
+)
 
 TABLES_DDL = (
     """
@@ -77,6 +80,11 @@ TABLES_DDL = (
     # Serves both "rows changed since generation G" and "rows without a
     # vector" (vec_gen IS NULL exactly when vector IS NULL).
     "CREATE INDEX IF NOT EXISTS chunks_vec_gen ON chunks(vec_gen)",
+    # Covering index for filtered lexical search: the FTS join reads the
+    # filter columns from here instead of from the wide chunk rows (content
+    # and vector live inline, ~2 rows per page), 17 -> 7 ms at 100k chunks.
+    # Queries name it with INDEXED BY; the planner would pick the rowid.
+    "CREATE INDEX IF NOT EXISTS chunks_filter ON chunks(id, kind, date, session, source)",
     f"""
     CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
         heading, content,

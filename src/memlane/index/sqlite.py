@@ -207,9 +207,9 @@ class SqliteIndex:
             self._create_schema(conn)
             lexical.install(conn)
             return
-        missing = schema.REQUIRED_TABLES - names
+        missing = schema.REQUIRED_OBJECTS - names
         if missing:
-            raise _DamagedIndex(f"missing table(s) {', '.join(sorted(missing))}")
+            raise _DamagedIndex(f"missing table(s)/index(es) {', '.join(sorted(missing))}")
         meta = self._meta(conn)
         version = meta.get(schema.META_SCHEMA_VERSION)
         if not isinstance(version, int) or schema.META_GENERATION not in meta:
@@ -780,7 +780,7 @@ class SqliteIndex:
         ):
             dense = DenseMatrix(dimension, epoch, generation)
             # Sized up front: growing a 150 MB matrix by copies doubled the
-            # load time and left a third of it as slack.
+            # load time and its peak memory.
             stored = conn.execute(
                 "SELECT count(*) FROM chunks WHERE vec_gen IS NOT NULL"
             ).fetchone()[0]
