@@ -202,12 +202,26 @@ def test_wal_mode_and_parent_dirs(tmp_path: Path) -> None:
     conn.close()
 
 
-def test_destroy_then_reopen(index_path: Path, tmp_path: Path) -> None:
-    with SqliteIndex(index_path) as idx:
-        record, chunks = make_file(src(tmp_path, "a.md"), TEXTS)
-        idx.replace_file(record, chunks, {})
+def test_destroy_clears_in_place_and_open_handles_follow(index_path: Path, tmp_path: Path) -> None:
+    other = SqliteIndex(index_path)
+    other.ensure_model(MODEL, DIM)
+    record, chunks = make_file(src(tmp_path, "a.md"), TEXTS)
+    other.replace_file(record, chunks, vectors_for(chunks))
+    assert other.search("redis", unit_vector("q"), 3)[0] == "hybrid"
     SqliteIndex.destroy(index_path)
-    assert not index_path.exists()
+    assert other.count() == 0 and other.files() == {}
+    assert other.search("redis", unit_vector("q"), 3) == ("lexical", [])
+    assert other.rebuilt_reason is None  # a reindex is not damage
+    assert other.stats()["model"] is None
+    assert other.ensure_model("new-model", 8) is False  # nothing left to wipe
+    other.close()
+    SqliteIndex.destroy(tmp_path / "never" / "there.sqlite")  # no-op
+    assert not (tmp_path / "never").exists()
+
+
+def test_destroy_of_a_damaged_file(index_path: Path) -> None:
+    index_path.parent.mkdir(parents=True)
+    index_path.write_bytes(b"garbage" * 1000)
+    SqliteIndex.destroy(index_path)
     with SqliteIndex(index_path) as idx:
-        assert idx.count() == 0
-        assert idx.rebuilt_reason is None
+        assert idx.count() == 0 and idx.rebuilt_reason is None

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import secrets
 import sqlite3
 import threading
@@ -149,20 +148,40 @@ class SqliteIndex:
             self._close_connection()
             self._dense = None
 
+    def clear(self) -> None:
+        """Drop every chunk and file record and forget the bound model.
+
+        Done in place, in one transaction: processes holding the file open
+        just see the generation move (a deleted or renamed file would look
+        like damage to them and make each one re-index).
+        """
+
+        def op(conn: sqlite3.Connection) -> None:
+            with self._write(conn):
+                self._wipe(conn)
+                conn.execute(
+                    "DELETE FROM meta WHERE key IN (?, ?)",
+                    (schema.META_MODEL, schema.META_DIMENSION),
+                )
+
+        with self._lock:
+            self._bound_model = None
+            self._run(op)
+            self._dense = None
+
     @staticmethod
     def destroy(path: Path | str) -> None:
-        """Delete an index file (and its -wal/-shm) for a rebuild from markdown.
+        """Empty the index at ``path`` for a rebuild from markdown.
 
-        Runs under the exclusive rebuild lock; other processes notice the new
-        file on their next operation (``_check_identity``) and reopen.
+        A healthy file is cleared in place (see ``clear``); one that cannot
+        be opened is moved aside by the open itself. Nothing to do when the
+        file does not exist.
         """
         target = Path(path).expanduser().absolute()
-        if not target.parent.exists():
+        if not target.exists():
             return
-        with file_lock(target, exclusive=True):
-            for suffix in ("", "-wal", "-shm"):
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(target.with_name(target.name + suffix))
+        with SqliteIndex(target) as index:
+            index.clear()
 
     # -- opening, validation, rebuild ---------------------------------------
 
