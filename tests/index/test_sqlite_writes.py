@@ -10,7 +10,8 @@ import pytest
 from _builders import DIM, MODEL, make_file, src, unit_vector, vectors_for
 
 from memlane.core.types import embedding_text_of
-from memlane.index.base import DimensionMismatchError, FileRecord
+from memlane.index import sqlite as sqlite_mod
+from memlane.index.base import DimensionMismatchError, FileRecord, IndexBusyError
 from memlane.index.sqlite import SqliteIndex
 
 TEXTS = [
@@ -225,3 +226,24 @@ def test_destroy_of_a_damaged_file(index_path: Path) -> None:
     SqliteIndex.destroy(index_path)
     with SqliteIndex(index_path) as idx:
         assert idx.count() == 0 and idx.rebuilt_reason is None
+
+
+def test_write_lock_held_too_long_is_an_index_busy_error(
+    index_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sqlite_mod, "BUSY_TIMEOUT_S", 0.2)
+    idx = SqliteIndex(index_path)
+    blocker = sqlite3.connect(index_path, isolation_level=None)
+    try:
+        blocker.execute("BEGIN IMMEDIATE")
+        record, chunks = make_file(src(tmp_path, "a.md"), TEXTS)
+        with pytest.raises(IndexBusyError, match="locked"):
+            idx.replace_file(record, chunks, {})
+        # readers are never blocked by a writer (WAL)
+        assert idx.search("redis", None, 3) == ("lexical", [])
+        blocker.execute("ROLLBACK")
+        assert idx.replace_file(record, chunks, {}) == 3
+        assert idx.rebuilt_reason is None
+    finally:
+        blocker.close()
+        idx.close()

@@ -3,8 +3,9 @@
 Exact search (matrix @ query) over 100k x 384 costs ~5 ms on numpy, less
 than any ANN index would save at this scale, and needs no extension (this
 Python's sqlite3 cannot load one). The matrix mirrors one snapshot of the
-``chunks`` table; ``sqlite.py`` keeps it in step with the write generation,
-appending new rows and marking deleted ones dead instead of reloading.
+``chunks`` table; ``dense_sync.py`` keeps it in step with the write
+generation, appending new rows and marking deleted ones dead instead of
+reloading.
 
 Filter metadata lives in parallel numpy arrays so a filtered search is a few
 vectorised comparisons, never a Python loop over rows.

@@ -37,7 +37,8 @@ from memlane.index.base import (
     ScoredChunk,
     SearchFilters,
 )
-from memlane.index.dense import DenseMatrix, DenseRow, vector_to_blob
+from memlane.index.dense import DenseMatrix, vector_to_blob
+from memlane.index.dense_sync import synced_matrix
 from memlane.index.fusion import fusion_method
 from memlane.index.recovery import (
     SQLITE_READONLY_DBMOVED,
@@ -60,7 +61,6 @@ CANDIDATE_MULTIPLIER = 10
 # Page cache per connection (KiB, as SQLite's negative cache_size): holds the
 # hot FTS doclists of a 100k-chunk collection.
 CACHE_SIZE_KIB = 32 * 1024
-LOAD_BATCH_ROWS = 4096  # rows per fetchmany while (re)loading vectors
 # Tombstones older than this many generations are pruned; a process whose
 # matrix is older than the pruned range reloads it fully instead.
 TOMBSTONE_KEEP_GENERATIONS = 1000
@@ -733,7 +733,8 @@ class SqliteIndex:
             cache_key = (meta.get(schema.META_EPOCH), meta.get(schema.META_GENERATION))
             dense = None
             if qvec is not None:
-                dense, dimension = self._refresh_dense(conn, meta)
+                dense, dimension = synced_matrix(conn, meta, self._dense)
+                self._dense = dense
                 if dimension is not None and qvec.size != dimension:
                     raise DimensionMismatchError(
                         f"query vector dimension {qvec.size} does not match the index "
@@ -765,69 +766,3 @@ class SqliteIndex:
         marks = ", ".join("?" * len(rowids))
         rows = conn.execute(f"SELECT {_CHUNK_COLUMNS} FROM chunks WHERE id IN ({marks})", rowids)
         return {row[0]: _row_to_indexed(row) for row in rows}
-
-    # -- dense matrix cache ----------------------------------------------------------------------
-
-    def _refresh_dense(
-        self, conn: sqlite3.Connection, meta: Mapping[str, Any]
-    ) -> tuple[DenseMatrix | None, int | None]:
-        """The vector matrix for the current snapshot and the bound dimension.
-
-        Called inside a read transaction.
-
-        One SELECT on ``meta`` per search; when the generation moved, only the
-        rows written since (``vec_gen``) are read and the rows deleted since
-        (``tombstones``) are masked. A full reload happens on first use, after
-        a model change (epoch), or when tombstones were pruned past us.
-        """
-        generation = int(meta[schema.META_GENERATION])
-        epoch = str(meta.get(schema.META_EPOCH))
-        dimension = meta.get(schema.META_DIMENSION)
-        floor = int(meta.get(schema.META_TOMBSTONE_FLOOR) or 0)
-        dense = self._dense
-        if not isinstance(dimension, int):
-            self._dense = None
-            return None, None
-        if dense is not None and dense.epoch == epoch and dense.generation == generation:
-            return dense, dimension
-        if (
-            dense is None
-            or dense.epoch != epoch
-            or dense.dimension != dimension
-            or dense.generation < floor
-            or dense.generation > generation
-        ):
-            dense = DenseMatrix(dimension, epoch, generation)
-            # Sized up front: growing a 150 MB matrix by copies doubled the
-            # load time and its peak memory.
-            stored = conn.execute(
-                "SELECT count(*) FROM chunks WHERE vec_gen IS NOT NULL"
-            ).fetchone()[0]
-            dense.reserve(int(stored))
-            self._load_rows(
-                dense,
-                conn.execute(
-                    "SELECT id, vector, kind, source, date, session FROM chunks "
-                    "WHERE vector IS NOT NULL"
-                ),
-            )
-        else:
-            dead = conn.execute(
-                "SELECT id FROM tombstones WHERE gen > ?", (dense.generation,)
-            ).fetchall()
-            dense.remove(row[0] for row in dead)
-            self._load_rows(
-                dense,
-                conn.execute(
-                    "SELECT id, vector, kind, source, date, session FROM chunks WHERE vec_gen > ?",
-                    (dense.generation,),
-                ),
-            )
-            dense.generation = generation
-        self._dense = dense
-        return dense, dimension
-
-    @staticmethod
-    def _load_rows(dense: DenseMatrix, cursor: sqlite3.Cursor) -> None:
-        while batch := cursor.fetchmany(LOAD_BATCH_ROWS):
-            dense.add([DenseRow(*row) for row in batch])
