@@ -173,9 +173,7 @@ class Memory:
                 f"semantic search unavailable ({problem}); chunks were stored for lexical search"
             )
         if rebuilt:
-            report.notices.insert(
-                0, f"the index was damaged ({rebuilt}) and was rebuilt from markdown"
-            )
+            report.notices.insert(0, f"the index was rebuilt from markdown: {rebuilt}")
             index.rebuilt_reason = None
         state.record_report(
             state_path,
@@ -224,7 +222,9 @@ class Memory:
         vector = None
         if mode == "hybrid" and query.strip():
             embedder = self.embedder
-            if embedder is None:
+            if embedder is None and self.config.embedding.provider == "none":
+                pass  # lexical by the user's choice; the mode says so
+            elif embedder is None:
                 notices.append(
                     f"semantic search unavailable ({self.embedder_problem}); showing lexical (BM25) results"
                 )

@@ -294,7 +294,7 @@ class SqliteIndex:
                 f"index {self.path.name} was damaged ({reason}) and another process "
                 "already recreated it"
             )
-        log.warning("%s", self.rebuilt_reason)
+        log.info("%s", self.rebuilt_reason)
 
     def _check_identity(self) -> None:
         """Reopen when the file on disk is no longer the one we hold open.
@@ -313,7 +313,7 @@ class SqliteIndex:
                 f"index {self.path.name} was replaced on disk by another process "
                 "(probably rebuilt after damage)"
             )
-            log.warning("%s", self.rebuilt_reason)
+            log.info("%s", self.rebuilt_reason)
 
     def _close_connection(self) -> None:
         self._lexical.reset()
