@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -35,6 +35,22 @@ class _PendingFile:
     record: FileRecord
     chunks: list[IndexedChunk]
     new: list[Chunk]
+
+
+@dataclass
+class SyncPlan:
+    """What a sync would do: changed files, vanished files, chunks lacking vectors."""
+
+    total_files: int
+    started: float
+    pending: list[_PendingFile] = field(default_factory=list)
+    gone: list[str] = field(default_factory=list)
+    failed_files: list[FileFailure] = field(default_factory=list)
+    missing_vectors: bool = False
+
+    @property
+    def idle(self) -> bool:
+        return not (self.pending or self.gone or self.missing_vectors)
 
 
 def describe_chunks(chunks: Sequence[Chunk], path: Path, store: Path) -> list[IndexedChunk]:
@@ -63,6 +79,8 @@ class Indexer:
         index: IndexBackend,
         model: str,
         get_embedder: Callable[[], Embedder | None],
+        *,
+        vectors_expected: bool = True,
     ) -> None:
         self.store = store
         self.index = index
@@ -70,52 +88,64 @@ class Indexer:
         # Called only when there is something to embed, so an index run over
         # an unchanged store never loads the model.
         self._get_embedder = get_embedder
+        # False when the user chose lexical-only search: chunks without
+        # vectors are then the intended state, not work left to do.
+        self.vectors_expected = vectors_expected
         self._embedder_failed = False
         self.embedder_problem: str | None = None
 
     def _embedder(self) -> Embedder | None:
         return None if self._embedder_failed else self._get_embedder()
 
-    def sync(self, operation: str = "index", progress: Progress | None = None) -> IndexReport:
+    def plan(self, progress: Progress | None = None) -> SyncPlan:
+        """Read what changed (cheap: a stat per file, a read per changed file)."""
         started = time.monotonic()
-        report = IndexReport(operation=operation)
         files = list_markdown_files(self.store) if self.store.is_dir() else []
-        report.total_files = len(files)
         recorded = self.index.files()
-
-        pending: list[_PendingFile] = []
+        plan = SyncPlan(total_files=len(files), started=started)
         for n, path in enumerate(files, 1):
             if progress:
                 progress(n, len(files), "scanning")
-            item = self._scan(path, recorded.get(str(path)), report)
+            item = self._scan(path, recorded.get(str(path)), plan.failed_files)
             if item is not None:
-                pending.append(item)
+                plan.pending.append(item)
+        plan.gone = sorted(set(recorded) - {str(p) for p in files})
+        # A one-row probe: the full list of texts is only read when needed.
+        plan.missing_vectors = self.vectors_expected and bool(self.index.missing_vectors(limit=1))
+        return plan
 
-        gone = set(recorded) - {str(p) for p in files}
-        if gone:
-            self.index.remove_files(sorted(gone))
-            report.removed_files = len(gone)
-
-        self._write(pending, report, progress)
-        self._fill_missing_vectors(report, progress)
+    def apply(
+        self, plan: SyncPlan, operation: str = "index", progress: Progress | None = None
+    ) -> IndexReport:
+        report = IndexReport(operation=operation, total_files=plan.total_files)
+        report.failed_files.extend(plan.failed_files)
+        if plan.gone:
+            self.index.remove_files(plan.gone)
+            report.removed_files = len(plan.gone)
+        self._write(plan.pending, report, progress)
+        if plan.missing_vectors:
+            self._fill_missing_vectors(report, progress)
         report.total_chunks = self.index.count()
-        report.seconds = time.monotonic() - started
+        report.seconds = time.monotonic() - plan.started
         return report
 
+    def sync(self, operation: str = "index", progress: Progress | None = None) -> IndexReport:
+        return self.apply(self.plan(progress), operation, progress)
+
     def _scan(
-        self, path: Path, known: FileRecord | None, report: IndexReport
+        self, path: Path, known: FileRecord | None, failures: list[FileFailure]
     ) -> _PendingFile | None:
         try:
             st = path.stat()
         except OSError as exc:
-            report.failed_files.append(FileFailure(str(path), exc.strerror or str(exc)))
+            failures.append(FileFailure(str(path), exc.strerror or str(exc)))
             return None
         if known is not None and known.mtime_ns == st.st_mtime_ns and known.size == st.st_size:
             return None
         try:
             text = read_markdown(path)
         except StoreError as exc:
-            report.failed_files.append(FileFailure(str(path), exc.message))
+            failures.append(FileFailure(str(path), exc.message))
             return None
         digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
         record = FileRecord(str(path), st.st_mtime_ns, st.st_size, digest)
@@ -179,14 +209,13 @@ class Indexer:
 
     def _fill_missing_vectors(self, report: IndexReport, progress: Progress | None) -> None:
         """Embed chunks stored earlier without a vector (the embedder was down)."""
-        missing = self.index.missing_vectors()
-        if not missing:
-            return
         embedder = self._embedder()
         if embedder is None:
-            # Counts this run's unembedded inserts too: they are in ``missing``.
-            report.unembedded_chunks = len(missing)
+            # Counts this run's unembedded inserts too: they are all missing.
+            stats = self.index.stats()
+            report.unembedded_chunks = int(stats["chunks"]) - int(stats["vectors"])
             return
+        missing = self.index.missing_vectors()
         for start in range(0, len(missing), EMBED_FLUSH_CHUNKS):
             batch = missing[start : start + EMBED_FLUSH_CHUNKS]
             try:

@@ -132,11 +132,19 @@ class Memory:
 
     # -- index ------------------------------------------------------------------
 
-    def sync(self, progress: Progress | None = None, *, operation: str = "index") -> IndexReport:
+    def sync(
+        self,
+        progress: Progress | None = None,
+        *,
+        operation: str = "index",
+        quiet_when_idle: bool = False,
+    ) -> IndexReport:
         """Index what changed in the store since the last run.
 
         The embedder is only loaded when there is something new to embed, so
-        a sync over an unchanged store costs a few stat calls.
+        a sync over an unchanged store costs a few stat calls. With
+        ``quiet_when_idle`` (the catch-up before a search) an idle sync does
+        not rewrite the index state file.
         """
         from memlane.engine.indexer import Indexer
         from memlane.index import state
@@ -146,6 +154,19 @@ class Memory:
         index.ensure_model(self.model, None)
         state_path = self.scope.state_path
         paths = [str(self.scope.store)]
+        vectors_expected = self.config.embedding.provider != "none"
+        indexer = Indexer(
+            self.scope.store,
+            index,
+            self.model,
+            lambda: self.embedder,
+            vectors_expected=vectors_expected,
+        )
+        plan = indexer.plan(progress)
+        if quiet_when_idle and plan.idle and not rebuilt:
+            # A catch-up before a search found nothing to do: leave the
+            # state file alone so it keeps describing the last real run.
+            return indexer.apply(plan, operation, progress)
         state.record_started(
             state_path,
             operation=operation,
@@ -153,9 +174,8 @@ class Memory:
             collection=self.scope.collection,
             uri=index.uri,
         )
-        indexer = Indexer(self.scope.store, index, self.model, lambda: self.embedder)
         try:
-            report = indexer.sync(operation=operation, progress=progress)
+            report = indexer.apply(plan, operation, progress)
         except MemlaneError as exc:
             state.record_error(
                 state_path,
@@ -166,7 +186,7 @@ class Memory:
                 uri=index.uri,
             )
             raise
-        report.vectors_expected = self.config.embedding.provider != "none"
+        report.vectors_expected = vectors_expected
         problem = indexer.embedder_problem or self.embedder_problem
         if problem and report.unembedded_chunks and report.vectors_expected:
             report.notices.append(
@@ -217,7 +237,7 @@ class Memory:
             raise MemlaneError(f"unknown search mode {mode!r}", "use hybrid or lexical")
         notices: list[str] = []
         if sync:
-            report = self.sync()
+            report = self.sync(quiet_when_idle=True)
             notices.extend(report.notices)
         vector = None
         if mode == "hybrid" and query.strip():

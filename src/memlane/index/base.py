@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -117,6 +117,10 @@ class IndexBackend(Protocol):
         ...
 
     def count(self) -> int: ...
+
+    def stats(self) -> dict[str, Any]:
+        """Counts for status: at least ``chunks``, ``vectors`` and ``files``."""
+        ...
 
     def get(self, chunk_hash: str) -> Chunk | None: ...
 
