@@ -114,6 +114,22 @@ def test_small_batches_and_token_cap_give_the_same_vectors(bundled: OnnxEmbedder
     np.testing.assert_allclose(tiny.embed(texts), expected, atol=1e-4)
 
 
+def test_concurrent_batches_equal_sequential_ones(bundled: OnnxEmbedder) -> None:
+    texts = MIXED_TEXTS * 3
+    sequential = OnnxEmbedder.bundled(threads=1).embed(texts)
+    parallel = OnnxEmbedder.bundled(threads=3, max_batch_tokens=64).embed(texts)
+    np.testing.assert_allclose(parallel, sequential, atol=1e-5)
+
+
+def test_memory_release_after_a_big_call_keeps_the_session_usable(
+    bundled: OnnxEmbedder,
+) -> None:
+    bundled._release_memory(bundled._model())
+    np.testing.assert_allclose(
+        bundled.embed_query("still works"), bundled.embed(["still works"])[0], atol=1e-6
+    )
+
+
 def test_embed_query_is_one_row_of_embed(bundled: OnnxEmbedder) -> None:
     query = "what did we decide about retries?"
     vector = bundled.embed_query(query)
@@ -262,6 +278,8 @@ def test_batch_plan_respects_both_caps(
     assert [i for batch in batches for i in batch] == list(range(len(lengths)))
     for batch in batches:
         assert 1 <= len(batch) <= batch_size
-        padded = len(batch) * max(lengths[i] for i in batch)
+        longest = max(lengths[i] for i in batch)
         # A single text always runs (the cap is never below max_tokens).
-        assert len(batch) == 1 or padded <= embedder.max_batch_tokens
+        if len(batch) > 1:
+            assert len(batch) * longest <= embedder.max_batch_tokens
+            assert len(batch) * longest * longest <= embedder.max_batch_attention

@@ -51,7 +51,7 @@ def empty_vectors(dimension: int | None) -> Vectors:
     return np.zeros((0, dimension or 0), dtype=np.float32)
 
 
-def l2_normalize(matrix: Vectors) -> Vectors:
+def l2_normalize(matrix: npt.ArrayLike) -> Vectors:
     """Scale each row to unit length, in float32.
 
     Rows with zero norm are left as zeros: dividing would give NaN, and a NaN

@@ -19,9 +19,11 @@ this module must stay cheap for CLI commands that never embed.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
+import sys
 import tempfile
 import threading
 from collections.abc import Iterator, Sequence
@@ -39,6 +41,8 @@ from memlane.core.settings import (
 from memlane.embed.base import empty_vectors, l2_normalize
 
 if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
+
     import numpy as np
     import numpy.typing as npt
 
@@ -72,6 +76,14 @@ _CHARS_PER_TOKEN_CAP = 64
 # length across batches, small enough that the Encoding objects (which carry
 # offsets and token strings) stay a few MB.
 _WINDOW_BATCHES = 16
+
+#: Default cap on a batch's padded size (texts x longest). Measured on 2 cores
+#: with two batches in flight (benchmarks/bench_embed.py --sweep): caps from
+#: 256 to 1024 are equally fast within noise (fp32 GEMMs stay in cache), at
+#: ~95 texts/s for ~75-token texts and ~24/s for 256-token ones; bigger caps
+#: are slower and peak RSS grows with the cap (~290 MB at 512, 360 MB at 1024,
+#: 570 MB at 2048, 880 MB for the classic 32 x 256 batches).
+DEFAULT_MAX_BATCH_TOKENS = 512
 
 _INPUT_DTYPES = {"tensor(int64)": "int64", "tensor(int32)": "int32"}
 _KNOWN_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
@@ -236,7 +248,7 @@ def _load_model(
     tokenizer_path: Path,
     *,
     max_tokens: int,
-    threads: int,
+    intra_op_threads: int,
 ) -> _LoadedModel:
     try:
         import onnxruntime as ort
@@ -258,11 +270,18 @@ def _load_model(
     tokenizer.enable_truncation(max_length=max_tokens)
 
     options = ort.SessionOptions()
-    # One process owns the cores while it embeds; ORT's default picks physical
-    # cores, which under-counts on some VMs. inter_op 1: the graph is a plain
-    # chain, parallel branches buy nothing and cost extra threads.
-    options.intra_op_num_threads = threads
+    # Parallelism comes from running whole batches concurrently on this one
+    # session (see OnnxEmbedder), so by default ORT gets no thread pool of its
+    # own: measured on 2 cores that is as fast when idle and about 1.7x faster
+    # when another process competes for the CPU, because ORT's pool threads
+    # spin and wait on each other at every op. inter_op 1: the graph is a
+    # plain chain, parallel branches buy nothing.
+    options.intra_op_num_threads = intra_op_threads
     options.inter_op_num_threads = 1
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    # Memory patterns are planned per input shape; with a new shape on almost
+    # every batch they only cost memory (measured: +100 MB peak).
+    options.enable_mem_pattern = False
     options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     options.log_severity_level = 3  # errors only: ORT warnings are noise to users
@@ -312,6 +331,11 @@ class OnnxEmbedder:
     Construction is cheap (it only checks that the files exist); the model is
     loaded and, for the bundled model, integrity-checked on first use or on
     :meth:`warm`. Thread-safe: ORT sessions may be run concurrently.
+
+    Batching: texts are sorted by length and cut into batches of at most
+    ``batch_size`` texts and ``max_batch_tokens`` padded tokens (texts x
+    longest); up to ``threads`` batches run at the same time on the shared
+    session, each on one core (``intra_op_threads``).
     """
 
     def __init__(
@@ -323,17 +347,20 @@ class OnnxEmbedder:
         pooling: str = "mean",
         max_tokens: int = DEFAULT_MAX_TOKENS,
         batch_size: int = DEFAULT_EMBED_BATCH_SIZE,
-        max_batch_tokens: int | None = None,
+        max_batch_tokens: int = DEFAULT_MAX_BATCH_TOKENS,
         dimension: int | None = None,
         expected_sha256: str | None = None,
         expected_size: int | None = None,
         threads: int | None = None,
+        intra_op_threads: int = 1,
         verify_cache_dir: Path | None = None,
     ) -> None:
-        """``max_batch_tokens`` caps a batch's padded size (texts x longest);
-        default ``batch_size * max_tokens``. ``expected_sha256`` turns on the
-        integrity check (the bundled model). ``verify_cache_dir`` defaults to
-        ``$MEMLANE_HOME/cache`` read at load time."""
+        """``threads``: batches run concurrently (default: usable cores).
+        ``intra_op_threads``: ORT threads inside one run (default 1; the
+        classic setup is ``threads=1, intra_op_threads=cores``, measured
+        slower). ``expected_sha256`` turns on the integrity check (the
+        bundled model). ``verify_cache_dir`` defaults to
+        ``$MEMLANE_HOME/cache``, read at load time."""
         if pooling not in POOLING_MODES:
             raise EmbedderError(
                 f"unknown embedding.pooling {pooling!r}; use one of: {', '.join(POOLING_MODES)}"
@@ -350,8 +377,13 @@ class OnnxEmbedder:
         self.max_tokens = max_tokens
         self.batch_size = batch_size
         # Never below one full-length text, or a long text could not be run.
-        self.max_batch_tokens = max(max_batch_tokens or batch_size * max_tokens, max_tokens)
-        self.threads = threads or default_threads()
+        self.max_batch_tokens = max(max_batch_tokens, max_tokens)
+        # Attention holds texts x heads x longest^2 floats per layer, several
+        # times over in this unfused export: past 256 tokens the padded-token
+        # cap alone would let memory grow with the square of max_tokens.
+        self.max_batch_attention = self.max_batch_tokens * min(max_tokens, DEFAULT_MAX_TOKENS)
+        self.threads = max(1, threads or default_threads())
+        self.intra_op_threads = max(1, intra_op_threads)
         self._dimension = dimension
         self._expected_sha256 = expected_sha256
         self._expected_size = expected_size
@@ -461,21 +493,44 @@ class OnnxEmbedder:
 
         model = self._model()
         out: Vectors | None = None
-        # Length-sorted (by characters, a cheap proxy) so each tokenised window
-        # holds similar lengths; the exact sort by tokens happens per window.
+        pool: ThreadPoolExecutor | None = None
+        batch_count = 0
+        # Sorted by characters (a cheap proxy) so each tokenised window holds
+        # similar lengths; the exact sort by tokens happens per window.
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         window = self.batch_size * _WINDOW_BATCHES
-        for start in range(0, len(order), window):
-            picked = order[start : start + window]
-            encoded = self._tokenize(model, [texts[i] for i in picked])
-            by_tokens = sorted(range(len(picked)), key=lambda j: len(encoded[j]))
-            for batch in self._plan([len(encoded[j]) for j in by_tokens]):
-                members = [by_tokens[j] for j in batch]
-                vectors = self._run(model, [encoded[j] for j in members])
-                if out is None:
-                    out = np.empty((len(texts), vectors.shape[1]), dtype=np.float32)
-                    self._dimension = int(vectors.shape[1])
-                out[[picked[j] for j in members]] = vectors
+        try:
+            for start in range(0, len(order), window):
+                picked = order[start : start + window]
+                encoded = self._tokenize(model, [texts[i] for i in picked])
+                by_tokens = sorted(range(len(picked)), key=lambda j: len(encoded[j]))
+                batches = [
+                    [by_tokens[j] for j in batch]
+                    for batch in self._plan([len(encoded[j]) for j in by_tokens])
+                ]
+                inputs = [[encoded[j] for j in batch] for batch in batches]
+                batch_count += len(batches)
+                if len(batches) > 1 and self.threads > 1 and pool is None:
+                    from concurrent.futures import ThreadPoolExecutor
+
+                    pool = ThreadPoolExecutor(self.threads, thread_name_prefix="memlane-embed")
+                if pool is None:
+                    results = [self._run(model, ids) for ids in inputs]
+                else:
+                    # The run releases the GIL, so batches use all cores.
+                    results = list(pool.map(lambda ids: self._run(model, ids), inputs))
+                for batch, vectors in zip(batches, results, strict=True):
+                    if out is None:
+                        out = np.empty((len(texts), vectors.shape[1]), dtype=np.float32)
+                        self._dimension = int(vectors.shape[1])
+                    out[[picked[j] for j in batch]] = vectors
+        finally:
+            if pool is not None:
+                pool.shutdown(wait=True)
+        if batch_count > 1:
+            # An indexing-sized call, not a query: worth a few ms to give its
+            # activations back so the long-lived process stays small.
+            self._release_memory(model)
         assert out is not None  # texts is non-empty, so at least one batch ran
         return out
 
@@ -493,7 +548,7 @@ class OnnxEmbedder:
             str(self.tokenizer_path),
             self.pooling,
             self.max_tokens,
-            self.threads,
+            self.intra_op_threads,
         )
         with _MODELS_LOCK:
             loaded = _MODELS.get(key)
@@ -509,7 +564,7 @@ class OnnxEmbedder:
                     self.model_path,
                     self.tokenizer_path,
                     max_tokens=self.max_tokens,
-                    threads=self.threads,
+                    intra_op_threads=self.intra_op_threads,
                 )
                 _MODELS[key] = loaded
         if self._dimension is None:
@@ -531,18 +586,50 @@ class OnnxEmbedder:
 
     def _plan(self, lengths: list[int]) -> Iterator[list[int]]:
         """Split ascending token lengths into batches of at most ``batch_size``
-        texts and ``max_batch_tokens`` padded tokens (count x longest)."""
+        texts, ``max_batch_tokens`` padded tokens (count x longest) and
+        ``max_batch_attention`` (count x longest^2)."""
         batch: list[int] = []
         for position, length in enumerate(lengths):
             # Ascending order: the newcomer is the batch's longest member.
+            grown = len(batch) + 1
             if batch and (
-                len(batch) >= self.batch_size or (len(batch) + 1) * length > self.max_batch_tokens
+                grown > self.batch_size
+                or grown * length > self.max_batch_tokens
+                or grown * length * length > self.max_batch_attention
             ):
                 yield batch
                 batch = []
             batch.append(position)
         if batch:
             yield batch
+
+    def _release_memory(self, model: _LoadedModel) -> None:
+        """Give the memory of a big call's activations back to the OS.
+
+        ORT's arena keeps its high-water mark for the life of the session,
+        and glibc keeps the freed heap of each worker thread. A two-token run
+        with arena shrinkage frees every arena chunk not in use, and
+        ``malloc_trim`` returns free heap pages (measured: RSS after indexing
+        long texts ~290 MB without, ~220 MB with). Together a few ms.
+        """
+        import numpy as np
+        import onnxruntime as ort
+
+        options = ort.RunOptions()
+        options.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
+        tiny = np.array([[101, 102]], dtype=np.int64)  # [CLS] [SEP]; values are irrelevant
+        arrays = {"input_ids": tiny, "attention_mask": np.ones_like(tiny)}
+        arrays["token_type_ids"] = np.zeros_like(tiny)
+        feed = {name: arrays[name].astype(dtype, copy=False) for name, dtype in model.inputs}
+        # Best effort: failing to free memory must not fail the embed call
+        # whose results are already computed.
+        with contextlib.suppress(Exception):
+            model.session.run([model.output], feed, options)
+        if sys.platform.startswith("linux"):
+            import ctypes
+
+            with contextlib.suppress(OSError, AttributeError):  # musl has no malloc_trim
+                ctypes.CDLL("libc.so.6").malloc_trim(0)
 
     def _run(self, model: _LoadedModel, ids: list[list[int]]) -> Vectors:
         import numpy as np
