@@ -175,6 +175,8 @@ def test_empty_input_never_touches_the_model(tmp_path: Path) -> None:
 def test_a_plain_string_is_refused(bundled: OnnxEmbedder) -> None:
     with pytest.raises(TypeError, match="embed_query"):
         bundled.embed("not a list")
+    with pytest.raises(TypeError, match="NoneType"):
+        bundled.embed(["fine", None])  # type: ignore[list-item]
 
 
 def test_embedders_with_the_same_files_share_one_session(bundled: OnnxEmbedder) -> None:
