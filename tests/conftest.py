@@ -16,9 +16,15 @@ _REDIRECTING_ENV = (
 )
 
 
+@pytest.fixture(scope="session")
+def shared_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One cache for the whole run: the int8 model is derived once, not per test."""
+    return tmp_path_factory.mktemp("memlane-cache")
+
+
 @pytest.fixture(autouse=True)
 def isolated_home(
-    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch, shared_cache: Path
 ) -> Iterator[Path]:
     home = tmp_path_factory.mktemp("memlane-home")
     monkeypatch.setenv("MEMLANE_HOME", str(home))
@@ -29,6 +35,7 @@ def isolated_home(
     for name in list(os.environ):
         if name.startswith("MEMLANE_") and name != "MEMLANE_HOME":
             monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("MEMLANE_CACHE_DIR", str(shared_cache))
     from memlane.core.scope import clear_store_command_cache
 
     clear_store_command_cache()

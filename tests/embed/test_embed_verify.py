@@ -115,7 +115,10 @@ def test_unwritable_cache_does_not_block_loading(fake_model: Path, tmp_path: Pat
     verify_sha256(fake_model, PAYLOAD_SHA, cache_dir=blocker)  # no exception
 
 
-def test_default_cache_lives_under_memlane_home(fake_model: Path, isolated_home: Path) -> None:
+def test_default_cache_lives_under_memlane_home(
+    fake_model: Path, isolated_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("MEMLANE_CACHE_DIR", raising=False)
     verify_sha256(fake_model, PAYLOAD_SHA)
     assert (isolated_home / "cache" / VERIFY_CACHE_FILE).is_file()
 

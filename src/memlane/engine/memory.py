@@ -151,7 +151,9 @@ class Memory:
 
         index = self.index
         rebuilt = index.pop_rebuilt_reason()
-        index.ensure_model(self.model, None)
+        from memlane.embed.factory import vector_space
+
+        index.ensure_model(vector_space(self.config.embedding), None)
         state_path = self.scope.state_path
         paths = [str(self.scope.store)]
         vectors_expected = self.config.embedding.provider != "none"

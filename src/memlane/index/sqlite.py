@@ -18,6 +18,7 @@ import logging
 import secrets
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -72,6 +73,14 @@ _CHUNK_COLUMNS = (
 )
 
 T = TypeVar("T")
+
+
+OPEN_RETRY_S = 0.05
+
+
+def _is_busy(exc: BaseException) -> bool:
+    text = str(exc).lower()
+    return isinstance(exc, sqlite3.OperationalError) and ("locked" in text or "busy" in text)
 
 
 class _DamagedIndex(Exception):
@@ -186,18 +195,28 @@ class SqliteIndex:
     # -- opening, validation, rebuild ---------------------------------------
 
     def _open(self) -> None:
-        try:
-            # Shared lock: a rebuild (exclusive) cannot swap the file between
-            # our connect and recording which file we connected to.
-            with file_lock(self.path, exclusive=False):
-                self._connect()
-            self._validate_or_create()
-        except (sqlite3.DatabaseError, _DamagedIndex) as exc:
-            reason = self._damage_reason(exc)
-            if reason is None:
-                self._close_connection()
-                raise self._translate(exc) from exc
-            self._rebuild(reason)
+        # Switching a brand-new file to WAL while another process creates the
+        # schema can answer SQLITE_BUSY at once, without the busy handler
+        # (sqlite's journal-mode change is not retried): retry it here.
+        deadline = time.monotonic() + BUSY_TIMEOUT_S
+        while True:
+            try:
+                # Shared lock: a rebuild (exclusive) cannot swap the file between
+                # our connect and recording which file we connected to.
+                with file_lock(self.path, exclusive=False):
+                    self._connect()
+                self._validate_or_create()
+                return
+            except (sqlite3.DatabaseError, _DamagedIndex) as exc:
+                reason = self._damage_reason(exc)
+                if reason is None:
+                    self._close_connection()
+                    if _is_busy(exc) and time.monotonic() < deadline:
+                        time.sleep(OPEN_RETRY_S)
+                        continue
+                    raise self._translate(exc) from exc
+                self._rebuild(reason)
+                return
 
     def _connect(self) -> None:
         conn = sqlite3.connect(
