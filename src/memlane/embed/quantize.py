@@ -21,6 +21,8 @@ import fcntl
 import hashlib
 import logging
 import os
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -69,6 +71,29 @@ def _sha256(path: Path) -> str:
 
 
 def _build(source: Path, target: Path) -> None:
+    """Run the derivation in a child process.
+
+    Loading and rewriting the graph peaks near 500 MB (the folded float
+    weights plus the quantizer's copies); in a child that memory is returned
+    to the system as soon as it exits, instead of staying in the indexing
+    process for its lifetime.
+    """
+    proc = subprocess.run(
+        [sys.executable, "-m", "memlane.embed.quantize", str(source), str(target)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if proc.returncode != 0:
+        lines = (proc.stderr or proc.stdout).strip().splitlines()
+        detail = lines[-1] if lines else f"exit status {proc.returncode}"
+        raise EmbedderError(
+            f"cannot prepare the int8 embedding model from {source}: {detail}; "
+            "set embedding.provider = none for lexical search, or report this"
+        )
+
+
+def build_in_process(source: Path, target: Path) -> None:
     try:
         import onnx
         from onnxruntime.quantization import QuantType, quantize_dynamic
@@ -138,3 +163,20 @@ def _fold_weight_dequantization(model: Any) -> None:
     used = {name for node in graph.node for name in node.input}
     for init in [i for i in graph.initializer if i.name not in used]:
         graph.initializer.remove(init)
+
+
+def main(argv: list[str]) -> int:
+    """``python -m memlane.embed.quantize SOURCE TARGET`` (used by ``_build``)."""
+    if len(argv) != 2:
+        sys.stderr.write("usage: python -m memlane.embed.quantize SOURCE.onnx TARGET.onnx\n")
+        return 2
+    try:
+        build_in_process(Path(argv[0]), Path(argv[1]))
+    except EmbedderError as exc:
+        sys.stderr.write(f"{exc.message}\n")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

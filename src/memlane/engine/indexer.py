@@ -117,7 +117,11 @@ class Indexer:
     def apply(
         self, plan: SyncPlan, operation: str = "index", progress: Progress | None = None
     ) -> IndexReport:
-        report = IndexReport(operation=operation, total_files=plan.total_files)
+        report = IndexReport(
+            operation=operation,
+            total_files=plan.total_files,
+            vectors_expected=self.vectors_expected,
+        )
         report.failed_files.extend(plan.failed_files)
         if plan.gone:
             self.index.remove_files(plan.gone)

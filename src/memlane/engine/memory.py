@@ -24,6 +24,7 @@ from memlane.engine.reports import IndexReport, Progress, Status
 if TYPE_CHECKING:
     from memlane.embed.base import Embedder
     from memlane.index.sqlite import SqliteIndex
+    from memlane.store.daily import DailyWriter
 
 SEARCH_TOP_K = 5
 SEARCH_K_MAX = 100
@@ -46,7 +47,7 @@ class Memory:
         self._embedder_loaded = False
         self._embedder_problem: str | None = None
         self._index: SqliteIndex | None = None
-        self._writer: object | None = None
+        self._writer: DailyWriter | None = None
 
     @classmethod
     def open(cls, cwd: str | Path | None = None, config: Config | None = None) -> Memory:
@@ -119,7 +120,6 @@ class Memory:
 
         if self._writer is None:
             self._writer = DailyWriter()
-        assert isinstance(self._writer, DailyWriter)
         if anchor is None:
             anchor = Anchor(
                 session=os.environ.get(SESSION_ID_ENV) or DEFAULT_SESSION_ID,
@@ -146,14 +146,14 @@ class Memory:
         ``quiet_when_idle`` (the catch-up before a search) an idle sync does
         not rewrite the index state file.
         """
+        from memlane.embed.factory import vector_space
         from memlane.engine.indexer import Indexer
         from memlane.index import state
 
         index = self.index
         rebuilt = index.pop_rebuilt_reason()
-        from memlane.embed.factory import vector_space
-
-        index.ensure_model(vector_space(self.config.embedding), None)
+        space = vector_space(self.config.embedding)
+        space_changed = index.ensure_model(space, None)
         state_path = self.scope.state_path
         paths = [str(self.scope.store)]
         vectors_expected = self.config.embedding.provider != "none"
@@ -188,15 +188,17 @@ class Memory:
                 uri=index.uri,
             )
             raise
-        report.vectors_expected = vectors_expected
         problem = indexer.embedder_problem or self.embedder_problem
         if problem and report.unembedded_chunks and report.vectors_expected:
             report.notices.append(
                 f"semantic search unavailable ({problem}); chunks were stored for lexical search"
             )
+        if space_changed:
+            report.notices.append(
+                f"the embedding setup changed (now {space}); every chunk was embedded again"
+            )
         if rebuilt:
             report.notices.insert(0, f"the index was rebuilt from markdown: {rebuilt}")
-            index.rebuilt_reason = None
         state.record_report(
             state_path,
             report,
