@@ -109,6 +109,8 @@ def test_empty_search_says_so(project: Path) -> None:
         (("search", "x", "--after", "yesterday"), "is not a date"),
         (("search", "x", "--kind", "bogus"), "unknown kind"),
         (("write", "   "), "nothing to write"),
+        (("search", "anything"), "no memory store at"),
+        (("index",), "no memory store at"),
     ],
 )
 def test_errors_are_one_clear_line(project: Path, args: tuple[str, ...], message: str) -> None:
@@ -203,3 +205,34 @@ def test_concurrent_writers_and_indexers_lose_nothing(project: Path) -> None:
             assert text.count("### ") == 60
     finally:
         del os.environ["MEMLANE_EMBEDDING_PROVIDER"]
+
+
+def test_chunks_json_equals_memsearch(project: Path) -> None:
+    """`memlane chunks --json` matches the real memsearch chunker and chunk ids."""
+    from memsearch.chunker import chunk_markdown, compute_chunk_id
+
+    from memlane.cli.demo import fixtures_dir
+
+    for name in ("2026-10-27.md", "2026-11-16.md"):
+        path = fixtures_dir() / "memory" / name
+        out = run("chunks", str(path), "--json", cwd=project)
+        assert out.returncode == 0, out.stderr
+        ours = json.loads(out.stdout)
+        source = str(path.resolve())
+        text = path.read_bytes().decode("utf-8")
+        theirs = [
+            {
+                "heading": c.heading,
+                "heading_level": c.heading_level,
+                "start_line": c.start_line,
+                "end_line": c.end_line,
+                "content_hash": c.content_hash,
+                "chunk_hash": compute_chunk_id(
+                    source, c.start_line, c.end_line, c.content_hash, "all-MiniLM-L6-v2"
+                ),
+                "content": c.content,
+            }
+            for c in chunk_markdown(text, source)
+        ]
+        assert ours == theirs
+        assert len(ours) > 3

@@ -83,6 +83,7 @@ def index(
 ) -> None:
     """Index what changed in the memory store since the last run."""
     with open_memory(ctx) as mem, ProgressBar("indexing") as progress:
+        mem.require_store()
         report = mem.sync(progress)
     _show_report(report, as_json)
 
@@ -93,6 +94,7 @@ def reindex(
 ) -> None:
     """Rebuild the index from the markdown store alone."""
     with open_memory(ctx) as mem, ProgressBar("reindexing") as progress:
+        mem.require_store()
         report = mem.reindex(progress)
     _show_report(report, as_json)
 
@@ -147,6 +149,7 @@ def search(
             _check_date(label, value)
     prefix = str(Path(source).expanduser().resolve()) if source else None
     with open_memory(ctx) as mem:
+        mem.require_store()
         result = mem.search(
             query,
             k,

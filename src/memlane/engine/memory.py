@@ -130,6 +130,15 @@ class Memory:
             self.scope.store, text, anchor, now or datetime.now().astimezone(), anchor.session
         )
 
+    def require_store(self) -> None:
+        """Raise a clear error when this project has no memory store yet."""
+        if not self.scope.store.is_dir():
+            raise StoreError(
+                f"no memory store at {self.scope.store}",
+                "write a first memory with `memlane write TEXT`, or run memlane in "
+                "(or with -C) the project you mean",
+            )
+
     # -- index ------------------------------------------------------------------
 
     def sync(
