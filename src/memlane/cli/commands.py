@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from memlane.cli.context import ProgressBar, notice, open_memory, print_json, state
+
+if TYPE_CHECKING:
+    from memlane.engine.reports import IndexReport
 
 
 def scope(
@@ -72,20 +75,12 @@ def chunks(
         )
 
 
-def _print_report_notices(notices: list[str]) -> None:
-    for text in notices:
-        notice(text)
-
-
 def index(
     ctx: typer.Context,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Index what changed in the memory store since the last run."""
-    with open_memory(ctx) as mem, ProgressBar("indexing") as progress:
-        mem.require_store()
-        report = mem.sync(progress)
-    _show_report(report, as_json)
+    _run_index(ctx, as_json, rebuild=False)
 
 
 def reindex(
@@ -93,20 +88,22 @@ def reindex(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Rebuild the index from the markdown store alone."""
-    with open_memory(ctx) as mem, ProgressBar("reindexing") as progress:
+    _run_index(ctx, as_json, rebuild=True)
+
+
+def _run_index(ctx: typer.Context, as_json: bool, *, rebuild: bool) -> None:
+    with open_memory(ctx) as mem, ProgressBar("reindexing" if rebuild else "indexing") as bar:
         mem.require_store()
-        report = mem.reindex(progress)
+        report = mem.reindex(bar) if rebuild else mem.sync(bar)
     _show_report(report, as_json)
 
 
-def _show_report(report: object, as_json: bool) -> None:
-    from memlane.engine.reports import IndexReport
-
-    assert isinstance(report, IndexReport)
+def _show_report(report: IndexReport, as_json: bool) -> None:
     if as_json:
         print_json(report.to_json())
         return
-    _print_report_notices(report.notices)
+    for text in report.notices:
+        notice(text)
     for failure in report.failed_files:
         notice(f"skipped {failure.path}: {failure.error}")
     typer.echo(

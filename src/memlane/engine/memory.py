@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import re
 import sys
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -178,24 +179,22 @@ class Memory:
             # A catch-up before a search found nothing to do: leave the
             # state file alone so it keeps describing the last real run.
             return indexer.apply(plan, operation, progress)
-        state.record_started(
-            state_path,
-            operation=operation,
-            paths=paths,
-            collection=self.scope.collection,
-            uri=index.uri,
-        )
-        try:
-            report = indexer.apply(plan, operation, progress)
-        except MemlaneError as exc:
-            state.record_error(
+
+        def record(event: Callable[..., None], *args: object) -> None:
+            event(
                 state_path,
-                exc,
+                *args,
                 operation=operation,
                 paths=paths,
                 collection=self.scope.collection,
                 uri=index.uri,
             )
+
+        record(state.record_started)
+        try:
+            report = indexer.apply(plan, operation, progress)
+        except MemlaneError as exc:
+            record(state.record_error, exc)
             raise
         problem = indexer.embedder_problem or self.embedder_problem
         if problem and report.unembedded_chunks and report.vectors_expected:
@@ -208,14 +207,7 @@ class Memory:
             )
         if rebuilt:
             report.notices.insert(0, f"the index was rebuilt from markdown: {rebuilt}")
-        state.record_report(
-            state_path,
-            report,
-            operation=operation,
-            paths=paths,
-            collection=self.scope.collection,
-            uri=index.uri,
-        )
+        record(state.record_report, report)
         return report
 
     def reindex(self, progress: Progress | None = None) -> IndexReport:
