@@ -236,3 +236,35 @@ def test_chunks_json_equals_memsearch(project: Path) -> None:
         ]
         assert ours == theirs
         assert len(ours) > 3
+
+
+def test_search_batch_json_lines(project: Path, tmp_path: Path) -> None:
+    env = {"MEMLANE_EMBEDDING_PROVIDER": "none"}
+    for text in ("the nightly export runs at 02:00 UTC", "rotate the staging API keys monthly"):
+        assert run("write", text, cwd=project, env=env).returncode == 0
+    queries = "nightly export\n\nstaging keys\n"
+    out = run("search", "--batch", "-", "--json", "-k", "1", cwd=project, env=env, input=queries)
+    assert out.returncode == 0, out.stderr
+    lines = [json.loads(line) for line in out.stdout.splitlines()]
+    assert [d["query"] for d in lines] == ["nightly export", "", "staging keys"]
+    assert "02:00 UTC" in lines[0]["hits"][0]["content"]
+    assert lines[1]["hits"] == []
+    assert "API keys" in lines[2]["hits"][0]["content"]
+    single = json.loads(
+        run("search", "nightly export", "--json", "-k", "1", cwd=project, env=env).stdout
+    )
+    assert {k: v for k, v in lines[0].items() if k != "query"} == single
+    qfile = tmp_path / "queries.txt"
+    qfile.write_text("staging keys\n", encoding="utf-8")
+    from_file = run("search", "--batch", str(qfile), "--json", cwd=project, env=env)
+    assert from_file.returncode == 0, from_file.stderr
+    assert json.loads(from_file.stdout)["query"] == "staging keys"
+
+
+def test_search_batch_usage_errors(project: Path) -> None:
+    env = {"MEMLANE_EMBEDDING_PROVIDER": "none"}
+    run("write", "alpha", cwd=project, env=env)
+    assert "--json" in run("search", "--batch", "-", cwd=project, env=env, input="x\n").stderr
+    both = run("search", "x", "--batch", "-", "--json", cwd=project, env=env, input="x\n")
+    assert both.returncode != 0
+    assert "either a QUERY or --batch" in both.stderr

@@ -11,6 +11,10 @@ import typer
 from memlane.cli.context import ProgressBar, notice, open_memory, print_json, state
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from memlane.core.types import SearchResult
+    from memlane.engine.memory import Memory
     from memlane.engine.reports import IndexReport
 
 
@@ -115,7 +119,9 @@ def _show_report(report: IndexReport, as_json: bool) -> None:
 
 def search(
     ctx: typer.Context,
-    query: Annotated[str, typer.Argument(help="What to look for, in your own words.")],
+    query: Annotated[
+        str | None, typer.Argument(help="What to look for, in your own words.")
+    ] = None,
     k: Annotated[int, typer.Option("-k", "--top-k", help="How many hits.", min=1, max=100)] = 5,
     kind: Annotated[
         str | None, typer.Option(help="Only this kind: journal, topic or session.")
@@ -133,6 +139,15 @@ def search(
     lexical: Annotated[
         bool, typer.Option("--lexical", help="BM25 only; skips the embedding model.")
     ] = False,
+    batch: Annotated[
+        str | None,
+        typer.Option(
+            "--batch",
+            metavar="FILE",
+            help="Run one query per line of FILE (- for stdin); prints one JSON object per "
+            "line (with --json). The index is synced once.",
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """L1 recall: the top chunks for a query (hybrid BM25 + dense)."""
@@ -144,23 +159,66 @@ def search(
     for label, value in (("after", after), ("before", before)):
         if value is not None:
             _check_date(label, value)
+    if (query is None) == (batch is None):
+        raise MemlaneError(
+            "give either a QUERY or --batch FILE", "memlane search 'what to look for'"
+        )
+    if batch is not None and not as_json:
+        raise MemlaneError("--batch prints JSON lines", "add --json")
     prefix = str(Path(source).expanduser().resolve()) if source else None
     with open_memory(ctx) as mem:
         mem.require_store()
-        result = mem.search(
-            query,
-            k,
-            kind=kind,  # type: ignore[arg-type]
-            after=after,
-            before=before,
-            session=session,
-            source_prefix=prefix,
-            mode="lexical" if lexical else "hybrid",
-        )
+
+        def one(text: str, sync: bool) -> SearchResult:
+            return mem.search(
+                text,
+                k,
+                kind=kind,  # type: ignore[arg-type]
+                after=after,
+                before=before,
+                session=session,
+                source_prefix=prefix,
+                mode="lexical" if lexical else "hybrid",
+                sync=sync,
+            )
+
+        if batch is not None:
+            _search_batch(mem, batch, one)
+            return
+        assert query is not None
+        result = one(query, True)
     if as_json:
         print_json(result.to_json())
     else:
         typer.echo(render_search(result, os.getcwd()))
+
+
+def _search_batch(mem: Memory, batch: str, one: Callable[[str, bool], SearchResult]) -> None:
+    """One query per input line, one compact JSON object per output line.
+
+    The index catches up with the store once, before the first query; every
+    line gets an answer (a blank line an empty one) so outputs stay aligned
+    with inputs.
+    """
+    import json
+    import sys
+
+    from memlane.core.errors import MemlaneError
+
+    if batch == "-":
+        text = sys.stdin.read()
+    else:
+        try:
+            text = Path(batch).expanduser().read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise MemlaneError(f"cannot read --batch file {batch}: {exc}") from None
+    report = mem.sync(quiet_when_idle=True)
+    for line in report.notices:
+        notice(line)
+    for query in text.splitlines():
+        data = {"query": query, **one(query, False).to_json()}
+        sys.stdout.write(json.dumps(data, ensure_ascii=False) + "\n")
+        sys.stdout.flush()
 
 
 def _check_date(label: str, value: str) -> None:
