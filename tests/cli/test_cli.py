@@ -268,3 +268,18 @@ def test_search_batch_usage_errors(project: Path) -> None:
     both = run("search", "x", "--batch", "-", "--json", cwd=project, env=env, input="x\n")
     assert both.returncode != 0
     assert "either a QUERY or --batch" in both.stderr
+
+
+def test_search_mode_option(project: Path) -> None:
+    env = {"MEMLANE_EMBEDDING_PROVIDER": "none"}
+    run("write", "the nightly export runs at 02:00 UTC", cwd=project, env=env)
+    lex = run("search", "nightly", "--mode", "lexical", "--json", cwd=project, env=env)
+    assert lex.returncode == 0, lex.stderr
+    assert json.loads(lex.stdout)["mode"] == "lexical"
+    sem = run("search", "nightly", "--mode", "semantic", "--json", cwd=project, env=env)
+    assert sem.returncode != 0
+    assert "semantic search needs an embedder" in sem.stderr
+    bad = run("search", "nightly", "--mode", "fuzzy", cwd=project, env=env)
+    assert bad.returncode != 0 and "unknown search mode" in bad.stderr
+    both = run("search", "nightly", "--lexical", "--mode", "semantic", cwd=project, env=env)
+    assert both.returncode != 0 and "contradicts" in both.stderr

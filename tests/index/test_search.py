@@ -281,3 +281,35 @@ def test_term_statistics_follow_writes(index: SqliteIndex, tmp_path: Path) -> No
     record, chunks = make_file(src(tmp_path, "b.md"), ["- gamma three"])
     index.replace_file(record, chunks, {})
     assert [h.chunk.content for h in index.search("gamma", None, 3)[1]] == ["- gamma three"]
+
+
+def test_semantic_mode_skips_the_lexical_leg(index: SqliteIndex, tmp_path: Path) -> None:
+    hashes = build(index, tmp_path)
+    mode, hits = index.search("Redis cache TTL", vec_of("invoice"), 2, lexical=False)
+    assert mode == "semantic"
+    assert hits[0].chunk.chunk_hash == hashes["invoice"]
+    assert hits[0].score == 1.0
+    with pytest.raises(ValueError):
+        index.search("redis", None, 2, lexical=False)
+
+
+@pytest.mark.parametrize("fusion", ["rrf", "wrrf", "convex"])
+def test_every_fusion_keeps_scores_in_bounds(tmp_path: Path, fusion: str) -> None:
+    from memlane.core.settings import IndexSettings
+
+    with SqliteIndex(tmp_path / "f.sqlite", IndexSettings(fusion=fusion, alpha=0.3)) as idx:
+        hashes = build(idx, tmp_path)
+        mode, hits = idx.search("Redis cache TTL", vec_of("redis"), 5)
+        assert mode == "hybrid"
+        assert hits[0].chunk.chunk_hash == hashes["redis"] and hits[0].score == 1.0
+        assert all(0.0 <= h.score <= 1.0 for h in hits)
+        _, lexical_only = idx.search("flaky webhook", None, 5)
+        assert lexical_only[0].score == 1.0
+
+
+def test_alpha_out_of_range_is_a_config_error(tmp_path: Path) -> None:
+    from memlane.core.errors import ConfigError
+    from memlane.core.settings import IndexSettings
+
+    with pytest.raises(ConfigError):
+        SqliteIndex(tmp_path / "a.sqlite", IndexSettings(fusion="convex", alpha=1.5))

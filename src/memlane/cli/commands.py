@@ -139,6 +139,14 @@ def search(
     lexical: Annotated[
         bool, typer.Option("--lexical", help="BM25 only; skips the embedding model.")
     ] = False,
+    mode: Annotated[
+        str | None,
+        typer.Option(
+            "--mode",
+            help="hybrid (default: BM25 + dense, fused by index.fusion), lexical (BM25 "
+            "only) or semantic (dense only).",
+        ),
+    ] = None,
     batch: Annotated[
         str | None,
         typer.Option(
@@ -159,6 +167,9 @@ def search(
     for label, value in (("after", after), ("before", before)):
         if value is not None:
             _check_date(label, value)
+    if lexical and mode not in (None, "lexical"):
+        raise MemlaneError(f"--lexical contradicts --mode {mode}", "give one of them")
+    chosen = "lexical" if lexical else mode or "hybrid"
     if (query is None) == (batch is None):
         raise MemlaneError(
             "give either a QUERY or --batch FILE", "memlane search 'what to look for'"
@@ -178,7 +189,7 @@ def search(
                 before=before,
                 session=session,
                 source_prefix=prefix,
-                mode="lexical" if lexical else "hybrid",
+                mode=chosen,
                 sync=sync,
             )
 

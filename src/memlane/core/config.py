@@ -93,9 +93,21 @@ KEYS: dict[str, Key] = {
             "backend location; default $MEMLANE_HOME/index/<collection>.sqlite",
         ),
         Key(
-            "index.fusion", str, "rrf", "how the lexical and dense legs are fused", choices=("rrf",)
+            "index.fusion",
+            str,
+            "rrf",
+            "how the lexical and dense legs are fused: rrf (memsearch's, k=index.rrf_k), "
+            "wrrf (rrf weighted by index.alpha), convex (alpha * dense + (1 - alpha) * "
+            "lexical on min-max normalised scores)",
+            choices=("rrf", "wrrf", "convex"),
         ),
-        Key("index.rrf_k", int, 60, "RRF constant k"),
+        Key("index.rrf_k", int, 60, "RRF constant k (fusion rrf and wrrf)"),
+        Key(
+            "index.alpha",
+            float,
+            0.5,
+            "weight of the dense leg in [0, 1] for fusion wrrf and convex; BM25 gets 1 - alpha",
+        ),
     )
 }
 
@@ -156,6 +168,7 @@ class Config:
             uri=_opt_str(self.get("index.uri")),
             fusion=str(self.get("index.fusion")),
             rrf_k=int(self.get("index.rrf_k") or 60),
+            alpha=float(self.get("index.alpha") or 0.0),
         )
 
 

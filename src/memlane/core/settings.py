@@ -42,3 +42,4 @@ class IndexSettings:
     uri: str | None = None
     fusion: str = "rrf"
     rrf_k: int = 60
+    alpha: float = 0.5  # dense leg weight for fusion wrrf/convex; lexical gets 1 - alpha

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 
 SEARCH_TOP_K = 5
 SEARCH_K_MAX = 100
+SEARCH_MODES = ("hybrid", "lexical", "semantic")
 SESSION_ID_ENV = "MEMLANE_SESSION_ID"
 TRANSCRIPT_ENV = "MEMLANE_TRANSCRIPT"
 DEFAULT_SESSION_ID = "cli"
@@ -233,19 +234,31 @@ class Memory:
         mode: str = "hybrid",
         sync: bool = True,
     ) -> SearchResult:
-        """L1 recall: the top-k chunks for a query, hybrid unless it cannot be."""
+        """L1 recall: the top-k chunks for a query, hybrid unless it cannot be.
+
+        ``mode``: "hybrid" (BM25 + dense, fused by ``index.fusion``),
+        "lexical" (BM25 only, no model load) or "semantic" (dense only;
+        an error when no embedder is available).
+        """
         from memlane.index.base import SearchFilters
 
         if not 1 <= k <= SEARCH_K_MAX:
             raise MemlaneError(f"k must be between 1 and {SEARCH_K_MAX}, got {k}")
-        if mode not in ("hybrid", "lexical"):
-            raise MemlaneError(f"unknown search mode {mode!r}", "use hybrid or lexical")
+        if mode not in SEARCH_MODES:
+            raise MemlaneError(
+                f"unknown search mode {mode!r}", f"use one of: {', '.join(SEARCH_MODES)}"
+            )
         notices: list[str] = []
         if sync:
             report = self.sync(quiet_when_idle=True)
             notices.extend(report.notices)
         vector = None
-        if mode == "hybrid" and query.strip():
+        if mode == "semantic" and query.strip():
+            embedder = self.embedder
+            if embedder is None:
+                raise EmbedderError(f"semantic search needs an embedder ({self.embedder_problem})")
+            vector = embedder.embed_query(query)
+        elif mode == "hybrid" and query.strip():
             embedder = self.embedder
             if embedder is None and self.config.embedding.provider == "none":
                 pass  # lexical by the user's choice; the mode says so
@@ -263,7 +276,9 @@ class Memory:
         filters = SearchFilters(
             kind=kind, source_prefix=source_prefix, after=after, before=before, session=session
         )
-        got_mode, scored = self.index.search(query, vector, k, filters)
+        if mode == "semantic" and vector is None:
+            return SearchResult(query=query, mode="semantic", hits=[], notices=notices)
+        got_mode, scored = self.index.search(query, vector, k, filters, lexical=mode != "semantic")
         from memlane.core.types import Hit
 
         hits = [

@@ -130,8 +130,11 @@ class IndexBackend(Protocol):
         vector: np.ndarray | None,
         k: int,
         filters: SearchFilters | None = None,
+        *,
+        lexical: bool = True,
     ) -> tuple[SearchMode, list[ScoredChunk]]:
-        """Hybrid search; with ``vector`` None the dense leg is skipped."""
+        """Hybrid search; with ``vector`` None the dense leg is skipped, with
+        ``lexical`` False the BM25 leg (mode semantic)."""
         ...
 
     def close(self) -> None: ...

@@ -180,7 +180,13 @@ class DenseMatrix:
     def top(
         self, query: npt.NDArray[np.float32], n: int, filters: SearchFilters | None = None
     ) -> list[int]:
-        """Row ids of the ``n`` best cosine matches, best first (ties by rowid).
+        """Row ids of the ``n`` best cosine matches, best first (ties by rowid)."""
+        return [row_id for row_id, _ in self.top_scored(query, n, filters)]
+
+    def top_scored(
+        self, query: npt.NDArray[np.float32], n: int, filters: SearchFilters | None = None
+    ) -> list[tuple[int, float]]:
+        """(row id, cosine) of the ``n`` best matches, best first (ties by rowid).
 
         Vectors are stored L2-normalised, so the dot product is the cosine.
         """
@@ -207,7 +213,8 @@ class DenseMatrix:
         )
         order = np.lexsort((self._rowids[idx], -scores[idx]))
         best: list[int] = self._rowids[idx[order]].tolist()
-        return best
+        cosines: list[float] = scores[idx[order]].astype(np.float64).tolist()
+        return list(zip(best, cosines, strict=True))
 
     def _mask(self, filters: SearchFilters | None) -> npt.NDArray[np.bool_] | None:
         rows = self._n

@@ -88,8 +88,11 @@ class LexicalLeg:
         n: int,
         filters: SearchFilters | None,
         cache_key: object,
-    ) -> list[int]:
-        """Best-first rowids by bm25 (FTS5 ``rank``), ties by rowid."""
+    ) -> list[tuple[int, float]]:
+        """Best-first (rowid, -bm25) by FTS5 ``rank``, ties by rowid.
+
+        FTS5's bm25 is negative, better more so; negated, higher is better.
+        """
         match = match_expression(self.terms(conn, text, cache_key))
         if match is None:
             return []
@@ -97,19 +100,20 @@ class LexicalLeg:
             # "ORDER BY rank, rowid" measured faster than FTS5's own
             # "ORDER BY rank" path, and it makes ties deterministic.
             sql = (
-                "SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rank, rowid LIMIT ?"
+                "SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ? "
+                "ORDER BY rank, rowid LIMIT ?"
             )
             params: list[object] = [match, n]
         else:
             conditions, values = filter_sql(filters)
             sql = (
-                "SELECT chunks_fts.rowid FROM chunks_fts JOIN chunks INDEXED BY chunks_filter "
+                "SELECT chunks_fts.rowid, rank FROM chunks_fts JOIN chunks INDEXED BY chunks_filter "
                 "ON chunks.id = chunks_fts.rowid WHERE chunks_fts MATCH ? AND "
                 + " AND ".join(conditions)
                 + " ORDER BY rank, chunks_fts.rowid LIMIT ?"
             )
             params = [match, *values, n]
-        return [row[0] for row in conn.execute(sql, params)]
+        return [(row[0], -float(row[1])) for row in conn.execute(sql, params)]
 
 
 def filter_sql(filters: SearchFilters) -> tuple[list[str], Sequence[object]]:

@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from memlane.core.errors import IndexCorruptError
+from memlane.core.errors import ConfigError, IndexCorruptError
 from memlane.core.settings import IndexSettings
 from memlane.core.types import Chunk, SearchMode, embedding_text_of
 from memlane.index import lexical, schema
@@ -119,6 +119,11 @@ class SqliteIndex:
         self.settings = settings or IndexSettings()
         self._fuse = fusion_method(self.settings.fusion)
         self._rrf_k = self.settings.rrf_k
+        if not 0.0 <= self.settings.alpha <= 1.0:
+            raise ConfigError(
+                f"index.alpha must lie in [0, 1], got {self.settings.alpha}",
+                hint="the dense leg's weight; the lexical leg gets 1 - alpha",
+            )
         # One connection per object, shared by the engine's threads (search
         # and the background indexer) under this lock.
         self._lock = threading.RLock()
@@ -731,11 +736,17 @@ class SqliteIndex:
         vector: np.ndarray | None,
         k: int,
         filters: SearchFilters | None = None,
+        *,
+        lexical: bool = True,
     ) -> tuple[SearchMode, list[ScoredChunk]]:
+        """Hybrid search; ``vector`` None skips the dense leg (mode lexical),
+        ``lexical`` False skips the BM25 leg (mode semantic)."""
         qvec = None if vector is None else np.asarray(vector, dtype=np.float32).reshape(-1)
         if filters is not None and filters.is_empty():
             filters = None
-        return self._run(lambda conn: self._search(conn, query, qvec, k, filters))
+        if not lexical and qvec is None:
+            raise ValueError("a semantic-only search needs a query vector")
+        return self._run(lambda conn: self._search(conn, query, qvec, k, filters, lexical))
 
     def _search(
         self,
@@ -744,6 +755,7 @@ class SqliteIndex:
         qvec: npt.NDArray[np.float32] | None,
         k: int,
         filters: SearchFilters | None,
+        use_lexical: bool = True,
     ) -> tuple[SearchMode, list[ScoredChunk]]:
         # One snapshot for the whole search: the legs and the final fetch
         # see the same rows even while another process writes.
@@ -760,16 +772,25 @@ class SqliteIndex:
                         f"dimension {dimension}",
                         hint="search with the embedder the index was built with",
                     )
-            hybrid = qvec is not None and dense is not None and len(dense) > 0
-            mode: SearchMode = "hybrid" if hybrid else "lexical"
+            use_dense = qvec is not None and dense is not None and len(dense) > 0
+            mode: SearchMode = (
+                "semantic" if not use_lexical else "hybrid" if use_dense else "lexical"
+            )
             if k <= 0 or not query.strip():
                 return mode, []
             n = candidate_count(k)
-            legs: list[list[int]] = []
-            if hybrid and dense is not None and qvec is not None:
-                legs.append(dense.top(qvec, n, filters))
-            legs.append(self._lexical.rank(conn, query, n, filters, cache_key))
-            fused = self._fuse(legs, 2 if hybrid else 1, self._rrf_k)[:k]
+            alpha = self.settings.alpha
+            legs: list[list[tuple[int, float]]] = []
+            weights: list[float] = []
+            if use_dense and dense is not None and qvec is not None:
+                legs.append(dense.top_scored(qvec, n, filters))
+                weights.append(alpha if use_lexical else 1.0)
+            if use_lexical:
+                legs.append(self._lexical.rank(conn, query, n, filters, cache_key))
+                weights.append(1.0 - alpha if use_dense else 1.0)
+            if not legs or sum(weights) <= 0:
+                return mode, []
+            fused = self._fuse(legs, weights, self._rrf_k)[:k]
             if not fused:
                 return mode, []
             rows = self._fetch(conn, [rowid for rowid, _ in fused])
