@@ -1,0 +1,721 @@
+"""memlane side by side with the real memsearch (PyPI, Milvus Lite), same corpus,
+same embedding model.
+
+memsearch runs from its own venv (created on first use under the cache dir with
+``pip install memsearch==0.4.23``) in its own processes: its CLI for indexing
+and cold search, a small driver on its Python API (``MemSearch.search``) for
+warm search. Both tools embed with memlane's bundled all-MiniLM-L6-v2 int8
+model: this process serves it as an OpenAI-compatible ``/v1/embeddings``
+endpoint on 127.0.0.1, memsearch's ``openai`` provider points at it, and
+memlane is measured twice: with its default in-process model ("memlane") and
+through the same endpoint ("memlane-http", the like-for-like indexing figure).
+
+Per corpus (a synthetic store of entry-sized chunks; each LoCoMo development
+conversation when ``benchmarks/quality/locomo_store.py`` is present):
+
+- index: wall time of ``memlane -C DIR index`` / ``memsearch index STORE``
+  (process start, model or client setup and embedding included), chunks/s,
+  peak RSS;
+- warm search: p50/p95 of many queries in one long-lived process (memlane:
+  ``Memory.search(sync=False)``; memsearch: ``MemSearch.search``), k = 10;
+- cold search: wall time of ``memlane -C DIR search Q`` / ``memsearch search
+  Q``, a new process per query;
+- LoCoMo quality: turn recall_any@10 and session hit@1 (hits mapped back to
+  dia_ids through the ``turn:`` of their anchor).
+
+Peak RSS is reported twice: ``os.wait4`` ru_maxrss of the child (the largest
+single process) and the sampled peak of the sum of RSS over the child's whole
+process tree (Milvus Lite runs its server as a separate process). The
+embedding server's memory is in neither (it is this process), so the "-http"
+rows and memsearch leave the model out, the in-process memlane rows carry it.
+
+    python benchmarks/compare_memsearch.py [--quick] [--synthetic-chunks N]
+        [--queries N] [--cold-queries N] [--locomo-convs N] [--no-locomo]
+
+Writes benchmarks/results/compare-memsearch.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).parent))
+from _common import median, percentile, print_table, write_json
+
+MEMSEARCH_VERSION = "0.4.23"
+DEFAULT_CACHE = Path(os.environ.get("XDG_CACHE_HOME") or "~/.cache").expanduser() / "memlane-bench"
+LOCOMO_DEFAULT = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo-dev.json"
+MODEL = "all-MiniLM-L6-v2"
+TOP_K = 10
+COLLECTION = "memsearch_bench"
+TURN_RE = re.compile(r"turn:(\S+)")
+EVIDENCE_RE = re.compile(r"^D:?(\d+):0*(\d+)$")
+
+_SYN_ASKS = [
+    "why did {s} {v} {t}",
+    "when was {t} {v}",
+    "{t} {d}",
+    "what happened to {t}",
+    "{v} {t}",
+]
+
+# The warm-search driver run by memsearch's own interpreter.
+MEMSEARCH_DRIVER = r"""
+import asyncio, json, re, sys, time
+from memsearch.core import MemSearch
+
+cfg = json.load(open(sys.argv[1]))
+turn = re.compile(r"turn:(\S+)")
+t0 = time.perf_counter()
+ms = MemSearch(
+    embedding_provider="openai",
+    embedding_model=cfg["model"],
+    embedding_base_url=cfg["base_url"],
+    embedding_api_key="dummy",
+    milvus_uri=cfg["milvus_uri"],
+    collection=cfg["collection"],
+)
+loop = asyncio.new_event_loop()
+open_s = time.perf_counter() - t0
+t0 = time.perf_counter()
+loop.run_until_complete(ms.search(cfg["warmup"], top_k=cfg["k"]))
+first_s = time.perf_counter() - t0
+lat, hits = [], []
+for q in cfg["queries"]:
+    t = time.perf_counter()
+    res = loop.run_until_complete(ms.search(q, top_k=cfg["k"]))
+    lat.append(time.perf_counter() - t)
+    hits.append([m for r in res for m in turn.findall(r.get("content", ""))])
+ms.close()
+loop.close()
+print(json.dumps({"open_s": open_s, "first_s": first_s, "latencies_s": lat, "hits": hits}))
+"""
+
+
+# ---------------------------------------------------------------------------
+# child processes: wall time, ru_maxrss and sampled process-tree RSS
+
+
+@dataclass
+class Run:
+    wall_s: float
+    maxrss_mb: float
+    tree_rss_mb: float
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def _children_map() -> dict[int, list[int]]:
+    kids: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as fh:
+                stat = fh.read()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        kids.setdefault(ppid, []).append(int(entry))
+    return kids
+
+
+def _tree_rss_kb(root: int) -> int:
+    kids = _children_map()
+    total, todo = 0, [root]
+    while todo:
+        pid = todo.pop()
+        todo.extend(kids.get(pid, []))
+        try:
+            with open(f"/proc/{pid}/statm") as fh:
+                total += int(fh.read().split()[1]) * (os.sysconf("SC_PAGE_SIZE") // 1024)
+        except OSError:
+            pass
+    return total
+
+
+def run_child(
+    args: Sequence[str], env: dict[str, str], timeout_s: float, cwd: Path | None = None
+) -> Run:
+    """Run one child to completion (killed after ``timeout_s``), measured."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(
+            list(args), env=env, cwd=cwd, stdout=out, stderr=err, start_new_session=True
+        )
+        peak = [0]
+        done = threading.Event()
+
+        def sample() -> None:
+            while not done.wait(0.05):
+                peak[0] = max(peak[0], _tree_rss_kb(proc.pid))
+
+        def kill() -> None:
+            with _suppress():
+                os.killpg(proc.pid, signal.SIGKILL)
+
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+        timer = threading.Timer(timeout_s, kill)
+        timer.start()
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - t0
+        timer.cancel()
+        done.set()
+        sampler.join()
+        with _suppress():  # a server the child left behind (Milvus Lite)
+            os.killpg(proc.pid, signal.SIGTERM)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        maxrss = usage.ru_maxrss / 1024
+        return Run(
+            wall_s=wall,
+            maxrss_mb=maxrss,
+            tree_rss_mb=max(peak[0] / 1024, maxrss),
+            returncode=proc.returncode,
+            stdout=out.read().decode(errors="replace"),
+            stderr=err.read().decode(errors="replace"),
+        )
+
+
+class _suppress:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> bool:
+        return True
+
+
+def checked(run: Run, what: str) -> Run:
+    if run.returncode != 0:
+        raise RuntimeError(f"{what} failed (exit {run.returncode}):\n{run.stderr[-2000:]}")
+    return run
+
+
+def last_json(text: str) -> Any:
+    """The whole output as JSON, else its last line that is a JSON document."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        pass
+    for line in reversed(text.strip().splitlines()):
+        line = line.strip()
+        if line.startswith(("{", "[")):
+            return json.loads(line)
+    raise ValueError(f"no JSON line in output: {text[-500:]!r}")
+
+
+class EmbedServerProcess:
+    """benchmarks/embed_server.py in its own process.
+
+    Not a thread of this process on purpose: a child's ru_maxrss starts from
+    the RSS of the process that forked it (the pre-exec image counts), so the
+    process that launches the measured children must stay small.
+    """
+
+    def __init__(self, env: dict[str, str], timeout_s: float) -> None:
+        script = Path(__file__).with_name("embed_server.py")
+        self.proc = subprocess.Popen(
+            [sys.executable, str(script), "--port", "0"],
+            env=env,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        ready: list[str] = []
+        reader = threading.Thread(
+            target=lambda: ready.append(self.proc.stdout.readline() if self.proc.stdout else ""),
+            daemon=True,
+        )
+        reader.start()
+        reader.join(timeout_s)
+        url = ready[0].strip() if ready else ""
+        if not url.startswith("http://"):
+            self.close()
+            raise RuntimeError(f"the embedding server did not start (got {url!r})")
+        self.base_url = url
+
+    def stats(self) -> dict[str, Any]:
+        import urllib.request
+
+        with urllib.request.urlopen(f"{self.base_url}/stats", timeout=10) as resp:
+            data: dict[str, Any] = json.loads(resp.read())
+        return data
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+# ---------------------------------------------------------------------------
+# memsearch's venv
+
+
+def memsearch_python(cache: Path, timeout_s: float) -> Path:
+    """The interpreter of a venv holding memsearch==MEMSEARCH_VERSION (created once)."""
+    venv = cache / "memsearch-venv"
+    py = venv / "bin" / "python"
+    probe = "import importlib.metadata as m; print(m.version('memsearch'))"
+    if py.exists():
+        got = subprocess.run([py, "-c", probe], capture_output=True, text=True, timeout=60)
+        if got.returncode == 0 and got.stdout.strip() == MEMSEARCH_VERSION:
+            return py
+        shutil.rmtree(venv)
+    print(f"creating {venv} (pip install memsearch=={MEMSEARCH_VERSION}) ...", flush=True)
+    cache.mkdir(parents=True, exist_ok=True)
+    base = getattr(sys, "_base_executable", None) or sys.executable
+    subprocess.run([base, "-m", "venv", str(venv)], check=True, timeout=timeout_s)
+    subprocess.run(
+        [py, "-m", "pip", "install", "--quiet", f"memsearch=={MEMSEARCH_VERSION}"],
+        check=True,
+        timeout=timeout_s,
+    )
+    return py
+
+
+# ---------------------------------------------------------------------------
+# corpora
+
+
+@dataclass
+class Corpus:
+    name: str
+    write: Callable[[Path], None]  # writes the store under this project dir
+    queries: list[str]
+    gold: list[set[str]] | None = None  # gold dia_ids per query (LoCoMo)
+    categories: list[int] = field(default_factory=list)
+
+
+def synthetic_corpus(chunks: int, queries: int, seed: int = 11) -> Corpus:
+    from _common import _DETAILS, _SUBJECTS, _THINGS, _VERBS
+    from bench_index import make_store
+
+    rng = random.Random(seed)
+    asks = [
+        rng.choice(_SYN_ASKS).format(
+            s=rng.choice(_SUBJECTS),
+            v=rng.choice(_VERBS),
+            t=rng.choice(_THINGS),
+            d=rng.choice(_DETAILS),
+        )
+        for _ in range(queries)
+    ]
+    return Corpus(
+        name=f"synthetic-{chunks // 1000}k" if chunks >= 1000 else f"synthetic-{chunks}",
+        write=lambda project: make_store(project / ".memsearch" / "memory", chunks, 350),
+        queries=asks,
+    )
+
+
+def parse_evidence(evidence: Sequence[str]) -> set[str]:
+    out: set[str] = set()
+    for item in evidence:
+        for token in re.split(r"[;\s]+", item):
+            match = EVIDENCE_RE.match(token.strip())
+            if match:
+                out.add(f"D{int(match.group(1))}:{int(match.group(2))}")
+    return out
+
+
+def locomo_corpora(path: Path, limit: int, max_questions: int) -> list[Corpus]:
+    try:
+        from quality.locomo_store import write_conversation_store  # type: ignore[import-not-found]
+    except ImportError:
+        print("benchmarks/quality/locomo_store.py not found: LoCoMo part skipped", flush=True)
+        return []
+    if not path.exists():
+        print(f"{path} not found: LoCoMo part skipped", flush=True)
+        return []
+    corpora = []
+    for conv in json.loads(path.read_text())[:limit]:
+        qs, gold, cats = [], [], []
+        for qa in conv["qa"]:
+            ev = parse_evidence(qa.get("evidence") or [])
+            if ev:
+                qs.append(qa["question"])
+                gold.append(ev)
+                cats.append(int(qa.get("category", 0)))
+        if max_questions:
+            qs, gold, cats = qs[:max_questions], gold[:max_questions], cats[:max_questions]
+
+        def write(project: Path, conv: dict[str, Any] = conv) -> None:
+            write_conversation_store(conv, project)
+
+        corpora.append(Corpus(f"locomo-{conv['sample_id']}", write, qs, gold, cats))
+    return corpora
+
+
+def quality(hits: list[list[str]], gold: list[set[str]]) -> dict[str, float]:
+    def session(dia: str) -> str:
+        return dia.split(":", 1)[0]
+
+    recall = sum(bool(set(h[:TOP_K]) & g) for h, g in zip(hits, gold, strict=True))
+    hit1 = sum(
+        bool(h) and session(h[0]) in {session(x) for x in g}
+        for h, g in zip(hits, gold, strict=True)
+    )
+    n = len(gold) or 1
+    return {"recall_any@10": recall / n, "session_hit@1": hit1 / n, "questions": len(gold)}
+
+
+# ---------------------------------------------------------------------------
+# one corpus, three configurations
+
+
+@dataclass
+class Ctx:
+    root: Path
+    base_env: dict[str, str]
+    ms_py: Path
+    base_url: str
+    memlane_exe: str
+    timeout_s: float
+    cold_queries: int
+
+
+def memlane_env(ctx: Ctx, label: str) -> dict[str, str]:
+    env = dict(ctx.base_env, MEMLANE_HOME=str(ctx.root / f"home-{label}"))
+    if label == "memlane-http":
+        env.update(
+            MEMLANE_EMBEDDING_PROVIDER="openai",
+            MEMLANE_EMBEDDING_BASE_URL=ctx.base_url,
+            MEMLANE_EMBEDDING_MODEL=MODEL,
+        )
+    return env
+
+
+def memsearch_env(ctx: Ctx) -> dict[str, str]:
+    home = ctx.root / "home-memsearch"  # no ~/.memsearch/config.toml leaks in
+    home.mkdir(exist_ok=True)
+    return dict(ctx.base_env, HOME=str(home), OPENAI_API_KEY="dummy")
+
+
+def memsearch_flags(ctx: Ctx) -> list[str]:
+    return [
+        "--provider", "openai",
+        "--model", MODEL,
+        "--base-url", ctx.base_url,
+        "--api-key", "dummy",
+        "--milvus-uri", str(ctx.root / "memsearch" / "milvus.db"),
+        "--collection", COLLECTION,
+    ]  # fmt: skip
+
+
+def summarize_latencies(lat: Sequence[float]) -> dict[str, float]:
+    ms = [x * 1000 for x in lat]
+    return {"p50_ms": median(ms), "p95_ms": percentile(ms, 95), "n": len(ms)}
+
+
+def run_corpus(ctx: Ctx, corpus: Corpus) -> dict[str, Any]:
+    project = ctx.root / "proj"
+    store = project / ".memsearch" / "memory"
+    corpus.write(project)
+    qfile = ctx.root / "queries.json"
+    warmup = "warm up query"
+    out: dict[str, Any] = {"corpus": corpus.name, "queries": len(corpus.queries), "tools": {}}
+    (ctx.root / "memsearch").mkdir(exist_ok=True)
+
+    # ---- index
+    for label in ("memlane", "memlane-http"):
+        env = memlane_env(ctx, label)
+        run = checked(
+            run_child([ctx.memlane_exe, "-C", str(project), "index", "--json"], env, ctx.timeout_s),
+            f"{label} index",
+        )
+        report = last_json(run.stdout)
+        chunks = int(report.get("total_chunks") or report.get("indexed_chunks") or 0)
+        out["tools"][label] = {"index": _index_row(run, chunks)}
+    env = memsearch_env(ctx)
+    run = checked(
+        run_child(
+            [str(ctx.ms_py), "-m", "memsearch", "index", str(store), *memsearch_flags(ctx)],
+            env,
+            ctx.timeout_s,
+            cwd=ctx.root,
+        ),
+        "memsearch index",
+    )
+    m = re.search(r"Indexed (\d+) chunks", run.stdout)
+    out["tools"]["memsearch"] = {"index": _index_row(run, int(m.group(1)) if m else 0)}
+
+    # ---- warm search
+    for label in ("memlane", "memlane-http"):
+        qfile.write_text(
+            json.dumps({"project": str(project), "queries": corpus.queries, "warmup": warmup})
+        )
+        run = checked(
+            run_child(
+                [sys.executable, __file__, "--child-warm", str(qfile)],
+                memlane_env(ctx, label),
+                ctx.timeout_s,
+            ),
+            f"{label} warm search",
+        )
+        out["tools"][label]["warm"] = _warm_row(run, corpus)
+    qfile.write_text(
+        json.dumps(
+            {
+                "model": MODEL,
+                "base_url": ctx.base_url,
+                "milvus_uri": str(ctx.root / "memsearch" / "milvus.db"),
+                "collection": COLLECTION,
+                "queries": corpus.queries,
+                "warmup": warmup,
+                "k": TOP_K,
+            }
+        )
+    )
+    driver = ctx.root / "memsearch_driver.py"
+    driver.write_text(MEMSEARCH_DRIVER)
+    run = checked(
+        run_child([str(ctx.ms_py), str(driver), str(qfile)], env, ctx.timeout_s, cwd=ctx.root),
+        "memsearch warm search",
+    )
+    out["tools"]["memsearch"]["warm"] = _warm_row(run, corpus)
+
+    # ---- cold search: a new process per query
+    cold = corpus.queries[: ctx.cold_queries]
+    ms_cmd = [str(ctx.ms_py), "-m", "memsearch"]
+    if cold:
+        cases: list[tuple[str, Callable[[str], list[str]], dict[str, str]]] = [
+            (
+                "memlane",
+                lambda q: [ctx.memlane_exe, "-C", str(project), "search", q, "-k", str(TOP_K)],
+                memlane_env(ctx, "memlane"),
+            ),
+            (
+                "memsearch",
+                lambda q: [*ms_cmd, "search", q, "-k", str(TOP_K), *memsearch_flags(ctx)],
+                env,
+            ),
+        ]
+        for label, argv, cenv in cases:
+            runs = [
+                checked(run_child(argv(q), cenv, ctx.timeout_s, cwd=ctx.root), f"{label} search")
+                for q in cold
+            ]
+            walls = [r.wall_s for r in runs]
+            out["tools"][label]["cold"] = {
+                "runs": len(runs),
+                "p50_s": median(walls),
+                "min_s": min(walls),
+                "max_s": max(walls),
+                "maxrss_mb": max(r.maxrss_mb for r in runs),
+                "tree_rss_mb": max(r.tree_rss_mb for r in runs),
+            }
+    return out
+
+
+def _index_row(run: Run, chunks: int) -> dict[str, Any]:
+    return {
+        "chunks": chunks,
+        "wall_s": run.wall_s,
+        "chunks_per_s": chunks / run.wall_s if run.wall_s else 0.0,
+        "maxrss_mb": run.maxrss_mb,
+        "tree_rss_mb": run.tree_rss_mb,
+    }
+
+
+def _warm_row(run: Run, corpus: Corpus) -> dict[str, Any]:
+    data = last_json(run.stdout)
+    row: dict[str, Any] = {
+        "first_s": data["first_s"],
+        **summarize_latencies(data["latencies_s"]),
+        "maxrss_mb": run.maxrss_mb,
+        "tree_rss_mb": run.tree_rss_mb,
+        "_hits": data["hits"],
+        "_lat": data["latencies_s"],
+    }
+    return row
+
+
+def child_warm(qfile: Path) -> None:
+    """memlane's warm search: one process, one Memory, many queries."""
+    from memlane.engine.memory import Memory
+
+    cfg = json.loads(qfile.read_text())
+    mem = Memory.open(cfg["project"])
+    t0 = time.perf_counter()
+    mem.search(cfg["warmup"], TOP_K)  # loads the model and the vector matrix
+    first_s = time.perf_counter() - t0
+    lat, hits = [], []
+    for q in cfg["queries"]:
+        t = time.perf_counter()
+        res = mem.search(q, TOP_K, sync=False)
+        lat.append(time.perf_counter() - t)
+        hits.append([m for h in res.hits for m in TURN_RE.findall(h.content)])
+    mem.close()
+    print(json.dumps({"first_s": first_s, "latencies_s": lat, "hits": hits}))
+
+
+# ---------------------------------------------------------------------------
+# aggregation and report
+
+
+TOOLS = ("memlane", "memlane-http", "memsearch")
+
+
+def aggregate(results: list[dict[str, Any]], corpora: list[Corpus]) -> list[dict[str, Any]]:
+    """Pool per-corpus figures: one row per (group, tool)."""
+    groups: dict[str, list[tuple[dict[str, Any], Corpus]]] = {}
+    for res, corpus in zip(results, corpora, strict=True):
+        group = "locomo-dev" if corpus.gold is not None else corpus.name
+        groups.setdefault(group, []).append((res, corpus))
+    rows = []
+    for group, members in groups.items():
+        for tool in TOOLS:
+            index_wall = sum(r["tools"][tool]["index"]["wall_s"] for r, _ in members)
+            chunks = sum(r["tools"][tool]["index"]["chunks"] for r, _ in members)
+            row: dict[str, Any] = {"corpus": group, "tool": tool, "chunks": chunks}
+            row["index_s"] = index_wall
+            row["chunks_per_s"] = chunks / index_wall if index_wall else 0.0
+            row["index_rss_mb"] = max(r["tools"][tool]["index"]["tree_rss_mb"] for r, _ in members)
+            warm = [r["tools"][tool]["warm"] for r, _ in members]
+            pooled = summarize_latencies([x for w in warm for x in w["_lat"]])
+            row["warm_p50_ms"] = pooled["p50_ms"]
+            row["warm_p95_ms"] = pooled["p95_ms"]
+            row["search_rss_mb"] = max(w["tree_rss_mb"] for w in warm)
+            colds = [r["tools"][tool].get("cold") for r, _ in members]
+            colds = [c for c in colds if c]
+            if colds:
+                row["cold_p50_s"] = median([c["p50_s"] for c in colds])
+                row["cold_rss_mb"] = max(c["tree_rss_mb"] for c in colds)
+            if members[0][1].gold is not None:
+                hits = [h for r, _ in members for h in r["tools"][tool]["warm"]["_hits"]]
+                gold = [g for _, c in members for g in (c.gold or [])]
+                q = quality(hits, gold)
+                row["recall_any@10"] = q["recall_any@10"]
+                row["session_hit@1"] = q["session_hit@1"]
+            rows.append(row)
+    return rows
+
+
+def ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """memsearch / memlane for every figure (and memsearch / memlane-http)."""
+    out = []
+    keys = ["index_s", "index_rss_mb", "warm_p50_ms", "warm_p95_ms", "search_rss_mb"]
+    keys += ["cold_p50_s", "cold_rss_mb", "recall_any@10", "session_hit@1"]
+    by = {(r["corpus"], r["tool"]): r for r in rows}
+    for corpus in dict.fromkeys(r["corpus"] for r in rows):
+        ms = by[(corpus, "memsearch")]
+        for base in ("memlane", "memlane-http"):
+            ml = by[(corpus, base)]
+            row: dict[str, Any] = {"corpus": corpus, "memsearch /": base}
+            for k in keys:
+                if k in ms and k in ml and ml[k]:
+                    row[k] = ms[k] / ml[k]
+            out.append(row)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="2k chunks, 1 conversation")
+    parser.add_argument("--synthetic-chunks", type=int, default=None, help="default 10000")
+    parser.add_argument("--queries", type=int, default=None, help="warm synthetic queries")
+    parser.add_argument("--cold-queries", type=int, default=None, help="cold runs per corpus")
+    parser.add_argument("--locomo", type=Path, default=LOCOMO_DEFAULT)
+    parser.add_argument("--locomo-convs", type=int, default=None, help="default 5 (all)")
+    parser.add_argument("--locomo-questions", type=int, default=0, help="per conversation; 0 = all")
+    parser.add_argument("--no-locomo", action="store_true")
+    parser.add_argument("--no-synthetic", action="store_true")
+    parser.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE)
+    parser.add_argument("--timeout", type=float, default=900.0, help="per child process, s")
+    parser.add_argument("--keep", action="store_true", help="keep the temp dirs")
+    parser.add_argument("--child-warm", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child_warm:
+        child_warm(args.child_warm)
+        return
+    syn_chunks = args.synthetic_chunks or (2000 if args.quick else 10_000)
+    n_queries = args.queries or (50 if args.quick else 200)
+    n_cold = args.cold_queries if args.cold_queries is not None else (3 if args.quick else 5)
+    n_convs = args.locomo_convs if args.locomo_convs is not None else (1 if args.quick else 5)
+
+    ms_py = memsearch_python(args.cache_dir, args.timeout)
+    corpora: list[Corpus] = []
+    if not args.no_synthetic:
+        corpora.append(synthetic_corpus(syn_chunks, n_queries))
+    if not args.no_locomo and n_convs > 0:
+        corpora += locomo_corpora(args.locomo, n_convs, args.locomo_questions)
+
+    from memlane.core.paths import cache_dir
+
+    exe = Path(sys.executable).parent / "memlane"
+    base_env = {k: v for k, v in os.environ.items() if not k.startswith(("MEMLANE_", "MEMSEARCH_"))}
+    base_env["MEMLANE_CACHE_DIR"] = str(cache_dir())  # the int8 model is built once, not per home
+    base_env["PYTHONUNBUFFERED"] = "1"
+    started = time.perf_counter()
+    server = EmbedServerProcess(base_env, args.timeout)
+    results = []
+    try:
+        for corpus in corpora:
+            root = Path(tempfile.mkdtemp(prefix=f"memlane-compare-{corpus.name}-"))
+            ctx = Ctx(root, base_env, ms_py, server.base_url, str(exe), args.timeout, n_cold)
+            print(f"{corpus.name}: {len(corpus.queries)} queries ...", flush=True)
+            t0 = time.perf_counter()
+            try:
+                results.append(run_corpus(ctx, corpus))
+            finally:
+                if args.keep:
+                    print(f"  kept {root}")
+                else:
+                    shutil.rmtree(root, ignore_errors=True)
+            print(f"  done in {time.perf_counter() - t0:.0f} s", flush=True)
+        server_stats = server.stats()
+    finally:
+        server.close()
+    rows = aggregate(results, corpora)
+    rat = ratios(rows)
+    print_table(
+        f"memlane vs memsearch {MEMSEARCH_VERSION} (same all-MiniLM-L6-v2 int8; k={TOP_K})", rows
+    )
+    print_table(
+        "ratios memsearch / memlane (time, RSS: >1 = memlane faster or smaller; quality: <1 = memlane better)",
+        rat,
+    )
+    for res in results:  # keep the JSON readable: no per-query hit lists
+        for tool in res["tools"].values():
+            tool["warm"].pop("_hits", None)
+            tool["warm"].pop("_lat", None)
+    path = write_json(
+        "compare-memsearch",
+        {
+            "command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]),
+            "memsearch_version": MEMSEARCH_VERSION,
+            "model": MODEL,
+            "top_k": TOP_K,
+            "cpus": os.cpu_count(),
+            "embed_server": server_stats,
+            "total_s": time.perf_counter() - started,
+            "rows": rows,
+            "ratios": rat,
+            "per_corpus": results,
+        },
+    )
+    print(f"\nwrote {path} ({time.perf_counter() - started:.0f} s)")
+
+
+if __name__ == "__main__":
+    main()
