@@ -27,6 +27,10 @@ test: lint
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run_all.py
 
+# LoCoMo retrieval quality (data: ../shared/data/locomo-dev.json, never shipped)
+bench-quality: $(STAMP)
+	$(BIN)/python benchmarks/quality/locomo.py
+
 bench-compare: $(STAMP)
 	$(BIN)/python benchmarks/compare_memsearch.py
 
