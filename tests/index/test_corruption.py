@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from _builders import DIM, MODEL, make_file, src, unit_vector, vectors_for
 
+from memlane.index import schema
 from memlane.index.sqlite import SqliteIndex
 
 
@@ -116,7 +117,22 @@ def test_newer_schema_is_moved_aside(index_path: Path, tmp_path: Path) -> None:
     conn.close()
     with SqliteIndex(index_path) as idx:
         assert idx.rebuilt_reason is not None and "newer" in idx.rebuilt_reason
-        assert idx.stats()["schema_version"] == 1
+        assert idx.stats()["schema_version"] == schema.SCHEMA_VERSION
+
+
+def test_older_schema_is_emptied_in_place(index_path: Path, tmp_path: Path) -> None:
+    populated(index_path, tmp_path, files=1)
+    conn = sqlite3.connect(index_path)
+    conn.execute("UPDATE meta SET value = 1 WHERE key = 'schema_version'")
+    conn.commit()
+    conn.close()
+    with SqliteIndex(index_path) as idx:
+        assert idx.rebuilt_reason is not None and "schema version 1" in idx.rebuilt_reason
+        assert idx.count() == 0 and idx.files() == {}
+        assert idx.stats()["schema_version"] == schema.SCHEMA_VERSION
+    assert not list(index_path.parent.glob("*.corrupt*"))
+    with SqliteIndex(index_path) as idx:
+        assert idx.rebuilt_reason is None
 
 
 def test_healthy_open_reports_nothing(index_path: Path, tmp_path: Path) -> None:

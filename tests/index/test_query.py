@@ -9,6 +9,7 @@ from memlane.index import lexical
 from memlane.index.query import (
     LEXICAL_DOC_BUDGET,
     MAX_QUERY_TERMS,
+    STOPWORDS,
     match_expression,
     prune_terms,
     query_terms,
@@ -36,10 +37,12 @@ def test_long_queries_are_capped() -> None:
     assert len(query_terms(f"w{i}" for i in range(500))) == MAX_QUERY_TERMS
 
 
-def test_tokenize_matches_unicode61(conn: sqlite3.Connection) -> None:
+def test_tokenize_matches_the_index_tokenizer(conn: sqlite3.Connection) -> None:
     tokens = lexical.tokenize(conn, 'NEAR(Café "x") AND -y:* hot_cache 項目記憶 🙂 e\u0301')
-    # unicode61 (Unicode 6.1 tables) counts emoji as token characters
-    assert tokens == ["near", "cafe", "x", "and", "y", "hot", "cache", "項目記憶", "🙂", "e"]
+    # unicode61 (Unicode 6.1 tables) counts emoji as token characters; porter
+    # stems English words on top ("cache" -> "cach")
+    assert tokens == ["near", "cafe", "x", "and", "y", "hot", "cach", "項目記憶", "🙂", "e"]
+    assert lexical.tokenize(conn, "meetings painted painting") == ["meet", "paint", "paint"]
     assert lexical.tokenize(conn, "") == []
     assert lexical.tokenize(conn, "?!* -- ()") == []
 
@@ -70,3 +73,11 @@ def test_prune_keeps_rarest_within_budget() -> None:
     assert prune_terms(["a", "c", "d"], df, 10**7) == ["d", "c", "a"]
     huge = {"x": LEXICAL_DOC_BUDGET * 3}
     assert prune_terms(["x"], huge, 10**7) == ["x"]  # the rarest is always kept
+
+
+def test_stopwords_are_dropped_in_stemmed_form(conn: sqlite3.Connection) -> None:
+    leg = lexical.LexicalLeg()
+    stop = leg.stopwords(conn)
+    assert {"was", "does", "this"} - STOPWORDS == set()
+    tokens = lexical.tokenize(conn, "What was this painting she does")
+    assert query_terms(tokens, stop) == ["paint", "she"]

@@ -20,7 +20,7 @@ import sqlite3
 from collections.abc import Sequence
 
 from memlane.index.base import SearchFilters
-from memlane.index.query import match_expression, prune_terms, query_terms
+from memlane.index.query import STOPWORDS, match_expression, prune_terms, query_terms
 from memlane.index.schema import FTS_TOKENIZER
 
 # Bound on the text tokenized per query; auto-context sends <= 500 chars.
@@ -56,14 +56,22 @@ class LexicalLeg:
         self._cache_key: object = None
         self._doc_freq: dict[str, int] = {}
         self._total_docs = 0
+        self._stopwords: frozenset[str] | None = None
 
     def reset(self) -> None:
         self._cache_key = None
         self._doc_freq.clear()
+        self._stopwords = None
+
+    def stopwords(self, conn: sqlite3.Connection) -> frozenset[str]:
+        """The stopwords as the index's tokenizer writes them (stemmed)."""
+        if self._stopwords is None:
+            self._stopwords = frozenset(tokenize(conn, " ".join(sorted(STOPWORDS))))
+        return self._stopwords
 
     def terms(self, conn: sqlite3.Connection, text: str, cache_key: object) -> list[str]:
         """The pruned terms that will be matched (empty: nothing to search)."""
-        terms = query_terms(tokenize(conn, text))
+        terms = query_terms(tokenize(conn, text), self.stopwords(conn))
         if not terms:
             return []
         if cache_key != self._cache_key or len(self._doc_freq) > DOC_FREQ_CACHE_MAX:

@@ -12,7 +12,7 @@ This module holds the pure term logic; SQL lives in ``lexical.py``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 
 # Kept small on purpose: only words that carry no topic. Dropping them keeps
 # the OR query from matching (and bm25-scoring) most of the collection.
@@ -41,14 +41,15 @@ COMMON_TERM_FRACTION = 0.5
 LEXICAL_DOC_BUDGET = 10_000
 
 
-def query_terms(tokens: Iterable[str]) -> list[str]:
+def query_terms(tokens: Iterable[str], stopwords: Collection[str] = STOPWORDS) -> list[str]:
     """Distinct tokens in order with stopwords dropped, capped.
 
     A query made only of stopwords keeps them (``"what is it"`` still
-    searches for something).
+    searches for something). ``stopwords`` must be in the tokenizer's form
+    (stemmed, when the tokenizer stems).
     """
     distinct = list(dict.fromkeys(tokens))
-    content = [t for t in distinct if t not in STOPWORDS]
+    content = [t for t in distinct if t not in stopwords]
     return (content or distinct)[:MAX_QUERY_TERMS]
 
 

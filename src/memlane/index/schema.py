@@ -22,11 +22,15 @@ vector matrix incrementally instead of reloading every BLOB after each write.
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+# What the last version changed (shown when an older index is emptied).
+SCHEMA_CHANGE = "BM25 terms are porter-stemmed"
 
 # unicode61 folds case and (with 2) diacritics, including on CJK-adjacent
-# Latin text; porter stemming is left for the retrieval-tuning issue.
-FTS_TOKENIZER = "unicode61 remove_diacritics 2"
+# Latin text; porter stems English words on top of it (ADR 0005: BM25 turn
+# recall_any@10 on LoCoMo 0.64 -> 0.68). Queries go through the same
+# tokenizer, so query and index terms always agree.
+FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
 
 # meta keys
 META_SCHEMA_VERSION = "schema_version"

@@ -262,7 +262,34 @@ class SqliteIndex:
                 f"index schema version {version} is newer than this memlane "
                 f"({schema.SCHEMA_VERSION})"
             )
+        if version < schema.SCHEMA_VERSION:
+            self._upgrade(conn, version)
         lexical.install(conn)
+
+    def _upgrade(self, conn: sqlite3.Connection, version: int) -> None:
+        """An older schema (e.g. another FTS tokenizer): empty it in place.
+
+        The index is derived data, so an upgrade is a wipe and the engine
+        re-indexes from markdown; done in place like ``clear`` so other
+        processes just see the generation move.
+        """
+        with self._write(conn):
+            row = conn.execute(
+                "SELECT value FROM meta WHERE key = ?", (schema.META_SCHEMA_VERSION,)
+            ).fetchone()
+            if row is not None and row[0] == schema.SCHEMA_VERSION:
+                return  # another process upgraded it a moment ago
+            self._wipe(conn)
+            conn.execute(
+                "UPDATE meta SET value = ? WHERE key = ?",
+                (schema.SCHEMA_VERSION, schema.META_SCHEMA_VERSION),
+            )
+        self._dense = None
+        self.rebuilt_reason = (
+            f"index {self.path.name} had schema version {version} (now "
+            f"{schema.SCHEMA_VERSION}: {schema.SCHEMA_CHANGE}); it was emptied"
+        )
+        log.info("%s", self.rebuilt_reason)
 
     def _create_schema(self, conn: sqlite3.Connection) -> None:
         # IF NOT EXISTS + INSERT OR IGNORE: two processes creating the same
