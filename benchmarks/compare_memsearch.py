@@ -42,6 +42,7 @@ import json
 import os
 import random
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -174,7 +175,14 @@ def run_child(
         sampler.start()
         timer = threading.Timer(timeout_s, kill)
         timer.start()
-        _, status, usage = os.wait4(proc.pid, 0)
+        try:
+            _, status, usage = os.wait4(proc.pid, 0)
+        except BaseException:  # SIGTERM/^C of this process: take the child down too
+            timer.cancel()
+            done.set()
+            kill()
+            proc.wait()
+            raise
         wall = time.perf_counter() - t0
         timer.cancel()
         done.set()
@@ -233,8 +241,9 @@ class EmbedServerProcess:
     def __init__(self, env: dict[str, str], timeout_s: float) -> None:
         script = Path(__file__).with_name("embed_server.py")
         self.proc = subprocess.Popen(
-            [sys.executable, str(script), "--port", "0"],
+            [sys.executable, str(script), "--port", "0", "--exit-on-eof"],
             env=env,
+            stdin=subprocess.PIPE,  # closed when this process ends, however it ends
             stdout=subprocess.PIPE,
             text=True,
         )
@@ -266,6 +275,20 @@ class EmbedServerProcess:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+
+
+def code_state(repo: Path) -> dict[str, Any]:
+    """The commit memlane is measured at, and whether src/ differs from it."""
+
+    def git(*argv: str) -> str:
+        got = subprocess.run(["git", "-C", str(repo), *argv], capture_output=True, text=True)
+        return got.stdout.strip() if got.returncode == 0 else ""
+
+    return {
+        "commit": git("rev-parse", "HEAD"),
+        "src_dirty": bool(git("status", "--porcelain", "--", "src")),
+        "frozen_src": False,
+    }
 
 
 # ---------------------------------------------------------------------------
@@ -301,7 +324,7 @@ def memsearch_python(cache: Path, timeout_s: float) -> Path:
 @dataclass
 class Corpus:
     name: str
-    write: Callable[[Path], None]  # writes the store under this project dir
+    write: Callable[[Path], Path]  # writes the store of this project dir, returns it
     queries: list[str]
     gold: list[set[str]] | None = None  # gold dia_ids per query (LoCoMo)
     categories: list[int] = field(default_factory=list)
@@ -321,11 +344,15 @@ def synthetic_corpus(chunks: int, queries: int, seed: int = 11) -> Corpus:
         )
         for _ in range(queries)
     ]
-    return Corpus(
-        name=f"synthetic-{chunks // 1000}k" if chunks >= 1000 else f"synthetic-{chunks}",
-        write=lambda project: make_store(project / ".memsearch" / "memory", chunks, 350),
-        queries=asks,
-    )
+
+    def write(project: Path) -> Path:
+        (project / ".git").mkdir(parents=True)  # its own scope wherever the temp dir is
+        store = project / ".memsearch" / "memory"
+        make_store(store, chunks, 350)
+        return store
+
+    name = f"synthetic-{chunks // 1000}k" if chunks >= 1000 else f"synthetic-{chunks}"
+    return Corpus(name=name, write=write, queries=asks)
 
 
 def parse_evidence(evidence: Sequence[str]) -> set[str]:
@@ -340,7 +367,7 @@ def parse_evidence(evidence: Sequence[str]) -> set[str]:
 
 def locomo_corpora(path: Path, limit: int, max_questions: int) -> list[Corpus]:
     try:
-        from quality.locomo_store import write_conversation_store  # type: ignore[import-not-found]
+        from quality.locomo_store import write_conversation_store
     except ImportError:
         print("benchmarks/quality/locomo_store.py not found: LoCoMo part skipped", flush=True)
         return []
@@ -359,8 +386,9 @@ def locomo_corpora(path: Path, limit: int, max_questions: int) -> list[Corpus]:
         if max_questions:
             qs, gold, cats = qs[:max_questions], gold[:max_questions], cats[:max_questions]
 
-        def write(project: Path, conv: dict[str, Any] = conv) -> None:
-            write_conversation_store(conv, project)
+        def write(project: Path, conv: dict[str, Any] = conv) -> Path:
+            store: Path = write_conversation_store(conv, project)
+            return store
 
         corpora.append(Corpus(f"locomo-{conv['sample_id']}", write, qs, gold, cats))
     return corpora
@@ -429,8 +457,7 @@ def summarize_latencies(lat: Sequence[float]) -> dict[str, float]:
 
 def run_corpus(ctx: Ctx, corpus: Corpus) -> dict[str, Any]:
     project = ctx.root / "proj"
-    store = project / ".memsearch" / "memory"
-    corpus.write(project)
+    store = corpus.write(project)
     qfile = ctx.root / "queries.json"
     warmup = "warm up query"
     out: dict[str, Any] = {"corpus": corpus.name, "queries": len(corpus.queries), "tools": {}}
@@ -473,6 +500,12 @@ def run_corpus(ctx: Ctx, corpus: Corpus) -> dict[str, Any]:
             f"{label} warm search",
         )
         out["tools"][label]["warm"] = _warm_row(run, corpus)
+        if out["tools"][label]["warm"]["resynced_chunks"]:
+            print(
+                f"  WARNING: {label} re-embedded {out['tools'][label]['warm']['resynced_chunks']} "
+                "chunks before searching: the code changed since it indexed (use --freeze-src)",
+                flush=True,
+            )
     qfile.write_text(
         json.dumps(
             {
@@ -544,6 +577,7 @@ def _warm_row(run: Run, corpus: Corpus) -> dict[str, Any]:
         **summarize_latencies(data["latencies_s"]),
         "maxrss_mb": run.maxrss_mb,
         "tree_rss_mb": run.tree_rss_mb,
+        "resynced_chunks": data.get("resynced_chunks", 0),
         "_hits": data["hits"],
         "_lat": data["latencies_s"],
     }
@@ -557,8 +591,12 @@ def child_warm(qfile: Path) -> None:
     cfg = json.loads(qfile.read_text())
     mem = Memory.open(cfg["project"])
     t0 = time.perf_counter()
-    mem.search(cfg["warmup"], TOP_K)  # loads the model and the vector matrix
-    first_s = time.perf_counter() - t0
+    # Already indexed: this only checks the store. If it embeds anything, the
+    # index was built by other code (e.g. a schema change in between): say so.
+    resynced = mem.sync().embedded_chunks
+    t1 = time.perf_counter()
+    mem.search(cfg["warmup"], TOP_K, sync=False)  # loads the model and the vector matrix
+    first_s = time.perf_counter() - t1
     lat, hits = [], []
     for q in cfg["queries"]:
         t = time.perf_counter()
@@ -566,7 +604,9 @@ def child_warm(qfile: Path) -> None:
         lat.append(time.perf_counter() - t)
         hits.append([m for h in res.hits for m in TURN_RE.findall(h.content)])
     mem.close()
-    print(json.dumps({"first_s": first_s, "latencies_s": lat, "hits": hits}))
+    out: dict[str, Any] = {"first_s": first_s, "latencies_s": lat, "hits": hits}
+    out.update(check_s=t1 - t0, resynced_chunks=resynced)
+    print(json.dumps(out))
 
 
 # ---------------------------------------------------------------------------
@@ -629,6 +669,12 @@ def ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def _columns(rows: list[dict[str, Any]], cols: list[str]) -> list[dict[str, Any]]:
+    """Rows restricted to ``cols`` (present in at least one row), blanks as "-"."""
+    keep = [c for c in cols if any(c in r for r in rows)]
+    return [{c: r.get(c, "-") for c in keep} for r in rows]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="2k chunks, 1 conversation")
@@ -643,6 +689,12 @@ def main() -> None:
     parser.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE)
     parser.add_argument("--timeout", type=float, default=900.0, help="per child process, s")
     parser.add_argument("--keep", action="store_true", help="keep the temp dirs")
+    parser.add_argument(
+        "--freeze-src",
+        action="store_true",
+        help="run memlane from a copy of the committed src/ (git archive HEAD), so code "
+        "edited in the working tree during the run cannot change what is measured",
+    )
     parser.add_argument("--child-warm", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child_warm:
@@ -666,7 +718,22 @@ def main() -> None:
     base_env = {k: v for k, v in os.environ.items() if not k.startswith(("MEMLANE_", "MEMSEARCH_"))}
     base_env["MEMLANE_CACHE_DIR"] = str(cache_dir())  # the int8 model is built once, not per home
     base_env["PYTHONUNBUFFERED"] = "1"
+    repo = Path(__file__).resolve().parents[1]
+    code = code_state(repo)
+    frozen: Path | None = None
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so the finally blocks run
     started = time.perf_counter()
+    if args.freeze_src:
+        frozen = Path(tempfile.mkdtemp(prefix="memlane-compare-src-"))
+        subprocess.run(
+            ["sh", "-c", f"git -C {shlex.quote(str(repo))} archive HEAD src | tar -x -C ."],
+            cwd=frozen,
+            check=True,
+            timeout=120,
+        )
+        base_env["PYTHONPATH"] = str(frozen / "src")
+        code["frozen_src"] = True
+        print(f"memlane runs from src/ at {code['commit'][:12]} (frozen copy)", flush=True)
     server = EmbedServerProcess(base_env, args.timeout)
     results = []
     try:
@@ -686,14 +753,21 @@ def main() -> None:
         server_stats = server.stats()
     finally:
         server.close()
+        if frozen is not None:
+            shutil.rmtree(frozen, ignore_errors=True)
     rows = aggregate(results, corpora)
     rat = ratios(rows)
+    title = f"memsearch {MEMSEARCH_VERSION} vs memlane, same all-MiniLM-L6-v2 int8, k={TOP_K}"
+    index_cols = ["corpus", "tool", "chunks", "index_s", "chunks_per_s", "index_rss_mb"]
+    search_cols = ["corpus", "tool", "warm_p50_ms", "warm_p95_ms", "search_rss_mb"]
+    search_cols += ["cold_p50_s", "cold_rss_mb", "recall_any@10", "session_hit@1"]
+    print_table(f"Indexing ({title})", _columns(rows, index_cols))
+    print_table(f"Search ({title})", _columns(rows, search_cols))
+    ratio_cols = ["corpus", "memsearch /", *[c for c in search_cols if c not in ("corpus", "tool")]]
     print_table(
-        f"memlane vs memsearch {MEMSEARCH_VERSION} (same all-MiniLM-L6-v2 int8; k={TOP_K})", rows
-    )
-    print_table(
-        "ratios memsearch / memlane (time, RSS: >1 = memlane faster or smaller; quality: <1 = memlane better)",
-        rat,
+        "Ratios memsearch / memlane (time, RSS: >1 = memlane faster or smaller; "
+        "quality: <1 = memlane better)",
+        _columns(rat, ["corpus", "memsearch /", "index_s", "index_rss_mb", *ratio_cols[2:]]),
     )
     for res in results:  # keep the JSON readable: no per-query hit lists
         for tool in res["tools"].values():
@@ -704,6 +778,7 @@ def main() -> None:
         {
             "command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]),
             "memsearch_version": MEMSEARCH_VERSION,
+            "memlane_code": code,
             "model": MODEL,
             "top_k": TOP_K,
             "cpus": os.cpu_count(),

@@ -165,11 +165,22 @@ def bundled_server(port: int = 0) -> EmbedServer:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--port", type=int, default=0)
+    parser.add_argument(
+        "--exit-on-eof", action="store_true", help="stop when stdin closes (the parent is gone)"
+    )
     args = parser.parse_args()
     server = bundled_server(args.port).start()
     print(server.base_url, flush=True)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    if args.exit_on_eof:
+        import sys
+
+        def watch() -> None:
+            sys.stdin.read()
+            stop.set()
+
+        threading.Thread(target=watch, daemon=True).start()
     try:
         while not stop.wait(0.5):
             pass
