@@ -355,13 +355,18 @@ def synthetic_corpus(chunks: int, queries: int, seed: int = 11) -> Corpus:
     return Corpus(name=name, write=write, queries=asks)
 
 
-def parse_evidence(evidence: Sequence[str]) -> set[str]:
+def parse_evidence(evidence: Sequence[str], known: set[str] | None = None) -> set[str]:
+    """Gold dia_ids: split on ';' and spaces, repair the unambiguous ("D:11:26",
+    "D30:05"), drop the rest and, given ``known``, ids that are no turn of the
+    conversation (the protocol of benchmarks/quality/locomo.py)."""
     out: set[str] = set()
     for item in evidence:
-        for token in re.split(r"[;\s]+", item):
+        for token in re.split(r"[;\s]+", str(item)):
             match = EVIDENCE_RE.match(token.strip())
             if match:
-                out.add(f"D{int(match.group(1))}:{int(match.group(2))}")
+                dia_id = f"D{int(match.group(1))}:{int(match.group(2))}"
+                if known is None or dia_id in known:
+                    out.add(dia_id)
     return out
 
 
@@ -377,10 +382,17 @@ def locomo_corpora(path: Path, limit: int, max_questions: int) -> list[Corpus]:
     corpora = []
     for conv in json.loads(path.read_text())[:limit]:
         qs, gold, cats = [], [], []
+        known = {
+            str(turn["dia_id"])
+            for key, turns in conv["conversation"].items()
+            if re.fullmatch(r"session_\d+", key) and isinstance(turns, list)
+            for turn in turns
+        }
         for qa in conv["qa"]:
-            ev = parse_evidence(qa.get("evidence") or [])
-            if ev:
-                qs.append(qa["question"])
+            ev = parse_evidence(qa.get("evidence") or [], known)
+            text = " ".join(str(qa.get("question", "")).split())
+            if ev and text:
+                qs.append(text)
                 gold.append(ev)
                 cats.append(int(qa.get("category", 0)))
         if max_questions:
