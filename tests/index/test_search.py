@@ -78,7 +78,8 @@ def test_dense_only_match_is_found_in_hybrid(index: SqliteIndex, tmp_path: Path)
     mode, hits = index.search("zzzz", vec_of("invoice"), 1)
     assert mode == "hybrid"
     assert hits[0].chunk.chunk_hash == hashes["invoice"]
-    assert hits[0].score == 0.5  # first in one of two legs
+    # first in the dense leg only: the dense leg's weight, alpha
+    assert hits[0].score == pytest.approx(index.settings.alpha)
 
 
 def test_empty_query_and_k_zero_return_nothing(index: SqliteIndex, tmp_path: Path) -> None:

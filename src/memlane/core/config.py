@@ -95,7 +95,7 @@ KEYS: dict[str, Key] = {
         Key(
             "index.fusion",
             str,
-            "rrf",
+            "convex",
             "how the lexical and dense legs are fused: rrf (memsearch's, k=index.rrf_k), "
             "wrrf (rrf weighted by index.alpha), convex (alpha * dense + (1 - alpha) * "
             "lexical on min-max normalised scores)",
@@ -105,7 +105,7 @@ KEYS: dict[str, Key] = {
         Key(
             "index.alpha",
             float,
-            0.5,
+            0.4,
             "weight of the dense leg in [0, 1] for fusion wrrf and convex; BM25 gets 1 - alpha",
         ),
     )

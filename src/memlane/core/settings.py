@@ -40,6 +40,8 @@ class EmbeddingSettings:
 class IndexSettings:
     backend: str = "sqlite"
     uri: str | None = None
-    fusion: str = "rrf"
+    # Defaults measured on the LoCoMo development split (ADR 0005); "rrf"
+    # (k=60) stays selectable for parity with memsearch.
+    fusion: str = "convex"
     rrf_k: int = 60
-    alpha: float = 0.5  # dense leg weight for fusion wrrf/convex; lexical gets 1 - alpha
+    alpha: float = 0.4  # dense leg weight for fusion wrrf/convex; lexical gets 1 - alpha

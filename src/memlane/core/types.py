@@ -35,6 +35,33 @@ def embedding_text_of(content: str) -> str:
     return _BLANK_RUN_RE.sub("\n\n", cleaned).strip()
 
 
+#: Version of the rule that turns a chunk into the embedder's input. It is
+#: part of the vector-space id (embed/factory.py): changing the rule
+#: re-embeds every stored chunk. 2: the previous entry as context (ADR 0005).
+EMBED_INPUT_VERSION = 2
+#: How much of the previous chunk's text is added as context.
+EMBED_CONTEXT_CHARS = 300
+_HEADING_LINE_RE = re.compile(r"^#{1,6}[ \t]+.*$\n?", re.MULTILINE)
+
+
+def contextual_embedding_text(content: str, previous: str | None = None) -> str:
+    """The embedder's input for a chunk: its cleaned text, then a blank line
+    and the start of the previous chunk's text (headings dropped).
+
+    Many entries only make sense after the one before ("yes, that one, at
+    2 pm"); the context lets the dense leg see what they answer. It is
+    embedding input only: what a hit returns, the chunk hash and the BM25
+    text never change. The caller passes ``previous`` only for the chunk
+    just before in the same file and the same anchor session (ADR 0005).
+    """
+    text = embedding_text_of(content)
+    if not previous:
+        return text
+    context = _HEADING_LINE_RE.sub("", embedding_text_of(previous)).strip()
+    context = context[:EMBED_CONTEXT_CHARS].strip()
+    return f"{text}\n\n{context}" if context else text
+
+
 @dataclass(frozen=True)
 class Anchor:
     """``<!-- session:<id> turn:<entry id> transcript:<path> -->``."""

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from memlane.core.errors import EmbedderError
 from memlane.core.settings import EmbeddingSettings
+from memlane.core.types import EMBED_INPUT_VERSION
 from memlane.embed.base import Embedder
 
 PROVIDERS = ("onnx", "openai", "none")
@@ -63,14 +64,17 @@ def vector_space(settings: EmbeddingSettings) -> str:
     vectors of two spaces never mix. The chunk-hash model name stays
     ``settings.model`` (mesh parity)."""
     provider = settings.provider.strip().lower()
+    # The embedding-input rule is part of the space: the same model fed
+    # other text gives other vectors.
+    text = f"|input:{EMBED_INPUT_VERSION}"
     if provider == "onnx" and settings.path:
-        return f"{settings.model}|onnx-dir:{Path(settings.path).expanduser().resolve()}"
+        return f"{settings.model}|onnx-dir:{Path(settings.path).expanduser().resolve()}{text}"
     if provider == "onnx":
         from memlane.embed.quantize import QUANT_RECIPE
 
-        return f"{settings.model}|bundled:{QUANT_RECIPE}"
+        return f"{settings.model}|bundled:{QUANT_RECIPE}{text}"
     if provider == "openai":
-        return f"{settings.model}|openai:{settings.base_url or OPENAI_BASE_URL}"
+        return f"{settings.model}|openai:{settings.base_url or OPENAI_BASE_URL}{text}"
     return settings.model
 
 

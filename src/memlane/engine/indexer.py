@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from memlane.core.errors import EmbedderError, StoreError
-from memlane.core.types import Chunk
+from memlane.core.types import Chunk, contextual_embedding_text
 from memlane.embed.base import Embedder
 from memlane.engine.reports import FileFailure, IndexReport, Progress
 from memlane.index.base import FileRecord, IndexBackend, IndexedChunk
@@ -69,6 +69,26 @@ def describe_chunks(chunks: Sequence[Chunk], path: Path, store: Path) -> list[In
                 chunk=chunk, kind=kind, date=when, session=anchor.session if anchor else None
             )
         )
+    return out
+
+
+def embedding_inputs(chunks: Sequence[IndexedChunk]) -> dict[str, str]:
+    """chunk hash -> embedder input for one file's chunks, in file order.
+
+    Each chunk gets the chunk before it as context when both belong to the
+    same anchor session (``contextual_embedding_text``); the index's
+    ``missing_vectors`` applies the same rule from its stored rows.
+    """
+    out: dict[str, str] = {}
+    previous: IndexedChunk | None = None
+    for item in chunks:
+        context = None
+        if previous is not None and previous.session == item.session:
+            context = previous.chunk.content
+        out.setdefault(
+            item.chunk.chunk_hash, contextual_embedding_text(item.chunk.content, context)
+        )
+        previous = item
     return out
 
 
@@ -180,7 +200,10 @@ class Indexer:
 
     def _flush(self, group: list[_PendingFile], report: IndexReport) -> int:
         new = [c for item in group for c in item.new]
-        vectors = self._embed(new, report)
+        texts: dict[str, str] = {}
+        for item in group:
+            texts.update(embedding_inputs(item.chunks))
+        vectors = self._embed(new, report, texts)
         written = 0
         for item in group:
             inserted = self.index.replace_file(item.record, item.chunks, vectors)
@@ -189,14 +212,16 @@ class Indexer:
             written += len(item.new)
         return written
 
-    def _embed(self, chunks: Sequence[Chunk], report: IndexReport) -> dict[str, np.ndarray]:
+    def _embed(
+        self, chunks: Sequence[Chunk], report: IndexReport, inputs: Mapping[str, str]
+    ) -> dict[str, np.ndarray]:
         if not chunks:
             return {}
         embedder = self._embedder()
         if embedder is None:
             report.unembedded_chunks += len(chunks)
             return {}
-        texts = [c.embedding_text for c in chunks]
+        texts = [inputs.get(c.chunk_hash) or c.embedding_text for c in chunks]
         try:
             matrix = embedder.embed(texts)
         except EmbedderError as exc:

@@ -28,7 +28,7 @@ import numpy.typing as npt
 
 from memlane.core.errors import ConfigError, IndexCorruptError
 from memlane.core.settings import IndexSettings
-from memlane.core.types import Chunk, SearchMode, embedding_text_of
+from memlane.core.types import Chunk, SearchMode, contextual_embedding_text
 from memlane.index import lexical, schema
 from memlane.index.base import (
     DimensionMismatchError,
@@ -698,11 +698,24 @@ class SqliteIndex:
 
     def missing_vectors(self, limit: int | None = None) -> list[tuple[str, str]]:
         def op(conn: sqlite3.Connection) -> list[tuple[str, str]]:
-            rows = conn.execute(
-                "SELECT chunk_hash, content FROM chunks WHERE vec_gen IS NULL ORDER BY id LIMIT ?",
-                (-1 if limit is None else max(limit, 0),),
-            ).fetchall()
-            return [(chunk_hash, embedding_text_of(content)) for chunk_hash, content in rows]
+            with self._read(conn):
+                rows = conn.execute(
+                    "SELECT chunk_hash, content, source, start_line, session FROM chunks "
+                    "WHERE vec_gen IS NULL ORDER BY id LIMIT ?",
+                    (-1 if limit is None else max(limit, 0),),
+                ).fetchall()
+                out = []
+                for chunk_hash, content, source, start_line, session in rows:
+                    # The same context rule as the indexer's embedding_inputs:
+                    # the chunk just before, in the same file and session.
+                    before = conn.execute(
+                        "SELECT content, session FROM chunks WHERE source = ? AND start_line < ? "
+                        "ORDER BY start_line DESC LIMIT 1",
+                        (source, start_line),
+                    ).fetchone()
+                    context = before[0] if before is not None and before[1] == session else None
+                    out.append((chunk_hash, contextual_embedding_text(content, context)))
+                return out
 
         return self._run(op)
 
