@@ -54,6 +54,9 @@ KS = (1, 5, 10, 20)
 TOP_K = 20
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 DEFAULT_SYSTEMS = "bm25,dense,rrf,default"
+CALIBRATION_TOP_K = 3  # AUTO_CONTEXT_TOP_K
+CALIBRATION_FOREIGN = 100  # foreign questions per conversation
+CALIBRATION_FLOORS = tuple(round(0.05 * i, 2) for i in range(4, 20))
 
 _TURN_RE = re.compile(r"turn:(\S+)")
 _DIA_RE = re.compile(r"^D:?(\d+):0*(\d+)$")
@@ -173,8 +176,17 @@ def parse_system(name: str) -> System:
 
 
 def run_conversation(
-    conv: dict[str, Any], systems: Sequence[System], root: Path, notes: bool
+    conv: dict[str, Any],
+    systems: Sequence[System],
+    root: Path,
+    notes: bool,
+    foreign: Sequence[str] = (),
 ) -> dict[str, Any]:
+    """Index ``conv`` and run its questions through every system.
+
+    ``foreign`` (questions of another conversation, about other people) are
+    run too, only to see what scores a store with nothing relevant gives.
+    """
     from memlane.core.config import load_config
     from memlane.core.scope import resolve_scope
     from memlane.engine.memory import Memory
@@ -200,15 +212,59 @@ def run_conversation(
                 out["chunks"] = report.total_chunks
             rows: list[tuple[int, dict[str, float]]] = []
             latencies: list[float] = []
+            top_scores: list[list[tuple[float, bool]]] = []
             for q in questions:
                 t0 = time.perf_counter()
                 result = mem.search(q.text, TOP_K, mode=system.mode, sync=False)
                 latencies.append((time.perf_counter() - t0) * 1000)
                 ranked = ranked_turns([h.content for h in result.hits])
                 rows.append((q.category, score_question(ranked, q.gold)))
-        per_system[system.name] = {"rows": rows, "latency_ms": latencies}
+                top_scores.append(
+                    [
+                        (h.score, bool(set(ranked_turns([h.content])) & set(q.gold)))
+                        for h in result.hits[:CALIBRATION_TOP_K]
+                    ]
+                )
+            foreign_best = []
+            for text in foreign:
+                hits = mem.search(text, CALIBRATION_TOP_K, mode=system.mode, sync=False).hits
+                foreign_best.append(hits[0].score if hits else 0.0)
+        per_system[system.name] = {
+            "rows": rows,
+            "latency_ms": latencies,
+            "top": top_scores,
+            "foreign_best": foreign_best,
+        }
     out["systems"] = per_system
     return out
+
+
+def calibration(runs: Sequence[dict[str, Any]], name: str) -> list[dict[str, float]]:
+    """What a score floor means for the top-3 hits (auto-context's view).
+
+    precision: share of the hits at or above the floor that are gold turns;
+    answered: share of questions with at least one hit at or above it;
+    gold_kept: share of questions whose top-3 gold hit survives the floor;
+    foreign: share of another conversation's questions (nothing relevant
+    stored) that still get a hit at or above it.
+    """
+    tops = [t for run in runs for t in run["systems"][name]["top"]]
+    foreign = [b for run in runs for b in run["systems"][name]["foreign_best"]]
+    table = []
+    for floor in CALIBRATION_FLOORS:
+        kept = [(s, g) for top in tops for s, g in top if s >= floor]
+        table.append(
+            {
+                "floor": floor,
+                "precision": statistics.fmean(g for _, g in kept) if kept else float("nan"),
+                "answered": statistics.fmean(any(s >= floor for s, _ in t) for t in tops),
+                "gold_kept": statistics.fmean(any(s >= floor and g for s, g in t) for t in tops),
+                "foreign": statistics.fmean(b >= floor for b in foreign)
+                if foreign
+                else float("nan"),
+            }
+        )
+    return table
 
 
 def summarise(runs: Sequence[dict[str, Any]], systems: Sequence[System]) -> dict[str, Any]:
@@ -225,11 +281,12 @@ def summarise(runs: Sequence[dict[str, Any]], systems: Sequence[System]) -> dict
             "by_category": by_cat,
             "questions": len(rows),
             "latency_ms": {"p50": percentile(latencies, 50), "p95": percentile(latencies, 95)},
+            "score_floor_calibration": calibration(runs, system.name),
         }
     return summary
 
 
-def print_summary(summary: dict[str, Any], notes: bool) -> None:
+def print_summary(summary: dict[str, Any], notes: bool, calibrate: bool = False) -> None:
     label = "observation notes" if notes else "turns"
     rows = []
     for name, data in summary.items():
@@ -254,6 +311,12 @@ def print_summary(summary: dict[str, Any], notes: bool) -> None:
                 row[cat] = values[metric]
             cat_rows.append(row)
         print_table(f"{metric} per category", cat_rows)
+    if calibrate:
+        for name, data in summary.items():
+            print_table(
+                f"score floor calibration, {name} (top-{CALIBRATION_TOP_K} hits)",
+                data["score_floor_calibration"],
+            )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -263,6 +326,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--notes", action="store_true", help="index observation facts, not turns")
     parser.add_argument("--conversations", default="", help="comma-separated sample ids")
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument(
+        "--calibrate", action="store_true", help="print what each score floor keeps (top-3 hits)"
+    )
     args = parser.parse_args(argv)
     if not args.data.is_file():
         raise SystemExit(f"no LoCoMo data at {args.data}; pass --data PATH")
@@ -279,7 +345,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     runs = []
     with tempfile.TemporaryDirectory(prefix="memlane-locomo-") as tmp:
         for conv in convs:
-            run = run_conversation(conv, systems, Path(tmp), args.notes)
+            foreign: list[str] = []
+            if args.calibrate and len(data) > 1:
+                other = data[(data.index(conv) + 1) % len(data)]
+                foreign = [q.text for q in questions_of(other)[0]][:CALIBRATION_FOREIGN]
+            run = run_conversation(conv, systems, Path(tmp), args.notes, foreign)
             print(
                 f"{run['sample_id']}: {run['chunks']} chunks indexed in {run['index_s']:.1f} s, "
                 f"{run['questions']} questions ({run['skipped']} skipped)",
@@ -287,7 +357,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
             runs.append(run)
     summary = summarise(runs, systems)
-    print_summary(summary, args.notes)
+    print_summary(summary, args.notes, args.calibrate)
     out = args.out or (
         DEFAULT_OUT.with_name("quality-locomo-notes.json") if args.notes else DEFAULT_OUT
     )
