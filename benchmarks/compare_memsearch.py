@@ -659,6 +659,14 @@ def aggregate(results: list[dict[str, Any]], corpora: list[Corpus]) -> list[dict
                 q = quality(hits, gold)
                 row["recall_any@10"] = q["recall_any@10"]
                 row["session_hit@1"] = q["session_hit@1"]
+                cats = [cat for _, c in members for cat in c.categories]
+                row["by_category"] = {
+                    str(cat): quality(
+                        [h for h, x in zip(hits, cats, strict=True) if x == cat],
+                        [g for g, x in zip(gold, cats, strict=True) if x == cat],
+                    )
+                    for cat in sorted(set(cats))
+                }
             rows.append(row)
     return rows
 
@@ -701,6 +709,9 @@ def main() -> None:
     parser.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE)
     parser.add_argument("--timeout", type=float, default=900.0, help="per child process, s")
     parser.add_argument("--keep", action="store_true", help="keep the temp dirs")
+    parser.add_argument(
+        "--out", default="compare-memsearch", help="JSON name under benchmarks/results/"
+    )
     parser.add_argument(
         "--freeze-src",
         action="store_true",
@@ -786,7 +797,7 @@ def main() -> None:
             tool["warm"].pop("_hits", None)
             tool["warm"].pop("_lat", None)
     path = write_json(
-        "compare-memsearch",
+        args.out,
         {
             "command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]),
             "memsearch_version": MEMSEARCH_VERSION,
