@@ -51,3 +51,24 @@ def test_input_version_is_part_of_the_vector_space() -> None:
     assert f"input:{EMBED_INPUT_VERSION}" in vector_space(
         EmbeddingSettings(provider="openai", base_url="http://127.0.0.1:1/v1")
     )
+
+
+def test_bm25_matches_the_previous_entry_at_a_lower_weight(tmp_path: Path) -> None:
+    texts = [
+        "### 10:00\n<!-- session:s1 turn:t1 transcript:none -->\n- did you see the aurora in Tromso",
+        "### 10:01\n<!-- session:s1 turn:t2 transcript:none -->\n- yes, it was magical",
+        "### 10:02\n<!-- session:s2 turn:t3 transcript:none -->\n- unrelated: lunch was good",
+    ]
+    record, chunks = make_file(src(tmp_path, "d.md"), texts)
+    chunks = [
+        dataclasses.replace(c, session=s) for c, s in zip(chunks, ["s1", "s1", "s2"], strict=True)
+    ]
+    with SqliteIndex(tmp_path / "i.sqlite") as index:
+        index.replace_file(record, chunks, {})
+        _, hits = index.search("aurora Tromso", None, 5)
+        # the entry's own words first, then the reply that follows it
+        assert [h.chunk.chunk_hash for h in hits] == [c.chunk.chunk_hash for c in chunks[:2]]
+        assert "aurora" not in hits[1].chunk.content  # what a hit returns is unchanged
+        _, other = index.search("magical", None, 5)
+        # context never crosses a session: "magical" does not reach t3
+        assert [h.chunk.chunk_hash for h in other] == [chunks[1].chunk.chunk_hash]

@@ -44,6 +44,14 @@ EMBED_CONTEXT_CHARS = 300
 _HEADING_LINE_RE = re.compile(r"^#{1,6}[ \t]+.*$\n?", re.MULTILINE)
 
 
+def context_of(previous: str) -> str:
+    """What a chunk takes from the chunk before it as context: the start of
+    its cleaned text, headings dropped (embedding input and the BM25
+    context column share this rule; ADR 0005)."""
+    context = _HEADING_LINE_RE.sub("", embedding_text_of(previous)).strip()
+    return context[:EMBED_CONTEXT_CHARS].strip()
+
+
 def contextual_embedding_text(content: str, previous: str | None = None) -> str:
     """The embedder's input for a chunk: its cleaned text, then a blank line
     and the start of the previous chunk's text (headings dropped).
@@ -55,10 +63,7 @@ def contextual_embedding_text(content: str, previous: str | None = None) -> str:
     just before in the same file and the same anchor session (ADR 0005).
     """
     text = embedding_text_of(content)
-    if not previous:
-        return text
-    context = _HEADING_LINE_RE.sub("", embedding_text_of(previous)).strip()
-    context = context[:EMBED_CONTEXT_CHARS].strip()
+    context = context_of(previous) if previous else ""
     return f"{text}\n\n{context}" if context else text
 
 

@@ -28,7 +28,7 @@ import numpy.typing as npt
 
 from memlane.core.errors import ConfigError, IndexCorruptError
 from memlane.core.settings import IndexSettings
-from memlane.core.types import Chunk, SearchMode, contextual_embedding_text
+from memlane.core.types import Chunk, SearchMode, context_of, contextual_embedding_text
 from memlane.index import lexical, schema
 from memlane.index.base import (
     DimensionMismatchError,
@@ -109,6 +109,18 @@ def _row_to_indexed(row: Sequence[Any]) -> IndexedChunk:
         chunk_hash=row[1],
     )
     return IndexedChunk(chunk=chunk, kind=row[9], date=row[10], session=row[11])
+
+
+def _contexts(chunks: Iterable[IndexedChunk]) -> dict[str, str]:
+    """chunk hash -> BM25 context: the previous chunk of the file (in order)
+    when it belongs to the same anchor session, as for embedding input."""
+    out: dict[str, str] = {}
+    previous: IndexedChunk | None = None
+    for item in chunks:
+        same = previous is not None and previous.session == item.session
+        out[item.chunk.chunk_hash] = context_of(previous.chunk.content) if same and previous else ""
+        previous = item
+    return out
 
 
 class SqliteIndex:
@@ -605,6 +617,7 @@ class SqliteIndex:
             conn.executemany("DELETE FROM chunks WHERE id = ?", stale)
             new_rows = []
             vector_updates = []
+            contexts = _contexts(wanted.values())
             for chunk_hash, item in wanted.items():
                 blob = blobs.get(chunk_hash)
                 if chunk_hash in existing:
@@ -626,6 +639,7 @@ class SqliteIndex:
                         item.date,
                         item.session,
                         c.content,
+                        contexts[chunk_hash],
                         generation if blob is not None else None,
                         blob,
                     )
@@ -634,8 +648,8 @@ class SqliteIndex:
             # (same hash) a moment ago; idempotent, never a duplicate.
             cursor = conn.executemany(
                 "INSERT OR IGNORE INTO chunks(chunk_hash, source, heading, heading_level, "
-                "start_line, end_line, content_hash, kind, date, session, content, vec_gen, "
-                "vector) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "start_line, end_line, content_hash, kind, date, session, content, context, "
+                "vec_gen, vector) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 new_rows,
             )
             inserted = max(cursor.rowcount, 0)
