@@ -50,9 +50,9 @@ class IndexSettings:
 # Auto-context (DESIGN §6) injects a hit only at or above this score: "clearly
 # relevant". With convex fusion at alpha 0.4 a hit found by one leg alone
 # scores at most 0.6 (lexical) or 0.4 (dense), so 0.65 asks both legs to
-# agree. On LoCoMo it keeps the gold turn among the top 3 for 0.50 of
-# questions (0.59 without a floor) while the questions of another
-# conversation, about people the store never mentions, pass it 0.48 of the
+# agree. On LoCoMo it keeps the gold turn among the top 3 for 0.58 of
+# questions (0.63 without a floor) while the questions of another
+# conversation, about people the store never mentions, pass it 0.52 of the
 # time (0.96 at the old floor of 0.5). Calibration: ADR 0005,
 # `python benchmarks/quality/locomo.py --calibrate`.
 AUTO_CONTEXT_SCORE_FLOOR = 0.65
