@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -179,3 +180,27 @@ def test_status_reports_scope_and_counts(project: Path) -> None:
     assert st["chunks"] == 1
     assert st["index_state"]["status"] == "ok"
     assert st["index_state_path"].endswith(".memsearch/.index-state.json")
+
+
+def test_editing_an_entry_refreshes_the_context_of_the_next(project: Path) -> None:
+    """The entry after an edited one keeps its hash but gets its new context."""
+    with Memory.open(project) as mem:
+        store = mem.scope.store
+        store.mkdir(parents=True)
+        daily = store / "2026-05-01.md"
+        anchor = "<!-- session:s1 turn:{} transcript:/t -->"
+        first = "# 2026-05-01\n\n### 09:00\n" + anchor.format("aaaaaaaa") + "\n- we picked {}\n"
+        second = "\n### 09:05\n" + anchor.format("bbbbbbbb") + "\n- yes, that one works\n"
+        daily.write_text(first.format("marmalade") + second)
+        mem.sync()
+        reply = [h for h in mem.search("marmalade", 5).hits if "that one" in h.content]
+        assert reply, "the reply is found through its context"
+        daily.write_text(first.format("quince") + second)
+        os.utime(daily, ns=(daily.stat().st_atime_ns, daily.stat().st_mtime_ns + 10**9))
+        report = mem.sync()
+        assert report.indexed_chunks == 2  # the edited entry and the one after it
+        hits = mem.search("quince", 5).hits
+        replies = [h for h in hits if "that one" in h.content]
+        assert replies and replies[0].chunk_hash == reply[0].chunk_hash
+        assert not [h for h in mem.search("marmalade", 5).hits if "that one" in h.content]
+        assert mem.index.count() == 2

@@ -62,8 +62,12 @@ def contextual_embedding_text(content: str, previous: str | None = None) -> str:
     text never change. The caller passes ``previous`` only for the chunk
     just before in the same file and the same anchor session (ADR 0005).
     """
+    return embedding_input(content, context_of(previous) if previous else "")
+
+
+def embedding_input(content: str, context: str) -> str:
+    """The embedder's input from a chunk and its already-derived context."""
     text = embedding_text_of(content)
-    context = context_of(previous) if previous else ""
     return f"{text}\n\n{context}" if context else text
 
 

@@ -16,10 +16,10 @@ from pathlib import Path
 import numpy as np
 
 from memlane.core.errors import EmbedderError, StoreError
-from memlane.core.types import Chunk, contextual_embedding_text
+from memlane.core.types import Chunk, embedding_input
 from memlane.embed.base import Embedder
 from memlane.engine.reports import FileFailure, IndexReport, Progress
-from memlane.index.base import FileRecord, IndexBackend, IndexedChunk
+from memlane.index.base import FileRecord, IndexBackend, IndexedChunk, file_contexts
 from memlane.store.anchor import parse_anchor
 from memlane.store.chunker import chunk_markdown
 from memlane.store.layout import date_of, entry_time_of, kind_of, list_markdown_files
@@ -73,23 +73,14 @@ def describe_chunks(chunks: Sequence[Chunk], path: Path, store: Path) -> list[In
 
 
 def embedding_inputs(chunks: Sequence[IndexedChunk]) -> dict[str, str]:
-    """chunk hash -> embedder input for one file's chunks, in file order.
-
-    Each chunk gets the chunk before it as context when both belong to the
-    same anchor session (``contextual_embedding_text``); the index's
-    ``missing_vectors`` applies the same rule from its stored rows.
-    """
-    out: dict[str, str] = {}
-    previous: IndexedChunk | None = None
-    for item in chunks:
-        context = None
-        if previous is not None and previous.session == item.session:
-            context = previous.chunk.content
-        out.setdefault(
-            item.chunk.chunk_hash, contextual_embedding_text(item.chunk.content, context)
-        )
-        previous = item
-    return out
+    """chunk hash -> embedder input for one file's chunks, in file order:
+    the chunk's text plus its context (``file_contexts``), the same context
+    the index stores for BM25 and for ``missing_vectors``."""
+    contexts = file_contexts(chunks)
+    return {
+        item.chunk.chunk_hash: embedding_input(item.chunk.content, contexts[item.chunk.chunk_hash])
+        for item in chunks
+    }
 
 
 class Indexer:
@@ -174,9 +165,12 @@ class Indexer:
         digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
         record = FileRecord(str(path), st.st_mtime_ns, st.st_size, digest)
         chunks = chunk_markdown(text, str(path), self.model)
-        existing = self.index.chunk_hashes(str(path)) if known is not None else set()
-        new = [c for c in chunks if c.chunk_hash not in existing]
-        return _PendingFile(record, describe_chunks(chunks, path, self.store), new)
+        described = describe_chunks(chunks, path, self.store)
+        stored = self.index.chunk_contexts(str(path)) if known is not None else {}
+        contexts = file_contexts(described)
+        # New, or kept but with a changed neighbour: both need embedding.
+        new = [c for c in chunks if stored.get(c.chunk_hash) != contexts[c.chunk_hash]]
+        return _PendingFile(record, described, new)
 
     def _write(
         self, pending: list[_PendingFile], report: IndexReport, progress: Progress | None

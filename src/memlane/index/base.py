@@ -13,7 +13,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from memlane.core.errors import MemlaneError
-from memlane.core.types import Chunk, Kind, SearchMode
+from memlane.core.types import Chunk, Kind, SearchMode, context_of
 
 
 class DimensionMismatchError(MemlaneError, ValueError):
@@ -70,6 +70,20 @@ class ScoredChunk:
     score: float  # in [0, 1]; 1.0 = best in every active leg
 
 
+def file_contexts(chunks: Iterable[IndexedChunk]) -> dict[str, str]:
+    """chunk hash -> context, for one file's chunks in file order: the start
+    of the previous chunk when both belong to the same anchor session, else
+    "" (ADR 0005). The index's BM25 context column and the embedder's input
+    both follow this one rule."""
+    out: dict[str, str] = {}
+    previous: IndexedChunk | None = None
+    for item in chunks:
+        same = previous is not None and previous.session == item.session
+        out[item.chunk.chunk_hash] = context_of(previous.chunk.content) if same and previous else ""
+        previous = item
+    return out
+
+
 class IndexBackend(Protocol):
     """One collection's derived index."""
 
@@ -89,6 +103,10 @@ class IndexBackend(Protocol):
     def files(self) -> dict[str, FileRecord]: ...
 
     def chunk_hashes(self, source: str) -> set[str]: ...
+
+    def chunk_contexts(self, source: str) -> dict[str, str]:
+        """chunk hash -> the BM25/embedding context stored for it (``file_contexts``)."""
+        ...
 
     def replace_file(
         self,

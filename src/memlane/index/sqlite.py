@@ -28,7 +28,7 @@ import numpy.typing as npt
 
 from memlane.core.errors import ConfigError, IndexCorruptError
 from memlane.core.settings import IndexSettings
-from memlane.core.types import Chunk, SearchMode, context_of, contextual_embedding_text
+from memlane.core.types import Chunk, SearchMode, embedding_input
 from memlane.index import lexical, schema
 from memlane.index.base import (
     DimensionMismatchError,
@@ -37,6 +37,7 @@ from memlane.index.base import (
     IndexedChunk,
     ScoredChunk,
     SearchFilters,
+    file_contexts,
 )
 from memlane.index.dense import DenseMatrix, vector_to_blob
 from memlane.index.dense_sync import synced_matrix
@@ -109,18 +110,6 @@ def _row_to_indexed(row: Sequence[Any]) -> IndexedChunk:
         chunk_hash=row[1],
     )
     return IndexedChunk(chunk=chunk, kind=row[9], date=row[10], session=row[11])
-
-
-def _contexts(chunks: Iterable[IndexedChunk]) -> dict[str, str]:
-    """chunk hash -> BM25 context: the previous chunk of the file (in order)
-    when it belongs to the same anchor session, as for embedding input."""
-    out: dict[str, str] = {}
-    previous: IndexedChunk | None = None
-    for item in chunks:
-        same = previous is not None and previous.session == item.session
-        out[item.chunk.chunk_hash] = context_of(previous.chunk.content) if same and previous else ""
-        previous = item
-    return out
 
 
 class SqliteIndex:
@@ -606,18 +595,23 @@ class SqliteIndex:
     ) -> int:
         with self._write(conn) as generation:
             blobs = self._blobs(conn, arrays)
+            contexts = file_contexts(wanted.values())
+            rows = conn.execute(
+                "SELECT chunk_hash, id, vector IS NOT NULL, context FROM chunks WHERE source = ?",
+                (record.source,),
+            ).fetchall()
+            # A chunk whose neighbour changed keeps its hash but not its
+            # context: it is replaced, so its BM25 context and vector follow
+            # (the caller embedded it again with the new context).
             existing = {
                 chunk_hash: (rowid, has_vector)
-                for chunk_hash, rowid, has_vector in conn.execute(
-                    "SELECT chunk_hash, id, vector IS NOT NULL FROM chunks WHERE source = ?",
-                    (record.source,),
-                )
+                for chunk_hash, rowid, has_vector, context in rows
+                if chunk_hash in wanted and context == contexts[chunk_hash]
             }
-            stale = [(rowid,) for h, (rowid, _) in existing.items() if h not in wanted]
+            stale = [(rowid,) for chunk_hash, rowid, _, _ in rows if chunk_hash not in existing]
             conn.executemany("DELETE FROM chunks WHERE id = ?", stale)
             new_rows = []
             vector_updates = []
-            contexts = _contexts(wanted.values())
             for chunk_hash, item in wanted.items():
                 blob = blobs.get(chunk_hash)
                 if chunk_hash in existing:
@@ -710,26 +704,27 @@ class SqliteIndex:
 
         return self._run(op)
 
+    def chunk_contexts(self, source: str) -> dict[str, str]:
+        def op(conn: sqlite3.Connection) -> dict[str, str]:
+            rows = conn.execute(
+                "SELECT chunk_hash, context FROM chunks WHERE source = ?", (source,)
+            )
+            return {row[0]: row[1] or "" for row in rows}
+
+        return self._run(op)
+
     def missing_vectors(self, limit: int | None = None) -> list[tuple[str, str]]:
         def op(conn: sqlite3.Connection) -> list[tuple[str, str]]:
             with self._read(conn):
                 rows = conn.execute(
-                    "SELECT chunk_hash, content, source, start_line, session FROM chunks "
+                    "SELECT chunk_hash, content, context FROM chunks "
                     "WHERE vec_gen IS NULL ORDER BY id LIMIT ?",
                     (-1 if limit is None else max(limit, 0),),
                 ).fetchall()
-                out = []
-                for chunk_hash, content, source, start_line, session in rows:
-                    # The same context rule as the indexer's embedding_inputs:
-                    # the chunk just before, in the same file and session.
-                    before = conn.execute(
-                        "SELECT content, session FROM chunks WHERE source = ? AND start_line < ? "
-                        "ORDER BY start_line DESC LIMIT 1",
-                        (source, start_line),
-                    ).fetchone()
-                    context = before[0] if before is not None and before[1] == session else None
-                    out.append((chunk_hash, contextual_embedding_text(content, context)))
-                return out
+                # The stored context is the one the indexer embeds with.
+                return [
+                    (h, embedding_input(content, context or "")) for h, content, context in rows
+                ]
 
         return self._run(op)
 
