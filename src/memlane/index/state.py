@@ -199,9 +199,7 @@ def record_completed(
     """
     if state_path is None:
         return
-    stamp = utc_timestamp(now)
-    state = _carry(load_state(state_path), operation, paths, collection, uri, stamp)
-    state.setdefault("last_started_at", stamp)
+    state, stamp = _finishing(state_path, operation, paths, collection, uri, now)
     state.update(
         {
             "last_completed_at": stamp,
@@ -225,6 +223,21 @@ def record_completed(
         state["last_success_at"] = stamp
         state.pop("last_error", None)
     save_state(state_path, state)
+
+
+def _finishing(
+    state_path: Path,
+    operation: str,
+    paths: Sequence[str | Path],
+    collection: str,
+    uri: str,
+    now: datetime | None,
+) -> tuple[dict[str, Any], str]:
+    """The carried-over state and timestamp an operation's end is written on."""
+    stamp = utc_timestamp(now)
+    state = _carry(load_state(state_path), operation, paths, collection, uri, stamp)
+    state.setdefault("last_started_at", stamp)
+    return state, stamp
 
 
 def record_report(
@@ -268,9 +281,7 @@ def record_error(
     """An index operation aborted; the previous counts are kept."""
     if state_path is None:
         return
-    stamp = utc_timestamp(now)
-    state = _carry(load_state(state_path), operation, paths, collection, uri, stamp)
-    state.setdefault("last_started_at", stamp)
+    state, stamp = _finishing(state_path, operation, paths, collection, uri, now)
     state.update(
         {
             "status": status,
