@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from memlane.core import settings as S
 from memlane.core.errors import ConfigError
 from memlane.core.paths import global_config_path, trust_file_path
 from memlane.core.settings import (
@@ -26,6 +27,8 @@ from memlane.core.settings import (
     DEFAULT_MAX_TOKENS,
     EmbeddingSettings,
     IndexSettings,
+    LlmSettings,
+    SessionSettings,
 )
 
 PROJECT_CONFIG_NAME = ".memlane.toml"
@@ -108,6 +111,85 @@ KEYS: dict[str, Key] = {
             0.4,
             "weight of the dense leg in [0, 1] for fusion wrrf and convex; BM25 gets 1 - alpha",
         ),
+        Key(
+            "llm.provider",
+            str,
+            "auto",
+            "LLM for distillation: auto (the host's model inside pi, else none), openai "
+            "(any OpenAI-compatible endpoint), anthropic, command (a CLI reading the prompt "
+            "on stdin), host, none (capture writes a verbatim digest)",
+            choices=S.LLM_PROVIDERS,
+        ),
+        Key("llm.model", str, None, "model id; default: the provider's cheap model"),
+        Key("llm.base_url", str, None, "endpoint, e.g. http://127.0.0.1:11434/v1 (Ollama)"),
+        Key("llm.api_key", str, None, "API key as env:VAR", secret=True),
+        Key("llm.command", str, None, "provider command: e.g. claude -p --model haiku"),
+        Key("llm.timeout_s", float, S.DISTILL_TIMEOUT_MS / 1000, "request timeout, seconds"),
+        Key(
+            "capture.enabled",
+            bool,
+            True,
+            "distil every settled exchange into the daily file",
+            aliases=("MEMLANE_CAPTURE", "PI_MEMSEARCH_CAPTURE"),
+        ),
+        Key(
+            "capture.model",
+            str,
+            None,
+            "model for distillation: <id> or <provider>/<id>; default the host's cheapest",
+            aliases=("MEMLANE_CAPTURE_MODEL", "PI_MEMSEARCH_CAPTURE_MODEL"),
+        ),
+        Key("capture.distill_timeout_ms", int, S.DISTILL_TIMEOUT_MS, "DISTILL_TIMEOUT_MS"),
+        Key("capture.index_debounce_ms", int, S.INDEX_DEBOUNCE_MS, "INDEX_DEBOUNCE_MS"),
+        Key("snapshot.today_chars", int, S.SNAPSHOT_TODAY_CHARS, "SNAPSHOT_TODAY_CHARS"),
+        Key(
+            "snapshot.yesterday_chars", int, S.SNAPSHOT_YESTERDAY_CHARS, "SNAPSHOT_YESTERDAY_CHARS"
+        ),
+        Key(
+            "auto_context.enabled",
+            bool,
+            False,
+            "inject relevant memory with each prompt",
+            aliases=("MEMLANE_AUTO_CONTEXT", "PI_MEMSEARCH_AUTO_CONTEXT"),
+        ),
+        Key("auto_context.top_k", int, S.AUTO_CONTEXT_TOP_K, "AUTO_CONTEXT_TOP_K"),
+        Key(
+            "auto_context.score_floor",
+            float,
+            S.AUTO_CONTEXT_SCORE_FLOOR,
+            "AUTO_CONTEXT_SCORE_FLOOR: inject only hits at or above this score",
+        ),
+        Key(
+            "auto_context.char_budget", int, S.AUTO_CONTEXT_CHAR_BUDGET, "AUTO_CONTEXT_CHAR_BUDGET"
+        ),
+        Key("auto_context.cap_ms", int, S.AUTO_CONTEXT_CAP_MS, "AUTO_CONTEXT_CAP_MS: deadline"),
+        Key(
+            "auto_context.query_limit", int, S.AUTO_CONTEXT_QUERY_LIMIT, "AUTO_CONTEXT_QUERY_LIMIT"
+        ),
+        Key(
+            "auto_context.timeout_crash_threshold",
+            int,
+            S.TIMEOUT_CRASH_THRESHOLD,
+            "TIMEOUT_CRASH_THRESHOLD: consecutive misses that count as a crash",
+        ),
+        Key(
+            "auto_context.max_respawns",
+            int,
+            S.MAX_SIDECAR_RESPAWNS,
+            "MAX_SIDECAR_RESPAWNS: restarts before auto-context is off for the session",
+        ),
+        Key("session.shutdown_cap_ms", int, S.SHUTDOWN_CAP_MS, "SHUTDOWN_CAP_MS"),
+        Key("session.shutdown_grace_ms", int, S.SHUTDOWN_GRACE_MS, "SHUTDOWN_GRACE_MS"),
+        Key(
+            "session.backoff_delays_ms",
+            str,
+            ",".join(str(d) for d in S.BACKOFF_DELAYS_MS),
+            "BACKOFF_DELAYS_MS: retry delays for a locked-out index operation",
+        ),
+        Key("search.top_k", int, S.SEARCH_TOP_K, "SEARCH_TOP_K: default hits per search"),
+        Key("transcript.context", int, S.TRANSCRIPT_CONTEXT, "TRANSCRIPT_CONTEXT"),
+        Key("transcript.limit", int, S.TRANSCRIPT_LIMIT, "TRANSCRIPT_LIMIT"),
+        Key("transcript.turn_char_cap", int, S.TURN_CHAR_CAP, "TURN_CHAR_CAP"),
     )
 }
 
@@ -170,6 +252,59 @@ class Config:
             rrf_k=int(self.get("index.rrf_k") or 60),
             alpha=float(self.get("index.alpha") or 0.0),
         )
+
+    @property
+    def llm(self) -> LlmSettings:
+        return LlmSettings(
+            provider=str(self.get("llm.provider")),
+            model=_opt_str(self.get("llm.model")),
+            base_url=_opt_str(self.get("llm.base_url")),
+            api_key=self.secret("llm.api_key"),
+            command=_opt_str(self.get("llm.command")),
+            timeout_s=float(self.get("llm.timeout_s") or S.DISTILL_TIMEOUT_MS / 1000),
+            capture_model=_opt_str(self.get("capture.model")),
+        )
+
+    @property
+    def session(self) -> SessionSettings:
+        def num(name: str) -> int:
+            return int(self.get(name) or 0)
+
+        return SessionSettings(
+            capture_enabled=bool(self.get("capture.enabled")),
+            distill_timeout_ms=num("capture.distill_timeout_ms"),
+            index_debounce_ms=num("capture.index_debounce_ms"),
+            snapshot_today_chars=num("snapshot.today_chars"),
+            snapshot_yesterday_chars=num("snapshot.yesterday_chars"),
+            auto_context_enabled=bool(self.get("auto_context.enabled")),
+            auto_context_top_k=num("auto_context.top_k"),
+            auto_context_score_floor=float(self.get("auto_context.score_floor") or 0.0),
+            auto_context_char_budget=num("auto_context.char_budget"),
+            auto_context_cap_ms=num("auto_context.cap_ms"),
+            auto_context_query_limit=num("auto_context.query_limit"),
+            timeout_crash_threshold=num("auto_context.timeout_crash_threshold"),
+            max_sidecar_respawns=num("auto_context.max_respawns"),
+            shutdown_cap_ms=num("session.shutdown_cap_ms"),
+            shutdown_grace_ms=num("session.shutdown_grace_ms"),
+            backoff_delays_ms=_delays(str(self.get("session.backoff_delays_ms") or "")),
+            search_top_k=num("search.top_k"),
+            transcript_context=num("transcript.context"),
+            transcript_limit=num("transcript.limit"),
+            turn_char_cap=num("transcript.turn_char_cap"),
+        )
+
+
+def _delays(text: str) -> tuple[int, ...]:
+    try:
+        delays = tuple(int(part) for part in text.replace(" ", "").split(",") if part)
+    except ValueError:
+        raise ConfigError(
+            f"session.backoff_delays_ms must be comma-separated milliseconds, got {text!r}",
+            'e.g. memlane config set session.backoff_delays_ms "200,500,1000,2000"',
+        ) from None
+    if any(d < 0 for d in delays):
+        raise ConfigError(f"session.backoff_delays_ms has a negative delay: {text!r}")
+    return delays
 
 
 def _opt_str(value: Scalar | None) -> str | None:

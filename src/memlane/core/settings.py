@@ -56,3 +56,76 @@ class IndexSettings:
 # time (0.96 at the old floor of 0.5). Calibration: ADR 0005,
 # `python benchmarks/quality/locomo.py --calibrate`.
 AUTO_CONTEXT_SCORE_FLOOR = 0.65
+
+
+# Session lifecycle constants (DESIGN §6). Each is the default of a config key
+# (core/config.py) so a user can tune it; the names stay greppable.
+SNAPSHOT_TODAY_CHARS = 3000
+SNAPSHOT_YESTERDAY_CHARS = 2000
+INDEX_DEBOUNCE_MS = 5000
+SHUTDOWN_CAP_MS = 15000
+DISTILL_TIMEOUT_MS = 30000
+AUTO_CONTEXT_TOP_K = 3
+AUTO_CONTEXT_CHAR_BUDGET = 2000
+AUTO_CONTEXT_CAP_MS = 300
+AUTO_CONTEXT_QUERY_LIMIT = 500
+TIMEOUT_CRASH_THRESHOLD = 3
+MAX_SIDECAR_RESPAWNS = 2
+SHUTDOWN_GRACE_MS = 2000
+BACKOFF_DELAYS_MS: tuple[int, ...] = (200, 500, 1000, 2000)
+SEARCH_TOP_K = 5
+TRANSCRIPT_CONTEXT = 3
+TRANSCRIPT_LIMIT = 20
+TURN_CHAR_CAP = 2000
+
+LLM_PROVIDERS = ("auto", "openai", "anthropic", "command", "host", "none")
+
+
+@dataclass(frozen=True)
+class LlmSettings:
+    """Which LLM distils exchanges (and, later, compacts and dreams).
+
+    provider:
+      - ``"auto"`` (default): the host's model when the host can answer
+        (pi's ``llm.complete``), else ``"none"``. Nothing leaves the machine
+        unless the user configured a remote provider or runs inside a host
+        that already talks to one.
+      - ``"openai"``: any OpenAI-compatible chat completions endpoint.
+      - ``"anthropic"``: the Anthropic Messages API.
+      - ``"command"``: a CLI reading the prompt on stdin (``claude -p``).
+      - ``"host"``: the host answers ``llm.complete``.
+      - ``"none"``: no LLM; capture writes a verbatim digest.
+    capture_model: ``<id>`` or ``<provider>/<id>`` for distillation.
+    """
+
+    provider: str = "auto"
+    model: str | None = None
+    base_url: str | None = None
+    api_key: str | None = None
+    command: str | None = None
+    timeout_s: float = DISTILL_TIMEOUT_MS / 1000
+    capture_model: str | None = None
+
+
+@dataclass(frozen=True)
+class SessionSettings:
+    capture_enabled: bool = True
+    distill_timeout_ms: int = DISTILL_TIMEOUT_MS
+    index_debounce_ms: int = INDEX_DEBOUNCE_MS
+    snapshot_today_chars: int = SNAPSHOT_TODAY_CHARS
+    snapshot_yesterday_chars: int = SNAPSHOT_YESTERDAY_CHARS
+    auto_context_enabled: bool = False
+    auto_context_top_k: int = AUTO_CONTEXT_TOP_K
+    auto_context_score_floor: float = AUTO_CONTEXT_SCORE_FLOOR
+    auto_context_char_budget: int = AUTO_CONTEXT_CHAR_BUDGET
+    auto_context_cap_ms: int = AUTO_CONTEXT_CAP_MS
+    auto_context_query_limit: int = AUTO_CONTEXT_QUERY_LIMIT
+    timeout_crash_threshold: int = TIMEOUT_CRASH_THRESHOLD
+    max_sidecar_respawns: int = MAX_SIDECAR_RESPAWNS
+    shutdown_cap_ms: int = SHUTDOWN_CAP_MS
+    shutdown_grace_ms: int = SHUTDOWN_GRACE_MS
+    backoff_delays_ms: tuple[int, ...] = BACKOFF_DELAYS_MS
+    search_top_k: int = SEARCH_TOP_K
+    transcript_context: int = TRANSCRIPT_CONTEXT
+    transcript_limit: int = TRANSCRIPT_LIMIT
+    turn_char_cap: int = TURN_CHAR_CAP

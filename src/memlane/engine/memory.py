@@ -19,6 +19,7 @@ from memlane.core.config import Config, load_config
 from memlane.core.errors import EmbedderError, MemlaneError, NotFoundError, StoreError
 from memlane.core.paths import index_dir
 from memlane.core.scope import Scope, resolve_scope
+from memlane.core.settings import SEARCH_TOP_K
 from memlane.core.types import Anchor, Chunk, Entry, Kind, SearchResult, Section
 from memlane.engine.reports import IndexReport, Progress, Status
 
@@ -27,7 +28,6 @@ if TYPE_CHECKING:
     from memlane.index.sqlite import SqliteIndex
     from memlane.store.daily import DailyWriter
 
-SEARCH_TOP_K = 5
 SEARCH_K_MAX = 100
 SEARCH_MODES = ("hybrid", "lexical", "semantic")
 SESSION_ID_ENV = "MEMLANE_SESSION_ID"
