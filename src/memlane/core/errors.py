@@ -47,3 +47,7 @@ class EmbedderError(MemlaneError):
 
 class IndexCorruptError(MemlaneError):
     """The derived index file is damaged and must be rebuilt from markdown."""
+
+
+class LlmError(MemlaneError):
+    """The LLM provider could not be reached, timed out or answered badly."""

@@ -1,0 +1,1 @@
+"""LLM providers behind one protocol (llm/base.py); implementations load lazily."""
