@@ -200,3 +200,23 @@ class Section:
         }
         data["anchor"] = self.anchor.to_json() if self.anchor else None
         return data
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """One settled user/assistant exchange, as a host reports it (DESIGN §9).
+
+    ``entry_id`` is the host's id for the exchange (pi's session entry id,
+    Claude Code's message uuid); with ``session_id`` and ``transcript_path``
+    it becomes the entry's anchor, which L3 recall follows back.
+    """
+
+    user: str
+    assistant: str
+    aborted: bool = False
+    entry_id: str | None = None
+    session_id: str | None = None
+    transcript_path: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
