@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 import re
 import sys
+import threading
+import time
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
@@ -29,6 +31,8 @@ if TYPE_CHECKING:
     from memlane.store.daily import DailyWriter
 
 SEARCH_K_MAX = 100
+# A failed embedder load is retried after this long (the negative cache).
+EMBEDDER_RETRY_S = 30.0
 SEARCH_MODES = ("hybrid", "lexical", "semantic")
 SESSION_ID_ENV = "MEMLANE_SESSION_ID"
 TRANSCRIPT_ENV = "MEMLANE_TRANSCRIPT"
@@ -41,15 +45,22 @@ _CHUNK_HASH_RE = re.compile(r"^[0-9a-f]{16}$")
 class Memory:
     """One project's memory: write, index, search, expand, status."""
 
-    def __init__(self, scope: Scope, config: Config) -> None:
+    def __init__(self, scope: Scope, config: Config, *, _parts: _SharedParts | None = None) -> None:
         self.scope = scope
         self.config = config
         self.notices: list[str] = list(config.notices)
-        self._embedder: Embedder | None = None
-        self._embedder_loaded = False
-        self._embedder_problem: str | None = None
+        self._parts = _parts or _SharedParts()
         self._index: SqliteIndex | None = None
-        self._writer: DailyWriter | None = None
+
+    def fork(self) -> Memory:
+        """Another handle on the same memory for another thread.
+
+        An index connection belongs to one thread, so each worker of a
+        session (indexer, auto-context search) gets its own handle; the
+        embedder (one model load per process) and the daily-file writer (one
+        ``## Session`` decision per process) are shared.
+        """
+        return Memory(self.scope, self.config, _parts=self._parts)
 
     @classmethod
     def open(cls, cwd: str | Path | None = None, config: Config | None = None) -> Memory:
@@ -65,22 +76,47 @@ class Memory:
 
     @property
     def embedder(self) -> Embedder | None:
-        """The embedder, or None (with ``embedder_problem`` saying why)."""
-        if not self._embedder_loaded:
-            self._embedder_loaded = True
-            from memlane.embed.factory import make_embedder
+        """The embedder, or None (with ``embedder_problem`` saying why).
 
-            try:
-                self._embedder = make_embedder(self.config.embedding)
-                if self._embedder is None:
-                    self._embedder_problem = "embedding.provider is none"
-            except EmbedderError as exc:
-                self._embedder_problem = exc.message
-        return self._embedder
+        Loads on first use. A failed load is retried after
+        ``EMBEDDER_RETRY_S`` (a short negative cache), so a provider that
+        comes back mid-session is picked up without a restart.
+        """
+        parts = self._parts
+        with parts.lock:
+            stale = (
+                parts.embedder_loaded
+                and parts.embedder is None
+                and self.config.embedding.provider != "none"
+                and time.monotonic() - parts.embedder_failed_at >= EMBEDDER_RETRY_S
+            )
+            if not parts.embedder_loaded or stale:
+                from memlane.embed.factory import make_embedder
+
+                parts.embedder_problem = None
+                parts.loading = True
+                try:
+                    parts.embedder = make_embedder(self.config.embedding)
+                    if parts.embedder is None:
+                        parts.embedder_problem = "embedding.provider is none"
+                except EmbedderError as exc:
+                    parts.embedder = None
+                    parts.embedder_problem = exc.message
+                    parts.embedder_failed_at = time.monotonic()
+                finally:
+                    parts.loading = False
+                parts.embedder_loaded = True
+            return parts.embedder
+
+    @property
+    def embedder_ready(self) -> bool:
+        """True when a search would not wait for the model to load."""
+        parts = self._parts
+        return parts.embedder_loaded and not parts.loading
 
     @property
     def embedder_problem(self) -> str | None:
-        return self._embedder_problem
+        return self._parts.embedder_problem
 
     @property
     def index_path(self) -> Path:
@@ -118,17 +154,15 @@ class Memory:
         now: datetime | None = None,
     ) -> Entry:
         """Append one timestamped, anchored entry to today's daily file."""
-        from memlane.store.daily import DailyWriter, new_entry_id
+        from memlane.store.daily import new_entry_id
 
-        if self._writer is None:
-            self._writer = DailyWriter()
         if anchor is None:
             anchor = Anchor(
                 session=os.environ.get(SESSION_ID_ENV) or DEFAULT_SESSION_ID,
                 turn=new_entry_id(),
                 transcript=os.environ.get(TRANSCRIPT_ENV) or NO_TRANSCRIPT,
             )
-        return self._writer.append(
+        return self._parts.writer().append(
             self.scope.store, text, anchor, now or datetime.now().astimezone(), anchor.session
         )
 
@@ -362,8 +396,10 @@ class Memory:
         state_data = state.load(self.scope.state_path)
         if self.scope.state_path is not None and not state_data:
             notices.append("index: no state recorded yet (it is written by the next index)")
-        if self._embedder_loaded:
-            embedder_state = "ready" if self._embedder else f"unavailable: {self._embedder_problem}"
+        if self._parts.embedder_loaded:
+            embedder_state = (
+                "ready" if self._parts.embedder else f"unavailable: {self._parts.embedder_problem}"
+            )
         else:
             embedder_state = f"{self.config.embedding.provider} (loads on first search)"
         return Status(
@@ -380,6 +416,28 @@ class Memory:
             state=state_data,
             notices=notices,
         )
+
+
+class _SharedParts:
+    """What every handle of one memory shares: the embedder and the writer."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.embedder: Embedder | None = None
+        self.embedder_loaded = False
+        self.embedder_problem: str | None = None
+        self.embedder_failed_at = 0.0
+        self.loading = False
+        self._writer: DailyWriter | None = None
+        self._writer_lock = threading.Lock()
+
+    def writer(self) -> DailyWriter:
+        with self._writer_lock:
+            if self._writer is None:
+                from memlane.store.daily import DailyWriter
+
+                self._writer = DailyWriter()
+            return self._writer
 
 
 def _sqlite_version() -> str:
