@@ -83,7 +83,7 @@ How to write each bullet:
 - One standalone fact per bullet, understandable without the other bullets: \
 name the concrete file, function, command or value instead of "it" or "this".
 - Third person, past tense, about the two participants: "the user asked \
-...", "the agent fixed ...", "the user prefers ...", "the user and the \
+...", "the agent fixed ...", "the user said they prefer ...", "the user and the \
 agent decided ...".
 - Write in the language of the user's message, even when the agent's answer \
 or the code is in another language. Keep identifiers, paths and commands \
