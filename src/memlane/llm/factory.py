@@ -1,0 +1,229 @@
+"""Which LLM answers, from ``LlmSettings``: ``make_llm`` builds it,
+``describe_llm`` says it in one line for ``memlane status``.
+
+Rules, in order (privacy first: nothing leaves the machine unless the user
+configured a remote provider or the host already talks to one):
+
+1. ``provider = "none"``: no LLM; capture writes a verbatim digest.
+2. ``provider = "auto"``: the host's model when the host can answer
+   ``llm.complete`` (``host_call`` given), else no LLM. ``capture.model``
+   never turns ``auto`` into a remote provider outside a host.
+3. Under the host (``host``, or ``auto`` inside one), ``capture.model`` goes
+   to the host whole (a ``host/`` prefix is dropped): pi resolves
+   ``<provider>/<id>`` against its own registry and credentials. Without it
+   the host gets ``llm.model`` if set, else no model and picks its session
+   provider's cheapest.
+4. Otherwise ``capture.model`` is ``<id>`` or ``<provider>/<id>``: a prefix
+   naming a memlane provider (openai, anthropic, command, host) selects that
+   provider; any other string, slashes included (OpenRouter's
+   ``meta-llama/llama-3.1-8b``), is a model id for ``llm.provider``.
+5. Then ``llm.model``, then the provider's cheap default (``gpt-4o-mini``
+   only on api.openai.com, ``claude-haiku-4-5``); another OpenAI-compatible
+   server without a model is a ``ConfigError``.
+
+``llm.base_url`` and ``llm.api_key`` belong to ``llm.provider``: when
+``capture.model`` selects a different provider, that provider gets its own
+defaults, so an Ollama URL or a local key is never sent to another service.
+When no key is configured, provider openai on api.openai.com and provider
+anthropic on api.anthropic.com read ``OPENAI_API_KEY`` / ``ANTHROPIC_API_KEY``
+from the environment, as the vendors' own clients do; this only happens
+once the user selected that provider, and never for another host, which
+must not receive a vendor's key.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from memlane.core.errors import ConfigError
+from memlane.core.settings import LLM_PROVIDERS, LlmSettings
+from memlane.llm import defaults as D
+
+if TYPE_CHECKING:
+    from memlane.llm.base import LLM
+
+#: Providers a ``capture.model`` prefix can select.
+SELECTABLE = ("openai", "anthropic", "command", "host")
+#: What an LLM is asked to do; only capture has its own model setting so far.
+PURPOSES = ("capture", "compact", "dream", "surfacing")
+
+HOST_ONLY_HINT = (
+    "provider host only works inside a host that answers llm.complete, such as pi; "
+    'outside one, set llm.provider to "openai", "anthropic", "command" or "none"'
+)
+
+
+@dataclass(frozen=True)
+class LlmChoice:
+    """The resolved provider and its parameters; ``make_llm`` builds it as is."""
+
+    provider: str
+    model: str | None
+    base_url: str | None = None
+    api_key: str | None = None
+    command: str | None = None
+    timeout_s: float = 30.0
+
+
+def resolve_llm(
+    settings: LlmSettings,
+    *,
+    host_available: bool,
+    purpose: str = "capture",
+    env: Mapping[str, str] | None = None,
+) -> LlmChoice | None:
+    """Apply the module's rules without building anything; ``ConfigError`` if unusable."""
+    if purpose not in PURPOSES:
+        raise ValueError(f"unknown LLM purpose {purpose!r}; expected one of {PURPOSES}")
+    configured = settings.provider
+    if configured not in LLM_PROVIDERS:
+        raise ConfigError(
+            f"unknown llm.provider {configured!r}", f"choose one of {', '.join(LLM_PROVIDERS)}"
+        )
+    if configured == "none":
+        return None
+    if configured == "auto" and not host_available:
+        return None
+    wanted = (settings.capture_model or "").strip() if purpose == "capture" else ""
+    timeout_s = settings.timeout_s
+
+    if configured in ("auto", "host"):
+        if not host_available:
+            raise ConfigError(
+                "llm.provider is host, but memlane is not running inside a host", HOST_ONLY_HINT
+            )
+        model = wanted.removeprefix("host/") or settings.model
+        return LlmChoice("host", model or None, timeout_s=timeout_s)
+
+    provider, model = configured, wanted or None
+    prefix, slash, rest = wanted.partition("/")
+    if slash and prefix in SELECTABLE:
+        provider, model = prefix, rest.strip() or None
+    owns = provider == configured
+    if model is None and owns:
+        model = settings.model
+    base_url = settings.base_url if owns else None
+    api_key = settings.api_key if owns else None
+    environ = os.environ if env is None else env
+
+    if provider == "host":
+        if not host_available:
+            raise ConfigError(
+                f"capture.model {wanted!r} selects provider host, but memlane is not running "
+                "inside a host",
+                HOST_ONLY_HINT,
+            )
+        return LlmChoice("host", model, timeout_s=timeout_s)
+    if provider == "command":
+        if not settings.command:
+            raise ConfigError(
+                "provider command needs llm.command", 'e.g. llm.command = "claude -p --model haiku"'
+            )
+        return LlmChoice("command", model, command=settings.command, timeout_s=timeout_s)
+    if provider == "openai":
+        url = base_url or D.OPENAI_BASE_URL
+        if not api_key and D.is_openai_url(url):
+            api_key = environ.get(D.OPENAI_KEY_ENV) or None
+            if not api_key:
+                raise ConfigError(
+                    "provider openai needs an API key for api.openai.com",
+                    f'set llm.api_key = "env:{D.OPENAI_KEY_ENV}" and export {D.OPENAI_KEY_ENV}, '
+                    "or set llm.base_url to a local server such as http://127.0.0.1:11434/v1",
+                )
+        if model is None:
+            if not D.is_openai_url(url):
+                raise ConfigError(
+                    f"provider openai at {url} needs a model",
+                    "set llm.model (or capture.model) to a model the server has, "
+                    'e.g. llm.model = "llama3.2" for Ollama',
+                )
+            model = D.OPENAI_DEFAULT_MODEL
+        return LlmChoice("openai", model, base_url=url, api_key=api_key, timeout_s=timeout_s)
+    # anthropic: the only provider left in SELECTABLE and LLM_PROVIDERS
+    url = base_url or D.ANTHROPIC_BASE_URL
+    if not api_key and D.is_anthropic_url(url):
+        api_key = environ.get(D.ANTHROPIC_KEY_ENV) or None
+    if not api_key:
+        raise ConfigError(
+            "provider anthropic needs an API key",
+            f'set llm.api_key = "env:{D.ANTHROPIC_KEY_ENV}" and export {D.ANTHROPIC_KEY_ENV}',
+        )
+    return LlmChoice(
+        "anthropic",
+        model or D.ANTHROPIC_DEFAULT_MODEL,
+        base_url=url,
+        api_key=api_key,
+        timeout_s=timeout_s,
+    )
+
+
+def make_llm(
+    settings: LlmSettings,
+    *,
+    host_call: Callable[[dict[str, Any], float], dict[str, Any]] | None = None,
+    purpose: str = "capture",
+    env: Mapping[str, str] | None = None,
+) -> LLM | None:
+    """The LLM for ``purpose``, or None (capture then writes a verbatim digest).
+
+    ``host_call`` is the host adapter's ``llm.complete`` sender (host.py);
+    ``env`` replaces ``os.environ`` for the vendor key fallback (tests).
+    Raises ``ConfigError`` for a configuration that cannot work.
+    """
+    choice = resolve_llm(settings, host_available=host_call is not None, purpose=purpose, env=env)
+    if choice is None:
+        return None
+    if choice.provider == "host":
+        from memlane.llm.host import HostLLM
+
+        assert host_call is not None
+        return HostLLM(host_call, choice.model, timeout_s=choice.timeout_s)
+    if choice.provider == "command":
+        from memlane.llm.command import CommandLLM
+
+        assert choice.command is not None
+        return CommandLLM(choice.command, model=choice.model, timeout_s=choice.timeout_s)
+    assert choice.model is not None and choice.base_url is not None
+    if choice.provider == "openai":
+        from memlane.llm.openai import OpenAILLM
+
+        return OpenAILLM(
+            choice.model,
+            base_url=choice.base_url,
+            api_key=choice.api_key,
+            timeout_s=choice.timeout_s,
+        )
+    from memlane.llm.anthropic import AnthropicLLM
+
+    return AnthropicLLM(
+        choice.model, base_url=choice.base_url, api_key=choice.api_key, timeout_s=choice.timeout_s
+    )
+
+
+def describe_llm(
+    settings: LlmSettings,
+    host_available: bool,
+    *,
+    purpose: str = "capture",
+    env: Mapping[str, str] | None = None,
+) -> str:
+    """One line for ``memlane status``; never raises for a bad configuration."""
+    from memlane.llm._text import display_url
+
+    try:
+        choice = resolve_llm(settings, host_available=host_available, purpose=purpose, env=env)
+    except ConfigError as exc:
+        return f"{settings.provider} (not usable: {exc.message})"
+    if choice is None:
+        if settings.provider == "auto":
+            return "none (capture writes a verbatim digest; auto uses a model only inside a host such as pi)"
+        return "none (capture writes a verbatim digest)"
+    if choice.provider == "host":
+        return f"host ({choice.model} via pi)" if choice.model else "host (pi's cheapest model)"
+    if choice.provider == "command":
+        return f"command: {choice.command}"
+    assert choice.base_url is not None
+    return f"{choice.provider}/{choice.model} at {display_url(choice.base_url)}"

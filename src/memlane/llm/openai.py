@@ -1,0 +1,155 @@
+"""Chat completions from any OpenAI-compatible endpoint: OpenAI, Ollama
+(``http://127.0.0.1:11434/v1``), vLLM, llama.cpp, OpenRouter, DeepSeek...
+
+The URL is ``{base_url}/chat/completions`` exactly as the OpenAI clients
+build it, so ``base_url`` carries its version segment (``.../v1``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import TYPE_CHECKING, Any
+
+from memlane.core.errors import ConfigError
+from memlane.llm._http import AnswerReader, HttpLLM, Malformed, ServerSaid
+from memlane.llm._text import one_line
+from memlane.llm.defaults import OPENAI_BASE_URL, is_openai_url
+
+if TYPE_CHECKING:
+    import httpx
+
+# Reasoning models served through Ollama or vLLM (DeepSeek-R1, Qwen3) put
+# their chain of thought in the content; it must not become a memory.
+_THINK = re.compile(r"^\s*<think>.*?</think>", re.DOTALL)
+
+
+class OpenAILLM(HttpLLM):
+    provider = "openai"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str = OPENAI_BASE_URL,
+        api_key: str | None = None,
+        timeout_s: float = 30.0,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        if not api_key and is_openai_url(self.base_url):
+            raise ConfigError(
+                "provider openai needs an API key for api.openai.com",
+                'set llm.api_key = "env:OPENAI_API_KEY" and export OPENAI_API_KEY, '
+                "or set llm.base_url to a local server such as http://127.0.0.1:11434/v1",
+            )
+        super().__init__(
+            url=f"{self.base_url}/chat/completions",
+            model=model,
+            api_key=api_key,
+            timeout_s=timeout_s,
+            transport=transport,
+        )
+
+    def _headers(self) -> dict[str, str]:
+        headers = {"Accept": "text/event-stream, application/json"}
+        if self._api_key:
+            headers["Authorization"] = f"Bearer {self._api_key}"
+        return headers
+
+    def _payload(self, system: str, prompt: str, max_tokens: int) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "messages": [
+                {"role": "system", "content": system},
+                {"role": "user", "content": prompt},
+            ],
+            "max_tokens": max_tokens,
+            "stream": True,
+        }
+
+    def _reader(self) -> AnswerReader:
+        return _ChatReader()
+
+    def _clean(self, text: str) -> str:
+        return _THINK.sub("", text, count=1).strip()
+
+    def _status_hint(self, status: int) -> str:
+        if status in (401, 403):
+            return 'check llm.api_key (e.g. llm.api_key = "env:OPENAI_API_KEY") is set and valid'
+        if status == 404:
+            return (
+                f"check llm.base_url ({self.base_url}): memlane POSTs to base_url + "
+                "'/chat/completions', so it usually ends in /v1; also check llm.model "
+                f"({self.model}) exists on the server"
+            )
+        if status == 429:
+            return "the server is rate limiting or out of quota; try again later"
+        if status >= 500:
+            return "the server failed; check its status or logs"
+        return f"check llm.model ({self.model}) and llm.base_url ({self.base_url})"
+
+
+class _ChatReader:
+    """``chat.completion.chunk`` deltas, or one ``chat.completion`` body."""
+
+    def __init__(self) -> None:
+        self._parts: list[str] = []
+
+    def feed(self, event: str | None, data: str) -> bool:
+        if data.strip() == "[DONE]":
+            return True
+        try:
+            chunk = json.loads(data)
+        except ValueError:
+            raise Malformed(f"bad stream data {one_line(data, 80)!r}") from None
+        if not isinstance(chunk, dict):
+            raise Malformed("stream data is not an object")
+        _raise_error(chunk)
+        choices = chunk.get("choices")
+        if not isinstance(choices, list):
+            raise Malformed("no choices")
+        if not choices:  # the usage chunk some servers send last
+            return False
+        delta = choices[0].get("delta") if isinstance(choices[0], dict) else None
+        if isinstance(delta, dict):
+            self._parts.append(_content_text(delta.get("content")))
+        return False
+
+    def streamed_text(self) -> str:
+        return "".join(self._parts)
+
+    def from_json(self, body: Any) -> str:
+        if not isinstance(body, dict):
+            raise Malformed("the body is not an object")
+        _raise_error(body)
+        choices = body.get("choices")
+        if not isinstance(choices, list) or not choices:
+            raise Malformed("no choices")
+        first = choices[0]
+        message = first.get("message") if isinstance(first, dict) else None
+        if not isinstance(message, dict):
+            raise Malformed("no message in choices[0]")
+        return _content_text(message.get("content"))
+
+
+def _raise_error(body: dict[str, Any]) -> None:
+    error = body.get("error")
+    if not error:
+        return
+    if isinstance(error, dict):
+        raise ServerSaid(one_line(str(error.get("message") or error.get("type") or error)))
+    raise ServerSaid(one_line(str(error)))
+
+
+def _content_text(content: Any) -> str:
+    """Content as text: a string, or (some servers) a list of ``{type: text}`` parts."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(
+            part["text"]
+            for part in content
+            if isinstance(part, dict) and isinstance(part.get("text"), str)
+        )
+    return ""
