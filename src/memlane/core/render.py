@@ -64,3 +64,26 @@ def render_section(section: Section, base: str | None = None) -> str:
     lines.append("")
     lines.append(section.content)
     return "\n".join(lines)
+
+
+def render_injection(hits: list[Hit], budget: int, base: str | None = None) -> str:
+    """Auto-context hits in memory_search's shape with their whole text.
+
+    Each hit keeps its header line (score, chunk hash, source) so it chains
+    into memory_expand; hits are added whole while they fit in *budget*
+    characters, and the first one is clipped rather than dropped.
+    """
+    head = "Relevant project memory (auto-context; expand a hash with memory_expand):"
+    parts = [head]
+    used = len(head)
+    for hit in hits:
+        where = f"{short_path(hit.source, base)}:{hit.start_line}-{hit.end_line}"
+        block = f"{hit.score:.3f}  {hit.chunk_hash}  {where}\n{hit.content.strip()}"
+        room = budget - used - 2
+        if len(block) > room:
+            if len(parts) > 1 or room < 80:
+                break
+            block = block[: room - 1].rstrip() + "…"
+        parts.append(block)
+        used += len(block) + 2
+    return "\n\n".join(parts) if len(parts) > 1 else ""

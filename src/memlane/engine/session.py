@@ -1,0 +1,530 @@
+"""``Session``: one agent session's lifecycle, whatever the host (DESIGN §6).
+
+Hosts translate their events into these calls; no business rule lives in a
+host. What happens, per reference/pi-memsearch-runtime.txt:
+
+* ``start``: catch-up index in the background, the embedder warmed once in
+  the background, the stable snapshot built.
+* ``before_agent_start(prompt)``: the snapshot (rebuilt first when the local
+  date rolled over) and, when auto-context is on, a hidden message with the
+  hits that clear the score floor, within a hard deadline.
+* ``agent_settled(exchange)``: gates, then in the background redact →
+  distil → append one anchored entry → debounced index.
+* ``compacted()`` / ``refresh_snapshot()``: rebuild the snapshot.
+* ``shutdown()``: flush pending captures (a capture that cannot finish in
+  time is written as a digest, never dropped) and settle the indexer, racing
+  ``SHUTDOWN_CAP_MS``.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from memlane.core.settings import SessionSettings
+from memlane.core.types import Anchor, Exchange, Hit
+from memlane.engine.schedule import IndexScheduler
+from memlane.engine.snapshot import Snapshot, build_snapshot
+
+if TYPE_CHECKING:
+    from memlane.engine.memory import Memory
+    from memlane.llm.base import LLM
+
+log = logging.getLogger("memlane.session")
+
+Clock = Callable[[], datetime]
+
+# Shutdown gives pending captures this share of the cap to finish their
+# distillation; what is still running then is written as a digest, so the
+# indexer keeps the rest of the cap to make those entries searchable.
+CAPTURE_SHARE_OF_SHUTDOWN = 0.6
+SHUTDOWN_REASON = "the session ended before distillation finished"
+
+
+def _local_now() -> datetime:
+    return datetime.now().astimezone()
+
+
+@dataclass(frozen=True)
+class Injection:
+    """What a host adds before the agent runs: system-prompt append and message."""
+
+    system_append: str
+    message: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "system_append": self.system_append,
+            "message": {"content": self.message} if self.message else None,
+        }
+
+
+@dataclass(frozen=True)
+class Queued:
+    queued: bool
+    reason: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"queued": self.queued}
+        if self.reason:
+            out["reason"] = self.reason
+        return out
+
+
+@dataclass(frozen=True)
+class Flush:
+    flushed: bool
+    pending: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"flushed": self.flushed, "pending": self.pending}
+
+
+@dataclass
+class AutoContextState:
+    """Auto-context outcomes, named as the reference names them."""
+
+    enabled: bool
+    injected: int = 0
+    # Counter names as the reference names them.
+    skippedBudget: int = 0
+    skippedEmpty: int = 0
+    skippedError: int = 0
+    skippedWarming: int = 0  # the embedder was still loading
+    consecutive_misses: int = 0
+    respawns: int = 0
+    disabled_reason: str | None = None
+    last_ms: float | None = None
+
+    @property
+    def active(self) -> bool:
+        return self.enabled and self.disabled_reason is None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "enabled": self.enabled,
+            "active": self.active,
+            "injected": self.injected,
+            "skippedBudget": self.skippedBudget,
+            "skippedEmpty": self.skippedEmpty,
+            "skippedError": self.skippedError,
+            "skippedWarming": self.skippedWarming,
+            "consecutive_misses": self.consecutive_misses,
+            "respawns": self.respawns,
+            "disabled_reason": self.disabled_reason,
+            "last_ms": None if self.last_ms is None else round(self.last_ms, 2),
+        }
+
+
+@dataclass
+class CaptureState:
+    enabled: bool
+    llm: str
+    queued: int = 0
+    written: int = 0
+    distilled: int = 0
+    failed: int = 0
+    skipped: int = 0
+    redactions: int = 0
+    last_failure: str | None = None
+    write_errors: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "enabled": self.enabled,
+            "llm": self.llm,
+            "queued": self.queued,
+            "written": self.written,
+            "distilled": self.distilled,
+            "failed": self.failed,
+            "skipped": self.skipped,
+            "redactions": self.redactions,
+            "last_failure": self.last_failure,
+            "write_errors": list(self.write_errors),
+        }
+
+
+class _CaptureJob:
+    """One exchange on its way to the daily file; written exactly once."""
+
+    def __init__(self, exchange: Exchange) -> None:
+        self.exchange = exchange
+        self._claimed = threading.Lock()
+        self.done = threading.Event()
+
+    def claim(self) -> bool:
+        return self._claimed.acquire(blocking=False)
+
+
+class _SearchWorker:
+    """A thread with its own index handle that answers auto-context queries.
+
+    A query that misses the deadline keeps running here while the prompt
+    goes on; a worker that misses too often is abandoned (the in-process
+    form of killing an unhealthy sidecar) and a fresh one is started lazily.
+    """
+
+    def __init__(self, memory: Memory) -> None:
+        self._memory = memory
+        self._requests: queue.Queue[tuple[Callable[[Memory], Any], queue.Queue[Any]] | None] = (
+            queue.Queue()
+        )
+        self._thread = threading.Thread(target=self._run, name="memlane-autocontext", daemon=True)
+        self._thread.start()
+
+    def submit(self, work: Callable[[Memory], Any]) -> queue.Queue[Any]:
+        reply: queue.Queue[Any] = queue.Queue(maxsize=1)
+        self._requests.put((work, reply))
+        return reply
+
+    def stop(self) -> None:
+        self._requests.put(None)
+
+    def _run(self) -> None:
+        try:
+            while True:
+                item = self._requests.get()
+                if item is None:
+                    return
+                work, reply = item
+                try:
+                    reply.put(("ok", work(self._memory)))
+                except Exception as exc:
+                    reply.put(("error", exc))
+        finally:
+            self._memory.close()
+
+
+class Session:
+    """One agent session over one project's ``Memory``."""
+
+    def __init__(
+        self,
+        memory: Memory,
+        *,
+        host: str = "cli",
+        session_id: str,
+        transcript_path: str | None = None,
+        llm: LLM | None = None,
+        settings: SessionSettings | None = None,
+        clock: Clock = _local_now,
+    ) -> None:
+        self.memory = memory
+        self.host = host
+        self.session_id = session_id
+        self.transcript_path = (
+            str(Path(transcript_path).expanduser().absolute()) if transcript_path else None
+        )
+        self.llm = llm
+        self.settings = settings or memory.config.session
+        self.clock = clock
+        self.notices: list[str] = []
+        self.capture = CaptureState(
+            enabled=self.settings.capture_enabled,
+            llm=llm.name if llm is not None else "none (entries are verbatim digests)",
+        )
+        self.auto_context = AutoContextState(enabled=self.settings.auto_context_enabled)
+        self._lock = threading.Lock()
+        self._snapshot = self._build_snapshot()
+        self._jobs: list[_CaptureJob] = []
+        self._capture_queue: queue.Queue[_CaptureJob | None] = queue.Queue()
+        self._capture_thread: threading.Thread | None = None
+        self._search_worker: _SearchWorker | None = None
+        self._closed = False
+        self.indexer = IndexScheduler(
+            memory.fork,
+            debounce_s=self.settings.index_debounce_ms / 1000,
+            backoff_delays_s=tuple(d / 1000 for d in self.settings.backoff_delays_ms),
+        )
+
+    @classmethod
+    def start(
+        cls,
+        memory: Memory,
+        *,
+        host: str = "cli",
+        session_id: str,
+        transcript_path: str | None = None,
+        llm: LLM | None = None,
+        clock: Clock = _local_now,
+        settings: SessionSettings | None = None,
+    ) -> Session:
+        """session_start: catch-up index and embedder warm-up in the background."""
+        session = cls(
+            memory,
+            host=host,
+            session_id=session_id,
+            transcript_path=transcript_path,
+            llm=llm,
+            settings=settings,
+            clock=clock,
+        )
+        session.indexer.run_soon()
+        if memory.config.embedding.provider != "none":
+            threading.Thread(
+                target=lambda: memory.embedder, name="memlane-embedder-warmup", daemon=True
+            ).start()
+        if not session.capture.enabled:
+            session.notices.append("capture is off (MEMLANE_CAPTURE=off): exchanges are not saved")
+        return session
+
+    # -- snapshot ---------------------------------------------------------------
+
+    @property
+    def snapshot(self) -> Snapshot:
+        return self._snapshot
+
+    def _build_snapshot(self) -> Snapshot:
+        return build_snapshot(
+            self.memory.scope.store,
+            self.clock().date(),
+            today_chars=self.settings.snapshot_today_chars,
+            yesterday_chars=self.settings.snapshot_yesterday_chars,
+        )
+
+    def refresh_snapshot(self) -> str:
+        """Rebuild the snapshot (after a redaction, so removed text cannot survive)."""
+        with self._lock:
+            self._snapshot = self._build_snapshot()
+            return self._snapshot.text
+
+    def compacted(self) -> str:
+        """session_compact: the host compacted its context; rebuild the snapshot."""
+        return self.refresh_snapshot()
+
+    # -- before_agent_start -----------------------------------------------------------
+
+    def before_agent_start(self, prompt: str) -> Injection:
+        with self._lock:
+            if self.clock().date() != self._snapshot.day:
+                self._snapshot = self._build_snapshot()
+            snapshot = self._snapshot
+        message = self._auto_context(prompt, snapshot) if self.auto_context.active else None
+        return Injection(system_append=snapshot.text, message=message)
+
+    def _auto_context(self, prompt: str, snapshot: Snapshot) -> str | None:
+        from memlane.core.render import render_injection
+
+        state = self.auto_context
+        settings = self.settings
+        query = prompt.strip()[: settings.auto_context_query_limit]
+        if not query:
+            state.skippedEmpty += 1
+            return None
+        if self.memory.config.embedding.provider != "none" and not self.memory.embedder_ready:
+            # The model is still loading: a search now would miss the
+            # deadline without saying anything about the worker's health.
+            state.skippedWarming += 1
+            return None
+        if self._search_worker is None:
+            self._search_worker = _SearchWorker(self.memory.fork())
+        top_k = settings.auto_context_top_k
+
+        def work(memory: Memory) -> list[Hit]:
+            return memory.search(query, top_k, mode="hybrid", sync=False).hits
+
+        started = time.perf_counter()
+        reply = self._search_worker.submit(work)
+        try:
+            outcome, value = reply.get(timeout=settings.auto_context_cap_ms / 1000)
+        except queue.Empty:
+            state.last_ms = (time.perf_counter() - started) * 1000
+            state.skippedBudget += 1
+            state.consecutive_misses += 1
+            if state.consecutive_misses >= settings.timeout_crash_threshold:
+                self._search_worker_crashed()
+            return None
+        state.last_ms = (time.perf_counter() - started) * 1000
+        state.consecutive_misses = 0
+        if outcome == "error":
+            state.skippedError += 1
+            log.info("auto-context search failed: %s", value)
+            return None
+        hits = [
+            h
+            for h in value
+            if h.score >= settings.auto_context_score_floor and not snapshot.contains(h.content)
+        ]
+        text = render_injection(hits, settings.auto_context_char_budget, self._base())
+        if not text:
+            state.skippedEmpty += 1
+            return None
+        state.injected += 1
+        return text
+
+    def _search_worker_crashed(self) -> None:
+        state = self.auto_context
+        if self._search_worker is not None:
+            self._search_worker.stop()
+            self._search_worker = None
+        state.consecutive_misses = 0
+        if state.respawns >= self.settings.max_sidecar_respawns:
+            state.disabled_reason = (
+                f"{self.settings.timeout_crash_threshold} consecutive searches missed the "
+                f"{self.settings.auto_context_cap_ms} ms deadline after "
+                f"{state.respawns} restarts; auto-context is off for this session"
+            )
+            self.notices.append(state.disabled_reason)
+        else:
+            state.respawns += 1
+
+    def _base(self) -> str | None:
+        return str(self.memory.scope.repository_dir)
+
+    # -- agent_settled ----------------------------------------------------------------
+
+    def agent_settled(self, exchange: Exchange) -> Queued:
+        """Gate the exchange and queue it for capture (distillation runs in the background)."""
+        if self._closed:
+            return Queued(False, "the session has shut down")
+        if not self.capture.enabled:
+            return Queued(False, "capture is off")
+        if exchange.aborted:
+            self.capture.skipped += 1
+            return Queued(False, "the run was aborted")
+        if not exchange.user.strip():
+            self.capture.skipped += 1
+            return Queued(False, "there is no user message")
+        if not exchange.assistant.strip():
+            self.capture.skipped += 1
+            return Queued(False, "the assistant produced no text")
+        job = _CaptureJob(exchange)
+        with self._lock:
+            self._jobs.append(job)
+            self.capture.queued += 1
+            if self._capture_thread is None:
+                self._capture_thread = threading.Thread(
+                    target=self._capture_loop, name="memlane-capture", daemon=True
+                )
+                self._capture_thread.start()
+        self._capture_queue.put(job)
+        return Queued(True)
+
+    def _capture_loop(self) -> None:
+        while True:
+            job = self._capture_queue.get()
+            if job is None:
+                return
+            try:
+                self._capture(job)
+            except Exception as exc:  # never let one exchange stop capture
+                log.exception("capture failed")
+                self.capture.write_errors.append(f"{type(exc).__name__}: {exc}")
+            finally:
+                job.done.set()
+
+    def _capture(self, job: _CaptureJob) -> None:
+        from memlane.engine.distill import distill
+
+        exchange = self._redacted(job.exchange)
+        if job.done.is_set():
+            return
+        result = distill(exchange, self.llm, timeout_s=self.settings.distill_timeout_ms / 1000)
+        if not job.claim():
+            return  # shutdown wrote it as a digest meanwhile
+        if result.failed:
+            self.capture.failed += 1
+            self.capture.last_failure = result.failed
+        elif self.llm is not None:
+            self.capture.distilled += 1
+        self._write(job, result.bullets)
+
+    def _redacted(self, exchange: Exchange) -> Exchange:
+        from memlane.store.redaction import redact
+
+        user = redact(exchange.user)
+        assistant = redact(exchange.assistant)
+        self.capture.redactions += user.count + assistant.count
+        return Exchange(
+            user=user.text,
+            assistant=assistant.text,
+            aborted=exchange.aborted,
+            entry_id=exchange.entry_id,
+            session_id=exchange.session_id,
+            transcript_path=exchange.transcript_path,
+        )
+
+    def _write(self, job: _CaptureJob, bullets: list[str]) -> None:
+        from memlane.core.errors import MemlaneError
+        from memlane.engine.memory import NO_TRANSCRIPT
+        from memlane.store.daily import new_entry_id
+
+        exchange = job.exchange
+        anchor = Anchor(
+            session=exchange.session_id or self.session_id,
+            turn=exchange.entry_id or new_entry_id(),
+            transcript=exchange.transcript_path or self.transcript_path or NO_TRANSCRIPT,
+        )
+        try:
+            self.memory.write("\n".join(bullets), anchor, now=self.clock())
+        except MemlaneError as exc:
+            self.capture.write_errors.append(exc.message)
+            return
+        self.capture.written += 1
+        self.indexer.note_write()
+
+    def _write_digest_now(self, job: _CaptureJob, reason: str) -> None:
+        from memlane.engine.distill import digest, failure_marker
+
+        exchange = self._redacted(job.exchange)
+        self.capture.failed += 1
+        self.capture.last_failure = reason
+        self._write(job, [failure_marker(reason), *digest(exchange)])
+
+    def note_write(self) -> None:
+        """A tool wrote to the store: schedule the debounced index."""
+        self.indexer.note_write()
+
+    # -- shutdown -----------------------------------------------------------------------
+
+    @property
+    def pending_captures(self) -> int:
+        with self._lock:
+            return sum(1 for j in self._jobs if not j.done.is_set())
+
+    def shutdown(self, cap_ms: int | None = None) -> Flush:
+        """Flush pending captures and settle the indexer, racing the cap."""
+        cap_s = (self.settings.shutdown_cap_ms if cap_ms is None else cap_ms) / 1000
+        started = time.monotonic()
+        self._closed = True
+        with self._lock:
+            jobs = list(self._jobs)
+        capture_deadline = started + cap_s * CAPTURE_SHARE_OF_SHUTDOWN
+        for job in jobs:
+            job.done.wait(max(0.0, capture_deadline - time.monotonic()))
+        for job in jobs:
+            if not job.done.is_set() and job.claim():
+                # Distillation is still running: the exchange goes in as a
+                # digest now rather than being lost with the process.
+                self._write_digest_now(job, SHUTDOWN_REASON)
+                job.done.set()
+        self._capture_queue.put(None)
+        settled = self.indexer.settle(max(0.0, started + cap_s - time.monotonic()))
+        self.indexer.close()
+        if self._search_worker is not None:
+            self._search_worker.stop()
+            self._search_worker = None
+        pending = sum(1 for j in jobs if not j.done.is_set())
+        return Flush(flushed=settled and pending == 0, pending=pending)
+
+    # -- status -------------------------------------------------------------------------
+
+    def status_json(self) -> dict[str, Any]:
+        return {
+            "host": self.host,
+            "session_id": self.session_id,
+            "transcript_path": self.transcript_path,
+            "snapshot_day": self._snapshot.day.isoformat(),
+            "snapshot_chars": len(self._snapshot.text),
+            "capture": self.capture.to_json(),
+            "auto_context": self.auto_context.to_json(),
+            "indexer": self.indexer.state.to_json(),
+            "pending_captures": self.pending_captures,
+        }
