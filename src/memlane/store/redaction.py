@@ -1,0 +1,423 @@
+"""Secret redaction: nothing secret reaches the store or the LLM.
+
+``redact(text)`` runs before distillation and before every write. The pattern
+set is Yelp's detect-secrets (its regex plugins and its keyword table), used
+on arbitrary text rather than files; ADR 0006 says why, what it misses and
+what this module adds for those gaps:
+
+- ``<private>…</private>`` blocks (an unclosed tag drops to the end);
+- whole PEM/PuTTY private-key blocks (detect-secrets flags the header line only);
+- ``.env``/shell/INI/YAML assignments, unquoted, and the ``token``/``credential``
+  names detect-secrets' keyword list lacks;
+- passwords in URLs containing characters the basic-auth plugin refuses;
+- ``Authorization:`` and ``Bearer`` headers;
+- token formats newer than detect-secrets 1.5: fine-grained GitHub
+  (``github_pat_``), Anthropic (``sk-ant-``), OpenAI project/service keys
+  without the classic marker, Google (``AIza``), bare npm (``npm_``).
+
+Only the secret value is replaced (``KEY=[REDACTED:kind]``, a URL keeps scheme,
+user and host), everything else stays byte-identical. Existing markers are
+never matched again, so redacting twice is a no-op. ``redact`` never raises:
+on an internal failure it fails closed (the whole text is withheld).
+
+detect-secrets (and the ``requests`` it pulls in, ~0.1 s) is imported on the
+first call only, so commands that never redact start as fast as before.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from functools import lru_cache
+
+PRIVATE_MARKER = "[private]"
+MARKER_PREFIX = "[REDACTED:"
+
+
+@dataclass(frozen=True)
+class Redaction:
+    """The redacted text, how many secrets were replaced, and their kinds (sorted, unique)."""
+
+    text: str
+    count: int
+    kinds: tuple[str, ...]
+
+
+def marker(kind: str) -> str:
+    return f"{MARKER_PREFIX}{kind}]"
+
+
+def redact(text: str) -> Redaction:
+    """Replace every secret in *text* by ``[REDACTED:<kind>]`` and drop ``<private>`` blocks."""
+    try:
+        return _redact(text)
+    except Exception:  # a scanner bug must not let the secret through, nor stop capture
+        return Redaction(marker("unscannable"), 1, ("unscannable",))
+
+
+# --- own complements (see module docstring / ADR 0006) -------------------------------------
+
+_EXISTING_MARKER_RE = re.compile(r"\[REDACTED:[a-z0-9-]+\]|\[private\]")
+_PRIVATE_RE = re.compile(r"<private\s*>.*?(?:</private\s*>|\Z)", re.IGNORECASE | re.DOTALL)
+
+# Cut after the header's own dashes; the END line may use any label (PKCS#8 vs PKCS#1).
+_PEM_END_RE = re.compile(
+    r"-{2,}[ \t]*END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?[ \t]*-{2,}|\bBEGIN [A-Z0-9 ]*PRIVATE KEY"
+)
+_PEM_HEADER_TAIL_RE = re.compile(r"[ \t]*-*")
+# What the rest of an unclosed key looks like: base64 (possibly with literal \n escapes,
+# as in a JSON service-account file) or RFC 1421 / PuTTY "Name: value" header lines.
+_PEM_REST_OF_LINE_RE = re.compile(r"(?:[A-Za-z0-9+/=]|\\n)*")
+_PEM_BODY_LINE_RE = re.compile(
+    r"[ \t]*(?:[A-Za-z0-9+/=]{8,}|[A-Za-z][A-Za-z0-9-]*:[^\n]*)[ \t]*(?:\n|\Z)"
+)
+
+_SECRET_WORD = (
+    r"(?:passw(?:or)?d|pwd|secret|token|api[_-]?key|apikey|access[_-]?key|private[_-]?key"
+    r"|auth[_-]?key|client[_-]?key|credentials?)"
+)
+# A secret-sounding name ends in the secret word (MAX_TOKENS and TOKENIZER do not).
+_NAME = rf"(?:[A-Za-z0-9_.-]*?{_SECRET_WORD}(?:[_.-]?(?:key|base))?|(?:[A-Za-z0-9_.-]*[_.-])?pass)"
+_ASSIGN_RE = re.compile(
+    rf"(?<![A-Za-z0-9_.$-])[\"']?(?P<name>{_NAME})[\"']?[ \t]*(?P<op>:=|=>|=(?!=)|:)[ \t]*"
+    r"(?:\"(?P<dq>(?:[^\"\\\n]|\\.)*)\"|'(?P<sq>[^'\n]*)'|(?P<bare>[^\s\"'`,;&()<>\[\]{}]+))",
+    re.IGNORECASE,
+)
+_LINE_START_RE = re.compile(r"[ \t]*(?:[-*][ \t]+)?(?:export[ \t]+)?[\"']?\Z")
+_REST_OF_LINE_BLANK_RE = re.compile(r"[ \t]*[;,]?[ \t]*(?:#[^\n]*)?(?:\n|\Z)")
+_DOTTED_PATH_RE = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
+_TYPE_NAMES = frozenset(
+    {"str", "string", "bytes", "int", "integer", "bool", "boolean", "float", "number", "any"}
+)
+_NON_SECRET_VALUES = frozenset({"none", "null", "nil", "true", "false", "undefined"})
+_SECRET_ROOT_RE = re.compile(r"pass|pwd|secret|token|key|cred", re.IGNORECASE)
+
+_AUTH_HEADER_RE = re.compile(
+    r"\b(?:proxy-)?authorization[\"']?[ \t]*[:=][ \t]*[\"']?"
+    r"(?:(?:bearer|basic|token|bot|digest|apikey)[ \t]+)?(?P<v>[A-Za-z0-9._~+/=:-]{8,})",
+    re.IGNORECASE,
+)
+_BEARER_RE = re.compile(r"\bbearer[ \t]+(?P<v>[A-Za-z0-9._~+/-]{16,}=*)", re.IGNORECASE)
+
+# Userinfo in any scheme's URL. The password may hold '@' or reserved characters (people
+# paste them unencoded); it runs to the last '@' before the host.
+_URL_PASSWORD_RE = re.compile(
+    r"\b[A-Za-z][A-Za-z0-9+.-]*://[^\s:/@?#]*:(?P<v>[^\s/?#]+)@(?=[^\s@/?#]*[A-Za-z0-9])"
+)
+
+_OWN_TOKENS: tuple[tuple[str, str], ...] = (
+    ("github-token", r"github_pat_[A-Za-z0-9_]{22,}"),
+    ("anthropic-key", r"sk-ant-[A-Za-z0-9_-]{20,}"),
+    ("openai-key", r"sk-(?:proj|svcacct|admin)-[A-Za-z0-9_-]{20,}"),
+    ("google-api-key", r"AIza[0-9A-Za-z_-]{35}"),
+    ("npm-token", r"npm_[A-Za-z0-9]{36}"),
+)
+
+_TOKEN_TAIL_RE = re.compile(r"[A-Za-z0-9_-]*")
+_JWT_TAIL_RE = re.compile(r"[A-Za-z0-9_=-]*")
+_ALNUM_BEFORE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
+_LINE_RE = re.compile(r"[^\n]*\n?")
+_MAX_ROUNDS = 8
+
+# Specific formats win a tie over generic assignments when spans merge.
+_GENERIC_KINDS = frozenset({"password", "secret", "token", "api-key", "bearer-token"})
+
+
+@dataclass(frozen=True)
+class _Pattern:
+    kind: str
+    regex: re.Pattern[str]
+    # Tokens the pattern matches only a prefix of are extended to their end.
+    tail: re.Pattern[str] | None = None
+    # Loose patterns (no distinctive prefix) must not start inside a word.
+    word_start: bool = False
+    valid: Callable[[str], bool] | None = None
+
+
+@dataclass(frozen=True)
+class _PatternSet:
+    tokens: tuple[_Pattern, ...]
+    private_key_headers: tuple[re.Pattern[str], ...]
+    keyword: tuple[tuple[re.Pattern[str], int], ...]
+
+
+@lru_cache(maxsize=1)
+def _pattern_set() -> _PatternSet:
+    # Imported here: detect-secrets pulls in requests (~0.1 s), paid by redaction only.
+    from detect_secrets.plugins import keyword as ds_keyword
+    from detect_secrets.plugins.artifactory import ArtifactoryDetector
+    from detect_secrets.plugins.aws import AWSKeyDetector
+    from detect_secrets.plugins.azure_storage_key import AzureStorageKeyDetector
+    from detect_secrets.plugins.basic_auth import BasicAuthDetector
+    from detect_secrets.plugins.cloudant import CloudantDetector
+    from detect_secrets.plugins.discord import DiscordBotTokenDetector
+    from detect_secrets.plugins.github_token import GitHubTokenDetector
+    from detect_secrets.plugins.gitlab_token import GitLabTokenDetector
+    from detect_secrets.plugins.ibm_cloud_iam import IbmCloudIamDetector
+    from detect_secrets.plugins.ibm_cos_hmac import IbmCosHmacDetector
+    from detect_secrets.plugins.jwt import JwtTokenDetector
+    from detect_secrets.plugins.mailchimp import MailchimpDetector
+    from detect_secrets.plugins.npm import NpmDetector
+    from detect_secrets.plugins.openai import OpenAIDetector
+    from detect_secrets.plugins.private_key import PrivateKeyDetector
+    from detect_secrets.plugins.pypi_token import PypiTokenDetector
+    from detect_secrets.plugins.sendgrid import SendGridDetector
+    from detect_secrets.plugins.slack import SlackDetector
+    from detect_secrets.plugins.softlayer import SoftlayerDetector
+    from detect_secrets.plugins.square_oauth import SquareOAuthDetector
+    from detect_secrets.plugins.stripe import StripeDetector
+    from detect_secrets.plugins.telegram_token import TelegramBotTokenDetector
+    from detect_secrets.plugins.twilio import TwilioKeyDetector
+
+    tokens: list[_Pattern] = []
+
+    def add(
+        plugin: type, kind: str, *, tail: re.Pattern[str] | None = _TOKEN_TAIL_RE, **kw: object
+    ) -> None:
+        for regex in plugin.denylist:  # type: ignore[attr-defined]
+            tokens.append(_Pattern(kind, regex, tail, **kw))  # type: ignore[arg-type]
+
+    aws = list(AWSKeyDetector.denylist)
+    tokens.append(_Pattern("aws-access-key", aws[0], _TOKEN_TAIL_RE))
+    tokens.extend(_Pattern("aws-secret-key", regex) for regex in aws[1:])
+    add(GitHubTokenDetector, "github-token")
+    add(GitLabTokenDetector, "gitlab-token")
+    add(OpenAIDetector, "openai-key")
+    add(SlackDetector, "slack-token")
+    add(StripeDetector, "stripe-key")
+    add(NpmDetector, "npm-token", tail=None)
+    add(JwtTokenDetector, "jwt", tail=_JWT_TAIL_RE, valid=JwtTokenDetector.is_formally_valid)
+    add(BasicAuthDetector, "password", tail=None)
+    add(SendGridDetector, "sendgrid-key")
+    add(TwilioKeyDetector, "twilio-key", word_start=True)
+    add(DiscordBotTokenDetector, "discord-token", word_start=True)
+    add(PypiTokenDetector, "pypi-token")
+    add(TelegramBotTokenDetector, "telegram-token", word_start=True)
+    add(MailchimpDetector, "mailchimp-key", word_start=True)
+    add(AzureStorageKeyDetector, "azure-storage-key", tail=None)
+    add(ArtifactoryDetector, "artifactory-token", tail=None)
+    add(SquareOAuthDetector, "square-oauth-secret")
+    add(IbmCloudIamDetector, "ibm-cloud-key", tail=None)
+    add(IbmCosHmacDetector, "ibm-cos-key", tail=None)
+    add(CloudantDetector, "cloudant-key", tail=None)
+    add(SoftlayerDetector, "softlayer-key", tail=None)
+    for kind, pattern in _OWN_TOKENS:
+        tokens.append(_Pattern(kind, re.compile(pattern), _TOKEN_TAIL_RE, word_start=True))
+
+    return _PatternSet(
+        tokens=tuple(tokens),
+        private_key_headers=tuple(PrivateKeyDetector.denylist),
+        keyword=tuple(ds_keyword.QUOTES_REQUIRED_DENYLIST_REGEX_TO_GROUP.items()),
+    )
+
+
+# --- the scan --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Span:
+    start: int
+    end: int
+    kind: str
+
+
+def _redact(text: str) -> Redaction:
+    kinds: list[str] = []
+    # A replacement can expose a secret a neighbour hid (a pattern that must not start
+    # inside a word now starts after "]"): rescan until nothing changes, so that the
+    # result is a fixed point and redacting it again is a no-op. Clean text scans once.
+    for _ in range(_MAX_ROUNDS):
+        text, found = _redact_once(text)
+        kinds.extend(found)
+        if not found:
+            return Redaction(text, len(kinds), tuple(sorted(set(kinds))))
+    raise RuntimeError("redaction did not settle")  # fails closed in redact()
+
+
+def _redact_once(text: str) -> tuple[str, list[str]]:
+    text, dropped = _PRIVATE_RE.subn(PRIVATE_MARKER, text)
+    kinds = ["private"] * dropped
+    patterns = _pattern_set()
+    text, keys = _replace(text, _private_key_blocks(text, patterns.private_key_headers))
+    kinds.extend(keys)
+    text, found = _replace(text, _secret_spans(text, patterns))
+    kinds.extend(found)
+    return text, kinds
+
+
+def _replace(text: str, spans: Iterable[_Span]) -> tuple[str, list[str]]:
+    merged = _merge(spans)
+    if not merged:
+        return text, []
+    out: list[str] = []
+    pos = 0
+    for span in merged:
+        out.append(text[pos : span.start])
+        out.append(marker(span.kind))
+        pos = span.end
+    out.append(text[pos:])
+    return "".join(out), [span.kind for span in merged]
+
+
+def _merge(spans: Iterable[_Span]) -> list[_Span]:
+    """Union of overlapping spans: a secret two patterns disagree about is never half-kept."""
+    merged: list[_Span] = []
+    for span in sorted(spans, key=lambda s: (s.start, -s.end)):
+        if span.end <= span.start:
+            continue
+        if merged and span.start < merged[-1].end:
+            last = merged[-1]
+            kind = last.kind
+            if kind in _GENERIC_KINDS and span.kind not in _GENERIC_KINDS:
+                kind = span.kind
+            merged[-1] = _Span(last.start, max(last.end, span.end), kind)
+        else:
+            merged.append(span)
+    return merged
+
+
+def _private_key_blocks(text: str, headers: tuple[re.Pattern[str], ...]) -> Iterator[_Span]:
+    for header in headers:
+        for match in header.finditer(text):
+            start = match.start()
+            while start > 0 and text[start - 1] == "-":
+                start -= 1
+            yield _Span(start, _private_key_end(text, match.end()), "private-key")
+
+
+def _private_key_end(text: str, header_end: int) -> int:
+    end = _PEM_END_RE.search(text, header_end)
+    if end is not None and not end.group().startswith("BEGIN"):
+        return end.end()
+    pos = _PEM_HEADER_TAIL_RE.match(text, header_end).end()  # type: ignore[union-attr]
+    pos = _PEM_REST_OF_LINE_RE.match(text, pos).end()  # type: ignore[union-attr]
+    if pos < len(text) and text[pos] == "\n":
+        while (line := _PEM_BODY_LINE_RE.match(text, pos + 1)) is not None:
+            pos = line.end() - (1 if line.group().endswith("\n") else 0)
+    return pos
+
+
+def _secret_spans(text: str, patterns: _PatternSet) -> list[_Span]:
+    taken = [(m.start(), m.end()) for m in _EXISTING_MARKER_RE.finditer(text)]
+    spans = [
+        *_token_spans(text, patterns.tokens),
+        *_keyword_spans(text, patterns.keyword),
+        *_assignment_spans(text),
+        *_header_spans(text),
+        *_group_spans(_URL_PASSWORD_RE, text, "v", "password"),
+    ]
+    return [s for s in spans if not any(s.start < b and a < s.end for a, b in taken)]
+
+
+def _token_spans(text: str, tokens: tuple[_Pattern, ...]) -> Iterator[_Span]:
+    for pattern in tokens:
+        for match in pattern.regex.finditer(text):
+            group = next((i for i in range(1, len(match.groups()) + 1) if match.group(i)), 0)
+            start, end = match.span(group)
+            if group == 0:
+                # Some plugins match their delimiters too (artifactory: whitespace, quotes).
+                value = match.group()
+                start += len(value) - len(value.lstrip(" \t\r\n\"'=:"))
+                end -= len(value) - len(value.rstrip(" \t\r\n\"'"))
+            if pattern.word_start and start > 0 and text[start - 1] in _ALNUM_BEFORE:
+                continue
+            if pattern.valid is not None and not pattern.valid(text[start:end]):
+                continue
+            if pattern.tail is not None:
+                end = pattern.tail.match(text, end).end()  # type: ignore[union-attr]
+            yield _Span(start, end, pattern.kind)
+
+
+def _keyword_spans(text: str, table: tuple[tuple[re.Pattern[str], int], ...]) -> Iterator[_Span]:
+    # Per line: the keyword regexes' "[^\v'\"]" spans newlines in Python's re.
+    for line in _LINE_RE.finditer(text):
+        if not line.group():
+            continue
+        for regex, group in table:
+            for match in regex.finditer(line.group()):
+                value = match.group(group)
+                if value is None or not _looks_secret(value):
+                    continue
+                start, end = match.span(group)
+                around = match.string[match.start() : start] + match.string[end : match.end()]
+                yield _Span(line.start() + start, line.start() + end, _kind_of(around))
+
+
+def _assignment_spans(text: str) -> Iterator[_Span]:
+    for match in _ASSIGN_RE.finditer(text):
+        name = match.group("name")
+        for group in ("dq", "sq", "bare"):
+            if match.group(group) is not None:
+                break
+        value = match.group(group)
+        start, end = match.span(group)
+        if group == "bare":
+            if match.group("op") == ":" and not _is_config_line(text, match.start(), end):
+                continue
+            if _is_code(value, text, end):
+                continue
+            if value.isdigit() and "token" in name.lower():
+                continue  # token budgets and counts, not credentials
+        if not _looks_secret(value):
+            continue
+        yield _Span(start, end, _kind_of(name))
+
+
+def _is_config_line(text: str, start: int, end: int) -> bool:
+    """``key: value`` unquoted counts only as a YAML/INI line of its own, not in prose."""
+    line_start = text.rfind("\n", 0, start) + 1
+    return bool(
+        _LINE_START_RE.match(text[line_start:start]) and _REST_OF_LINE_BLANK_RE.match(text, end)
+    )
+
+
+def _is_code(value: str, text: str, end: int) -> bool:
+    if end < len(text) and text[end] in "([":
+        return True  # a call or subscript: os.environ["X"], get_token()
+    if _DOTTED_PATH_RE.fullmatch(value):
+        return True  # attribute access: self.token, settings.SECRET_KEY
+    if value.lower() in _TYPE_NAMES:
+        return True  # annotations: token: str
+    # token=token, api_key=api_key, password=new_password: a variable, not a value.
+    return value.isidentifier() and bool(_SECRET_ROOT_RE.search(value))
+
+
+def _looks_secret(value: str) -> bool:
+    if not any(c.isalnum() for c in value):
+        return False  # "", "***", "..."
+    if value.lower() in _NON_SECRET_VALUES:
+        return False
+    # References and placeholders: $VAR, ${VAR}, {{ var }}, %(var)s, <your-token>, [PAD],
+    # memlane's own "env:VAR" (DESIGN §4b), and markers of an earlier redaction.
+    return not value.startswith(("$", "{{", "%(", "<", "[", "env:"))
+
+
+def _header_spans(text: str) -> Iterator[_Span]:
+    for regex in (_AUTH_HEADER_RE, _BEARER_RE):
+        for span in _group_spans(regex, text, "v", "bearer-token"):
+            value = text[span.start : span.end]
+            # Prose ("the bearer of bad news") has no digits; tokens do.
+            if any(c.isdigit() for c in value) and _looks_secret(value):
+                yield span
+
+
+def _group_spans(regex: re.Pattern[str], text: str, group: str, kind: str) -> Iterator[_Span]:
+    for match in regex.finditer(text):
+        if not match.group(group).startswith("[REDACTED:"):
+            yield _Span(*match.span(group), kind)
+
+
+def _kind_of(name: str) -> str:
+    lowered = name.lower()
+    if "pass" in lowered or "pwd" in lowered or "contras" in lowered:
+        return "password"
+    if "token" in lowered:
+        return "token"
+    if "aws" in lowered and "secret" in lowered:
+        return "aws-secret-key"
+    if "secret" in lowered:
+        return "secret"
+    if "key" in lowered:
+        return "api-key"
+    return "secret"
