@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
 
-from _fake_llm import FakeOpenAI, closed_port_url
+from _fake_llm import FakeOpenAI, closed_port_url, wait_until
 from memlane.core.errors import ConfigError, LlmError
 from memlane.llm.base import LLM
 from memlane.llm.openai import OpenAILLM
@@ -93,6 +94,14 @@ def test_deadline_is_total(server: FakeOpenAI, kind: str) -> None:
     elapsed = time.monotonic() - started
     assert error.message == "timed out after 0.5 s"
     assert SHORT_S - 0.05 <= elapsed < SHORT_S + SLACK_S
+
+
+def test_the_worker_stops_reading_after_the_deadline(server: FakeOpenAI) -> None:
+    server.set(answer="x" * 400, trickle_s=0.01)
+    failure(make(server), timeout_s=0.3)
+    assert wait_until(
+        lambda: not any(t.name == "memlane-llm-openai" for t in threading.enumerate())
+    ), "the request thread outlived its deadline"
 
 
 def test_instance_timeout_applies_by_default(server: FakeOpenAI) -> None:
@@ -182,6 +191,7 @@ def test_openai_itself_needs_a_key() -> None:
     assert "sk-hidden" not in repr(llm)
 
 
-def test_base_url_must_be_http() -> None:
-    with pytest.raises(LlmError, match="http"):
-        OpenAILLM("m", base_url="127.0.0.1:11434/v1")
+@pytest.mark.parametrize("base_url", ["127.0.0.1:11434/v1", "http://", "ftp://host/v1"])
+def test_base_url_must_be_http(base_url: str) -> None:
+    with pytest.raises(ConfigError, match="http"):
+        OpenAILLM("m", base_url=base_url)

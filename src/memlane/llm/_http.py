@@ -15,8 +15,9 @@ import threading
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, Protocol
+from urllib.parse import urlsplit
 
-from memlane.core.errors import LlmError
+from memlane.core.errors import ConfigError, LlmError
 from memlane.llm._deadline import Cancelled, call_with_deadline, timed_out
 from memlane.llm._sse import SseDecoder, looks_like_sse
 from memlane.llm._text import display_url, exception_reason, one_line, scrub
@@ -53,6 +54,17 @@ class AnswerReader(Protocol):
         ...
 
 
+def checked_base_url(base_url: str) -> str:
+    """``base_url`` without its trailing slash; ``ConfigError`` unless http(s) with a host."""
+    parts = urlsplit(base_url.strip())
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigError(
+            f"llm.base_url must be an http:// or https:// URL, got {display_url(base_url)!r}",
+            "e.g. http://127.0.0.1:11434/v1 for Ollama",
+        )
+    return base_url.strip().rstrip("/")
+
+
 class HttpLLM(ABC):
     """One pooled ``httpx.Client`` per provider; ``complete`` is thread-safe."""
 
@@ -67,8 +79,6 @@ class HttpLLM(ABC):
         timeout_s: float,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
-        if not url.startswith(("http://", "https://")):
-            raise LlmError(f"llm.base_url must start with http:// or https://, got {url!r}")
         self.url = url
         self.model = model
         self.timeout_s = timeout_s
@@ -175,11 +185,15 @@ class HttpLLM(ABC):
                 f"cannot connect to {shown} ({exception_reason(exc)})",
                 "check llm.base_url and that the server is running",
             ) from None
-        except (httpx.HTTPError, OSError) as exc:
+        except (httpx.HTTPError, httpx.InvalidURL, OSError) as exc:
             raise LlmError(
                 f"request to {shown} failed ({type(exc).__name__}: {exception_reason(exc)})",
                 "check llm.base_url and the network",
             ) from None
+        except Exception as exc:  # a failed distillation must never surface as a traceback
+            raise LlmError(
+                f"request to {shown} failed ({type(exc).__name__}: {exception_reason(exc)})"
+            ) from exc
 
     def _chunks(
         self, response: httpx.Response, cancel: threading.Event, limit: int

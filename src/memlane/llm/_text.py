@@ -36,5 +36,7 @@ def display_url(url: str) -> str:
     """``url`` without credentials or query string (either may carry a key)."""
     parts = urlsplit(url)
     host = parts.hostname or ""
+    if ":" in host:  # IPv6 literals keep their brackets
+        host = f"[{host}]"
     netloc = f"{host}:{parts.port}" if parts.port else host
     return urlunsplit((parts.scheme, netloc, parts.path, "", ""))

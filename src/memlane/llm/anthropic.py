@@ -11,7 +11,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from memlane.core.errors import ConfigError
-from memlane.llm._http import AnswerReader, HttpLLM, Malformed, ServerSaid
+from memlane.llm._http import AnswerReader, HttpLLM, Malformed, ServerSaid, checked_base_url
 from memlane.llm._text import one_line
 from memlane.llm.defaults import ANTHROPIC_BASE_URL, ANTHROPIC_DEFAULT_MODEL
 
@@ -36,7 +36,7 @@ class AnthropicLLM(HttpLLM):
     ) -> None:
         if not api_key:
             raise ConfigError("provider anthropic needs an API key", API_KEY_HINT)
-        self.base_url = base_url.rstrip("/")
+        self.base_url = checked_base_url(base_url)
         root = self.base_url if self.base_url.endswith("/v1") else f"{self.base_url}/v1"
         super().__init__(
             url=f"{root}/messages",

@@ -12,7 +12,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from memlane.core.errors import ConfigError
-from memlane.llm._http import AnswerReader, HttpLLM, Malformed, ServerSaid
+from memlane.llm._http import AnswerReader, HttpLLM, Malformed, ServerSaid, checked_base_url
 from memlane.llm._text import one_line
 from memlane.llm.defaults import OPENAI_BASE_URL, is_openai_url
 
@@ -36,7 +36,7 @@ class OpenAILLM(HttpLLM):
         timeout_s: float = 30.0,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
-        self.base_url = base_url.rstrip("/")
+        self.base_url = checked_base_url(base_url)
         if not api_key and is_openai_url(self.base_url):
             raise ConfigError(
                 "provider openai needs an API key for api.openai.com",
