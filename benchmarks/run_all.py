@@ -7,7 +7,13 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).parent
-SCRIPTS = ["bench_search.py", "bench_embed.py", "bench_index.py", "bench_cold.py"]
+SCRIPTS = [
+    "bench_search.py",
+    "bench_embed.py",
+    "bench_index.py",
+    "bench_cold.py",
+    "bench_autocontext.py",
+]
 
 
 def main() -> int:

@@ -430,3 +430,78 @@ def test_sessions_in_sequence_share_the_daily_file(project: Path) -> None:
     assert text.count("## Session") == 3
     for number in range(3):
         assert f"fact from session {number}" in text
+
+
+# -- real providers over HTTP (fake servers on 127.0.0.1) --------------------------------------
+
+
+def test_open_distils_through_an_openai_compatible_server(project: Path) -> None:
+    from _fake_llm import FakeOpenAI
+
+    with FakeOpenAI(
+        answer="Here you go:\n1. The agent pinned numpy to 1.26.\n2. Tests passed."
+    ) as srv:
+        mem = _memory(
+            project,
+            MEMLANE_LLM_PROVIDER="openai",
+            MEMLANE_LLM_BASE_URL=srv.base_url,
+            MEMLANE_LLM_MODEL="tiny-local",
+        )
+        session = Session.open(mem, host="test", session_id="s-http")
+        session.agent_settled(_exchange("pin numpy please", "Pinned numpy==1.26; tests pass."))
+        assert session.shutdown().flushed
+        body = srv.requests[0].body
+    assert body["model"] == "tiny-local"
+    assert "pin numpy please" in body["messages"][1]["content"]
+    text = _daily(mem)
+    assert "- The agent pinned numpy to 1.26." in text and "Here you go" not in text
+    status = session.status()
+    assert status.session is not None and status.session["capture"]["distilled"] == 1
+
+
+def test_open_with_an_erroring_anthropic_server_writes_the_marker(project: Path) -> None:
+    from _fake_llm import FakeAnthropic
+
+    with FakeAnthropic(status=529, error_message="Overloaded") as srv:
+        mem = _memory(
+            project,
+            MEMLANE_LLM_PROVIDER="anthropic",
+            MEMLANE_LLM_BASE_URL=srv.base_url,
+            MEMLANE_LLM_API_KEY="env:TEST_FAKE_ANTHROPIC_KEY",
+        )
+        import os
+
+        os.environ["TEST_FAKE_ANTHROPIC_KEY"] = "fake-key"
+        try:
+            session = Session.open(mem, host="test", session_id="s-anth")
+            session.agent_settled(_exchange("what broke?", "The migration 0042 failed."))
+            session.shutdown()
+        finally:
+            del os.environ["TEST_FAKE_ANTHROPIC_KEY"]
+    text = _daily(mem)
+    assert "- [distillation failed:" in text and "529" in text
+    assert "The migration 0042 failed." in text
+
+
+def test_open_uses_the_host_model_by_default(project: Path) -> None:
+    asked: list[dict[str, object]] = []
+
+    def host_call(params: dict[str, object], timeout_s: float) -> dict[str, object]:
+        asked.append(params)
+        return {"text": "- the agent answered through the host's cheapest model"}
+
+    mem = _memory(project)
+    session = Session.open(mem, host="pi", session_id="s-host", host_call=host_call)  # type: ignore[arg-type]
+    session.agent_settled(_exchange("hi", "hello"))
+    session.shutdown()
+    assert asked and "model" not in asked[0]
+    assert "through the host's cheapest model" in _daily(mem)
+
+
+def test_open_without_host_or_provider_never_sends_anything(project: Path) -> None:
+    mem = _memory(project)
+    session = Session.open(mem, host="cli", session_id="s-none")
+    assert session.llm is None
+    session.agent_settled(_exchange("q", "a"))
+    session.shutdown()
+    assert "[no distillation: no LLM configured]" in _daily(mem)

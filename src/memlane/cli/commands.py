@@ -267,34 +267,19 @@ def expand(
 def status(
     ctx: typer.Context,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    no_probe: Annotated[
+        bool, typer.Option("--no-probe", help="Do not load the embedder to check that it works.")
+    ] = False,
 ) -> None:
-    """Doctor: versions, scope, collection, backend, model, chunk count, index state."""
+    """Doctor: what is missing and how to fix it, config, scope, index state, capture and auto-context."""
     with open_memory(ctx) as mem:
-        st = mem.status()
+        st = mem.status(probe=not no_probe)
+    from memlane.engine.reports import render_status
+
     if as_json:
         print_json(st.to_json())
         return
-    rows = [
-        ("memlane", st.versions["memlane"]),
-        ("python / sqlite", f"{st.versions['python']} / {st.versions['sqlite']}"),
-        ("scope", st.scope["scope"]),
-        ("store", st.scope["store"]),
-        ("collection", st.scope["collection"]),
-        ("backend", f"{st.backend} ({st.index_uri})"),
-        ("model", f"{st.model} — embedder {st.embedder}"),
-        ("chunks", f"{st.chunks} in {st.files} files, {st.vectors} with vectors"),
-        ("index state", st.state_path or "(none)"),
-        ("index status", str(st.state.get("status", "never indexed"))),
-    ]
-    if st.state.get("last_success_at"):
-        rows.append(("last success", str(st.state["last_success_at"])))
-    for failure in st.state.get("failed_files") or []:
-        rows.append(("failed file", f"{failure.get('path')}: {failure.get('error')}"))
-    width = max(len(r[0]) for r in rows)
-    for key, value in rows:
-        typer.echo(f"{key:<{width}}  {value}")
-    for text in st.notices:
-        typer.echo(f"note: {text}")
+    typer.echo(render_status(st))
 
 
 def demo(

@@ -229,6 +229,16 @@ class Config:
             return resolved
         return text
 
+    def changed(self) -> list[dict[str, str]]:
+        """Every value not at its built-in default, with the layer it came from."""
+        out = []
+        for name, value in self.values.items():
+            if value.layer == "default":
+                continue
+            shown = str(value.value)
+            out.append({"key": name, "value": shown, "layer": value.layer})
+        return out
+
     @property
     def embedding(self) -> EmbeddingSettings:
         return EmbeddingSettings(

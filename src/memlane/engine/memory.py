@@ -153,8 +153,15 @@ class Memory:
         *,
         now: datetime | None = None,
     ) -> Entry:
-        """Append one timestamped, anchored entry to today's daily file."""
+        """Append one timestamped, anchored entry to today's daily file.
+
+        Secrets are redacted and ``<private>`` blocks dropped first: nothing
+        secret is ever written to the store, whoever writes.
+        """
         from memlane.store.daily import new_entry_id
+        from memlane.store.redaction import redact
+
+        text = redact(text).text
 
         if anchor is None:
             anchor = Anchor(
@@ -379,9 +386,11 @@ class Memory:
 
     # -- status ---------------------------------------------------------------------
 
-    def status(self) -> Status:
+    def status(self, *, probe: bool = False, host_llm: bool = False) -> Status:
+        """The doctor's report. ``probe`` loads the embedder to see that it works."""
         from memlane import __version__
         from memlane.index import state
+        from memlane.llm.factory import describe_llm
 
         index = self.index
         stats = index.stats()
@@ -391,17 +400,54 @@ class Memory:
             "sqlite": _sqlite_version(),
         }
         notices = list(self.notices)
+        missing: list[str] = []
         if self.scope.state_dir_note:
             notices.append(f"index: {self.scope.state_dir_note}")
         state_data = state.load(self.scope.state_path)
         if self.scope.state_path is not None and not state_data:
             notices.append("index: no state recorded yet (it is written by the next index)")
-        if self._parts.embedder_loaded:
-            embedder_state = (
-                "ready" if self._parts.embedder else f"unavailable: {self._parts.embedder_problem}"
-            )
+        parts = self._parts
+        problem: str | None = None
+        if probe and self.config.embedding.provider != "none":
+            embedder = self.embedder
+            problem = parts.embedder_problem
+            if embedder is not None:
+                try:
+                    embedder.embed_query("memlane status probe")
+                except EmbedderError as exc:
+                    problem = exc.message
+        if parts.embedder_loaded:
+            problem = problem or (None if parts.embedder else parts.embedder_problem)
+            embedder_state = f"unavailable: {problem}" if problem else "ready"
+            if problem and self.config.embedding.provider != "none":
+                missing.append(
+                    f"embedder: {problem} — search falls back to BM25; fix "
+                    "embedding.* (`memlane config list`) or set embedding.provider none"
+                )
         else:
             embedder_state = f"{self.config.embedding.provider} (loads on first search)"
+        if not self.scope.store.is_dir():
+            missing.append(
+                f"store: {self.scope.store} does not exist yet — it is created by the first "
+                "capture or `memlane write`"
+            )
+        failed = state_data.get("failed_files") or []
+        if failed:
+            missing.append(
+                f"index: {len(failed)} file(s) could not be indexed (listed below); fix them "
+                "and run `memlane index`"
+            )
+        chunks = int(stats.get("chunks", 0))
+        vectors = int(stats.get("vectors", 0))
+        if vectors < chunks and self.config.embedding.provider != "none":
+            missing.append(
+                f"vectors: {chunks - vectors} chunk(s) have no vector yet (lexical only); "
+                "`memlane index` embeds them once the embedder works"
+            )
+        session = self.config.session
+        llm_line = describe_llm(self.config.llm, host_available=host_llm)
+        if "not usable" in llm_line:
+            missing.append(f"llm: {llm_line}")
         return Status(
             versions=versions,
             scope=self.scope.to_json(),
@@ -409,12 +455,22 @@ class Memory:
             index_uri=index.uri,
             model=self.model,
             embedder=embedder_state,
-            chunks=int(stats.get("chunks", 0)),
-            vectors=int(stats.get("vectors", 0)),
+            chunks=chunks,
+            vectors=vectors,
             files=int(stats.get("files", 0)),
             state_path=str(self.scope.state_path) if self.scope.state_path else None,
             state=state_data,
             notices=notices,
+            missing=missing,
+            config=self.config.changed(),
+            capture={"enabled": session.capture_enabled, "llm": llm_line},
+            auto_context={
+                "enabled": session.auto_context_enabled,
+                "top_k": session.auto_context_top_k,
+                "score_floor": session.auto_context_score_floor,
+                "char_budget": session.auto_context_char_budget,
+                "cap_ms": session.auto_context_cap_ms,
+            },
         )
 
 

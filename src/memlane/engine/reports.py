@@ -75,6 +75,14 @@ class Status:
     state_path: str | None
     state: dict[str, Any]
     notices: list[str] = field(default_factory=list)
+    # What does not work and how to fix it, one line each.
+    missing: list[str] = field(default_factory=list)
+    # Settings that differ from the built-in defaults: key, value, layer.
+    config: list[dict[str, str]] = field(default_factory=list)
+    capture: dict[str, Any] = field(default_factory=dict)
+    auto_context: dict[str, Any] = field(default_factory=dict)
+    # Filled in by a live Session (sidecar, daemon): counters, queue, indexer.
+    session: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -89,5 +97,75 @@ class Status:
             "files": self.files,
             "index_state_path": self.state_path,
             "index_state": self.state,
+            "missing": list(self.missing),
+            "config": list(self.config),
+            "capture": dict(self.capture),
+            "auto_context": dict(self.auto_context),
+            "session": self.session,
             "notices": list(self.notices),
         }
+
+
+def render_status(st: Status) -> str:
+    """The doctor's text report, shared with the sidecar's memory_status."""
+    out: list[str] = []
+    rows = [
+        ("memlane", st.versions["memlane"]),
+        ("python / sqlite", f"{st.versions['python']} / {st.versions['sqlite']}"),
+        ("scope", st.scope["scope"]),
+        ("store", st.scope["store"]),
+        ("collection", st.scope["collection"]),
+        ("backend", f"{st.backend} ({st.index_uri})"),
+        ("model", f"{st.model} — embedder {st.embedder}"),
+        ("chunks", f"{st.chunks} in {st.files} files, {st.vectors} with vectors"),
+        ("index state", st.state_path or "(none)"),
+        ("index status", str(st.state.get("status", "never indexed"))),
+    ]
+    if st.state.get("last_success_at"):
+        rows.append(("last success", str(st.state["last_success_at"])))
+    if st.state.get("last_error"):
+        rows.append(("last error", str(st.state["last_error"])))
+    for failure in st.state.get("failed_files") or []:
+        rows.append(("failed file", f"{failure.get('path')}: {failure.get('error')}"))
+    capture = st.capture
+    rows.append(("capture", "on" if capture.get("enabled") else "off (MEMLANE_CAPTURE=off)"))
+    rows.append(("capture llm", str(capture.get("llm", ""))))
+    ac = st.auto_context
+    if ac.get("enabled"):
+        rows.append(
+            (
+                "auto-context",
+                f"on: top {ac['top_k']}, score >= {ac['score_floor']}, "
+                f"{ac['char_budget']} chars, {ac['cap_ms']} ms deadline",
+            )
+        )
+    else:
+        rows.append(("auto-context", "off (MEMLANE_AUTO_CONTEXT=on enables it)"))
+    if st.session:
+        counters = st.session.get("auto_context", {})
+        rows.append(
+            (
+                "auto-context counts",
+                ", ".join(
+                    f"{name} {counters.get(name, 0)}"
+                    for name in ("injected", "skippedBudget", "skippedEmpty", "skippedError")
+                ),
+            )
+        )
+        cap = st.session.get("capture", {})
+        rows.append(
+            (
+                "captured",
+                f"{cap.get('written', 0)} written, {cap.get('failed', 0)} failed, "
+                f"{st.session.get('pending_captures', 0)} pending",
+            )
+        )
+    for item in st.config:
+        rows.append(("config", f"{item['key']} = {item['value']}  [{item['layer']}]"))
+    width = max(len(r[0]) for r in rows)
+    out += [f"{key:<{width}}  {value}" for key, value in rows]
+    out += [f"missing: {text}" for text in st.missing]
+    out += [f"note: {text}" for text in st.notices]
+    if not st.missing:
+        out.append("nothing missing")
+    return "\n".join(out)

@@ -35,11 +35,13 @@ from memlane.engine.snapshot import Snapshot, build_snapshot
 
 if TYPE_CHECKING:
     from memlane.engine.memory import Memory
+    from memlane.engine.reports import Status
     from memlane.llm.base import LLM
 
 log = logging.getLogger("memlane.session")
 
 Clock = Callable[[], datetime]
+HostCall = Callable[[dict[str, Any], float], dict[str, Any]]
 
 # Shutdown gives pending captures this share of the cap to finish their
 # distillation; what is still running then is written as a digest, so the
@@ -226,6 +228,7 @@ class Session:
         self.settings = settings or memory.config.session
         self.clock = clock
         self.notices: list[str] = []
+        self.host_llm_available = False
         self.capture = CaptureState(
             enabled=self.settings.capture_enabled,
             llm=llm.name if llm is not None else "none (entries are verbatim digests)",
@@ -273,6 +276,47 @@ class Session:
             ).start()
         if not session.capture.enabled:
             session.notices.append("capture is off (MEMLANE_CAPTURE=off): exchanges are not saved")
+        return session
+
+    @classmethod
+    def open(
+        cls,
+        memory: Memory,
+        *,
+        host: str = "cli",
+        session_id: str,
+        transcript_path: str | None = None,
+        host_call: HostCall | None = None,
+        clock: Clock = _local_now,
+    ) -> Session:
+        """``start`` with the LLM chosen by the configuration.
+
+        ``host_call`` is the host's ``llm.complete`` sender (pi's sidecar);
+        with ``llm.provider = auto`` it makes the host's model distil. A
+        configuration that cannot work is reported as a notice and capture
+        falls back to verbatim digests: a session never fails to start
+        because of its LLM.
+        """
+        from memlane.core.errors import ConfigError
+        from memlane.llm.factory import make_llm
+
+        notices: list[str] = []
+        llm: LLM | None = None
+        if memory.config.session.capture_enabled:
+            try:
+                llm = make_llm(memory.config.llm, host_call=host_call)
+            except ConfigError as exc:
+                notices.append(f"capture LLM unusable ({exc}); entries are verbatim digests")
+        session = cls.start(
+            memory,
+            host=host,
+            session_id=session_id,
+            transcript_path=transcript_path,
+            llm=llm,
+            clock=clock,
+        )
+        session.host_llm_available = host_call is not None
+        session.notices.extend(notices)
         return session
 
     # -- snapshot ---------------------------------------------------------------
@@ -515,6 +559,15 @@ class Session:
         return Flush(flushed=settled and pending == 0, pending=pending)
 
     # -- status -------------------------------------------------------------------------
+
+    def status(self, *, probe: bool = False) -> Status:
+        """memory_status: the doctor's report with this session's live state."""
+        report = self.memory.status(probe=probe, host_llm=self.host_llm_available)
+        report.session = self.status_json()
+        report.capture["llm"] = self.capture.llm
+        report.capture["enabled"] = self.capture.enabled
+        report.notices.extend(self.notices)
+        return report
 
     def status_json(self) -> dict[str, Any]:
         return {
