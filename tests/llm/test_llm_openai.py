@@ -195,3 +195,10 @@ def test_openai_itself_needs_a_key() -> None:
 def test_base_url_must_be_http(base_url: str) -> None:
     with pytest.raises(ConfigError, match="http"):
         OpenAILLM("m", base_url=base_url)
+
+
+def test_openai_itself_gets_max_completion_tokens() -> None:
+    # Only api.openai.com knows (and for reasoning models requires) the new name.
+    payload = OpenAILLM("gpt-5-nano", api_key="sk")._payload("s", "p", 321)
+    assert payload["max_completion_tokens"] == 321
+    assert "max_tokens" not in payload

@@ -43,6 +43,11 @@ class OpenAILLM(HttpLLM):
                 'set llm.api_key = "env:OPENAI_API_KEY" and export OPENAI_API_KEY, '
                 "or set llm.base_url to a local server such as http://127.0.0.1:11434/v1",
             )
+        # OpenAI deprecated max_tokens and its reasoning models reject it;
+        # compatible servers (Ollama, vLLM, llama.cpp) only know max_tokens.
+        self._max_tokens_field = (
+            "max_completion_tokens" if is_openai_url(self.base_url) else "max_tokens"
+        )
         super().__init__(
             url=f"{self.base_url}/chat/completions",
             model=model,
@@ -64,7 +69,7 @@ class OpenAILLM(HttpLLM):
                 {"role": "system", "content": system},
                 {"role": "user", "content": prompt},
             ],
-            "max_tokens": max_tokens,
+            self._max_tokens_field: max_tokens,
             "stream": True,
         }
 
