@@ -117,6 +117,7 @@ CASES: list[tuple[str, str, str, str]] = [
     ("password", "database:\n  host: db\n  password: ", ENV_PASSWORD, "\n  port: 5432\n"),
     ("secret", '{"client_secret": "', ENV_SECRET, '", "client_id": "web"}'),
     ("password", 'if password == "', ENV_PASSWORD, '":'),
+    ("password", "db:\r\n  password: ", ENV_PASSWORD, "\r\n  port: 5432\r\n"),
     ("token", "docker run -e HF_TOKEN=", ENV_TOKEN, " -p 8080:8080 app"),
     ("private-key", 'key = """', RSA_KEY, '"""\nprint("loaded")'),
     ("private-key", "Here is ~/.ssh/id_ed25519:\n\n", OPENSSH_KEY, "\n\nThen ssh-add it."),
@@ -179,6 +180,12 @@ def test_unclosed_private_key_stops_at_the_end_of_the_key_body() -> None:
     block = pem("EC PRIVATE KEY").rsplit("\n", 1)[0]  # END line lost in a truncated paste
     result = redact("pasted:\n" + block + "\n\nthe rest of the answer")
     assert result.text == "pasted:\n[REDACTED:private-key]\n\nthe rest of the answer"
+
+
+def test_unclosed_private_key_with_windows_line_endings() -> None:
+    block = pem("RSA PRIVATE KEY").rsplit("\n", 1)[0].replace("\n", "\r\n")
+    result = redact("key:\r\n" + block + "\r\n\r\nnext step")
+    assert result.text == "key:\r\n[REDACTED:private-key]\r\n\r\nnext step"
 
 
 def test_several_secrets_in_one_exchange() -> None:

@@ -66,11 +66,12 @@ _PEM_END_RE = re.compile(
     r"-{2,}[ \t]*END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?[ \t]*-{2,}|\bBEGIN [A-Z0-9 ]*PRIVATE KEY"
 )
 _PEM_HEADER_TAIL_RE = re.compile(r"[ \t]*-*")
+_NEWLINE_RE = re.compile(r"\r?\n")
 # What the rest of an unclosed key looks like: base64 (possibly with literal \n escapes,
 # as in a JSON service-account file) or RFC 1421 / PuTTY "Name: value" header lines.
 _PEM_REST_OF_LINE_RE = re.compile(r"(?:[A-Za-z0-9+/=]|\\n)*")
 _PEM_BODY_LINE_RE = re.compile(
-    r"[ \t]*(?:[A-Za-z0-9+/=]{8,}|[A-Za-z][A-Za-z0-9-]*:[^\n]*)[ \t]*(?:\n|\Z)"
+    r"[ \t]*(?:[A-Za-z0-9+/=]{8,}|[A-Za-z][A-Za-z0-9-]*:[^\r\n]*)[ \t]*(?=\r?\n|\Z)"
 )
 
 _SECRET_WORD = (
@@ -85,7 +86,7 @@ _ASSIGN_RE = re.compile(
     re.IGNORECASE,
 )
 _LINE_START_RE = re.compile(r"[ \t]*(?:[-*][ \t]+)?(?:export[ \t]+)?[\"']?\Z")
-_REST_OF_LINE_BLANK_RE = re.compile(r"[ \t]*[;,]?[ \t]*(?:#[^\n]*)?(?:\n|\Z)")
+_REST_OF_LINE_BLANK_RE = re.compile(r"[ \t]*[;,]?[ \t]*(?:#[^\r\n]*)?\r?(?:\n|\Z)")
 _DOTTED_PATH_RE = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
 _TYPE_NAMES = frozenset(
     {"str", "string", "bytes", "int", "integer", "bool", "boolean", "float", "number", "any"}
@@ -292,9 +293,10 @@ def _private_key_end(text: str, header_end: int) -> int:
         return end.end()
     pos = _PEM_HEADER_TAIL_RE.match(text, header_end).end()  # type: ignore[union-attr]
     pos = _PEM_REST_OF_LINE_RE.match(text, pos).end()  # type: ignore[union-attr]
-    if pos < len(text) and text[pos] == "\n":
-        while (line := _PEM_BODY_LINE_RE.match(text, pos + 1)) is not None:
-            pos = line.end() - (1 if line.group().endswith("\n") else 0)
+    while (newline := _NEWLINE_RE.match(text, pos)) is not None and (
+        line := _PEM_BODY_LINE_RE.match(text, newline.end())
+    ) is not None:
+        pos = line.end()  # the line break after the key stays in the text
     return pos
 
 
