@@ -68,6 +68,7 @@ DB_PASSWORD = rnd(6) + "!" + rnd(6)
 RSA_KEY = pem("RSA PRIVATE KEY")
 OPENSSH_KEY = pem("OPENSSH PRIVATE KEY")
 PKCS8_KEY = pem("PRIVATE KEY")
+ENCRYPTED_KEY = pem("ENCRYPTED PRIVATE KEY")
 ENV_SECRET = rnd(32)
 ENV_TOKEN = rnd(40, URLSAFE)
 ENV_PASSWORD = rnd(14, ALNUM + "#%^*")
@@ -121,6 +122,7 @@ CASES: list[tuple[str, str, str, str]] = [
     ("token", "docker run -e HF_TOKEN=", ENV_TOKEN, " -p 8080:8080 app"),
     ("private-key", 'key = """', RSA_KEY, '"""\nprint("loaded")'),
     ("private-key", "Here is ~/.ssh/id_ed25519:\n\n", OPENSSH_KEY, "\n\nThen ssh-add it."),
+    ("private-key", "openssl pkcs8 wrote\n", ENCRYPTED_KEY, "\nto key.pem"),
     (
         "private-key",
         '{"type": "service_account", "private_key": "',

@@ -65,6 +65,7 @@ _PRIVATE_RE = re.compile(r"<private\s*>.*?(?:</private\s*>|\Z)", re.IGNORECASE |
 _PEM_END_RE = re.compile(
     r"-{2,}[ \t]*END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?[ \t]*-{2,}|\bBEGIN [A-Z0-9 ]*PRIVATE KEY"
 )
+_ANY_PEM_KEY_HEADER_RE = re.compile(r"BEGIN [A-Z0-9 ]*PRIVATE KEY")
 _PEM_HEADER_TAIL_RE = re.compile(r"[ \t]*-*")
 _NEWLINE_RE = re.compile(r"\r?\n")
 # What the rest of an unclosed key looks like: base64 (possibly with literal \n escapes,
@@ -208,7 +209,8 @@ def _pattern_set() -> _PatternSet:
 
     return _PatternSet(
         tokens=tuple(tokens),
-        private_key_headers=tuple(PrivateKeyDetector.denylist),
+        # detect-secrets' list has no "BEGIN ENCRYPTED PRIVATE KEY" (PKCS#8, passphrase-protected).
+        private_key_headers=(*PrivateKeyDetector.denylist, _ANY_PEM_KEY_HEADER_RE),
         keyword=tuple(ds_keyword.QUOTES_REQUIRED_DENYLIST_REGEX_TO_GROUP.items()),
     )
 
