@@ -79,7 +79,7 @@ def main() -> int:
         # them. The model is loaded up front, as start's warm-up does.
         session = Session(mem, host="bench", session_id="bench")
         assert mem.embedder is not None, mem.embedder_problem
-        session.before_agent_start(prompts[0])  # first query: vector matrix load
+        assert session.wait_auto_context_ready(120)
         walls: list[float] = []
         for prompt in prompts:
             t0 = time.perf_counter()

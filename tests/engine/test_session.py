@@ -301,7 +301,7 @@ def _seeded(project: Path, **env: str) -> Memory:
 def test_auto_context_injects_relevant_hits_within_budget(project: Path) -> None:
     mem = _seeded(project)
     session = _session(mem, None)
-    _wait(lambda: mem.embedder_ready)
+    assert session.wait_auto_context_ready(30)
     injection = session.before_agent_start("why is the login test flaky? token refresh race")
     assert injection.message is not None
     assert "race in the token refresh" in injection.message
@@ -315,7 +315,7 @@ def test_auto_context_injects_relevant_hits_within_budget(project: Path) -> None
 def test_auto_context_injects_nothing_below_the_floor(project: Path) -> None:
     mem = _seeded(project)
     session = _session(mem, None)
-    _wait(lambda: mem.embedder_ready)
+    assert session.wait_auto_context_ready(30)
     injection = session.before_agent_start("quantum chromodynamics lattice gauge theory")
     assert injection.message is None
     assert session.auto_context.skippedEmpty == 1
@@ -330,7 +330,7 @@ def test_auto_context_drops_chunks_already_in_the_snapshot(project: Path) -> Non
     )
     mem.sync()
     session = _session(mem, None)
-    _wait(lambda: mem.embedder_ready)
+    assert session.wait_auto_context_ready(30)
     injection = session.before_agent_start("flaky login test token refresh race")
     assert injection.message is None  # today's entry is already in the snapshot
     session.shutdown()
@@ -339,13 +339,17 @@ def test_auto_context_drops_chunks_already_in_the_snapshot(project: Path) -> Non
 def test_auto_context_deadline_misses_walk_the_respawn_cap(project: Path) -> None:
     mem = _seeded(project)
     session = _session(mem, None, auto_context_cap_ms=0)
-    _wait(lambda: mem.embedder_ready)
+    assert session.wait_auto_context_ready(30)
     settings = session.settings
-    prompts = settings.timeout_crash_threshold * (settings.max_sidecar_respawns + 1)
-    for i in range(prompts):
-        started = time.monotonic()
-        assert session.before_agent_start(f"redis cache ttl {i}").message is None
-        assert time.monotonic() - started < 0.5
+    prompts = 0
+    for _round in range(settings.max_sidecar_respawns + 1):
+        # Each respawned worker warms up first; then every search misses.
+        assert session.wait_auto_context_ready(30)
+        for _ in range(settings.timeout_crash_threshold):
+            started = time.monotonic()
+            assert session.before_agent_start(f"redis cache ttl {prompts}").message is None
+            assert time.monotonic() - started < 0.5
+            prompts += 1
     state = session.auto_context
     assert state.skippedBudget == prompts
     assert state.respawns == settings.max_sidecar_respawns

@@ -178,8 +178,12 @@ class _SearchWorker:
         self._requests: queue.Queue[tuple[Callable[[Memory], Any], queue.Queue[Any]] | None] = (
             queue.Queue()
         )
+        # Set once the first search (model, index file, vector matrix) is done:
+        # until then a prompt would wait for loading, not for a search.
+        self.ready = threading.Event()
         self._thread = threading.Thread(target=self._run, name="memlane-autocontext", daemon=True)
         self._thread.start()
+        self.submit(_warm_up)
 
     def submit(self, work: Callable[[Memory], Any]) -> queue.Queue[Any]:
         reply: queue.Queue[Any] = queue.Queue(maxsize=1)
@@ -200,8 +204,13 @@ class _SearchWorker:
                     reply.put(("ok", work(self._memory)))
                 except Exception as exc:
                     reply.put(("error", exc))
+                self.ready.set()
         finally:
             self._memory.close()
+
+
+def _warm_up(memory: Memory) -> None:
+    memory.search("memlane warm-up", 1, sync=False)
 
 
 class Session:
@@ -274,6 +283,8 @@ class Session:
             threading.Thread(
                 target=lambda: memory.embedder, name="memlane-embedder-warmup", daemon=True
             ).start()
+        if session.auto_context.active:
+            session._search_worker = _SearchWorker(memory.fork())
         if not session.capture.enabled:
             session.notices.append("capture is off (MEMLANE_CAPTURE=off): exchanges are not saved")
         return session
@@ -362,13 +373,14 @@ class Session:
         if not query:
             state.skippedEmpty += 1
             return None
-        if self.memory.config.embedding.provider != "none" and not self.memory.embedder_ready:
-            # The model is still loading: a search now would miss the
-            # deadline without saying anything about the worker's health.
-            state.skippedWarming += 1
-            return None
         if self._search_worker is None:
             self._search_worker = _SearchWorker(self.memory.fork())
+        if not self._search_worker.ready.is_set():
+            # The model, index or vector matrix is still loading: a search
+            # now would miss the deadline without saying anything about the
+            # worker's health.
+            state.skippedWarming += 1
+            return None
         top_k = settings.auto_context_top_k
 
         def work(memory: Memory) -> list[Hit]:
@@ -402,6 +414,12 @@ class Session:
             return None
         state.injected += 1
         return text
+
+    def wait_auto_context_ready(self, timeout_s: float) -> bool:
+        """Start the auto-context worker if needed and wait until it is warm."""
+        if self._search_worker is None:
+            self._search_worker = _SearchWorker(self.memory.fork())
+        return self._search_worker.ready.wait(timeout_s)
 
     def _search_worker_crashed(self) -> None:
         state = self.auto_context
