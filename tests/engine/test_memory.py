@@ -204,3 +204,34 @@ def test_editing_an_entry_refreshes_the_context_of_the_next(project: Path) -> No
         assert replies and replies[0].chunk_hash == reply[0].chunk_hash
         assert not [h for h in mem.search("marmalade", 5).hits if "that one" in h.content]
         assert mem.index.count() == 2
+
+
+def test_a_failed_embedder_load_is_re_probed_after_the_negative_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Fixing the model setup mid-session is picked up without a restart."""
+    import shutil
+
+    import memlane.engine.memory as memory_module
+    from memlane.core.config import load_config
+    from memlane.core.scope import resolve_scope
+    from memlane.embed.factory import bundled_model_files
+
+    model_dir = tmp_path / "model"
+    project = tmp_path / "p"
+    project.mkdir()
+    config = load_config(
+        None,
+        env={"MEMLANE_EMBEDDING_PATH": str(model_dir), "MEMLANE_EMBEDDING_MODEL": "mine"},
+    )
+    mem = Memory(resolve_scope(project), config)
+    assert mem.embedder is None
+    assert "is not a directory" in (mem.embedder_problem or "")
+    model_dir.mkdir()
+    onnx_file, tokenizer = bundled_model_files()
+    shutil.copy(onnx_file, model_dir / "model.onnx")
+    shutil.copy(tokenizer, model_dir / "tokenizer.json")
+    assert mem.embedder is None  # still inside the negative cache
+    monkeypatch.setattr(memory_module, "EMBEDDER_RETRY_S", 0.0)
+    assert mem.embedder is not None
+    assert mem.embedder_problem is None

@@ -122,7 +122,12 @@ def search(
     query: Annotated[
         str | None, typer.Argument(help="What to look for, in your own words.")
     ] = None,
-    k: Annotated[int, typer.Option("-k", "--top-k", help="How many hits.", min=1, max=100)] = 5,
+    k: Annotated[
+        int | None,
+        typer.Option(
+            "-k", "--top-k", help="How many hits [default: search.top_k, 5].", min=1, max=100
+        ),
+    ] = None,
     kind: Annotated[
         str | None, typer.Option(help="Only this kind: journal, topic or session.")
     ] = None,
@@ -180,10 +185,12 @@ def search(
     with open_memory(ctx) as mem:
         mem.require_store()
 
+        top_k = k if k is not None else mem.config.session.search_top_k
+
         def one(text: str, sync: bool) -> SearchResult:
             return mem.search(
                 text,
-                k,
+                top_k,
                 kind=kind,  # type: ignore[arg-type]
                 after=after,
                 before=before,

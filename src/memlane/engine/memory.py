@@ -401,8 +401,6 @@ class Memory:
         }
         notices = list(self.notices)
         missing: list[str] = []
-        if self.scope.state_dir_note:
-            notices.append(f"index: {self.scope.state_dir_note}")
         state_data = state.load(self.scope.state_path)
         if self.scope.state_path is not None and not state_data:
             notices.append("index: no state recorded yet (it is written by the next index)")
@@ -463,6 +461,7 @@ class Memory:
             notices=notices,
             missing=missing,
             config=self.config.changed(),
+            state_note=self.scope.state_dir_note,
             capture={"enabled": session.capture_enabled, "llm": llm_line},
             auto_context={
                 "enabled": session.auto_context_enabled,

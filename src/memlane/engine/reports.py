@@ -83,6 +83,8 @@ class Status:
     auto_context: dict[str, Any] = field(default_factory=dict)
     # Filled in by a live Session (sidecar, daemon): counters, queue, indexer.
     session: dict[str, Any] | None = None
+    # Why no index-state file is ever written, when that is the case.
+    state_note: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -97,6 +99,7 @@ class Status:
             "files": self.files,
             "index_state_path": self.state_path,
             "index_state": self.state,
+            "index_state_note": self.state_note,
             "missing": list(self.missing),
             "config": list(self.config),
             "capture": dict(self.capture),
@@ -118,7 +121,7 @@ def render_status(st: Status) -> str:
         ("backend", f"{st.backend} ({st.index_uri})"),
         ("model", f"{st.model} — embedder {st.embedder}"),
         ("chunks", f"{st.chunks} in {st.files} files, {st.vectors} with vectors"),
-        ("index state", st.state_path or "(none)"),
+        ("index state", st.state_path or f"index: {st.state_note or 'no state file'}"),
         ("index status", str(st.state.get("status", "never indexed"))),
     ]
     if st.state.get("last_success_at"):
