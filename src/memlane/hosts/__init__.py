@@ -1,0 +1,1 @@
+"""Host adapters: each translates one host protocol into Session/Memory calls."""

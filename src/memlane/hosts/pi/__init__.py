@@ -1,0 +1,1 @@
+"""The pi host: the JSON-RPC sidecar and `memlane install pi`."""
