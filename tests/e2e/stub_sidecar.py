@@ -7,7 +7,7 @@ import json
 import os
 import sys
 
-log = open(os.environ.get("STUB_SIDECAR_LOG", os.devnull), "a")
+log = open(os.environ.get("STUB_SIDECAR_LOG", os.devnull), "a")  # noqa: SIM115
 next_id = 1000
 
 
@@ -36,7 +36,10 @@ for line in sys.stdin:
     if method == "session_start":
         result = {"snapshot": "STUB-SNAPSHOT", "notices": ["stub notice"]}
     elif method == "before_agent_start":
-        result = {"system_append": "STUB-SNAPSHOT", "message": {"content": "STUB-HIDDEN " + params.get("prompt", "")}}
+        result = {
+            "system_append": "STUB-SNAPSHOT",
+            "message": {"content": "STUB-HIDDEN " + params.get("prompt", "")},
+        }
     elif method == "agent_settled":
         answer = call_host("llm.complete", {"system": "distil", "prompt": json.dumps(params)})
         log.write(json.dumps({"llm": answer}) + "\n")
