@@ -190,6 +190,14 @@ KEYS: dict[str, Key] = {
         Key("transcript.context", int, S.TRANSCRIPT_CONTEXT, "TRANSCRIPT_CONTEXT"),
         Key("transcript.limit", int, S.TRANSCRIPT_LIMIT, "TRANSCRIPT_LIMIT"),
         Key("transcript.turn_char_cap", int, S.TURN_CHAR_CAP, "TURN_CHAR_CAP"),
+        Key(
+            "cross_repo.scan_roots",
+            str,
+            None,
+            "directories (os.pathsep-separated) whose immediate children are searched by "
+            'scope "all" when they hold .memsearch/memory/ or memory/',
+            aliases=("MEMLANE_SCAN_ROOTS", "PI_MEMSEARCH_SCAN_ROOTS"),
+        ),
     )
 }
 

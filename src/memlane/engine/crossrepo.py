@@ -1,0 +1,726 @@
+"""Cross-repo recall: ``memory_search`` with ``scope: "all"`` and the routing
+of ``project`` for ``memory_expand`` / ``memory_transcript``.
+
+Rules (reference/pi-memsearch-runtime.txt, "Cross-repo recall"):
+
+- Projects are the *immediate children* of each scan root
+  (``cross_repo.scan_roots`` / ``$MEMLANE_SCAN_ROOTS`` /
+  ``$PI_MEMSEARCH_SCAN_ROOTS``, ``os.pathsep``-separated) that hold
+  ``.memsearch/memory/`` or ``memory/``. A root itself is never a project,
+  as in pi-memsearch: a root like ``~/code`` holding a repo named ``memory``
+  would otherwise count as a never-indexed project on every search. A child
+  named ``.memsearch`` is a store tree, never a project.
+- One seam, ``collection_for_project``, names a project's collection for
+  both the fan-out and ``project`` routing, so they cannot disagree: the
+  session's own scope reuses the session's collection; otherwise the store
+  command (run in that directory), else the name the project's
+  ``.index-state.json`` records, else memsearch's derivation over the
+  directory itself (no git walk, no ``$MEMSEARCH_DIR``: applying the
+  session's override to a foreign directory collapsed every fan-out into one
+  search, pi-memsearch #95).
+- The current project is searched first; reaching it again under a scan root
+  is deduplicated silently. Distinct directories resolving to one collection
+  are collapsed (the first searched, the rest listed). A project without an
+  index file is skipped and counted, never created.
+- Read-side only: every index is opened read-only, in this process
+  (``file:...?mode=ro``), so a fan-out costs one process and can never
+  write a store or an index. The query is embedded once; a project indexed
+  in another vector space is searched lexically, with a notice.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sqlite3
+import urllib.parse
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
+
+import numpy as np
+
+from memlane.core.errors import (
+    ConfigError,
+    EmbedderError,
+    IndexCorruptError,
+    MemlaneError,
+    NotFoundError,
+    StoreCommandError,
+)
+from memlane.core.paths import index_dir
+from memlane.core.scope import (
+    INDEX_STATE_FILENAME,
+    MEMSEARCH_TREE,
+    Scope,
+    collection_name,
+    run_store_command,
+    store_command,
+)
+from memlane.core.settings import SEARCH_TOP_K, IndexSettings
+from memlane.core.types import Hit, Kind, SearchMode, SearchResult, Section
+from memlane.index import lexical, schema
+from memlane.index.recovery import file_id
+
+if TYPE_CHECKING:
+    from memlane.core.config import Config
+    from memlane.engine.memory import Memory
+
+SCAN_ROOTS_KEY = "cross_repo.scan_roots"
+SCAN_ROOTS_ENV = "MEMLANE_SCAN_ROOTS"
+SCAN_ROOTS_ENV_ALIAS = "PI_MEMSEARCH_SCAN_ROOTS"
+STORE_DIRNAME = "memory"
+STATE_SCHEMA_VERSION = 1
+# Milvus' collection-name rule. Every name we accept ends up in a file path
+# (``<index dir>/<name>.sqlite``), so a foreign state file or store command
+# must not be able to smuggle in "/" or "..".
+_COLLECTION_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,254}$")
+
+NO_SCAN_ROOTS_MESSAGE = (
+    f'scope "all" needs scan roots: set {SCAN_ROOTS_ENV} (or {SCAN_ROOTS_ENV_ALIAS}, or '
+    f"{SCAN_ROOTS_KEY} in config.toml) to a {os.pathsep!r}-separated list of directories "
+    "whose immediate children are projects"
+)
+
+
+# -- discovery ---------------------------------------------------------------------
+
+
+def scan_roots(config: Config, repository_dir: Path) -> list[Path]:
+    """The configured scan roots, absolute; a ConfigError when none is set.
+
+    A relative root resolves at the repository directory, like a relative
+    ``$MEMSEARCH_DIR``, so the answer does not depend on the subdirectory a
+    session started in.
+    """
+    raw = config.get(SCAN_ROOTS_KEY)
+    parts = [p.strip() for p in str(raw or "").split(os.pathsep) if p.strip()]
+    if not parts:
+        raise ConfigError(NO_SCAN_ROOTS_MESSAGE, f"e.g. export {SCAN_ROOTS_ENV}=~/code")
+    roots: list[Path] = []
+    for part in parts:
+        root = Path(part).expanduser()
+        root = Path(os.path.abspath(root if root.is_absolute() else repository_dir / root))
+        if root not in roots:
+            roots.append(root)
+    return roots
+
+
+def is_project(directory: Path) -> bool:
+    """A directory holding ``.memsearch/memory/`` or a bare ``memory/``.
+
+    The bare shape is what ``$MEMSEARCH_DIR`` and the store command produce
+    for a store outside the repos; it is accepted with or without a store
+    command.
+    """
+    return (directory / MEMSEARCH_TREE / STORE_DIRNAME).is_dir() or (
+        directory / STORE_DIRNAME
+    ).is_dir()
+
+
+def discover_projects(roots: list[Path]) -> list[Path]:
+    """Every project among the immediate children of ``roots``, sorted.
+
+    An unreadable or missing root is a configuration error naming it, not
+    a silently smaller search.
+    """
+    found: list[Path] = []
+    seen: set[str] = set()
+    for root in roots:
+        try:
+            children = sorted(os.scandir(root), key=lambda e: e.name)
+        except OSError as exc:
+            raise ConfigError(
+                f"cross-repo search cannot scan {root} (from {SCAN_ROOTS_ENV}): "
+                f"{exc.strerror or exc}",
+                f"fix or remove it in {SCAN_ROOTS_ENV}",
+            ) from None
+        for entry in children:
+            if entry.name == MEMSEARCH_TREE:
+                continue
+            path = root / entry.name
+            if path.is_dir() and is_project(path) and str(path) not in seen:
+                seen.add(str(path))
+                found.append(path)
+    return sorted(found)
+
+
+# -- the one seam: a project's collection ------------------------------------------
+
+
+def _same_dir(a: str | Path, b: str | Path) -> bool:
+    return os.path.realpath(a) == os.path.realpath(b)
+
+
+def _valid_collection(name: object) -> bool:
+    return isinstance(name, str) and _COLLECTION_RE.match(name) is not None
+
+
+def _recorded_in(path: Path) -> str | None:
+    """The collection a state file records, or None when it records none.
+
+    Missing, unreadable, non-JSON and drifted files (not an object, another
+    schema version, no status, a collection that is not a collection name)
+    record no name: one project's bad file must not fail a fan-out.
+    """
+    from memlane.index.state import load_state
+
+    data = load_state(path)
+    version = data.get("schema_version")
+    if isinstance(version, bool) or version != STATE_SCHEMA_VERSION:
+        return None
+    if not isinstance(data.get("status"), str):
+        return None
+    name = data.get("collection")
+    return name if isinstance(name, str) and _valid_collection(name) else None
+
+
+def recorded_collection(project_dir: Path) -> str | None:
+    """The name ``<dir>/.memsearch/.index-state.json``, else
+    ``<dir>/.index-state.json`` records: where memsearch writes the file for
+    each store shape. It is what the store was last indexed as, so it
+    outranks the derivation."""
+    for candidate in (
+        project_dir / MEMSEARCH_TREE / INDEX_STATE_FILENAME,
+        project_dir / INDEX_STATE_FILENAME,
+    ):
+        name = _recorded_in(candidate)
+        if name is not None:
+            return name
+    return None
+
+
+def default_store_dir(project_dir: Path) -> Path:
+    """The store of a discovered project: ``.memsearch/memory`` when present,
+    else a bare ``memory``, else where memsearch would create it."""
+    tree = project_dir / MEMSEARCH_TREE / STORE_DIRNAME
+    if tree.is_dir():
+        return tree
+    bare = project_dir / STORE_DIRNAME
+    return bare if bare.is_dir() else tree
+
+
+def collection_for_project(
+    project_dir: str | Path,
+    *,
+    env: Mapping[str, str],
+    session_scope: Scope,
+) -> tuple[str, Path]:
+    """(collection, store directory) of a project directory.
+
+    The one seam shared by the fan-out and ``project`` routing. The session's
+    ``$MEMSEARCH_DIR`` is never consulted: it names the session's own
+    collection and nothing else. The store command, when set, answers for
+    every other directory (run there, memoized) and its failures raise, as
+    everywhere: there is no fallback from a configured store command.
+    """
+    directory = Path(project_dir)
+    if _same_dir(directory, session_scope.scope):
+        return session_scope.collection, session_scope.store
+    command = store_command(env)
+    if command is not None:
+        real = Path(os.path.realpath(directory))
+        store_answer = run_store_command(command, "memory-dir", real)
+        name = run_store_command(command, "collection", real)
+        assert store_answer is not None and name is not None  # only state-dir declines
+        if not _valid_collection(name):
+            raise StoreCommandError(
+                f"store command `{command} collection` (run in {real}) printed {name!r}, "
+                "which is not a collection name",
+                "it must print letters, digits and underscores, starting with a letter or _",
+            )
+        return name, Path(store_answer)
+    return (
+        recorded_collection(directory) or collection_name(directory),
+        default_store_dir(directory),
+    )
+
+
+def index_path_for(config: Config, collection: str) -> Path:
+    """Where memlane's SQLite index of ``collection`` lives (as Memory.index_path)."""
+    uri = config.index.uri
+    base = Path(uri).expanduser() if uri else index_dir()
+    return base / f"{collection}.sqlite"
+
+
+# -- read-only index -----------------------------------------------------------------
+
+
+class IndexUnreadable(MemlaneError):
+    """A project's index exists but cannot be searched read-only."""
+
+
+def _read_only_index_class() -> type[Any]:
+    """``SqliteIndex`` opened read-only, built on first use (lazy import).
+
+    SqliteIndex opens read-write and repairs what it finds (creates the
+    schema, upgrades, moves damaged files aside). Here every one of those
+    paths becomes an error instead: a foreign index is somebody else's, and
+    a fan-out must leave it exactly as it found it. Search itself (fusion,
+    dense matrix, BM25) is the unchanged SqliteIndex code, so cross-repo
+    scores mean what project scores mean.
+    """
+    global _ReadOnlyIndexClass
+    if _ReadOnlyIndexClass is not None:
+        return _ReadOnlyIndexClass
+    from memlane.index.sqlite import BUSY_TIMEOUT_S, CACHE_SIZE_KIB, SqliteIndex
+
+    class ScratchTokenizingLeg(lexical.LexicalLeg):
+        """BM25 leg whose query tokenizer runs on a private in-memory
+        connection: SQLite refuses to create the FTS5 scratch table on a
+        read-only connection (any schema, even temp). Same tokenizer spec,
+        same SQLite, so the tokens are exactly the index's."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self._scratch = sqlite3.connect(":memory:", check_same_thread=False)
+            self._scratch.execute(
+                "CREATE VIRTUAL TABLE temp.memlane_qtok USING fts5(q, tokenize="
+                f"'{schema.FTS_TOKENIZER}')"
+            )
+            self._scratch.execute(
+                "CREATE VIRTUAL TABLE temp.memlane_qtok_terms "
+                "USING fts5vocab(temp, memlane_qtok, instance)"
+            )
+
+        def close(self) -> None:
+            self._scratch.close()
+
+        def terms(self, conn: sqlite3.Connection, text: str, cache_key: object) -> list[str]:
+            # Only the tokenizing moves to the scratch connection; document
+            # frequencies still come from the index (``conn``).
+            routed = cast(sqlite3.Connection, _TokenizeElsewhere(conn, self._scratch))
+            return super().terms(routed, text, cache_key)
+
+    class ReadOnlySqliteIndex(SqliteIndex):
+        def __init__(self, path: Path, settings: IndexSettings) -> None:
+            self._ro_leg = ScratchTokenizingLeg()
+            try:
+                super().__init__(path, settings)
+            except BaseException:
+                self._ro_leg.close()
+                raise
+            self._lexical = self._ro_leg
+
+        def _open(self) -> None:
+            uri = "file:" + urllib.parse.quote(str(self.path)) + "?mode=ro"
+            try:
+                conn = sqlite3.connect(
+                    uri,
+                    uri=True,
+                    timeout=BUSY_TIMEOUT_S,
+                    isolation_level=None,
+                    check_same_thread=False,
+                )
+            except sqlite3.Error as exc:
+                raise IndexUnreadable(f"cannot open {self.path} read-only: {exc}") from None
+            self._conn = conn
+            self._file_id = file_id(self.path)
+            self._lexical = self._ro_leg
+            try:
+                conn.execute(f"PRAGMA cache_size=-{CACHE_SIZE_KIB}")
+                conn.execute("PRAGMA temp_store=MEMORY")
+                names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
+                missing = schema.REQUIRED_OBJECTS - names
+                if missing:
+                    raise IndexUnreadable(
+                        f"{self.path.name} is not a memlane index "
+                        f"(missing {', '.join(sorted(missing))})"
+                    )
+                version = self._meta(conn).get(schema.META_SCHEMA_VERSION)
+                if version != schema.SCHEMA_VERSION:
+                    raise IndexUnreadable(
+                        f"{self.path.name} has index schema version {version} (this memlane "
+                        f"reads {schema.SCHEMA_VERSION}); its owner's next index upgrades it"
+                    )
+                # The BM25 leg's document frequencies: a TEMP fts5vocab over
+                # the index, which a read-only connection may create.
+                conn.execute(
+                    "CREATE VIRTUAL TABLE IF NOT EXISTS temp.memlane_vocab "
+                    "USING fts5vocab(main, chunks_fts, row)"
+                )
+            except sqlite3.Error as exc:
+                self._close_connection()
+                raise IndexUnreadable(f"cannot read {self.path}: {exc}") from None
+            except IndexUnreadable:
+                self._close_connection()
+                raise
+
+        def _rebuild(self, reason: str) -> None:
+            raise IndexCorruptError(
+                f"index {self.path} is damaged ({reason}); left as it is",
+                "its owner rebuilds it with `memlane reindex`",
+            )
+
+        def close(self) -> None:
+            super().close()
+            self._ro_leg.close()
+
+        def meta(self) -> dict[str, Any]:
+            def op(conn: sqlite3.Connection) -> dict[str, Any]:
+                return self._meta(conn)
+
+            return dict(self._run(op))
+
+    _ReadOnlyIndexClass = ReadOnlySqliteIndex
+    return ReadOnlySqliteIndex
+
+
+class _TokenizeElsewhere:
+    """A connection stand-in for ``LexicalLeg.terms``: the query tokenizer's
+    scratch tables live on ``scratch``, everything else on ``index``."""
+
+    def __init__(self, index: sqlite3.Connection, scratch: sqlite3.Connection) -> None:
+        self._index = index
+        self._scratch = scratch
+
+    def execute(self, sql: str, params: Any = ()) -> sqlite3.Cursor:
+        target = self._scratch if "memlane_qtok" in sql else self._index
+        return target.execute(sql, params)
+
+
+_ReadOnlyIndexClass: type[Any] | None = None
+
+
+def open_read_only(path: Path, settings: IndexSettings) -> Any | None:
+    """The index at ``path`` opened read-only, or None when there is no file.
+
+    Never creates anything: a missing file stays missing (SQLite's
+    ``mode=ro`` refuses to create one even if it vanishes after the check).
+    SQLite may create the ``-wal``/``-shm`` coordination files beside an
+    existing WAL index, as any reader does; the index itself is not written.
+    """
+    if not path.is_file():
+        return None
+    cls = _read_only_index_class()
+    try:
+        return cls(path, settings)
+    except IndexUnreadable:
+        if not path.exists():
+            return None
+        raise
+
+
+# -- fan-out ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ProjectTarget:
+    """One leg of a fan-out: a project directory and where its index lives."""
+
+    label: str  # absolute project directory, as hits are labeled
+    collection: str
+    store_dir: Path
+    index_path: Path
+    current: bool = False
+
+
+@dataclass
+class FanOutResult:
+    """A cross-repo search: merged hits and the accounting of every project."""
+
+    query: str
+    mode: SearchMode
+    hits: list[Hit]
+    searched: list[str] = field(default_factory=list)
+    skipped_never_indexed: list[str] = field(default_factory=list)
+    collapsed: list[tuple[str, list[str]]] = field(default_factory=list)
+    unreadable: list[tuple[str, str]] = field(default_factory=list)
+    notices: list[str] = field(default_factory=list)
+
+    @property
+    def projects(self) -> int:
+        """Distinct project directories considered (after silent dedup)."""
+        return (
+            len(self.searched)
+            + len(self.skipped_never_indexed)
+            + len(self.unreadable)
+            + sum(len(rest) for _, rest in self.collapsed)
+        )
+
+    @property
+    def accounting(self) -> str:
+        n = self.projects
+        parts = [f"{len(self.skipped_never_indexed)} never indexed, skipped"]
+        for kept, rest in self.collapsed:
+            paths = ", ".join([kept, *rest])
+            parts.append(f"{1 + len(rest)} resolved to one collection: {paths}")
+        if self.unreadable:
+            parts.append(f"{len(self.unreadable)} unreadable")
+        noun = "project" if n == 1 else "projects"
+        return f"searched {n} {noun} ({'; '.join(parts)})"
+
+    def to_search_result(self) -> SearchResult:
+        """The hits as a plain SearchResult (each hit keeps its project)."""
+        return SearchResult(
+            query=self.query,
+            mode=self.mode,
+            hits=list(self.hits),
+            notices=[*self.notices, self.accounting],
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "scope": "all",
+            "mode": self.mode,
+            "hits": [h.to_json() for h in self.hits],
+            "accounting": self.accounting,
+            "projects": self.projects,
+            "searched": list(self.searched),
+            "skipped_never_indexed": {
+                "count": len(self.skipped_never_indexed),
+                "projects": list(self.skipped_never_indexed),
+            },
+            "collapsed": [{"kept": kept, "collapsed": list(rest)} for kept, rest in self.collapsed],
+        }
+        if self.unreadable:
+            data["unreadable"] = [{"project": p, "error": e} for p, e in self.unreadable]
+        if self.notices:
+            data["notices"] = list(self.notices)
+        return data
+
+
+def plan_targets(
+    mem: Memory, env: Mapping[str, str] | None = None
+) -> tuple[list[ProjectTarget], list[tuple[str, list[str]]]]:
+    """The legs of a fan-out (current project first) and the collapsed groups."""
+    env = os.environ if env is None else env
+    roots = scan_roots(mem.config, mem.scope.repository_dir)
+    session = mem.scope
+    candidates = [str(session.scope), *(str(p) for p in discover_projects(roots))]
+    seen_dirs: set[str] = set()
+    by_collection: dict[str, ProjectTarget] = {}
+    collapsed: dict[str, list[str]] = {}
+    targets: list[ProjectTarget] = []
+    for label in candidates:
+        real = os.path.realpath(label)
+        if real in seen_dirs:
+            continue  # the same directory reached twice: silent
+        seen_dirs.add(real)
+        collection, store_dir = collection_for_project(label, env=env, session_scope=session)
+        if collection in by_collection:
+            collapsed.setdefault(by_collection[collection].label, []).append(label)
+            continue
+        target = ProjectTarget(
+            label=label,
+            collection=collection,
+            store_dir=store_dir,
+            index_path=index_path_for(mem.config, collection),
+            current=_same_dir(label, session.scope),
+        )
+        by_collection[collection] = target
+        targets.append(target)
+    return targets, list(collapsed.items())
+
+
+def search_all(
+    mem: Memory,
+    query: str,
+    k: int | None = None,
+    *,
+    kind: Kind | None = None,
+    after: str | None = None,
+    before: str | None = None,
+    session: str | None = None,
+    mode: str = "hybrid",
+    env: Mapping[str, str] | None = None,
+) -> FanOutResult:
+    """``scope: "all"``: one read-only search per project, merged by score.
+
+    ``k`` hits overall (default ``search.top_k``); each project is asked
+    for ``k`` so the merge can take all of them from one project. Scores are
+    per-project ranks in [0, 1] (DESIGN §5), comparable but not confidence.
+    """
+    from memlane.embed.factory import vector_space
+    from memlane.engine.memory import SEARCH_K_MAX, SEARCH_MODES
+    from memlane.index.base import DimensionMismatchError, IndexBusyError, SearchFilters
+
+    k = k or mem.config.session.search_top_k or SEARCH_TOP_K
+    if not 1 <= k <= SEARCH_K_MAX:
+        raise MemlaneError(f"k must be between 1 and {SEARCH_K_MAX}, got {k}")
+    if mode not in SEARCH_MODES:
+        raise MemlaneError(
+            f"unknown search mode {mode!r}", f"use one of: {', '.join(SEARCH_MODES)}"
+        )
+    targets, collapsed = plan_targets(mem, env)
+    result = FanOutResult(query=query, mode="lexical", hits=[], collapsed=collapsed)
+    filters = SearchFilters(kind=kind, after=after, before=before, session=session)
+    space = vector_space(mem.config.embedding)
+    vector: np.ndarray | None = None
+    embedded = False
+    scored: list[tuple[float, int, Hit]] = []
+    for order, target in enumerate(targets):
+        try:
+            index = open_read_only(target.index_path, mem.config.index)
+        except (IndexUnreadable, IndexCorruptError, IndexBusyError) as exc:
+            result.unreadable.append((target.label, exc.message))
+            result.notices.append(f"{target.label}: {exc.message}")
+            continue
+        if index is None:
+            result.skipped_never_indexed.append(target.label)
+            continue
+        try:
+            if not embedded:
+                # Once, and only when some project has an index to search.
+                vector = _embed_query(mem, query, mode, result.notices)
+                embedded = True
+                result.mode = "semantic" if mode == "semantic" else _mode_of(vector)
+            leg_vector = _vector_for(index, target, vector, space, mode, result.notices)
+            if mode == "semantic" and leg_vector is None:
+                continue
+            _, found = index.search(query, leg_vector, k, filters, lexical=mode != "semantic")
+        except (IndexCorruptError, IndexBusyError, DimensionMismatchError) as exc:
+            result.unreadable.append((target.label, exc.message))
+            result.notices.append(f"{target.label}: {exc.message}")
+            continue
+        finally:
+            index.close()
+        result.searched.append(target.label)
+        for rank, item in enumerate(found):
+            c = item.chunk
+            hit = Hit(
+                score=item.score,
+                chunk_hash=c.chunk_hash,
+                source=c.source,
+                heading=c.heading,
+                start_line=c.start_line,
+                end_line=c.end_line,
+                content=c.content,
+                project=target.label,
+            )
+            scored.append((item.score, order * 1_000_000 + rank, hit))
+    # Ties keep fan-out order (current project first), then each project's rank.
+    scored.sort(key=lambda row: (-row[0], row[1]))
+    result.hits = [hit for _, _, hit in scored[:k]]
+    return result
+
+
+def _mode_of(vector: np.ndarray | None) -> SearchMode:
+    return "hybrid" if vector is not None else "lexical"
+
+
+def _embed_query(mem: Memory, query: str, mode: str, notices: list[str]) -> np.ndarray | None:
+    """The query vector (once per fan-out), or None for a lexical search."""
+    if mode == "lexical" or not query.strip():
+        return None
+    embedder = mem.embedder
+    if embedder is None:
+        if mode == "semantic":
+            raise EmbedderError(f"semantic search needs an embedder ({mem.embedder_problem})")
+        if mem.config.embedding.provider != "none":
+            notices.append(
+                f"semantic search unavailable ({mem.embedder_problem}); "
+                "showing lexical (BM25) results"
+            )
+        return None
+    try:
+        return np.asarray(embedder.embed_query(query), dtype=np.float32).reshape(-1)
+    except EmbedderError as exc:
+        if mode == "semantic":
+            raise
+        notices.append(
+            f"semantic search unavailable ({exc.message}); showing lexical (BM25) results"
+        )
+        return None
+
+
+def _vector_for(
+    index: Any,
+    target: ProjectTarget,
+    vector: np.ndarray | None,
+    space: str,
+    mode: str,
+    notices: list[str],
+) -> np.ndarray | None:
+    """The query vector when this project's vectors share its space, else None.
+
+    Another model (or dimension) means another vector space: cosine against
+    it would be noise, so that project is searched lexically and says so.
+    """
+    if vector is None:
+        return None
+    meta = index.meta()
+    model = meta.get(schema.META_MODEL)
+    dimension = meta.get(schema.META_DIMENSION)
+    if dimension is None:
+        notices.append(f"{target.label} has no vectors; searched lexically (BM25)")
+        return None
+    if model != space or dimension != vector.size:
+        verb = "skipped" if mode == "semantic" else "searched lexically (BM25)"
+        notices.append(
+            f"{target.label} was indexed with another embedding model ({model}, "
+            f"{dimension} dimensions); {verb}"
+        )
+        return None
+    return vector
+
+
+# -- routing ``project`` (memory_expand, memory_transcript) ---------------------------
+
+
+def resolve_project(
+    mem: Memory, project: str, *, env: Mapping[str, str] | None = None
+) -> tuple[str, Path, Path]:
+    """(collection, store directory, index path) for a hit's ``project`` label.
+
+    The label is taken verbatim: it is always a project directory, so no git
+    walk runs; a path inside a repo names that subdirectory's own collection
+    (and finds nothing). An origin equal to the session's scope reuses the
+    session's collection, exactly as the fan-out's current-project leg does.
+    """
+    env = os.environ if env is None else env
+    text = project.strip()
+    if not text or not os.path.isabs(os.path.expanduser(text)):
+        raise NotFoundError(
+            f"project {project!r} is not an absolute path",
+            "pass the project a cross-repo hit was labeled with, verbatim",
+        )
+    directory = Path(os.path.expanduser(text))
+    if not directory.is_dir():
+        raise NotFoundError(
+            f"project directory not found: {directory}",
+            "pass the project a cross-repo hit was labeled with, verbatim",
+        )
+    collection, store_dir = collection_for_project(directory, env=env, session_scope=mem.scope)
+    return collection, store_dir, index_path_for(mem.config, collection)
+
+
+def expand_in_project(
+    mem: Memory, chunk_hash: str, project: str, *, env: Mapping[str, str] | None = None
+) -> Section:
+    """L2 recall of a cross-repo hit: ``memory_expand`` with ``project``.
+
+    Read-only, through the same seam as the fan-out. The section's anchor
+    carries the transcript path, so L3 follows across projects too.
+    """
+    from memlane.engine.memory import Memory as MemoryClass
+
+    collection, store_dir, path = resolve_project(mem, project, env=env)
+    try:
+        index = open_read_only(path, mem.config.index)
+    except IndexUnreadable as exc:
+        raise NotFoundError(f"project {project}: {exc.message}") from None
+    if index is None:
+        raise NotFoundError(
+            f"project {project} has no index (collection {collection} was never indexed)",
+            "pass the project label of a cross-repo hit verbatim; a subdirectory of a "
+            "project names its own, empty collection",
+        )
+    directory = Path(os.path.expanduser(project.strip()))
+    scope = Scope(
+        cwd=directory,
+        repository_dir=directory,
+        scope=directory,
+        store=store_dir,
+        collection=collection,
+        state_dir=None,
+    )
+    # A Memory bound to the read-only index: expansion is Memory.expand's own
+    # code (hash check, section extraction, anchor), never a copy of it.
+    foreign = MemoryClass(scope, mem.config)
+    foreign._index = index
+    try:
+        return foreign.expand(chunk_hash)
+    finally:
+        foreign.close()

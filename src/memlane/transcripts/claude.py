@@ -1,0 +1,157 @@
+"""Claude Code transcripts: ``~/.claude/projects/<encoded cwd>/<session>.jsonl``.
+
+Shapes (from transcripts as public tools document them; Claude Code
+publishes no schema):
+
+- conversation lines ``{"type": "user"|"assistant"|"system", "uuid",
+  "parentUuid" (null at a root), "isSidechain", "sessionId", "timestamp"
+  (iso), "message": {"role", "content"}}``; ``content`` is a string or blocks
+  (text, thinking, redacted_thinking, tool_use {name, input}, tool_result,
+  image); one API reply is written as several assistant lines sharing
+  ``message.id``;
+- tool results come back as user lines whose content is tool_result blocks;
+  ``isMeta`` user lines are harness chatter (caveats, hook feedback);
+- compaction writes ``{"type":"system","subtype":"compact_boundary",
+  "parentUuid":null,"logicalParentUuid":<previous uuid>,"compactMetadata"}``
+  then a user line with ``isCompactSummary: true`` holding the summary; the
+  pre-compaction turns stay in the file, reached through logicalParentUuid;
+- ``isSidechain: true`` lines are a subagent's conversation, not the main one;
+- metadata lines without a uuid: ``summary`` (``leafUuid``),
+  ``file-history-snapshot``, ``queue-operation``, titles and the like.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from memlane.transcripts import model
+from memlane.transcripts.draft import Draft, text_of_blocks
+from memlane.transcripts.tree import (
+    K_ASSISTANT,
+    K_MARKER,
+    K_SILENT,
+    K_TOOL,
+    K_USER,
+    Index,
+    Node,
+)
+
+CONVERSATION_TYPES = frozenset({"user", "assistant", "system"})
+# Types that may carry a uuid and sit in the chain without being conversation.
+CHAIN_TYPES = frozenset({"attachment", "progress"})
+METADATA_TYPES = frozenset(
+    {
+        "summary",
+        "file-history-snapshot",
+        "queue-operation",
+        "custom-title",
+        "ai-title",
+        "last-prompt",
+        "agent-name",
+        "tag",
+        "pr-link",
+    }
+)
+
+
+def looks_like_claude(obj: dict[str, Any]) -> bool:
+    kind = obj.get("type")
+    if kind in CONVERSATION_TYPES:
+        return isinstance(obj.get("uuid"), str) or isinstance(obj.get("message"), dict)
+    return kind in METADATA_TYPES or kind in CHAIN_TYPES
+
+
+class ClaudeIndexer:
+    def __init__(self, index: Index) -> None:
+        self.index = index
+
+    def add(self, obj: dict[str, Any], order: int, offset: int) -> None:
+        index = self.index
+        kind_name = obj.get("type")
+        uuid = obj.get("uuid")
+        if index.session_id is None and isinstance(obj.get("sessionId"), str):
+            index.session_id = obj["sessionId"]
+        if not isinstance(uuid, str) or not uuid:
+            if kind_name in CONVERSATION_TYPES:
+                index.missing_ids += 1
+            elif kind_name not in METADATA_TYPES and kind_name not in CHAIN_TYPES:
+                index.unknown_types[str(kind_name)] += 1
+            return
+        parent = obj.get("parentUuid")
+        if not isinstance(parent, str) or not parent:
+            # A compact boundary starts a new root but names the turn it
+            # follows, and the turns before it are still in the file.
+            logical = obj.get("logicalParentUuid")
+            parent = logical if isinstance(logical, str) and logical else None
+        group: str | None = None
+        if kind_name == "user":
+            kind = _user_kind(obj)
+        elif kind_name == "assistant":
+            kind = K_ASSISTANT
+            message = obj.get("message")
+            if isinstance(message, dict) and isinstance(message.get("id"), str):
+                group = message["id"]
+        elif kind_name == "system":
+            kind = K_MARKER if obj.get("subtype") == "compact_boundary" else K_SILENT
+        else:
+            if kind_name not in CHAIN_TYPES:
+                index.unknown_types[str(kind_name)] += 1
+            kind = K_SILENT
+        index.add(Node(uuid, parent, order, offset, kind, bool(obj.get("isSidechain")), group))
+
+
+def _user_kind(obj: dict[str, Any]) -> str:
+    if obj.get("isCompactSummary"):
+        return K_MARKER
+    if obj.get("isMeta"):
+        return K_SILENT
+    message = obj.get("message")
+    content = message.get("content") if isinstance(message, dict) else None
+    if isinstance(content, list) and content:
+        types = {block.get("type") for block in content if isinstance(block, dict)}
+        if types == {"tool_result"}:
+            return K_TOOL
+    return K_USER
+
+
+def draft(obj: dict[str, Any]) -> Draft:
+    kind_name = obj.get("type")
+    stamp = obj.get("timestamp") if isinstance(obj.get("timestamp"), str) else None
+    raw = obj.get("message")
+    message: dict[str, Any] = raw if isinstance(raw, dict) else {}
+    content = message.get("content")
+    if kind_name == "user":
+        if obj.get("isCompactSummary"):
+            return Draft(model.COMPACTION, f"summary: {text_of_blocks(content)}", [], stamp, True)
+        if _user_kind(obj) == K_TOOL:
+            return Draft(model.EVENT, "tool result", [], stamp, True)
+        if obj.get("isMeta"):
+            return Draft(model.EVENT, f"meta: {text_of_blocks(content)}", [], stamp, True)
+        return Draft(model.USER, text_of_blocks(content), timestamp=stamp)
+    if kind_name == "assistant":
+        calls = [
+            (str(block.get("name") or "?"), _args(block.get("input")))
+            for block in content or []
+            if isinstance(block, dict) and block.get("type") == "tool_use"
+        ]
+        return Draft(model.ASSISTANT, text_of_blocks(content), calls, stamp)
+    if kind_name == "system" and obj.get("subtype") == "compact_boundary":
+        meta = obj.get("compactMetadata")
+        meta = meta if isinstance(meta, dict) else {}
+        detail = ", ".join(
+            str(part)
+            for part in (
+                meta.get("trigger"),
+                f"{meta['preTokens']} tokens before" if meta.get("preTokens") else None,
+            )
+            if part
+        )
+        text = f"conversation compacted ({detail})" if detail else "conversation compacted"
+        return Draft(model.COMPACTION, text, [], stamp, True)
+    body = obj.get("content") if isinstance(obj.get("content"), str) else obj.get("subtype")
+    return Draft(model.EVENT, f"{kind_name}: {body or json.dumps(obj)[:80]}", [], stamp, True)
+
+
+def _args(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}

@@ -1,0 +1,75 @@
+"""Line-level I/O on a transcript file: open with clear errors, scan once,
+re-read single entries by byte offset."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+from memlane.core.errors import NotFoundError, StoreError
+
+# Sniffing the format reads at most this many leading lines; a Claude Code
+# file can open with metadata lines (summaries, snapshots) before any entry.
+SNIFF_LINES = 50
+
+
+def open_transcript(path: Path) -> IO[bytes]:
+    """Open *path* for binary reading, or raise an error that names it."""
+    shown = str(path)
+    if not path.exists():
+        raise NotFoundError(
+            f"transcript not found: {shown}",
+            "the session file may have been moved or deleted, or the anchor comes from "
+            "another machine",
+        )
+    if path.is_dir():
+        raise StoreError(
+            f"transcript path is a directory: {shown}",
+            "pass the session's .jsonl file, as the anchor's transcript: field names it",
+        )
+    try:
+        handle = path.open("rb")
+    except OSError as exc:
+        raise StoreError(
+            f"cannot read transcript {shown}: {exc.strerror or exc}",
+            "check the file's permissions",
+        ) from exc
+    try:
+        empty = os.fstat(handle.fileno()).st_size == 0
+    except OSError:
+        empty = False
+    if empty:
+        handle.close()
+        raise StoreError(
+            f"transcript is empty: {shown}",
+            "the session wrote nothing yet; try again once it has a turn",
+        )
+    return handle
+
+
+def parse_line(line: bytes) -> dict[str, Any] | None:
+    """The JSON object on *line*, or None for garbage (counted by the caller)."""
+    try:
+        obj = json.loads(line)
+    except (ValueError, UnicodeDecodeError):
+        return None
+    return obj if isinstance(obj, dict) else None
+
+
+def scan(handle: IO[bytes]) -> Iterator[tuple[int, bytes]]:
+    """(offset, line) for every non-blank line, in file order."""
+    handle.seek(0)
+    offset = 0
+    for line in handle:
+        start = offset
+        offset += len(line)
+        if line.strip():
+            yield start, line
+
+
+def read_at(handle: IO[bytes], offset: int) -> dict[str, Any] | None:
+    handle.seek(offset)
+    return parse_line(handle.readline())
