@@ -54,6 +54,8 @@ _CHUNK_HASH_RE = re.compile(r"^[0-9a-f]{16}$")
 _COMMENT_RE = re.compile(r"<!--.*?-->", re.DOTALL)
 _COMMENT_TOKEN_RE = re.compile(r"<!--|-->")
 _HIGH_HEADING_RE = re.compile(r"^\s{0,3}#{1,2}(?=\s)")
+# A "### 09:05" heading would read as an entry and end the block early.
+_TIME_HEADING_RE = re.compile(r"^(\s{0,3}#{3,6})\s+((?:[01]\d|2[0-3]):[0-5]\d)\s*$")
 _FENCE_RE = re.compile(r"^\s*(?:```|~~~)")
 
 MAP_SYSTEM = """\
@@ -345,8 +347,8 @@ def _ask(llm: LLM, system: str, prompt: str) -> str:
 def sanitise_summary(text: str) -> str:
     """*text* made safe inside a ``## Memory Compact`` block.
 
-    ``#``/``##`` headings become ``###`` (a level-2 heading would end the
-    block early), code fence lines go (an unclosed fence would swallow the
+    ``#``/``##`` headings become ``###`` and a ``### HH:MM`` heading becomes
+    ``### at HH:MM`` (either would end the block early), code fence lines go (an unclosed fence would swallow the
     entries appended after it in a renderer), comment markers are broken
     apart (no hidden text, no forged anchors), control characters dropped,
     and blank runs collapsed.
@@ -360,6 +362,7 @@ def sanitise_summary(text: str) -> str:
         if _FENCE_RE.match(line):
             continue
         line = _HIGH_HEADING_RE.sub("###", line)
+        line = _TIME_HEADING_RE.sub(r"\1 at \2", line)
         while _COMMENT_TOKEN_RE.search(line):
             line = _COMMENT_TOKEN_RE.sub(lambda m: "<! --" if m.group() == "<!--" else "-- >", line)
         if not line.strip() and (not lines or not lines[-1].strip()):

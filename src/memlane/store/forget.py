@@ -6,7 +6,12 @@ What is removed
   and bullets, up to the next heading of level 1 to 3.
 * A **compact block** is a ``## Memory Compact HH:MM`` heading and
   everything after it up to the next ``#`` or ``##`` heading, sub-headings
-  included: a chunk anywhere inside it removes the whole block.
+  included: a chunk anywhere inside it removes the whole block. One
+  departure from "up to the next ``##``": a ``### HH:MM`` entry heading also
+  ends the block, because a session that keeps writing after a compaction
+  appends its entries without a new ``## Session`` heading, and those must
+  never be swallowed (compact summaries never contain such a heading:
+  engine/maintenance.py rewrites one).
 
 An entry is addressed by a chunk (its source file and first line, plus its
 chunk hash, which is checked against the file as it is now, under the lock,
@@ -164,20 +169,31 @@ def _compact_block_at(headings: list[tuple[int, str] | None], index: int) -> int
     """The first line of the compact block holding line *index*, if any."""
     for i in range(index, -1, -1):
         found = headings[i]
+        if _is_entry_heading(found):
+            return None
         if found is not None and found[0] <= 2:
             return i if _is_compact_heading(found) else None
     return None
+
+
+def _ends_block(found: tuple[int, str] | None, kind: Kind) -> bool:
+    if found is None:
+        return False
+    if kind == "entry":
+        return found[0] <= 3
+    # A compact block's own sub-headings stay inside it, but an entry
+    # appended after it (same session: no ``## Session`` heading between)
+    # is not part of it.
+    return found[0] <= 2 or _is_entry_heading(found)
 
 
 def _span(lines: list[bytes], headings: list[tuple[int, str] | None], first: int) -> _Span:
     """The span of the entry or compact block whose heading is line *first*."""
     found = headings[first]
     kind: Kind = "compact" if _is_compact_heading(found) else "entry"
-    stop_level = 2 if kind == "compact" else 3
     last = len(lines) - 1
     for i in range(first + 1, len(lines)):
-        h = headings[i]
-        if h is not None and h[0] <= stop_level:
+        if _ends_block(headings[i], kind):
             last = i - 1
             break
     lead = first
