@@ -269,10 +269,20 @@ class Tools:
         return ToolResult(render_search(result, self._base()), result.to_json())
 
     def _search_all(self, query: str, k: int, args: dict[str, Any]) -> ToolResult:
+        from memlane.core.render import render_search
         from memlane.engine.crossrepo import search_all
 
-        result = search_all(self.memory, query, k, mode=args.get("mode", "hybrid"))
-        return ToolResult(result.render(), result.to_json())
+        fan_out = search_all(
+            self.memory,
+            query,
+            k,
+            kind=args.get("kind"),
+            after=args.get("after"),
+            before=args.get("before"),
+            session=args.get("session"),
+            mode=args.get("mode", "hybrid"),
+        )
+        return ToolResult(render_search(fan_out.to_search_result()), fan_out.to_json())
 
     def _expand(self, args: dict[str, Any]) -> ToolResult:
         from memlane.core.render import render_section
@@ -296,6 +306,13 @@ class Tools:
     def _transcript(self, args: dict[str, Any]) -> ToolResult:
         from memlane.transcripts import read_transcript
 
+        project = args.get("project")
+        if project and not self._is_own_project(project):
+            from memlane.engine.crossrepo import resolve_project
+
+            # The transcript path is absolute; the label is checked through the
+            # same seam as expansion so a bad label fails the same way.
+            resolve_project(self.memory, project)
         settings = self.memory.config.session
         transcript = read_transcript(
             args["transcript_path"],
