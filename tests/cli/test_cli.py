@@ -283,3 +283,10 @@ def test_search_mode_option(project: Path) -> None:
     assert bad.returncode != 0 and "unknown search mode" in bad.stderr
     both = run("search", "nightly", "--lexical", "--mode", "semantic", cwd=project, env=env)
     assert both.returncode != 0 and "contradicts" in both.stderr
+
+
+def test_an_unknown_option_is_a_usage_error_not_a_traceback(project: Path) -> None:
+    out = run("-C", str(project), "search", "--no-such-option", "x")
+    assert out.returncode == 2
+    assert "No such option: --no-such-option" in out.stderr
+    assert "Traceback" not in out.stderr

@@ -161,6 +161,13 @@ def search(
             "line (with --json). The index is synced once.",
         ),
     ] = None,
+    all_projects: Annotated[
+        bool,
+        typer.Option(
+            "--all",
+            help="Search every project under the scan roots (MEMLANE_SCAN_ROOTS), read-only.",
+        ),
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """L1 recall: the top chunks for a query (hybrid BM25 + dense)."""
@@ -182,6 +189,12 @@ def search(
     if batch is not None and not as_json:
         raise MemlaneError("--batch prints JSON lines", "add --json")
     prefix = str(Path(source).expanduser().resolve()) if source else None
+    if all_projects:
+        if batch is not None or source is not None:
+            raise MemlaneError("--all takes one QUERY and no --batch or --source")
+        assert query is not None
+        _search_all(ctx, query, k, kind, after, before, session, chosen, as_json)
+        return
     with open_memory(ctx) as mem:
         mem.require_store()
 
@@ -209,6 +222,37 @@ def search(
         print_json(result.to_json())
     else:
         typer.echo(render_search(result, os.getcwd()))
+
+
+def _search_all(
+    ctx: typer.Context,
+    query: str,
+    k: int | None,
+    kind: str | None,
+    after: str | None,
+    before: str | None,
+    session: str | None,
+    mode: str,
+    as_json: bool,
+) -> None:
+    from memlane.core.render import render_search
+    from memlane.engine.crossrepo import search_all
+
+    with open_memory(ctx) as mem:
+        fan_out = search_all(
+            mem,
+            query,
+            k if k is not None else mem.config.session.search_top_k,
+            kind=kind,  # type: ignore[arg-type]
+            after=after,
+            before=before,
+            session=session,
+            mode=mode,
+        )
+    if as_json:
+        print_json(fan_out.to_json())
+    else:
+        typer.echo(render_search(fan_out.to_search_result()))
 
 
 def _search_batch(mem: Memory, batch: str, one: Callable[[str, bool], SearchResult]) -> None:
@@ -256,19 +300,80 @@ def _check_date(label: str, value: str) -> None:
 def expand(
     ctx: typer.Context,
     chunk_hash: Annotated[str, typer.Argument(metavar="HASH", help="A chunk hash from search.")],
+    project: Annotated[
+        str | None,
+        typer.Option(help="The origin project of a `search --all` hit (its label, verbatim)."),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """L2 recall: the whole section a chunk came from, with its session anchor."""
-    from memlane.core.render import render_section
+    arguments: dict[str, str] = {"chunk_hash": chunk_hash}
+    if project:
+        arguments["project"] = project
+    _run_tool(ctx, "memory_expand", arguments, as_json)
+
+
+def transcript(
+    ctx: typer.Context,
+    path: Annotated[str, typer.Argument(help="The transcript path of a memory's anchor.")],
+    turn: Annotated[
+        str | None, typer.Option(help="The anchor's turn id (or a unique prefix).")
+    ] = None,
+    project: Annotated[
+        str | None, typer.Option(help="The origin project of a `search --all` hit.")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """L3 recall: the original conversation turns around an anchored memory."""
+    arguments: dict[str, str] = {"transcript_path": path}
+    if turn:
+        arguments["turn"] = turn
+    if project:
+        arguments["project"] = project
+    _run_tool(ctx, "memory_transcript", arguments, as_json)
+
+
+def forget(
+    ctx: typer.Context,
+    chunk_hash: Annotated[
+        str | None, typer.Argument(metavar="[HASH]", help="A chunk hash inside the entry.")
+    ] = None,
+    date: Annotated[str | None, typer.Option(help="The entry's date, YYYY-MM-DD.")] = None,
+    time: Annotated[str | None, typer.Option(help="The entry's time, HH:MM.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Delete one memory entry (or compact block) for good; prints what was removed."""
+    arguments = {
+        key: value
+        for key, value in (("chunk_hash", chunk_hash), ("date", date), ("time", time))
+        if value
+    }
+    _run_tool(ctx, "memory_forget", arguments, as_json)
+
+
+def compact(
+    ctx: typer.Context,
+    source: Annotated[
+        str | None, typer.Option(help="Only this memory file.", metavar="FILE")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Condense the memory store with the configured LLM ([llm] settings) into today's file."""
+    _run_tool(ctx, "memory_compact", {"source": source} if source else {}, as_json)
+
+
+def _run_tool(ctx: typer.Context, name: str, arguments: dict[str, str], as_json: bool) -> None:
+    """The CLI face of a tool: the same text the agent sees, or its details as JSON."""
+    from memlane.engine.tools import Tools
 
     with open_memory(ctx) as mem:
-        section = mem.expand(chunk_hash)
+        result = Tools(mem).call(name, arguments)
         for text in mem.notices:
             notice(text)
     if as_json:
-        print_json(section.to_json())
+        print_json(result.details)
     else:
-        typer.echo(render_section(section, os.getcwd()))
+        typer.echo(result.text)
 
 
 def status(
@@ -302,5 +407,18 @@ def demo(
 
 
 def register(app: typer.Typer) -> None:
-    for fn in (scope, write, chunks, index, reindex, search, expand, status, demo):
+    for fn in (
+        scope,
+        write,
+        chunks,
+        index,
+        reindex,
+        search,
+        expand,
+        transcript,
+        forget,
+        compact,
+        status,
+        demo,
+    ):
         app.command(fn.__name__)(fn)

@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from memlane.cli import commands, config_cmds
+from memlane.cli import commands, config_cmds, host_cmds
 from memlane.cli.context import CliState
 
 app = typer.Typer(
@@ -53,16 +53,39 @@ def root(
 
 
 commands.register(app)
+host_cmds.register(app)
 app.add_typer(config_cmds.config_app, name="config")
 app.command("trust", help="Trust this project so its .memlane.toml is read.")(config_cmds.trust)
 
 
-def run() -> None:
-    """Console-script entry: map expected errors to one line and an exit code."""
+def _cli_exceptions() -> tuple[tuple[type[BaseException], ...], ...]:
+    """(exit, usage error, abort) classes of whichever click typer runs on.
+
+    Recent typer vendors its own click (``typer._click``); older ones use
+    the ``click`` package. Both are caught so a bad option never shows a
+    traceback.
+    """
     import click
 
+    exits: list[type[BaseException]] = [click.exceptions.Exit, typer.Exit]
+    usage: list[type[BaseException]] = [click.ClickException]
+    aborts: list[type[BaseException]] = [click.exceptions.Abort]
+    try:
+        import typer.exceptions as typer_exceptions
+        from typer._click import exceptions as vendored
+    except ImportError:
+        pass
+    else:
+        usage.append(vendored.ClickException)
+        aborts.append(typer_exceptions.Abort)
+    return tuple(exits), tuple(usage), tuple(aborts)
+
+
+def run() -> None:
+    """Console-script entry: map expected errors to one line and an exit code."""
     from memlane.core.errors import MemlaneError
 
+    exits, usage, aborts = _cli_exceptions()
     command = typer.main.get_command(app)
     try:
         command.main(args=sys.argv[1:], prog_name="memlane", standalone_mode=False)
@@ -71,12 +94,12 @@ def run() -> None:
         if exc.hint:
             sys.stderr.write(f"  {exc.hint}\n")
         sys.exit(exc.exit_code)
-    except click.exceptions.Exit as exc:
-        sys.exit(exc.exit_code)
-    except click.ClickException as exc:
-        exc.show()
-        sys.exit(exc.exit_code)
-    except click.exceptions.Abort:
+    except exits as exc:
+        sys.exit(getattr(exc, "exit_code", 0))
+    except usage as exc:
+        exc.show()  # type: ignore[attr-defined]
+        sys.exit(getattr(exc, "exit_code", 2))
+    except aborts:
         sys.stderr.write("memlane: interrupted\n")
         sys.exit(130)
     except KeyboardInterrupt:

@@ -28,7 +28,10 @@ from memlane.engine.reports import IndexReport, Progress, Status
 if TYPE_CHECKING:
     from memlane.embed.base import Embedder
     from memlane.index.sqlite import SqliteIndex
+    from memlane.llm.base import LLM
     from memlane.store.daily import DailyWriter
+    from memlane.store.forget import Removed
+    from memlane.transcripts.model import Transcript
 
 SEARCH_K_MAX = 100
 # A failed embedder load is retried after this long (the negative cache).
@@ -375,6 +378,44 @@ class Memory:
             content=content,
             anchor=parse_anchor(content),
         )
+
+    def transcript(
+        self,
+        path: str | Path,
+        turn: str | None = None,
+        *,
+        context: int | None = None,
+        limit: int | None = None,
+    ) -> Transcript:
+        """L3 recall: the turns around an anchored entry; a pure file read."""
+        from memlane.transcripts import read_transcript
+
+        settings = self.config.session
+        return read_transcript(
+            path,
+            turn,
+            context=settings.transcript_context if context is None else context,
+            limit=settings.transcript_limit if limit is None else limit,
+            turn_char_cap=settings.turn_char_cap,
+        )
+
+    def forget(
+        self, chunk_hash: str | None = None, date: str | None = None, time: str | None = None
+    ) -> Removed:
+        """Delete one entry or compact block by chunk hash or (date, time)."""
+        from memlane.engine.maintenance import forget
+
+        return forget(self, chunk_hash=chunk_hash, date=date, time=time)
+
+    def compact(self, source: str | None = None, llm: LLM | None = None) -> str:
+        """Memory compaction with ``llm`` (default: the configured ``[llm]``)."""
+        from memlane.engine.maintenance import compact
+
+        if llm is None:
+            from memlane.llm.factory import make_llm
+
+            llm = make_llm(self.config.llm, purpose="compact")
+        return compact(self, llm, source=source)
 
     def chunks_of(self, path: Path) -> list[Chunk]:
         """How a markdown file is chunked (with this model's chunk hashes)."""

@@ -1,0 +1,361 @@
+"""The agent-facing tools (DESIGN §7), one implementation for every host.
+
+pi's sidecar, the MCP server and the CLI all call ``Tools.call(name,
+arguments)`` and get a ``ToolResult``: ``text`` is what the agent reads (the
+same rendering everywhere), ``details`` the structured form. Argument
+checking lives here too, so a bad call gets the same clear error on every
+surface.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from memlane.core.errors import MemlaneError
+
+if TYPE_CHECKING:
+    from memlane.engine.memory import Memory
+    from memlane.engine.session import Session
+
+RECALL_LADDER = (
+    "Recall works in three steps; stop at the first that answers: memory_search (L1, "
+    "best-matching notes with chunk hashes) → memory_expand (L2, the whole section and "
+    "its session anchor) → memory_transcript (L3, the original conversation)."
+)
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    type: str  # JSON schema type: string | integer | boolean
+    description: str
+    required: bool = False
+    enum: tuple[str, ...] = ()
+    minimum: int | None = None
+    maximum: int | None = None
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    description: str
+    params: tuple[Param, ...]
+
+    def json_schema(self) -> dict[str, Any]:
+        props: dict[str, Any] = {}
+        for p in self.params:
+            prop: dict[str, Any] = {"type": p.type, "description": p.description}
+            if p.enum:
+                prop["enum"] = list(p.enum)
+            if p.minimum is not None:
+                prop["minimum"] = p.minimum
+            if p.maximum is not None:
+                prop["maximum"] = p.maximum
+            props[p.name] = prop
+        return {
+            "type": "object",
+            "properties": props,
+            "required": [p.name for p in self.params if p.required],
+            "additionalProperties": False,
+        }
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    text: str
+    details: dict[str, Any]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"text": self.text, "details": self.details}
+
+
+_QUERY = Param("query", "string", "What to look for, in plain words.", required=True)
+_PROJECT = Param(
+    "project",
+    "string",
+    "The origin project of a cross-repo hit (its label, verbatim); omit for this project.",
+)
+
+SPECS: tuple[ToolSpec, ...] = (
+    ToolSpec(
+        "memory_write",
+        "Save a memory now: a decision, a fact, a preference or a follow-up worth keeping "
+        "beyond this session. Appended, timestamped and anchored to this conversation in "
+        "today's daily memory file. Write standalone sentences; secrets are redacted.",
+        (Param("text", "string", "The memory, one or more lines.", required=True),),
+    ),
+    ToolSpec(
+        "memory_search",
+        "L1 recall: the best-matching memory chunks for a query, each with a score and a "
+        "chunk hash. Start here. Scores are ranks in [0, 1], not confidence; an empty "
+        "result means nothing matched. " + RECALL_LADDER,
+        (
+            _QUERY,
+            Param("k", "integer", "How many hits (default 5).", minimum=1, maximum=100),
+            Param(
+                "scope",
+                "string",
+                '"project" (default) or "all" to search every project under the scan roots.',
+                enum=("project", "all"),
+            ),
+            Param("kind", "string", "Only this kind of memory.", enum=("journal", "topic")),
+            Param(
+                "mode",
+                "string",
+                "hybrid (default), lexical (exact words) or semantic (meaning).",
+                enum=("hybrid", "lexical", "semantic"),
+            ),
+            Param("after", "string", "Only memories on or after this date (YYYY-MM-DD)."),
+            Param("before", "string", "Only memories on or before this date (YYYY-MM-DD)."),
+            Param("session", "string", "Only memories from this session id."),
+        ),
+    ),
+    ToolSpec(
+        "memory_expand",
+        "L2 recall: the whole section a chunk hash came from, with its session anchor "
+        "(session, turn, transcript). Use it when a search hit is suggestive but clipped. "
+        "No model load; cheap.",
+        (
+            Param("chunk_hash", "string", "A chunk hash from memory_search.", required=True),
+            _PROJECT,
+        ),
+    ),
+    ToolSpec(
+        "memory_transcript",
+        "L3 recall: the original conversation turns around an anchored memory, following the "
+        "branch the memory belongs to. Use it when a note lost the reasoning behind a decision. "
+        "Pass the transcript path and turn from memory_expand's anchor. A pure file read.",
+        (
+            Param("transcript_path", "string", "The anchor's transcript path.", required=True),
+            Param("turn", "string", "The anchor's turn id (or a unique prefix)."),
+            _PROJECT,
+        ),
+    ),
+    ToolSpec(
+        "memory_forget",
+        "Delete one memory entry (or one memory compact block) for good, by chunk hash or by "
+        "date and time. No fuzzy matching. The result shows what was removed; it is the only "
+        "copy left.",
+        (
+            Param("chunk_hash", "string", "A chunk hash inside the entry to delete."),
+            Param("date", "string", "The entry's date, YYYY-MM-DD (with time)."),
+            Param("time", "string", "The entry's time, HH:MM (with date)."),
+        ),
+    ),
+    ToolSpec(
+        "memory_compact",
+        "Condense the whole memory store (or one file) with an LLM into a summary appended "
+        "to today's file. Spends LLM budget: only on explicit request.",
+        (Param("source", "string", "Only this memory file (path)."),),
+    ),
+    ToolSpec(
+        "memory_status",
+        "Doctor: what is missing and how to fix it, scope, collection, index state, chunk "
+        "count, capture and auto-context state with counters. Reach for it first when recall "
+        "misbehaves.",
+        (),
+    ),
+)
+SPEC_BY_NAME = {spec.name: spec for spec in SPECS}
+
+
+def check_arguments(spec: ToolSpec, arguments: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The arguments, validated against the spec, with a clear error otherwise."""
+    if arguments is None:
+        arguments = {}
+    if not isinstance(arguments, Mapping):
+        raise MemlaneError(f"{spec.name}: arguments must be an object")
+    known = {p.name: p for p in spec.params}
+    unknown = sorted(set(arguments) - set(known))
+    if unknown:
+        raise MemlaneError(
+            f"{spec.name}: unknown argument(s) {', '.join(unknown)}",
+            f"it takes: {', '.join(known) or 'no arguments'}",
+        )
+    out: dict[str, Any] = {}
+    for p in spec.params:
+        value = arguments.get(p.name)
+        if value is None:
+            if p.required:
+                raise MemlaneError(f"{spec.name}: missing required argument {p.name!r}")
+            continue
+        if p.type == "string" and not isinstance(value, str):
+            raise MemlaneError(f"{spec.name}: {p.name} must be a string, got {value!r}")
+        if p.type == "integer" and (isinstance(value, bool) or not isinstance(value, int)):
+            raise MemlaneError(f"{spec.name}: {p.name} must be an integer, got {value!r}")
+        if p.enum and value not in p.enum:
+            raise MemlaneError(
+                f"{spec.name}: {p.name} must be one of {', '.join(p.enum)}, got {value!r}"
+            )
+        if p.minimum is not None and value < p.minimum:
+            raise MemlaneError(f"{spec.name}: {p.name} must be at least {p.minimum}")
+        if p.maximum is not None and value > p.maximum:
+            raise MemlaneError(f"{spec.name}: {p.name} must be at most {p.maximum}")
+        out[p.name] = value
+    return out
+
+
+class Tools:
+    """Dispatches tool calls to one project's Memory (and live Session, if any)."""
+
+    def __init__(self, memory: Memory, session: Session | None = None) -> None:
+        self.memory = memory
+        self.session = session
+        self._handlers: dict[str, Callable[[dict[str, Any]], ToolResult]] = {
+            "memory_write": self._write,
+            "memory_search": self._search,
+            "memory_expand": self._expand,
+            "memory_transcript": self._transcript,
+            "memory_forget": self._forget,
+            "memory_compact": self._compact,
+            "memory_status": self._status,
+        }
+
+    @property
+    def names(self) -> list[str]:
+        return list(self._handlers)
+
+    def call(self, name: str, arguments: Mapping[str, Any] | None = None) -> ToolResult:
+        spec = SPEC_BY_NAME.get(name)
+        handler = self._handlers.get(name)
+        if spec is None or handler is None:
+            raise MemlaneError(
+                f"unknown tool {name!r}", f"the tools are: {', '.join(self._handlers)}"
+            )
+        return handler(check_arguments(spec, arguments))
+
+    def _base(self) -> str:
+        return str(self.memory.scope.repository_dir)
+
+    # -- handlers -------------------------------------------------------------------------
+
+    def _write(self, args: dict[str, Any]) -> ToolResult:
+        from memlane.core.types import Anchor
+        from memlane.store.daily import new_entry_id
+
+        anchor = None
+        if self.session is not None:
+            anchor = Anchor(
+                session=self.session.session_id,
+                turn=new_entry_id(),
+                transcript=self.session.transcript_path or "none",
+            )
+        entry = self.memory.write(args["text"], anchor)
+        if self.session is not None:
+            self.session.note_write()
+        text = f"Saved to {entry.path} at {entry.time}:\n{entry.text.rstrip()}"
+        return ToolResult(text, entry.to_json())
+
+    def _search(self, args: dict[str, Any]) -> ToolResult:
+        from memlane.core.render import render_search
+
+        query = args["query"]
+        k = args.get("k", self.memory.config.session.search_top_k)
+        if args.get("scope") == "all":
+            return self._search_all(query, k, args)
+        # A live session's indexer keeps the index current; without one, catch up first.
+        result = self.memory.search(
+            query,
+            k,
+            kind=args.get("kind"),
+            after=args.get("after"),
+            before=args.get("before"),
+            session=args.get("session"),
+            mode=args.get("mode", "hybrid"),
+            sync=self.session is None,
+        )
+        return ToolResult(render_search(result, self._base()), result.to_json())
+
+    def _search_all(self, query: str, k: int, args: dict[str, Any]) -> ToolResult:
+        from memlane.core.render import render_search
+        from memlane.engine.crossrepo import search_all
+
+        fan_out = search_all(
+            self.memory,
+            query,
+            k,
+            kind=args.get("kind"),
+            after=args.get("after"),
+            before=args.get("before"),
+            session=args.get("session"),
+            mode=args.get("mode", "hybrid"),
+        )
+        return ToolResult(render_search(fan_out.to_search_result()), fan_out.to_json())
+
+    def _expand(self, args: dict[str, Any]) -> ToolResult:
+        from memlane.core.render import render_section
+
+        project = args.get("project")
+        if project and not self._is_own_project(project):
+            from memlane.engine.crossrepo import expand_in_project
+
+            section = expand_in_project(self.memory, args["chunk_hash"], project)
+            return ToolResult(render_section(section, project), section.to_json())
+        section = self.memory.expand(args["chunk_hash"])
+        return ToolResult(render_section(section, self._base()), section.to_json())
+
+    def _is_own_project(self, project: str) -> bool:
+        import os
+
+        own = {os.path.realpath(self.memory.scope.scope)}
+        own.add(os.path.realpath(self.memory.scope.repository_dir))
+        return os.path.realpath(project) in own
+
+    def _transcript(self, args: dict[str, Any]) -> ToolResult:
+        from memlane.transcripts import read_transcript
+
+        project = args.get("project")
+        if project and not self._is_own_project(project):
+            from memlane.engine.crossrepo import resolve_project
+
+            # The transcript path is absolute; the label is checked through the
+            # same seam as expansion so a bad label fails the same way.
+            resolve_project(self.memory, project)
+        settings = self.memory.config.session
+        transcript = read_transcript(
+            args["transcript_path"],
+            args.get("turn"),
+            context=settings.transcript_context,
+            limit=settings.transcript_limit,
+            turn_char_cap=settings.turn_char_cap,
+        )
+        return ToolResult(transcript.render(), transcript.to_json())
+
+    def _forget(self, args: dict[str, Any]) -> ToolResult:
+        from memlane.engine.maintenance import forget
+
+        chunk_hash, date, time = args.get("chunk_hash"), args.get("date"), args.get("time")
+        if not chunk_hash and not (date and time):
+            raise MemlaneError(
+                "memory_forget needs a chunk_hash, or both date and time",
+                "find the entry with memory_search; its chunk hash addresses it",
+            )
+        if chunk_hash and (date or time):
+            raise MemlaneError("memory_forget takes a chunk_hash or a date and time, not both")
+        removed = forget(self.memory, chunk_hash=chunk_hash, date=date, time=time)
+        if self.session is not None:
+            self.session.refresh_snapshot()
+        text = (
+            f"Removed from {removed.source} (lines {removed.start_line}-{removed.end_line}). "
+            "This is the only remaining copy:\n\n" + removed.markdown.rstrip()
+        )
+        return ToolResult(text, removed.to_json())
+
+    def _compact(self, args: dict[str, Any]) -> ToolResult:
+        from memlane.engine.maintenance import compact
+
+        llm = self.session.llm if self.session is not None else None
+        if llm is None:
+            from memlane.llm.factory import make_llm
+
+            llm = make_llm(self.memory.config.llm, purpose="compact")
+        summary = compact(self.memory, llm, source=args.get("source"))
+        return ToolResult(summary, {"summary": summary})
+
+    def _status(self, args: dict[str, Any]) -> ToolResult:
+        from memlane.engine.reports import render_status
+
+        status = self.session.status() if self.session is not None else self.memory.status()
+        return ToolResult(render_status(status), status.to_json())

@@ -1,0 +1,64 @@
+"""Ready-to-paste MCP client configuration for ``memlane install mcp --print``.
+
+Clients start stdio servers without a shell and often without the user's
+PATH, so the command is the absolute path of the memlane that is running
+(a virtualenv or ``uv tool`` install is then found no matter how the client
+was launched). No SDK import: printing config must not need the server.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import sys
+from pathlib import Path
+
+SERVER_KEY = "memlane"
+
+
+def memlane_command(argv0: str | None = None, python: str | None = None) -> list[str]:
+    """How to start this very memlane: its console script, else ``python -m``."""
+    argv0 = sys.argv[0] if argv0 is None else argv0
+    name = Path(argv0).name
+    if name in ("memlane", "memlane.exe") and Path(argv0).is_file():
+        # abspath, not realpath: a ``uv tool``/pipx shim keeps working across upgrades.
+        return [os.path.abspath(argv0)]
+    return [python or sys.executable, "-m", "memlane.cli.main"]
+
+
+def _toml_string(value: str) -> str:
+    # A JSON string is a valid TOML basic string (same escapes for what a path holds).
+    return json.dumps(value)
+
+
+def render_config(command: list[str]) -> str:
+    """The config for Claude Code, Cursor and Codex, as one text to copy from."""
+    exe, *prefix = command
+    args = [*prefix, "mcp"]
+    entry = {"command": exe, "args": args}
+    claude_entry = {"type": "stdio", **entry}
+    shell = shlex.join([exe, *args])
+    toml_args = ", ".join(_toml_string(a) for a in args)
+    json_claude = json.dumps({"mcpServers": {SERVER_KEY: claude_entry}}, indent=2)
+    json_cursor = json.dumps({"mcpServers": {SERVER_KEY: entry}}, indent=2)
+    return f"""\
+# memlane over MCP: the memory tools (memory_search → memory_expand → memory_transcript,
+# memory_write, memory_forget, memory_compact, memory_status) for any MCP client.
+# The server serves the project it is started in; if a client starts it elsewhere,
+# add "-C", "/path/to/project" after "mcp".
+
+## Claude Code — for you, in every project:
+claude mcp add --scope user {SERVER_KEY} -- {shell}
+
+## Claude Code — shared with the project, in .mcp.json at its root:
+{json_claude}
+
+## Cursor — ~/.cursor/mcp.json (every project) or .cursor/mcp.json (this project):
+{json_cursor}
+
+## Codex — ~/.codex/config.toml (or `codex mcp add {SERVER_KEY} -- {shell}`):
+[mcp_servers.{SERVER_KEY}]
+command = {_toml_string(exe)}
+args = [{toml_args}]
+"""

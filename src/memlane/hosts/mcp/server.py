@@ -1,0 +1,200 @@
+"""``memlane mcp``: the agent tools of DESIGN §7 over MCP on stdio.
+
+The tool definitions are generated from ``engine.tools.SPECS`` (name,
+description, input schema), so MCP clients see exactly what pi and the CLI
+see, recall ladder included. A call goes through ``Tools.call``; its result
+becomes text content (what the agent reads) plus ``structuredContent`` (the
+``details``). A ``MemlaneError`` becomes a tool result with ``isError``, the
+message and the hint, so the model can correct itself; nothing a tool does
+can take the server down.
+
+Uses the SDK's low-level ``Server``: the high-level ``MCPServer`` derives
+schemas from typed Python functions, which would duplicate ``SPECS`` by hand.
+
+MCP has no session lifecycle (no start, no settled exchange, no shutdown), so
+there is no ``Session``: ``memory_write`` entries get the default anchor and
+searches catch the index up first, as in the CLI.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import sys
+import threading
+import traceback
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import mcp.types as types
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel import Server
+from mcp.server.stdio import stdio_server
+
+from memlane.core.errors import MemlaneError
+from memlane.engine.tools import RECALL_LADDER, SPECS, ToolResult
+
+if TYPE_CHECKING:
+    from memlane.engine.memory import Memory
+    from memlane.engine.tools import Tools
+
+log = logging.getLogger("memlane.mcp")
+
+SERVER_NAME = "memlane"
+INSTRUCTIONS = (
+    "memlane is this project's long-term memory: plain markdown notes from earlier "
+    "sessions, searchable by meaning and by exact words. Check it before re-deriving a "
+    "past decision, and save decisions, facts and preferences worth keeping with "
+    "memory_write. " + RECALL_LADDER
+)
+
+
+def tool_definitions() -> list[types.Tool]:
+    """One MCP tool per spec, generated so the two can never drift apart."""
+    return [
+        types.Tool(name=spec.name, description=spec.description, input_schema=spec.json_schema())
+        for spec in SPECS
+    ]
+
+
+def success_result(result: ToolResult) -> types.CallToolResult:
+    return types.CallToolResult(
+        content=[types.TextContent(text=result.text)],
+        structured_content=result.details,
+    )
+
+
+def error_result(message: str, hint: str | None = None) -> types.CallToolResult:
+    # Text for the model, structured for clients that show errors themselves.
+    text = message if not hint else f"{message}\nHint: {hint}"
+    return types.CallToolResult(
+        content=[types.TextContent(text=text)],
+        structured_content={"error": message, "hint": hint},
+        is_error=True,
+    )
+
+
+class Engine:
+    """The project's Memory and Tools, driven from one thread.
+
+    An index connection belongs to the thread that opened it, while the SDK
+    answers requests concurrently on an event loop: every call (and the
+    open and close) is queued on a single-worker executor, in arrival order.
+    """
+
+    def __init__(self, directory: Path | None) -> None:
+        self.directory = directory
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memlane-mcp-engine")
+        self._memory: Memory | None = None
+        self._tools: Tools | None = None
+
+    def start(self) -> None:
+        """Open the memory ahead of the first call, without delaying the handshake."""
+        self._executor.submit(self._open_quietly)
+
+    async def call(self, name: str, arguments: Mapping[str, Any] | None) -> types.CallToolResult:
+        return await asyncio.wrap_future(self._executor.submit(self.call_sync, name, arguments))
+
+    def call_sync(self, name: str, arguments: Mapping[str, Any] | None) -> types.CallToolResult:
+        """One tool call, on the engine thread; every failure becomes an error result."""
+        try:
+            return success_result(self._open().call(name, arguments))
+        except MemlaneError as exc:
+            return error_result(exc.message, exc.hint)
+        except Exception as exc:
+            traceback.print_exc(file=sys.stderr)
+            return error_result(
+                f"internal error in {name}: {exc!r}",
+                "this is a memlane bug; memory_status shows the state, the server log the trace",
+            )
+
+    def close(self) -> None:
+        self._executor.submit(self._close_memory)
+        self._executor.shutdown(wait=True)
+
+    # -- engine thread only -------------------------------------------------------------
+
+    def _open(self) -> Tools:
+        # Retried on each call until it succeeds, so fixing the problem the error
+        # names (trust, config, store command) needs no client restart.
+        if self._tools is None:
+            from memlane.engine.memory import Memory
+            from memlane.engine.tools import Tools
+
+            memory = Memory.open(self.directory)
+            self._memory = memory
+            self._tools = Tools(memory)
+            if memory.config.embedding.provider != "none":
+                # The model loads while the agent is still thinking; the embedder is
+                # shared across threads behind its own lock, so a search that comes
+                # first simply waits for it.
+                threading.Thread(
+                    target=lambda: memory.embedder, name="memlane-mcp-warmup", daemon=True
+                ).start()
+        return self._tools
+
+    def _open_quietly(self) -> None:
+        try:
+            self._open()
+        except MemlaneError as exc:
+            log.warning("cannot open the memory yet: %s", exc)
+        except Exception:
+            log.exception("opening the memory failed")
+
+    def _close_memory(self) -> None:
+        if self._memory is not None:
+            self._memory.close()
+
+
+def build_server(engine: Engine) -> Server[Any]:
+    from memlane import __version__
+
+    tools = tool_definitions()
+
+    async def list_tools(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=tools)
+
+    async def call_tool(
+        ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        return await engine.call(params.name, params.arguments)
+
+    return Server(
+        SERVER_NAME,
+        version=__version__,
+        instructions=INSTRUCTIONS,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
+
+
+async def serve(directory: Path | None) -> None:
+    engine = Engine(directory)
+    engine.start()
+    server = build_server(engine)
+    try:
+        # stdio_server points fd 1 at stderr while serving: stray output from any
+        # library cannot corrupt the protocol stream.
+        async with stdio_server() as (read_stream, write_stream):
+            await server.run(read_stream, write_stream, server.create_initialization_options())
+    finally:
+        # The client closed stdin: finish the call in progress, close the index, exit.
+        engine.close()
+
+
+def run_mcp(directory: Path | None = None) -> int:
+    """Serve until the client closes stdin. Logs go to stderr."""
+    import anyio
+
+    logging.basicConfig(
+        stream=sys.stderr,
+        level=os.environ.get("MEMLANE_LOG_LEVEL", "WARNING").upper(),
+        format="memlane mcp: %(levelname)s %(name)s: %(message)s",
+    )
+    anyio.run(serve, directory)
+    return 0

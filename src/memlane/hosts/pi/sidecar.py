@@ -1,0 +1,282 @@
+"""``memlane sidecar``: the engine behind a host, over JSON-RPC on stdio (DESIGN §9).
+
+One JSON object per line on stdin/stdout, logs on stderr only, exit on stdin
+EOF: no pidfile, no daemon, so the sidecar can never outlive its host.
+
+Requests are answered in order by one engine thread (an index connection
+belongs to one thread); the main thread only reads lines, so the engine can
+wait for the host's answer to ``llm.complete`` while the host keeps
+talking. Nothing waits for the embedding model: ``session_start`` answers at
+once and the model warms up in the background.
+
+| method | params | result |
+|---|---|---|
+| session_start | {cwd, session_id, transcript_path, host, reason?} | {snapshot, notices[]} |
+| before_agent_start | {prompt} | {system_append, message: {content} or null} |
+| agent_settled | {exchange: {user, assistant, aborted, entry_id, session_id, transcript_path}} | {queued, reason?} |
+| session_compact | {} | {snapshot} |
+| session_shutdown | {} | {flushed, pending} |
+| tool | {name, arguments} | {text, details} |
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import queue
+import sys
+import threading
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any, ClassVar
+
+from memlane.core.errors import MemlaneError
+from memlane.hosts.jsonrpc import (
+    APPLICATION_ERROR,
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    METHOD_NOT_FOUND,
+    Connection,
+    RemoteError,
+    Request,
+    RpcError,
+)
+
+if TYPE_CHECKING:
+    from memlane.engine.memory import Memory
+    from memlane.engine.session import Session
+    from memlane.engine.tools import Tools
+
+log = logging.getLogger("memlane.sidecar")
+
+# How long the engine waits for the host to answer llm.complete beyond the
+# LLM deadline itself (the host's own request also needs a moment).
+HOST_CALL_SLACK_S = 2.0
+# On stdin EOF without a session_shutdown, captures still get flushed.
+EOF_FLUSH_CAP_MS = 10_000
+
+
+class _ParamsError(Exception):
+    pass
+
+
+def _obj(params: Any, method: str) -> dict[str, Any]:
+    if params is None:
+        return {}
+    if not isinstance(params, dict):
+        raise _ParamsError(f"{method}: params must be an object")
+    return params
+
+
+def _str(params: dict[str, Any], key: str, method: str, *, required: bool = False) -> str | None:
+    value = params.get(key)
+    if value is None:
+        if required:
+            raise _ParamsError(f"{method}: missing required param {key!r}")
+        return None
+    if not isinstance(value, str):
+        raise _ParamsError(f"{method}: {key} must be a string, got {value!r}")
+    return value
+
+
+class Sidecar:
+    def __init__(self, connection: Connection, directory: Path) -> None:
+        self.conn = connection
+        self.directory = directory
+        self.memory: Memory | None = None
+        self.session: Session | None = None
+        self.tools: Tools | None = None
+        self._work: queue.Queue[Request | None] = queue.Queue()
+        self._engine = threading.Thread(target=self._engine_loop, name="memlane-engine")
+
+    # -- lifecycle ------------------------------------------------------------------
+
+    def run(self) -> int:
+        self._engine.start()
+        try:
+            self.conn.serve(self._work.put)
+        finally:
+            self._work.put(None)
+            self._engine.join()
+        return 0
+
+    def _engine_loop(self) -> None:
+        while True:
+            request = self._work.get()
+            if request is None:
+                self._at_eof()
+                return
+            self._answer(request)
+
+    def _at_eof(self) -> None:
+        if self.session is not None:
+            flush = self.session.shutdown(cap_ms=EOF_FLUSH_CAP_MS)
+            log.info("stdin closed: captures flushed=%s pending=%s", flush.flushed, flush.pending)
+            self.session = None
+        if self.memory is not None:
+            self.memory.close()
+
+    def _answer(self, request: Request) -> None:
+        handler = self._HANDLERS.get(request.method)
+        try:
+            if handler is None:
+                raise RpcError(
+                    METHOD_NOT_FOUND,
+                    f"unknown method {request.method!r}; the methods are "
+                    + ", ".join(self._HANDLERS),
+                )
+            result = handler(self, _obj(request.params, request.method))
+        except _ParamsError as exc:
+            self._error(request, RpcError(INVALID_PARAMS, str(exc)))
+        except RpcError as exc:
+            self._error(request, exc)
+        except MemlaneError as exc:
+            self._error(request, RpcError(APPLICATION_ERROR, str(exc), {"hint": exc.hint}))
+        except Exception as exc:
+            traceback.print_exc(file=sys.stderr)
+            self._error(
+                request,
+                RpcError(INTERNAL_ERROR, f"internal error in {request.method}: {exc!r}"),
+            )
+        else:
+            if request.id is not None:
+                self.conn.reply(request.id, result)
+
+    def _error(self, request: Request, error: RpcError) -> None:
+        if request.id is not None:
+            self.conn.reply_error(request.id, error)
+        else:
+            log.warning("%s (notification) failed: %s", request.method, error.message)
+
+    # -- engine objects ---------------------------------------------------------------
+
+    def _memory(self) -> Memory:
+        from memlane.engine.memory import Memory
+
+        if self.memory is None:
+            self.memory = Memory.open(self.directory)
+        return self.memory
+
+    def _tools(self) -> Tools:
+        from memlane.engine.tools import Tools
+
+        if self.tools is None or self.tools.session is not self.session:
+            self.tools = Tools(self._memory(), self.session)
+        return self.tools
+
+    def _host_call(self, params: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+        try:
+            result = self.conn.request("llm.complete", params, timeout_s + HOST_CALL_SLACK_S)
+        except RemoteError as exc:
+            raise RuntimeError(f"the host could not complete: {exc}") from None
+        if not isinstance(result, dict):
+            raise RuntimeError(f"the host answered llm.complete with {type(result).__name__}")
+        return result
+
+    def _require_session(self, method: str) -> Session:
+        if self.session is None:
+            raise RpcError(
+                APPLICATION_ERROR, f"{method} before session_start: start a session first"
+            )
+        return self.session
+
+    # -- methods ------------------------------------------------------------------------
+
+    def session_start(self, params: dict[str, Any]) -> dict[str, Any]:
+        from memlane.engine.memory import Memory
+        from memlane.engine.session import Session
+
+        method = "session_start"
+        cwd = _str(params, "cwd", method) or str(self.directory)
+        session_id = _str(params, "session_id", method, required=True)
+        transcript = _str(params, "transcript_path", method)
+        host = _str(params, "host", method) or "unknown"
+        if self.session is not None:  # a new session in the same host process
+            self.session.shutdown()
+            self.session = None
+        if self.memory is None or Path(cwd).resolve() != self.directory.resolve():
+            if self.memory is not None:
+                self.memory.close()
+            self.directory = Path(cwd)
+            self.memory = Memory.open(self.directory)
+        assert session_id is not None
+        self.session = Session.open(
+            self.memory,
+            host=host,
+            session_id=session_id,
+            transcript_path=transcript,
+            host_call=self._host_call,
+        )
+        return {"snapshot": self.session.snapshot.text, "notices": list(self.session.notices)}
+
+    def before_agent_start(self, params: dict[str, Any]) -> dict[str, Any]:
+        prompt = _str(params, "prompt", "before_agent_start") or ""
+        injection = self._require_session("before_agent_start").before_agent_start(prompt)
+        return injection.to_json()
+
+    def agent_settled(self, params: dict[str, Any]) -> dict[str, Any]:
+        from memlane.core.types import Exchange
+
+        method = "agent_settled"
+        raw = params.get("exchange")
+        if not isinstance(raw, dict):
+            raise _ParamsError(f"{method}: params.exchange must be an object")
+        aborted = raw.get("aborted", False)
+        if not isinstance(aborted, bool):
+            raise _ParamsError(f"{method}: exchange.aborted must be a boolean")
+        exchange = Exchange(
+            user=_str(raw, "user", method) or "",
+            assistant=_str(raw, "assistant", method) or "",
+            aborted=aborted,
+            entry_id=_str(raw, "entry_id", method),
+            session_id=_str(raw, "session_id", method),
+            transcript_path=_str(raw, "transcript_path", method),
+        )
+        return self._require_session(method).agent_settled(exchange).to_json()
+
+    def session_compact(self, params: dict[str, Any]) -> dict[str, Any]:
+        return {"snapshot": self._require_session("session_compact").compacted()}
+
+    def session_shutdown(self, params: dict[str, Any]) -> dict[str, Any]:
+        if self.session is None:
+            return {"flushed": True, "pending": 0}
+        flush = self.session.shutdown()
+        self.session = None
+        return flush.to_json()
+
+    def tool(self, params: dict[str, Any]) -> dict[str, Any]:
+        name = _str(params, "name", "tool", required=True)
+        arguments = params.get("arguments")
+        if arguments is not None and not isinstance(arguments, dict):
+            raise _ParamsError("tool: arguments must be an object")
+        assert name is not None
+        return self._tools().call(name, arguments).to_json()
+
+    _HANDLERS: ClassVar[dict[str, Callable[[Sidecar, dict[str, Any]], dict[str, Any]]]] = {
+        "session_start": session_start,
+        "before_agent_start": before_agent_start,
+        "agent_settled": agent_settled,
+        "session_compact": session_compact,
+        "session_shutdown": session_shutdown,
+        "tool": tool,
+    }
+
+
+def run_sidecar(
+    directory: Path | None = None,
+    stdin: IO[bytes] | None = None,
+    stdout: IO[bytes] | None = None,
+) -> int:
+    """Serve until stdin closes. stdout carries protocol lines only."""
+    logging.basicConfig(
+        stream=sys.stderr,
+        level=os.environ.get("MEMLANE_LOG_LEVEL", "WARNING").upper(),
+        format="memlane sidecar: %(levelname)s %(name)s: %(message)s",
+    )
+    reader = stdin or sys.stdin.buffer
+    writer = stdout or sys.stdout.buffer
+    # Anything else printing to stdout would corrupt the protocol: send it to stderr.
+    sys.stdout = sys.stderr
+    sidecar = Sidecar(Connection(reader, writer), directory or Path.cwd())
+    return sidecar.run()
