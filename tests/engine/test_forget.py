@@ -16,6 +16,7 @@ import pytest
 from memlane.core.errors import MemlaneError, NotFoundError, StoreError
 from memlane.engine.maintenance import forget
 from memlane.engine.memory import Memory
+from memlane.index.base import IndexBusyError
 from memlane.index.sqlite import SqliteIndex
 from memlane.store import forget as forget_mod
 from memlane.store.forget import LOCK_NAME, forget_chunk
@@ -400,3 +401,19 @@ def test_append_that_reaches_the_replaced_file_is_salvaged(
         text = path.read_text()
         assert "doomed entry" in removed.markdown and "doomed entry" not in text
         assert text.endswith("- kept entry\n\n### 12:00\n- late append\n")
+
+
+def test_index_failure_after_the_removal_still_echoes_it(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with Memory.open(project) as mem:
+        mem.write(f"doomed {SECRET}", now=at("09:05"))
+
+        def failing_sync(*args: object, **kwargs: object) -> None:
+            raise IndexBusyError("index busy", hint="retry")
+
+        monkeypatch.setattr(mem, "sync", failing_sync)
+        removed = forget(mem, date=DAY, time="09:05")
+        assert SECRET in removed.markdown
+        assert "run `memlane index`" in removed.notices[0]
+        assert SECRET not in (mem.scope.store / f"{DAY}.md").read_text()

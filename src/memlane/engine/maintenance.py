@@ -137,8 +137,17 @@ def forget(
                 "a date and a time are needed together", "e.g. date=2026-03-14 time=09:05"
             )
         removed = forget_entry(store, date, time)
-    mem.sync(operation="forget")
-    notices = _purge_index(mem.index_path)
+    try:
+        mem.sync(operation="forget")
+    except MemlaneError as exc:
+        # The entry is already gone from the store and the result is its only
+        # record: report the index problem instead of losing the echo.
+        notices = [
+            f"the entry was removed from {removed.source}, but the index could not be "
+            f"updated ({exc.message}); run `memlane index` so its chunks leave the index"
+        ]
+    else:
+        notices = _purge_index(mem.index_path)
     if notices:
         removed = dataclasses.replace(removed, notices=tuple(notices))
     return removed
