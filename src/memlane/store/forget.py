@@ -99,7 +99,15 @@ Kind = Literal["entry", "compact"]
 
 @dataclass(frozen=True)
 class Removed:
-    """What a redaction took out of a daily file, verbatim."""
+    """What a redaction took out of a daily file, verbatim.
+
+    ``start_line``/``end_line`` are the heading's line and the block's last
+    line (its trailing blank line included), numbered as before the
+    removal. ``markdown`` is exactly the bytes removed, so it starts with a
+    blank line when the entry was the last thing in the file (that
+    separator went with it). ``notices`` come from the engine (index
+    problems after the removal).
+    """
 
     source: str
     start_line: int  # 1-based, inclusive, as numbered before the removal
