@@ -459,6 +459,32 @@ def test_large_file_rereads_only_the_window(
     assert t.branch_entries == 4500
 
 
+def test_an_entry_rewritten_under_the_reader_is_noted(
+    linear: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = transcripts.read_at
+
+    def rewritten(handle: object, offset: int) -> object:
+        obj = real(handle, offset)  # type: ignore[arg-type]
+        if isinstance(obj, dict) and obj.get("id") == "u9aaaa":
+            obj["id"] = "other"
+        return obj
+
+    monkeypatch.setattr(transcripts, "read_at", rewritten)
+    t = read_transcript(linear, limit=2)
+    assert ids(t) == ["a9bbbb"]
+    assert any("changed while the file was read" in note for note in t.notes)
+
+
+def test_claude_file_opening_with_unfamiliar_metadata(tmp_path: Path) -> None:
+    c = ClaudeSession()
+    c.metadata({"type": "brand-new-metadata", "value": 1})
+    c.user("hello", "cu1")
+    t = read_transcript(c.write(tmp_path / "s.jsonl"))
+    assert ids(t) == ["cu1"]
+    assert "skipped 1 entry of unknown type: brand-new-metadata ×1" in t.notes
+
+
 def test_to_json_shape(linear: Path) -> None:
     data = read_transcript(linear, "a4bbbb", context=1).to_json()
     assert data["format"] == "pi" and data["session_id"] == "019a2b3c-sess"

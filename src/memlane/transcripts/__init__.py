@@ -22,10 +22,12 @@ from memlane.transcripts.model import ToolCall, Transcript, Turn
 from memlane.transcripts.render import build_turn
 from memlane.transcripts.tree import (
     CONVERSATION_KINDS,
+    K_ASSISTANT,
     K_SILENT,
     K_TOOL,
     Index,
     Node,
+    Unit,
     choose_window,
     find_tip,
     live_tip,
@@ -67,27 +69,12 @@ def read_transcript(
         units = units_of(path_nodes)
         window, _ = choose_window(units, target, max(context, 0), max(limit, 1))
         reader = pi.draft if index.format == model.PI else claude.draft
-        turns: list[Turn] = []
-        last_assistant: int | None = None
-        folded = 0
-        for unit in window:
-            hit = target is not None and target.id in unit.ids
-            if not hit and unit.kind in (K_SILENT, K_TOOL):
-                if unit.kind == K_TOOL and last_assistant is not None:
-                    folded += len(unit.nodes)
-                continue
-            if last_assistant is not None and folded:
-                turns[last_assistant] = _with_folded(turns[last_assistant], folded)
-            folded = 0
-            drafts = _drafts(handle, unit.nodes, reader)
-            if not drafts:
-                index.garbage_lines += 1
-                continue
-            turns.append(build_turn(drafts, is_target=hit, folded=0, turn_char_cap=turn_char_cap))
-            is_assistant = unit.kind == "assistant"
-            last_assistant = len(turns) - 1 if is_assistant else None
-        if last_assistant is not None and folded:
-            turns[last_assistant] = _with_folded(turns[last_assistant], folded)
+        turns, changed = _render_window(handle, window, target, reader, turn_char_cap)
+    if changed:
+        notes.append(
+            f"{changed} entr{'y' if changed == 1 else 'ies'} changed while the file was read "
+            "(rewritten by its session?); read it again to see them"
+        )
     return Transcript(
         path=shown_path,
         format=index.format,
@@ -101,11 +88,58 @@ def read_transcript(
     )
 
 
+def _render_window(
+    stream: IO[bytes],
+    window: list[Unit],
+    target: Node | None,
+    read: Callable[[dict[str, Any]], Draft],
+    turn_char_cap: int,
+) -> tuple[list[Turn], int]:
+    """Turns for the window's units, re-reading only their entries; tool
+    results are counted onto the assistant turn that called them. Also returns
+    how many entries no longer matched the index (the file changed under us)."""
+    turns: list[Turn] = []
+    changed = 0
+    last_assistant: int | None = None
+    folded = 0
+    for unit in window:
+        hit = target is not None and target.id in unit.ids
+        if not hit and unit.kind in (K_SILENT, K_TOOL):
+            if unit.kind == K_TOOL and last_assistant is not None:
+                folded += len(unit.nodes)
+            continue
+        if last_assistant is not None and folded:
+            turns[last_assistant] = _with_folded(turns[last_assistant], folded)
+        folded = 0
+        drafts: list[tuple[str, Draft]] = []
+        for node in unit.nodes:
+            obj = read_at(stream, node.offset)
+            if obj is None or _entry_id(obj) not in (node.id, None):
+                changed += 1
+                continue
+            drafts.append((node.id, read(obj)))
+        if not drafts:
+            continue
+        turns.append(build_turn(drafts, is_target=hit, folded=0, turn_char_cap=turn_char_cap))
+        last_assistant = len(turns) - 1 if unit.kind == K_ASSISTANT else None
+    if last_assistant is not None and folded:
+        turns[last_assistant] = _with_folded(turns[last_assistant], folded)
+    return turns, changed
+
+
+def _entry_id(obj: dict[str, Any]) -> str | None:
+    value = obj.get("uuid", obj.get("id"))  # Claude Code's uuid, pi's id
+    return value if isinstance(value, str) else None
+
+
 def _build_index(stream: IO[bytes], shown_path: str) -> Index:
     index: Index | None = None
     indexer: pi.PiIndexer | claude.ClaudeIndexer | None = None
     garbage = 0
     lines = 0
+    # Valid JSON seen before the format is known, kept to be counted as
+    # unknown entries rather than as unreadable lines.
+    undecided: list[str] = []
     for order, (offset, line) in enumerate(scan(stream)):
         lines += 1
         obj = parse_line(line)
@@ -124,7 +158,7 @@ def _build_index(stream: IO[bytes], shown_path: str) -> Index:
             elif lines >= SNIFF_LINES:
                 break
             else:
-                garbage += 1
+                undecided.append(str(obj.get("type")))
                 continue
         indexer.add(obj, order, offset)
     if index is None:
@@ -133,18 +167,8 @@ def _build_index(stream: IO[bytes], shown_path: str) -> Index:
             "pass the session .jsonl file the anchor's transcript: field names",
         )
     index.garbage_lines += garbage
+    index.unknown_types.update(undecided)
     return index
-
-
-def _drafts(
-    stream: IO[bytes], nodes: list[Node], read: Callable[[dict[str, Any]], Draft]
-) -> list[tuple[str, Draft]]:
-    out: list[tuple[str, Draft]] = []
-    for node in nodes:
-        obj = read_at(stream, node.offset)
-        if obj is not None:
-            out.append((node.id, read(obj)))
-    return out
 
 
 def _with_folded(turn: Turn, folded: int) -> Turn:
