@@ -494,8 +494,8 @@ def test_a_damaged_foreign_index_is_reported_and_left_alone(
     path.write_bytes(b"this is not a database" * 100)
     before = path.read_bytes()
     result = search_all(session, "redis", k=10)
-    assert [p for p, _ in result.unreadable] == [str(world["alpha"])]
-    assert "1 unreadable" in result.accounting
+    assert [p for p, _ in result.failed] == [str(world["alpha"])]
+    assert result.accounting.endswith("; 1 could not be searched)")
     assert str(world["bare"]) in result.searched
     assert path.read_bytes() == before
     assert not list(path.parent.glob(path.name + ".*corrupt*"))
@@ -547,3 +547,32 @@ def test_hybrid_embeds_once_and_searches_other_spaces_lexically(
     assert any(str(other) in n and "another embedding model" in n for n in result.notices)
     assert set(result.searched) == {str(cur), str(dense), str(novec), str(other)}
     assert resolve_scope(cur).collection == mem.scope.collection
+
+
+def test_an_older_schema_is_left_for_its_owner_to_upgrade(
+    world: dict[str, Path], session: Memory
+) -> None:
+    _, _, path = resolve_project(session, str(world["alpha"]))
+    con = sqlite3.connect(path)
+    con.execute("UPDATE meta SET value = 2 WHERE key = 'schema_version'")
+    con.commit()
+    con.close()
+    before = path.read_bytes()
+    result = search_all(session, "redis", k=10)
+    assert result.failed and result.failed[0][0] == str(world["alpha"])
+    assert "schema version 2" in result.failed[0][1]
+    assert path.read_bytes() == before
+
+
+def test_modes_and_bounds(world: dict[str, Path], session: Memory) -> None:
+    from memlane.core.errors import EmbedderError, MemlaneError
+
+    assert search_all(session, "redis", mode="lexical").mode == "lexical"
+    with pytest.raises(EmbedderError, match="semantic search needs an embedder"):
+        search_all(session, "redis", mode="semantic")
+    for k in (0, 1000):
+        with pytest.raises(MemlaneError, match="k must be"):
+            search_all(session, "redis", k=k)
+    with pytest.raises(MemlaneError, match="unknown search mode"):
+        search_all(session, "redis", mode="fuzzy")
+    assert search_all(session, "   ").hits == []

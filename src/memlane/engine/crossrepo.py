@@ -426,8 +426,12 @@ class FanOutResult:
     searched: list[str] = field(default_factory=list)
     skipped_never_indexed: list[str] = field(default_factory=list)
     collapsed: list[tuple[str, list[str]]] = field(default_factory=list)
-    unreadable: list[tuple[str, str]] = field(default_factory=list)
+    failed: list[tuple[str, str]] = field(default_factory=list)  # (project, why)
     notices: list[str] = field(default_factory=list)
+
+    def fail(self, project: str, why: str) -> None:
+        self.failed.append((project, why))
+        self.notices.append(f"{project}: {why}")
 
     @property
     def projects(self) -> int:
@@ -435,7 +439,7 @@ class FanOutResult:
         return (
             len(self.searched)
             + len(self.skipped_never_indexed)
-            + len(self.unreadable)
+            + len(self.failed)
             + sum(len(rest) for _, rest in self.collapsed)
         )
 
@@ -446,8 +450,8 @@ class FanOutResult:
         for kept, rest in self.collapsed:
             paths = ", ".join([kept, *rest])
             parts.append(f"{1 + len(rest)} resolved to one collection: {paths}")
-        if self.unreadable:
-            parts.append(f"{len(self.unreadable)} unreadable")
+        if self.failed:
+            parts.append(f"{len(self.failed)} could not be searched")
         noun = "project" if n == 1 else "projects"
         return f"searched {n} {noun} ({'; '.join(parts)})"
 
@@ -474,8 +478,8 @@ class FanOutResult:
             },
             "collapsed": [{"kept": kept, "collapsed": list(rest)} for kept, rest in self.collapsed],
         }
-        if self.unreadable:
-            data["unreadable"] = [{"project": p, "error": e} for p, e in self.unreadable]
+        if self.failed:
+            data["failed"] = [{"project": p, "error": e} for p, e in self.failed]
         if self.notices:
             data["notices"] = list(self.notices)
         return data
@@ -534,9 +538,10 @@ def search_all(
     """
     from memlane.embed.factory import vector_space
     from memlane.engine.memory import SEARCH_K_MAX, SEARCH_MODES
-    from memlane.index.base import DimensionMismatchError, IndexBusyError, SearchFilters
+    from memlane.index.base import SearchFilters
 
-    k = k or mem.config.session.search_top_k or SEARCH_TOP_K
+    if k is None:
+        k = mem.config.session.search_top_k or SEARCH_TOP_K
     if not 1 <= k <= SEARCH_K_MAX:
         raise MemlaneError(f"k must be between 1 and {SEARCH_K_MAX}, got {k}")
     if mode not in SEARCH_MODES:
@@ -550,12 +555,13 @@ def search_all(
     vector: np.ndarray | None = None
     embedded = False
     scored: list[tuple[float, int, Hit]] = []
+    # One foreign index's trouble costs that project, never the fan-out.
+    leg_errors = (MemlaneError, sqlite3.Error)
     for order, target in enumerate(targets):
         try:
             index = open_read_only(target.index_path, mem.config.index)
-        except (IndexUnreadable, IndexCorruptError, IndexBusyError) as exc:
-            result.unreadable.append((target.label, exc.message))
-            result.notices.append(f"{target.label}: {exc.message}")
+        except leg_errors as exc:
+            result.fail(target.label, _problem(exc))
             continue
         if index is None:
             result.skipped_never_indexed.append(target.label)
@@ -568,11 +574,14 @@ def search_all(
                 result.mode = "semantic" if mode == "semantic" else _mode_of(vector)
             leg_vector = _vector_for(index, target, vector, space, mode, result.notices)
             if mode == "semantic" and leg_vector is None:
+                # _vector_for already said why in a notice.
+                result.failed.append((target.label, "no vectors in this model's space"))
                 continue
             _, found = index.search(query, leg_vector, k, filters, lexical=mode != "semantic")
-        except (IndexCorruptError, IndexBusyError, DimensionMismatchError) as exc:
-            result.unreadable.append((target.label, exc.message))
-            result.notices.append(f"{target.label}: {exc.message}")
+        except EmbedderError:
+            raise  # the session's embedder, not this project: semantic mode fails loudly
+        except leg_errors as exc:
+            result.fail(target.label, _problem(exc))
             continue
         finally:
             index.close()
@@ -594,6 +603,10 @@ def search_all(
     scored.sort(key=lambda row: (-row[0], row[1]))
     result.hits = [hit for _, _, hit in scored[:k]]
     return result
+
+
+def _problem(exc: BaseException) -> str:
+    return exc.message if isinstance(exc, MemlaneError) else f"cannot read its index: {exc}"
 
 
 def _mode_of(vector: np.ndarray | None) -> SearchMode:
