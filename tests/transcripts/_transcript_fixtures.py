@@ -8,6 +8,7 @@ message.id, tool_result user lines, compact_boundary + isCompactSummary.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -69,7 +70,7 @@ class PiSession:
         entry_id: str | None = None,
         parent: Any = _UNSET,
         *,
-        tool_calls: list[tuple[str, dict[str, Any]]] = (),  # type: ignore[assignment]
+        tool_calls: Sequence[tuple[str, dict[str, Any]]] = (),
         thinking: str | None = None,
     ) -> str:
         content: list[dict[str, Any]] = []

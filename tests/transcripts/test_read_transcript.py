@@ -346,6 +346,7 @@ def test_times_are_local_hh_mm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
         t = read_transcript(path)
         assert [turn.time for turn in t.turns] == ["19:31", "19:32"]
         assert "[19:31] user (u1)" in t.render()
+        assert "Local date: 2026-08-13" in t.render()
         monkeypatch.setenv("TZ", "UTC")
         time.tzset()
         assert read_transcript(path).turns[0].time == "14:01"

@@ -48,8 +48,8 @@ def tool_call(name: str, args: dict[str, Any]) -> ToolCall:
     return ToolCall(one_line(name, TOOL_ARG_CHARS), clipped, len(items) > MAX_TOOL_ARGS)
 
 
-def local_time(stamp: str | float | None) -> str | None:
-    """HH:MM in the machine's local zone, from an ISO string or epoch ms."""
+def local_time(stamp: str | float | None, fmt: str = "%H:%M") -> str | None:
+    """HH:MM (or *fmt*) in the machine's local zone, from an ISO string or epoch ms."""
     moment: datetime | None = None
     if isinstance(stamp, str) and stamp:
         try:
@@ -58,7 +58,7 @@ def local_time(stamp: str | float | None) -> str | None:
             return None
         if moment.tzinfo is None:
             # A naive stamp is already local time: nothing to convert.
-            return moment.strftime("%H:%M")
+            return moment.strftime(fmt)
     elif isinstance(stamp, int | float) and not isinstance(stamp, bool):
         try:
             moment = datetime.fromtimestamp(stamp / 1000, tz=UTC)
@@ -66,7 +66,7 @@ def local_time(stamp: str | float | None) -> str | None:
             return None
     if moment is None:
         return None
-    return moment.astimezone().strftime("%H:%M")
+    return moment.astimezone().strftime(fmt)
 
 
 def build_turn(
@@ -128,6 +128,10 @@ def render_transcript(transcript: Transcript) -> str:
         )
     else:
         lines.append(f"Live branch: last {shown} of {transcript.branch_turns} turns")
+    # Turns show HH:MM only, so the local dates they span go in the header.
+    dates = sorted({d for t in transcript.turns if (d := local_time(t.timestamp, "%Y-%m-%d"))})
+    if dates:
+        lines.append(f"Local date: {dates[0]}" + (f" to {dates[-1]}" if len(dates) > 1 else ""))
     lines.extend(f"Note: {note}" for note in transcript.notes)
     if not transcript.turns:
         lines.append("")
