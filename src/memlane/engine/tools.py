@@ -306,6 +306,13 @@ class Tools:
     def _transcript(self, args: dict[str, Any]) -> ToolResult:
         from memlane.transcripts import read_transcript
 
+        from memlane.engine.memory import NO_TRANSCRIPT
+
+        if args["transcript_path"].strip() in ("", NO_TRANSCRIPT):
+            raise MemlaneError(
+                "this memory has no transcript: it was written outside an agent session",
+                "memory_expand shows everything that was kept of it",
+            )
         project = args.get("project")
         if project and not self._is_own_project(project):
             from memlane.engine.crossrepo import resolve_project
