@@ -62,6 +62,7 @@ from memlane.core.settings import SEARCH_TOP_K, IndexSettings
 from memlane.core.types import Hit, Kind, SearchMode, SearchResult, Section
 from memlane.index import lexical, schema
 from memlane.index.recovery import file_id
+from memlane.index.sqlite import BUSY_TIMEOUT_S, CACHE_SIZE_KIB, SqliteIndex
 
 if TYPE_CHECKING:
     from memlane.core.config import Config
@@ -251,120 +252,32 @@ class IndexUnreadable(MemlaneError):
     """A project's index exists but cannot be searched read-only."""
 
 
-def _read_only_index_class() -> type[Any]:
-    """``SqliteIndex`` opened read-only, built on first use (lazy import).
+class ScratchTokenizingLeg(lexical.LexicalLeg):
+    """BM25 leg whose query tokenizer runs on a private in-memory
+    connection: SQLite refuses to create the FTS5 scratch table on a
+    read-only connection (any schema, even temp). Same tokenizer spec, same
+    SQLite, so the tokens are exactly the index's."""
 
-    SqliteIndex opens read-write and repairs what it finds (creates the
-    schema, upgrades, moves damaged files aside). Here every one of those
-    paths becomes an error instead: a foreign index is somebody else's, and
-    a fan-out must leave it exactly as it found it. Search itself (fusion,
-    dense matrix, BM25) is the unchanged SqliteIndex code, so cross-repo
-    scores mean what project scores mean.
-    """
-    global _ReadOnlyIndexClass
-    if _ReadOnlyIndexClass is not None:
-        return _ReadOnlyIndexClass
-    from memlane.index.sqlite import BUSY_TIMEOUT_S, CACHE_SIZE_KIB, SqliteIndex
+    def __init__(self) -> None:
+        super().__init__()
+        self._scratch = sqlite3.connect(":memory:", check_same_thread=False)
+        self._scratch.execute(
+            "CREATE VIRTUAL TABLE temp.memlane_qtok USING fts5(q, tokenize="
+            f"'{schema.FTS_TOKENIZER}')"
+        )
+        self._scratch.execute(
+            "CREATE VIRTUAL TABLE temp.memlane_qtok_terms "
+            "USING fts5vocab(temp, memlane_qtok, instance)"
+        )
 
-    class ScratchTokenizingLeg(lexical.LexicalLeg):
-        """BM25 leg whose query tokenizer runs on a private in-memory
-        connection: SQLite refuses to create the FTS5 scratch table on a
-        read-only connection (any schema, even temp). Same tokenizer spec,
-        same SQLite, so the tokens are exactly the index's."""
+    def close(self) -> None:
+        self._scratch.close()
 
-        def __init__(self) -> None:
-            super().__init__()
-            self._scratch = sqlite3.connect(":memory:", check_same_thread=False)
-            self._scratch.execute(
-                "CREATE VIRTUAL TABLE temp.memlane_qtok USING fts5(q, tokenize="
-                f"'{schema.FTS_TOKENIZER}')"
-            )
-            self._scratch.execute(
-                "CREATE VIRTUAL TABLE temp.memlane_qtok_terms "
-                "USING fts5vocab(temp, memlane_qtok, instance)"
-            )
-
-        def close(self) -> None:
-            self._scratch.close()
-
-        def terms(self, conn: sqlite3.Connection, text: str, cache_key: object) -> list[str]:
-            # Only the tokenizing moves to the scratch connection; document
-            # frequencies still come from the index (``conn``).
-            routed = cast(sqlite3.Connection, _TokenizeElsewhere(conn, self._scratch))
-            return super().terms(routed, text, cache_key)
-
-    class ReadOnlySqliteIndex(SqliteIndex):
-        def __init__(self, path: Path, settings: IndexSettings) -> None:
-            self._ro_leg = ScratchTokenizingLeg()
-            try:
-                super().__init__(path, settings)
-            except BaseException:
-                self._ro_leg.close()
-                raise
-            self._lexical = self._ro_leg
-
-        def _open(self) -> None:
-            uri = "file:" + urllib.parse.quote(str(self.path)) + "?mode=ro"
-            try:
-                conn = sqlite3.connect(
-                    uri,
-                    uri=True,
-                    timeout=BUSY_TIMEOUT_S,
-                    isolation_level=None,
-                    check_same_thread=False,
-                )
-            except sqlite3.Error as exc:
-                raise IndexUnreadable(f"cannot open {self.path} read-only: {exc}") from None
-            self._conn = conn
-            self._file_id = file_id(self.path)
-            self._lexical = self._ro_leg
-            try:
-                conn.execute(f"PRAGMA cache_size=-{CACHE_SIZE_KIB}")
-                conn.execute("PRAGMA temp_store=MEMORY")
-                names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
-                missing = schema.REQUIRED_OBJECTS - names
-                if missing:
-                    raise IndexUnreadable(
-                        f"{self.path.name} is not a memlane index "
-                        f"(missing {', '.join(sorted(missing))})"
-                    )
-                version = self._meta(conn).get(schema.META_SCHEMA_VERSION)
-                if version != schema.SCHEMA_VERSION:
-                    raise IndexUnreadable(
-                        f"{self.path.name} has index schema version {version} (this memlane "
-                        f"reads {schema.SCHEMA_VERSION}); its owner's next index upgrades it"
-                    )
-                # The BM25 leg's document frequencies: a TEMP fts5vocab over
-                # the index, which a read-only connection may create.
-                conn.execute(
-                    "CREATE VIRTUAL TABLE IF NOT EXISTS temp.memlane_vocab "
-                    "USING fts5vocab(main, chunks_fts, row)"
-                )
-            except sqlite3.Error as exc:
-                self._close_connection()
-                raise IndexUnreadable(f"cannot read {self.path}: {exc}") from None
-            except IndexUnreadable:
-                self._close_connection()
-                raise
-
-        def _rebuild(self, reason: str) -> None:
-            raise IndexCorruptError(
-                f"index {self.path} is damaged ({reason}); left as it is",
-                "its owner rebuilds it with `memlane reindex`",
-            )
-
-        def close(self) -> None:
-            super().close()
-            self._ro_leg.close()
-
-        def meta(self) -> dict[str, Any]:
-            def op(conn: sqlite3.Connection) -> dict[str, Any]:
-                return self._meta(conn)
-
-            return dict(self._run(op))
-
-    _ReadOnlyIndexClass = ReadOnlySqliteIndex
-    return ReadOnlySqliteIndex
+    def terms(self, conn: sqlite3.Connection, text: str, cache_key: object) -> list[str]:
+        # Only the tokenizing moves to the scratch connection; document
+        # frequencies still come from the index (``conn``).
+        routed = cast(sqlite3.Connection, _TokenizeElsewhere(conn, self._scratch))
+        return super().terms(routed, text, cache_key)
 
 
 class _TokenizeElsewhere:
@@ -380,10 +293,87 @@ class _TokenizeElsewhere:
         return target.execute(sql, params)
 
 
-_ReadOnlyIndexClass: type[Any] | None = None
+class ReadOnlySqliteIndex(SqliteIndex):
+    """``SqliteIndex`` opened read-only (``file:...?mode=ro``).
+
+    SqliteIndex opens read-write and repairs what it finds (creates the
+    schema, upgrades it, moves a damaged file aside). Here each of those
+    paths is an error instead: a foreign index is somebody else's, and a
+    fan-out leaves it exactly as it found it. Search itself (fusion, dense
+    matrix, BM25 ranking) is the unchanged SqliteIndex code, so cross-repo
+    scores mean what project scores mean.
+    """
+
+    def __init__(self, path: Path, settings: IndexSettings) -> None:
+        self._ro_leg = ScratchTokenizingLeg()
+        try:
+            super().__init__(path, settings)
+        except BaseException:
+            self._ro_leg.close()
+            raise
+        self._lexical = self._ro_leg
+
+    def _open(self) -> None:
+        uri = "file:" + urllib.parse.quote(str(self.path)) + "?mode=ro"
+        try:
+            conn = sqlite3.connect(
+                uri,
+                uri=True,
+                timeout=BUSY_TIMEOUT_S,
+                isolation_level=None,
+                check_same_thread=False,
+            )
+        except sqlite3.Error as exc:
+            raise IndexUnreadable(f"cannot open {self.path} read-only: {exc}") from None
+        self._conn = conn
+        self._file_id = file_id(self.path)
+        self._lexical = self._ro_leg
+        try:
+            conn.execute(f"PRAGMA cache_size=-{CACHE_SIZE_KIB}")
+            conn.execute("PRAGMA temp_store=MEMORY")
+            names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
+            missing = schema.REQUIRED_OBJECTS - names
+            if missing:
+                raise IndexUnreadable(
+                    f"{self.path.name} is not a memlane index "
+                    f"(missing {', '.join(sorted(missing))})"
+                )
+            version = self._meta(conn).get(schema.META_SCHEMA_VERSION)
+            if version != schema.SCHEMA_VERSION:
+                raise IndexUnreadable(
+                    f"{self.path.name} has index schema version {version} (this memlane "
+                    f"reads {schema.SCHEMA_VERSION}); its owner's next index upgrades it"
+                )
+            # The BM25 leg's document frequencies: a TEMP fts5vocab over the
+            # index, which (unlike an fts5 table) a read-only connection may
+            # create.
+            conn.execute(
+                "CREATE VIRTUAL TABLE IF NOT EXISTS temp.memlane_vocab "
+                "USING fts5vocab(main, chunks_fts, row)"
+            )
+        except sqlite3.Error as exc:
+            self._close_connection()
+            raise IndexUnreadable(f"cannot read {self.path}: {exc}") from None
+        except IndexUnreadable:
+            self._close_connection()
+            raise
+
+    def _rebuild(self, reason: str) -> None:
+        raise IndexCorruptError(
+            f"index {self.path} is damaged ({reason}); left as it is",
+            "its owner rebuilds it with `memlane reindex`",
+        )
+
+    def close(self) -> None:
+        super().close()
+        self._ro_leg.close()
+
+    def meta(self) -> dict[str, Any]:
+        """The index's meta table (model, dimension, schema version...)."""
+        return dict(self._run(self._meta))
 
 
-def open_read_only(path: Path, settings: IndexSettings) -> Any | None:
+def open_read_only(path: Path, settings: IndexSettings) -> ReadOnlySqliteIndex | None:
     """The index at ``path`` opened read-only, or None when there is no file.
 
     Never creates anything: a missing file stays missing (SQLite's
@@ -393,9 +383,8 @@ def open_read_only(path: Path, settings: IndexSettings) -> Any | None:
     """
     if not path.is_file():
         return None
-    cls = _read_only_index_class()
     try:
-        return cls(path, settings)
+        return ReadOnlySqliteIndex(path, settings)
     except IndexUnreadable:
         if not path.exists():
             return None
@@ -639,7 +628,7 @@ def _embed_query(mem: Memory, query: str, mode: str, notices: list[str]) -> np.n
 
 
 def _vector_for(
-    index: Any,
+    index: ReadOnlySqliteIndex,
     target: ProjectTarget,
     vector: np.ndarray | None,
     space: str,
