@@ -383,6 +383,9 @@ def test_a_failing_store_command_fails_the_fan_out(
         collection_for_project(
             world["alpha"], env={"MEMLANE_STORE_CMD": str(bad)}, session_scope=session.scope
         )
+    # No fallback to the rungs below: the whole fan-out fails, naming the command.
+    with pytest.raises(StoreCommandError, match="bad-cmd"):
+        search_all(session, "redis", env={"MEMLANE_STORE_CMD": str(bad)})
 
 
 # -- project routing (memory_expand, memory_transcript) --------------------------------
