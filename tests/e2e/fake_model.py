@@ -187,7 +187,9 @@ class FakeModel:
             self.requests.append(body)
             if body.get("tools"):
                 self.agent_requests.append(body)
-                script: Script = self._agent.popleft() if self._agent else Reply.say(self.default_text)
+                script: Script = (
+                    self._agent.popleft() if self._agent else Reply.say(self.default_text)
+                )
             else:
                 self.distill_requests.append(body)
                 distill = self.distill

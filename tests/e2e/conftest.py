@@ -1,0 +1,35 @@
+"""Fixtures for the end-to-end tests with the real pi binary (see pi_harness.py)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fake_model import FakeModel
+from pi_harness import NpmUnavailable, PiInstall, ensure_pi
+
+# Read at import: the root conftest clears MEMLANE_* variables for every test.
+CACHE = Path(
+    os.environ.get("MEMLANE_E2E_CACHE") or Path.home() / ".cache" / "memlane-e2e"
+).expanduser()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "e2e: end-to-end tests with the real pi binary")
+
+
+@pytest.fixture(scope="session")
+def pi_install() -> PiInstall:
+    """pi 1.x (and Node 22 if needed) from the npm registry, cached in $MEMLANE_E2E_CACHE."""
+    try:
+        return ensure_pi(CACHE)
+    except NpmUnavailable as exc:
+        pytest.skip(f"pi e2e tests skipped: {exc}")
+
+
+@pytest.fixture(scope="module")
+def fake_model() -> Iterator[FakeModel]:
+    with FakeModel() as server:
+        yield server
