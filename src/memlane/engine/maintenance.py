@@ -387,7 +387,7 @@ def append_compact_block(store: Path, summary: str, now: datetime) -> Path:
     same rule every appender uses (store/daily.py), so concurrent entries
     never interleave with the block.
     """
-    from memlane.store.daily import _create_with_title, daily_path
+    from memlane.store.daily import create_with_title, daily_path
 
     local = now.astimezone() if now.tzinfo is not None else now
     path = daily_path(store, local.date()).absolute()
@@ -395,7 +395,7 @@ def append_compact_block(store: Path, summary: str, now: datetime) -> Path:
     try:
         store.mkdir(parents=True, exist_ok=True)
         if not path.exists():
-            _create_with_title(path, local.date())
+            create_with_title(path, local.date())
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o666)
         try:
             written = os.write(fd, block)

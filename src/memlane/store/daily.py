@@ -90,7 +90,7 @@ def _local(now: datetime) -> datetime:
     return now.astimezone() if now.tzinfo is not None else now
 
 
-def _create_with_title(path: Path, day: date) -> None:
+def create_with_title(path: Path, day: date) -> None:
     """Create *path* holding only its title, unless it already exists.
 
     The title goes into a private temporary file first, which is then
@@ -176,7 +176,7 @@ class DailyWriter:
             try:
                 store_dir.mkdir(parents=True, exist_ok=True)
                 if not path.exists():
-                    _create_with_title(path, local.date())
+                    create_with_title(path, local.date())
                 heading = (
                     key is not None
                     and key not in self._headed
