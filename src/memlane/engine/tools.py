@@ -304,9 +304,8 @@ class Tools:
         return os.path.realpath(project) in own
 
     def _transcript(self, args: dict[str, Any]) -> ToolResult:
-        from memlane.transcripts import read_transcript
-
         from memlane.engine.memory import NO_TRANSCRIPT
+        from memlane.transcripts import read_transcript
 
         if args["transcript_path"].strip() in ("", NO_TRANSCRIPT):
             raise MemlaneError(
