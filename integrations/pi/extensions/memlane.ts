@@ -17,7 +17,7 @@
  */
 
 import { type ChildProcess, spawn } from "node:child_process";
-import { existsSync, readFileSync } from "node:fs";
+import { appendFileSync, existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { type Message, StringEnum } from "@earendil-works/pi-ai";
 import {
@@ -30,6 +30,8 @@ import { type TSchema, Type } from "typebox";
 
 const SHUTDOWN_GRACE_MS = 2000;
 const MAX_SIDECAR_RESPAWNS = 2;
+// Consecutive unanswered events after which the child counts as crashed (killed, respawned lazily).
+const TIMEOUT_CRASH_THRESHOLD = 3;
 
 // Per-request deadlines (ms). The sidecar enforces the real budgets (auto-context
 // 300 ms, shutdown flush 15 s); these only keep pi from hanging on a stuck child.
@@ -71,6 +73,7 @@ class SidecarError extends Error {
 	constructor(
 		message: string,
 		readonly code?: number,
+		readonly timedOut = false,
 	) {
 		super(message);
 		this.name = "SidecarError";
@@ -127,7 +130,7 @@ class Sidecar {
 		return new Promise<Json>((resolve, reject) => {
 			const timer = setTimeout(() => {
 				this.pending.delete(id);
-				reject(new SidecarError(`memlane sidecar did not answer ${method} within ${timeoutMs} ms`));
+				reject(new SidecarError(`memlane sidecar did not answer ${method} within ${timeoutMs} ms`, undefined, true));
 			}, timeoutMs);
 			this.pending.set(id, { method, resolve, reject, timer });
 			this.send({ jsonrpc: "2.0", id, method, params });
@@ -318,6 +321,7 @@ export default function memlane(pi: ExtensionAPI): void {
 	let starting: Promise<Sidecar | null> | null = null;
 	let respawns = 0;
 	let unavailable: string | null = null; // why memlane cannot run in this session
+	let consecutiveTimeouts = 0;
 	let sessionParams: JsonObject | null = null;
 	let currentCtx: ExtensionContext | null = null;
 	let mode: string = "print";
@@ -371,10 +375,12 @@ export default function memlane(pi: ExtensionAPI): void {
 		}
 		const params = sessionParams;
 		starting = (async () => {
+			const spawned = performance.now();
 			const child = spawnSidecar(String(params.cwd));
 			sidecar = child;
 			try {
 				const result = asObject(await child.request("session_start", params));
+				recordTiming("session_start", performance.now() - spawned);
 				const notices = Array.isArray(result.notices) ? result.notices : [];
 				for (const notice of notices) {
 					if (typeof notice !== "string") continue;
@@ -402,13 +408,34 @@ export default function memlane(pi: ExtensionAPI): void {
 
 	/** Send one event; any failure degrades to "no answer" so pi keeps working. */
 	async function forward(method: string, params: JsonObject): Promise<JsonObject | null> {
+		const started = performance.now();
 		const child = await ensureSidecar();
 		if (!child) return null;
 		try {
-			return asObject(await child.request(method, params));
+			const result = asObject(await child.request(method, params));
+			consecutiveTimeouts = 0;
+			return result;
 		} catch (err) {
 			log(`${method}: ${err instanceof Error ? err.message : String(err)}`);
+			if (err instanceof SidecarError && err.timedOut && ++consecutiveTimeouts >= TIMEOUT_CRASH_THRESHOLD) {
+				log(`${consecutiveTimeouts} events in a row went unanswered; restarting the sidecar`);
+				consecutiveTimeouts = 0;
+				child.kill();
+			}
 			return null;
+		} finally {
+			recordTiming(method, performance.now() - started);
+		}
+	}
+
+	/** Opt-in measurement: MEMLANE_PI_TIMINGS=<file> appends {method, ms} per forwarded event. */
+	function recordTiming(method: string, ms: number): void {
+		const file = process.env.MEMLANE_PI_TIMINGS;
+		if (!file) return;
+		try {
+			appendFileSync(file, `${JSON.stringify({ method, ms: Math.round(ms * 1000) / 1000 })}\n`);
+		} catch {
+			// measurement must never disturb the session
 		}
 	}
 
@@ -424,6 +451,7 @@ export default function memlane(pi: ExtensionAPI): void {
 		mode = ctx.mode;
 		respawns = 0;
 		unavailable = null;
+		consecutiveTimeouts = 0;
 		sidecar = null;
 		const sm = ctx.sessionManager;
 		sessionParams = {
