@@ -302,6 +302,17 @@ def test_memlane_command_falls_back_to_python_m() -> None:
     ]
 
 
+def test_other_commands_never_import_the_sdk() -> None:
+    # The SDK costs ~0.5 s to import; only `memlane mcp` may pay it.
+    probe = (
+        "import sys, memlane.cli.main; "
+        "loaded = [m for m in sys.modules if m.split('.')[0] in ('mcp', 'mcp_types')]; "
+        "print(loaded)"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
+
+
 def test_install_mcp_without_print_says_what_to_run(tmp_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "memlane.cli.main", "install-mcp"],
