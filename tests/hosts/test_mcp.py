@@ -24,8 +24,6 @@ from mcp.types import CallToolResult, TextContent
 from memlane.engine.tools import SPECS
 from memlane.hosts.mcp.config import memlane_command, render_config
 
-pytestmark = pytest.mark.slow
-
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
@@ -113,6 +111,7 @@ async def _error(session: ClientSession, name: str, **arguments: Any) -> CallToo
     return result
 
 
+@pytest.mark.slow
 def test_lists_every_tool_with_its_schema_and_the_ladder(project: Path, server_log: Server) -> None:
     async def body() -> None:
         async with connect(project, server_log, MEMLANE_EMBEDDING_PROVIDER="none") as (
@@ -136,6 +135,7 @@ def test_lists_every_tool_with_its_schema_and_the_ladder(project: Path, server_l
     run(body)
 
 
+@pytest.mark.slow
 def test_write_search_expand_status_with_structured_results(
     project: Path, server_log: Server
 ) -> None:
@@ -180,6 +180,7 @@ def test_write_search_expand_status_with_structured_results(
     run(body)
 
 
+@pytest.mark.slow
 def test_errors_are_tool_results_and_the_server_keeps_serving(
     project: Path, server_log: Server
 ) -> None:
@@ -219,6 +220,7 @@ def test_errors_are_tool_results_and_the_server_keeps_serving(
     run(body)
 
 
+@pytest.mark.slow
 def test_hybrid_search_with_the_bundled_model(project: Path, server_log: Server) -> None:
     async def body() -> None:
         async with connect(project, server_log) as (session, _):
@@ -236,6 +238,7 @@ def test_hybrid_search_with_the_bundled_model(project: Path, server_log: Server)
     run(body)
 
 
+@pytest.mark.slow
 def test_the_server_exits_when_the_client_closes(project: Path, server_log: Server) -> None:
     async def body() -> None:
         async with connect(project, server_log, MEMLANE_EMBEDDING_PROVIDER="none") as (
@@ -255,9 +258,27 @@ def test_the_server_exits_when_the_client_closes(project: Path, server_log: Serv
     run(body)
 
 
+def test_results_map_to_text_structured_content_and_is_error() -> None:
+    from memlane.engine.tools import ToolResult
+    from memlane.hosts.mcp.server import error_result, success_result
+
+    ok = success_result(ToolResult("two hits", {"path": Path("/m/x.md"), "hits": [1, 2]}))
+    assert not ok.is_error
+    assert ok.structured_content == {"path": "/m/x.md", "hits": [1, 2]}
+    assert [c.model_dump(exclude_none=True) for c in ok.content] == [
+        {"type": "text", "text": "two hits"}
+    ]
+    failed = error_result("no chunk abc", "run memory_search first")
+    assert failed.is_error
+    assert failed.structured_content == {"error": "no chunk abc", "hint": "run memory_search first"}
+    assert isinstance(failed.content[0], TextContent)
+    assert failed.content[0].text == "no chunk abc\nHint: run memory_search first"
+
+
 # -- install-mcp --print ------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_install_mcp_print_names_the_running_memlane(tmp_path: Path) -> None:
     out = subprocess.run(
         [sys.executable, "-m", "memlane.cli.main", "install-mcp", "--print"],
@@ -302,6 +323,7 @@ def test_memlane_command_falls_back_to_python_m() -> None:
     ]
 
 
+@pytest.mark.slow
 def test_other_commands_never_import_the_sdk() -> None:
     # The SDK costs ~0.5 s to import; only `memlane mcp` may pay it.
     probe = (
@@ -313,6 +335,7 @@ def test_other_commands_never_import_the_sdk() -> None:
     assert done.stdout.strip() == "[]"
 
 
+@pytest.mark.slow
 def test_install_mcp_without_print_says_what_to_run(tmp_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "memlane.cli.main", "install-mcp"],
