@@ -221,6 +221,37 @@ def test_errors_are_tool_results_and_the_server_keeps_serving(
 
 
 @pytest.mark.slow
+def test_concurrent_calls_all_come_back_clean(project: Path, server_log: Server) -> None:
+    async def body() -> None:
+        async with connect(project, server_log, MEMLANE_EMBEDDING_PROVIDER="none") as (
+            session,
+            _,
+        ):
+            results: list[CallToolResult] = []
+
+            async def call(name: str, **arguments: Any) -> None:
+                result = await session.call_tool(name, arguments)
+                assert isinstance(result, CallToolResult)
+                results.append(result)
+
+            # The SDK serves these at once; the engine queues them on its one thread.
+            async with anyio.create_task_group() as group:
+                for n in range(5):
+                    group.start_soon(lambda n=n: call("memory_write", text=f"Parallel note {n}."))
+                    group.start_soon(lambda: call("memory_search", query="parallel note"))
+                group.start_soon(lambda: call("memory_status"))
+            assert [_text(r) for r in results if r.is_error] == []
+
+            found = await _ok(session, "memory_search", query="parallel note", k=10)
+            assert isinstance(found.structured_content, dict)
+            assert len(found.structured_content["hits"]) == 5
+
+        assert "Traceback" not in server_log.stderr
+
+    run(body)
+
+
+@pytest.mark.slow
 def test_hybrid_search_with_the_bundled_model(project: Path, server_log: Server) -> None:
     async def body() -> None:
         async with connect(project, server_log) as (session, _):
