@@ -48,8 +48,8 @@ def render_config(command: list[str]) -> str:
 # The server serves the project it is started in; if a client starts it elsewhere,
 # add "-C", "/path/to/project" after "mcp".
 
-## Claude Code — for you, in every project:
-claude mcp add --scope user {SERVER_KEY} -- {shell}
+## Claude Code — this project, just for you (add --scope user for every project):
+claude mcp add {SERVER_KEY} -- {shell}
 
 ## Claude Code — shared with the project, in .mcp.json at its root:
 {json_claude}

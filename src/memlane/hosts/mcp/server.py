@@ -19,6 +19,7 @@ searches catch the index up first, as in the CLI.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import sys
@@ -61,9 +62,13 @@ def tool_definitions() -> list[types.Tool]:
 
 
 def success_result(result: ToolResult) -> types.CallToolResult:
+    # Round-trip through JSON here, on the engine thread: a stray Path or datetime in
+    # some details must not fail later inside the SDK's serializer, where it would
+    # surface as a protocol error instead of a result.
+    details = json.loads(json.dumps(result.details, ensure_ascii=False, default=str))
     return types.CallToolResult(
         content=[types.TextContent(text=result.text)],
-        structured_content=result.details,
+        structured_content=details,
     )
 
 
