@@ -38,7 +38,13 @@ def render_hit(hit: Hit, base: str | None = None) -> str:
     return f"{hit.score:.3f}  {hit.chunk_hash}  {where}{heading}{origin}\n       {snippet(hit.content)}"
 
 
-def render_search(result: SearchResult, base: str | None = None) -> str:
+CLI_EXPAND_HINT = "memlane expand HASH"
+TOOL_EXPAND_HINT = "memory_expand(chunk_hash)"
+
+
+def render_search(
+    result: SearchResult, base: str | None = None, expand_hint: str = CLI_EXPAND_HINT
+) -> str:
     if not result.hits:
         head = f"No memories match {result.query!r} ({result.mode} search); the result is empty."
         return "\n".join([head, *(f"note: {n}" for n in result.notices)])
@@ -48,7 +54,7 @@ def render_search(result: SearchResult, base: str | None = None) -> str:
     ]
     lines += [f"note: {n}" for n in result.notices]
     lines += [render_hit(h, base) for h in result.hits]
-    lines.append("Scores are ranks in [0, 1], not confidence. Expand a hash: memlane expand HASH")
+    lines.append(f"Scores are ranks in [0, 1], not confidence. Expand a hash: {expand_hint}")
     return "\n".join(lines)
 
 

@@ -249,7 +249,7 @@ class Tools:
         return ToolResult(text, entry.to_json())
 
     def _search(self, args: dict[str, Any]) -> ToolResult:
-        from memlane.core.render import render_search
+        from memlane.core.render import TOOL_EXPAND_HINT, render_search
 
         query = args["query"]
         k = args.get("k", self.memory.config.session.search_top_k)
@@ -266,10 +266,10 @@ class Tools:
             mode=args.get("mode", "hybrid"),
             sync=self.session is None,
         )
-        return ToolResult(render_search(result, self._base()), result.to_json())
+        return ToolResult(render_search(result, self._base(), TOOL_EXPAND_HINT), result.to_json())
 
     def _search_all(self, query: str, k: int, args: dict[str, Any]) -> ToolResult:
-        from memlane.core.render import render_search
+        from memlane.core.render import TOOL_EXPAND_HINT, render_search
         from memlane.engine.crossrepo import search_all
 
         fan_out = search_all(
@@ -282,7 +282,9 @@ class Tools:
             session=args.get("session"),
             mode=args.get("mode", "hybrid"),
         )
-        return ToolResult(render_search(fan_out.to_search_result()), fan_out.to_json())
+        return ToolResult(
+            render_search(fan_out.to_search_result(), None, TOOL_EXPAND_HINT), fan_out.to_json()
+        )
 
     def _expand(self, args: dict[str, Any]) -> ToolResult:
         from memlane.core.render import render_section
