@@ -29,6 +29,7 @@ from memlane.core.settings import (
     IndexSettings,
     LlmSettings,
     SessionSettings,
+    TopicSettings,
 )
 
 PROJECT_CONFIG_NAME = ".memlane.toml"
@@ -198,6 +199,123 @@ KEYS: dict[str, Key] = {
             'scope "all" when they hold .memsearch/memory/ or memory/',
             aliases=("MEMLANE_SCAN_ROOTS", "PI_MEMSEARCH_SCAN_ROOTS"),
         ),
+        # --- topic layer: every key of pi-memory's memory.json (docs/topics.md) ---------
+        Key(
+            "topics.enabled",
+            bool,
+            True,
+            "the topic layer (topic files, MEMORY.md, surfacing, extraction); "
+            "memory.json: enabled; `memlane memory on|off`",
+        ),
+        Key(
+            "topics.mem_index_max_lines",
+            int,
+            S.MEM_INDEX_MAX_LINES,
+            "MEMORY.md lines before capacity warnings and snapshot truncation (memIndexMaxLines)",
+        ),
+        Key(
+            "topics.mem_index_max_bytes",
+            int,
+            S.MEM_INDEX_MAX_BYTES,
+            "MEMORY.md bytes before capacity warnings and snapshot truncation (memIndexMaxBytes)",
+        ),
+        Key(
+            "topics.model",
+            str,
+            None,
+            "shared model for dream, surfacing and extraction: <id> or <provider>/<id>; "
+            "default the host's (defaults.model)",
+        ),
+        Key(
+            "dream.nudge_after_sessions",
+            int,
+            5,
+            "sessions since the last dream before suggesting `memlane dream`",
+        ),
+        Key(
+            "dream.nudge_after_hours",
+            float,
+            24.0,
+            "hours since the last dream before suggesting `memlane dream`",
+        ),
+        Key("dream.model", str, None, "model for dream consolidation; default topics.model"),
+        Key(
+            "dream.think_level",
+            str,
+            "high",
+            "thinking effort for dream",
+            choices=S.THINK_LEVELS,
+        ),
+        Key(
+            "session_search.max_sessions",
+            int,
+            10,
+            "newest session files scanned by memory_topic search scope=sessions",
+        ),
+        Key(
+            "session_search.max_matches",
+            int,
+            5,
+            "matches returned by memory_topic search scope=sessions",
+        ),
+        Key(
+            "auto_surfacing.enabled",
+            bool,
+            True,
+            "inject relevant topic files with each prompt",
+        ),
+        Key(
+            "auto_surfacing.model",
+            str,
+            None,
+            "model for the optional surfacing rerank; default topics.model",
+        ),
+        Key(
+            "auto_surfacing.think_level",
+            str,
+            "off",
+            "thinking effort for the surfacing rerank",
+            choices=S.THINK_LEVELS,
+        ),
+        Key("auto_surfacing.max_files", int, 5, "topic files injected per prompt at most"),
+        Key(
+            "auto_surfacing.max_topic_bytes",
+            int,
+            4096,
+            "bytes per injected topic file (cut beyond)",
+        ),
+        Key(
+            "auto_surfacing.max_injection_bytes",
+            int,
+            20480,
+            "bytes of injected topic content per prompt at most",
+        ),
+        Key(
+            "extract_memories.enabled",
+            bool,
+            True,
+            "propose topic entries from each exchange",
+        ),
+        Key(
+            "extract_memories.model",
+            str,
+            None,
+            "model for extraction; default topics.model",
+        ),
+        Key(
+            "extract_memories.think_level",
+            str,
+            "high",
+            "thinking effort for extraction",
+            choices=S.THINK_LEVELS,
+        ),
+        Key(
+            "extract_memories.max_context_tokens",
+            int,
+            2000,
+            "tokens of conversation the extraction reads at most",
+        ),
+        # --- end topic layer ---------------------------------------------------------------
     )
 }
 
@@ -310,6 +428,37 @@ class Config:
             transcript_limit=num("transcript.limit"),
             turn_char_cap=num("transcript.turn_char_cap"),
         )
+
+    # --- topic layer ---
+    @property
+    def topics(self) -> TopicSettings:
+        def num(name: str) -> int:
+            return int(self.get(name) or 0)
+
+        return TopicSettings(
+            enabled=bool(self.get("topics.enabled")),
+            mem_index_max_lines=num("topics.mem_index_max_lines"),
+            mem_index_max_bytes=num("topics.mem_index_max_bytes"),
+            model=_opt_str(self.get("topics.model")),
+            dream_nudge_after_sessions=num("dream.nudge_after_sessions"),
+            dream_nudge_after_hours=float(self.get("dream.nudge_after_hours") or 0.0),
+            dream_model=_opt_str(self.get("dream.model")),
+            dream_think_level=str(self.get("dream.think_level")),
+            session_search_max_sessions=num("session_search.max_sessions"),
+            session_search_max_matches=num("session_search.max_matches"),
+            auto_surfacing_enabled=bool(self.get("auto_surfacing.enabled")),
+            auto_surfacing_model=_opt_str(self.get("auto_surfacing.model")),
+            auto_surfacing_think_level=str(self.get("auto_surfacing.think_level")),
+            auto_surfacing_max_files=num("auto_surfacing.max_files"),
+            auto_surfacing_max_topic_bytes=num("auto_surfacing.max_topic_bytes"),
+            auto_surfacing_max_injection_bytes=num("auto_surfacing.max_injection_bytes"),
+            extract_memories_enabled=bool(self.get("extract_memories.enabled")),
+            extract_memories_model=_opt_str(self.get("extract_memories.model")),
+            extract_memories_think_level=str(self.get("extract_memories.think_level")),
+            extract_memories_max_context_tokens=num("extract_memories.max_context_tokens"),
+        )
+
+    # --- end topic layer ---
 
 
 def _delays(text: str) -> tuple[int, ...]:

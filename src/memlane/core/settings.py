@@ -129,3 +129,54 @@ class SessionSettings:
     transcript_context: int = TRANSCRIPT_CONTEXT
     transcript_limit: int = TRANSCRIPT_LIMIT
     turn_char_cap: int = TURN_CHAR_CAP
+
+
+# --- topic layer (curated knowledge; pi-memory's memory.json) -------------------------------
+# Defaults are pi-memory's, so a migrated setup behaves the same. Keys:
+# core/config.py, block "topic layer"; mapping table: docs/topics.md.
+MEM_INDEX_MAX_LINES = 200
+MEM_INDEX_MAX_BYTES = 25600
+THINK_LEVELS = ("off", "minimal", "low", "medium", "high", "xhigh")
+
+
+@dataclass(frozen=True)
+class TopicSettings:
+    """The topic layer: topic files, MEMORY.md, surfacing, extraction, dream.
+
+    ``*_model`` is ``None`` when unset; a task's model falls back to
+    ``model`` (pi-memory's ``defaults.model``), then to the host's model.
+    """
+
+    enabled: bool = True
+    mem_index_max_lines: int = MEM_INDEX_MAX_LINES
+    mem_index_max_bytes: int = MEM_INDEX_MAX_BYTES
+    model: str | None = None
+    dream_nudge_after_sessions: int = 5
+    dream_nudge_after_hours: float = 24.0
+    dream_model: str | None = None
+    dream_think_level: str = "high"
+    session_search_max_sessions: int = 10
+    session_search_max_matches: int = 5
+    auto_surfacing_enabled: bool = True
+    auto_surfacing_model: str | None = None
+    auto_surfacing_think_level: str = "off"
+    auto_surfacing_max_files: int = 5
+    auto_surfacing_max_topic_bytes: int = 4096
+    auto_surfacing_max_injection_bytes: int = 20480
+    extract_memories_enabled: bool = True
+    extract_memories_model: str | None = None
+    extract_memories_think_level: str = "high"
+    extract_memories_max_context_tokens: int = 2000
+
+    def model_for(self, task: str) -> str | None:
+        """The model for ``dream``, ``auto_surfacing`` or ``extract_memories``,
+        falling back to the shared ``topics.model``; None means the host's."""
+        own = {
+            "dream": self.dream_model,
+            "auto_surfacing": self.auto_surfacing_model,
+            "extract_memories": self.extract_memories_model,
+        }.get(task)
+        return own or self.model
+
+
+# --- end topic layer -------------------------------------------------------------------------

@@ -1,0 +1,609 @@
+"""The ``memory_topic`` tool: curated knowledge (pi-memory's ``memory`` tool).
+
+``add`` / ``remove`` / ``list`` work on the topic files through
+``memlane.store.topics``; ``search`` looks either in the topic files (scope
+``memory``, through the index with ``kind="topic"``, answering with whole
+``##`` entry blocks) or in this project's past agent sessions (scope
+``sessions``, a plain scan of pi's and Claude Code's transcript files).
+
+After an add or a remove the index is brought up to date here
+(``Memory.sync``) unless the caller says a live session's indexer will do
+it (``sync=False``); an index failure never undoes the write, it only adds
+a notice.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from memlane.core.errors import MemlaneError
+from memlane.engine.tools import Param, ToolResult, ToolSpec, check_arguments
+from memlane.store import topics as store_topics
+from memlane.store.layout import MEMORY_INDEX, TOPICS_DIR
+
+if TYPE_CHECKING:
+    from memlane.engine.memory import Memory
+    from memlane.store.topics import TopicChange, TopicInfo
+
+ACTIONS = ("add", "remove", "list", "search")
+SEARCH_SCOPES = ("memory", "sessions")
+# Chunks asked of the index per topic search; several chunks of one entry
+# collapse into one result.
+TOPIC_SEARCH_K = 20
+SNIPPET_CHARS = 240
+PI_AGENT_DIR_ENV = "PI_CODING_AGENT_DIR"
+PI_SESSION_DIR_ENV = "PI_CODING_AGENT_SESSION_DIR"
+CLAUDE_CONFIG_DIR_ENV = "CLAUDE_CONFIG_DIR"
+
+MEMORY_TOPIC_SPEC = ToolSpec(
+    "memory_topic",
+    "Curated knowledge that outlives the daily journal: topic files (one per subject, "
+    "one '## title' entry per fact) indexed one line per topic in MEMORY.md, which every "
+    "new session sees. Actions: add (content, topic, title, optional type) saves a "
+    "durable learning — a preference, convention, debugging insight or project fact; "
+    "remove (entry = exact title) deletes one entry; list shows topics and their entry "
+    "titles; search (query, scope memory|sessions) returns whole entries, or matching "
+    "messages from this project's past sessions. Secrets are redacted.",
+    (
+        Param("action", "string", "What to do.", required=True, enum=ACTIONS),
+        Param("content", "string", "add: the knowledge to keep, in full sentences."),
+        Param(
+            "topic",
+            "string",
+            'add: the topic file, e.g. "debugging.md" or "Debugging Tips"; created if new.',
+        ),
+        Param(
+            "title",
+            "string",
+            "add: a self-contained title; only titles reach future prompts (via MEMORY.md), "
+            "so the title alone must say what was learned.",
+        ),
+        Param(
+            "type",
+            "string",
+            "add: user (who the user is), feedback (lessons, corrections; default), "
+            "project (state, deadlines), reference (pointers to external systems).",
+            enum=store_topics.TOPIC_TYPES,
+        ),
+        Param("entry", "string", "remove: the exact title of the entry to delete."),
+        Param("query", "string", "search: what to look for."),
+        Param(
+            "scope",
+            "string",
+            'search: "memory" (topic files, default) or "sessions" (past conversations of '
+            "this project).",
+            enum=SEARCH_SCOPES,
+        ),
+    ),
+)
+
+
+# --- add / remove / list --------------------------------------------------------------------
+
+
+def _limits(mem: Memory) -> tuple[int, int]:
+    settings = mem.config.topics
+    return settings.mem_index_max_lines, settings.mem_index_max_bytes
+
+
+def _sync(mem: Memory, sync: bool) -> list[str]:
+    if not sync:
+        return []
+    try:
+        return list(mem.sync(quiet_when_idle=True).notices)
+    except MemlaneError as exc:
+        return [f"the topic file was saved but the index was not updated ({exc.message})"]
+
+
+def add_entry(
+    mem: Memory,
+    *,
+    content: str,
+    topic: str,
+    title: str,
+    type: str | None = None,
+    sync: bool = True,
+) -> tuple[TopicChange, list[str]]:
+    """Save one entry; refused while the topic layer is switched off."""
+    if not mem.config.topics.enabled:
+        raise MemlaneError(
+            "the topic memory is switched off (topics.enabled = false)",
+            "turn it on with `memlane memory on`",
+        )
+    max_lines, max_bytes = _limits(mem)
+    change = store_topics.add(
+        mem.scope.store,
+        content=content,
+        topic=topic,
+        title=title,
+        type=type,
+        max_lines=max_lines,
+        max_bytes=max_bytes,
+    )
+    return change, _sync(mem, sync)
+
+
+def remove_entry(mem: Memory, *, entry: str, sync: bool = True) -> tuple[TopicChange, list[str]]:
+    """Delete one entry by exact title (allowed even when switched off: cleaning up)."""
+    max_lines, max_bytes = _limits(mem)
+    change = store_topics.remove(
+        mem.scope.store, entry=entry, max_lines=max_lines, max_bytes=max_bytes
+    )
+    return change, _sync(mem, sync)
+
+
+def list_all(mem: Memory) -> list[TopicInfo]:
+    return store_topics.list_topics(mem.scope.store)
+
+
+# --- search: topic files --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TopicMatch:
+    score: float
+    chunk_hash: str
+    name: str
+    slug: str
+    path: str
+    type: str
+    title: str  # "" for a match in the frontmatter (name/description)
+    block: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "score": round(self.score, 6),
+            "chunk_hash": self.chunk_hash,
+            "name": self.name,
+            "slug": self.slug,
+            "file": f"{TOPICS_DIR}/{self.slug}.md",
+            "path": self.path,
+            "type": self.type,
+            "title": self.title,
+            "block": self.block,
+        }
+
+
+@dataclass
+class TopicSearch:
+    query: str
+    mode: str
+    matches: list[TopicMatch] = field(default_factory=list)
+    notices: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "scope": "memory",
+            "query": self.query,
+            "mode": self.mode,
+            "matches": [m.to_json() for m in self.matches],
+            "notices": list(self.notices),
+        }
+
+    def render(self) -> str:
+        if not self.matches:
+            text = f'No topic entry matches "{self.query}".'
+        else:
+            parts = [
+                f"{len(self.matches)} topic entr{'y' if len(self.matches) == 1 else 'ies'} "
+                f'for "{self.query}" ({self.mode}):'
+            ]
+            for m in self.matches:
+                where = f"{TOPICS_DIR}/{m.slug}.md ({m.type})"
+                if m.title:
+                    parts.append(f"\n[{where}] score {m.score:.2f}\n{m.block.rstrip()}")
+                else:
+                    parts.append(f"\n[{where}] score {m.score:.2f} — topic description\n{m.block}")
+            text = "\n".join(parts)
+        for notice in self.notices:
+            text += f"\nnote: {notice}"
+        return text
+
+
+def search_memory(mem: Memory, query: str, *, sync: bool = True) -> TopicSearch:
+    """Topic entries for *query*, best first, each as its whole ``##`` block."""
+    result = mem.search(query, TOPIC_SEARCH_K, kind="topic", sync=sync)
+    out = TopicSearch(query=query, mode=result.mode, notices=list(result.notices))
+    index_file = os.path.realpath(mem.scope.store / MEMORY_INDEX)
+    parsed_cache: dict[str, store_topics.TopicFile | None] = {}
+    seen: set[tuple[str, str]] = set()
+    for hit in result.hits:
+        if os.path.realpath(hit.source) == index_file:
+            continue  # MEMORY.md only repeats titles
+        if hit.source not in parsed_cache:
+            try:
+                parsed_cache[hit.source] = store_topics.TopicFile.parse(
+                    Path(hit.source).read_text(encoding="utf-8")
+                )
+            except (OSError, UnicodeDecodeError):
+                parsed_cache[hit.source] = None
+        parsed = parsed_cache[hit.source]
+        if parsed is None:
+            continue
+        slug = Path(hit.source).stem
+        entry = store_topics.entry_at_line(parsed, hit.start_line)
+        title = entry.title if entry is not None else ""
+        if (hit.source, title) in seen:
+            continue
+        seen.add((hit.source, title))
+        name = parsed.get("name") or slug
+        if entry is not None:
+            block = entry.text.rstrip("\n") + "\n"
+        else:
+            block = (
+                f"{name}: {parsed.get('description') or ''} (entries: "
+                + "; ".join(parsed.titles)
+                + ")"
+            )
+        out.matches.append(
+            TopicMatch(
+                score=hit.score,
+                chunk_hash=hit.chunk_hash,
+                name=name,
+                slug=slug,
+                path=hit.source,
+                type=parsed.get("type") or store_topics.DEFAULT_TYPE,
+                title=title,
+                block=block,
+            )
+        )
+    return out
+
+
+# --- search: past sessions ------------------------------------------------------------------
+
+
+def pi_session_dir_name(cwd: str) -> str:
+    """pi's per-project session directory name (session-manager.js getDefaultSessionDir):
+    ``--`` + cwd without its leading separator, ``/ \\ :`` turned into ``-``, + ``--``."""
+    return "--" + re.sub(r"[/\\:]", "-", re.sub(r"^[/\\]", "", cwd)) + "--"
+
+
+def claude_project_dir_name(cwd: str) -> str:
+    """Claude Code's project directory name: every non-alphanumeric character → ``-``."""
+    return re.sub(r"[^A-Za-z0-9]", "-", cwd)
+
+
+def session_files(cwds: list[str], env: Mapping[str, str] | None = None) -> list[tuple[str, Path]]:
+    """(host, file) of every transcript of these project directories, newest first."""
+    environ = os.environ if env is None else env
+    home = Path(environ.get("HOME") or Path.home())
+    agent = environ.get(PI_AGENT_DIR_ENV)
+    pi_root = Path(agent).expanduser() if agent else home / ".pi" / "agent"
+    claude = environ.get(CLAUDE_CONFIG_DIR_ENV)
+    claude_root = Path(claude).expanduser() if claude else home / ".claude"
+    found: dict[Path, str] = {}
+    for cwd in dict.fromkeys(cwds):
+        for host, directory in (
+            ("pi", pi_root / "sessions" / pi_session_dir_name(cwd)),
+            ("claude-code", claude_root / "projects" / claude_project_dir_name(cwd)),
+        ):
+            if directory.is_dir():
+                for path in directory.glob("*.jsonl"):
+                    found.setdefault(path, host)
+    custom = environ.get(PI_SESSION_DIR_ENV)
+    if custom and Path(custom).expanduser().is_dir():
+        # A custom pi session directory is shared by every project: keep the
+        # files whose header names one of ours.
+        wanted = {os.path.realpath(c) for c in cwds}
+        for path in Path(custom).expanduser().glob("*.jsonl"):
+            if _pi_header_cwd(path) in wanted:
+                found.setdefault(path, "pi")
+
+    def mtime(item: tuple[Path, str]) -> float:
+        try:
+            return item[0].stat().st_mtime
+        except OSError:
+            return 0.0
+
+    return [(host, path) for path, host in sorted(found.items(), key=mtime, reverse=True)]
+
+
+def _pi_header_cwd(path: Path) -> str | None:
+    try:
+        with path.open("rb") as handle:
+            obj = json.loads(handle.readline())
+    except (OSError, ValueError):
+        return None
+    if isinstance(obj, dict) and obj.get("type") == "session" and isinstance(obj.get("cwd"), str):
+        return os.path.realpath(str(obj["cwd"]))
+    return None
+
+
+@dataclass(frozen=True)
+class SessionMatch:
+    host: str
+    session_file: str
+    entry_id: str
+    time: str
+    role: str
+    snippet: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "host": self.host,
+            "session_file": self.session_file,
+            "entry_id": self.entry_id,
+            "time": self.time,
+            "role": self.role,
+            "snippet": self.snippet,
+        }
+
+
+@dataclass
+class SessionSearch:
+    query: str
+    scanned: list[str] = field(default_factory=list)
+    matches: list[SessionMatch] = field(default_factory=list)
+    truncated: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "scope": "sessions",
+            "query": self.query,
+            "scanned_sessions": list(self.scanned),
+            "matches": [m.to_json() for m in self.matches],
+            "truncated": self.truncated,
+        }
+
+    def render(self) -> str:
+        if not self.scanned:
+            return (
+                "No past sessions of this project were found (looked for pi sessions under "
+                "~/.pi/agent/sessions/ and Claude Code transcripts under ~/.claude/projects/)."
+            )
+        if not self.matches:
+            return (
+                f"No message in the {len(self.scanned)} newest session(s) of this project "
+                f'matches "{self.query}".'
+            )
+        lines = [
+            f'{len(self.matches)} message(s) matching "{self.query}" in the '
+            f"{len(self.scanned)} newest session(s), newest first:"
+        ]
+        for n, m in enumerate(self.matches, 1):
+            lines.append(f"\n{n}. {m.time or '(no time)'} · {m.role} · {m.host}")
+            lines.append(f"   transcript: {m.session_file}")
+            lines.append(f"   turn: {m.entry_id}")
+            lines.append(f"   {m.snippet}")
+        if self.truncated:
+            lines.append("\n(more matches exist; refine the query)")
+        lines.append(
+            "\nRead the conversation around a match with memory_transcript "
+            "(transcript_path = the transcript, turn = the turn)."
+        )
+        return "\n".join(lines)
+
+
+def _message_of(obj: dict[str, Any]) -> tuple[str, str, str, str] | None:
+    """(role, entry id, time, text) of a user/assistant message line, else None."""
+    from memlane.transcripts.draft import text_of_blocks
+
+    kind = obj.get("type")
+    if kind == "message":  # pi
+        message = obj.get("message")
+        if not isinstance(message, dict) or message.get("role") not in ("user", "assistant"):
+            return None
+        entry_id = obj.get("id")
+        role = str(message["role"])
+    elif kind in ("user", "assistant"):  # Claude Code
+        if obj.get("isSidechain") or obj.get("isMeta") or obj.get("isCompactSummary"):
+            return None
+        message = obj.get("message")
+        if not isinstance(message, dict):
+            return None
+        entry_id = obj.get("uuid")
+        role = str(kind)
+    else:
+        return None
+    if not isinstance(entry_id, str) or not entry_id:
+        return None
+    text = text_of_blocks(message.get("content"))
+    if not text.strip():
+        return None
+    stamp = obj.get("timestamp")
+    return role, entry_id, _format_time(stamp), text
+
+
+def _format_time(stamp: object) -> str:
+    from datetime import datetime
+
+    if isinstance(stamp, int | float):
+        try:
+            return datetime.fromtimestamp(stamp / 1000).astimezone().strftime("%Y-%m-%d %H:%M")
+        except (OverflowError, OSError, ValueError):
+            return ""
+    if isinstance(stamp, str):
+        try:
+            parsed = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+        except ValueError:
+            return stamp
+        return parsed.astimezone().strftime("%Y-%m-%d %H:%M")
+    return ""
+
+
+def _snippet(text: str, terms: list[str]) -> str:
+    flat = " ".join(text.split())
+    lower = flat.lower()
+    at = min((lower.find(t) for t in terms if lower.find(t) >= 0), default=0)
+    start = max(0, at - SNIPPET_CHARS // 3)
+    piece = flat[start : start + SNIPPET_CHARS]
+    return ("…" if start > 0 else "") + piece + ("…" if start + SNIPPET_CHARS < len(flat) else "")
+
+
+def search_sessions(
+    mem: Memory,
+    query: str,
+    *,
+    max_sessions: int | None = None,
+    max_matches: int | None = None,
+    env: Mapping[str, str] | None = None,
+) -> SessionSearch:
+    """Messages of this project's newest sessions that contain every query word
+    (case-insensitive), newest first."""
+    settings = mem.config.topics
+    max_sessions = settings.session_search_max_sessions if max_sessions is None else max_sessions
+    max_matches = settings.session_search_max_matches if max_matches is None else max_matches
+    terms = [t for t in query.lower().split() if t]
+    out = SessionSearch(query=query)
+    if not terms:
+        raise MemlaneError("search needs a query", "pass the words to look for")
+    cwds = [str(mem.scope.repository_dir), str(mem.scope.scope)]
+    cwds += [os.path.realpath(c) for c in cwds]
+    for host, path in session_files(cwds, env)[: max(max_sessions, 0)]:
+        out.scanned.append(str(path))
+        found: list[SessionMatch] = []
+        try:
+            with path.open("rb") as handle:
+                for raw in handle:
+                    try:
+                        obj = json.loads(raw)
+                    except ValueError:
+                        continue
+                    if not isinstance(obj, dict):
+                        continue
+                    message = _message_of(obj)
+                    if message is None:
+                        continue
+                    role, entry_id, when, text = message
+                    lower = text.lower()
+                    if all(t in lower for t in terms):
+                        found.append(
+                            SessionMatch(
+                                host, str(path), entry_id, when, role, _snippet(text, terms)
+                            )
+                        )
+        except OSError:
+            continue
+        for match in reversed(found):
+            if len(out.matches) >= max_matches:
+                out.truncated = True
+                return out
+            out.matches.append(match)
+    return out
+
+
+# --- the tool -------------------------------------------------------------------------------
+
+
+def _require(action: str, args: Mapping[str, Any], *names: str) -> None:
+    missing = [n for n in names if not str(args.get(n) or "").strip()]
+    if missing:
+        raise MemlaneError(
+            f"memory_topic {action} needs {', '.join(missing)}",
+            {
+                "add": "add takes content, topic and title (and optionally type)",
+                "remove": "remove takes entry: the exact title of the entry",
+                "search": "search takes query (and optionally scope memory or sessions)",
+            }.get(action),
+        )
+
+
+def _ignored(action: str, args: Mapping[str, Any], allowed: set[str]) -> None:
+    extra = sorted(set(args) - allowed - {"action"})
+    if extra:
+        raise MemlaneError(
+            f"memory_topic {action} does not take {', '.join(extra)}",
+            f"{action} takes: {', '.join(sorted(allowed)) or 'nothing else'}",
+        )
+
+
+def render_change(change: TopicChange, notices: list[str]) -> str:
+    where = f"{TOPICS_DIR}/{change.slug}.md"
+    if change.action == "added":
+        text = (
+            f'Saved "{change.title}" to {where}'
+            + (" (new topic)" if change.created_file else "")
+            + f", type {change.type}.\nMEMORY.md: {change.index_line}"
+        )
+        if change.redactions:
+            text += f"\n{change.redactions} secret(s) were redacted before saving."
+    else:
+        text = f'Removed "{change.title}" from {where}.'
+        text += (
+            " It was the topic's last entry: the file and its MEMORY.md line are gone."
+            if change.deleted_file
+            else f"\nMEMORY.md: {change.index_line}"
+        )
+        text += "\nThis is the only remaining copy:\n\n" + change.entry.rstrip()
+    problem = change.capacity_problem
+    if problem:
+        text += f"\n\nWARNING: {problem}"
+    for notice in notices:
+        text += f"\nnote: {notice}"
+    return text
+
+
+def render_list(infos: list[TopicInfo], usage: store_topics.IndexUsage) -> str:
+    if not infos:
+        return "No topics yet. Save one with memory_topic add (content, topic, title)."
+    lines = [
+        f"{len(infos)} topic(s); MEMORY.md {usage.lines}/{usage.max_lines} lines, "
+        f"{usage.bytes}/{usage.max_bytes} bytes:"
+    ]
+    for info in infos:
+        lines.append(
+            f"\n{info.name} — {TOPICS_DIR}/{info.slug}.md ({info.type}, updated "
+            f"{info.updated or 'unknown'})"
+        )
+        if info.description:
+            lines.append(f"  {info.description}")
+        lines.extend(f"  ## {title}" for title in info.titles)
+    problem = usage.problem()
+    if problem:
+        lines.append(f"\nWARNING: {problem}")
+    return "\n".join(lines)
+
+
+def topic_tool(
+    mem: Memory, arguments: Mapping[str, Any] | None, *, sync: bool = True
+) -> ToolResult:
+    """``memory_topic``: validate, dispatch on ``action``, render.
+
+    ``sync=False`` when a live session's indexer keeps the index current.
+    """
+    args = check_arguments(MEMORY_TOPIC_SPEC, arguments)
+    action = args["action"]
+    if action == "add":
+        _ignored(action, args, {"content", "topic", "title", "type"})
+        _require(action, args, "content", "topic", "title")
+        change, notices = add_entry(
+            mem,
+            content=args["content"],
+            topic=args["topic"],
+            title=args["title"],
+            type=args.get("type"),
+            sync=sync,
+        )
+        details = change.to_json() | {"notices": notices}
+        return ToolResult(render_change(change, notices), details)
+    if action == "remove":
+        _ignored(action, args, {"entry"})
+        _require(action, args, "entry")
+        change, notices = remove_entry(mem, entry=args["entry"], sync=sync)
+        details = change.to_json() | {"notices": notices}
+        return ToolResult(render_change(change, notices), details)
+    if action == "list":
+        _ignored(action, args, set())
+        infos = list_all(mem)
+        max_lines, max_bytes = _limits(mem)
+        usage = store_topics.index_usage(mem.scope.store, max_lines, max_bytes)
+        details = {
+            "topics": [info.to_json() for info in infos],
+            "index_usage": usage.to_json(),
+            "enabled": mem.config.topics.enabled,
+        }
+        return ToolResult(render_list(infos, usage), details)
+    _ignored(action, args, {"query", "scope"})
+    _require(action, args, "query")
+    if args.get("scope", "memory") == "sessions":
+        found = search_sessions(mem, args["query"])
+        return ToolResult(found.render(), found.to_json())
+    topic_search = search_memory(mem, args["query"], sync=sync)
+    return ToolResult(topic_search.render(), topic_search.to_json())
