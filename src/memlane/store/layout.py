@@ -32,10 +32,11 @@ def list_markdown_files(store_dir: Path) -> list[Path]:
     keep their names under it (a symlinked file is listed by its link path,
     as memsearch lists it), suffixes compare case-insensitively, hidden files
     and directories are skipped and symlinked directories are not followed.
-    Two memlane-specific rules: a symlink whose target lies outside the store
+    Three memlane-specific rules: a symlink whose target lies outside the store
     (or is broken) is skipped, so nothing outside the store is ever indexed;
-    and a file reachable twice is listed once, under its real path when that
-    is itself listed.
+    a file reachable twice is listed once, under its real path when that
+    is itself listed; and the store's own ``MEMORY.md`` is left out, since it
+    only repeats the topic files' titles and would crowd their search hits.
     """
     root = store_dir.expanduser().resolve()
     if not root.is_dir():
@@ -45,6 +46,8 @@ def list_markdown_files(store_dir: Path) -> list[Path]:
         dirnames[:] = sorted(name for name in dirnames if not name.startswith("."))
         for name in filenames:
             if name.startswith(".") or not name.lower().endswith(MARKDOWN_SUFFIXES):
+                continue
+            if name == MEMORY_INDEX and dirpath == str(root):
                 continue
             candidate = Path(dirpath) / name
             try:
