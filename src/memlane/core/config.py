@@ -29,6 +29,7 @@ from memlane.core.settings import (
     IndexSettings,
     LlmSettings,
     SessionSettings,
+    SessionsSettings,
     TopicSettings,
 )
 
@@ -191,6 +192,94 @@ KEYS: dict[str, Key] = {
         Key("transcript.context", int, S.TRANSCRIPT_CONTEXT, "TRANSCRIPT_CONTEXT"),
         Key("transcript.limit", int, S.TRANSCRIPT_LIMIT, "TRANSCRIPT_LIMIT"),
         Key("transcript.turn_char_cap", int, S.TURN_CHAR_CAP, "TURN_CHAR_CAP"),
+        # --- sessions layer (issue 8): pi-lcm-memory's settings, same defaults ---
+        Key(
+            "sessions.enabled",
+            bool,
+            True,
+            "index the project's agent transcripts message by message (master switch)",
+            aliases=("PI_LCM_MEMORY_ENABLED",),
+        ),
+        Key("sessions.index_messages", bool, True, "indexMessages: embed user/assistant turns"),
+        Key(
+            "sessions.index_summaries",
+            bool,
+            True,
+            "indexSummaries: embed compaction and branch summaries",
+        ),
+        Key(
+            "sessions.skip_tool_io",
+            bool,
+            True,
+            "skipToolIO: no vectors for tool calls/results (BM25 still covers them)",
+        ),
+        Key("sessions.primer", bool, True, "primer: session-start briefing of recent work"),
+        Key("sessions.primer_top_k", int, S.SESSIONS_PRIMER_TOP_K, "primerTopK: recent sessions"),
+        Key(
+            "sessions.primer_token_budget",
+            int,
+            S.SESSIONS_PRIMER_TOKEN_BUDGET,
+            "token cap of the ## Project memory primer block",
+        ),
+        Key(
+            "sessions.auto_recall",
+            str,
+            "heuristic",
+            "autoRecall: off, heuristic (prompts that refer to the past) or always",
+            choices=S.AUTO_RECALL_MODES,
+        ),
+        Key(
+            "sessions.auto_recall_top_k",
+            int,
+            S.SESSIONS_AUTO_RECALL_TOP_K,
+            "autoRecallTopK: hits injected on auto-recall",
+        ),
+        Key(
+            "sessions.auto_recall_token_budget",
+            int,
+            S.SESSIONS_AUTO_RECALL_TOKEN_BUDGET,
+            "autoRecallTokenBudget: hard token cap on the ## Recall block",
+        ),
+        Key(
+            "sessions.recall_default_top_k",
+            int,
+            S.SESSIONS_RECALL_TOP_K,
+            "recallDefaultTopK: default k of a session search",
+        ),
+        Key("sessions.rrf_k", int, S.SESSIONS_RRF_K, "rrfK: RRF constant when index.fusion is rrf"),
+        Key(
+            "sessions.lex_mult",
+            int,
+            S.SESSIONS_LEX_MULT,
+            "lexMult: BM25 candidates = lex_mult * k when index.fusion is rrf",
+        ),
+        Key(
+            "sessions.sem_mult",
+            int,
+            S.SESSIONS_SEM_MULT,
+            "semMult: vector candidates = sem_mult * k when index.fusion is rrf",
+        ),
+        Key(
+            "sessions.sweep_interval_ms",
+            int,
+            S.SESSIONS_SWEEP_INTERVAL_MS,
+            "sweepIntervalMs: base sweep period (x2 per idle sweep up to sweep_max_interval_ms)",
+            aliases=("PI_LCM_MEMORY_SWEEP_MS",),
+        ),
+        Key(
+            "sessions.sweep_max_interval_ms",
+            int,
+            S.SESSIONS_SWEEP_MAX_INTERVAL_MS,
+            "cap of the idle sweep backoff",
+        ),
+        Key(
+            "sessions.debug",
+            bool,
+            False,
+            "debugMode: verbose notices",
+            aliases=("PI_LCM_MEMORY_DEBUG",),
+        ),
+        # --- end sessions layer ---
         Key(
             "cross_repo.scan_roots",
             str,
@@ -427,6 +516,31 @@ class Config:
             transcript_context=num("transcript.context"),
             transcript_limit=num("transcript.limit"),
             turn_char_cap=num("transcript.turn_char_cap"),
+        )
+
+    @property
+    def sessions(self) -> SessionsSettings:
+        def num(name: str) -> int:
+            return int(self.get(name) or 0)
+
+        return SessionsSettings(
+            enabled=bool(self.get("sessions.enabled")),
+            index_messages=bool(self.get("sessions.index_messages")),
+            index_summaries=bool(self.get("sessions.index_summaries")),
+            skip_tool_io=bool(self.get("sessions.skip_tool_io")),
+            primer=bool(self.get("sessions.primer")),
+            primer_top_k=num("sessions.primer_top_k"),
+            primer_token_budget=num("sessions.primer_token_budget"),
+            auto_recall=str(self.get("sessions.auto_recall")),
+            auto_recall_top_k=num("sessions.auto_recall_top_k"),
+            auto_recall_token_budget=num("sessions.auto_recall_token_budget"),
+            recall_default_top_k=num("sessions.recall_default_top_k"),
+            rrf_k=num("sessions.rrf_k"),
+            lex_mult=num("sessions.lex_mult"),
+            sem_mult=num("sessions.sem_mult"),
+            sweep_interval_ms=num("sessions.sweep_interval_ms"),
+            sweep_max_interval_ms=num("sessions.sweep_max_interval_ms"),
+            debug=bool(self.get("sessions.debug")),
         )
 
     # --- topic layer ---

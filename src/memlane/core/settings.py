@@ -131,6 +131,47 @@ class SessionSettings:
     turn_char_cap: int = TURN_CHAR_CAP
 
 
+# --- sessions layer (pi-lcm-memory's settings, issue 8) -------------------
+SESSIONS_SWEEP_INTERVAL_MS = 30_000
+SESSIONS_SWEEP_MAX_INTERVAL_MS = 300_000  # idle backoff cap: 5 min
+SESSIONS_RRF_K = 20
+SESSIONS_LEX_MULT = 4
+SESSIONS_SEM_MULT = 16
+SESSIONS_RECALL_TOP_K = 10
+SESSIONS_PRIMER_TOP_K = 5
+SESSIONS_PRIMER_TOKEN_BUDGET = 300
+SESSIONS_AUTO_RECALL_TOP_K = 5
+SESSIONS_AUTO_RECALL_TOKEN_BUDGET = 600
+AUTO_RECALL_MODES = ("off", "heuristic", "always")
+
+
+@dataclass(frozen=True)
+class SessionsSettings:
+    """The sessions layer: every past message of the project's agent sessions.
+
+    Mirrors pi-lcm-memory's settings table (reference/pi-lcm-memory-readme.txt);
+    the embedding model and its cache are the ``[embedding]`` section's.
+    """
+
+    enabled: bool = True
+    index_messages: bool = True
+    index_summaries: bool = True
+    skip_tool_io: bool = True
+    primer: bool = True
+    primer_top_k: int = SESSIONS_PRIMER_TOP_K
+    primer_token_budget: int = SESSIONS_PRIMER_TOKEN_BUDGET
+    auto_recall: str = "heuristic"
+    auto_recall_top_k: int = SESSIONS_AUTO_RECALL_TOP_K
+    auto_recall_token_budget: int = SESSIONS_AUTO_RECALL_TOKEN_BUDGET
+    recall_default_top_k: int = SESSIONS_RECALL_TOP_K
+    rrf_k: int = SESSIONS_RRF_K
+    lex_mult: int = SESSIONS_LEX_MULT
+    sem_mult: int = SESSIONS_SEM_MULT
+    sweep_interval_ms: int = SESSIONS_SWEEP_INTERVAL_MS
+    sweep_max_interval_ms: int = SESSIONS_SWEEP_MAX_INTERVAL_MS
+    debug: bool = False
+
+
 # --- topic layer (curated knowledge; pi-memory's memory.json) -------------------------------
 # Defaults are pi-memory's, so a migrated setup behaves the same. Keys:
 # core/config.py, block "topic layer"; mapping table: docs/topics.md.

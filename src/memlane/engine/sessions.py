@@ -1,0 +1,1174 @@
+"""The sessions layer's ingestion: the project's agent transcripts, message by message.
+
+pi-lcm-memory (reference/pi-lcm-memory-readme.txt) re-implemented on
+memlane's own session store (``index/sessions.py``), reading the
+transcripts directly instead of pi-lcm's database:
+
+- **sources**: pi's session files (``<agent dir>/sessions/--<cwd>--/*.jsonl``,
+  or the flat ``$PI_CODING_AGENT_SESSION_DIR`` filtered by the header's cwd)
+  and Claude Code's (``<claude dir>/projects/<cwd, non-alphanumerics as
+  '-'>/*.jsonl``);
+- **backfill**: every unread byte of every source, in batches of
+  ``BATCH_SIZE`` documents: embed the batch, then one transaction stores its
+  rows, their vectors and each file's new byte offset. A kill loses at most
+  the batch in flight; the rerun starts at the stored offsets and finds the
+  committed rows already there (no duplicate, no second embedding);
+- **hook path**: ``SessionIndexer.index_new(path)`` only enqueues (the host's
+  call returns at once); a worker thread reads the file from its stored
+  offset;
+- **sweep path**: ``Sweeper.tick()`` picks up files other sessions and
+  agents wrote; its thread runs every ``sweep_interval_ms``, doubling while
+  idle up to ``sweep_max_interval_ms``, back to the base on activity.
+
+A file that grew is read on from its offset; one that shrank, changed inode
+or changed its first bytes was rewritten and is read whole (its documents
+replaced). Only complete lines are consumed: a partial last line waits for
+its newline. Garbage lines and unknown entry types are counted, never fatal.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import queue
+import re
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from memlane.core.errors import EmbedderError, MemlaneError
+from memlane.core.settings import SessionsSettings
+from memlane.core.trace import trace
+from memlane.core.types import Hit, SearchResult
+from memlane.index.sessions import (
+    ROLES,
+    BatchWrite,
+    ScoredDoc,
+    SessionDoc,
+    SessionFilters,
+    SessionInfo,
+    SessionStore,
+    SourceState,
+    StoredDoc,
+    sessions_path_for,
+)
+from memlane.transcripts import claude as claude_format
+from memlane.transcripts.draft import text_of_blocks
+from memlane.transcripts.jsonl import parse_line
+from memlane.transcripts.model import CLAUDE_CODE, PI
+
+if TYPE_CHECKING:
+    from memlane.embed.base import Embedder
+    from memlane.engine.memory import Memory
+    from memlane.engine.reports import Progress
+
+PI_AGENT_DIR_ENV = "PI_CODING_AGENT_DIR"
+PI_SESSION_DIR_ENV = "PI_CODING_AGENT_SESSION_DIR"
+CLAUDE_CONFIG_DIR_ENV = "CLAUDE_CONFIG_DIR"
+
+BATCH_SIZE = 32  # documents per embed call and per transaction (pi-lcm-memory's)
+# The rewrite check hashes this many leading bytes (or fewer, as many as
+# the file had when first read).
+HEAD_BYTES = 1024
+# Bounds on what one document stores: a pasted log or a huge tool output
+# would bloat the FTS index without helping recall.
+MAX_TEXT_CHARS = 8000
+MAX_TOOL_CHARS = 2000
+SEARCH_K_MAX = 100
+SEARCH_MODES = ("hybrid", "lexical", "semantic")
+
+# Sweeper status rows in the store's meta table (``memlane sessions status``).
+META_SWEEP_CYCLES = "sweep.cycles"
+META_SWEEP_BUSY = "sweep.busy"
+META_SWEEP_LAST_ERROR = "sweep.last_error"
+META_SWEEP_INTERVAL_MS = "sweep.interval_ms"
+META_SWEEP_LAST_AT = "sweep.last_at"
+META_SWEEP_LAST_ADDED = "sweep.last_added"
+META_SWEEP_PID = "sweep.pid"
+
+# pi entry types that are never documents (known, so not "unknown").
+_PI_SILENT_TYPES = frozenset(
+    {"model_change", "thinking_level_change", "custom", "label", "session_info", "custom_message"}
+)
+_PI_SILENT_ROLES = frozenset({"custom", "hookMessage"})
+_CLAUDE_SILENT_TYPES = claude_format.METADATA_TYPES | claude_format.CHAIN_TYPES | {"system"}
+
+
+# -- locating the project's transcripts ---------------------------------------------------
+
+
+def pi_session_dir_name(cwd: str) -> str:
+    """pi's directory name for a cwd (session-manager.js getDefaultSessionDir):
+    one leading separator dropped, every ``/``, ``\\`` and ``:`` → ``-``,
+    wrapped in ``--``."""
+    return "--" + re.sub(r"[/\\:]", "-", re.sub(r"^[/\\]", "", cwd)) + "--"
+
+
+def claude_project_dir_name(cwd: str) -> str:
+    """Claude Code's directory name for a cwd: every non-alphanumeric → ``-``."""
+    return re.sub(r"[^A-Za-z0-9]", "-", cwd)
+
+
+@dataclass(frozen=True)
+class Source:
+    path: Path
+    format: str  # PI | CLAUDE_CODE
+
+
+def _expand(raw: str) -> Path:
+    return Path(raw).expanduser()
+
+
+def pi_agent_dir(env: Mapping[str, str]) -> Path:
+    raw = env.get(PI_AGENT_DIR_ENV)
+    return _expand(raw) if raw else Path.home() / ".pi" / "agent"
+
+
+def claude_dir(env: Mapping[str, str]) -> Path:
+    raw = env.get(CLAUDE_CONFIG_DIR_ENV)
+    return _expand(raw) if raw else Path.home() / ".claude"
+
+
+def _jsonl_files(directory: Path) -> list[Path]:
+    try:
+        return sorted(p for p in directory.glob("*.jsonl") if p.is_file())
+    except OSError:
+        return []
+
+
+def _pi_header_cwd(path: Path) -> str | None:
+    try:
+        with path.open("rb") as handle:
+            obj = parse_line(handle.readline(64 * 1024))
+    except OSError:
+        return None
+    if obj is None or obj.get("type") != "session":
+        return None
+    cwd = obj.get("cwd")
+    return cwd if isinstance(cwd, str) else None
+
+
+def discover_sources(
+    project_dirs: Iterable[str | Path], env: Mapping[str, str] | None = None
+) -> list[Source]:
+    """Transcript files of agent sessions started in any of ``project_dirs``."""
+    env = os.environ if env is None else env
+    cwds: list[str] = []
+    for directory in project_dirs:
+        for form in (str(Path(directory).absolute()), os.path.realpath(directory)):
+            if form not in cwds:
+                cwds.append(form)
+    found: dict[Path, Source] = {}
+    flat = env.get(PI_SESSION_DIR_ENV)
+    if flat:
+        # One directory for every project: keep the files whose header names ours.
+        for path in _jsonl_files(_expand(flat)):
+            if _pi_header_cwd(path) in cwds:
+                found[path] = Source(path, PI)
+    else:
+        sessions = pi_agent_dir(env) / "sessions"
+        for cwd in cwds:
+            for path in _jsonl_files(sessions / pi_session_dir_name(cwd)):
+                found[path] = Source(path, PI)
+    projects = claude_dir(env) / "projects"
+    for cwd in cwds:
+        for path in _jsonl_files(projects / claude_project_dir_name(cwd)):
+            found.setdefault(path, Source(path, CLAUDE_CODE))
+    return sorted(found.values(), key=lambda s: str(s.path))
+
+
+# -- lines to documents -----------------------------------------------------------------
+
+
+def utc_iso(value: object) -> str | None:
+    """A transcript timestamp (ISO string or epoch number) as UTC ``...mmmZ``."""
+    moment: datetime
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, int | float):
+        seconds = value / 1000 if value > 1e11 else float(value)
+        if seconds <= 0:
+            return None
+        moment = datetime.fromtimestamp(seconds, UTC)
+    elif isinstance(value, str) and value:
+        try:
+            moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            return None
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=UTC)
+    else:
+        return None
+    moment = moment.astimezone(UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def normalize_bound(text: str | None, name: str) -> str | None:
+    """A user's after/before bound in the stored timestamps' form.
+
+    A bare date stays a date (it sorts before every time of that day); any
+    other ISO 8601 moment is converted to UTC.
+    """
+    if text is None or not text.strip():
+        return None
+    text = text.strip()
+    if re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
+        return text
+    shown = utc_iso(text)
+    if shown is None:
+        raise MemlaneError(
+            f"{name} must be an ISO 8601 date or time, got {text!r}",
+            "e.g. 2026-08-13 or 2026-08-13T14:00:00Z",
+        )
+    return shown
+
+
+def _clip(text: str, limit: int) -> str:
+    text = text.strip()
+    return text if len(text) <= limit else text[:limit] + " …"
+
+
+def _blocks_text(content: Any) -> str:
+    """Text of any content shape, tool results included (their content may
+    itself be a string or blocks)."""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return ""
+    parts: list[str] = []
+    for block in content:
+        if not isinstance(block, dict):
+            continue
+        if block.get("type") == "text" and isinstance(block.get("text"), str):
+            parts.append(block["text"])
+        elif block.get("type") == "tool_result":
+            parts.append(_blocks_text(block.get("content")))
+    return "\n".join(p for p in parts if p)
+
+
+def _call_text(name: object, args: object) -> str:
+    shown = json.dumps(args, ensure_ascii=False, sort_keys=True) if args else ""
+    return f"{name or '?'}({shown})"
+
+
+class _Doc:
+    """What one line yields before the file's identity is known."""
+
+    __slots__ = ("entry_id", "part", "role", "text", "timestamp")
+
+    def __init__(
+        self, entry_id: str, role: str, text: str, timestamp: str | None, part: str = ""
+    ) -> None:
+        self.entry_id = entry_id
+        self.role = role
+        self.text = text
+        self.timestamp = timestamp
+        self.part = part
+
+
+def pi_docs(obj: dict[str, Any]) -> list[_Doc] | None:
+    """Documents of one pi entry; None for an entry type we do not know."""
+    kind = obj.get("type")
+    entry_id = obj.get("id")
+    stamp = utc_iso(obj.get("timestamp"))
+    if kind == "session":
+        return []
+    if not isinstance(entry_id, str) or not entry_id:
+        return None
+    if kind == "message":
+        message = obj.get("message")
+        if not isinstance(message, dict):
+            return None
+        role = message.get("role")
+        stamp = stamp or utc_iso(message.get("timestamp"))
+        content = message.get("content")
+        if role == "user":
+            return [_Doc(entry_id, "user", _clip(text_of_blocks(content), MAX_TEXT_CHARS), stamp)]
+        if role == "assistant":
+            out = [
+                _Doc(entry_id, "assistant", _clip(text_of_blocks(content), MAX_TEXT_CHARS), stamp)
+            ]
+            calls = [
+                _call_text(block.get("name"), block.get("arguments"))
+                for block in content or []
+                if isinstance(block, dict) and block.get("type") == "toolCall"
+            ]
+            if calls:
+                out.append(
+                    _Doc(entry_id, "tool", _clip("\n".join(calls), MAX_TOOL_CHARS), stamp, "tool")
+                )
+            return out
+        if role == "toolResult":
+            text = f"{message.get('toolName') or 'tool'} result: {_blocks_text(content)}"
+            return [_Doc(entry_id, "tool", _clip(text, MAX_TOOL_CHARS), stamp)]
+        if role == "bashExecution":
+            text = f"!{message.get('command')}\n{message.get('output') or ''}"
+            return [_Doc(entry_id, "tool", _clip(text, MAX_TOOL_CHARS), stamp)]
+        if role in ("branchSummary", "compactionSummary"):
+            text = str(message.get("summary") or "")
+            return [_Doc(entry_id, "summary", _clip(text, MAX_TEXT_CHARS), stamp)]
+        if role in _PI_SILENT_ROLES:
+            return []
+        return None
+    if kind in ("compaction", "branch_summary"):
+        return [
+            _Doc(entry_id, "summary", _clip(str(obj.get("summary") or ""), MAX_TEXT_CHARS), stamp)
+        ]
+    if kind in _PI_SILENT_TYPES:
+        return []
+    return None
+
+
+def claude_docs(obj: dict[str, Any]) -> list[_Doc] | None:
+    """Documents of one Claude Code line; None for a type we do not know."""
+    kind = obj.get("type")
+    uuid = obj.get("uuid")
+    stamp = utc_iso(obj.get("timestamp"))
+    if kind in ("user", "assistant"):
+        if not isinstance(uuid, str) or not uuid:
+            return None
+        message = obj.get("message")
+        content = message.get("content") if isinstance(message, dict) else None
+        if kind == "user":
+            if obj.get("isCompactSummary"):
+                return [
+                    _Doc(uuid, "summary", _clip(text_of_blocks(content), MAX_TEXT_CHARS), stamp)
+                ]
+            if obj.get("isMeta"):
+                return []
+            if isinstance(content, list) and content:
+                types = {b.get("type") for b in content if isinstance(b, dict)}
+                if types == {"tool_result"}:
+                    text = f"tool result: {_blocks_text(content)}"
+                    return [_Doc(uuid, "tool", _clip(text, MAX_TOOL_CHARS), stamp)]
+            return [_Doc(uuid, "user", _clip(text_of_blocks(content), MAX_TEXT_CHARS), stamp)]
+        out = [_Doc(uuid, "assistant", _clip(text_of_blocks(content), MAX_TEXT_CHARS), stamp)]
+        calls = [
+            _call_text(block.get("name"), block.get("input"))
+            for block in content or []
+            if isinstance(block, dict) and block.get("type") == "tool_use"
+        ]
+        if calls:
+            out.append(_Doc(uuid, "tool", _clip("\n".join(calls), MAX_TOOL_CHARS), stamp, "tool"))
+        return out
+    if kind in _CLAUDE_SILENT_TYPES:
+        return []
+    return None
+
+
+def embeds(role: str, settings: SessionsSettings) -> bool:
+    """Whether a document of ``role`` gets a vector (else lexical only)."""
+    if role in ("user", "assistant"):
+        return settings.index_messages
+    if role == "summary":
+        return settings.index_summaries
+    return not settings.skip_tool_io
+
+
+# -- reading a file from its offset ----------------------------------------------------------
+
+
+@dataclass
+class FileRead:
+    """What one pass over a transcript produced."""
+
+    source: Source
+    replace: bool  # rewritten: its old documents go
+    docs: list[tuple[int, SessionDoc]]  # (byte offset just after the line, doc)
+    final: SourceState
+    garbage: int = 0
+    unknown: int = 0
+    reason: str = ""
+
+
+def _head_hash(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()[:16]
+
+
+def _sniff(lines: Sequence[bytes]) -> str | None:
+    for line in lines[:50]:
+        obj = parse_line(line)
+        if obj is None:
+            continue
+        if obj.get("type") == "session" and isinstance(obj.get("id"), str):
+            return PI
+        if claude_format.looks_like_claude(obj):
+            return CLAUDE_CODE
+    return None
+
+
+def read_source(
+    source: Source, state: SourceState | None, settings: SessionsSettings
+) -> FileRead | None:
+    """The new documents of ``source`` since ``state``; None when unchanged
+    (or gone: a deleted transcript keeps its documents, history is history)."""
+    path = source.path
+    try:
+        handle = path.open("rb")
+    except OSError:
+        return None
+    with handle:
+        st = os.fstat(handle.fileno())
+        head_len = min(st.st_size, HEAD_BYTES)
+        replace_all = False
+        reason = ""
+        offset = 0
+        if state is not None:
+            if (
+                st.st_size == state.size
+                and st.st_mtime_ns == state.mtime_ns
+                and st.st_ino == state.inode
+                and state.offset == state.size
+            ):
+                return None
+            head_now = handle.read(state.head_len) if state.head_len else b""
+            if st.st_ino != state.inode:
+                replace_all, reason = True, "inode changed"
+            elif st.st_size < state.offset:
+                replace_all, reason = True, "file shrank"
+            elif state.head_len and _head_hash(head_now) != state.head_hash:
+                replace_all, reason = True, "first bytes changed"
+            else:
+                offset = state.offset
+        handle.seek(0)
+        head = handle.read(head_len)
+        handle.seek(offset)
+        data = handle.read(max(st.st_size - offset, 0))
+    # Only complete lines: a line still being written waits for its newline.
+    end = data.rfind(b"\n") + 1
+    body = data[:end]
+    fmt = state.format if state is not None and not replace_all else None
+    session_id = state.session_id if state is not None and not replace_all else None
+    garbage = state.garbage if state is not None and not replace_all else 0
+    unknown = state.unknown if state is not None and not replace_all else 0
+    raw_lines = body.split(b"\n")[:-1] if body else []
+    if fmt is None:
+        fmt = _sniff(raw_lines) or source.format
+    transcript = str(path)
+    docs: list[tuple[int, SessionDoc]] = []
+    position = offset
+    for raw in raw_lines:
+        position += len(raw) + 1
+        if not raw.strip():
+            continue
+        obj = parse_line(raw)
+        if obj is None:
+            garbage += 1
+            continue
+        if fmt == PI:
+            if obj.get("type") == "session" and session_id is None:
+                sid = obj.get("id")
+                session_id = sid if isinstance(sid, str) else None
+            found = pi_docs(obj)
+        else:
+            if session_id is None and isinstance(obj.get("sessionId"), str):
+                session_id = obj["sessionId"]
+            found = claude_docs(obj)
+        if found is None:
+            unknown += 1
+            continue
+        for item in found:
+            if not item.text.strip():
+                continue
+            docs.append(
+                (
+                    position,
+                    SessionDoc(
+                        transcript=transcript,
+                        entry_id=item.entry_id,
+                        session_id=session_id
+                        if fmt == PI
+                        else (obj.get("sessionId") or session_id),
+                        role=item.role,
+                        timestamp=item.timestamp,
+                        text=item.text,
+                        embed=embeds(item.role, settings),
+                        part=item.part,
+                    ),
+                )
+            )
+    # A Claude Code file without a sessionId anywhere is named after its session.
+    if fmt == CLAUDE_CODE and session_id is None:
+        session_id = path.stem
+        docs = [(pos, replace(doc, session_id=doc.session_id or session_id)) for pos, doc in docs]
+    final = SourceState(
+        path=transcript,
+        format=fmt,
+        session_id=session_id,
+        offset=offset + end,
+        size=st.st_size,
+        mtime_ns=st.st_mtime_ns,
+        inode=st.st_ino,
+        head_len=len(head),
+        head_hash=_head_hash(head),
+        garbage=garbage,
+        unknown=unknown,
+    )
+    return FileRead(
+        source=source,
+        replace=replace_all,
+        docs=docs,
+        final=final,
+        garbage=garbage - (state.garbage if state and not replace_all else 0),
+        unknown=unknown - (state.unknown if state and not replace_all else 0),
+        reason=reason,
+    )
+
+
+# -- ingestion ---------------------------------------------------------------------------------
+
+
+@dataclass
+class BackfillReport:
+    operation: str = "backfill"
+    sources: int = 0
+    files_read: int = 0
+    files_rewritten: int = 0
+    documents_added: int = 0
+    embedded: int = 0
+    garbage_lines: int = 0
+    unknown_entries: int = 0
+    batches: int = 0
+    seconds: float = 0.0
+    notices: list[str] = field(default_factory=list)
+
+    @property
+    def activity(self) -> bool:
+        return bool(self.documents_added or self.files_rewritten or self.embedded)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "operation": self.operation,
+            "sources": self.sources,
+            "files_read": self.files_read,
+            "files_rewritten": self.files_rewritten,
+            "documents_added": self.documents_added,
+            "embedded": self.embedded,
+            "garbage_lines": self.garbage_lines,
+            "unknown_entries": self.unknown_entries,
+            "batches": self.batches,
+            "seconds": round(self.seconds, 3),
+            "notices": list(self.notices),
+        }
+
+
+class SessionIngestor:
+    """Reads sources into the store, embedding in batches of ``BATCH_SIZE``.
+
+    Thread-safe: one lock serialises passes (hook worker, sweeper, backfill
+    in one process); other processes are serialised by SQLite and made
+    harmless by the store's uniqueness.
+    """
+
+    def __init__(
+        self,
+        store: SessionStore,
+        embedder: Embedder | None,
+        settings: SessionsSettings,
+        sources: Callable[[], list[Source]],
+        *,
+        model: str | None = None,
+        batch_size: int = BATCH_SIZE,
+    ) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.settings = settings
+        self.scan = sources
+        self.model = model or (embedder.name if embedder is not None else None)
+        self.batch_size = max(1, batch_size)
+        self._lock = threading.Lock()
+        self._model_bound = False
+        self.notices: list[str] = []
+
+    def _bind_model(self) -> None:
+        if self._model_bound or self.embedder is None or self.model is None:
+            return
+        if self.store.ensure_model(self.model, self.embedder.dimension):
+            self.notices.append("embedding model changed: session vectors dropped, re-embedding")
+        self._model_bound = True
+
+    def ingest(
+        self,
+        sources: Sequence[Source] | None = None,
+        progress: Progress | None = None,
+        *,
+        operation: str = "backfill",
+    ) -> BackfillReport:
+        started = time.monotonic()
+        with self._lock:
+            report = BackfillReport(operation=operation)
+            chosen = list(self.scan() if sources is None else sources)
+            report.sources = len(chosen)
+            known = self.store.sources()
+            reads: list[FileRead] = []
+            for source in chosen:
+                read = read_source(source, known.get(str(source.path)), self.settings)
+                if read is None:
+                    continue
+                reads.append(read)
+                report.files_read += 1
+                report.garbage_lines += read.garbage
+                report.unknown_entries += read.unknown
+                if read.replace:
+                    report.files_rewritten += 1
+                    trace("sessions", "rewrite", path=source.path, reason=read.reason)
+            total = sum(len(r.docs) for r in reads)
+            if reads:
+                trace("sessions", f"{operation}.start", files=len(reads), docs=total)
+            self._write(reads, total, report, progress)
+            self._embed_pending(report, progress)
+            report.notices.extend(self.notices)
+            self.notices.clear()
+        report.seconds = time.monotonic() - started
+        if report.activity:
+            trace(
+                "sessions",
+                f"{operation}.done",
+                added=report.documents_added,
+                embedded=report.embedded,
+                seconds=f"{report.seconds:.3f}",
+            )
+        return report
+
+    def _write(
+        self,
+        reads: Sequence[FileRead],
+        total: int,
+        report: BackfillReport,
+        progress: Progress | None,
+    ) -> None:
+        batch = BatchWrite()
+        states: dict[str, SourceState] = {}
+        done = 0
+
+        def flush() -> None:
+            nonlocal batch, states, done
+            batch.states = list(states.values())
+            if not (batch.docs or batch.states or batch.replace):
+                return
+            batch.vectors = self._vectors(batch.docs, replaced=bool(batch.replace), report=report)
+            report.documents_added += self.store.commit(batch)
+            report.batches += 1
+            done += len(batch.docs)
+            if progress is not None:
+                progress(done, total, "messages")
+            batch, states = BatchWrite(), {}
+
+        for read in reads:
+            path = str(read.source.path)
+            if read.replace:
+                batch.replace.add(path)
+            for position, doc in read.docs:
+                batch.docs.append(doc)
+                # The file's progress as of this line: a kill after this
+                # batch's commit resumes right after it.
+                states[path] = replace(read.final, offset=position)
+                if len(batch.docs) >= self.batch_size:
+                    flush()
+            states[path] = read.final
+        flush()
+
+    def _vectors(
+        self, docs: Sequence[SessionDoc], *, replaced: bool, report: BackfillReport
+    ) -> dict[str, Any]:
+        if self.embedder is None:
+            return {}
+        wanted = [doc for doc in docs if doc.embed]
+        if not wanted:
+            return {}
+        # A resumed pass re-reads rows a killed one already committed: those
+        # keep their vectors (unless the file is being replaced wholesale).
+        have = {} if replaced else self.store.existing(doc.key for doc in wanted)
+        todo = list({doc.key: doc for doc in wanted if not have.get(doc.key)}.values())
+        if not todo:
+            return {}
+        try:
+            self._bind_model()
+            matrix = self.embedder.embed([doc.text for doc in todo])
+        except EmbedderError as exc:
+            # Rows are stored without vectors and embedded by a later pass.
+            self.notices.append(f"embedding failed ({exc.message}); documents stored lexical-only")
+            trace("sessions", "embed.error", error=exc.message)
+            return {}
+        report.embedded += len(todo)
+        return {doc.key: matrix[i] for i, doc in enumerate(todo)}
+
+    def _embed_pending(self, report: BackfillReport, progress: Progress | None) -> None:
+        """Vectors for rows stored without one (embedder was off or failing)."""
+        if self.embedder is None or any("embedding failed" in n for n in self.notices):
+            return
+        while True:
+            pending = self.store.pending_vectors(self.batch_size)
+            if not pending:
+                return
+            try:
+                self._bind_model()
+                matrix = self.embedder.embed([text for _, text in pending])
+            except EmbedderError as exc:
+                self.notices.append(f"embedding failed ({exc.message})")
+                return
+            self.store.set_vectors({key: matrix[i] for i, (key, _) in enumerate(pending)})
+            report.embedded += len(pending)
+            if progress is not None:
+                progress(report.embedded, report.embedded + len(pending), "vectors")
+
+
+# -- hook path ---------------------------------------------------------------------------------
+
+
+class SessionIndexer:
+    """The hook path: ``index_new(path)`` enqueues; a worker thread ingests.
+
+    The host's call costs a queue put (microseconds); the read, embed and
+    write happen on the worker, which coalesces repeated calls for a file.
+    """
+
+    def __init__(self, ingestor: SessionIngestor) -> None:
+        self.ingestor = ingestor
+        self._queue: queue.Queue[Path | None] = queue.Queue()
+        self._pending: set[Path] = set()
+        self._pending_lock = threading.Lock()
+        self._idle = threading.Event()
+        self._idle.set()
+        self._thread: threading.Thread | None = None
+        self.last_error: str | None = None
+        self.reports: int = 0
+
+    def index_new(self, transcript_path: str | Path) -> None:
+        path = Path(transcript_path)
+        with self._pending_lock:
+            if path in self._pending:
+                return
+            self._pending.add(path)
+            self._idle.clear()
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._run, name="memlane-sessions-hook", daemon=True
+                )
+                self._thread.start()
+        self._queue.put(path)
+
+    def _run(self) -> None:
+        while True:
+            path = self._queue.get()
+            if path is None:
+                return
+            with self._pending_lock:
+                self._pending.discard(path)
+            fmt = CLAUDE_CODE if "/.claude" in str(path) else PI
+            try:
+                self.ingestor.ingest([Source(path, fmt)], operation="hook")
+                self.reports += 1
+            except Exception as exc:  # the worker must survive any one file
+                self.last_error = f"{type(exc).__name__}: {exc}"
+                trace("sessions", "hook.error", path=path, error=self.last_error)
+            with self._pending_lock:
+                if not self._pending and self._queue.empty():
+                    self._idle.set()
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """Wait until every enqueued file was ingested; False on timeout."""
+        return self._idle.wait(timeout)
+
+    def close(self, timeout: float = 5.0) -> None:
+        thread = self._thread
+        if thread is not None:
+            self._queue.put(None)
+            thread.join(timeout)
+            self._thread = None
+
+
+# -- sweep path --------------------------------------------------------------------------------
+
+
+class Sweeper:
+    """Picks up transcripts written by other sessions and agents.
+
+    ``tick()`` runs one sweep; ``start()`` runs it on a thread every
+    ``interval_ms``: the base interval after activity, doubled after each
+    idle sweep up to the cap. Status goes to the store's meta rows so any
+    process (``memlane sessions status``) can read it.
+    """
+
+    def __init__(
+        self,
+        ingestor: SessionIngestor,
+        settings: SessionsSettings,
+        *,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.ingestor = ingestor
+        self.base_ms = max(1, settings.sweep_interval_ms)
+        self.max_ms = max(self.base_ms, settings.sweep_max_interval_ms)
+        self.interval_ms = self.base_ms
+        self.clock = clock
+        self.cycles = 0
+        self.last_error: str | None = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def _status(self, busy: bool) -> None:
+        with contextlib.suppress(Exception):
+            self.ingestor.store.set_meta(
+                {
+                    META_SWEEP_CYCLES: self.cycles,
+                    META_SWEEP_BUSY: 1 if busy else 0,
+                    META_SWEEP_LAST_ERROR: self.last_error,
+                    META_SWEEP_INTERVAL_MS: self.interval_ms,
+                    META_SWEEP_LAST_AT: utc_iso(self.clock()),
+                    META_SWEEP_PID: os.getpid(),
+                }
+            )
+
+    def tick(self) -> BackfillReport | None:
+        """One sweep; returns its report (None when it failed)."""
+        self._status(busy=True)
+        trace("sweep", "tick.start", cycle=self.cycles + 1, interval_ms=self.interval_ms)
+        report: BackfillReport | None = None
+        try:
+            report = self.ingestor.ingest(operation="sweep")
+            self.last_error = None
+        except Exception as exc:  # a failed sweep is retried on the next tick
+            self.last_error = f"{type(exc).__name__}: {exc}"
+            trace("sweep", "tick.error", error=self.last_error)
+        self.cycles += 1
+        if report is not None and report.activity:
+            self.interval_ms = self.base_ms
+        else:
+            self.interval_ms = min(self.interval_ms * 2, self.max_ms)
+        self._status(busy=False)
+        trace(
+            "sweep",
+            "tick.done",
+            cycle=self.cycles,
+            added=report.documents_added if report else None,
+            next_ms=self.interval_ms,
+        )
+        return report
+
+    def start(self) -> threading.Thread:
+        if self._thread is not None and self._thread.is_alive():
+            return self._thread
+        self._stop.clear()
+        self._thread = threading.Thread(
+            target=self._loop, name="memlane-sessions-sweep", daemon=True
+        )
+        self._thread.start()
+        return self._thread
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval_ms / 1000):
+            self.tick()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+            self._thread = None
+
+
+# -- the layer bound to a project (what the engine, CLI and hosts call) ------------------------
+
+
+@dataclass(frozen=True)
+class SessionHit:
+    """A session search hit: the message and where it lives in its transcript."""
+
+    score: float
+    key: str
+    session_id: str | None
+    entry_id: str
+    role: str
+    timestamp: str | None
+    transcript: str
+    text: str
+
+    @classmethod
+    def of(cls, scored: ScoredDoc) -> SessionHit:
+        d: StoredDoc = scored.doc
+        return cls(
+            score=scored.score,
+            key=d.key,
+            session_id=d.session_id,
+            entry_id=d.entry_id,
+            role=d.role,
+            timestamp=d.timestamp,
+            transcript=d.transcript,
+            text=d.text,
+        )
+
+    @property
+    def heading(self) -> str:
+        return f"{self.role} {self.timestamp or '?'} session:{self.session_id} turn:{self.entry_id}"
+
+    def to_hit(self) -> Hit:
+        """As a core ``Hit``: chunk hash = document key, source = transcript
+        path, heading = role, time, session and turn (memory_transcript's inputs)."""
+        return Hit(
+            score=self.score,
+            chunk_hash=self.key,
+            source=self.transcript,
+            heading=self.heading,
+            start_line=0,
+            end_line=0,
+            content=self.text,
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "score": round(self.score, 6),
+            "key": self.key,
+            "session_id": self.session_id,
+            "entry_id": self.entry_id,
+            "role": self.role,
+            "timestamp": self.timestamp,
+            "transcript": self.transcript,
+            "text": self.text,
+        }
+
+
+@dataclass(frozen=True)
+class SessionSearch:
+    query: str
+    mode: str
+    hits: list[SessionHit]
+    notices: list[str] = field(default_factory=list)
+
+    def to_search_result(self) -> SearchResult:
+        mode: Any = self.mode
+        return SearchResult(
+            query=self.query,
+            mode=mode,
+            hits=[h.to_hit() for h in self.hits],
+            notices=list(self.notices),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "query": self.query,
+            "mode": self.mode,
+            "hits": [h.to_json() for h in self.hits],
+        }
+        if self.notices:
+            data["notices"] = list(self.notices)
+        return data
+
+
+_stores: dict[Path, SessionStore] = {}
+_stores_lock = threading.Lock()
+
+
+def sessions_path(mem: Memory) -> Path:
+    return sessions_path_for(mem.index_path)
+
+
+def open_store(mem: Memory) -> SessionStore:
+    """The project's session store, one per process (its vector matrix stays warm)."""
+    path = sessions_path(mem)
+    with _stores_lock:
+        store = _stores.get(path)
+        if store is None:
+            store = SessionStore(path, mem.config.index, mem.config.sessions)
+            _stores[path] = store
+        return store
+
+
+def close_stores() -> None:
+    with _stores_lock:
+        for store in _stores.values():
+            store.close()
+        _stores.clear()
+
+
+def project_sources(mem: Memory, env: Mapping[str, str] | None = None) -> list[Source]:
+    dirs = [mem.scope.repository_dir]
+    if mem.scope.cwd != mem.scope.repository_dir:
+        dirs.append(mem.scope.cwd)
+    return discover_sources(dirs, env)
+
+
+def _vector_space(mem: Memory) -> str:
+    from memlane.embed.factory import vector_space
+
+    return vector_space(mem.config.embedding)
+
+
+class SessionsLayer:
+    """The sessions layer of one project: ingestion, sweep and recall."""
+
+    def __init__(self, mem: Memory, *, embedder: Embedder | bool | None = True) -> None:
+        self.mem = mem
+        self.settings = mem.config.sessions
+        self.store = open_store(mem)
+        chosen = mem.embedder if embedder is True else (embedder or None)
+        self.ingestor = SessionIngestor(
+            self.store,
+            chosen,
+            self.settings,
+            lambda: project_sources(mem),
+            model=_vector_space(mem) if chosen is not None else None,
+        )
+        self._indexer: SessionIndexer | None = None
+
+    # ingestion
+    def backfill(self, progress: Progress | None = None) -> BackfillReport:
+        return self.ingestor.ingest(progress=progress)
+
+    def index_new(self, transcript_path: str | Path) -> None:
+        if self._indexer is None:
+            self._indexer = SessionIndexer(self.ingestor)
+        self._indexer.index_new(transcript_path)
+
+    def flush(self, timeout: float | None = None) -> bool:
+        return self._indexer.flush(timeout) if self._indexer is not None else True
+
+    def sweeper(self, clock: Callable[[], float] = time.time) -> Sweeper:
+        return Sweeper(self.ingestor, self.settings, clock=clock)
+
+    def reindex(self, progress: Progress | None = None) -> BackfillReport:
+        self.store.clear()
+        self.ingestor._model_bound = False
+        report = self.ingestor.ingest(progress=progress, operation="reindex")
+        return report
+
+    def close(self) -> None:
+        if self._indexer is not None:
+            self._indexer.close()
+            self._indexer = None
+
+    # recall
+    def search(
+        self,
+        query: str,
+        k: int | None = None,
+        *,
+        mode: str = "hybrid",
+        session: str | None = None,
+        after: str | None = None,
+        before: str | None = None,
+        role: str | None = None,
+    ) -> SessionSearch:
+        k = self.settings.recall_default_top_k if k is None else k
+        if not 1 <= k <= SEARCH_K_MAX:
+            raise MemlaneError(f"k must be between 1 and {SEARCH_K_MAX}, got {k}")
+        if mode not in SEARCH_MODES:
+            raise MemlaneError(
+                f"unknown search mode {mode!r}", f"use one of: {', '.join(SEARCH_MODES)}"
+            )
+        if role is not None and role not in ROLES:
+            raise MemlaneError(f"unknown role {role!r}", f"use one of: {', '.join(ROLES)}")
+        filters = SessionFilters(
+            session=session or None,
+            after=normalize_bound(after, "after"),
+            before=normalize_bound(before, "before"),
+            role=role,
+        )
+        notices: list[str] = []
+        vector = None
+        if mode != "lexical" and query.strip():
+            embedder = self.mem.embedder
+            if embedder is None:
+                if mode == "semantic":
+                    raise EmbedderError(
+                        f"semantic search needs an embedder ({self.mem.embedder_problem})"
+                    )
+                if self.mem.config.embedding.provider != "none":
+                    notices.append(
+                        f"semantic search unavailable ({self.mem.embedder_problem}); "
+                        "showing lexical (BM25) results"
+                    )
+            else:
+                try:
+                    vector = embedder.embed_query(query)
+                except EmbedderError as exc:
+                    if mode == "semantic":
+                        raise
+                    notices.append(
+                        f"semantic search unavailable ({exc.message}); showing lexical (BM25) results"
+                    )
+        if mode == "semantic" and vector is None:
+            return SessionSearch(query, "semantic", [], notices)
+        got, scored = self.store.search(query, vector, k, filters, lexical=mode != "semantic")
+        return SessionSearch(query, got, [SessionHit.of(s) for s in scored], notices)
+
+    def resolve(self, key_or_entry: str) -> StoredDoc | None:
+        """A document by its key, else by transcript entry id (its own text first)."""
+        doc = self.store.get(key_or_entry)
+        if doc is not None:
+            return doc
+        found = self.store.find_entry(key_or_entry)
+        return found[0] if found else None
+
+    def similar(self, key_or_entry: str, k: int = 10) -> SessionSearch:
+        if not 1 <= k <= SEARCH_K_MAX:
+            raise MemlaneError(f"k must be between 1 and {SEARCH_K_MAX}, got {k}")
+        doc = self.resolve(key_or_entry)
+        if doc is None:
+            from memlane.core.errors import NotFoundError
+
+            raise NotFoundError(
+                f"no session document {key_or_entry!r}",
+                "pass a key or an entry id from a session search hit",
+            )
+        scored = self.store.similar(doc.key, k)
+        return SessionSearch(doc.text[:200], "semantic", [SessionHit.of(s) for s in scored])
+
+    def recent(self, n: int | None = None, exclude: str | None = None) -> list[SessionInfo]:
+        return self.store.recent_sessions(self.settings.primer_top_k if n is None else n, exclude)
+
+    def stats(self) -> dict[str, Any]:
+        data = self.store.stats()
+        data["embedding_provider"] = self.mem.config.embedding.provider
+        return data
+
+    def status(self) -> dict[str, Any]:
+        meta = self.store.meta()
+        return {
+            "sweep_cycles": int(meta.get(META_SWEEP_CYCLES) or 0),
+            "busy": bool(meta.get(META_SWEEP_BUSY)),
+            "last_error": meta.get(META_SWEEP_LAST_ERROR),
+            "interval_ms": meta.get(META_SWEEP_INTERVAL_MS),
+            "last_sweep_at": meta.get(META_SWEEP_LAST_AT),
+            "sweeper_pid": meta.get(META_SWEEP_PID),
+            "base_interval_ms": self.settings.sweep_interval_ms,
+        }
+
+
+# -- module functions for the lead's integration ---------------------------------------------
+
+
+def search_sessions(
+    mem: Memory,
+    query: str,
+    k: int | None = None,
+    mode: str = "hybrid",
+    session: str | None = None,
+    after: str | None = None,
+    before: str | None = None,
+    role: str | None = None,
+) -> SearchResult:
+    """memory_search kind "session": hits whose content is the message text,
+    chunk hash the document key, source the transcript path, heading
+    ``<role> <utc time> session:<id> turn:<entry id>``."""
+    layer = SessionsLayer(mem, embedder=False)
+    return layer.search(
+        query, k, mode=mode, session=session, after=after, before=before, role=role
+    ).to_search_result()
+
+
+def similar_sessions(mem: Memory, key_or_entry: str, k: int = 10) -> SearchResult:
+    """memory_similar on a session document (key or message id), itself excluded."""
+    return SessionsLayer(mem, embedder=False).similar(key_or_entry, k).to_search_result()
+
+
+def recent_sessions(
+    mem: Memory, n: int | None = None, exclude: str | None = None
+) -> list[SessionInfo]:
+    """The primer's input: the latest sessions, newest first."""
+    return SessionsLayer(mem, embedder=False).recent(n, exclude)

@@ -1,0 +1,949 @@
+"""The session-document store: every message of the project's agent transcripts.
+
+One SQLite file per project next to its markdown index
+(``<index dir>/<collection>.sessions.sqlite``), so the markdown index stays
+rebuildable from markdown and this one from the transcripts.
+
+The tables deliberately reuse the main index's names and filter columns
+(``chunks``, ``chunks_fts``, ``tombstones``, ``meta`` with the same keys,
+the ``chunks_filter`` covering index): the lexical leg (``lexical.py``), the
+in-memory vector matrix and its incremental refresh (``dense.py``,
+``dense_sync.py``) and fusion (``fusion.py``) then run on this file
+unchanged instead of being forked. The column mapping:
+
+- ``kind`` is always ``"session"``;
+- ``source`` holds the document's role (user | assistant | summary | tool):
+  the role filter is the shared ``source_prefix`` filter, and no role is a
+  prefix of another;
+- ``date`` is the UTC ISO timestamp (string comparison = time order);
+- ``session`` is the session id; ``transcript`` is the file path.
+
+Uniqueness on (transcript, entry_id, part): a resumed backfill never
+duplicates a row, and a row stored with its vector is never embedded again.
+``part`` is "" for the entry's own text and "tool" for the tool calls an
+assistant entry carries (stored apart so they can stay unembedded).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+import secrets
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import numpy as np
+import numpy.typing as npt
+
+from memlane.core.settings import IndexSettings, SessionsSettings
+from memlane.core.types import SearchMode
+from memlane.index import lexical, schema
+from memlane.index.base import DimensionMismatchError, IndexBusyError, SearchFilters
+from memlane.index.dense import DenseMatrix, vector_to_blob
+from memlane.index.dense_sync import synced_matrix
+from memlane.index.fusion import fusion_method
+from memlane.index.sqlite import CACHE_SIZE_KIB, candidate_count
+
+log = logging.getLogger(__name__)
+
+SESSIONS_SCHEMA_VERSION = 1
+SESSIONS_SUFFIX = ".sessions.sqlite"
+BUSY_TIMEOUT_S = 10.0
+ROLES = ("user", "assistant", "summary", "tool")
+DOC_KIND = "session"
+TOMBSTONE_KEEP_GENERATIONS = 1000
+TOMBSTONE_PRUNE_EVERY = 100
+
+T = TypeVar("T")
+
+_TABLES_DDL = (
+    "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value)",
+    # One row per transcript file: how far it was read and what it looked
+    # like then, to tell an append (read on from offset) from a rewrite
+    # (size shrank, other inode, other first bytes: read it whole again).
+    """
+    CREATE TABLE IF NOT EXISTS sources (
+        path TEXT PRIMARY KEY,
+        format TEXT NOT NULL,
+        session_id TEXT,
+        offset INTEGER NOT NULL,
+        size INTEGER NOT NULL,
+        mtime_ns INTEGER NOT NULL,
+        inode INTEGER NOT NULL,
+        head_len INTEGER NOT NULL,
+        head_hash TEXT NOT NULL,
+        garbage INTEGER NOT NULL DEFAULT 0,
+        unknown INTEGER NOT NULL DEFAULT 0,
+        updated_at TEXT
+    )
+    """,
+    # The vector BLOB last: metadata reads never touch its overflow pages.
+    """
+    CREATE TABLE IF NOT EXISTS chunks (
+        id INTEGER PRIMARY KEY,
+        doc_key TEXT NOT NULL UNIQUE,
+        transcript TEXT NOT NULL,
+        entry_id TEXT NOT NULL,
+        part TEXT NOT NULL DEFAULT '',
+        kind TEXT NOT NULL,
+        source TEXT NOT NULL,
+        date TEXT,
+        session TEXT,
+        content_hash TEXT NOT NULL,
+        content TEXT NOT NULL,
+        embed INTEGER NOT NULL,
+        vec_gen INTEGER,
+        vector BLOB,
+        UNIQUE (transcript, entry_id, part)
+    )
+    """,
+    "CREATE INDEX IF NOT EXISTS chunks_vec_gen ON chunks(vec_gen)",
+    # Rows still waiting for a vector (the backfill's resume point).
+    "CREATE INDEX IF NOT EXISTS chunks_pending ON chunks(id) WHERE embed = 1 AND vec_gen IS NULL",
+    "CREATE INDEX IF NOT EXISTS chunks_session ON chunks(session, date)",
+    # Same covering index as the main index: lexical.filter_sql names it.
+    "CREATE INDEX IF NOT EXISTS chunks_filter ON chunks(id, kind, date, session, source)",
+    f"""
+    CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
+        content, content='chunks', content_rowid='id', tokenize='{schema.FTS_TOKENIZER}'
+    )
+    """,
+    "CREATE TABLE IF NOT EXISTS tombstones (id INTEGER NOT NULL, gen INTEGER NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS tombstones_gen ON tombstones(gen)",
+    """
+    CREATE TRIGGER IF NOT EXISTS chunks_ai AFTER INSERT ON chunks BEGIN
+        INSERT INTO chunks_fts(rowid, content) VALUES (new.id, new.content);
+    END
+    """,
+    """
+    CREATE TRIGGER IF NOT EXISTS chunks_ad AFTER DELETE ON chunks BEGIN
+        INSERT INTO chunks_fts(chunks_fts, rowid, content) VALUES ('delete', old.id, old.content);
+        INSERT INTO tombstones(id, gen)
+        SELECT old.id, value FROM meta WHERE key = 'generation' AND old.vec_gen IS NOT NULL;
+    END
+    """,
+)
+_DROP_DDL = (
+    "DROP TABLE IF EXISTS chunks_fts",
+    "DROP TABLE IF EXISTS chunks",
+    "DROP TABLE IF EXISTS tombstones",
+    "DROP TABLE IF EXISTS sources",
+)
+
+_DOC_COLUMNS = "id, doc_key, transcript, entry_id, part, source, date, session, content"
+
+
+def doc_key(transcript: str, entry_id: str, part: str = "") -> str:
+    """The 16-hex handle of a document (what a hit's chunk hash shows)."""
+    raw = f"session:{transcript}\0{entry_id}\0{part}".encode()
+    return hashlib.sha256(raw).hexdigest()[:16]
+
+
+def content_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class SessionDoc:
+    """A document to store: one message (or its tool calls, or a summary)."""
+
+    transcript: str
+    entry_id: str
+    session_id: str | None
+    role: str  # user | assistant | summary | tool
+    timestamp: str | None  # UTC ISO "...Z"
+    text: str
+    embed: bool  # gets a vector (else lexical only)
+    part: str = ""
+
+    @property
+    def key(self) -> str:
+        return doc_key(self.transcript, self.entry_id, self.part)
+
+
+@dataclass(frozen=True)
+class StoredDoc:
+    key: str
+    transcript: str
+    entry_id: str
+    part: str
+    role: str
+    timestamp: str | None
+    session_id: str | None
+    text: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "key": self.key,
+            "session_id": self.session_id,
+            "entry_id": self.entry_id,
+            "part": self.part,
+            "role": self.role,
+            "timestamp": self.timestamp,
+            "transcript": self.transcript,
+            "text": self.text,
+        }
+
+
+@dataclass(frozen=True)
+class ScoredDoc:
+    doc: StoredDoc
+    score: float  # in [0, 1]
+
+
+@dataclass(frozen=True)
+class SessionFilters:
+    session: str | None = None
+    after: str | None = None  # inclusive, compared with the UTC ISO timestamp
+    before: str | None = None  # exclusive
+    role: str | None = None
+
+    def shared(self) -> SearchFilters | None:
+        filters = SearchFilters(
+            source_prefix=self.role, session=self.session, after=self.after, before=self.before
+        )
+        return None if filters.is_empty() else filters
+
+
+@dataclass(frozen=True)
+class SourceState:
+    """How far one transcript file was read, and how it looked then."""
+
+    path: str
+    format: str  # "pi" | "claude-code"
+    session_id: str | None
+    offset: int
+    size: int
+    mtime_ns: int
+    inode: int
+    head_len: int
+    head_hash: str
+    garbage: int = 0
+    unknown: int = 0
+
+
+@dataclass(frozen=True)
+class SessionInfo:
+    """One past session, for the primer."""
+
+    session_id: str
+    transcript: str
+    first_at: str | None
+    last_at: str | None
+    messages: int
+    first_user: str  # the first user message: what the session set out to do
+    last_summary: str | None  # the latest compaction/branch summary, if any
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "session_id": self.session_id,
+            "transcript": self.transcript,
+            "first_at": self.first_at,
+            "last_at": self.last_at,
+            "messages": self.messages,
+            "first_user": self.first_user,
+            "last_summary": self.last_summary,
+        }
+
+
+@dataclass
+class BatchWrite:
+    """One transaction: documents, their vectors, and source progress."""
+
+    docs: list[SessionDoc] = field(default_factory=list)
+    vectors: dict[str, npt.NDArray[np.float32]] = field(default_factory=dict)
+    states: list[SourceState] = field(default_factory=list)
+    replace: set[str] = field(default_factory=set)  # transcripts whose old rows go first
+
+
+def sessions_path_for(index_path: Path) -> Path:
+    """``<index dir>/<collection>.sessions.sqlite`` for ``<index dir>/<collection>.sqlite``."""
+    name = index_path.name
+    stem = name[: -len(".sqlite")] if name.endswith(".sqlite") else name
+    return index_path.with_name(stem + SESSIONS_SUFFIX)
+
+
+def _row_doc(row: Sequence[Any]) -> StoredDoc:
+    return StoredDoc(
+        key=row[1],
+        transcript=row[2],
+        entry_id=row[3],
+        part=row[4],
+        role=row[5],
+        timestamp=row[6],
+        session_id=row[7],
+        text=row[8],
+    )
+
+
+class SessionStore:
+    """FTS5 + numpy hybrid search over session documents, in one SQLite file."""
+
+    def __init__(
+        self,
+        path: Path | str,
+        index_settings: IndexSettings | None = None,
+        sessions_settings: SessionsSettings | None = None,
+    ) -> None:
+        self.path = Path(path).expanduser().absolute()
+        self.index_settings = index_settings or IndexSettings()
+        self.settings = sessions_settings or SessionsSettings()
+        self._fuse = fusion_method(self.index_settings.fusion)
+        self._lock = threading.RLock()
+        self._dense: DenseMatrix | None = None
+        self._lexical = lexical.LexicalLeg()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._conn = self._connect()
+
+    # -- connection and schema ------------------------------------------------
+
+    def _connect(self) -> sqlite3.Connection:
+        deadline = time.monotonic() + BUSY_TIMEOUT_S
+        while True:
+            conn = sqlite3.connect(
+                str(self.path),
+                timeout=BUSY_TIMEOUT_S,
+                isolation_level=None,
+                check_same_thread=False,
+            )
+            try:
+                conn.execute("PRAGMA journal_mode=WAL").fetchall()
+                conn.execute("PRAGMA synchronous=NORMAL")
+                conn.execute(f"PRAGMA cache_size=-{CACHE_SIZE_KIB}")
+                conn.execute("PRAGMA temp_store=MEMORY")
+                self._ensure_schema(conn)
+                lexical.install(conn)
+                return conn
+            except sqlite3.OperationalError as exc:
+                conn.close()
+                # A brand-new file's WAL switch can answer BUSY at once while
+                # another process creates the schema (no busy handler there).
+                if "locked" in str(exc).lower() or "busy" in str(exc).lower():
+                    if time.monotonic() < deadline:
+                        time.sleep(0.05)
+                        continue
+                    raise IndexBusyError(f"session index {self.path} stayed locked") from exc
+                raise
+
+    def _ensure_schema(self, conn: sqlite3.Connection) -> None:
+        row = conn.execute("SELECT name FROM sqlite_master WHERE name = 'meta'").fetchone()
+        if row is not None:
+            version = conn.execute(
+                "SELECT value FROM meta WHERE key = ?", (schema.META_SCHEMA_VERSION,)
+            ).fetchone()
+            if version is not None and version[0] == SESSIONS_SCHEMA_VERSION:
+                return
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            version = None
+            if row is not None:
+                version = conn.execute(
+                    "SELECT value FROM meta WHERE key = ?", (schema.META_SCHEMA_VERSION,)
+                ).fetchone()
+            if version is not None and version[0] != SESSIONS_SCHEMA_VERSION:
+                # Derived data: another layout is dropped and re-read from
+                # the transcripts.
+                for ddl in _DROP_DDL:
+                    conn.execute(ddl)
+                conn.execute("DELETE FROM meta")
+            for ddl in _TABLES_DDL:
+                conn.execute(ddl)
+            defaults: dict[str, object] = {
+                schema.META_SCHEMA_VERSION: SESSIONS_SCHEMA_VERSION,
+                schema.META_GENERATION: 0,
+                schema.META_EPOCH: secrets.token_hex(8),
+                schema.META_TOMBSTONE_FLOOR: 0,
+            }
+            conn.executemany(
+                "INSERT OR IGNORE INTO meta(key, value) VALUES (?, ?)", list(defaults.items())
+            )
+            conn.execute("COMMIT")
+        except BaseException:
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("ROLLBACK")
+            raise
+
+    def close(self) -> None:
+        with self._lock:
+            with contextlib.suppress(sqlite3.Error):
+                self._conn.close()
+            self._dense = None
+            self._lexical.reset()
+
+    def __enter__(self) -> SessionStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _run(self, op: Callable[[sqlite3.Connection], T]) -> T:
+        with self._lock:
+            try:
+                return op(self._conn)
+            except sqlite3.OperationalError as exc:
+                text = str(exc).lower()
+                if "locked" in text or "busy" in text:
+                    raise IndexBusyError(
+                        f"session index {self.path} stayed locked by another process",
+                        hint="another memlane is ingesting transcripts; retry shortly",
+                    ) from exc
+                raise
+
+    @contextlib.contextmanager
+    def _write(self, conn: sqlite3.Connection) -> Iterator[int]:
+        """A write transaction that bumps (and yields) the generation first,
+        so rows and tombstones it writes carry its number (dense_sync)."""
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            rows = conn.execute(
+                "UPDATE meta SET value = value + 1 WHERE key = ? RETURNING value",
+                (schema.META_GENERATION,),
+            ).fetchall()
+            generation = int(rows[0][0])
+            yield generation
+            if generation % TOMBSTONE_PRUNE_EVERY == 0:
+                floor = generation - TOMBSTONE_KEEP_GENERATIONS
+                if floor > 0:
+                    conn.execute("DELETE FROM tombstones WHERE gen <= ?", (floor,))
+                    conn.execute(
+                        "UPDATE meta SET value = max(value, ?) WHERE key = ?",
+                        (floor, schema.META_TOMBSTONE_FLOOR),
+                    )
+            conn.execute("COMMIT")
+        except BaseException:
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("ROLLBACK")
+            raise
+
+    @contextlib.contextmanager
+    def _read(self, conn: sqlite3.Connection) -> Iterator[None]:
+        conn.execute("BEGIN")
+        try:
+            yield
+        finally:
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("ROLLBACK")
+
+    @staticmethod
+    def _meta(conn: sqlite3.Connection) -> dict[str, Any]:
+        return {key: value for key, value in conn.execute("SELECT key, value FROM meta")}
+
+    # -- meta (model binding, sweeper status) -----------------------------------
+
+    def meta(self) -> dict[str, Any]:
+        return self._run(self._meta)
+
+    def set_meta(self, values: Mapping[str, object]) -> None:
+        """Write bookkeeping rows (sweeper status) without bumping the generation."""
+
+        def op(conn: sqlite3.Connection) -> None:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                conn.executemany(
+                    "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", list(values.items())
+                )
+                conn.execute("COMMIT")
+            except BaseException:
+                with contextlib.suppress(sqlite3.Error):
+                    conn.execute("ROLLBACK")
+                raise
+
+        self._run(op)
+
+    def ensure_model(self, model: str, dimension: int | None) -> bool:
+        """Bind the vectors to ``model``; another model drops every vector
+        (documents stay and are embedded again). True when vectors were dropped."""
+
+        def op(conn: sqlite3.Connection) -> bool:
+            meta = self._meta(conn)
+            stored_model = meta.get(schema.META_MODEL)
+            stored_dim = meta.get(schema.META_DIMENSION)
+            dim_conflict = (
+                dimension is not None and isinstance(stored_dim, int) and stored_dim != dimension
+            )
+            if stored_model == model and not dim_conflict and (dimension is None or stored_dim):
+                return False
+            with self._write(conn):
+                changed = (stored_model is not None and stored_model != model) or dim_conflict
+                if changed:
+                    conn.execute("UPDATE chunks SET vector = NULL, vec_gen = NULL")
+                    # A new epoch makes every process reload its matrix.
+                    conn.execute(
+                        "UPDATE meta SET value = ? WHERE key = ?",
+                        (secrets.token_hex(8), schema.META_EPOCH),
+                    )
+                    conn.execute("DELETE FROM tombstones")
+                conn.executemany(
+                    "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
+                    [
+                        (schema.META_MODEL, model),
+                        (schema.META_DIMENSION, dimension if dimension else stored_dim),
+                    ],
+                )
+            if changed:
+                self._dense = None
+            return changed
+
+        return self._run(op)
+
+    def clear(self) -> None:
+        """Drop every document, vector and source record (``sessions reindex``)."""
+
+        def op(conn: sqlite3.Connection) -> None:
+            with self._write(conn):
+                for ddl in _DROP_DDL:
+                    conn.execute(ddl)
+                for ddl in _TABLES_DDL:
+                    conn.execute(ddl)
+                conn.execute(
+                    "UPDATE meta SET value = ? WHERE key = ?",
+                    (secrets.token_hex(8), schema.META_EPOCH),
+                )
+                conn.execute(
+                    "DELETE FROM meta WHERE key IN (?, ?)",
+                    (schema.META_MODEL, schema.META_DIMENSION),
+                )
+            self._dense = None
+            self._lexical.reset()
+            lexical.install(conn)
+
+        self._run(op)
+
+    # -- sources -----------------------------------------------------------------
+
+    def sources(self) -> dict[str, SourceState]:
+        def op(conn: sqlite3.Connection) -> dict[str, SourceState]:
+            rows = conn.execute(
+                "SELECT path, format, session_id, offset, size, mtime_ns, inode, head_len, "
+                "head_hash, garbage, unknown FROM sources"
+            ).fetchall()
+            return {row[0]: SourceState(*row) for row in rows}
+
+        return self._run(op)
+
+    def source(self, path: str) -> SourceState | None:
+        def op(conn: sqlite3.Connection) -> SourceState | None:
+            row = conn.execute(
+                "SELECT path, format, session_id, offset, size, mtime_ns, inode, head_len, "
+                "head_hash, garbage, unknown FROM sources WHERE path = ?",
+                (path,),
+            ).fetchone()
+            return SourceState(*row) if row is not None else None
+
+        return self._run(op)
+
+    def existing(self, keys: Iterable[str]) -> dict[str, bool]:
+        """doc key -> has a vector, for the keys already stored."""
+        wanted = list(dict.fromkeys(keys))
+        if not wanted:
+            return {}
+
+        def op(conn: sqlite3.Connection) -> dict[str, bool]:
+            out: dict[str, bool] = {}
+            for start in range(0, len(wanted), 500):
+                part = wanted[start : start + 500]
+                marks = ", ".join("?" * len(part))
+                for key, has_vector in conn.execute(
+                    f"SELECT doc_key, vec_gen IS NOT NULL FROM chunks WHERE doc_key IN ({marks})",
+                    part,
+                ):
+                    out[key] = bool(has_vector)
+            return out
+
+        return self._run(op)
+
+    # -- writes ------------------------------------------------------------------
+
+    def commit(self, batch: BatchWrite) -> int:
+        """Apply one batch atomically; returns the documents newly inserted.
+
+        Existing (transcript, entry, part) rows are kept as they are (OR
+        IGNORE), except that a vector in the batch fills a row stored
+        without one. Transcripts in ``replace`` lose their old rows first.
+        """
+        arrays = {
+            key: np.asarray(v, dtype=np.float32).reshape(-1) for key, v in batch.vectors.items()
+        }
+
+        def op(conn: sqlite3.Connection) -> int:
+            with self._write(conn) as generation:
+                blobs = self._blobs(conn, arrays)
+                for transcript in sorted(batch.replace):
+                    conn.execute("DELETE FROM chunks WHERE transcript = ?", (transcript,))
+                rows = []
+                for doc in batch.docs:
+                    blob = blobs.get(doc.key)
+                    rows.append(
+                        (
+                            doc.key,
+                            doc.transcript,
+                            doc.entry_id,
+                            doc.part,
+                            DOC_KIND,
+                            doc.role,
+                            doc.timestamp,
+                            doc.session_id,
+                            content_hash(doc.text),
+                            doc.text,
+                            1 if doc.embed else 0,
+                            generation if blob is not None else None,
+                            blob,
+                        )
+                    )
+                before = conn.total_changes
+                conn.executemany(
+                    "INSERT OR IGNORE INTO chunks(doc_key, transcript, entry_id, part, kind, "
+                    "source, date, session, content_hash, content, embed, vec_gen, vector) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    rows,
+                )
+                # total_changes also counts the FTS trigger's writes (one
+                # per inserted row), hence the halving.
+                inserted = (conn.total_changes - before) // 2
+                if blobs:
+                    conn.executemany(
+                        "UPDATE chunks SET vector = ?, vec_gen = ? "
+                        "WHERE doc_key = ? AND vec_gen IS NULL",
+                        [(blob, generation, key) for key, blob in blobs.items()],
+                    )
+                now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+                conn.executemany(
+                    "INSERT INTO sources(path, format, session_id, offset, size, mtime_ns, inode, "
+                    "head_len, head_hash, garbage, unknown, updated_at) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                    "ON CONFLICT(path) DO UPDATE SET format = excluded.format, "
+                    "session_id = excluded.session_id, offset = excluded.offset, "
+                    "size = excluded.size, mtime_ns = excluded.mtime_ns, inode = excluded.inode, "
+                    "head_len = excluded.head_len, head_hash = excluded.head_hash, "
+                    "garbage = excluded.garbage, unknown = excluded.unknown, "
+                    "updated_at = excluded.updated_at",
+                    [
+                        (
+                            s.path,
+                            s.format,
+                            s.session_id,
+                            s.offset,
+                            s.size,
+                            s.mtime_ns,
+                            s.inode,
+                            s.head_len,
+                            s.head_hash,
+                            s.garbage,
+                            s.unknown,
+                            now,
+                        )
+                        for s in batch.states
+                    ],
+                )
+            return inserted
+
+        return self._run(op)
+
+    def remove_sources(self, paths: Iterable[str]) -> int:
+        targets = [(p,) for p in dict.fromkeys(paths)]
+        if not targets:
+            return 0
+
+        def op(conn: sqlite3.Connection) -> int:
+            with self._write(conn):
+                removed = conn.executemany("DELETE FROM chunks WHERE transcript = ?", targets)
+                conn.executemany("DELETE FROM sources WHERE path = ?", targets)
+            return max(removed.rowcount, 0)
+
+        return self._run(op)
+
+    def set_vectors(self, vectors: Mapping[str, npt.ArrayLike]) -> None:
+        arrays = {k: np.asarray(v, dtype=np.float32).reshape(-1) for k, v in vectors.items()}
+        if arrays:
+            self.commit(BatchWrite(vectors=arrays))
+
+    def _blobs(
+        self, conn: sqlite3.Connection, arrays: Mapping[str, npt.NDArray[np.float32]]
+    ) -> dict[str, bytes]:
+        if not arrays:
+            return {}
+        row = conn.execute(
+            "SELECT value FROM meta WHERE key = ?", (schema.META_DIMENSION,)
+        ).fetchone()
+        dimension = row[0] if row is not None else None
+        sizes = {a.size for a in arrays.values()}
+        expected = dimension if isinstance(dimension, int) else next(iter(sizes))
+        if sizes != {expected}:
+            raise DimensionMismatchError(
+                f"vector dimension {sorted(sizes - {expected})[0]} does not match the "
+                f"session index dimension {expected}",
+                hint="the embedder changed; run `memlane sessions reindex`",
+            )
+        for key, array in arrays.items():
+            if not bool(np.all(np.isfinite(array))):
+                raise ValueError(f"vector for session document {key} is not finite")
+        if not isinstance(dimension, int):
+            conn.execute(
+                "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
+                (schema.META_DIMENSION, expected),
+            )
+        return {key: vector_to_blob(array) for key, array in arrays.items()}
+
+    # -- reads -------------------------------------------------------------------
+
+    def pending_vectors(self, limit: int | None = None) -> list[tuple[str, str]]:
+        """(doc key, text) of documents that should have a vector and do not."""
+
+        def op(conn: sqlite3.Connection) -> list[tuple[str, str]]:
+            rows = conn.execute(
+                "SELECT doc_key, content FROM chunks WHERE embed = 1 AND vec_gen IS NULL "
+                "ORDER BY id LIMIT ?",
+                (-1 if limit is None else max(limit, 0),),
+            ).fetchall()
+            return [(row[0], row[1]) for row in rows]
+
+        return self._run(op)
+
+    def count(self) -> int:
+        return self._run(lambda c: int(c.execute("SELECT count(*) FROM chunks").fetchone()[0]))
+
+    def get(self, key: str) -> StoredDoc | None:
+        def op(conn: sqlite3.Connection) -> StoredDoc | None:
+            row = conn.execute(
+                f"SELECT {_DOC_COLUMNS} FROM chunks WHERE doc_key = ?", (key,)
+            ).fetchone()
+            return _row_doc(row) if row is not None else None
+
+        return self._run(op)
+
+    def find_entry(self, entry_id: str) -> list[StoredDoc]:
+        """Documents of a transcript entry id (a message id as pi/Claude wrote it)."""
+
+        def op(conn: sqlite3.Connection) -> list[StoredDoc]:
+            rows = conn.execute(
+                f"SELECT {_DOC_COLUMNS} FROM chunks WHERE entry_id = ? ORDER BY part, id",
+                (entry_id,),
+            ).fetchall()
+            return [_row_doc(row) for row in rows]
+
+        return self._run(op)
+
+    def docs_of(self, transcript: str) -> list[StoredDoc]:
+        def op(conn: sqlite3.Connection) -> list[StoredDoc]:
+            rows = conn.execute(
+                f"SELECT {_DOC_COLUMNS} FROM chunks WHERE transcript = ? ORDER BY id",
+                (transcript,),
+            ).fetchall()
+            return [_row_doc(row) for row in rows]
+
+        return self._run(op)
+
+    def recent_sessions(self, n: int, exclude: str | None = None) -> list[SessionInfo]:
+        """The ``n`` sessions with the latest messages, newest first."""
+
+        def op(conn: sqlite3.Connection) -> list[SessionInfo]:
+            with self._read(conn):
+                rows = conn.execute(
+                    "SELECT session, min(transcript), min(date), max(date), count(*) FROM chunks "
+                    "WHERE session IS NOT NULL AND (? IS NULL OR session != ?) "
+                    "GROUP BY session ORDER BY max(date) DESC LIMIT ?",
+                    (exclude, exclude, max(n, 0)),
+                ).fetchall()
+                out = []
+                for session, transcript, first_at, last_at, messages in rows:
+                    first = conn.execute(
+                        "SELECT content FROM chunks WHERE session = ? AND source = 'user' "
+                        "ORDER BY date, id LIMIT 1",
+                        (session,),
+                    ).fetchone()
+                    summary = conn.execute(
+                        "SELECT content FROM chunks WHERE session = ? AND source = 'summary' "
+                        "ORDER BY date DESC, id DESC LIMIT 1",
+                        (session,),
+                    ).fetchone()
+                    out.append(
+                        SessionInfo(
+                            session_id=session,
+                            transcript=transcript,
+                            first_at=first_at,
+                            last_at=last_at,
+                            messages=int(messages),
+                            first_user=first[0] if first else "",
+                            last_summary=summary[0] if summary else None,
+                        )
+                    )
+                return out
+
+        return self._run(op)
+
+    def stats(self) -> dict[str, Any]:
+        def op(conn: sqlite3.Connection) -> dict[str, Any]:
+            with self._read(conn):
+                docs = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+                embedded = conn.execute(
+                    "SELECT count(*) FROM chunks WHERE vec_gen IS NOT NULL"
+                ).fetchone()[0]
+                pending = conn.execute(
+                    "SELECT count(*) FROM chunks WHERE embed = 1 AND vec_gen IS NULL"
+                ).fetchone()[0]
+                sessions = conn.execute(
+                    "SELECT count(DISTINCT session) FROM chunks WHERE session IS NOT NULL"
+                ).fetchone()[0]
+                by_role = dict(
+                    conn.execute("SELECT source, count(*) FROM chunks GROUP BY source").fetchall()
+                )
+                sources, garbage, unknown = conn.execute(
+                    "SELECT count(*), coalesce(sum(garbage), 0), coalesce(sum(unknown), 0) "
+                    "FROM sources"
+                ).fetchone()
+                meta = self._meta(conn)
+            size = 0
+            for suffix in ("", "-wal"):
+                with contextlib.suppress(OSError):
+                    size += self.path.with_name(self.path.name + suffix).stat().st_size
+            return {
+                "path": str(self.path),
+                "documents": docs,
+                "embedded": embedded,
+                "pending": pending,
+                "sessions": sessions,
+                "sources": sources,
+                "by_role": by_role,
+                "garbage_lines": garbage,
+                "unknown_entries": unknown,
+                "model": meta.get(schema.META_MODEL),
+                "dimensions": meta.get(schema.META_DIMENSION),
+                "size_bytes": size,
+            }
+
+        return self._run(op)
+
+    # -- search ------------------------------------------------------------------
+
+    def _legs_size(self, k: int) -> tuple[int, int]:
+        """(lexical, dense) candidate counts: pi-lcm-memory's lexMult/semMult
+        under rrf fusion, else the main index's rule (DESIGN §5)."""
+        if self.index_settings.fusion == "rrf":
+            return max(1, self.settings.lex_mult * k), max(1, self.settings.sem_mult * k)
+        n = candidate_count(k)
+        return n, n
+
+    def _rrf_k(self) -> int:
+        if self.index_settings.fusion == "rrf":
+            return self.settings.rrf_k
+        return self.index_settings.rrf_k
+
+    def search(
+        self,
+        query: str,
+        vector: npt.ArrayLike | None,
+        k: int,
+        filters: SessionFilters | None = None,
+        *,
+        lexical: bool = True,
+    ) -> tuple[SearchMode, list[ScoredDoc]]:
+        """Hybrid search; ``vector`` None skips the dense leg (mode lexical),
+        ``lexical`` False skips the BM25 leg (mode semantic)."""
+        qvec = None if vector is None else np.asarray(vector, dtype=np.float32).reshape(-1)
+        if not lexical and qvec is None:
+            raise ValueError("a semantic-only search needs a query vector")
+        shared = filters.shared() if filters is not None else None
+        return self._run(lambda conn: self._search(conn, query, qvec, k, shared, lexical))
+
+    def _sync_dense(
+        self, conn: sqlite3.Connection, meta: Mapping[str, Any]
+    ) -> tuple[DenseMatrix | None, int | None]:
+        dense, dimension = synced_matrix(conn, meta, self._dense)
+        self._dense = dense
+        return dense, dimension
+
+    def _search(
+        self,
+        conn: sqlite3.Connection,
+        query: str,
+        qvec: npt.NDArray[np.float32] | None,
+        k: int,
+        filters: SearchFilters | None,
+        use_lexical: bool,
+    ) -> tuple[SearchMode, list[ScoredDoc]]:
+        with self._read(conn):
+            meta = self._meta(conn)
+            cache_key = (meta.get(schema.META_EPOCH), meta.get(schema.META_GENERATION))
+            dense = None
+            if qvec is not None:
+                dense, dimension = self._sync_dense(conn, meta)
+                if dimension is not None and qvec.size != dimension:
+                    raise DimensionMismatchError(
+                        f"query vector dimension {qvec.size} does not match the session "
+                        f"index dimension {dimension}",
+                        hint="search with the embedder the session index was built with",
+                    )
+            use_dense = qvec is not None and dense is not None and len(dense) > 0
+            mode: SearchMode = (
+                "semantic" if not use_lexical else "hybrid" if use_dense else "lexical"
+            )
+            if k <= 0 or not query.strip():
+                return mode, []
+            n_lex, n_sem = self._legs_size(k)
+            alpha = self.index_settings.alpha
+            legs: list[list[tuple[int, float]]] = []
+            weights: list[float] = []
+            if use_dense and dense is not None and qvec is not None:
+                legs.append(dense.top_scored(qvec, n_sem, filters))
+                weights.append(alpha if use_lexical else 1.0)
+            if use_lexical:
+                legs.append(self._lexical.rank(conn, query, n_lex, filters, cache_key))
+                weights.append(1.0 - alpha if use_dense else 1.0)
+            if not legs or sum(weights) <= 0:
+                return mode, []
+            fused = self._fuse(legs, weights, self._rrf_k())[:k]
+            if not fused:
+                return mode, []
+            rows = self._fetch(conn, [rowid for rowid, _ in fused])
+        return mode, [ScoredDoc(rows[rowid], score) for rowid, score in fused if rowid in rows]
+
+    def similar(self, key: str, k: int, filters: SessionFilters | None = None) -> list[ScoredDoc]:
+        """Nearest neighbours of a stored document's vector, itself excluded.
+
+        Scores are cosines clipped to [0, 1]. A document without a vector
+        (tool I/O, no embedder) falls back to a lexical search on its text.
+        """
+        shared = filters.shared() if filters is not None else None
+
+        def op(conn: sqlite3.Connection) -> list[ScoredDoc]:
+            with self._read(conn):
+                row = conn.execute(
+                    "SELECT id, vector, content FROM chunks WHERE doc_key = ?", (key,)
+                ).fetchone()
+                if row is None or k <= 0:
+                    return []
+                own_id, blob, text = row
+                if blob is None:
+                    meta = self._meta(conn)
+                    cache_key = (meta.get(schema.META_EPOCH), meta.get(schema.META_GENERATION))
+                    n_lex, _ = self._legs_size(k + 1)
+                    leg = self._lexical.rank(conn, text, n_lex, shared, cache_key)
+                    fused = self._fuse([leg], [1.0], self._rrf_k())
+                else:
+                    dense, _ = self._sync_dense(conn, self._meta(conn))
+                    if dense is None:
+                        return []
+                    query = np.frombuffer(blob, dtype=np.dtype("<f4")).astype(np.float32)
+                    fused = [
+                        (rowid, max(0.0, min(1.0, cos)))
+                        for rowid, cos in dense.top_scored(query, k + 1, shared)
+                    ]
+                fused = [(rowid, s) for rowid, s in fused if rowid != own_id][:k]
+                if not fused:
+                    return []
+                rows = self._fetch(conn, [rowid for rowid, _ in fused])
+            return [ScoredDoc(rows[rowid], score) for rowid, score in fused if rowid in rows]
+
+        return self._run(op)
+
+    @staticmethod
+    def _fetch(conn: sqlite3.Connection, rowids: Sequence[int]) -> dict[int, StoredDoc]:
+        marks = ", ".join("?" * len(rowids))
+        rows = conn.execute(f"SELECT {_DOC_COLUMNS} FROM chunks WHERE id IN ({marks})", rowids)
+        return {row[0]: _row_doc(row) for row in rows}
