@@ -289,6 +289,24 @@ class PiWorld:
         )
 
 
+def sidecar_pids(project: Path) -> list[int]:
+    """Running ``memlane sidecar`` processes serving *project* (from /proc)."""
+    pids = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            argv = (proc / "cmdline").read_bytes().split(b"\0")
+            state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state == "Z":
+            continue
+        if b"sidecar" in argv and str(project).encode() in argv:
+            pids.append(int(proc.name))
+    return sorted(pids)
+
+
 def read_session(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """(header, entries) of a pi session file."""
     lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
@@ -309,6 +327,7 @@ class RpcPi:
         )
         self.records: list[dict[str, Any]] = []
         self._new: queue.Queue[dict[str, Any]] = queue.Queue()
+        self._backlog: list[dict[str, Any]] = []
         self._next = 0
         self.stderr_lines: list[str] = []
         threading.Thread(target=self._read, daemon=True).start()
@@ -330,6 +349,10 @@ class RpcPi:
             self.stderr_lines.append(raw.decode("utf-8", "replace").rstrip("\n"))
 
     def _wait(self, match: Callable[[dict[str, Any]], bool], timeout_s: float) -> dict[str, Any]:
+        """The first unconsumed record that matches; the others stay for later waits."""
+        for i, record in enumerate(self._backlog):
+            if match(record):
+                return self._backlog.pop(i)
         deadline = time.monotonic() + timeout_s
         while True:
             left = deadline - time.monotonic()
@@ -349,6 +372,7 @@ class RpcPi:
                 continue
             if match(record):
                 return record
+            self._backlog.append(record)
 
     def command(self, type_: str, timeout_s: float = 60, **params: Any) -> dict[str, Any]:
         self._next += 1
@@ -367,6 +391,10 @@ class RpcPi:
         if data.get("disposition") == "handled":
             return {}
         return self._wait(lambda r: r.get("type") == "agent_settled", timeout_s)
+
+    def wait_event(self, type_: str, timeout_s: float = RUN_TIMEOUT_S) -> dict[str, Any]:
+        """The next record of this type (after those already consumed)."""
+        return self._wait(lambda r: r.get("type") == type_, timeout_s)
 
     def _send(self, record: dict[str, Any]) -> None:
         assert self.proc.stdin is not None

@@ -1,0 +1,177 @@
+"""The pi package's process handling and commands, with the real pi and the real sidecar.
+
+The sidecar starts at session start and is gone when pi exits (no orphans); a
+killed sidecar is respawned lazily, at most MAX_SIDECAR_RESPAWNS (2) times,
+after which the tools say memlane is unavailable; ``/memory`` shows the status;
+``/recall`` starts a run that walks the ladder; ``MEMLANE_CAPTURE_MODEL``
+reaches pi's registry as ``llm.complete``'s ``model``.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fake_model import FakeModel, Reply, last_tool_result, message_texts
+from pi_harness import PiInstall, PiWorld, sidecar_pids
+
+pytestmark = [pytest.mark.slow, pytest.mark.e2e]
+
+MEMLANE = str(Path(sys.executable).parent / "memlane")
+UNAVAILABLE = "memlane is not available"
+
+
+@pytest.fixture
+def world(
+    pi_install: PiInstall,
+    fake_model: FakeModel,
+    tmp_path: Path,
+    shared_cache: Path,
+) -> Iterator[PiWorld]:
+    w = PiWorld(
+        pi_install,
+        tmp_path / "world",
+        fake_model.base_url,
+        env_extra={
+            "MEMLANE_HOME": str(tmp_path / "memlane-home"),
+            "MEMLANE_CACHE_DIR": str(shared_cache),
+        },
+    )
+    w.install_package(MEMLANE)
+    yield w
+    for pid in sidecar_pids(w.project):  # never leave one behind, even on failure
+        os.kill(pid, signal.SIGKILL)
+
+
+def _wait_until(predicate: object, timeout_s: float = 20) -> bool:
+    assert callable(predicate)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return bool(predicate())
+
+
+def _status_call(fake: FakeModel, seen: list[str]) -> None:
+    def record(body: dict[str, object]) -> Reply:
+        seen.append(last_tool_result(body))  # type: ignore[arg-type]
+        return Reply.say("ok")
+
+    fake.agent(Reply.call("memory_status"), record)
+
+
+def test_sidecar_lives_with_the_session_and_respawns_lazily_up_to_the_cap(
+    world: PiWorld, fake_model: FakeModel
+) -> None:
+    seen: list[str] = []
+    with world.rpc() as pi:
+        fake_model.agent(Reply.say("hello"))
+        pi.prompt("hello")
+        pids = sidecar_pids(world.project)
+        assert len(pids) == 1, pids
+
+        for respawn in (1, 2):
+            os.kill(pids[0], signal.SIGKILL)
+            assert _wait_until(lambda: not sidecar_pids(world.project))
+            _status_call(fake_model, seen)
+            pi.prompt("status please")
+            assert UNAVAILABLE not in seen[-1], seen[-1]
+            new = sidecar_pids(world.project)
+            assert len(new) == 1 and new != pids, f"respawn {respawn}: {new}"
+            pids = new
+
+        # a third death is past the cap: memory is off, pi keeps answering
+        os.kill(pids[0], signal.SIGKILL)
+        assert _wait_until(lambda: not sidecar_pids(world.project))
+        _status_call(fake_model, seen)
+        settled = pi.prompt("status again")
+        assert settled.get("aborted") is False
+        assert UNAVAILABLE in seen[-1] and "died" in seen[-1], seen[-1]
+        assert sidecar_pids(world.project) == []
+        assert "pip install memlane" in seen[-1]
+
+    assert sidecar_pids(world.project) == []
+
+
+def test_no_sidecar_outlives_pi(world: PiWorld, fake_model: FakeModel) -> None:
+    fake_model.agent(Reply.say("fine"))
+    result = world.run("hello there")
+    assert result.returncode == 0, result.stderr
+    assert sidecar_pids(world.project) == []
+
+    with world.rpc() as pi:
+        fake_model.agent(Reply.say("fine"))
+        pi.prompt("hello again")
+        assert len(sidecar_pids(world.project)) == 1
+    assert _wait_until(lambda: not sidecar_pids(world.project), 5)
+
+
+def test_memory_command_shows_status(world: PiWorld) -> None:
+    with world.rpc() as pi:
+        data = pi.command("prompt", message="/memory")
+        assert data.get("disposition") == "handled"
+        note = pi.wait_event("extension_ui_request", timeout_s=60)
+        while note.get("method") != "notify" or note.get("message", "").startswith("memlane: "):
+            # skip session-start notices ("memlane: ..."), wait for the status text
+            note = pi.wait_event("extension_ui_request", timeout_s=60)
+    message = note["message"]
+    assert str(world.project) in message or ".memsearch" in message, message
+
+
+def test_recall_command_asks_the_agent_to_walk_the_ladder(
+    world: PiWorld, fake_model: FakeModel
+) -> None:
+    start = len(fake_model.agent_requests)
+    with world.rpc() as pi:
+        fake_model.agent(Reply.say("Nothing found in memory."))
+        pi.command("prompt", message="/recall --all kafka pinning")
+        pi.wait_event("agent_settled", timeout_s=120)
+    users = [t for b in fake_model.agent_requests[start:] for t in message_texts(b, "user")]
+    asked = next(t for t in users if "kafka pinning" in t)
+    assert "memory_search" in asked
+    assert '"all"' in asked
+
+
+def test_capture_model_override_reaches_pi_registry(world: PiWorld, fake_model: FakeModel) -> None:
+    start = len(fake_model.distill_requests)
+    fake_model.agent(Reply.say("We will pin numpy below 2."))
+    result = world.run("Pin numpy below 2 for now.", MEMLANE_CAPTURE_MODEL="fake/fake-big")
+    assert result.returncode == 0, result.stderr
+    assert _wait_until(lambda: len(fake_model.distill_requests) > start, 30)
+    assert fake_model.distill_requests[start]["model"] == "fake-big"
+
+
+def test_memlane_install_pi_cli_then_uninstall(world: PiWorld, fake_model: FakeModel) -> None:
+    import json
+    import subprocess
+
+    world.forget_command()
+    (world.agent_dir / "settings.json").unlink()
+    env = world.env()
+    done = subprocess.run(
+        [MEMLANE, "install", "pi"], env=env, capture_output=True, text=True, check=True
+    )
+    assert str(world.agent_dir / "settings.json") in done.stdout
+    recorded = json.loads((world.agent_dir / "memlane.json").read_text())
+    assert recorded["command"] == MEMLANE  # run from the venv, which is not on pi's PATH
+
+    seen: list[str] = []
+    _status_call(fake_model, seen)
+    result = world.run("status?")
+    assert result.returncode == 0, result.stderr
+    assert str(world.project) in seen[-1], seen[-1]
+
+    subprocess.run([MEMLANE, "uninstall", "pi"], env=env, capture_output=True, check=True)
+    assert not (world.agent_dir / "settings.json").exists()
+    start = len(fake_model.agent_requests)
+    fake_model.agent(Reply.say("no memory here"))
+    result = world.run("hello")
+    assert result.returncode == 0, result.stderr
+    tools = [t["function"]["name"] for t in fake_model.agent_requests[start]["tools"]]
+    assert "memory_search" not in tools
