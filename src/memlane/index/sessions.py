@@ -596,16 +596,14 @@ class SessionStore:
                             blob,
                         )
                     )
-                before = conn.total_changes
-                conn.executemany(
+                cursor = conn.executemany(
                     "INSERT OR IGNORE INTO chunks(doc_key, transcript, entry_id, part, kind, "
                     "source, date, session, content_hash, content, embed, vec_gen, vector) "
                     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     rows,
                 )
-                # total_changes also counts the FTS trigger's writes (one
-                # per inserted row), hence the halving.
-                inserted = (conn.total_changes - before) // 2
+                # rowcount counts the statement's own inserts, not its triggers'.
+                inserted = max(cursor.rowcount, 0)
                 if blobs:
                     conn.executemany(
                         "UPDATE chunks SET vector = ?, vec_gen = ? "
