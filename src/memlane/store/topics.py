@@ -70,7 +70,13 @@ _YAMLISH_SCALAR_RE = re.compile(
     r"^(?:true|false|yes|no|on|off|null|~|[-+]?(?:\d[\d_]*)?\.?\d+(?:[eE][-+]?\d+)?)$",
     re.IGNORECASE,
 )
+_LINE_RE = re.compile(r"[^\n]*\n|[^\n]+\Z")
 _SLUG_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+
+
+def _lines(text: str) -> list[str]:
+    """Lines with their ends, split at ``\\n`` only (as the chunker counts them)."""
+    return _LINE_RE.findall(text)
 
 
 # --- names --------------------------------------------------------------------------------
@@ -222,17 +228,19 @@ class TopicFile:
     front: list[str] = field(default_factory=list)  # frontmatter lines, with "\n"
     has_front: bool = False
     preamble: str = ""  # between the frontmatter and the first entry
+    fences: tuple[str, str] = (f"{_FENCE}\n", f"{_FENCE}\n")  # as written (CRLF kept)
     entries: list[TopicEntry] = field(default_factory=list)
 
     @classmethod
     def parse(cls, text: str) -> TopicFile:
-        lines = text.splitlines(keepends=True)
+        lines = _lines(text)
         out = cls()
         rest = lines
         if lines and lines[0].rstrip("\r\n") == _FENCE:
             for i in range(1, len(lines)):
                 if lines[i].rstrip("\r\n") == _FENCE:
                     out.has_front = True
+                    out.fences = (lines[0], lines[i])
                     out.front = lines[1:i]
                     rest = lines[i + 1 :]
                     break
@@ -255,7 +263,7 @@ class TopicFile:
         return out
 
     def render(self) -> str:
-        head = "".join([f"{_FENCE}\n", *self.front, f"{_FENCE}\n"]) if self.has_front else ""
+        head = "".join([self.fences[0], *self.front, self.fences[1]]) if self.has_front else ""
         return head + self.preamble + "".join(entry.text for entry in self.entries)
 
     def get(self, key: str) -> str | None:
@@ -452,7 +460,8 @@ def _write_atomic(path: Path, text: str) -> None:
 
 def _read(path: Path) -> str:
     try:
-        return path.read_text(encoding="utf-8")
+        with open(path, encoding="utf-8", newline="") as handle:
+            return handle.read()
     except FileNotFoundError:
         return ""
     except (OSError, UnicodeDecodeError) as exc:
@@ -753,6 +762,10 @@ def remove(
         info_before = _info(slug, path, parsed)
         removed = parsed.remove_entry(i)
         if parsed.entries:
+            if parsed.get("description") == _first_line(removed.body):
+                # The description was taken from the removed entry: it would
+                # keep describing (and surfacing) what is gone.
+                parsed.set("description", _first_line(parsed.entries[0].body))
             parsed.set("updated", (today or date.today()).isoformat())
             _write_atomic(path, parsed.render())
             info = _info(slug, path, parsed)
@@ -800,9 +813,9 @@ def entry_at_line(parsed: TopicFile, line: int) -> TopicEntry | None:
     current = 1
     if parsed.has_front:
         current += len(parsed.front) + 2
-    current += len(parsed.preamble.splitlines(keepends=True))
+    current += len(_lines(parsed.preamble))
     for entry in parsed.entries:
-        size = len(entry.text.splitlines(keepends=True))
+        size = len(_lines(entry.text))
         if current <= line < current + size:
             return entry
         current += size
