@@ -603,6 +603,9 @@ class SessionIngestor:
         started = time.monotonic()
         with self._lock:
             report = BackfillReport(operation=operation)
+            # Bound before reading: a changed model drops the old vectors, and
+            # the pending pass below then re-embeds every document.
+            self._bind_model()
             chosen = list(self.scan() if sources is None else sources)
             report.sources = len(chosen)
             known = self.store.sources()
@@ -1002,17 +1005,24 @@ def _vector_space(mem: Memory) -> str:
 class SessionsLayer:
     """The sessions layer of one project: ingestion, sweep and recall."""
 
-    def __init__(self, mem: Memory, *, embedder: Embedder | bool | None = True) -> None:
+    def __init__(self, mem: Memory, *, embedder: Embedder | str | None = "memory") -> None:
+        """``embedder``: "memory" uses the Memory's (shared, loaded on first
+        embed); an Embedder, or None (lexical only), overrides it."""
         self.mem = mem
         self.settings = mem.config.sessions
         self.store = open_store(mem)
-        chosen = mem.embedder if embedder is True else (embedder or None)
+        self._from_memory = embedder == "memory"
+        chosen: Embedder | None = None
+        if self._from_memory:
+            chosen = mem.embedder
+        elif embedder is not None and not isinstance(embedder, str):
+            chosen = embedder
+        self._embedder = chosen
+        model = None
+        if chosen is not None:
+            model = _vector_space(mem) if self._from_memory else chosen.name
         self.ingestor = SessionIngestor(
-            self.store,
-            chosen,
-            self.settings,
-            lambda: project_sources(mem),
-            model=_vector_space(mem) if chosen is not None else None,
+            self.store, chosen, self.settings, lambda: project_sources(mem), model=model
         )
         self._indexer: SessionIndexer | None = None
 
@@ -1072,16 +1082,14 @@ class SessionsLayer:
         notices: list[str] = []
         vector = None
         if mode != "lexical" and query.strip():
-            embedder = self.mem.embedder
+            embedder = self.mem.embedder if self._from_memory else self._embedder
+            problem = self.mem.embedder_problem if self._from_memory else "no embedder"
             if embedder is None:
                 if mode == "semantic":
-                    raise EmbedderError(
-                        f"semantic search needs an embedder ({self.mem.embedder_problem})"
-                    )
-                if self.mem.config.embedding.provider != "none":
+                    raise EmbedderError(f"semantic search needs an embedder ({problem})")
+                if self._from_memory and self.mem.config.embedding.provider != "none":
                     notices.append(
-                        f"semantic search unavailable ({self.mem.embedder_problem}); "
-                        "showing lexical (BM25) results"
+                        f"semantic search unavailable ({problem}); showing lexical (BM25) results"
                     )
             else:
                 try:
@@ -1156,7 +1164,7 @@ def search_sessions(
     """memory_search kind "session": hits whose content is the message text,
     chunk hash the document key, source the transcript path, heading
     ``<role> <utc time> session:<id> turn:<entry id>``."""
-    layer = SessionsLayer(mem, embedder=False)
+    layer = SessionsLayer(mem)
     return layer.search(
         query, k, mode=mode, session=session, after=after, before=before, role=role
     ).to_search_result()
@@ -1164,11 +1172,11 @@ def search_sessions(
 
 def similar_sessions(mem: Memory, key_or_entry: str, k: int = 10) -> SearchResult:
     """memory_similar on a session document (key or message id), itself excluded."""
-    return SessionsLayer(mem, embedder=False).similar(key_or_entry, k).to_search_result()
+    return SessionsLayer(mem).similar(key_or_entry, k).to_search_result()
 
 
 def recent_sessions(
     mem: Memory, n: int | None = None, exclude: str | None = None
 ) -> list[SessionInfo]:
     """The primer's input: the latest sessions, newest first."""
-    return SessionsLayer(mem, embedder=False).recent(n, exclude)
+    return SessionsLayer(mem).recent(n, exclude)
