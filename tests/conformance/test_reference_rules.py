@@ -521,31 +521,24 @@ def _hashes(message: str) -> list[str]:
     return out
 
 
-@pytest.mark.parametrize(
-    ("name", "env", "read"),
-    [
-        (
-            "PI_MEMSEARCH_AUTO_CONTEXT",
-            "on",
-            lambda c: c.session.auto_context_enabled,
-        ),
-        ("PI_MEMSEARCH_CAPTURE", "off", lambda c: not c.session.capture_enabled),
-        (
-            "PI_MEMSEARCH_CAPTURE_MODEL",
-            "openai/gpt-4.1-nano",
-            lambda c: c.llm.capture_model == "openai/gpt-4.1-nano",
-        ),
-        (
-            "PI_MEMSEARCH_SCAN_ROOTS",
-            "/srv/code",
-            lambda c: c.get("cross_repo.scan_roots") == "/srv/code",
-        ),
-    ],
-)
-def test_pi_memsearch_environment_names_are_accepted(
-    name: str, env: str, read: Callable[[Any], bool]
-) -> None:
+_PI_NAMES: dict[str, tuple[str, Callable[[Any], bool]]] = {
+    "PI_MEMSEARCH_AUTO_CONTEXT": ("on", lambda c: c.session.auto_context_enabled),
+    "PI_MEMSEARCH_CAPTURE": ("off", lambda c: not c.session.capture_enabled),
+    "PI_MEMSEARCH_CAPTURE_MODEL": (
+        "openai/gpt-4.1-nano",
+        lambda c: c.llm.capture_model == "openai/gpt-4.1-nano",
+    ),
+    "PI_MEMSEARCH_SCAN_ROOTS": (
+        "/srv/code",
+        lambda c: c.get("cross_repo.scan_roots") == "/srv/code",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(_PI_NAMES))
+def test_pi_memsearch_environment_names_are_accepted(name: str) -> None:
     """The reference's opt-ins (PI_MEMSEARCH_*) work unchanged."""
+    env, read = _PI_NAMES[name]
     assert not read(load_config(None, env={}))
     assert read(load_config(None, env={name: env}))
 
@@ -765,26 +758,28 @@ def test_writes_while_the_embedder_was_down_are_searchable_after_the_next_index(
 # -- Constants ------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    ("name", "value"),
-    [
-        ("SNAPSHOT_TODAY_CHARS", 3000),
-        ("SNAPSHOT_YESTERDAY_CHARS", 2000),
-        ("INDEX_DEBOUNCE_MS", 5000),
-        ("SHUTDOWN_CAP_MS", 15000),
-        ("AUTO_CONTEXT_TOP_K", 3),
-        ("AUTO_CONTEXT_CHAR_BUDGET", 2000),
-        ("AUTO_CONTEXT_CAP_MS", 300),
-        ("AUTO_CONTEXT_QUERY_LIMIT", 500),
-        ("TIMEOUT_CRASH_THRESHOLD", 3),
-        ("MAX_SIDECAR_RESPAWNS", 2),
-        ("SHUTDOWN_GRACE_MS", 2000),
-        ("BACKOFF_DELAYS_MS", (200, 500, 1000, 2000)),
-        ("SEARCH_TOP_K", 5),
-    ],
-)
-def test_reference_constants_are_the_defaults(name: str, value: object) -> None:
+# The reference's constants (runtime: "Auto-context", "Indexing and serialization"; DESIGN §6).
+_CONSTANTS: dict[str, object] = {
+    "SNAPSHOT_TODAY_CHARS": 3000,
+    "SNAPSHOT_YESTERDAY_CHARS": 2000,
+    "INDEX_DEBOUNCE_MS": 5000,
+    "SHUTDOWN_CAP_MS": 15000,
+    "AUTO_CONTEXT_TOP_K": 3,
+    "AUTO_CONTEXT_CHAR_BUDGET": 2000,
+    "AUTO_CONTEXT_CAP_MS": 300,
+    "AUTO_CONTEXT_QUERY_LIMIT": 500,
+    "TIMEOUT_CRASH_THRESHOLD": 3,
+    "MAX_SIDECAR_RESPAWNS": 2,
+    "SHUTDOWN_GRACE_MS": 2000,
+    "BACKOFF_DELAYS_MS": (200, 500, 1000, 2000),
+    "SEARCH_TOP_K": 5,
+}
+
+
+@pytest.mark.parametrize("name", list(_CONSTANTS))
+def test_reference_constants_are_the_defaults(name: str) -> None:
     """Every constant the reference names has its value as memlane's default setting."""
+    value = _CONSTANTS[name]
     assert getattr(S, name) == value
     defaults = load_config(None, env={}).session
     assert getattr(defaults, name.lower()) == value
