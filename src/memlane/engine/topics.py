@@ -23,12 +23,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memlane.core.errors import MemlaneError
-from memlane.engine.tools import Param, ToolResult, ToolSpec, check_arguments
 from memlane.store import topics as store_topics
 from memlane.store.layout import MEMORY_INDEX, TOPICS_DIR
 
 if TYPE_CHECKING:
     from memlane.engine.memory import Memory
+    from memlane.engine.tools import ToolResult, ToolSpec
     from memlane.store.topics import TopicChange, TopicInfo
 
 ACTIONS = ("add", "remove", "list", "search")
@@ -41,47 +41,67 @@ PI_AGENT_DIR_ENV = "PI_CODING_AGENT_DIR"
 PI_SESSION_DIR_ENV = "PI_CODING_AGENT_SESSION_DIR"
 CLAUDE_CONFIG_DIR_ENV = "CLAUDE_CONFIG_DIR"
 
-MEMORY_TOPIC_SPEC = ToolSpec(
-    "memory_topic",
-    "Curated knowledge that outlives the daily journal: topic files (one per subject, "
-    "one '## title' entry per fact) indexed one line per topic in MEMORY.md, which every "
-    "new session sees. Actions: add (content, topic, title, optional type) saves a "
-    "durable learning — a preference, convention, debugging insight or project fact; "
-    "remove (entry = exact title) deletes one entry; list shows topics and their entry "
-    "titles; search (query, scope memory|sessions) returns whole entries, or matching "
-    "messages from this project's past sessions. Secrets are redacted.",
-    (
-        Param("action", "string", "What to do.", required=True, enum=ACTIONS),
-        Param("content", "string", "add: the knowledge to keep, in full sentences."),
-        Param(
-            "topic",
-            "string",
-            'add: the topic file, e.g. "debugging.md" or "Debugging Tips"; created if new.',
+
+def _build_spec() -> ToolSpec:
+    from memlane.engine.tools import Param, ToolSpec
+
+    return ToolSpec(
+        "memory_topic",
+        "Curated knowledge that outlives the daily journal: topic files (one per subject, "
+        "one '## title' entry per fact) indexed one line per topic in MEMORY.md, which every "
+        "new session sees. Actions: add (content, topic, title, optional type) saves a "
+        "durable learning — a preference, convention, debugging insight or project fact; "
+        "remove (entry = exact title) deletes one entry; list shows topics and their entry "
+        "titles; search (query, scope memory|sessions) returns whole entries, or matching "
+        "messages from this project's past sessions. Secrets are redacted.",
+        (
+            Param("action", "string", "What to do.", required=True, enum=ACTIONS),
+            Param("content", "string", "add: the knowledge to keep, in full sentences."),
+            Param(
+                "topic",
+                "string",
+                'add: the topic file, e.g. "debugging.md" or "Debugging Tips"; created if new.',
+            ),
+            Param(
+                "title",
+                "string",
+                "add: a self-contained title; only titles reach future prompts (via MEMORY.md), "
+                "so the title alone must say what was learned.",
+            ),
+            Param(
+                "type",
+                "string",
+                "add: user (who the user is), feedback (lessons, corrections; default), "
+                "project (state, deadlines), reference (pointers to external systems).",
+                enum=store_topics.TOPIC_TYPES,
+            ),
+            Param("entry", "string", "remove: the exact title of the entry to delete."),
+            Param("query", "string", "search: what to look for."),
+            Param(
+                "scope",
+                "string",
+                'search: "memory" (topic files, default) or "sessions" (past conversations of '
+                "this project).",
+                enum=SEARCH_SCOPES,
+            ),
         ),
-        Param(
-            "title",
-            "string",
-            "add: a self-contained title; only titles reach future prompts (via MEMORY.md), "
-            "so the title alone must say what was learned.",
-        ),
-        Param(
-            "type",
-            "string",
-            "add: user (who the user is), feedback (lessons, corrections; default), "
-            "project (state, deadlines), reference (pointers to external systems).",
-            enum=store_topics.TOPIC_TYPES,
-        ),
-        Param("entry", "string", "remove: the exact title of the entry to delete."),
-        Param("query", "string", "search: what to look for."),
-        Param(
-            "scope",
-            "string",
-            'search: "memory" (topic files, default) or "sessions" (past conversations of '
-            "this project).",
-            enum=SEARCH_SCOPES,
-        ),
-    ),
-)
+    )
+
+
+if TYPE_CHECKING:
+    MEMORY_TOPIC_SPEC: ToolSpec
+
+
+def __getattr__(name: str) -> Any:
+    # MEMORY_TOPIC_SPEC is built on first use: tools.py may import it while
+    # tools.py itself is still loading (it needs only Param and ToolSpec,
+    # which come first there), and this module never imports tools.py at
+    # load time, so neither import order is circular.
+    if name == "MEMORY_TOPIC_SPEC":
+        spec = _build_spec()
+        globals()[name] = spec
+        return spec
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # --- add / remove / list --------------------------------------------------------------------
@@ -561,6 +581,11 @@ def render_list(infos: list[TopicInfo], usage: store_topics.IndexUsage) -> str:
     return "\n".join(lines)
 
 
+def _spec() -> ToolSpec:
+    spec: ToolSpec = globals().get("MEMORY_TOPIC_SPEC") or __getattr__("MEMORY_TOPIC_SPEC")
+    return spec
+
+
 def topic_tool(
     mem: Memory, arguments: Mapping[str, Any] | None, *, sync: bool = True
 ) -> ToolResult:
@@ -568,7 +593,9 @@ def topic_tool(
 
     ``sync=False`` when a live session's indexer keeps the index current.
     """
-    args = check_arguments(MEMORY_TOPIC_SPEC, arguments)
+    from memlane.engine.tools import ToolResult, check_arguments
+
+    args = check_arguments(_spec(), arguments)
     action = args["action"]
     if action == "add":
         _ignored(action, args, {"content", "topic", "title", "type"})
