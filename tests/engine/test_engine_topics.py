@@ -317,3 +317,38 @@ def test_custom_pi_session_dir_is_filtered_by_header_cwd(
     with Memory.open(project) as mem:
         details = call(mem, action="search", query="deploy", scope="sessions")[1]
         assert [m["entry_id"] for m in details["matches"]] == ["eeee0001"]
+
+
+def test_config_has_every_pi_memory_setting_with_its_default() -> None:
+    from memlane.core.config import load_config
+    from memlane.core.settings import TopicSettings
+
+    topics = load_config(env={}).topics
+    assert topics == TopicSettings()
+    assert (topics.enabled, topics.mem_index_max_lines, topics.mem_index_max_bytes) == (
+        True,
+        200,
+        25600,
+    )
+    assert (topics.dream_nudge_after_sessions, topics.dream_nudge_after_hours) == (5, 24.0)
+    assert (topics.dream_think_level, topics.auto_surfacing_think_level) == ("high", "off")
+    assert (topics.session_search_max_sessions, topics.session_search_max_matches) == (10, 5)
+    assert (
+        topics.auto_surfacing_enabled,
+        topics.auto_surfacing_max_files,
+        topics.auto_surfacing_max_topic_bytes,
+        topics.auto_surfacing_max_injection_bytes,
+    ) == (True, 5, 4096, 20480)
+    assert (
+        topics.extract_memories_enabled,
+        topics.extract_memories_think_level,
+        topics.extract_memories_max_context_tokens,
+    ) == (True, "high", 2000)
+    assert topics.model_for("dream") is None
+
+    env = {"MEMLANE_TOPICS_MODEL": "cheap/one", "MEMLANE_DREAM_MODEL": "big/two"}
+    tuned = load_config(env=env).topics
+    assert tuned.model_for("dream") == "big/two"
+    assert tuned.model_for("auto_surfacing") == "cheap/one"
+    with pytest.raises(MemlaneError, match="must be one of off, minimal"):
+        load_config(env={"MEMLANE_DREAM_THINK_LEVEL": "max"})
