@@ -33,6 +33,12 @@ PI_PACKAGE = "@earendil-works/pi-coding-agent@1"
 NODE_MIN = (22, 19)
 NODE_PACKAGE = "node-linux-{arch}@22"
 INSTALL_TIMEOUT_S = 600
+#: Fail fast when the registry is unreachable instead of npm's minute of retries.
+NPM_FAST_FAIL = (
+    "--fetch-retries=1",
+    "--fetch-retry-mintimeout=1000",
+    "--fetch-retry-maxtimeout=3000",
+)
 RUN_TIMEOUT_S = 180
 
 REPO = Path(__file__).resolve().parents[2]
@@ -77,7 +83,7 @@ def _npm() -> str:
 def _registry_reachable(npm: str) -> None:
     try:
         out = subprocess.run(
-            [npm, "view", PI_PACKAGE, "version", "--json"],
+            [npm, "view", PI_PACKAGE, "version", "--json", *NPM_FAST_FAIL],
             capture_output=True,
             text=True,
             timeout=90,
@@ -85,8 +91,22 @@ def _registry_reachable(npm: str) -> None:
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise NpmUnavailable(f"the npm registry cannot be reached ({exc})") from exc
     if out.returncode != 0:
-        last = (out.stderr.strip().splitlines() or ["no output"])[-1]
-        raise NpmUnavailable(f"the npm registry cannot be reached: {last}")
+        raise NpmUnavailable(
+            f"the npm registry cannot be reached (npm view {PI_PACKAGE}: {_npm_reason(out.stderr)})"
+        )
+
+
+def _npm_reason(stderr: str) -> str:
+    """The informative line of npm's error output (not the "complete log" pointer)."""
+    lines = [
+        line.removeprefix("npm error").removeprefix("npm ERR!").strip()
+        for line in stderr.strip().splitlines()
+    ]
+    useful = [line for line in lines if line and "complete log" not in line]
+    for line in useful:
+        if re.search(r"\bE[A-Z]{3,}\b|request to|network|registry", line):
+            return line
+    return useful[-1] if useful else "no output"
 
 
 def _node_package() -> str:
@@ -144,10 +164,14 @@ def ensure_pi(cache: Path) -> PiInstall:
             timeout=INSTALL_TIMEOUT_S,
         )
         if out.returncode != 0:
-            tail = "\n".join(out.stderr.strip().splitlines()[-5:])
-            if re.search(r"E(AI_AGAIN|NOTFOUND|CONNREFUSED|TIMEDOUT|CONNRESET)|network", tail):
-                raise NpmUnavailable(f"npm install failed to reach the registry: {tail}")
-            raise RuntimeError(f"npm install {' '.join(specs)} failed:\n{tail}")
+            reason = _npm_reason(out.stderr)
+            if re.search(
+                r"E(AI_AGAIN|NOTFOUND|CONNREFUSED|TIMEDOUT|CONNRESET)|network", out.stderr
+            ):
+                raise NpmUnavailable(f"npm install could not reach the registry: {reason}")
+            raise RuntimeError(
+                f"npm install {' '.join(specs)} failed: {reason}\n{out.stderr[-2000:]}"
+            )
         node = system_node or next((target / "node_modules").glob("node-linux-*/bin/node"))
         pkg = target / "node_modules" / "@earendil-works" / "pi-coding-agent"
         manifest = json.loads((pkg / "package.json").read_text())
