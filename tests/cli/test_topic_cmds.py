@@ -155,3 +155,16 @@ def test_memory_on_off_status(project: str, isolated_home: Path) -> None:
     assert data["topic_files"] == ["t.md"] and data["entries"] == 1
     assert data["index_usage"]["lines"] == 1
     assert data["last_dream"] == "2026-11-29T08:00:00Z"
+
+
+def test_memory_on_says_when_the_environment_outranks_it(project: str) -> None:
+    out = subprocess.run(
+        [*MEMLANE, "-C", project, "memory", "on"],
+        env={**os.environ, **LEXICAL, "MEMLANE_TOPICS_ENABLED": "false"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert out.returncode == 0, out.stderr
+    assert "topics.enabled is false from the env layer" in out.stderr

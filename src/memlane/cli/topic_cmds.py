@@ -15,7 +15,7 @@ from typing import Annotated, Any
 
 import typer
 
-from memlane.cli.context import notice, open_memory, print_json
+from memlane.cli.context import notice, open_memory, print_json, state
 
 topic_app = typer.Typer(
     help=(
@@ -111,9 +111,10 @@ def search(
 # --- memlane memory -------------------------------------------------------------------------
 
 
-def _toggle(enabled: bool) -> None:
-    from memlane.core.config import set_value
+def _toggle(ctx: typer.Context, enabled: bool) -> None:
+    from memlane.core.config import load_config, set_value
     from memlane.core.paths import global_config_path
+    from memlane.core.scope import repository_dir_of
 
     path = global_config_path()
     set_value(path, "topics.enabled", "true" if enabled else "false")
@@ -121,18 +122,29 @@ def _toggle(enabled: bool) -> None:
         f"Topic memory is {'on' if enabled else 'off'} (topics.enabled = "
         f"{'true' if enabled else 'false'} in {path})."
     )
+    base = state(ctx).directory
+    effective = load_config(repository_dir_of(base if base else Path.cwd())).values[
+        "topics.enabled"
+    ]
+    if bool(effective.value) != enabled:
+        # A trusted project file or the environment outranks the global file.
+        notice(
+            f"but in this project topics.enabled is {str(effective.value).lower()} from the "
+            f"{effective.layer} layer, which outranks the global file "
+            "(see `memlane config list --resolved`)"
+        )
 
 
 @memory_app.command("on")
-def on() -> None:
+def on(ctx: typer.Context) -> None:
     """Switch the topic memory on (global config)."""
-    _toggle(True)
+    _toggle(ctx, True)
 
 
 @memory_app.command("off")
-def off() -> None:
+def off(ctx: typer.Context) -> None:
     """Switch the topic memory off (global config); nothing is deleted."""
-    _toggle(False)
+    _toggle(ctx, False)
 
 
 def last_dream(store: Path) -> str | None:
