@@ -158,6 +158,9 @@ SPECS: tuple[ToolSpec, ...] = (
         (),
     ),
 )
+from memlane.engine.topics import MEMORY_TOPIC_SPEC  # noqa: E402 - needs ToolSpec above
+
+SPECS = (*SPECS, MEMORY_TOPIC_SPEC)
 SPEC_BY_NAME = {spec.name: spec for spec in SPECS}
 
 
@@ -211,6 +214,7 @@ class Tools:
             "memory_forget": self._forget,
             "memory_compact": self._compact,
             "memory_status": self._status,
+            "memory_topic": self._topic,
         }
 
     @property
@@ -367,3 +371,13 @@ class Tools:
 
         status = self.session.status() if self.session is not None else self.memory.status()
         return ToolResult(render_status(status), status.to_json())
+
+    def _topic(self, args: dict[str, Any]) -> ToolResult:
+        from memlane.engine.topics import topic_tool
+
+        # A live session's indexer picks the change up (debounced); without
+        # one the index is brought up to date before answering.
+        result = topic_tool(self.memory, args, sync=self.session is None)
+        if self.session is not None and args["action"] in ("add", "remove"):
+            self.session.note_write()
+        return result
