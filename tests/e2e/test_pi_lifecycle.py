@@ -175,3 +175,26 @@ def test_memlane_install_pi_cli_then_uninstall(world: PiWorld, fake_model: FakeM
     assert result.returncode == 0, result.stderr
     tools = [t["function"]["name"] for t in fake_model.agent_requests[start]["tools"]]
     assert "memory_search" not in tools
+
+
+def test_pi_compaction_is_forwarded(world: PiWorld, fake_model: FakeModel, tmp_path: Path) -> None:
+    import json
+
+    settings_path = world.agent_dir / "settings.json"
+    settings = json.loads(settings_path.read_text())
+    settings["compaction"] = {"keepRecentTokens": 1}  # let two short exchanges compact
+    settings_path.write_text(json.dumps(settings))
+    timings = tmp_path / "timings.jsonl"
+    with world.rpc(MEMLANE_PI_TIMINGS=str(timings)) as pi:
+        for text in ("first question", "second question"):
+            fake_model.agent(Reply.say(f"answer to the {text}"))
+            pi.prompt(text)
+        pi.command("compact", timeout_s=120)
+        assert _wait_until(lambda: "session_compact" in timings.read_text(), 10)
+        # the session goes on, with the rebuilt snapshot
+        fake_model.agent(Reply.say("still here"))
+        assert pi.prompt("third question").get("aborted") is False
+    methods = [json.loads(line)["method"] for line in timings.read_text().splitlines()]
+    assert methods[0] == "session_start"
+    assert methods.count("before_agent_start") == 3
+    assert methods.index("session_compact") > methods.index("agent_settled")
