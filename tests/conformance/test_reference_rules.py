@@ -506,6 +506,9 @@ PAST = datetime(2026, 11, 20, 9, 0)  # neither today nor yesterday: never in the
 
 
 def _auto_session(mem: Memory, **overrides: Any) -> Session:
+    # These tests are not about the deadline (R77 has its own): a generous cap
+    # keeps them steady on a loaded machine.
+    overrides.setdefault("auto_context_cap_ms", 5000)
     session = _session(mem, None, **overrides)
     assert session.wait_auto_context_ready(30)
     return session
@@ -715,6 +718,7 @@ def test_memory_status_reports_failed_files_and_auto_context_counters(repo: Path
     session = _auto_session(mem)
     session.before_agent_start("zanzibar queue")
     session.before_agent_start("xylophone")
+    assert session.indexer.settle(20)  # the catch-up index has recorded its state
     text = _status_text(mem, session)
     rows = {
         key: value.strip()
