@@ -198,3 +198,28 @@ def test_pi_compaction_is_forwarded(world: PiWorld, fake_model: FakeModel, tmp_p
     assert methods[0] == "session_start"
     assert methods.count("before_agent_start") == 3
     assert methods.index("session_compact") > methods.index("agent_settled")
+
+
+def test_pi_tool_schemas_match_the_sidecar_tool_layer(
+    world: PiWorld, fake_model: FakeModel
+) -> None:
+    """The TypeBox schemas pi declares to the model accept exactly what the engine's tools take."""
+    from memlane.engine.tools import SPECS
+
+    start = len(fake_model.agent_requests)
+    fake_model.agent(Reply.say("ok"))
+    assert world.run("hi").returncode == 0
+    declared = {
+        t["function"]["name"]: t["function"]["parameters"]
+        for t in fake_model.agent_requests[start]["tools"]
+        if t["function"]["name"].startswith("memory_")
+    }
+    assert set(declared) == {spec.name for spec in SPECS}
+    for spec in SPECS:
+        want, got = spec.json_schema(), declared[spec.name]
+        assert set(got.get("properties", {})) == set(want["properties"]), spec.name
+        assert sorted(got.get("required", [])) == sorted(want["required"]), spec.name
+        for name, prop in want["properties"].items():
+            have = got["properties"][name]
+            assert have.get("enum") == prop.get("enum"), f"{spec.name}.{name}"
+            assert have.get("type") == prop["type"], f"{spec.name}.{name}"

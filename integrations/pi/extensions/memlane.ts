@@ -541,8 +541,8 @@ export default function memlane(pi: ExtensionAPI): void {
 				k: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, description: "How many chunks (default 5)" })),
 				scope: Type.Optional(StringEnum(["project", "all"] as const, { description: "project (default) or all projects" })),
 				kind: Type.Optional(
-					StringEnum(["journal", "topic", "session"] as const, {
-						description: "journal (daily notes, default), topic (curated knowledge), session (raw transcripts)",
+					StringEnum(["journal", "topic"] as const, {
+						description: "journal (daily notes) or topic (curated topic files); omit for both",
 					}),
 				),
 				mode: Type.Optional(StringEnum(["hybrid", "lexical", "semantic"] as const, { description: "hybrid (default), lexical (BM25 only) or semantic (dense only)" })),
@@ -568,7 +568,7 @@ export default function memlane(pi: ExtensionAPI): void {
 			description: `L3 of the recall ladder. Given a session anchor (transcript path and entry id, from memory_expand), return the turns around that entry in the original transcript, following the branch the memory anchors to even past later forks. A pure file read. Use it only when the distilled note lost the reasoning you need. ${LADDER}`,
 			parameters: Type.Object({
 				transcript_path: Type.String({ description: "The transcript path from the session anchor" }),
-				turn: Type.Optional(Type.String({ description: "The entry id from the session anchor (turn:<id>)" })),
+				turn: Type.Optional(Type.String({ description: "The entry id from the session anchor (turn:<id>), or a unique prefix" })),
 				project: Type.Optional(Type.String({ description: "Origin project path of a cross-repo hit, verbatim" })),
 			}),
 		},
@@ -602,6 +602,33 @@ export default function memlane(pi: ExtensionAPI): void {
 				"Memory compaction: an LLM condenses the memory store and appends the summary to today's daily memory file. Spends the configured LLM provider's budget, so call it only on the user's explicit request. Not pi's context compaction.",
 			parameters: Type.Object({
 				source: Type.Optional(Type.String({ description: "Only compact this source file" })),
+			}),
+		},
+		{
+			name: "memory_topic",
+			label: "Memory topic",
+			snippet: "Curated knowledge: add, remove, list or search topic files (MEMORY.md)",
+			description:
+				"Curated knowledge that outlives the daily journal: one topic file per subject, one '## title' entry per fact, indexed one line per topic in MEMORY.md, which every new session sees. add (content, topic, title, optional type) saves a durable learning such as a preference, convention, debugging insight or project fact; remove (entry = the exact title) deletes one entry; list shows topics and their entry titles; search (query, scope memory|sessions) returns whole entries, or matching messages from this project's past sessions.",
+			parameters: Type.Object({
+				action: StringEnum(["add", "remove", "list", "search"] as const, { description: "What to do" }),
+				content: Type.Optional(Type.String({ description: "add: the knowledge to keep, in full sentences" })),
+				topic: Type.Optional(Type.String({ description: 'add: the topic file, e.g. "debugging.md" or "Debugging Tips"' })),
+				title: Type.Optional(
+					Type.String({ description: "add: a self-contained title; only titles reach future prompts via MEMORY.md" }),
+				),
+				type: Type.Optional(
+					StringEnum(["user", "feedback", "project", "reference"] as const, {
+						description: "add: user, feedback (default), project or reference",
+					}),
+				),
+				entry: Type.Optional(Type.String({ description: "remove: the exact title of the entry to delete" })),
+				query: Type.Optional(Type.String({ description: "search: what to look for" })),
+				scope: Type.Optional(
+					StringEnum(["memory", "sessions"] as const, {
+						description: "search: memory (topic files, default) or sessions (past conversations)",
+					}),
+				),
 			}),
 		},
 		{
