@@ -354,8 +354,23 @@ def test_auto_context_deadline_misses_walk_the_respawn_cap(project: Path) -> Non
     assert state.skippedBudget == prompts
     assert state.respawns == settings.max_sidecar_respawns
     assert not state.active and state.disabled_reason
+    errors_before = state.skippedError
     session.before_agent_start("one more")
     assert state.skippedBudget == prompts  # off: no more searches
+    assert state.skippedError == errors_before + 1  # a given-up worker counts as an error
+    session.shutdown()
+
+
+def test_a_prompt_during_a_respawn_counts_as_an_error(project: Path) -> None:
+    mem = _seeded(project)
+    session = _session(mem, None, auto_context_cap_ms=0)
+    assert session.wait_auto_context_ready(30)
+    for i in range(session.settings.timeout_crash_threshold):
+        session.before_agent_start(f"miss {i}")
+    state = session.auto_context
+    assert state.respawns == 1
+    session.before_agent_start("right after the crash")  # the new worker is warming up
+    assert state.skippedError == 1 and state.skippedWarming == 0
     session.shutdown()
 
 

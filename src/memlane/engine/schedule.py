@@ -147,7 +147,9 @@ class IndexScheduler:
             try:
                 if not memory.scope.store.is_dir():
                     return  # nothing written yet: nothing to index
-                report = memory.sync(operation="index")
+                # An idle pass leaves the state file alone, so a doctor never
+                # sees "running" for a run that had nothing to do.
+                report = memory.sync(operation="index", quiet_when_idle=True)
                 self.state.runs += 1
                 self.state.last_report = report
                 self.state.last_error = None

@@ -249,6 +249,7 @@ class Session:
         self._capture_queue: queue.Queue[_CaptureJob | None] = queue.Queue()
         self._capture_thread: threading.Thread | None = None
         self._search_worker: _SearchWorker | None = None
+        self._respawning = False
         self._closed = False
         self.indexer = IndexScheduler(
             memory.fork,
@@ -361,7 +362,13 @@ class Session:
             if self.clock().date() != self._snapshot.day:
                 self._snapshot = self._build_snapshot()
             snapshot = self._snapshot
-        message = self._auto_context(prompt, snapshot) if self.auto_context.active else None
+        message = None
+        if self.auto_context.active:
+            message = self._auto_context(prompt, snapshot)
+        elif self.auto_context.enabled:
+            # Given up after too many deadline misses: the reference counts
+            # every prompt that gets no search as an error.
+            self.auto_context.skippedError += 1
         return Injection(system_append=snapshot.text, message=message)
 
     def _auto_context(self, prompt: str, snapshot: Snapshot) -> str | None:
@@ -378,9 +385,14 @@ class Session:
         if not self._search_worker.ready.is_set():
             # The model, index or vector matrix is still loading: a search
             # now would miss the deadline without saying anything about the
-            # worker's health.
-            state.skippedWarming += 1
+            # worker's health. After a crash this is the respawn, which the
+            # reference counts as an error.
+            if self._respawning:
+                state.skippedError += 1
+            else:
+                state.skippedWarming += 1
             return None
+        self._respawning = False
         top_k = settings.auto_context_top_k
 
         def work(memory: Memory) -> list[Hit]:
@@ -427,6 +439,7 @@ class Session:
             self._search_worker.stop()
             self._search_worker = None
         state.consecutive_misses = 0
+        self._respawning = True
         if state.respawns >= self.settings.max_sidecar_respawns:
             state.disabled_reason = (
                 f"{self.settings.timeout_crash_threshold} consecutive searches missed the "
