@@ -18,6 +18,7 @@ from memlane.core.settings import SessionsSettings
 from memlane.engine.memory import Memory
 from memlane.engine.sessions import (
     BATCH_SIZE,
+    EMBED_GROUP,
     SessionsLayer,
     Source,
     claude_project_dir_name,
@@ -205,17 +206,25 @@ def test_claude_code_lines_become_documents(project: Project) -> None:
 # -- backfill ------------------------------------------------------------------------------
 
 
-def test_backfill_embeds_and_commits_in_batches_of_32(project: Project) -> None:
+def test_backfill_commits_batches_of_32_and_embeds_groups_of_them(project: Project) -> None:
     session = PiSession()
-    chat(session, 50)  # 100 documents
-    session.write(project.pi_file())
+    chat(session, 150)  # 300 documents
+    path = session.write(project.pi_file())
     embedder = HashEmbedder()
     progress: list[tuple[int, int]] = []
-    report = layer_for(project, embedder).backfill(lambda d, t, p: progress.append((d, t)))
-    assert report.documents_added == 100 and report.embedded == 100
-    assert report.batches == 4 and embedder.calls == 4
-    assert progress == [(32, 100), (64, 100), (96, 100), (100, 100)]
+    layer = layer_for(project, embedder)
+    generation = layer.store.meta()["generation"]
+    report = layer.backfill(lambda d, t, p: progress.append((d, t)))
+    assert report.documents_added == 300 and report.embedded == 300
+    # One transaction per 32 documents, one embed call per EMBED_GROUP batches.
+    assert report.batches == 10
+    # (plus the one write that bound the embedding model)
+    assert layer.store.meta()["generation"] - generation == 10 + 1
+    assert embedder.calls == -(-300 // (BATCH_SIZE * EMBED_GROUP))
+    assert progress[:3] == [(32, 300), (64, 300), (96, 300)] and progress[-1] == (300, 300)
     assert BATCH_SIZE == 32
+    state = layer.store.source(str(path))
+    assert state is not None and state.offset == path.stat().st_size
 
 
 def test_rerun_adds_and_embeds_nothing(project: Project) -> None:
@@ -249,7 +258,7 @@ def _worker(project: Project, log: Path, delay: float) -> subprocess.Popen[str]:
 
 def test_backfill_resumes_after_kill_9(project: Project, tmp_path: Path) -> None:
     session = PiSession()
-    chat(session, 160)  # 320 documents: 10 batches
+    chat(session, 640)  # 1280 documents: 40 batches, 10 embed calls
     session.write(project.pi_file())
     log1 = tmp_path / "embed1.log"
     proc = _worker(project, log1, 0.15)
@@ -265,20 +274,20 @@ def test_backfill_resumes_after_kill_9(project: Project, tmp_path: Path) -> None
     conn = sqlite3.connect(store)
     done = conn.execute("SELECT count(*) FROM chunks WHERE vector IS NOT NULL").fetchone()[0]
     conn.close()
-    assert 0 < done < 320
+    assert 0 < done < 1280
 
     log2 = tmp_path / "embed2.log"
     rerun = _worker(project, log2, 0.0)
     out, err = rerun.communicate(timeout=60)
     assert rerun.returncode == 0, err
     result = json.loads(out)
-    assert result["embedded"] == 320 - done  # only what the killed run had not committed
+    assert result["embedded"] == 1280 - done  # only what the killed run had not committed
     conn = sqlite3.connect(store)
     total, distinct, vectors = conn.execute(
         "SELECT count(*), count(DISTINCT transcript || entry_id || part), count(vector) FROM chunks"
     ).fetchone()
     conn.close()
-    assert total == distinct == vectors == 320
+    assert total == distinct == vectors == 1280
 
 
 # -- incremental reads -------------------------------------------------------------------------

@@ -515,6 +515,17 @@ class SessionStore:
 
         self._run(op)
 
+    def checkpoint(self) -> None:
+        """Fold the WAL into the file and truncate it (after a long backfill
+        the WAL holds megabytes of pages already in the file). Best effort:
+        skipped while another process holds the file busy."""
+
+        def op(conn: sqlite3.Connection) -> None:
+            with contextlib.suppress(sqlite3.OperationalError):
+                conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+
+        self._run(op)
+
     # -- sources -----------------------------------------------------------------
 
     def sources(self) -> dict[str, SourceState]:
