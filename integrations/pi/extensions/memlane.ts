@@ -48,6 +48,7 @@ const LLM_COMPLETE_MAX_TOKENS = 1024;
 
 const INSTALL_HINT =
 	"Install it with `pip install memlane`, then run `memlane install pi` (it records which memlane pi should run).";
+const STATUS_HINT = "Run `memlane status` in the project for what is wrong, then restart pi.";
 const CONTEXT_MESSAGE_TYPE = "memlane-context";
 const LOG_PREFIX = "[memlane]";
 
@@ -88,6 +89,8 @@ class Sidecar {
 	private stdoutBuffer = "";
 	private stderrBuffer = "";
 	private exitReason: string | null = null;
+	/** The executable could not be run at all (missing, not executable). */
+	spawnFailed = false;
 	readonly exited: Promise<void>;
 
 	constructor(
@@ -100,7 +103,8 @@ class Sidecar {
 		this.child = spawn(command, args, { cwd, stdio: ["pipe", "pipe", "pipe"], env: process.env });
 		this.exited = new Promise((resolve) => {
 			this.child.once("error", (err) => {
-				this.markDead(`cannot start ${command}: ${err.message}`);
+				this.spawnFailed = true;
+				this.markDead(`cannot run ${command}: ${err.message}`);
 				resolve();
 			});
 			this.child.once("exit", (code, signal) => {
@@ -321,6 +325,7 @@ export default function memlane(pi: ExtensionAPI): void {
 	let starting: Promise<Sidecar | null> | null = null;
 	let respawns = 0;
 	let unavailable: string | null = null; // why memlane cannot run in this session
+	let notInstalled = false; // the memlane executable itself is missing
 	let consecutiveTimeouts = 0;
 	let sessionParams: JsonObject | null = null;
 	let currentCtx: ExtensionContext | null = null;
@@ -392,9 +397,10 @@ export default function memlane(pi: ExtensionAPI): void {
 				const reason = err instanceof Error ? err.message : String(err);
 				child.kill();
 				if (respawns === 0) {
-					// Never started: Python or memlane is missing or broken. Do not retry every event.
+					// Never started: memlane is missing or broken. Do not retry on every event.
 					unavailable = reason;
-					log(`memlane is unavailable: ${reason}. ${INSTALL_HINT}`);
+					notInstalled = child.spawnFailed;
+					log(`memlane is unavailable: ${reason}. ${notInstalled ? INSTALL_HINT : STATUS_HINT}`);
 				} else {
 					log(`sidecar respawn failed: ${reason}`);
 				}
@@ -441,7 +447,7 @@ export default function memlane(pi: ExtensionAPI): void {
 
 	function unavailableText(): string {
 		const why = unavailable ?? "the memlane sidecar is not running";
-		return `memlane is not available in this pi session: ${why}.\n${INSTALL_HINT}`;
+		return `memlane is not available in this pi session: ${why}.\n${notInstalled ? INSTALL_HINT : `${STATUS_HINT}\n${INSTALL_HINT}`}`;
 	}
 
 	// ---- events -------------------------------------------------------------
@@ -451,6 +457,7 @@ export default function memlane(pi: ExtensionAPI): void {
 		mode = ctx.mode;
 		respawns = 0;
 		unavailable = null;
+		notInstalled = false;
 		consecutiveTimeouts = 0;
 		sidecar = null;
 		const sm = ctx.sessionManager;
