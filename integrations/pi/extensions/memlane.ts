@@ -30,7 +30,8 @@ import { type TSchema, Type } from "typebox";
 
 const SHUTDOWN_GRACE_MS = 2000;
 const MAX_SIDECAR_RESPAWNS = 2;
-// Consecutive unanswered events after which the child counts as crashed (killed, respawned lazily).
+// Consecutive unanswered requests of one method after which the child counts as crashed
+// (killed, then respawned lazily).
 const TIMEOUT_CRASH_THRESHOLD = 3;
 
 // Per-request deadlines (ms). The sidecar enforces the real budgets (auto-context
@@ -326,7 +327,7 @@ export default function memlane(pi: ExtensionAPI): void {
 	let respawns = 0;
 	let unavailable: string | null = null; // why memlane cannot run in this session
 	let notInstalled = false; // the memlane executable itself is missing
-	let consecutiveTimeouts = 0;
+	const consecutiveTimeouts = new Map<string, number>(); // per method
 	let sessionParams: JsonObject | null = null;
 	let currentCtx: ExtensionContext | null = null;
 	let mode: string = "print";
@@ -419,14 +420,18 @@ export default function memlane(pi: ExtensionAPI): void {
 		if (!child) return null;
 		try {
 			const result = asObject(await child.request(method, params));
-			consecutiveTimeouts = 0;
+			consecutiveTimeouts.delete(method);
 			return result;
 		} catch (err) {
 			log(`${method}: ${err instanceof Error ? err.message : String(err)}`);
-			if (err instanceof SidecarError && err.timedOut && ++consecutiveTimeouts >= TIMEOUT_CRASH_THRESHOLD) {
-				log(`${consecutiveTimeouts} events in a row went unanswered; restarting the sidecar`);
-				consecutiveTimeouts = 0;
-				child.kill();
+			if (err instanceof SidecarError && err.timedOut) {
+				const misses = (consecutiveTimeouts.get(method) ?? 0) + 1;
+				consecutiveTimeouts.set(method, misses);
+				if (misses >= TIMEOUT_CRASH_THRESHOLD) {
+					log(`${misses} ${method} requests in a row went unanswered; restarting the sidecar`);
+					consecutiveTimeouts.clear();
+					child.kill();
+				}
 			}
 			return null;
 		} finally {
@@ -458,7 +463,7 @@ export default function memlane(pi: ExtensionAPI): void {
 		respawns = 0;
 		unavailable = null;
 		notInstalled = false;
-		consecutiveTimeouts = 0;
+		consecutiveTimeouts.clear();
 		sidecar = null;
 		const sm = ctx.sessionManager;
 		sessionParams = {
