@@ -223,3 +223,17 @@ def test_pi_tool_schemas_match_the_sidecar_tool_layer(
             have = got["properties"][name]
             assert have.get("enum") == prop.get("enum"), f"{spec.name}.{name}"
             assert have.get("type") == prop["type"], f"{spec.name}.{name}"
+
+
+def test_pi_loads_the_package_skills(world: PiWorld, fake_model: FakeModel) -> None:
+    from fake_model import system_text
+
+    start = len(fake_model.agent_requests)
+    fake_model.agent(Reply.say("ok"))
+    assert world.run("hi").returncode == 0
+    system = system_text(fake_model.agent_requests[start])
+    skills = Path(__file__).resolve().parents[2] / "integrations" / "pi" / "skills"
+    for skill in ("recall", "skill-drafting"):
+        assert str(skills / skill / "SKILL.md") in system, skill
+    # the recall skill's description is what routes the model to it
+    assert "memory_search → memory_expand → memory_transcript" in system
