@@ -313,6 +313,36 @@ def test_unparseable_content_is_salvaged_verbatim_and_reported(
         assert I.import_pi_memory(mem, source, today=TODAY).written == 0
 
 
+def test_frontmatter_variants_are_kept(project: Path, tmp_path: Path) -> None:
+    long_title = "A title far too long to be an entry title " * 6
+    source = write_tree(
+        tmp_path / "cc",
+        {
+            "reference_linear.md": (
+                "---\nname: Bug tracker\ndescription: >\n  bugs live in Linear,\n"
+                "  project INGEST\nmetadata:\n  type: reference\noriginSessionId: abc-123\n"
+                "---\n\nBugs are tracked in Linear, project INGEST.\n"
+            ),
+            "odd_type.md": "---\nname: Odd type\ntype: note\n---\n\nA note of an unknown type.\n",
+            "long.md": f"## {long_title}\nthe body of an entry with a long title\n",
+        },
+    )
+    with Memory.open(project) as mem:
+        report = I.import_pi_memory(mem, source, today=TODAY)
+        store = mem.scope.store
+        linear = T.read_topic(store, "reference-linear")
+        assert linear.get("type") == "reference"
+        assert linear.get("description") == "bugs live in Linear, project INGEST"
+        assert linear.get("originSessionId") == "abc-123"
+        odd = T.read_topic(store, "odd-type")
+        assert odd.get("type") == "feedback" and odd.get("imported_type") == "note"
+        salvaged = report.of("salvaged")
+        assert len(salvaged) == 1 and "too long" in (salvaged[0].reason or "")
+        kept = entries(store, "imported-pi-memory")
+        assert any(long_title.strip() in body for body in kept.values())
+        assert I.import_pi_memory(mem, source, today=TODAY).written == 0
+
+
 def test_secrets_are_redacted_on_the_way_in(project: Path, tmp_path: Path) -> None:
     token = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
     source = pi_tree(

@@ -364,7 +364,8 @@ def _index_leftover(directory: Path, text: str) -> str | None:
         kept.append(line)
     if all(not line.strip() or _HEADING_ONLY_RE.match(line.strip()) for line in kept):
         return None
-    return "\n".join(kept).strip("\n")
+    # Dropped pointer lines leave blank runs behind: one blank line is enough.
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(kept)).strip("\n")
 
 
 def _index_notes(source: str, rest: str) -> _Topic:
@@ -569,7 +570,8 @@ def _run(
                 action = planner.decide(entry)
             except MemlaneError as exc:
                 # The store would refuse it (an over-long title, say): keep it verbatim.
-                salvage = _salvage(source, entry.source, entry.content, exc.message)
+                whole = f"## {entry.title}\n{entry.content}"
+                salvage = _salvage(source, entry.source, whole, exc.message)
                 salvage.title = f"{entry.source} {entry.title}"[: store_topics.TITLE_MAX_CHARS]
                 action = planner.decide(salvage)
                 plans.append((_salvage_topic(source), [action]))
