@@ -12,7 +12,15 @@ from typing import Annotated
 
 import typer
 
-from memlane.cli import commands, config_cmds, host_cmds, install_cmds, mcp_cmds, topic_cmds
+from memlane.cli import (
+    commands,
+    config_cmds,
+    host_cmds,
+    import_cmds,
+    install_cmds,
+    mcp_cmds,
+    topic_cmds,
+)
 from memlane.cli.context import CliState
 
 app = typer.Typer(
@@ -57,6 +65,7 @@ host_cmds.register(app)
 install_cmds.register(app)
 mcp_cmds.register(app)
 topic_cmds.register(app)
+import_cmds.register(app)
 app.add_typer(config_cmds.config_app, name="config")
 app.command("trust", help="Trust this project so its .memlane.toml is read.")(config_cmds.trust)
 
