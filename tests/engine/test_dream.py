@@ -1,0 +1,610 @@
+"""memlane dream (engine/dream.py, cli/dream_cmds.py): a store with planted
+duplicates and contradictions, a plan from a scripted LLM or a real fake
+OpenAI server on 127.0.0.1, the diff, the atomic apply, the nudge."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from _fake_llm import FakeOpenAI
+from memlane.core.errors import ConfigError, MemlaneError
+from memlane.core.settings import TopicSettings
+from memlane.engine import dream as D
+from memlane.engine.memory import Memory
+
+TODAY = date(2026, 7, 13)
+
+DEBUGGING = """\
+---
+name: Debugging Tips
+description: staging uses port 2222, key at ~/.ssh/staging
+type: feedback
+updated: 2026-05-01
+owner: platform team
+---
+
+## SSH Gotcha
+staging uses port 2222, key at ~/.ssh/staging
+
+## MySQL Timeout
+connection timeout after 30s on staging
+
+## SSH gotcha
+Staging uses port 2222; key at ~/.ssh/staging.
+"""
+
+INFRA = """\
+---
+name: Infra
+description: staging SSH port
+type: project
+updated: 2026-07-10
+---
+
+## Staging SSH port
+staging SSH moved to port 2200 on 2026-07-10
+"""
+
+PREFERENCES = """\
+---
+name: Preferences
+description: the user packages with uv
+type: user
+updated: 2026-04-02
+---
+
+## Use uv
+the user wants uv, never pip, for installs
+"""
+
+INDEX = """\
+# Project memory
+- [Debugging Tips](topics/debugging.md) — SSH Gotcha; MySQL Timeout; SSH gotcha
+- [Infra](topics/infra.md) — Staging SSH port
+- [Preferences](topics/preferences.md) — Use uv
+"""
+
+DAILY = {
+    "2026-07-11.md": (
+        "# 2026-07-11\n\n## Session 09:00\n\n### 09:05\n"
+        "<!-- session:s1 turn:aaaa1111 transcript:none -->\n"
+        "- the user asked to fix the flaky ssh test\n"
+    ),
+    "2026-07-12.md": (
+        "# 2026-07-12\n\n## Session 14:00\n\n### 14:10\n"
+        "<!-- session:s2 turn:bbbb2222 transcript:none -->\n"
+        "- the user and the agent decided to pin ruff to 0.6.9 in pyproject.toml\n"
+    ),
+}
+
+PLAN: dict[str, Any] = {
+    "topics": [
+        {
+            "slug": "debugging",
+            "description": "staging SSH on port 2200 with ~/.ssh/staging; MySQL timeout 30s",
+            "entries": [
+                {
+                    "title": "SSH Gotcha",
+                    "content": "staging SSH uses port 2200 (previously 2222), key at ~/.ssh/staging",
+                    "updated": "2026-07-10",
+                },
+                {
+                    "title": "MySQL Timeout",
+                    "content": "connection timeout after 30s on staging",
+                    "updated": "2026-05-01",
+                },
+            ],
+        },
+        {
+            "slug": "tooling",
+            "new": True,
+            "name": "Tooling",
+            "description": "pinned tool versions",
+            "type": "project",
+            "entries": [
+                {
+                    "title": "Ruff pinned to 0.6.9",
+                    "content": "ruff is pinned to 0.6.9 in pyproject.toml",
+                    "updated": "2026-07-12",
+                }
+            ],
+        },
+    ],
+    "delete": ["infra"],
+    "summary": [
+        "merged the two SSH gotcha entries of debugging",
+        "port 2200 (infra, 2026-07-10) replaces port 2222 (debugging, 2026-05-01)",
+        "new topic tooling from the journal of 2026-07-12",
+    ],
+}
+
+GOLDEN_DEBUGGING = """\
+---
+name: Debugging Tips
+description: staging SSH on port 2200 with ~/.ssh/staging; MySQL timeout 30s
+type: feedback
+updated: 2026-07-13
+owner: platform team
+---
+
+## SSH Gotcha
+staging SSH uses port 2200 (previously 2222), key at ~/.ssh/staging
+
+## MySQL Timeout
+connection timeout after 30s on staging
+"""
+
+GOLDEN_TOOLING = """\
+---
+name: Tooling
+description: pinned tool versions
+type: project
+updated: 2026-07-13
+---
+
+## Ruff pinned to 0.6.9
+ruff is pinned to 0.6.9 in pyproject.toml
+"""
+
+GOLDEN_INDEX = """\
+# Project memory
+- [Debugging Tips](topics/debugging.md) — SSH Gotcha; MySQL Timeout
+- [Preferences](topics/preferences.md) — Use uv
+- [Tooling](topics/tooling.md) — Ruff pinned to 0.6.9
+"""
+
+
+class ScriptedLLM:
+    """The LLM protocol, answering from a script and recording the prompts."""
+
+    name = "scripted/test"
+
+    def __init__(self, answer: str) -> None:
+        self.answer = answer
+        self.calls: list[tuple[str, str]] = []
+
+    def complete(
+        self, system: str, prompt: str, *, max_tokens: int = 800, timeout_s: float | None = None
+    ) -> str:
+        self.calls.append((system, prompt))
+        return self.answer
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("MEMLANE_EMBEDDING_PROVIDER", "none")
+    root = tmp_path / "proj"
+    (root / ".git").mkdir(parents=True)
+    store = root / ".memsearch" / "memory"
+    (store / "topics").mkdir(parents=True)
+    (store / "topics" / "debugging.md").write_text(DEBUGGING, encoding="utf-8")
+    (store / "topics" / "infra.md").write_text(INFRA, encoding="utf-8")
+    (store / "topics" / "preferences.md").write_text(PREFERENCES, encoding="utf-8")
+    (store / "MEMORY.md").write_text(INDEX, encoding="utf-8")
+    for name, text in DAILY.items():
+        (store / name).write_text(text, encoding="utf-8")
+    return root
+
+
+def store_of(project: Path) -> Path:
+    return project / ".memsearch" / "memory"
+
+
+def snapshot(store: Path) -> dict[str, bytes]:
+    """Every file of the store except the derived/lock ones, as bytes."""
+    return {
+        str(p.relative_to(store)): p.read_bytes()
+        for p in sorted(store.rglob("*"))
+        if p.is_file() and p.name not in (".topics.lock",)
+    }
+
+
+def dailies(store: Path) -> dict[str, bytes]:
+    return {name: (store / name).read_bytes() for name in DAILY}
+
+
+# --- the golden run ---------------------------------------------------------------------------
+
+
+def test_golden_merge_through_a_real_fake_openai_server(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = store_of(project)
+    before_daily = dailies(store)
+    with FakeOpenAI(answer="```json\n" + json.dumps(PLAN) + "\n```") as server:
+        monkeypatch.setenv("MEMLANE_LLM_PROVIDER", "openai")
+        monkeypatch.setenv("MEMLANE_LLM_BASE_URL", server.base_url)
+        monkeypatch.setenv("MEMLANE_LLM_MODEL", "fake-dreamer")
+        with Memory.open(project) as mem:
+            llm = D.dream_llm(mem.config)
+            plan = D.make_plan(mem, llm, today=TODAY)
+            assert len(server.requests) == 1
+            body = server.requests[0].body
+            assert body["model"] == "fake-dreamer"
+            system = body["messages"][0]["content"]
+            prompt = body["messages"][-1]["content"]
+            assert "NEWER fact" in system
+            # Orient: every topic with its date, the journal since the last dream.
+            assert 'slug="debugging"' in prompt and 'updated="2026-05-01"' in prompt
+            assert 'slug="infra"' in prompt and 'updated="2026-07-10"' in prompt
+            assert "[2026-07-12 14:10]" in prompt and "pin ruff to 0.6.9" in prompt
+            assert "<!--" not in prompt  # anchors are not journal text
+            # Gather signal: the planted duplicate is pointed out.
+            assert "duplicate: [debugging] 'SSH Gotcha' and [debugging] 'SSH gotcha'" in prompt
+
+            diff = plan.diff()
+            assert "-staging uses port 2222, key at ~/.ssh/staging" in diff
+            assert "+staging SSH uses port 2200 (previously 2222), key at ~/.ssh/staging" in diff
+            assert "-## SSH gotcha" in diff  # the duplicate is merged away
+            assert "--- a/topics/infra.md\n+++ /dev/null" in diff
+            assert "--- /dev/null\n+++ b/topics/tooling.md" in diff
+            assert "+- [Tooling](topics/tooling.md) — Ruff pinned to 0.6.9" in diff
+            assert "b/topics/preferences.md" not in diff  # untouched topics are not rewritten
+            rendered = plan.render()
+            assert rendered.startswith("Dream plan (openai/fake-dreamer): 4 file(s)")
+            assert "- port 2200 (infra, 2026-07-10) replaces port 2222" in rendered
+
+            D.apply_plan(plan, now=datetime(2026, 7, 13, 10, 0, tzinfo=UTC))
+            notices = D.sync_index(mem)
+            assert not [n for n in notices if "not updated" in n]
+            hits = mem.search("port 2200", 5, kind="topic", sync=False).hits
+            assert hits and hits[0].source.endswith("topics/debugging.md")
+            assert not [f for f in mem.index.files() if f.endswith("infra.md")]
+
+    topics = store / "topics"
+    assert (topics / "debugging.md").read_text(encoding="utf-8") == GOLDEN_DEBUGGING
+    assert (topics / "tooling.md").read_text(encoding="utf-8") == GOLDEN_TOOLING
+    assert (topics / "preferences.md").read_text(encoding="utf-8") == PREFERENCES
+    assert not (topics / "infra.md").exists()
+    assert (store / "MEMORY.md").read_text(encoding="utf-8") == GOLDEN_INDEX
+    assert dailies(store) == before_daily
+    assert sorted(p.name for p in topics.iterdir()) == [
+        "debugging.md",
+        "preferences.md",
+        "tooling.md",
+    ]  # no temporary files or backups left behind
+    meta = json.loads((store / D.DREAM_META).read_text(encoding="utf-8"))
+    assert meta == {"last_dream_at": "2026-07-13T10:00:00Z", "sessions_since": 0, "nudged_at": None}
+
+
+def test_dream_model_is_used_and_no_llm_is_a_clear_error(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MEMLANE_LLM_PROVIDER", "none")
+    with Memory.open(project) as mem, pytest.raises(ConfigError) as caught:
+        D.dream_llm(mem.config)
+    assert "needs an LLM" in caught.value.message
+    assert caught.value.hint and "llm.provider" in caught.value.hint
+    assert "dream.model" in caught.value.hint
+
+    with FakeOpenAI(answer='{"topics": [], "delete": [], "summary": []}') as server:
+        monkeypatch.setenv("MEMLANE_LLM_PROVIDER", "openai")
+        monkeypatch.setenv("MEMLANE_LLM_BASE_URL", server.base_url)
+        monkeypatch.setenv("MEMLANE_LLM_MODEL", "everyday")
+        monkeypatch.setenv("MEMLANE_DREAM_MODEL", "deep-thinker")
+        with Memory.open(project) as mem:
+            plan = D.make_plan(mem, D.dream_llm(mem.config), today=TODAY)
+        assert server.requests[0].body["model"] == "deep-thinker"
+        assert plan.empty
+        assert plan.render().startswith("Nothing to consolidate")
+
+
+# --- nothing changes unless everything does ---------------------------------------------------
+
+
+def test_failure_mid_apply_changes_nothing(project: Path) -> None:
+    store = store_of(project)
+    before = snapshot(store)
+    llm = ScriptedLLM(json.dumps(PLAN))
+    with Memory.open(project) as mem:
+        plan = D.make_plan(mem, llm, today=TODAY)
+    before = snapshot(store)  # make_plan only reads (and may create the lock file)
+    assert [c.action for c in plan.changes] == ["update", "create", "delete", "update"]
+
+    calls: list[Path] = []
+
+    def flaky_replace(src: Path, dst: Path) -> None:
+        calls.append(dst)
+        if len(calls) == 2:
+            raise OSError(28, "No space left on device")
+        os.replace(src, dst)
+
+    with pytest.raises(D.DreamError) as caught:
+        D.apply_plan(plan, _replace=flaky_replace)
+    assert "nothing was changed" in caught.value.message
+    assert "No space left on device" in caught.value.message
+    assert len(calls) == 2  # the first file had been renamed already
+    assert snapshot(store) == before  # ... and was restored; no temp or backup is left
+
+    def failing_unlink(path: Path) -> None:
+        raise PermissionError(13, "Permission denied")
+
+    with pytest.raises(D.DreamError):
+        D.apply_plan(plan, _unlink=failing_unlink)  # fails after two renames
+    assert snapshot(store) == before
+    assert not (store / D.DREAM_META).exists()  # no dream was recorded
+
+    D.apply_plan(plan)  # the same plan still applies cleanly afterwards
+    assert (store / "topics" / "debugging.md").read_text(encoding="utf-8") == GOLDEN_DEBUGGING
+
+
+def test_a_file_changed_after_planning_aborts_the_apply(project: Path) -> None:
+    store = store_of(project)
+    with Memory.open(project) as mem:
+        plan = D.make_plan(mem, ScriptedLLM(json.dumps(PLAN)), today=TODAY)
+    edited = INFRA + "\n## New\nadded meanwhile\n"
+    (store / "topics" / "infra.md").write_text(edited, encoding="utf-8")
+    before = snapshot(store)
+    with pytest.raises(D.DreamError, match="changed while the dream was planning"):
+        D.apply_plan(plan)
+    assert snapshot(store) == before
+    assert (store / "topics" / "infra.md").read_text(encoding="utf-8") == edited
+
+
+@pytest.mark.parametrize(
+    ("answer", "message"),
+    [
+        ("I merged everything, all good!", "holds no JSON object"),
+        ('{"topics": [ {"slug": "debugging", ', "not valid JSON"),
+        ('["debugging"]', "holds no JSON object"),
+        (
+            '{"topics": [{"slug": "debuging", "entries": [{"title": "t", "content": "c"}]}]}',
+            "unknown topic 'debuging'",
+        ),
+        ('{"delete": ["nope"]}', "deletes the unknown topic"),
+        (
+            '{"topics": [{"slug": "debugging", "entries": [{"title": "SSH", "content": "  "}]}]}',
+            "has empty content",
+        ),
+        ('{"topics": [{"slug": "debugging", "entries": []}]}', "has no entries"),
+        (
+            '{"topics": [{"slug": "../../etc/passwd", "new": true, '
+            '"entries": [{"title": "t", "content": "c"}]}]}',
+            "is refused",
+        ),
+        (
+            '{"topics": [{"slug": "Evil.md", "new": true, '
+            '"entries": [{"title": "t", "content": "c"}]}]}',
+            "is not a topic slug",
+        ),
+        (
+            '{"topics": [{"slug": "con", "new": true, '
+            '"entries": [{"title": "t", "content": "c"}]}]}',
+            "reserved",
+        ),
+        ('{"delete": ["/tmp/x"]}', "is refused"),
+        (
+            '{"topics": [{"slug": "debugging", "entries": [{"title": "a", "content": "x"}, '
+            '{"title": "a", "content": "y"}]}]}',
+            "twice",
+        ),
+        (
+            '{"topics": [{"slug": "debugging", "type": "gossip", '
+            '"entries": [{"title": "a", "content": "x"}]}]}',
+            "unknown type",
+        ),
+        (
+            '{"topics": [{"slug": "debugging", "entries": [{"title": "a", "content": "x", '
+            '"updated": "2099-01-01"}]}]}',
+            "in the future",
+        ),
+        ('{"topics": [], "delete": [], "plan": "x"}', "unknown key"),
+        (
+            '{"topics": [{"slug": "debugging", "entries": [{"title": "a", "content": "x"}]}], '
+            '"delete": ["debugging"]}',
+            "both rewritten and deleted",
+        ),
+    ],
+)
+def test_a_malformed_plan_is_an_error_and_changes_nothing(
+    project: Path, answer: str, message: str
+) -> None:
+    store = store_of(project)
+    with Memory.open(project) as mem:
+        mem.sync()
+        before = snapshot(store)
+        with pytest.raises(D.DreamPlanError) as caught:
+            D.make_plan(mem, ScriptedLLM(answer), today=TODAY)
+    assert message in caught.value.message
+    assert "nothing was changed" in caught.value.message
+    assert caught.value.hint and "dream.model" in caught.value.hint
+    assert snapshot(store) == before
+
+
+def test_topics_past_the_budget_are_shown_by_title_and_cannot_be_rewritten(project: Path) -> None:
+    orientation = D.orient(store_of(project))
+    _, prompt, shown = D.build_prompt(orientation, [], today=TODAY, topics_budget=10)
+    assert len(shown) == 1  # at least one topic is always shown whole
+    hidden = sorted(set(orientation.topics) - shown)
+    assert f'<topic slug="{hidden[0]}"' in prompt and 'shown="titles only"' in prompt
+    answer = json.dumps(
+        {"topics": [{"slug": hidden[0], "entries": [{"title": "a", "content": "b"}]}]}
+    )
+    with pytest.raises(D.DreamPlanError, match="was not shown"):
+        D.parse_plan(answer, orientation.topics, shown=shown, today=TODAY)
+
+
+# --- orient and gather ------------------------------------------------------------------------
+
+
+def test_journal_since_the_last_dream_within_a_budget(project: Path) -> None:
+    store = store_of(project)
+    entries, truncated = D.journal_entries(store, None, 10_000)
+    assert [(e.day, e.time) for e in entries] == [("2026-07-11", "09:05"), ("2026-07-12", "14:10")]
+    assert not truncated
+    assert entries[0].text == "- the user asked to fix the flaky ssh test"
+    since = datetime(2026, 7, 12, 0, 0).astimezone()
+    entries, _ = D.journal_entries(store, since, 10_000)
+    assert [e.day for e in entries] == ["2026-07-12"]
+    entries, truncated = D.journal_entries(store, None, 100)  # room for the newest only
+    assert [e.day for e in entries] == ["2026-07-12"] and truncated
+
+
+def test_gather_finds_duplicates_by_text_and_neighbours_by_index(project: Path) -> None:
+    store = store_of(project)
+    with Memory.open(project) as mem:
+        mem.sync()
+        signals = D.gather(D.orient(store), mem)
+    pairs = {(s.kind, frozenset((s.a, s.b))) for s in signals}
+    assert (
+        "duplicate",
+        frozenset({("debugging", "SSH Gotcha"), ("debugging", "SSH gotcha")}),
+    ) in pairs
+    related = [s for s in signals if s.kind == "related"]
+    assert any({s.a[0], s.b[0]} == {"debugging", "infra"} for s in related)
+    assert not [s for s in related if "preferences" in (s.a[0], s.b[0])]  # nothing in common
+
+
+# --- the nudge --------------------------------------------------------------------------------
+
+
+def test_nudge_after_n_sessions_is_said_once(project: Path) -> None:
+    store = store_of(project)
+    settings = TopicSettings(dream_nudge_after_sessions=3, dream_nudge_after_hours=24)
+    now = datetime(2026, 7, 13, 12, 0, tzinfo=UTC)
+    D.record_dream(store, now)
+    for _ in range(2):
+        D.note_session_start(store)
+        assert D.nudge(store, settings, now) is None
+    assert D.note_session_start(store).sessions_since == 3
+    text = D.nudge(store, settings, now)
+    assert text is not None and text.startswith("3 sessions since the last dream")
+    assert "memlane dream" in text
+    assert D.nudge(store, settings, now) is None  # said once
+    D.note_session_start(store)
+    assert D.nudge(store, settings, now + timedelta(hours=30)) is None  # still once
+    D.record_dream(store, now + timedelta(hours=31))
+    meta = D.read_meta(store)
+    assert (meta.sessions_since, meta.nudged_at) == (0, None)
+    assert D.nudge(store, settings, now + timedelta(hours=31)) is None
+    assert D.nudge(store, TopicSettings(enabled=False), now + timedelta(days=9)) is None
+    missing = project / "elsewhere" / "memory"
+    assert D.note_session_start(missing).sessions_since == 0
+    assert not missing.exists()  # counting a session never creates a store
+
+
+def test_nudge_after_n_hours_is_said_once(project: Path) -> None:
+    store = store_of(project)
+    settings = TopicSettings(dream_nudge_after_sessions=5, dream_nudge_after_hours=24)
+    start = datetime(2026, 7, 13, 8, 0, tzinfo=UTC)
+    assert D.nudge(store, settings, start) is None  # never dreamt, no sessions yet
+    D.record_dream(store, start)
+    assert D.nudge(store, settings, start + timedelta(hours=23)) is None
+    text = D.nudge(store, settings, start + timedelta(hours=25))
+    assert text is not None and text.startswith("25 hours since the last dream")
+    assert D.nudge(store, settings, start + timedelta(hours=50)) is None
+    meta = json.loads((store / D.DREAM_META).read_text(encoding="utf-8"))
+    assert meta["last_dream_at"] == "2026-07-13T08:00:00Z"
+    assert meta["nudged_at"] == "2026-07-14T09:00:00Z"
+    # pi-memory's own file (milliseconds) reads as a last dream time.
+    (store / D.DREAM_META).write_text(json.dumps({"lastDreamAt": 1_784_000_000_000}))
+    assert D.read_meta(store).last_dream_at == "2026-07-14T03:33:20Z"
+
+
+# --- the command ------------------------------------------------------------------------------
+
+_CLI = (
+    "import sys\n"
+    "from memlane.cli import main, dream_cmds\n"
+    "if not any(c.name == 'dream' for c in main.app.registered_commands):\n"
+    "    dream_cmds.register(main.app)\n"
+    "sys.argv = ['memlane', *sys.argv[1:]]\n"
+    "main.run()\n"
+)
+
+
+def run_cli(
+    project: Path, server: FakeOpenAI, *args: str, stdin: str = ""
+) -> subprocess.CompletedProcess[str]:
+    env = {
+        **os.environ,
+        "MEMLANE_LLM_PROVIDER": "openai",
+        "MEMLANE_LLM_BASE_URL": server.base_url,
+        "MEMLANE_LLM_MODEL": "fake-dreamer",
+        "MEMLANE_EMBEDDING_PROVIDER": "none",
+    }
+    return subprocess.run(
+        [sys.executable, "-c", _CLI, "-C", str(project), "dream", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+
+
+def test_cli_dry_run_decline_and_yes(project: Path) -> None:
+    store = store_of(project)
+    before = snapshot(store)
+    with FakeOpenAI(answer=json.dumps(PLAN), stream=False) as server:
+        dry = run_cli(project, server, "--dry-run")
+        assert dry.returncode == 0, dry.stderr
+        assert "+staging SSH uses port 2200 (previously 2222)" in dry.stdout
+        assert "(dry run: nothing was changed)" in dry.stdout
+        assert snapshot(store) == before
+
+        declined = run_cli(project, server, stdin="n\n")
+        assert declined.returncode == 1, declined.stderr
+        assert "Apply these changes?" in declined.stdout
+        assert "Nothing was changed." in declined.stdout
+        assert snapshot(store) == before
+
+        closed = run_cli(project, server)  # no answer at all
+        assert closed.returncode == 1 and snapshot(store) == before
+
+        server.set(answer="this is not a plan")
+        bad = run_cli(project, server, "--yes")
+        assert bad.returncode == 1
+        assert "memlane: error: the dream LLM's plan is unusable" in bad.stderr
+        assert "Traceback" not in bad.stderr
+        assert snapshot(store) == before
+
+        server.set(answer=json.dumps(PLAN))
+        applied = run_cli(project, server, "--yes", "--json")
+        assert applied.returncode == 0, applied.stderr
+        data = json.loads(applied.stdout)
+        assert data["applied"] is True
+        assert [c["file"] for c in data["changes"]] == [
+            "topics/debugging.md",
+            "topics/tooling.md",
+            "topics/infra.md",
+            "MEMORY.md",
+        ]
+    today = date.today().isoformat()
+    topics = store / "topics"
+    assert (topics / "debugging.md").read_text(encoding="utf-8") == GOLDEN_DEBUGGING.replace(
+        "2026-07-13", today
+    )
+    assert (store / "MEMORY.md").read_text(encoding="utf-8") == GOLDEN_INDEX
+    assert not (topics / "infra.md").exists()
+    assert dailies(store) == {name: text.encode() for name, text in DAILY.items()}
+    assert json.loads((store / D.DREAM_META).read_text())["sessions_since"] == 0
+
+
+def test_cli_json_needs_yes_or_dry_run(project: Path) -> None:
+    with FakeOpenAI(answer=json.dumps(PLAN)) as server:
+        result = run_cli(project, server, "--json")
+    assert result.returncode == 2
+    assert "--json needs --yes or --dry-run" in result.stderr
+    assert not server.requests
+
+
+def test_plan_json_is_stable_for_hosts(project: Path) -> None:
+    with Memory.open(project) as mem:
+        plan = D.make_plan(mem, ScriptedLLM(json.dumps(PLAN)), today=TODAY)
+    data = plan.to_json()
+    assert data["model"] == "scripted/test"
+    assert data["journal_entries"] == 2
+    assert data["summary"] == PLAN["summary"]
+    assert {c["action"] for c in data["changes"]} == {"update", "create", "delete"}
+    assert all(c["diff"].startswith("--- ") for c in data["changes"])
+    with pytest.raises(MemlaneError):
+        D.parse_plan('{"topics": 3}', [], today=TODAY)
