@@ -608,3 +608,22 @@ def test_plan_json_is_stable_for_hosts(project: Path) -> None:
     assert all(c["diff"].startswith("--- ") for c in data["changes"])
     with pytest.raises(MemlaneError):
         D.parse_plan('{"topics": 3}', [], today=TODAY)
+
+
+def test_run_for_hosts_asks_before_applying(project: Path) -> None:
+    store = store_of(project)
+    before = snapshot(store)
+    shown: list[str] = []
+
+    def decline(plan: D.DreamPlan) -> bool:
+        shown.append(plan.render())
+        return False
+
+    with Memory.open(project) as mem:
+        outcome = D.run(mem, decline, llm=ScriptedLLM(json.dumps(PLAN)), today=TODAY)
+        assert not outcome.applied and "+++ b/topics/tooling.md" in shown[0]
+        assert snapshot(store) == before
+        outcome = D.run(mem, lambda plan: True, llm=ScriptedLLM(json.dumps(PLAN)), today=TODAY)
+    assert outcome.applied and outcome.to_json()["applied"] is True
+    assert (store / "topics" / "debugging.md").read_text(encoding="utf-8") == GOLDEN_DEBUGGING
+    assert (store / "MEMORY.md").read_text(encoding="utf-8") == GOLDEN_INDEX

@@ -242,33 +242,42 @@ def nudge(store: Path, settings: TopicSettings, now: datetime | None = None) -> 
     if not settings.enabled or not store.is_dir():
         return None
     moment = now or datetime.now(UTC)
-    meta = read_meta(store)
-    if meta.nudged_at is not None:
-        return None
-    reasons = []
-    sessions, hours_limit = settings.dream_nudge_after_sessions, settings.dream_nudge_after_hours
-    if sessions > 0 and meta.sessions_since >= sessions:
-        reasons.append(f"{meta.sessions_since} sessions")
-    last = _parse_time(meta.last_dream_at)
-    if last is not None and hours_limit > 0:
-        hours = (moment - last).total_seconds() / 3600
-        if hours >= hours_limit:
-            reasons.append(f"{hours:.0f} hours")
-    if not reasons:
-        return None
-    since = "since the last dream" if last is not None else "without a dream so far"
-    text = (
-        f"{' and '.join(reasons)} {since}: run `memlane dream` (or /dream) to merge "
-        "duplicate topic entries, settle contradictions and rebuild MEMORY.md."
-    )
+    if moment.tzinfo is None:
+        moment = moment.astimezone()
 
-    def mark(meta: DreamMeta) -> None:
-        meta.nudged_at = _utc_z(moment)
+    def due(meta: DreamMeta) -> str | None:
+        if meta.nudged_at is not None:
+            return None
+        reasons = []
+        sessions = settings.dream_nudge_after_sessions
+        if sessions > 0 and meta.sessions_since >= sessions:
+            reasons.append(f"{meta.sessions_since} sessions")
+        last = _parse_time(meta.last_dream_at)
+        if last is not None and settings.dream_nudge_after_hours > 0:
+            hours = (moment - last).total_seconds() / 3600
+            if hours >= settings.dream_nudge_after_hours:
+                reasons.append(f"{hours:.0f} hours")
+        if not reasons:
+            return None
+        since = "since the last dream" if last is not None else "without a dream so far"
+        return (
+            f"{' and '.join(reasons)} {since}: run `memlane dream` (or /dream) to merge "
+            "duplicate topic entries, settle contradictions and rebuild MEMORY.md."
+        )
 
-    # A read-only store: saying it again next time beats never saying it.
-    with suppress(MemlaneError):
-        _update_meta(store, mark)
-    return text
+    try:
+        # Decided and marked under the lock: two sessions starting together
+        # must not both say it.
+        with T._locked(store):
+            meta = read_meta(store)
+            text = due(meta)
+            if text is not None:
+                meta.nudged_at = _utc_z(moment)
+                _write_meta(store, meta)
+            return text
+    except MemlaneError:
+        # A read-only store: saying it again next time beats never saying it.
+        return due(read_meta(store))
 
 
 # --- 1. orient ------------------------------------------------------------------------------
@@ -1243,3 +1252,33 @@ def sync_index(mem: Memory) -> list[str]:
         return list(mem.sync(operation="dream").notices)
     except MemlaneError as exc:
         return [f"the topic files were rewritten but the index was not updated ({exc.message})"]
+
+
+@dataclass
+class DreamOutcome:
+    plan: DreamPlan
+    applied: bool
+    notices: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return self.plan.to_json() | {"applied": self.applied, "notices": list(self.notices)}
+
+
+def run(
+    mem: Memory,
+    confirm: Callable[[DreamPlan], bool],
+    *,
+    llm: LLM | None = None,
+    today: date | None = None,
+) -> DreamOutcome:
+    """The whole dream for a host (``/dream``): plan, ask *confirm* with the
+    plan (its ``render()`` is the diff to show), apply only on True, re-index.
+    An empty plan is not asked about; it still counts as a dream."""
+    plan = make_plan(mem, llm or dream_llm(mem.config), today=today)
+    if plan.empty:
+        apply_plan(plan)
+        return DreamOutcome(plan, applied=False)
+    if not confirm(plan):
+        return DreamOutcome(plan, applied=False)
+    apply_plan(plan)
+    return DreamOutcome(plan, applied=True, notices=sync_index(mem))
