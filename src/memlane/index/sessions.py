@@ -48,6 +48,7 @@ from memlane.index.base import DimensionMismatchError, IndexBusyError, SearchFil
 from memlane.index.dense import DenseMatrix, vector_to_blob
 from memlane.index.dense_sync import synced_matrix
 from memlane.index.fusion import fusion_method
+from memlane.index.query import match_expression
 from memlane.index.sqlite import CACHE_SIZE_KIB, candidate_count
 
 log = logging.getLogger(__name__)
@@ -269,6 +270,45 @@ def sessions_path_for(index_path: Path) -> Path:
     return index_path.with_name(stem + SESSIONS_SUFFIX)
 
 
+class _SessionLexicalLeg(lexical.LexicalLeg):
+    """The shared lexical leg, plus a rowid window for a session filter.
+
+    A session's messages were inserted together, so its rows sit in a narrow
+    rowid range; FTS5 restricts a MATCH to a rowid range inside its doclists,
+    before any join. Without the window every match of a common term was
+    joined and checked (33 ms at 100k documents for a session filter).
+    """
+
+    def rank(
+        self,
+        conn: sqlite3.Connection,
+        text: str,
+        n: int,
+        filters: SearchFilters | None,
+        cache_key: object,
+    ) -> list[tuple[int, float]]:
+        if filters is None or not filters.session:
+            return super().rank(conn, text, n, filters, cache_key)
+        low, high = conn.execute(
+            "SELECT min(id), max(id) FROM chunks WHERE session = ?", (filters.session,)
+        ).fetchone()
+        if low is None:
+            return []
+        match = match_expression(self.terms(conn, text, cache_key))
+        if match is None:
+            return []
+        conditions, values = lexical.filter_sql(filters)
+        sql = (
+            "SELECT chunks_fts.rowid, rank FROM chunks_fts JOIN chunks INDEXED BY chunks_filter "
+            "ON chunks.id = chunks_fts.rowid WHERE chunks_fts MATCH ? "
+            "AND chunks_fts.rowid >= ? AND chunks_fts.rowid <= ? AND "
+            + " AND ".join(conditions)
+            + " ORDER BY rank, chunks_fts.rowid LIMIT ?"
+        )
+        params = [match, low, high, *values, n]
+        return [(row[0], -float(row[1])) for row in conn.execute(sql, params)]
+
+
 def _row_doc(row: Sequence[Any]) -> StoredDoc:
     return StoredDoc(
         key=row[1],
@@ -297,7 +337,7 @@ class SessionStore:
         self._fuse = fusion_method(self.index_settings.fusion)
         self._lock = threading.RLock()
         self._dense: DenseMatrix | None = None
-        self._lexical = lexical.LexicalLeg()
+        self._lexical = _SessionLexicalLeg()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._conn = self._connect()
 
