@@ -15,6 +15,7 @@ import typer
 from memlane.cli import (
     commands,
     config_cmds,
+    dream_cmds,
     host_cmds,
     import_cmds,
     install_cmds,
@@ -66,6 +67,7 @@ install_cmds.register(app)
 mcp_cmds.register(app)
 topic_cmds.register(app)
 import_cmds.register(app)
+dream_cmds.register(app)
 app.add_typer(config_cmds.config_app, name="config")
 app.command("trust", help="Trust this project so its .memlane.toml is read.")(config_cmds.trust)
 
@@ -100,7 +102,9 @@ def run() -> None:
     exits, usage, aborts = _cli_exceptions()
     command = typer.main.get_command(app)
     try:
-        command.main(args=sys.argv[1:], prog_name="memlane", standalone_mode=False)
+        # Without standalone mode click returns a typer.Exit's code instead of
+        # exiting with it; hand it on, or `raise typer.Exit(1)` would exit 0.
+        code = command.main(args=sys.argv[1:], prog_name="memlane", standalone_mode=False)
     except MemlaneError as exc:
         sys.stderr.write(f"memlane: error: {exc.message}\n")
         if exc.hint:
@@ -119,6 +123,7 @@ def run() -> None:
         sys.exit(130)
     except BrokenPipeError:
         sys.exit(0)
+    sys.exit(code if isinstance(code, int) else 0)
 
 
 if __name__ == "__main__":
