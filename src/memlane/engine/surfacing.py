@@ -87,6 +87,8 @@ COSINE_ONE = 0.55
 #: Lexical evidence of one prompt word found in a single card (halved for
 #: a word two cards share, and so on).
 DISTINCT_TERM_WEIGHT = 0.35
+#: Topic cards embedded during one prompt at most (~5 ms each, bundled model).
+EMBED_PER_PROMPT = 16
 #: Below this many bytes left in the total budget a topic is not started.
 MIN_TOPIC_BYTES = 256
 #: The side query sees at most this many candidates.
@@ -227,11 +229,18 @@ class TopicSurfacer:
     # -- cards ---------------------------------------------------------------------------
 
     def warm(self, memory: Memory) -> int:
-        """Read and embed every topic card now (session start, on the worker
-        thread); later prompts only redo changed files. Returns the count."""
-        return len(self._refresh(memory))
+        """Read and embed every topic card now, waiting for the model if it
+        is loading: call it once on the worker thread at session start, so
+        prompts only redo the files that changed. Returns the card count."""
+        return len(self._refresh(memory, embed_limit=None, wait_for_model=True))
 
-    def _refresh(self, memory: Memory) -> dict[str, _Card]:
+    def _refresh(
+        self,
+        memory: Memory,
+        *,
+        embed_limit: int | None = EMBED_PER_PROMPT,
+        wait_for_model: bool = False,
+    ) -> dict[str, _Card]:
         """The cards of the topic files as they are now."""
         with self._lock:
             old = self._cards
@@ -243,28 +252,37 @@ class TopicSurfacer:
                 if card is None:
                     continue
             fresh[slug] = card
-        self._embed(memory, [c for c in fresh.values() if c.vector is None])
+        self._embed(memory, fresh, embed_limit, wait_for_model)
         with self._lock:
             self._cards = fresh
         return fresh
 
-    def _embed(self, memory: Memory, cards: Sequence[_Card]) -> None:
-        embedder = _embedder(memory)
-        name = getattr(embedder, "name", None) if embedder is not None else None
+    def _embed(
+        self, memory: Memory, cards: dict[str, _Card], limit: int | None, wait: bool
+    ) -> None:
+        embedder = _embedder(memory, wait=wait)
+        if embedder is None:
+            return  # keep what was embedded; a loading model comes back
+        name = getattr(embedder, "name", None)
         if name != self._embedder_name:
             # Another model: every cached vector is in the wrong space.
-            for card in self._cards.values():
+            for card in cards.values():
                 card.vector = None
             self._embedder_name = name
-            cards = list(cards) + [c for c in self._cards.values() if c not in cards]
-        if embedder is None or not cards:
+        todo = [card for card in cards.values() if card.vector is None]
+        # A prompt embeds a bounded number of cards (a store changed behind
+        # the session's back, or no warm-up): the rest carry no cosine until
+        # a later prompt, rather than this one missing its deadline.
+        if limit is not None:
+            todo = todo[:limit]
+        if not todo:
             return
         try:
-            vectors = embedder.embed([card.text for card in cards])
+            vectors = embedder.embed([card.text for card in todo])
         except Exception as exc:
             log.info("auto-surfacing cannot embed topic cards: %s", exc)
             return
-        for card, vector in zip(cards, vectors, strict=False):
+        for card, vector in zip(todo, vectors, strict=False):
             card.vector = vector
 
     # -- selection -----------------------------------------------------------------------
@@ -519,12 +537,15 @@ def _read_card(slug: str, path: Path, key: tuple[int, int]) -> _Card | None:
     )
 
 
-def _embedder(memory: Memory) -> Any:
+def _embedder(memory: Memory, *, wait: bool = False) -> Any:
     if memory.config.embedding.provider == "none":
         return None
-    if not memory.embedder_ready:
+    if not wait and not memory.embedder_ready:
         return None  # loading: the prompt must not wait for a model load
-    return memory.embedder
+    try:
+        return memory.embedder
+    except Exception:
+        return None
 
 
 def _chunk_scores(memory: Memory, query: str, cards: dict[str, _Card]) -> dict[str, float]:
