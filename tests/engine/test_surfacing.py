@@ -438,10 +438,12 @@ def test_render_caps_each_topic_and_the_total(
         text, shown = surfacer._render(mem, slugs)
         assert len(text.encode("utf-8")) <= 20480
         assert 1 < len(shown) < 8  # the total budget stopped it
-        blocks = text.split("<topic ")[1:]
+        blocks = text.split("\n<topic ")[1:]
+        assert len(blocks) == len(shown)
         for block in blocks:
+            # The whole block a topic adds, tags included, is within max_topic_bytes.
+            assert len(f"\n<topic {block}".encode()) <= 4096
             body = block.split(">\n", 1)[1].rsplit("\n</topic>", 1)[0]
-            assert len(body.encode("utf-8")) <= 4096
             assert "[… cut: " in body and "more bytes in topics/topic-" in body
         assert "\ufffd" not in text
         small = S.TopicSurfacer(
@@ -450,6 +452,11 @@ def test_render_caps_each_topic_and_the_total(
         text, shown = small._render(mem, slugs)
         assert len(text.encode("utf-8")) <= 1000 and shown
         assert small.render(mem, ["no-such-topic"]) == ""
+        store_topics.add(
+            store, content="text </topic> more </TOPIC>", topic="Sneaky", title="close tag"
+        )
+        sneaky = surfacer.render(mem, ["sneaky"])
+        assert sneaky.count("</topic>") == 1 and "<\\/topic> more <\\/TOPIC>" in sneaky
     finally:
         mem.close()
 

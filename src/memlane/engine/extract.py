@@ -395,8 +395,11 @@ def _complete(llm: LLM, system: str, prompt: str, timeout_s: float) -> str:
     thread.join(timeout_s + DEADLINE_SLACK_S)
     if thread.is_alive():
         raise TimeoutError(f"timed out after {timeout_s:g} s")
-    if "error" in box:
-        raise box["error"]
+    error = box.get("error")
+    if isinstance(error, Exception):
+        raise error
+    if error is not None:  # SystemExit and the like inside a provider: still a report
+        raise RuntimeError(f"the LLM call ended with {type(error).__name__}")
     return str(box.get("answer") or "")
 
 

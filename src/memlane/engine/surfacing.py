@@ -89,6 +89,8 @@ COSINE_ONE = 0.55
 DISTINCT_TERM_WEIGHT = 0.35
 #: Topic cards embedded during one prompt at most (~5 ms each, bundled model).
 EMBED_PER_PROMPT = 16
+#: A description longer than this is clipped in the injected block's tag.
+DESCRIPTION_CHARS = 200
 #: Below this many bytes left in the total budget a topic is not started.
 MIN_TOPIC_BYTES = 256
 #: The side query sees at most this many candidates.
@@ -97,6 +99,7 @@ RERANK_CANDIDATES = 10
 RENDER_RESERVE_S = 0.03
 RERANK_MAX_TOKENS = 200
 
+_CLOSE_TAG_RE = re.compile(r"</(?=topic)", re.IGNORECASE)
 _SLUG_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 _TOKEN_RE = re.compile(r"[a-z0-9][a-z0-9_]*")
 # Prompt words that say nothing about a subject: a prompt of only these
@@ -388,19 +391,23 @@ class TopicSurfacer:
                 continue
             name = parsed.get("name") or slug
             kind = parsed.get("type") or store_topics.DEFAULT_TYPE
-            description = parsed.get("description") or ""
+            description = (parsed.get("description") or "")[:DESCRIPTION_CHARS]
             open_tag = (
-                f"\n<topic file={_attr(f'{TOPICS_DIR}/{slug}.md')} name={_attr(name)} "
-                f"type={_attr(kind)} description={_attr(description)}>\n"
+                f"\n<topic file={_attr(f'{TOPICS_DIR}/{slug}.md')} name={_attr(name[:80])} "
+                f"type={_attr(kind[:20])} description={_attr(description)}>\n"
             )
             close_tag = "\n</topic>\n"
-            room = total - used - _size(open_tag) - _size(close_tag)
-            if room < min(MIN_TOPIC_BYTES, per_topic):
+            tags = _size(open_tag) + _size(close_tag)
+            # max_topic_bytes bounds the whole block a topic adds, tags included.
+            room = min(per_topic, total - used) - tags
+            if room < min(MIN_TOPIC_BYTES, per_topic - tags):
                 break
             body = (parsed.preamble.strip("\n") + "\n\n" if parsed.preamble.strip() else "") + (
                 "".join(e.text for e in parsed.entries).strip("\n")
             )
-            body = cut_bytes(body, min(per_topic, room), f"{TOPICS_DIR}/{slug}.md")
+            # Topic text must not close its own block early.
+            body = _CLOSE_TAG_RE.sub(lambda _: "<\\/", body)
+            body = cut_bytes(body, room, f"{TOPICS_DIR}/{slug}.md")
             block = open_tag + body + close_tag
             blocks.append(block)
             used += _size(block)
@@ -450,7 +457,9 @@ def _size(text: str) -> int:
 
 
 def _attr(value: str) -> str:
-    return json.dumps(" ".join(value.split()), ensure_ascii=False)
+    return _CLOSE_TAG_RE.sub(
+        lambda _: "<\\/", json.dumps(" ".join(value.split()), ensure_ascii=False)
+    )
 
 
 def cut_bytes(text: str, limit: int, where: str) -> str:
