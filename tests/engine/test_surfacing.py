@@ -558,7 +558,9 @@ def test_slow_reranker_never_blocks_past_the_deadline(model_mem: Memory) -> None
         started = time.monotonic()
         result = surfacer.surface(model_mem, prompt, deadline=started + 0.3)
         elapsed = time.monotonic() - started
-        assert elapsed < 0.35, elapsed
+        # The side query is cut at the deadline minus the render reserve; a
+        # little slack for a loaded machine, none for waiting on the LLM (2 s).
+        assert elapsed < 0.4, elapsed
         assert result.reranked == "side query timed out"
         assert result.slugs[0] == "debugging-tips"  # the retrieval order
 

@@ -24,6 +24,13 @@ Survivors are written with ``memory_topic add`` semantics
 (``engine.topics.add_entry(sync=False)``): the session's indexer makes them
 searchable. ``extract`` never raises: a timeout, an LLM error or an unusable
 answer is reported in ``ExtractReport`` and nothing is written.
+
+From ``Session``: on the capture thread, after the journal entry is written
+and the job marked done (shutdown must not wait for extraction), with the
+redacted exchange, a ``Memory.fork()`` owned by that thread (the similarity
+search opens an index handle, which is thread-bound) and
+``timeout_s = capture.distill_timeout_ms / 1000``; when ``report.wrote``,
+``indexer.note_write()``.
 """
 
 from __future__ import annotations

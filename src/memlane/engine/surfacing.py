@@ -29,6 +29,12 @@ retrieval order in place.
 ``already_injected``. Only the thread that actually hands the text to the
 host should mark topics as injected (``mark_injected``): a search that
 missed its deadline must not make a topic count as seen.
+
+From ``Session``: ``surfacer.warm(m)`` once on the search worker (it owns
+a ``Memory.fork()``, the index handle is thread-bound), then per prompt
+``reply = worker.submit(lambda m: surfacer.surface(m, prompt,
+deadline=t0 + cap_s))`` and ``reply.get(timeout=cap_s)`` on the prompt's
+thread; on a result with ``text``, ``surfacer.mark_injected(result.slugs)``.
 """
 
 from __future__ import annotations
