@@ -36,6 +36,7 @@ from memlane.engine.snapshot import Snapshot, build_snapshot
 if TYPE_CHECKING:
     from memlane.engine.memory import Memory
     from memlane.engine.reports import Status
+    from memlane.engine.surfacing import Surfaced, TopicSurfacer
     from memlane.llm.base import LLM
 
 log = logging.getLogger("memlane.session")
@@ -126,6 +127,50 @@ class AutoContextState:
 
 
 @dataclass
+class SurfacingState:
+    """Topic auto-surfacing outcomes (pi-memory's per-prompt topic injection)."""
+
+    enabled: bool
+    injected: int = 0
+    skipped_empty: int = 0
+    skipped_budget: int = 0
+    skipped_error: int = 0
+    topics: list[str] = field(default_factory=list)  # injected this session, in order
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "enabled": self.enabled,
+            "injected": self.injected,
+            "skipped_empty": self.skipped_empty,
+            "skipped_budget": self.skipped_budget,
+            "skipped_error": self.skipped_error,
+            "topics": list(self.topics),
+        }
+
+
+@dataclass
+class ExtractionState:
+    """Durable learnings proposed as topic entries after each exchange."""
+
+    enabled: bool
+    runs: int = 0
+    written: int = 0
+    skipped: int = 0
+    failed: int = 0
+    last_error: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "enabled": self.enabled,
+            "runs": self.runs,
+            "written": self.written,
+            "skipped": self.skipped,
+            "failed": self.failed,
+            "last_error": self.last_error,
+        }
+
+
+@dataclass
 class CaptureState:
     enabled: bool
     llm: str
@@ -173,7 +218,7 @@ class _SearchWorker:
     form of killing an unhealthy sidecar) and a fresh one is started lazily.
     """
 
-    def __init__(self, memory: Memory) -> None:
+    def __init__(self, memory: Memory, warm_ups: tuple[Callable[[Memory], Any], ...] = ()) -> None:
         self._memory = memory
         self._requests: queue.Queue[tuple[Callable[[Memory], Any], queue.Queue[Any]] | None] = (
             queue.Queue()
@@ -183,7 +228,22 @@ class _SearchWorker:
         self.ready = threading.Event()
         self._thread = threading.Thread(target=self._run, name="memlane-autocontext", daemon=True)
         self._thread.start()
-        self.submit(_warm_up)
+        warming = [_warm_up, *warm_ups]
+        remaining = [len(warming)]
+
+        def warm(step: Callable[[Memory], Any]) -> Callable[[Memory], Any]:
+            def run(memory: Memory) -> Any:
+                try:
+                    return step(memory)
+                finally:
+                    remaining[0] -= 1
+                    if remaining[0] == 0:
+                        self.ready.set()
+
+            return run
+
+        for step in warming:
+            self.submit(warm(step))
 
     def submit(self, work: Callable[[Memory], Any]) -> queue.Queue[Any]:
         reply: queue.Queue[Any] = queue.Queue(maxsize=1)
@@ -204,7 +264,6 @@ class _SearchWorker:
                     reply.put(("ok", work(self._memory)))
                 except Exception as exc:
                     reply.put(("error", exc))
-                self.ready.set()
         finally:
             self._memory.close()
 
@@ -243,6 +302,19 @@ class Session:
             llm=llm.name if llm is not None else "none (entries are verbatim digests)",
         )
         self.auto_context = AutoContextState(enabled=self.settings.auto_context_enabled)
+        self.topic_settings = memory.config.topics
+        self.surfacer: TopicSurfacer | None = None
+        if self.topic_settings.enabled and self.topic_settings.auto_surfacing_enabled:
+            from memlane.engine.surfacing import TopicSurfacer
+
+            self.surfacer = TopicSurfacer(self.topic_settings)
+        self.surfacing = SurfacingState(enabled=self.surfacer is not None)
+        self.extraction = ExtractionState(
+            enabled=self.topic_settings.enabled
+            and self.topic_settings.extract_memories_enabled
+            and llm is not None
+        )
+        self._capture_memory: Memory | None = None
         self._lock = threading.Lock()
         self._snapshot = self._build_snapshot()
         self._jobs: list[_CaptureJob] = []
@@ -284,8 +356,19 @@ class Session:
             threading.Thread(
                 target=lambda: memory.embedder, name="memlane-embedder-warmup", daemon=True
             ).start()
-        if session.auto_context.active:
-            session._search_worker = _SearchWorker(memory.fork())
+        if session.auto_context.active or session.surfacer is not None:
+            session._search_worker = session._new_worker()
+        if session.topic_settings.enabled:
+            from memlane.engine.dream import note_session_start, nudge
+
+            try:
+                note_session_start(memory.scope.store)
+                text = nudge(memory.scope.store, session.topic_settings, clock())
+            except Exception as exc:  # bookkeeping must never stop a session
+                log.info("dream bookkeeping failed: %s", exc)
+                text = None
+            if text:
+                session.notices.append(text)
         if not session.capture.enabled:
             session.notices.append("capture is off (MEMLANE_CAPTURE=off): exchanges are not saved")
         return session
@@ -338,11 +421,18 @@ class Session:
         return self._snapshot
 
     def _build_snapshot(self) -> Snapshot:
+        from memlane.engine.surfacing import memory_index_block
+
+        extra = []
+        topics_block = memory_index_block(self.memory.scope.store, self.memory.config.topics)
+        if topics_block:
+            extra.append(topics_block)
         return build_snapshot(
             self.memory.scope.store,
             self.clock().date(),
             today_chars=self.settings.snapshot_today_chars,
             yesterday_chars=self.settings.snapshot_yesterday_chars,
+            extra_blocks=extra,
         )
 
     def refresh_snapshot(self) -> str:
@@ -362,49 +452,68 @@ class Session:
             if self.clock().date() != self._snapshot.day:
                 self._snapshot = self._build_snapshot()
             snapshot = self._snapshot
-        message = None
-        if self.auto_context.active:
-            message = self._auto_context(prompt, snapshot)
-        elif self.auto_context.enabled:
-            # Given up after too many deadline misses: the reference counts
-            # every prompt that gets no search as an error.
-            self.auto_context.skippedError += 1
-        return Injection(system_append=snapshot.text, message=message)
+        return Injection(
+            system_append=snapshot.text, message=self._hidden_message(prompt, snapshot)
+        )
 
-    def _auto_context(self, prompt: str, snapshot: Snapshot) -> str | None:
+    def _hidden_message(self, prompt: str, snapshot: Snapshot) -> str | None:
+        """Auto-context hits and surfaced topics, found by one warm worker in one deadline."""
         from memlane.core.render import render_injection
 
         state = self.auto_context
         settings = self.settings
+        want_context = state.active
+        surfacer = self.surfacer
+        if state.enabled and not state.active:
+            # Given up after too many deadline misses: the reference counts
+            # every prompt that gets no search as an error.
+            state.skippedError += 1
+        if state.disabled_reason is not None:
+            surfacer = None  # the worker is unhealthy for every kind of search
+        if not want_context and surfacer is None:
+            return None
         query = prompt.strip()[: settings.auto_context_query_limit]
         if not query:
-            state.skippedEmpty += 1
+            if want_context:
+                state.skippedEmpty += 1
             return None
         if self._search_worker is None:
-            self._search_worker = _SearchWorker(self.memory.fork())
+            self._search_worker = self._new_worker()
         if not self._search_worker.ready.is_set():
             # The model, index or vector matrix is still loading: a search
             # now would miss the deadline without saying anything about the
             # worker's health. After a crash this is the respawn, which the
             # reference counts as an error.
-            if self._respawning:
-                state.skippedError += 1
-            else:
-                state.skippedWarming += 1
+            if want_context:
+                if self._respawning:
+                    state.skippedError += 1
+                else:
+                    state.skippedWarming += 1
             return None
         self._respawning = False
         top_k = settings.auto_context_top_k
-
-        def work(memory: Memory) -> list[Hit]:
-            return memory.search(query, top_k, mode="hybrid", sync=False).hits
-
+        cap_s = settings.auto_context_cap_ms / 1000
         started = time.perf_counter()
+        deadline = time.monotonic() + cap_s
+
+        def work(memory: Memory) -> tuple[list[Hit] | None, Surfaced | None]:
+            hits = (
+                memory.search(query, top_k, mode="hybrid", sync=False).hits
+                if want_context
+                else None
+            )
+            surfaced = surfacer.surface(memory, prompt, deadline=deadline) if surfacer else None
+            return hits, surfaced
+
         reply = self._search_worker.submit(work)
         try:
-            outcome, value = reply.get(timeout=settings.auto_context_cap_ms / 1000)
+            outcome, value = reply.get(timeout=cap_s)
         except queue.Empty:
             state.last_ms = (time.perf_counter() - started) * 1000
-            state.skippedBudget += 1
+            if want_context:
+                state.skippedBudget += 1
+            if surfacer is not None:
+                self.surfacing.skipped_budget += 1
             state.consecutive_misses += 1
             if state.consecutive_misses >= settings.timeout_crash_threshold:
                 self._search_worker_crashed()
@@ -412,25 +521,46 @@ class Session:
         state.last_ms = (time.perf_counter() - started) * 1000
         state.consecutive_misses = 0
         if outcome == "error":
-            state.skippedError += 1
+            if want_context:
+                state.skippedError += 1
+            if surfacer is not None:
+                self.surfacing.skipped_error += 1
             log.info("auto-context search failed: %s", value)
             return None
-        hits = [
-            h
-            for h in value
-            if h.score >= settings.auto_context_score_floor and not snapshot.contains(h.content)
-        ]
-        text = render_injection(hits, settings.auto_context_char_budget, self._base())
-        if not text:
-            state.skippedEmpty += 1
-            return None
-        state.injected += 1
-        return text
+        hits, surfaced = value
+        parts: list[str] = []
+        if hits is not None:
+            kept = [
+                h
+                for h in hits
+                if h.score >= settings.auto_context_score_floor and not snapshot.contains(h.content)
+            ]
+            text = render_injection(kept, settings.auto_context_char_budget, self._base())
+            if text:
+                state.injected += 1
+                parts.append(text)
+            else:
+                state.skippedEmpty += 1
+        if surfacer is not None and surfaced is not None:
+            if surfaced.text:
+                surfacer.mark_injected(surfaced.slugs)
+                self.surfacing.injected += 1
+                self.surfacing.topics.extend(surfaced.slugs)
+                parts.append(surfaced.text)
+            else:
+                self.surfacing.skipped_empty += 1
+        return "\n\n".join(parts) if parts else None
+
+    def _new_worker(self) -> _SearchWorker:
+        warm_ups: tuple[Callable[[Memory], Any], ...] = ()
+        if self.surfacer is not None:
+            warm_ups = (self.surfacer.warm,)
+        return _SearchWorker(self.memory.fork(), warm_ups)
 
     def wait_auto_context_ready(self, timeout_s: float) -> bool:
         """Start the auto-context worker if needed and wait until it is warm."""
         if self._search_worker is None:
-            self._search_worker = _SearchWorker(self.memory.fork())
+            self._search_worker = self._new_worker()
         return self._search_worker.ready.wait(timeout_s)
 
     def _search_worker_crashed(self) -> None:
@@ -487,29 +617,59 @@ class Session:
             job = self._capture_queue.get()
             if job is None:
                 return
+            captured: Exchange | None = None
             try:
-                self._capture(job)
+                captured = self._capture(job)
             except Exception as exc:  # never let one exchange stop capture
                 log.exception("capture failed")
                 self.capture.write_errors.append(f"{type(exc).__name__}: {exc}")
             finally:
                 job.done.set()
+            # After done: shutdown waits for the journal entry, never for this.
+            if captured is not None and self.extraction.enabled and not self._closed:
+                self._extract(captured)
 
-    def _capture(self, job: _CaptureJob) -> None:
+    def _capture(self, job: _CaptureJob) -> Exchange | None:
+        """Distil and write one exchange; the redacted exchange when distilled."""
         from memlane.engine.distill import distill
 
         exchange = self._redacted(job.exchange)
         if job.done.is_set():
-            return
+            return None
         result = distill(exchange, self.llm, timeout_s=self.settings.distill_timeout_ms / 1000)
         if not job.claim():
-            return  # shutdown wrote it as a digest meanwhile
+            return None  # shutdown wrote it as a digest meanwhile
         if result.failed:
             self.capture.failed += 1
             self.capture.last_failure = result.failed
         elif self.llm is not None:
             self.capture.distilled += 1
         self._write(job, result.bullets)
+        return None if result.failed else exchange
+
+    def _extract(self, exchange: Exchange) -> None:
+        """Durable learnings of a distilled exchange become topic entries."""
+        from memlane.engine.extract import extract
+
+        if self._capture_memory is None:
+            # The similarity check opens the index: this thread's own handle.
+            self._capture_memory = self.memory.fork()
+        state = self.extraction
+        report = extract(
+            self._capture_memory,
+            exchange,
+            self.llm,
+            settings=self.topic_settings,
+            timeout_s=self.settings.distill_timeout_ms / 1000,
+        )
+        state.runs += 1
+        state.written += len(report.written)
+        state.skipped += len(report.skipped)
+        if report.status == "failed":
+            state.failed += 1
+            state.last_error = report.error
+        if report.wrote:
+            self.indexer.note_write()
 
     def _redacted(self, exchange: Exchange) -> Exchange:
         from memlane.store.redaction import redact
@@ -609,6 +769,8 @@ class Session:
             "snapshot_chars": len(self._snapshot.text),
             "capture": self.capture.to_json(),
             "auto_context": self.auto_context.to_json(),
+            "surfacing": self.surfacing.to_json(),
+            "extraction": self.extraction.to_json(),
             "indexer": self.indexer.state.to_json(),
             "pending_captures": self.pending_captures,
         }

@@ -11,6 +11,7 @@ building it is a pure function of the two files and the date.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date, timedelta
 from pathlib import Path
@@ -84,16 +85,26 @@ def _day_block(store_dir: Path, day: date, label: str, limit: int) -> str | None
 
 
 def build_snapshot(
-    store_dir: Path, today: date, *, today_chars: int, yesterday_chars: int
+    store_dir: Path,
+    today: date,
+    *,
+    today_chars: int,
+    yesterday_chars: int,
+    extra_blocks: Sequence[str] = (),
 ) -> Snapshot:
-    """The snapshot for *today* (a local date) from the store's daily files."""
-    blocks = [USAGE]
+    """The snapshot for *today* (a local date) from the store's daily files.
+
+    ``extra_blocks`` (the curated-topics index, the sessions primer) go
+    between the usage lines and the journal tails.
+    """
+    blocks = [USAGE, *(b.strip("\n") for b in extra_blocks if b and b.strip())]
+    journal_start = len(blocks)
     for block in (
         _day_block(store_dir, today - timedelta(days=1), "Yesterday", yesterday_chars),
         _day_block(store_dir, today, "Today", today_chars),
     ):
         if block:
             blocks.append(block)
-    if len(blocks) == 1:
+    if len(blocks) == journal_start:
         blocks.append("(no notes yet today or yesterday)")
     return Snapshot(text="\n\n".join(blocks) + "\n", day=today)
