@@ -627,3 +627,225 @@ def test_run_for_hosts_asks_before_applying(project: Path) -> None:
     assert outcome.applied and outcome.to_json()["applied"] is True
     assert (store / "topics" / "debugging.md").read_text(encoding="utf-8") == GOLDEN_DEBUGGING
     assert (store / "MEMORY.md").read_text(encoding="utf-8") == GOLDEN_INDEX
+
+
+# --- the plan hand-off (--save-plan / --apply-plan) -------------------------------------------
+
+
+def _saved_plan(project: Path, path: Path) -> D.DreamPlan:
+    with Memory.open(project) as mem:
+        plan = D.make_plan(mem, ScriptedLLM(json.dumps(PLAN)), today=TODAY)
+    D.save_plan(plan, path)
+    return plan
+
+
+def test_plan_round_trips_through_json_and_a_file(project: Path, tmp_path: Path) -> None:
+    store = store_of(project)
+    path = tmp_path / "plan.json"
+    plan = _saved_plan(project, path)
+    assert D.DreamPlan.from_json(json.loads(json.dumps(plan.to_json())), store=store) == plan
+    assert path.stat().st_mode & 0o777 == 0o600  # it holds the topics' text
+    data = json.loads(path.read_text(encoding="utf-8"))
+    assert data["format_version"] == D.PLAN_FORMAT_VERSION
+    assert data["store"] == str(store)
+    infra = next(c for c in data["changes"] if c["file"] == "topics/infra.md")
+    assert (infra["before"], infra["after"]) == (INFRA, None)
+    tooling = next(c for c in data["changes"] if c["file"] == "topics/tooling.md")
+    assert (tooling["before"], tooling["after"]) == (None, GOLDEN_TOOLING)
+
+    loaded = D.load_plan(path, store)
+    assert loaded == plan and loaded.from_file == path
+    assert loaded.render() == plan.render()
+    D.apply_plan(loaded)
+    assert (store / "topics" / "debugging.md").read_text(encoding="utf-8") == GOLDEN_DEBUGGING
+    assert (store / "topics" / "tooling.md").read_text(encoding="utf-8") == GOLDEN_TOOLING
+    assert (store / "MEMORY.md").read_text(encoding="utf-8") == GOLDEN_INDEX
+    assert not (store / "topics" / "infra.md").exists()
+    assert dailies(store) == {name: text.encode() for name, text in DAILY.items()}
+
+
+def _tamper_file(relpath: str) -> Any:
+    def change(data: dict[str, Any]) -> None:
+        data["changes"][0]["file"] = relpath
+        del data["changes"][0]["diff"]  # the diff names the file; only the path is under test
+
+    return change
+
+
+def _set(key: str, value: Any) -> Any:
+    def change(data: dict[str, Any]) -> None:
+        data[key] = value
+
+    return change
+
+
+def _set_change(key: str, value: Any) -> Any:
+    def change(data: dict[str, Any]) -> None:
+        data["changes"][0][key] = value
+
+    return change
+
+
+def _twice(data: dict[str, Any]) -> None:
+    data["changes"].append(dict(data["changes"][0]))
+
+
+@pytest.mark.parametrize(
+    ("tamper", "message"),
+    [
+        (_tamper_file("../outside.md"), "neither MEMORY.md nor a file in topics/"),
+        (_tamper_file("topics/../../outside.md"), "neither MEMORY.md nor a file in topics/"),
+        (_tamper_file("topics/...md"), "is refused"),
+        (_tamper_file("/etc/passwd"), "neither MEMORY.md nor a file in topics/"),
+        (_tamper_file("2026-07-12.md"), "neither MEMORY.md nor a file in topics/"),
+        (_tamper_file(".dream-meta.json"), "neither MEMORY.md nor a file in topics/"),
+        (_tamper_file("topics/sub/x.md"), "neither MEMORY.md nor a file in topics/"),
+        (_tamper_file("topics/con.md"), "is refused"),
+        (_tamper_file("topics/Evil.md"), "is refused"),
+        (_tamper_file("topics/x\x00.md"), "is refused"),
+        (_set("store", "/tmp/another/store"), "made for the store /tmp/another/store"),
+        (_set("format_version", 99), "format_version is 99"),
+        (_set("format_version", None), "format_version is None"),
+        (_set("extra", 1), "unknown key(s) extra"),
+        (_set("changes", "all of them"), "no changes list"),
+        (_set_change("after", "## sneaky\nnot what was shown\n"), "is not the diff of its texts"),
+        (_set_change("action", "create"), "action 'create'"),
+        (_set_change("before", 3), "before must be text"),
+        (_set_change("shell", "rm -rf /"), "unknown key(s) shell"),
+        (_twice, "twice"),
+    ],
+)
+def test_a_tampered_plan_is_refused_and_changes_nothing(
+    project: Path, tmp_path: Path, tamper: Any, message: str
+) -> None:
+    store = store_of(project)
+    path = tmp_path / "plan.json"
+    _saved_plan(project, path)
+    outside = project / "outside.md"
+    outside.write_text("keep me\n", encoding="utf-8")
+    data = json.loads(path.read_text(encoding="utf-8"))
+    tamper(data)
+    path.write_text(json.dumps(data), encoding="utf-8")
+    before = snapshot(store)
+    with pytest.raises(D.DreamPlanError) as caught:
+        D.load_plan(path, store)
+    assert message in caught.value.message
+    assert "nothing was changed" in caught.value.message
+    assert caught.value.hint and "--save-plan" in caught.value.hint
+    assert snapshot(store) == before
+    assert outside.read_text(encoding="utf-8") == "keep me\n"
+
+
+def test_a_plan_through_a_topic_link_out_of_the_store_is_refused(
+    project: Path, tmp_path: Path
+) -> None:
+    store = store_of(project)
+    path = tmp_path / "plan.json"
+    plan = _saved_plan(project, path)
+    target = tmp_path / "elsewhere.md"
+    target.write_text(GOLDEN_TOOLING, encoding="utf-8")
+    (store / "topics" / "tooling.md").symlink_to(target)  # the file the plan creates
+    with pytest.raises(D.DreamPlanError, match="is refused"):
+        D.DreamPlan.from_json(plan.to_json(), store=store)
+    assert target.read_text(encoding="utf-8") == GOLDEN_TOOLING
+
+
+def test_a_plan_whose_base_file_changed_is_refused_and_says_to_plan_again(
+    project: Path, tmp_path: Path
+) -> None:
+    store = store_of(project)
+    path = tmp_path / "plan.json"
+    _saved_plan(project, path)
+    edited = DEBUGGING + "\n## Added by hand\nwhile the user read the diff\n"
+    (store / "topics" / "debugging.md").write_text(edited, encoding="utf-8")
+    before = snapshot(store)
+    plan = D.load_plan(path, store)  # valid as a file; stale as a plan
+    with pytest.raises(D.DreamError) as caught:
+        D.apply_plan(plan)
+    assert "topics/debugging.md changed since the plan" in caught.value.message
+    assert "nothing was changed" in caught.value.message
+    assert caught.value.hint and caught.value.hint.startswith("plan again")
+    assert snapshot(store) == before
+    assert not (store / D.DREAM_META).exists()
+
+
+def test_cli_save_plan_then_apply_plan(project: Path, tmp_path: Path) -> None:
+    store = store_of(project)
+    before = snapshot(store)
+    path = tmp_path / "saved.json"
+    with FakeOpenAI(answer=json.dumps(PLAN), stream=False) as server:
+        refused = run_cli(project, server, "--save-plan", str(path))
+        assert refused.returncode == 2 and "--save-plan needs --dry-run" in refused.stderr
+
+        dry = run_cli(project, server, "--dry-run", "--save-plan", str(path), "--json")
+        assert dry.returncode == 0, dry.stderr
+        shown = json.loads(dry.stdout)
+        assert shown["applied"] is False and shown["dry_run"] is True
+        assert "+staging SSH uses port 2200 (previously 2222)" in shown["rendered"]
+        assert shown["rendered"].startswith("Dream plan (openai/fake-dreamer): 4 file(s)")
+        assert snapshot(store) == before
+        saved = json.loads(path.read_text(encoding="utf-8"))
+        # The file is the plan that was shown, nothing more and nothing less.
+        assert saved == {
+            k: v for k, v in shown.items() if k not in ("rendered", "applied", "dry_run")
+        }
+        assert len(server.requests) == 1
+
+        # The LLM would now answer something else; the saved plan is what applies.
+        server.set(answer='{"topics": [], "delete": ["preferences"], "summary": []}')
+        applied = run_cli(project, server, "--apply-plan", str(path), "--yes", "--json")
+        assert applied.returncode == 0, applied.stderr
+        assert len(server.requests) == 1  # applying asks no LLM
+        data = json.loads(applied.stdout)
+        assert data["applied"] is True and data["changes"] == saved["changes"]
+
+        again = run_cli(project, server, "--apply-plan", str(path), "--yes")
+        assert again.returncode == 1
+        assert "changed since the plan in" in again.stderr and "plan again" in again.stderr
+        assert "Traceback" not in again.stderr
+
+    today = date.today().isoformat()  # the CLI plans for today
+    topics = store / "topics"
+    assert (topics / "debugging.md").read_text(encoding="utf-8") == GOLDEN_DEBUGGING.replace(
+        "2026-07-13", today
+    )
+    assert (topics / "tooling.md").read_text(encoding="utf-8") == GOLDEN_TOOLING.replace(
+        "2026-07-13", today
+    )
+    assert (topics / "preferences.md").read_text(encoding="utf-8") == PREFERENCES
+    assert not (topics / "infra.md").exists()
+    assert (store / "MEMORY.md").read_text(encoding="utf-8") == GOLDEN_INDEX
+    assert dailies(store) == {name: text.encode() for name, text in DAILY.items()}
+    assert json.loads((store / D.DREAM_META).read_text())["sessions_since"] == 0
+    with Memory.open(project) as mem:  # re-indexed by the apply
+        hits = mem.search("port 2200", 5, kind="topic", sync=False).hits
+        assert hits and hits[0].source.endswith("topics/debugging.md")
+
+
+def test_cli_apply_plan_refuses_a_tampered_plan_and_a_declined_one(
+    project: Path, tmp_path: Path
+) -> None:
+    store = store_of(project)
+    path = tmp_path / "saved.json"
+    _saved_plan(project, path)
+    before = snapshot(store)
+    with FakeOpenAI(answer="never asked") as server:
+        declined = run_cli(project, server, "--apply-plan", str(path), stdin="n\n")
+        assert declined.returncode == 1, declined.stderr
+        assert "+++ b/topics/tooling.md" in declined.stdout
+        assert "Nothing was changed." in declined.stdout
+        assert snapshot(store) == before
+
+        data = json.loads(path.read_text(encoding="utf-8"))
+        data["changes"][0]["file"] = "../../escape.md"
+        path.write_text(json.dumps(data), encoding="utf-8")
+        tampered = run_cli(project, server, "--apply-plan", str(path), "--yes")
+        assert tampered.returncode == 1
+        assert "the dream plan file is unusable" in tampered.stderr
+        assert "Traceback" not in tampered.stderr
+
+        missing = run_cli(project, server, "--apply-plan", str(tmp_path / "none.json"), "--yes")
+        assert missing.returncode == 1 and "cannot read the dream plan" in missing.stderr
+        assert not server.requests
+    assert snapshot(store) == before
+    assert not (project / "escape.md").exists()

@@ -4,11 +4,17 @@ The plan (engine/dream.py) is printed as a unified diff of every file that
 would change; it is applied only after a yes at the prompt, or with
 ``--yes``. ``--dry-run`` prints and stops. Declining, or no answer at all
 (standard input closed), changes nothing and exits 1.
+
+A host that asks its user itself (pi's ``/dream``) plans once and applies
+that very plan: ``--dry-run --save-plan FILE`` writes it, ``--apply-plan
+FILE`` applies it without asking the LLM again (so without needing one),
+refusing it when it was made for another store or a file changed since.
 """
 
 from __future__ import annotations
 
-from typing import Annotated
+from pathlib import Path
+from typing import Annotated, Any
 
 import typer
 
@@ -26,6 +32,22 @@ def dream(
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the plan (and whether it was applied) as JSON.")
     ] = False,
+    save_plan: Annotated[
+        Path | None,
+        typer.Option(
+            "--save-plan",
+            metavar="FILE",
+            help="With --dry-run: also write the plan to FILE, for --apply-plan.",
+        ),
+    ] = None,
+    apply_plan: Annotated[
+        Path | None,
+        typer.Option(
+            "--apply-plan",
+            metavar="FILE",
+            help="Apply the plan saved in FILE (no LLM call); refused if a file changed since.",
+        ),
+    ] = None,
 ) -> None:
     """Consolidate the topic files with the LLM: merge duplicates, keep the newer of
     contradicting facts, rebuild descriptions and MEMORY.md. Shows a diff and asks first."""
@@ -33,14 +55,24 @@ def dream(
 
     if as_json and not (yes or dry_run):
         raise typer.BadParameter("--json needs --yes or --dry-run (it cannot prompt)")
+    if save_plan is not None and not dry_run:
+        raise typer.BadParameter("--save-plan needs --dry-run (apply it with --apply-plan)")
+    if apply_plan is not None and dry_run:
+        raise typer.BadParameter("--apply-plan applies a plan; it cannot be a --dry-run")
     with open_memory(ctx) as mem:
-        llm = D.dream_llm(mem.config)
-        plan = D.make_plan(mem, llm)
+        if apply_plan is not None:
+            mem.require_store()
+            plan = D.load_plan(apply_plan, mem.scope.store)
+        else:
+            llm = D.dream_llm(mem.config)
+            plan = D.make_plan(mem, llm)
         for text in mem.notices:
             notice(text)
-        data = plan.to_json()
+        data: dict[str, Any] = plan.to_json() | {"rendered": plan.render()}
         if not as_json:
             typer.echo(plan.render().rstrip("\n"))
+        if save_plan is not None:
+            D.save_plan(plan, save_plan)
         if plan.empty or dry_run:
             if plan.empty and not dry_run:
                 D.apply_plan(plan)  # records the dream: the topics were looked over
@@ -49,24 +81,26 @@ def dream(
             elif dry_run and not plan.empty:
                 typer.echo("\n(dry run: nothing was changed)")
             return
-        if not yes:
-            try:
-                confirmed = typer.confirm("\nApply these changes?", default=False)
-            except typer.Abort:
-                confirmed = False
-            if not confirmed:
-                typer.echo("Nothing was changed.")
-                # Not typer.Exit: main.run drives click with standalone_mode=False,
-                # where an Exit's code is returned, not raised, and would be lost.
-                raise SystemExit(1)
+        if not yes and not _confirmed():
+            typer.echo("Nothing was changed.")
+            # Not typer.Exit: main.run drives click with standalone_mode=False,
+            # where an Exit's code is returned, not raised, and would be lost.
+            raise SystemExit(1)
         D.apply_plan(plan)
         notices = D.sync_index(mem)
     for text in notices:
         notice(text)
     if as_json:
-        print_json(data | {"applied": True, "dry_run": False})
+        print_json(data | {"applied": True, "dry_run": False, "notices": notices})
     else:
         typer.echo(f"Applied: {len(plan.changes)} file(s) changed.")
+
+
+def _confirmed() -> bool:
+    try:
+        return typer.confirm("\nApply these changes?", default=False)
+    except typer.Abort:
+        return False
 
 
 def register(app: typer.Typer) -> None:

@@ -25,6 +25,13 @@ original, then renames; if anything fails before the last rename, every
 renamed or deleted file is restored from its backup and the error says
 nothing changed. Daily files are only ever read.
 
+A host that shows the plan before applying it (pi's ``/dream``) cannot ask
+the LLM twice: the second answer would be another plan. ``save_plan`` writes
+the plan as JSON (``DreamPlan.to_json``: every change's store-relative path,
+before and after text, the store, ``format_version``) and ``load_plan`` /
+``DreamPlan.from_json`` read it back strictly, so exactly the plan that was
+shown is applied; ``apply_plan`` still refuses it when a file moved on.
+
 ``<store>/.dream-meta.json`` holds ``last_dream_at`` (UTC, ``...Z``),
 ``sessions_since`` (``note_session_start`` counts) and ``nudged_at``;
 ``nudge`` gives the one-time suggestion to dream.
@@ -58,6 +65,8 @@ if TYPE_CHECKING:
     from memlane.llm.base import LLM
 
 DREAM_META = ".dream-meta.json"
+#: Version of the plan file (``DreamPlan.to_json``); a plan of another version is refused.
+PLAN_FORMAT_VERSION = 1
 #: Journal text (entries since the last dream) sent to the LLM.
 JOURNAL_BUDGET_CHARS = 12_000
 #: Topic text sent to the LLM in full; topics past it are shown by title
@@ -416,6 +425,23 @@ class Signal:
             "b": {"topic": self.b[0], "title": self.b[1]},
             "reason": self.reason,
         }
+
+    @classmethod
+    def from_json(cls, data: Any) -> Signal:
+        if not isinstance(data, dict) or set(data) != {"kind", "a", "b", "reason"}:
+            raise _bad_file("a signal is not {kind, a, b, reason}")
+        ends = []
+        for side in (data["a"], data["b"]):
+            if (
+                not isinstance(side, dict)
+                or set(side) != {"topic", "title"}
+                or not all(isinstance(v, str) for v in side.values())
+            ):
+                raise _bad_file("a signal's ends must be {topic, title}")
+            ends.append((side["topic"], side["title"]))
+        if data["kind"] not in ("duplicate", "related") or not isinstance(data["reason"], str):
+            raise _bad_file("a signal has an unknown kind or no reason")
+        return cls(data["kind"], ends[0], ends[1], data["reason"])
 
 
 def normalise(text: str) -> str:
@@ -931,6 +957,8 @@ class DreamPlan:
     signals: list[Signal] = field(default_factory=list)
     journal_entries: int = 0
     model: str | None = None
+    #: The plan file it was read from (``load_plan``): a stale plan says to plan again.
+    from_file: Path | None = field(default=None, compare=False)
 
     @property
     def empty(self) -> bool:
@@ -951,16 +979,180 @@ class DreamPlan:
         return "\n".join(lines) + "\n\n" + self.diff()
 
     def to_json(self) -> dict[str, Any]:
+        """The whole plan: what a host shows (summary, ``diff`` per file) and
+        what ``from_json`` needs to apply exactly this plan (``before`` and
+        ``after`` of every file, null for a file that does not exist)."""
         return {
+            "format_version": PLAN_FORMAT_VERSION,
             "store": str(self.store),
             "model": self.model,
             "summary": list(self.summary),
             "signals": [s.to_json() for s in self.signals],
             "journal_entries": self.journal_entries,
             "changes": [
-                {"file": c.relpath, "action": c.action, "diff": c.diff()} for c in self.changes
+                {
+                    "file": c.relpath,
+                    "action": c.action,
+                    "before": c.before,
+                    "after": c.after,
+                    "diff": c.diff(),
+                }
+                for c in self.changes
             ],
         }
+
+    @classmethod
+    def from_json(cls, data: Any, *, store: Path) -> DreamPlan:
+        """A plan written by ``to_json``, for *store* (the store it will be
+        applied to); ``DreamPlanError`` for anything off: another version or
+        store, unknown keys, a file that is neither ``MEMORY.md`` nor a topic
+        file of this store, an ``action`` or ``diff`` that does not say what
+        the texts do. Whether the files still hold the ``before`` texts is
+        ``apply_plan``'s check, made under the lock."""
+        if not isinstance(data, dict):
+            raise _bad_file("it is not a JSON object")
+        version = data.get("format_version")
+        if version != PLAN_FORMAT_VERSION:
+            raise _bad_file(
+                f"its format_version is {version!r}, this memlane reads {PLAN_FORMAT_VERSION}"
+            )
+        extra = set(data) - _PLAN_KEYS
+        if extra:
+            raise _bad_file(f"unknown key(s) {', '.join(sorted(extra))}")
+        raw_store = data.get("store")
+        if not isinstance(raw_store, str) or not raw_store:
+            raise _bad_file("it names no store")
+        if Path(raw_store).expanduser().resolve() != store.expanduser().resolve():
+            raise _bad_file(f"it was made for the store {raw_store}, not {store}")
+        model = data.get("model")
+        if model is not None and not isinstance(model, str):
+            raise _bad_file("model must be text or null")
+        summary = data.get("summary", [])
+        if not isinstance(summary, list) or not all(isinstance(x, str) for x in summary):
+            raise _bad_file("summary must be a list of lines")
+        raw_signals = data.get("signals", [])
+        if not isinstance(raw_signals, list):
+            raise _bad_file("signals must be a list")
+        journal = data.get("journal_entries", 0)
+        if isinstance(journal, bool) or not isinstance(journal, int) or journal < 0:
+            raise _bad_file("journal_entries must be a count")
+        raw_changes = data.get("changes")
+        if not isinstance(raw_changes, list):
+            raise _bad_file("it has no changes list")
+        changes: list[FileChange] = []
+        seen: set[str] = set()
+        for n, raw in enumerate(raw_changes, 1):
+            change = _change_from_json(raw, n, store)
+            if change.relpath in seen:
+                raise _bad_file(f"it changes {change.relpath} twice")
+            seen.add(change.relpath)
+            changes.append(change)
+        return cls(
+            store=store,
+            changes=changes,
+            summary=list(summary),
+            signals=[Signal.from_json(s) for s in raw_signals],
+            journal_entries=journal,
+            model=model,
+        )
+
+
+_PLAN_KEYS = {
+    "format_version",
+    "store",
+    "model",
+    "summary",
+    "signals",
+    "journal_entries",
+    "changes",
+}
+_CHANGE_KEYS = {"file", "action", "before", "after", "diff"}
+_TOPIC_FILE_RE = re.compile(r"^" + re.escape(TOPICS_DIR) + r"/([^/\\]+)\.md$")
+
+
+def _bad_file(message: str) -> DreamPlanError:
+    return DreamPlanError(
+        f"the dream plan file is unusable: {message}; nothing was changed",
+        "plan again: `memlane dream --dry-run --save-plan FILE`, then "
+        "`memlane dream --apply-plan FILE`",
+    )
+
+
+def _change_from_json(raw: Any, n: int, store: Path) -> FileChange:
+    if not isinstance(raw, dict):
+        raise _bad_file(f"change #{n} is not an object")
+    extra = set(raw) - _CHANGE_KEYS
+    if extra:
+        raise _bad_file(f"change #{n} has unknown key(s) {', '.join(sorted(extra))}")
+    relpath, before, after = raw.get("file"), raw.get("before"), raw.get("after")
+    if not isinstance(relpath, str):
+        raise _bad_file(f"change #{n} names no file")
+    if before is not None and not isinstance(before, str):
+        raise _bad_file(f"{relpath}: before must be text or null")
+    if after is not None and not isinstance(after, str):
+        raise _bad_file(f"{relpath}: after must be text or null")
+    if before is None and after is None:
+        raise _bad_file(f"{relpath}: before and after cannot both be null")
+    if before == after:
+        raise _bad_file(f"{relpath}: before and after are the same")
+    change = FileChange(_plan_path(relpath, store), relpath, before, after)
+    # What a host showed is action and diff; they must say what the texts do.
+    if "action" in raw and raw["action"] != change.action:
+        raise _bad_file(f"{relpath}: action {raw['action']!r} but the texts {change.action} it")
+    if "diff" in raw and raw["diff"] != change.diff():
+        raise _bad_file(f"{relpath}: its diff is not the diff of its texts")
+    return change
+
+
+def _plan_path(relpath: str, store: Path) -> Path:
+    """``<store>/MEMORY.md`` or a topic file of *store*, through the store's
+    own checks (slug, reserved names, links out of ``topics/``)."""
+    if relpath == MEMORY_INDEX:
+        return T.memory_index_path(store)
+    match = _TOPIC_FILE_RE.match(relpath)
+    if match is None:
+        raise _bad_file(f"{relpath!r} is neither {MEMORY_INDEX} nor a file in {TOPICS_DIR}/")
+    try:
+        return T.topic_path(store, match.group(1))
+    except MemlaneError as exc:
+        raise _bad_file(f"{relpath!r} is refused ({exc.message})") from None
+
+
+def save_plan(plan: DreamPlan, path: Path) -> None:
+    """Write ``plan.to_json()`` to *path*, readable by its owner only: it
+    holds the topic files' text."""
+    text = json.dumps(plan.to_json(), indent=2, ensure_ascii=False) + "\n"
+    temp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    try:
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with open(fd, "w", encoding="utf-8", newline="") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temp, path)
+    except OSError as exc:
+        with suppress(OSError):
+            temp.unlink()
+        raise DreamError(f"cannot write the plan to {path}: {exc.strerror or exc}") from None
+
+
+def load_plan(path: Path, store: Path) -> DreamPlan:
+    """The plan saved in *path*, validated for *store* (``DreamPlan.from_json``)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise DreamError(
+            f"cannot read the dream plan {path}: {reason}",
+            "plan again: `memlane dream --dry-run --save-plan FILE`",
+        ) from None
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise _bad_file(f"it is not JSON ({exc})") from None
+    plan = DreamPlan.from_json(data, store=store)
+    plan.from_file = path
+    return plan
 
 
 def build_plan(
@@ -1126,7 +1318,7 @@ def apply_plan(
     with T._locked(store):
         try:
             for change in plan.changes:
-                _check_unchanged(change)
+                _check_unchanged(change, plan.from_file)
             for change in plan.changes:
                 change.path.parent.mkdir(parents=True, exist_ok=True)
                 if change.path.parent.name == TOPICS_DIR:
@@ -1180,13 +1372,19 @@ def _why(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__
 
 
-def _check_unchanged(change: FileChange) -> None:
+def _check_unchanged(change: FileChange, plan_file: Path | None = None) -> None:
     current: str | None = T._read(change.path) if change.path.exists() else None
-    if current != change.before:
+    if current == change.before:
+        return
+    if plan_file is not None:
         raise DreamError(
-            f"{change.relpath} changed while the dream was planning; nothing was changed",
-            "run `memlane dream` again",
+            f"{change.relpath} changed since the plan in {plan_file} was made; nothing was changed",
+            "plan again: `memlane dream --dry-run --save-plan FILE`, then apply that plan",
         )
+    raise DreamError(
+        f"{change.relpath} changed while the dream was planning; nothing was changed",
+        "run `memlane dream` again",
+    )
 
 
 def _temp_write(path: Path, text: str) -> Path:
