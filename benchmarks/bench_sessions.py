@@ -15,7 +15,8 @@ Each case runs in a fresh process with its own MEMLANE_HOME and pi agent dir:
   hybrid, lexical and session-filtered p50/p95 (query embedding excluded),
   and the first search (loads the vector matrix).
 
-    python benchmarks/bench_sessions.py [--messages N] [--docs N] [--skip-backfill]
+    python benchmarks/bench_sessions.py [--messages N] [--docs N] [--lengths mixed,short]
+                                        [--skip-backfill]
 
 Targets (issue 8): backfill >= 150 messages/s on 2 cores, hook p50 <= 5 ms,
 recall p50 <= 20 ms at 100k documents.
@@ -59,8 +60,16 @@ def _iso(moment: datetime) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
 
-def write_history(directory: Path, cwd: str, messages: int, seed: int = 11) -> list[Path]:
+# Message lengths (chars): user, assistant. "mixed" has assistant replies up
+# to 600 chars; "short" caps them near the embed bench's 298-char texts.
+LENGTHS = {"mixed": ((40, 200), (120, 600)), "short": ((40, 200), (80, 300))}
+
+
+def write_history(
+    directory: Path, cwd: str, messages: int, seed: int = 11, lengths: str = "mixed"
+) -> list[Path]:
     """pi session files holding ``messages`` user/assistant messages in total."""
+    (user_lo, user_hi), (reply_lo, reply_hi) = LENGTHS[lengths]
     rng = random.Random(seed)
     directory.mkdir(parents=True, exist_ok=True)
     per_file = max(2, messages // FILES)
@@ -80,10 +89,12 @@ def write_history(directory: Path, cwd: str, messages: int, seed: int = 11) -> l
             clock += timedelta(seconds=rng.randint(5, 90))
             entry = f"{index:04x}{i:04x}"
             if i % 2 == 0:
-                text = f"{rng.choice(_QUESTIONS)} {entry_text(rng, rng.randint(40, 200))[2:]}"
+                text = (
+                    f"{rng.choice(_QUESTIONS)} {entry_text(rng, rng.randint(user_lo, user_hi))[2:]}"
+                )
                 message: dict[str, Any] = {"role": "user", "content": text, "timestamp": 0}
             else:
-                text = entry_text(rng, rng.randint(120, 600))
+                text = entry_text(rng, rng.randint(reply_lo, reply_hi))
                 message = {
                     "role": "assistant",
                     "content": [{"type": "text", "text": text}],
@@ -137,7 +148,7 @@ def _env(root: Path) -> None:
     os.environ.pop("PI_CODING_AGENT_SESSION_DIR", None)
 
 
-def child_backfill(messages: int) -> dict[str, Any]:
+def child_backfill(messages: int, lengths: str) -> dict[str, Any]:
     root = Path(tempfile.mkdtemp(prefix="memlane-bench-sessions-"))
     _env(root)
     project = root / "proj"
@@ -147,7 +158,7 @@ def child_backfill(messages: int) -> dict[str, Any]:
 
     cwd = str(project.resolve())
     sessions_dir = root / "pi-agent" / "sessions" / pi_session_dir_name(cwd)
-    paths = write_history(sessions_dir, cwd, messages)
+    paths = write_history(sessions_dir, cwd, messages, lengths=lengths)
     mem = Memory.open(project)
     t0 = time.perf_counter()
     embedder = mem.embedder
@@ -190,6 +201,8 @@ def child_backfill(messages: int) -> dict[str, Any]:
         assert layer.search(word, 1, mode="lexical").hits
     layer.close()
     return {
+        "loadavg_at_start": round(os.getloadavg()[0], 2),
+        "lengths": lengths,
         "messages": messages,
         "documents": stats["documents"],
         "model_load_s": round(load_s, 3),
@@ -301,19 +314,29 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=20_000)
     parser.add_argument("--docs", type=int, default=100_000)
     parser.add_argument("--skip-backfill", action="store_true")
+    parser.add_argument(
+        "--lengths",
+        default="mixed",
+        help="message lengths: mixed, short, or both (comma-separated)",
+    )
     parser.add_argument("--child", choices=("backfill", "recall"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child == "backfill":
-        print(json.dumps(child_backfill(args.messages)))
+        print(json.dumps(child_backfill(args.messages, args.lengths)))
         return
     if args.child == "recall":
         print(json.dumps(child_recall(args.docs)))
         return
     results: dict[str, Any] = {"cores": os.cpu_count(), "targets": TARGETS}
     if not args.skip_backfill:
-        backfill = _run_child(["--child", "backfill", "--messages", str(args.messages)])
-        results["backfill"] = backfill
-        print_table("backfill + hook (bundled model)", [backfill])
+        cases = [
+            _run_child(
+                ["--child", "backfill", "--messages", str(args.messages), "--lengths", lengths]
+            )
+            for lengths in args.lengths.split(",")
+        ]
+        results["backfill"] = cases
+        print_table("backfill + hook (bundled model)", cases)
     recall = _run_child(["--child", "recall", "--docs", str(args.docs)])
     results["recall"] = recall
     print_table(f"recall at {args.docs} session documents (query vectors given)", [recall])
