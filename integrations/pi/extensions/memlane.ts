@@ -14,10 +14,15 @@
  *   session_shutdown {} -> {flushed, pending}
  *   tool {name, arguments} -> {text, details}
  * and from the sidecar: llm.complete {system, prompt, model?, max_tokens?} -> {text}.
+ *
+ * `/dream` is not a sidecar call: it runs `memlane dream` itself, once to plan
+ * (`--dry-run --save-plan`), and, after the user confirms the diff, once to apply
+ * exactly that saved plan (`--apply-plan`), so the LLM is not asked twice.
  */
 
 import { type ChildProcess, spawn } from "node:child_process";
-import { appendFileSync, existsSync, readFileSync } from "node:fs";
+import { appendFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type Message, StringEnum } from "@earendil-works/pi-ai";
 import {
@@ -45,6 +50,9 @@ const TIMEOUT_MS: Record<string, number> = {
 	tool: 300_000,
 };
 const DEFAULT_TIMEOUT_MS = 30_000;
+// One `memlane dream` run: the LLM restates every topic it changes (memlane allows it
+// at least 180 s); past this the child is killed.
+const DREAM_TIMEOUT_MS = 600_000;
 const LLM_COMPLETE_MAX_TOKENS = 1024;
 
 const INSTALL_HINT =
@@ -262,6 +270,60 @@ function resolveCommand(cwd: string): string {
 		}
 	}
 	return "memlane";
+}
+
+interface CliResult {
+	code: number | null;
+	stdout: string;
+	stderr: string;
+	/** The executable could not be run, or was killed at the deadline. */
+	failure?: string;
+}
+
+/** Run the recorded memlane with `-C <cwd> <args>`; never rejects. */
+function runMemlane(cwd: string, args: string[], timeoutMs: number): Promise<CliResult> {
+	const command = resolveCommand(cwd);
+	return new Promise((resolve) => {
+		let stdout = "";
+		let stderr = "";
+		let failure: string | undefined;
+		const child = spawn(command, ["-C", cwd, ...args], { cwd, stdio: ["ignore", "pipe", "pipe"], env: process.env });
+		const timer = setTimeout(() => {
+			failure = `memlane ${args[0]} did not finish within ${timeoutMs / 1000} s`;
+			child.kill("SIGKILL");
+		}, timeoutMs);
+		child.stdout?.setEncoding("utf8");
+		child.stdout?.on("data", (chunk: string) => {
+			stdout += chunk;
+		});
+		child.stderr?.setEncoding("utf8");
+		child.stderr?.on("data", (chunk: string) => {
+			stderr += chunk;
+		});
+		child.once("error", (err) => {
+			failure ??= `cannot run ${command}: ${err.message}. ${INSTALL_HINT}`;
+		});
+		child.once("close", (code) => {
+			clearTimeout(timer);
+			resolve({ code, stdout, stderr, failure });
+		});
+	});
+}
+
+/** Why a memlane run failed, in memlane's own words (its `memlane: error:` lines and hint). */
+function cliFailure(result: CliResult): string {
+	if (result.failure) return result.failure;
+	const lines = result.stderr.trim().split("\n");
+	const from = lines.findIndex((line) => line.startsWith("memlane: error:"));
+	const text = (from >= 0 ? lines.slice(from) : lines.slice(-10)).join("\n").trim();
+	return text || `memlane exited with code ${result.code}`;
+}
+
+/** Show text to the user: a notification with a UI, else stderr (outside the TUI, pi
+ * reroutes an extension's stdout to stderr anyway, keeping stdout for its own output). */
+function tell(ctx: ExtensionContext, text: string, level: "info" | "warning" | "error"): void {
+	if (ctx.hasUI) ctx.ui.notify(text, level);
+	else process.stderr.write(`${text}\n`);
 }
 
 function textOf(content: unknown): string {
@@ -553,8 +615,9 @@ export default function memlane(pi: ExtensionAPI): void {
 				k: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, description: "How many chunks (default 5)" })),
 				scope: Type.Optional(StringEnum(["project", "all"] as const, { description: "project (default) or all projects" })),
 				kind: Type.Optional(
-					StringEnum(["journal", "topic"] as const, {
-						description: "journal (daily notes) or topic (curated topic files); omit for both",
+					StringEnum(["journal", "topic", "session", "all"] as const, {
+						description:
+							"journal (daily notes), topic (curated topic files), session (every past message of this project's sessions) or all; omit for notes and topics",
 					}),
 				),
 				mode: Type.Optional(StringEnum(["hybrid", "lexical", "semantic"] as const, { description: "hybrid (default), lexical (BM25 only) or semantic (dense only)" })),
@@ -644,6 +707,17 @@ export default function memlane(pi: ExtensionAPI): void {
 			}),
 		},
 		{
+			name: "memory_similar",
+			label: "Memory similar",
+			snippet: "More like this: memories nearest in meaning to a chunk hash or session message id",
+			description:
+				"More like this: the memories nearest in meaning to one you already have (a chunk hash from memory_search, or a session message id from a kind session search), itself excluded.",
+			parameters: Type.Object({
+				chunk_hash: Type.String({ description: "A chunk hash, or the id of a session message" }),
+				k: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, description: "How many (default 10)" })),
+			}),
+		},
+		{
 			name: "memory_status",
 			label: "Memory status",
 			snippet: "Doctor: memlane's scope, store, index state, capture and auto-context",
@@ -718,6 +792,66 @@ export default function memlane(pi: ExtensionAPI): void {
 			if (ctx.hasUI) ctx.ui.notify(text, "info");
 			else if (ctx.mode === "print") process.stdout.write(`${text}\n`);
 			else process.stderr.write(`${text}\n`); // json mode: stdout carries only events
+		},
+	});
+
+	pi.registerCommand("dream", {
+		description: "Consolidate topic memory (merge duplicates, settle contradictions); shows the diff and asks first",
+		handler: async (_args, ctx) => {
+			// The plan goes through a private temp dir: it holds the topic files' text.
+			const dir = mkdtempSync(join(tmpdir(), "memlane-dream-"));
+			const planFile = join(dir, "plan.json");
+			try {
+				if (ctx.hasUI) ctx.ui.notify("memlane dream: planning the consolidation with the LLM…", "info");
+				const planned = await runMemlane(ctx.cwd, ["dream", "--dry-run", "--save-plan", planFile, "--json"], DREAM_TIMEOUT_MS);
+				if (planned.code !== 0 || planned.failure) {
+					tell(ctx, `memlane dream failed: ${cliFailure(planned)}`, "error");
+					return;
+				}
+				let plan: JsonObject;
+				try {
+					plan = asObject(JSON.parse(planned.stdout) as Json);
+				} catch {
+					tell(ctx, `memlane dream printed no plan: ${planned.stdout.slice(0, 200)}`, "error");
+					return;
+				}
+				const rendered = typeof plan.rendered === "string" ? plan.rendered.trimEnd() : "";
+				const changes = Array.isArray(plan.changes) ? plan.changes.length : 0;
+				if (changes === 0) {
+					tell(ctx, rendered || "Nothing to consolidate.", "info");
+					return;
+				}
+				if (!ctx.hasUI) {
+					tell(
+						ctx,
+						`${rendered}\n\n/dream cannot ask for confirmation in ${ctx.mode} mode: nothing was changed. Run \`memlane dream\` in a terminal (or /dream in pi's interactive mode) to apply it.`,
+						"warning",
+					);
+					return;
+				}
+				const confirmed = await ctx.ui.confirm("Apply this dream plan?", rendered);
+				if (!confirmed) {
+					ctx.ui.notify("memlane dream: declined, nothing was changed.", "info");
+					return;
+				}
+				const applied = await runMemlane(ctx.cwd, ["dream", "--apply-plan", planFile, "--yes", "--json"], DREAM_TIMEOUT_MS);
+				if (applied.code !== 0 || applied.failure) {
+					ctx.ui.notify(`memlane dream did not apply: ${cliFailure(applied)}`, "error");
+					return;
+				}
+				let notices: string[] = [];
+				try {
+					const done = asObject(JSON.parse(applied.stdout) as Json);
+					if (Array.isArray(done.notices)) notices = done.notices.filter((n): n is string => typeof n === "string");
+				} catch {
+					// applied (exit 0); only the notices are lost
+				}
+				ctx.ui.notify([`memlane dream applied: ${changes} file(s) changed.`, ...notices].join("\n"), "info");
+			} catch (err) {
+				tell(ctx, `memlane dream failed: ${err instanceof Error ? err.message : String(err)}`, "error");
+			} finally {
+				rmSync(dir, { recursive: true, force: true });
+			}
 		},
 	});
 }
