@@ -36,6 +36,10 @@ def isolated_home(
         if name.startswith("MEMLANE_") and name != "MEMLANE_HOME":
             monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("MEMLANE_CACHE_DIR", str(shared_cache))
+    # The sessions layer reads agents' transcripts: never the real ~/.pi or ~/.claude.
+    monkeypatch.setenv("PI_CODING_AGENT_DIR", str(home / "pi-agent"))
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(home / "claude"))
+    monkeypatch.delenv("PI_CODING_AGENT_SESSION_DIR", raising=False)
     from memlane.core.scope import clear_store_command_cache
 
     clear_store_command_cache()

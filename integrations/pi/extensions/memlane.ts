@@ -615,8 +615,9 @@ export default function memlane(pi: ExtensionAPI): void {
 				k: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, description: "How many chunks (default 5)" })),
 				scope: Type.Optional(StringEnum(["project", "all"] as const, { description: "project (default) or all projects" })),
 				kind: Type.Optional(
-					StringEnum(["journal", "topic"] as const, {
-						description: "journal (daily notes) or topic (curated topic files); omit for both",
+					StringEnum(["journal", "topic", "session", "all"] as const, {
+						description:
+							"journal (daily notes), topic (curated topic files), session (every past message of this project's sessions) or all; omit for notes and topics",
 					}),
 				),
 				mode: Type.Optional(StringEnum(["hybrid", "lexical", "semantic"] as const, { description: "hybrid (default), lexical (BM25 only) or semantic (dense only)" })),
@@ -703,6 +704,17 @@ export default function memlane(pi: ExtensionAPI): void {
 						description: "search: memory (topic files, default) or sessions (past conversations)",
 					}),
 				),
+			}),
+		},
+		{
+			name: "memory_similar",
+			label: "Memory similar",
+			snippet: "More like this: memories nearest in meaning to a chunk hash or session message id",
+			description:
+				"More like this: the memories nearest in meaning to one you already have (a chunk hash from memory_search, or a session message id from a kind session search), itself excluded.",
+			parameters: Type.Object({
+				chunk_hash: Type.String({ description: "A chunk hash, or the id of a session message" }),
+				k: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, description: "How many (default 10)" })),
 			}),
 		},
 		{

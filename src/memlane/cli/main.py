@@ -20,6 +20,7 @@ from memlane.cli import (
     import_cmds,
     install_cmds,
     mcp_cmds,
+    sessions_cmds,
     topic_cmds,
 )
 from memlane.cli.context import CliState
@@ -68,6 +69,7 @@ mcp_cmds.register(app)
 topic_cmds.register(app)
 import_cmds.register(app)
 dream_cmds.register(app)
+sessions_cmds.register(app)
 app.add_typer(config_cmds.config_app, name="config")
 app.command("trust", help="Trust this project so its .memlane.toml is read.")(config_cmds.trust)
 

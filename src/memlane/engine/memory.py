@@ -339,6 +339,43 @@ class Memory:
         ]
         return SearchResult(query=query, mode=got_mode, hits=hits, notices=notices)
 
+    def similar(self, chunk_hash: str, k: int = 10) -> SearchResult:
+        """More like this chunk: nearest stored vectors, the chunk itself excluded."""
+        from memlane.core.types import Hit
+
+        wanted = chunk_hash.strip().lower()
+        if not 1 <= k <= SEARCH_K_MAX:
+            raise MemlaneError(f"k must be between 1 and {SEARCH_K_MAX}, got {k}")
+        chunk = self.index.get(wanted) if _CHUNK_HASH_RE.match(wanted) else None
+        if chunk is None:
+            raise NotFoundError(
+                f"no chunk {chunk_hash!r} in collection {self.scope.collection}",
+                "pass a chunk hash from memlane search (or a session message id)",
+            )
+        vector = self.index.vector_of(wanted)
+        notices: list[str] = []
+        if vector is None:
+            # Not embedded (no working model when it was indexed): its own
+            # words are the next best description of it.
+            notices.append("this chunk has no vector yet; showing lexical neighbours")
+            mode, scored = self.index.search(chunk.content, None, k + 1)
+        else:
+            mode, scored = self.index.search("", vector, k + 1, lexical=False)
+        hits = [
+            Hit(
+                score=s.score,
+                chunk_hash=s.chunk.chunk_hash,
+                source=s.chunk.source,
+                heading=s.chunk.heading,
+                start_line=s.chunk.start_line,
+                end_line=s.chunk.end_line,
+                content=s.chunk.content,
+            )
+            for s in scored
+            if s.chunk.chunk_hash != wanted
+        ][:k]
+        return SearchResult(query=chunk.content[:200], mode=mode, hits=hits, notices=notices)
+
     def expand(self, chunk_hash: str) -> Section:
         """L2 recall: the whole heading section a chunk came from, with its anchor."""
         from memlane.store.anchor import parse_anchor

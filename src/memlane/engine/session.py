@@ -36,6 +36,7 @@ from memlane.engine.snapshot import Snapshot, build_snapshot
 if TYPE_CHECKING:
     from memlane.engine.memory import Memory
     from memlane.engine.reports import Status
+    from memlane.engine.sessions import SessionsLayer, Sweeper
     from memlane.engine.surfacing import Surfaced, TopicSurfacer
     from memlane.llm.base import LLM
 
@@ -145,6 +146,26 @@ class SurfacingState:
             "skipped_budget": self.skipped_budget,
             "skipped_error": self.skipped_error,
             "topics": list(self.topics),
+        }
+
+
+@dataclass
+class RecallState:
+    """Heuristic auto-recall from the sessions layer (pi-lcm-memory's autoRecall)."""
+
+    mode: str
+    injected: int = 0
+    skipped_empty: int = 0
+    skipped_budget: int = 0
+    skipped_error: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "mode": self.mode,
+            "injected": self.injected,
+            "skipped_empty": self.skipped_empty,
+            "skipped_budget": self.skipped_budget,
+            "skipped_error": self.skipped_error,
         }
 
 
@@ -315,6 +336,11 @@ class Session:
             and llm is not None
         )
         self._capture_memory: Memory | None = None
+        self.sessions_settings = memory.config.sessions
+        self._sessions_layer: SessionsLayer | None = None
+        self._sweeper: Sweeper | None = None
+        self.recall = RecallState(mode=self.sessions_settings.auto_recall)
+        self._primer_line: str | None = None
         self._lock = threading.Lock()
         self._snapshot = self._build_snapshot()
         self._jobs: list[_CaptureJob] = []
@@ -358,6 +384,12 @@ class Session:
             ).start()
         if session.auto_context.active or session.surfacer is not None:
             session._search_worker = session._new_worker()
+        if session.sessions_settings.enabled:
+            threading.Thread(
+                target=session._start_sessions_layer, name="memlane-sessions-start", daemon=True
+            ).start()
+        if session._primer_line:
+            session.notices.append(session._primer_line)
         if session.topic_settings.enabled:
             from memlane.engine.dream import note_session_start, nudge
 
@@ -424,6 +456,9 @@ class Session:
         from memlane.engine.surfacing import memory_index_block
 
         extra = []
+        primer_block = self._primer_block()
+        if primer_block:
+            extra.append(primer_block)
         topics_block = memory_index_block(self.memory.scope.store, self.memory.config.topics)
         if topics_block:
             extra.append(topics_block)
@@ -434,6 +469,40 @@ class Session:
             yesterday_chars=self.settings.snapshot_yesterday_chars,
             extra_blocks=extra,
         )
+
+    def _primer_block(self) -> str | None:
+        """pi-lcm-memory's primer: the project's latest sessions, in the snapshot."""
+        settings = self.memory.config.sessions
+        if not (settings.enabled and settings.primer):
+            return None
+        from memlane.engine.recall import primer
+        from memlane.engine.sessions import open_store
+
+        try:
+            recent = open_store(self.memory).recent_sessions(settings.primer_top_k, self.session_id)
+        except Exception as exc:  # a damaged sessions index must not stop a session
+            log.info("primer unavailable: %s", exc)
+            return None
+        block, line = primer(recent, settings.primer_token_budget)
+        self._primer_line = line
+        return block
+
+    def _start_sessions_layer(self) -> None:
+        """Catch up with the project's transcripts, then sweep for new ones."""
+        from memlane.engine.sessions import SessionsLayer
+
+        try:
+            layer = SessionsLayer(self.memory)
+            self._sessions_layer = layer
+            layer.backfill()
+            with self._lock:  # shutdown must see the sweeper, or it must not start
+                if not self._closed:
+                    sweeper = layer.sweeper()
+                    sweeper.start()
+                    self._sweeper = sweeper
+        except Exception as exc:  # the sessions layer is an extra, never fatal
+            log.warning("sessions layer unavailable: %s", exc)
+            self.notices.append(f"sessions layer unavailable: {exc}")
 
     def refresh_snapshot(self) -> str:
         """Rebuild the snapshot (after a redaction, so removed text cannot survive)."""
@@ -459,6 +528,7 @@ class Session:
     def _hidden_message(self, prompt: str, snapshot: Snapshot) -> str | None:
         """Auto-context hits and surfaced topics, found by one warm worker in one deadline."""
         from memlane.core.render import render_injection
+        from memlane.engine.recall import render_recall, wants_recall
 
         state = self.auto_context
         settings = self.settings
@@ -468,9 +538,12 @@ class Session:
             # Given up after too many deadline misses: the reference counts
             # every prompt that gets no search as an error.
             state.skippedError += 1
+        layer = self._sessions_layer
+        want_recall = layer is not None and wants_recall(prompt, self.recall.mode)
         if state.disabled_reason is not None:
             surfacer = None  # the worker is unhealthy for every kind of search
-        if not want_context and surfacer is None:
+            want_recall = False
+        if not want_context and surfacer is None and not want_recall:
             return None
         query = prompt.strip()[: settings.auto_context_query_limit]
         if not query:
@@ -496,14 +569,21 @@ class Session:
         started = time.perf_counter()
         deadline = time.monotonic() + cap_s
 
-        def work(memory: Memory) -> tuple[list[Hit] | None, Surfaced | None]:
+        recall_k = self.sessions_settings.auto_recall_top_k
+
+        def work(
+            memory: Memory,
+        ) -> tuple[list[Hit] | None, Surfaced | None, list[Hit] | None]:
             hits = (
                 memory.search(query, top_k, mode="hybrid", sync=False).hits
                 if want_context
                 else None
             )
             surfaced = surfacer.surface(memory, prompt, deadline=deadline) if surfacer else None
-            return hits, surfaced
+            recalled = None
+            if want_recall and layer is not None:
+                recalled = layer.search(query, recall_k).to_search_result().hits
+            return hits, surfaced, recalled
 
         reply = self._search_worker.submit(work)
         try:
@@ -514,6 +594,8 @@ class Session:
                 state.skippedBudget += 1
             if surfacer is not None:
                 self.surfacing.skipped_budget += 1
+            if want_recall:
+                self.recall.skipped_budget += 1
             state.consecutive_misses += 1
             if state.consecutive_misses >= settings.timeout_crash_threshold:
                 self._search_worker_crashed()
@@ -525,9 +607,11 @@ class Session:
                 state.skippedError += 1
             if surfacer is not None:
                 self.surfacing.skipped_error += 1
+            if want_recall:
+                self.recall.skipped_error += 1
             log.info("auto-context search failed: %s", value)
             return None
-        hits, surfaced = value
+        hits, surfaced, recalled = value
         parts: list[str] = []
         if hits is not None:
             kept = [
@@ -549,6 +633,13 @@ class Session:
                 parts.append(surfaced.text)
             else:
                 self.surfacing.skipped_empty += 1
+        if recalled is not None:
+            text = render_recall(recalled, self.sessions_settings.auto_recall_token_budget)
+            if text:
+                self.recall.injected += 1
+                parts.append(text)
+            else:
+                self.recall.skipped_empty += 1
         return "\n\n".join(parts) if parts else None
 
     def _new_worker(self) -> _SearchWorker:
@@ -600,6 +691,10 @@ class Session:
         if not exchange.assistant.strip():
             self.capture.skipped += 1
             return Queued(False, "the assistant produced no text")
+        layer = self._sessions_layer
+        transcript = exchange.transcript_path or self.transcript_path
+        if layer is not None and transcript:
+            layer.index_new(transcript)  # only enqueues: the host never waits
         job = _CaptureJob(exchange)
         with self._lock:
             self._jobs.append(job)
@@ -728,8 +823,8 @@ class Session:
         """Flush pending captures and settle the indexer, racing the cap."""
         cap_s = (self.settings.shutdown_cap_ms if cap_ms is None else cap_ms) / 1000
         started = time.monotonic()
-        self._closed = True
         with self._lock:
+            self._closed = True
             jobs = list(self._jobs)
         capture_deadline = started + cap_s * CAPTURE_SHARE_OF_SHUTDOWN
         for job in jobs:
@@ -741,6 +836,10 @@ class Session:
                 self._write_digest_now(job, SHUTDOWN_REASON)
                 job.done.set()
         self._capture_queue.put(None)
+        if self._sweeper is not None:
+            self._sweeper.stop(timeout=0.5)
+        if self._sessions_layer is not None:
+            self._sessions_layer.flush(max(0.0, started + cap_s - time.monotonic()) / 2)
         settled = self.indexer.settle(max(0.0, started + cap_s - time.monotonic()))
         self.indexer.close()
         if self._search_worker is not None:
@@ -771,6 +870,7 @@ class Session:
             "auto_context": self.auto_context.to_json(),
             "surfacing": self.surfacing.to_json(),
             "extraction": self.extraction.to_json(),
+            "recall": self.recall.to_json(),
             "indexer": self.indexer.state.to_json(),
             "pending_captures": self.pending_captures,
         }

@@ -93,14 +93,26 @@ SPECS: tuple[ToolSpec, ...] = (
         "result means nothing matched. " + RECALL_LADDER,
         (
             _QUERY,
-            Param("k", "integer", "How many hits (default 5).", minimum=1, maximum=100),
+            Param(
+                "k",
+                "integer",
+                "How many hits (default 5; 10 for kind session).",
+                minimum=1,
+                maximum=100,
+            ),
             Param(
                 "scope",
                 "string",
                 '"project" (default) or "all" to search every project under the scan roots.',
                 enum=("project", "all"),
             ),
-            Param("kind", "string", "Only this kind of memory.", enum=("journal", "topic")),
+            Param(
+                "kind",
+                "string",
+                "journal (notes), topic (curated topics), session (every past message of "
+                "this project's agent sessions) or all; default: journal and topics.",
+                enum=("journal", "topic", "session", "all"),
+            ),
             Param(
                 "mode",
                 "string",
@@ -131,6 +143,20 @@ SPECS: tuple[ToolSpec, ...] = (
             Param("transcript_path", "string", "The anchor's transcript path.", required=True),
             Param("turn", "string", "The anchor's turn id (or a unique prefix)."),
             _PROJECT,
+        ),
+    ),
+    ToolSpec(
+        "memory_similar",
+        "More like this: the memories nearest in meaning to one you already have (a chunk hash "
+        "from memory_search, or a session message id), itself excluded.",
+        (
+            Param(
+                "chunk_hash",
+                "string",
+                "A chunk hash, or the id of a session message (kind session hit).",
+                required=True,
+            ),
+            Param("k", "integer", "How many (default 10).", minimum=1, maximum=100),
         ),
     ),
     ToolSpec(
@@ -215,6 +241,7 @@ class Tools:
             "memory_compact": self._compact,
             "memory_status": self._status,
             "memory_topic": self._topic,
+            "memory_similar": self._similar,
         }
 
     @property
@@ -256,6 +283,17 @@ class Tools:
         from memlane.core.render import TOOL_EXPAND_HINT, render_search
 
         query = args["query"]
+        kind = args.get("kind")
+        if kind in ("session", "all") and args.get("scope") == "all":
+            raise MemlaneError(
+                'scope "all" searches notes and topics of every project; '
+                f'kind "{kind}" searches this project\'s sessions',
+                "use one of them at a time",
+            )
+        if kind == "session":
+            return self._search_sessions(query, args)
+        if kind == "all":
+            return self._search_everything(query, args)
         k = args.get("k", self.memory.config.session.search_top_k)
         if args.get("scope") == "all":
             return self._search_all(query, k, args)
@@ -270,6 +308,76 @@ class Tools:
             mode=args.get("mode", "hybrid"),
             sync=self.session is None,
         )
+        return ToolResult(render_search(result, self._base(), TOOL_EXPAND_HINT), result.to_json())
+
+    def _search_sessions(self, query: str, args: dict[str, Any]) -> ToolResult:
+        from memlane.core.render import TOOL_EXPAND_HINT, render_search
+        from memlane.engine.sessions import search_sessions
+
+        result = search_sessions(
+            self.memory,
+            query,
+            args.get("k", self.memory.config.sessions.recall_default_top_k),
+            mode=args.get("mode", "hybrid"),
+            session=args.get("session"),
+            after=args.get("after"),
+            before=args.get("before"),
+        )
+        hint = "memory_transcript(transcript_path=source, turn) or " + TOOL_EXPAND_HINT
+        return ToolResult(render_search(result, self._base(), hint), result.to_json())
+
+    def _search_everything(self, query: str, args: dict[str, Any]) -> ToolResult:
+        """Journal, topics and sessions in one list, merged by score (all in [0, 1])."""
+        from memlane.core.render import TOOL_EXPAND_HINT, render_search
+        from memlane.core.types import SearchResult
+        from memlane.engine.sessions import search_sessions
+
+        k = args.get("k", self.memory.config.session.search_top_k)
+        notes = self.memory.search(
+            query,
+            k,
+            after=args.get("after"),
+            before=args.get("before"),
+            session=args.get("session"),
+            mode=args.get("mode", "hybrid"),
+            sync=self.session is None,
+        )
+        sessions = search_sessions(
+            self.memory,
+            query,
+            k,
+            mode=args.get("mode", "hybrid"),
+            session=args.get("session"),
+            after=args.get("after"),
+            before=args.get("before"),
+        )
+        hits = sorted([*notes.hits, *sessions.hits], key=lambda h: -h.score)[:k]
+        merged = SearchResult(
+            query=query,
+            mode=notes.mode,
+            hits=hits,
+            notices=[*notes.notices, *sessions.notices],
+        )
+        return ToolResult(render_search(merged, self._base(), TOOL_EXPAND_HINT), merged.to_json())
+
+    def _similar(self, args: dict[str, Any]) -> ToolResult:
+        from memlane.core.errors import NotFoundError
+        from memlane.core.render import TOOL_EXPAND_HINT, render_search
+
+        k = args.get("k", 10)
+        try:
+            result = self.memory.similar(args["chunk_hash"], k)
+        except NotFoundError:
+            from memlane.engine.sessions import similar_sessions
+
+            try:
+                result = similar_sessions(self.memory, args["chunk_hash"], k)
+            except NotFoundError:
+                raise NotFoundError(
+                    f"nothing stored under {args['chunk_hash']!r}",
+                    "pass a chunk hash from memory_search, or a session message id or key "
+                    'from a kind "session" search',
+                ) from None
         return ToolResult(render_search(result, self._base(), TOOL_EXPAND_HINT), result.to_json())
 
     def _search_all(self, query: str, k: int, args: dict[str, Any]) -> ToolResult:

@@ -748,6 +748,19 @@ class SqliteIndex:
 
         return self._run(op)
 
+    def vector_of(self, chunk_hash: str) -> np.ndarray | None:
+        """The stored vector of a chunk (None: no such chunk, or not embedded)."""
+
+        def op(conn: sqlite3.Connection) -> np.ndarray | None:
+            row = conn.execute(
+                "SELECT vector FROM chunks WHERE chunk_hash = ?", (chunk_hash,)
+            ).fetchone()
+            if row is None or row[0] is None:
+                return None
+            return np.frombuffer(row[0], dtype=np.float32).copy()
+
+        return self._run(op)
+
     def stats(self) -> dict[str, Any]:
         """Counts and sizes for ``memlane status``."""
 

@@ -1,0 +1,141 @@
+"""The sessions layer wired into the tools and the Session: kind session/all,
+memory_similar, the primer and heuristic auto-recall."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+from _fixtures import PiSession, Project, chat
+
+from memlane.core.config import load_config
+from memlane.core.errors import MemlaneError
+from memlane.core.scope import resolve_scope
+from memlane.engine.memory import Memory
+from memlane.engine.recall import primer, refers_to_the_past, render_recall
+from memlane.engine.session import Session
+from memlane.engine.sessions import SessionsLayer
+from memlane.engine.tools import Tools
+
+
+def _memory(project: Project) -> Memory:
+    return Memory(resolve_scope(project.root), load_config(None))
+
+
+def _past_session(project: Project) -> Path:
+    session = PiSession(session_id="older-session")
+    session.user("why does the redis cache evict keys so early?")
+    session.assistant("Because maxmemory-policy was allkeys-lru with a 64mb cap; we raised it.")
+    chat(session, 3, topic="billing export")
+    path = project.pi_file()
+    session.write(path)
+    return path
+
+
+def test_kind_session_and_all_through_the_tool_layer(project: Project) -> None:
+    _past_session(project)
+    mem = _memory(project)
+    mem.write("- the team chose redis for the session cache")
+    SessionsLayer(mem).backfill()
+    tools = Tools(mem)
+    found = tools.call("memory_search", {"query": "redis maxmemory policy", "kind": "session"})
+    hit = found.details["hits"][0]
+    assert "allkeys-lru" in hit["content"] and "memory_transcript" in found.text
+    both = tools.call("memory_search", {"query": "redis", "kind": "all", "k": 10})
+    contents = " ".join(h["content"] for h in both.details["hits"])
+    assert "session cache" in contents and "evict keys so early" in contents
+    with pytest.raises(MemlaneError, match="one of them at a time"):
+        tools.call("memory_search", {"query": "x", "kind": "session", "scope": "all"})
+
+
+def test_memory_similar_on_a_session_message_and_on_a_chunk(project: Project) -> None:
+    _past_session(project)
+    mem = _memory(project)
+    mem.write("- billing export runs nightly at 02:00")
+    mem.write("- billing export writes CSV files to the s3 bucket")
+    mem.sync()
+    layer = SessionsLayer(mem)
+    layer.backfill()
+    tools = Tools(mem)
+    session_hit = tools.call("memory_search", {"query": "billing export", "kind": "session"})
+    key = session_hit.details["hits"][0]["chunk_hash"]
+    similar = tools.call("memory_similar", {"chunk_hash": key, "k": 3})
+    assert similar.details["hits"] and all(h["chunk_hash"] != key for h in similar.details["hits"])
+    chunk = tools.call("memory_search", {"query": "nightly 02:00", "mode": "lexical"})
+    chunk_hash = chunk.details["hits"][0]["chunk_hash"]
+    near = tools.call("memory_similar", {"chunk_hash": chunk_hash})
+    assert all(h["chunk_hash"] != chunk_hash for h in near.details["hits"])
+    with pytest.raises(MemlaneError, match="nothing stored under"):
+        tools.call("memory_similar", {"chunk_hash": "0123456789abcdef"})
+
+
+def test_primer_is_in_the_snapshot_and_tells_the_user(project: Project) -> None:
+    _past_session(project)
+    mem = _memory(project)
+    SessionsLayer(mem).backfill()
+    session = Session.start(mem, host="test", session_id="new-session", llm=None)
+    text = session.snapshot.text
+    assert "## Project memory" in text and "redis cache evict" in text
+    assert any(n.startswith("[memory] 1 prior session; last on ") for n in session.notices)
+    session.shutdown()
+
+
+def test_primer_stays_within_its_token_budget() -> None:
+    class Info:
+        def __init__(self, i: int) -> None:
+            self.first_user = f"session {i} " + "words " * 60
+            self.last_summary = None
+            self.last_at = f"2026-11-2{i % 9}T10:00:00Z"
+            self.messages = 10
+
+    block, line = primer([Info(i) for i in range(20)], 300)
+    assert block is not None and len(block) <= 300 * 4
+    assert line is not None and line.startswith("[memory] 20 prior sessions")
+
+
+@pytest.mark.parametrize(
+    ("prompt", "expected"),
+    [
+        ("remember how we fixed the redis eviction?", True),
+        ("do it like last time", True),
+        ("what did we decide about billing last week", True),
+        ("on en a parlé la semaine dernière", True),
+        ("wie letztes Mal bitte", True),
+        ("¿recuerdas el fallo de redis?", True),
+        ("上次的缓存问题怎么解决的", True),
+        ("前回の修正を見せて", True),
+        ("add a unit test for the parser", False),
+        ("rename the function to snake_case", False),
+    ],
+)
+def test_heuristic_auto_recall_trigger(prompt: str, expected: bool) -> None:
+    assert refers_to_the_past(prompt) is expected
+
+
+def test_auto_recall_injects_past_messages_within_budget(project: Project) -> None:
+    _past_session(project)
+    mem = _memory(project)
+    session = Session.start(mem, host="test", session_id="new-session", llm=None)
+    deadline = time.monotonic() + 20
+    while session._sessions_layer is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert session.wait_auto_context_ready(30)
+    layer = session._sessions_layer
+    assert layer is not None
+    while not layer.store.stats().get("documents") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    message = session.before_agent_start(
+        "remember why the redis cache evicted keys so early?"
+    ).message
+    assert message is not None and "## Recall" in message and "evict keys so early" in message
+    budget = mem.config.sessions.auto_recall_token_budget * 4
+    recall_part = message[message.index("## Recall") :]
+    assert len(recall_part) <= budget
+    assert session.before_agent_start("add a unit test for the parser").message is None
+    assert session.recall.injected == 1
+    session.shutdown()
+
+
+def test_render_recall_is_empty_without_hits() -> None:
+    assert render_recall([], 600) == ""
