@@ -124,6 +124,24 @@ def test_memory_command_shows_status(world: PiWorld) -> None:
     assert str(world.project) in message or ".memsearch" in message, message
 
 
+def _next_notice(pi: object) -> str:
+    note = pi.wait_event("extension_ui_request", timeout_s=120)  # type: ignore[attr-defined]
+    while note.get("method") != "notify" or note.get("message", "").startswith("memlane: "):
+        note = pi.wait_event("extension_ui_request", timeout_s=120)  # type: ignore[attr-defined]
+    return str(note["message"])
+
+
+def test_memory_subcommands_reach_the_sessions_layer(world: PiWorld, fake_model: FakeModel) -> None:
+    with world.rpc() as pi:
+        fake_model.agent(Reply.say("The flaky login test came from a token refresh race."))
+        pi.prompt("why was the login test flaky?")
+        pi.command("prompt", message="/memory stats")
+        stats = _next_notice(pi)
+        assert "documents" in stats.lower(), stats
+        pi.command("prompt", message="/memory bogus")
+        assert "unknown /memory subcommand" in _next_notice(pi)
+
+
 def test_recall_command_asks_the_agent_to_walk_the_ladder(
     world: PiWorld, fake_model: FakeModel
 ) -> None:

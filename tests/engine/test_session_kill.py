@@ -47,7 +47,12 @@ _SCRIPT = textwrap.dedent(
 def test_kill_during_capture_loses_no_written_entry(tmp_path: Path) -> None:
     project = tmp_path / "proj"
     project.mkdir()
-    env = {**os.environ, "MEMLANE_EMBEDDING_PROVIDER": "none"}
+    # Extraction off: this LLM counts its calls, and only distillation is under test.
+    env = {
+        **os.environ,
+        "MEMLANE_EMBEDDING_PROVIDER": "none",
+        "MEMLANE_EXTRACT_MEMORIES_ENABLED": "off",
+    }
     proc = subprocess.Popen(
         [sys.executable, "-c", _SCRIPT, str(project)],
         stdout=subprocess.PIPE,

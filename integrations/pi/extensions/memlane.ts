@@ -774,20 +774,45 @@ export default function memlane(pi: ExtensionAPI): void {
 		},
 	});
 
+	// /memory [status|stats|search <query>|reindex|on|off]: status goes through the sidecar;
+	// the sessions-layer and on/off subcommands are the CLI's (`memlane sessions …`,
+	// `memlane memory on|off`), run as a child so pi shows exactly what the CLI prints.
+	const MEMORY_CLI: Record<string, { args: string[]; timeoutMs: number }> = {
+		stats: { args: ["sessions", "stats"], timeoutMs: 30_000 },
+		reindex: { args: ["sessions", "reindex"], timeoutMs: 30 * 60_000 },
+		on: { args: ["memory", "on"], timeoutMs: 30_000 },
+		off: { args: ["memory", "off"], timeoutMs: 30_000 },
+	};
+
 	pi.registerCommand("memory", {
-		description: "memlane status: scope, store, index, capture and auto-context",
-		handler: async (_args, ctx) => {
+		description:
+			"memlane: status (default), stats (sessions index), search <query> (past sessions), reindex (sessions), on|off (topic memory)",
+		handler: async (args, ctx) => {
 			currentCtx = ctx;
-			const child = await ensureSidecar();
+			const [sub = "status", ...rest] = String(args ?? "").trim().split(/\s+/).filter(Boolean);
 			let text: string;
-			if (!child) text = unavailableText();
-			else {
-				try {
-					const result = asObject(await child.request("tool", { name: "memory_status", arguments: {} }));
-					text = typeof result.text === "string" ? result.text : JSON.stringify(result);
-				} catch (err) {
-					text = `memory_status failed: ${err instanceof Error ? err.message : String(err)}`;
+			const cli = MEMORY_CLI[sub];
+			if (cli) {
+				const result = await runMemlane(ctx.cwd, cli.args, cli.timeoutMs);
+				text = result.code === 0 && !result.failure ? result.stdout.trim() : cliFailure(result);
+			} else if (sub === "status" || sub === "search") {
+				const child = await ensureSidecar();
+				if (!child) text = unavailableText();
+				else {
+					const call =
+						sub === "status"
+							? { name: "memory_status", arguments: {} }
+							: { name: "memory_search", arguments: { query: rest.join(" "), kind: "session" } };
+					try {
+						if (sub === "search" && rest.length === 0) throw new Error("usage: /memory search <query>");
+						const result = asObject(await child.request("tool", call as JsonObject));
+						text = typeof result.text === "string" ? result.text : JSON.stringify(result);
+					} catch (err) {
+						text = `/memory ${sub} failed: ${err instanceof Error ? err.message : String(err)}`;
+					}
 				}
+			} else {
+				text = `unknown /memory subcommand ${JSON.stringify(sub)}: use status, stats, search <query>, reindex, on or off`;
 			}
 			if (ctx.hasUI) ctx.ui.notify(text, "info");
 			else if (ctx.mode === "print") process.stdout.write(`${text}\n`);
