@@ -139,3 +139,32 @@ def test_auto_recall_injects_past_messages_within_budget(project: Project) -> No
 
 def test_render_recall_is_empty_without_hits() -> None:
     assert render_recall([], 600) == ""
+
+
+def test_cli_search_kind_session_catches_up_first(project: Project) -> None:
+    import json
+    import os
+    import subprocess
+    import sys
+
+    _past_session(project)
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "memlane.cli.main", "-C", str(project.root), *args],
+            capture_output=True,
+            text=True,
+            env=dict(os.environ),
+            timeout=120,
+            check=False,
+        )
+
+    out = run("search", "redis evict", "--kind", "session", "--json")
+    assert out.returncode == 0, out.stderr
+    hits = json.loads(out.stdout)["hits"]
+    assert hits and "evict keys so early" in hits[0]["content"]
+    assert "new session message" in out.stderr  # indexed before searching
+    both = run("search", "billing export", "--kind", "all", "--json")
+    assert both.returncode == 0 and json.loads(both.stdout)["hits"]
+    again = run("sessions", "search", "redis evict")
+    assert again.returncode == 0 and "evict keys so early" in again.stdout

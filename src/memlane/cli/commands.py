@@ -125,11 +125,19 @@ def search(
     k: Annotated[
         int | None,
         typer.Option(
-            "-k", "--top-k", help="How many hits [default: search.top_k, 5].", min=1, max=100
+            "-k",
+            "--top-k",
+            help="How many hits (default: the search.top_k setting, 5).",
+            min=1,
+            max=100,
         ),
     ] = None,
     kind: Annotated[
-        str | None, typer.Option(help="Only this kind: journal, topic or session.")
+        str | None,
+        typer.Option(
+            help="Only this kind: journal (notes), topic (curated topics), session (past "
+            "messages of this project's agent sessions) or all (everything)."
+        ),
     ] = None,
     after: Annotated[
         str | None, typer.Option(help="Only entries at or after this date (YYYY-MM-DD).")
@@ -174,8 +182,8 @@ def search(
     from memlane.core.errors import MemlaneError
     from memlane.core.render import render_search
 
-    if kind is not None and kind not in ("journal", "topic", "session"):
-        raise MemlaneError(f"unknown kind {kind!r}", "use journal, topic or session")
+    if kind is not None and kind not in ("journal", "topic", "session", "all"):
+        raise MemlaneError(f"unknown kind {kind!r}", "use journal, topic, session or all")
     for label, value in (("after", after), ("before", before)):
         if value is not None:
             _check_date(label, value)
@@ -189,6 +197,12 @@ def search(
     if batch is not None and not as_json:
         raise MemlaneError("--batch prints JSON lines", "add --json")
     prefix = str(Path(source).expanduser().resolve()) if source else None
+    if kind in ("session", "all"):
+        if batch is not None or source is not None or all_projects:
+            raise MemlaneError(f"--kind {kind} takes one QUERY and no --batch, --source or --all")
+        assert query is not None
+        _search_sessions(ctx, query, k, kind, after, before, session, chosen, as_json)
+        return
     if all_projects:
         if batch is not None or source is not None:
             raise MemlaneError("--all takes one QUERY and no --batch or --source")
@@ -224,6 +238,34 @@ def search(
         typer.echo(render_search(result, os.getcwd()))
 
 
+def _search_sessions(
+    ctx: typer.Context,
+    query: str,
+    k: int | None,
+    kind: str,
+    after: str | None,
+    before: str | None,
+    session: str | None,
+    mode: str,
+    as_json: bool,
+) -> None:
+    """--kind session|all: the sessions layer (caught up first), alone or with the notes."""
+    from memlane.cli.sessions_cmds import catch_up
+    from memlane.engine.tools import Tools
+
+    arguments: dict[str, object] = {"query": query, "kind": kind, "mode": mode}
+    for key, value in (("k", k), ("after", after), ("before", before), ("session", session)):
+        if value is not None:
+            arguments[key] = value
+    with open_memory(ctx) as mem:
+        catch_up(mem)
+        result = Tools(mem).call("memory_search", arguments)
+    if as_json:
+        print_json(result.details)
+    else:
+        typer.echo(result.text)
+
+
 def _search_all(
     ctx: typer.Context,
     query: str,
@@ -252,7 +294,9 @@ def _search_all(
     if as_json:
         print_json(fan_out.to_json())
     else:
-        typer.echo(render_search(fan_out.to_search_result()))
+        typer.echo(
+            render_search(fan_out.to_search_result(), None, "memlane expand HASH --project PROJECT")
+        )
 
 
 def _search_batch(mem: Memory, batch: str, one: Callable[[str, bool], SearchResult]) -> None:
@@ -358,7 +402,7 @@ def compact(
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
-    """Condense the memory store with the configured LLM ([llm] settings) into today's file."""
+    """Condense the memory store with the configured LLM (the llm.* settings) into today's file."""
     _run_tool(ctx, "memory_compact", {"source": source} if source else {}, as_json)
 
 

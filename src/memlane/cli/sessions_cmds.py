@@ -12,7 +12,8 @@ import typer
 from memlane.cli.context import ProgressBar, notice, open_memory, print_json
 
 if TYPE_CHECKING:
-    from memlane.engine.sessions import BackfillReport, SessionSearch
+    from memlane.engine.memory import Memory
+    from memlane.engine.sessions import BackfillReport, SessionSearch, SessionsLayer
 
 sessions_app = typer.Typer(
     name="sessions",
@@ -45,6 +46,18 @@ def _echo_report(report: BackfillReport) -> None:
         )
     for text in report.notices:
         notice(text)
+
+
+def catch_up(mem: Memory) -> SessionsLayer:
+    """The project's sessions layer with every new message indexed (progress on stderr)."""
+    from memlane.engine.sessions import SessionsLayer
+
+    layer = SessionsLayer(mem)
+    with ProgressBar("sessions") as progress:
+        report = layer.backfill(progress)
+    if report.activity:
+        notice(f"indexed {report.documents_added} new session message(s) first")
+    return layer
 
 
 @sessions_app.command("backfill")
@@ -133,7 +146,7 @@ def search(
         typer.Option(
             "-k",
             "--top-k",
-            help="How many hits [default: sessions.recall_default_top_k, 10].",
+            help="How many hits (default: the sessions.recall_default_top_k setting, 10).",
             min=1,
             max=100,
         ),
@@ -147,11 +160,13 @@ def search(
     ] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Search past session messages (what pi-lcm-memory's lcm_recall does)."""
-    from memlane.engine.sessions import SessionsLayer
+    """Search past session messages (what pi-lcm-memory's lcm_recall does).
 
+    New messages are indexed first, like `memlane search` does for notes.
+    """
     with open_memory(ctx) as mem:
-        result = SessionsLayer(mem).search(
+        layer = catch_up(mem)
+        result = layer.search(
             query, k, mode=mode, session=session, after=after, before=before, role=role
         )
     if as_json:

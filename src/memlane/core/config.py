@@ -276,7 +276,7 @@ KEYS: dict[str, Key] = {
             "sessions.debug",
             bool,
             False,
-            "debugMode: verbose notices",
+            "debugMode: write the side-channel trace log ($MEMLANE_HOME/trace.log), like MEMLANE_TRACE=1",
             aliases=("PI_LCM_MEMORY_DEBUG",),
         ),
         # --- end sessions layer ---

@@ -27,9 +27,19 @@ _lock = threading.Lock()
 _state: dict[str, object] = {}
 
 
+_forced = threading.Event()
+
+
+def force_on() -> None:
+    """Trace to the default file even without ``MEMLANE_TRACE`` (``sessions.debug``)."""
+    _forced.set()
+
+
 def trace_path() -> Path | None:
     """Where traces go, or None when tracing is off."""
     raw = os.environ.get(TRACE_ENV, "").strip()
+    if not raw and _forced.is_set():
+        return memlane_home() / TRACE_FILENAME
     if not raw or raw.lower() in ("0", "false", "off", "no"):
         return None
     if raw.lower() in ("1", "true", "on", "yes"):

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from memlane.core.config import Config, load_config
 from memlane.core.errors import EmbedderError, MemlaneError, NotFoundError, StoreError
@@ -416,6 +416,11 @@ class Memory:
             anchor=parse_anchor(content),
         )
 
+    def _sessions_stats(self) -> dict[str, Any] | None:
+        if not self.config.sessions.enabled:
+            return None
+        return _sessions_stats_of(self)
+
     def transcript(
         self,
         path: str | Path,
@@ -524,7 +529,9 @@ class Memory:
         llm_line = describe_llm(self.config.llm, host_available=host_llm)
         if "not usable" in llm_line:
             missing.append(f"llm: {llm_line}")
+        sessions_stats = self._sessions_stats()
         return Status(
+            sessions=sessions_stats,
             versions=versions,
             scope=self.scope.to_json(),
             backend=self.config.index.backend,
@@ -549,6 +556,17 @@ class Memory:
                 "cap_ms": session.auto_context_cap_ms,
             },
         )
+
+
+def _sessions_stats_of(memory: Memory) -> dict[str, Any] | None:
+    from memlane.engine.sessions import open_store, sessions_path
+
+    if not sessions_path(memory).exists():
+        return None  # never created by a status call
+    try:
+        return open_store(memory).stats()
+    except MemlaneError:
+        return None
 
 
 class _SharedParts:

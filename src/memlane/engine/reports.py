@@ -85,6 +85,8 @@ class Status:
     session: dict[str, Any] | None = None
     # Why no index-state file is ever written, when that is the case.
     state_note: str | None = None
+    # The sessions layer's counts, when its index exists.
+    sessions: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -100,6 +102,7 @@ class Status:
             "index_state_path": self.state_path,
             "index_state": self.state,
             "index_state_note": self.state_note,
+            "sessions": self.sessions,
             "missing": list(self.missing),
             "config": list(self.config),
             "capture": dict(self.capture),
@@ -155,12 +158,48 @@ def render_status(st: Status) -> str:
                 ),
             )
         )
+        surf = st.session.get("surfacing", {})
+        if surf.get("enabled"):
+            rows.append(
+                (
+                    "topic surfacing",
+                    f"{surf.get('injected', 0)} injected, {surf.get('skipped_empty', 0)} with "
+                    f"nothing relevant, {surf.get('skipped_budget', 0)} past the deadline",
+                )
+            )
+        recall = st.session.get("recall", {})
+        if recall:
+            rows.append(
+                (
+                    "auto-recall",
+                    f"{recall.get('mode')}: {recall.get('injected', 0)} injected, "
+                    f"{recall.get('skipped_empty', 0)} found nothing",
+                )
+            )
+        extraction = st.session.get("extraction", {})
+        if extraction.get("enabled"):
+            rows.append(
+                (
+                    "extraction",
+                    f"{extraction.get('written', 0)} topic entries written, "
+                    f"{extraction.get('skipped', 0)} skipped, {extraction.get('failed', 0)} failed",
+                )
+            )
         cap = st.session.get("capture", {})
         rows.append(
             (
                 "captured",
                 f"{cap.get('written', 0)} written, {cap.get('failed', 0)} failed, "
                 f"{st.session.get('pending_captures', 0)} pending",
+            )
+        )
+    if st.sessions:
+        rows.append(
+            (
+                "sessions index",
+                f"{st.sessions.get('documents', 0)} messages of "
+                f"{st.sessions.get('sessions', 0)} sessions, "
+                f"{st.sessions.get('embedded', 0)} embedded",
             )
         )
     for item in st.config:

@@ -1027,6 +1027,10 @@ class SessionsLayer:
         embed); an Embedder, or None (lexical only), overrides it."""
         self.mem = mem
         self.settings = mem.config.sessions
+        if self.settings.debug:
+            from memlane.core import trace
+
+            trace.force_on()  # pi-lcm-memory's debug switch: the side-channel trace log
         self.store = open_store(mem)
         self._from_memory = embedder == "memory"
         chosen: Embedder | None = None

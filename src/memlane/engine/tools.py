@@ -365,9 +365,11 @@ class Tools:
         from memlane.core.render import TOOL_EXPAND_HINT, render_search
 
         k = args.get("k", 10)
+        hint = TOOL_EXPAND_HINT
         try:
             result = self.memory.similar(args["chunk_hash"], k)
         except NotFoundError:
+            hint = "memory_transcript(transcript_path=source, turn)"
             from memlane.engine.sessions import similar_sessions
 
             try:
@@ -378,10 +380,10 @@ class Tools:
                     "pass a chunk hash from memory_search, or a session message id or key "
                     'from a kind "session" search',
                 ) from None
-        return ToolResult(render_search(result, self._base(), TOOL_EXPAND_HINT), result.to_json())
+        return ToolResult(render_search(result, self._base(), hint), result.to_json())
 
     def _search_all(self, query: str, k: int, args: dict[str, Any]) -> ToolResult:
-        from memlane.core.render import TOOL_EXPAND_HINT, render_search
+        from memlane.core.render import render_search
         from memlane.engine.crossrepo import search_all
 
         fan_out = search_all(
@@ -395,7 +397,12 @@ class Tools:
             mode=args.get("mode", "hybrid"),
         )
         return ToolResult(
-            render_search(fan_out.to_search_result(), None, TOOL_EXPAND_HINT), fan_out.to_json()
+            render_search(
+                fan_out.to_search_result(),
+                None,
+                "memory_expand(chunk_hash, project=the hit's project)",
+            ),
+            fan_out.to_json(),
         )
 
     def _expand(self, args: dict[str, Any]) -> ToolResult:

@@ -44,7 +44,8 @@ def render_config(command: list[str]) -> str:
     json_cursor = json.dumps({"mcpServers": {SERVER_KEY: entry}}, indent=2)
     return f"""\
 # memlane over MCP: the memory tools (memory_search → memory_expand → memory_transcript,
-# memory_write, memory_forget, memory_compact, memory_status) for any MCP client.
+# memory_write, memory_topic, memory_similar, memory_forget, memory_compact,
+# memory_status) for any MCP client.
 # The server serves the project it is started in; if a client starts it elsewhere,
 # add "-C", "/path/to/project" after "mcp".
 

@@ -40,6 +40,7 @@ from memlane.engine.tools import RECALL_LADDER, SPECS, ToolResult
 
 if TYPE_CHECKING:
     from memlane.engine.memory import Memory
+    from memlane.engine.sessions import Sweeper
     from memlane.engine.tools import Tools
 
 log = logging.getLogger("memlane.mcp")
@@ -95,6 +96,7 @@ class Engine:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memlane-mcp-engine")
         self._memory: Memory | None = None
         self._tools: Tools | None = None
+        self._sweeper: Sweeper | None = None
 
     def start(self) -> None:
         """Open the memory ahead of the first call, without delaying the handshake."""
@@ -117,6 +119,8 @@ class Engine:
             )
 
     def close(self) -> None:
+        if self._sweeper is not None:
+            self._sweeper.stop(timeout=0.5)
         self._executor.submit(self._close_memory)
         self._executor.shutdown(wait=True)
 
@@ -139,7 +143,27 @@ class Engine:
                 threading.Thread(
                     target=lambda: memory.embedder, name="memlane-mcp-warmup", daemon=True
                 ).start()
+            if memory.config.sessions.enabled:
+                # MCP has no session events: keep the sessions layer current the
+                # way a pi session does, a catch-up then the idle-backing-off sweep.
+                threading.Thread(
+                    target=self._sweep_sessions,
+                    args=(memory,),
+                    name="memlane-mcp-sessions",
+                    daemon=True,
+                ).start()
         return self._tools
+
+    def _sweep_sessions(self, memory: Memory) -> None:
+        from memlane.engine.sessions import SessionsLayer
+
+        try:
+            layer = SessionsLayer(memory)
+            layer.backfill()
+            self._sweeper = layer.sweeper()
+            self._sweeper.start()
+        except Exception as exc:  # the sessions layer is an extra: never fatal
+            log.warning("sessions layer unavailable: %s", exc)
 
     def _open_quietly(self) -> None:
         try:
