@@ -200,13 +200,13 @@ def read_meta(store: Path) -> DreamMeta:
 
 
 def _write_meta(store: Path, meta: DreamMeta) -> None:
-    T._write_atomic(store / DREAM_META, json.dumps(meta.to_json(), indent=2) + "\n")
+    T.write_atomic(store / DREAM_META, json.dumps(meta.to_json(), indent=2) + "\n")
 
 
 def _update_meta(store: Path, change: Callable[[DreamMeta], None]) -> DreamMeta:
     # The topics lock also serialises the meta file: session starts of
     # parallel agents must not lose a count.
-    with T._locked(store):
+    with T.locked(store):
         meta = read_meta(store)
         change(meta)
         _write_meta(store, meta)
@@ -277,7 +277,7 @@ def nudge(store: Path, settings: TopicSettings, now: datetime | None = None) -> 
     try:
         # Decided and marked under the lock: two sessions starting together
         # must not both say it.
-        with T._locked(store):
+        with T.locked(store):
             meta = read_meta(store)
             text = due(meta)
             if text is not None:
@@ -392,16 +392,16 @@ def _split_entries(day: str, source: str, text: str) -> list[JournalEntry]:
 def orient(store: Path, *, journal_budget: int = JOURNAL_BUDGET_CHARS) -> Orientation:
     """Phase 1: what is there to consolidate."""
     topics: dict[str, TopicState] = {}
-    for slug, path in T._topic_files(store):
-        text = T._read(path)
+    for slug, path in T.topic_files(store):
+        text = T.read_text_strict(path)
         parsed = T.TopicFile.parse(text)
-        topics[slug] = TopicState(slug, path, text, parsed, T._info(slug, path, parsed))
+        topics[slug] = TopicState(slug, path, text, parsed, T.topic_info(slug, path, parsed))
     meta = read_meta(store)
     journal, truncated = journal_entries(store, _parse_time(meta.last_dream_at), journal_budget)
     return Orientation(
         store=store,
         topics=topics,
-        index_text=T._read(T.memory_index_path(store)),
+        index_text=T.read_text_strict(T.memory_index_path(store)),
         journal=journal,
         journal_truncated=truncated,
         last_dream_at=meta.last_dream_at,
@@ -898,11 +898,11 @@ def _entry(slug: str, n: int, raw: Any, today: date | None) -> PlannedEntry:
     if not isinstance(title, str) or not isinstance(content, str):
         raise _bad(f"{where} needs a title and a content, both text")
     try:
-        clean_title = T._clean_title(redact(title).text)
+        clean_title = T.normalize_title(redact(title).text)
     except MemlaneError as exc:
         raise _bad(f"{where}: {exc.message}") from None
     try:
-        clean_content = T._clean_content(redact(content).text)
+        clean_content = T.normalize_content(redact(content).text)
     except MemlaneError:
         raise _bad(f"{where} ({clean_title!r}) has empty content") from None
     if updated is not None:
@@ -1174,7 +1174,7 @@ def build_plan(
         parsed.set(
             "description",
             _clip(topic.description or parsed.get("description") or "")
-            or T._first_line(topic.entries[0].content),
+            or T.first_line(topic.entries[0].content),
         )
         parsed.set("type", topic.type or parsed.get("type") or T.DEFAULT_TYPE)
         parsed.set("updated", parsed.get("updated") or today.isoformat())
@@ -1315,14 +1315,14 @@ def apply_plan(
     temps: dict[Path, Path] = {}
     backups: dict[Path, Path] = {}
     done: list[FileChange] = []
-    with T._locked(store):
+    with T.locked(store):
         try:
             for change in plan.changes:
                 _check_unchanged(change, plan.from_file)
             for change in plan.changes:
                 change.path.parent.mkdir(parents=True, exist_ok=True)
                 if change.path.parent.name == TOPICS_DIR:
-                    T._check_inside(change.path, T.topics_dir(store))
+                    T.check_inside(change.path, T.topics_dir(store))
                 if change.after is not None:
                     temps[change.path] = _temp_write(change.path, change.after)
                 if change.before is not None:
@@ -1373,7 +1373,7 @@ def _why(exc: BaseException) -> str:
 
 
 def _check_unchanged(change: FileChange, plan_file: Path | None = None) -> None:
-    current: str | None = T._read(change.path) if change.path.exists() else None
+    current: str | None = T.read_text_strict(change.path) if change.path.exists() else None
     if current == change.before:
         return
     if plan_file is not None:

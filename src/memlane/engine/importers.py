@@ -455,8 +455,8 @@ def _cleaned(title: str, content: str) -> tuple[str, str, int]:
     # The store's own normalisation, so "already present" compares what was
     # written with what would be written, redaction included.
     red_title, red_content = redact(title), redact(content)
-    clean_title = store_topics._clean_title(red_title.text)
-    clean_content = store_topics._clean_content(red_content.text)
+    clean_title = store_topics.normalize_title(red_title.text)
+    clean_content = store_topics.normalize_content(red_content.text)
     return clean_title, clean_content, red_title.count + red_content.count
 
 
@@ -526,9 +526,9 @@ def _apply_front(store: Path, slug: str, fields: Mapping[str, str], extra: list[
     and other frontmatter lines (``add`` derives its own)."""
     # store.topics has no public frontmatter edit; its lock, reader and atomic
     # writer keep this rewrite as safe as an add.
-    with store_topics._locked(store):
+    with store_topics.locked(store):
         path = store_topics.topic_path(store, slug)
-        parsed = store_topics.TopicFile.parse(store_topics._read(path))
+        parsed = store_topics.TopicFile.parse(store_topics.read_text_strict(path))
         for key in ("name", "description", "updated"):
             value = " ".join(redact(fields.get(key) or "").text.split())
             if value:
@@ -537,9 +537,9 @@ def _apply_front(store: Path, slug: str, fields: Mapping[str, str], extra: list[
             if parsed.front and not parsed.front[-1].endswith("\n"):
                 parsed.front[-1] += "\n"
             parsed.front.extend(redact(line).text.rstrip("\r\n") + "\n" for line in extra)
-        store_topics._write_atomic(path, parsed.render())
-        info = store_topics._info(slug, path, parsed)
-        store_topics._update_index_line(
+        store_topics.write_atomic(path, parsed.render())
+        info = store_topics.topic_info(slug, path, parsed)
+        store_topics.update_index_line(
             store, slug, store_topics.index_line(info.name, slug, info.titles)
         )
 

@@ -389,7 +389,7 @@ class TopicSurfacer:
         for slug in slugs:
             try:
                 path = store_topics.topic_path(store, slug)
-                parsed = store_topics.TopicFile.parse(store_topics._read(path))
+                parsed = store_topics.TopicFile.parse(store_topics.read_text_strict(path))
             except Exception as exc:
                 log.info("auto-surfacing cannot read topic %s: %s", slug, exc)
                 continue
@@ -518,7 +518,7 @@ def _topic_files(store: Path) -> list[tuple[str, Path, tuple[int, int]]]:
         path = Path(entry.path)
         try:
             if entry.is_symlink():
-                store_topics._check_inside(path, directory)
+                store_topics.check_inside(path, directory)
             stat = entry.stat()
         except (OSError, MemlaneError):
             continue
@@ -529,7 +529,7 @@ def _topic_files(store: Path) -> list[tuple[str, Path, tuple[int, int]]]:
 
 def _read_card(slug: str, path: Path, key: tuple[int, int]) -> _Card | None:
     try:
-        parsed = store_topics.TopicFile.parse(store_topics._read(path))
+        parsed = store_topics.TopicFile.parse(store_topics.read_text_strict(path))
     except Exception:
         return None
     name = parsed.get("name") or store_topics.display_name(slug, slug)

@@ -160,11 +160,11 @@ def topic_path(store: Path, slug: str) -> Path:
         raise MemlaneError(f"{slug!r} is not a valid topic slug")
     directory = topics_dir(store)
     path = directory / f"{slug}.md"
-    _check_inside(path, directory)
+    check_inside(path, directory)
     return path
 
 
-def _check_inside(path: Path, directory: Path) -> None:
+def check_inside(path: Path, directory: Path) -> None:
     real_dir = directory.resolve()
     real = path.resolve()
     if real.parent != real_dir or (path.is_symlink() and not real.is_file()):
@@ -424,7 +424,7 @@ class TopicChange:
 
 
 @contextmanager
-def _locked(store: Path) -> Iterator[None]:
+def locked(store: Path) -> Iterator[None]:
     """Exclusive lock over every topic and index rewrite of *store*."""
     try:
         store.mkdir(parents=True, exist_ok=True)
@@ -441,7 +441,7 @@ def _locked(store: Path) -> Iterator[None]:
         os.close(fd)  # closing releases the lock
 
 
-def _write_atomic(path: Path, text: str) -> None:
+def write_atomic(path: Path, text: str) -> None:
     temp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
     try:
         with open(temp, "w", encoding="utf-8", newline="") as handle:
@@ -458,7 +458,7 @@ def _write_atomic(path: Path, text: str) -> None:
         ) from None
 
 
-def _read(path: Path) -> str:
+def read_text_strict(path: Path) -> str:
     try:
         with open(path, encoding="utf-8", newline="") as handle:
             return handle.read()
@@ -469,7 +469,7 @@ def _read(path: Path) -> str:
         raise StoreError(f"cannot read {path}: {reason}") from None
 
 
-def _topic_files(store: Path) -> list[tuple[str, Path]]:
+def topic_files(store: Path) -> list[tuple[str, Path]]:
     """(slug, path) of every topic file, sorted; links out are skipped."""
     try:
         directory = topics_dir(store)
@@ -485,7 +485,7 @@ def _topic_files(store: Path) -> list[tuple[str, Path]]:
         if not _SLUG_RE.match(slug) or slug in RESERVED_SLUGS:
             continue
         try:
-            _check_inside(path, directory)
+            check_inside(path, directory)
         except StoreError:
             continue
         if path.is_file():
@@ -493,7 +493,7 @@ def _topic_files(store: Path) -> list[tuple[str, Path]]:
     return out
 
 
-def _info(slug: str, path: Path, parsed: TopicFile) -> TopicInfo:
+def topic_info(slug: str, path: Path, parsed: TopicFile) -> TopicInfo:
     return TopicInfo(
         name=parsed.get("name") or display_name(slug, slug),
         slug=slug,
@@ -529,10 +529,10 @@ def _line_target(slug: str) -> str:
     return f"]({TOPICS_DIR}/{slug}.md)"
 
 
-def _update_index_line(store: Path, slug: str, line: str | None) -> None:
+def update_index_line(store: Path, slug: str, line: str | None) -> None:
     """Replace (or append, or with None drop) this topic's line; others stay verbatim."""
     path = memory_index_path(store)
-    lines = _read(path).splitlines()
+    lines = read_text_strict(path).splitlines()
     target = _line_target(slug)
     kept: list[str] = []
     placed = False
@@ -545,13 +545,13 @@ def _update_index_line(store: Path, slug: str, line: str | None) -> None:
         kept.append(existing)
     if line is not None and not placed:
         kept.append(line)
-    _write_atomic(path, "\n".join(kept) + "\n" if kept else "")
+    write_atomic(path, "\n".join(kept) + "\n" if kept else "")
 
 
 def index_usage(
     store: Path, max_lines: int = MEM_INDEX_MAX_LINES, max_bytes: int = MEM_INDEX_MAX_BYTES
 ) -> IndexUsage:
-    text = _read(memory_index_path(store))
+    text = read_text_strict(memory_index_path(store))
     return IndexUsage(len(text.splitlines()), len(text.encode("utf-8")), max_lines, max_bytes)
 
 
@@ -565,7 +565,7 @@ def index_for_snapshot(
     boundary), then a ``[truncated]`` line when anything was left out. An
     empty or missing index gives "".
     """
-    text = _read(memory_index_path(store))
+    text = read_text_strict(memory_index_path(store))
     lines = text.splitlines()
     kept: list[str] = []
     size = 0
@@ -588,20 +588,20 @@ def index_for_snapshot(
 
 def rebuild_index(store: Path) -> IndexUsage:
     """Write MEMORY.md afresh from the topic files: one line per topic, by slug."""
-    with _locked(store):
+    with locked(store):
         lines = []
-        for slug, path in _topic_files(store):
-            info = _info(slug, path, TopicFile.parse(_read(path)))
+        for slug, path in topic_files(store):
+            info = topic_info(slug, path, TopicFile.parse(read_text_strict(path)))
             if info.titles:
                 lines.append(index_line(info.name, slug, info.titles))
-        _write_atomic(memory_index_path(store), "\n".join(lines) + "\n" if lines else "")
+        write_atomic(memory_index_path(store), "\n".join(lines) + "\n" if lines else "")
     return index_usage(store)
 
 
 # --- operations -----------------------------------------------------------------------------
 
 
-def _clean_title(title: str) -> str:
+def normalize_title(title: str) -> str:
     cleaned = " ".join(title.split()).lstrip("#").strip()
     if not cleaned:
         raise MemlaneError(
@@ -616,7 +616,7 @@ def _clean_title(title: str) -> str:
     return cleaned
 
 
-def _clean_content(content: str) -> str:
+def normalize_content(content: str) -> str:
     lines = [line.rstrip() for line in content.strip("\n").splitlines()]
     while lines and not lines[0].strip():
         lines.pop(0)
@@ -657,13 +657,13 @@ def add(
     kind = _check_type(type)
     red_title = redact(title)
     red_content = redact(content)
-    clean_title = _clean_title(red_title.text)
-    clean_content = _clean_content(red_content.text)
+    clean_title = normalize_title(red_title.text)
+    clean_content = normalize_content(red_content.text)
     day = (today or date.today()).isoformat()
-    with _locked(store):
+    with locked(store):
         path = topic_path(store, slug)
         existed = path.exists()
-        parsed = TopicFile.parse(_read(path)) if existed else TopicFile()
+        parsed = TopicFile.parse(read_text_strict(path)) if existed else TopicFile()
         if clean_title in parsed.titles:
             raise MemlaneError(
                 f"topic {slug}.md already has an entry titled {clean_title!r}",
@@ -671,14 +671,14 @@ def add(
             )
         if not existed:
             parsed.set("name", display_name(topic, slug))
-            parsed.set("description", _first_line(clean_content))
+            parsed.set("description", first_line(clean_content))
             parsed.set("type", kind or DEFAULT_TYPE)
             parsed.set("updated", day)
         else:
             if not parsed.get("name"):
                 parsed.set("name", display_name(topic, slug))
             if not parsed.get("description"):
-                parsed.set("description", _first_line(clean_content))
+                parsed.set("description", first_line(clean_content))
             if kind is not None and parsed.get("type") != kind:
                 parsed.set("type", kind)
             elif not parsed.get("type"):
@@ -686,11 +686,11 @@ def add(
             parsed.set("updated", day)
         entry = parsed.append_entry(clean_title, clean_content)
         path.parent.mkdir(parents=True, exist_ok=True)
-        _check_inside(path, path.parent)
-        _write_atomic(path, parsed.render())
-        info = _info(slug, path, parsed)
+        check_inside(path, path.parent)
+        write_atomic(path, parsed.render())
+        info = topic_info(slug, path, parsed)
         line = index_line(info.name, slug, info.titles)
-        _update_index_line(store, slug, line)
+        update_index_line(store, slug, line)
     return TopicChange(
         action="added",
         name=info.name,
@@ -706,7 +706,7 @@ def add(
     )
 
 
-def _first_line(text: str) -> str:
+def first_line(text: str) -> str:
     for line in text.splitlines():
         cleaned = " ".join(line.strip().lstrip("#-*+ ").split())
         if cleaned:
@@ -732,11 +732,11 @@ def remove(
     wanted = " ".join(entry.split())
     if not wanted:
         raise MemlaneError("which entry? the title is empty", "pass the exact entry title")
-    with _locked(store):
+    with locked(store):
         found: list[tuple[str, Path, TopicFile, int]] = []
         all_titles: list[str] = []
-        for slug, path in _topic_files(store):
-            parsed = TopicFile.parse(_read(path))
+        for slug, path in topic_files(store):
+            parsed = TopicFile.parse(read_text_strict(path))
             for i, title in enumerate(parsed.titles):
                 all_titles.append(title)
                 if title == wanted:
@@ -759,16 +759,16 @@ def remove(
                 "nothing was removed; rename all but one in its file, then remove it",
             )
         slug, path, parsed, i = found[0]
-        info_before = _info(slug, path, parsed)
+        info_before = topic_info(slug, path, parsed)
         removed = parsed.remove_entry(i)
         if parsed.entries:
-            if parsed.get("description") == _first_line(removed.body):
+            if parsed.get("description") == first_line(removed.body):
                 # The description was taken from the removed entry: it would
                 # keep describing (and surfacing) what is gone.
-                parsed.set("description", _first_line(parsed.entries[0].body))
+                parsed.set("description", first_line(parsed.entries[0].body))
             parsed.set("updated", (today or date.today()).isoformat())
-            _write_atomic(path, parsed.render())
-            info = _info(slug, path, parsed)
+            write_atomic(path, parsed.render())
+            info = topic_info(slug, path, parsed)
             line: str | None = index_line(info.name, slug, info.titles)
         else:
             try:
@@ -776,7 +776,7 @@ def remove(
             except OSError as exc:
                 raise StoreError(f"cannot delete {path}: {exc.strerror or exc}") from None
             line = None
-        _update_index_line(store, slug, line)
+        update_index_line(store, slug, line)
     return TopicChange(
         action="removed",
         name=info_before.name,
@@ -793,7 +793,10 @@ def remove(
 
 def list_topics(store: Path) -> list[TopicInfo]:
     """Every topic file, by slug, with its frontmatter and entry titles."""
-    return [_info(slug, path, TopicFile.parse(_read(path))) for slug, path in _topic_files(store)]
+    return [
+        topic_info(slug, path, TopicFile.parse(read_text_strict(path)))
+        for slug, path in topic_files(store)
+    ]
 
 
 def read_topic(store: Path, topic: str) -> TopicFile:
@@ -805,7 +808,7 @@ def read_topic(store: Path, topic: str) -> TopicFile:
             f"there is no topic {slug}.md",
             "list the topics with memory_topic list (or `memlane topic list`)",
         )
-    return TopicFile.parse(_read(path))
+    return TopicFile.parse(read_text_strict(path))
 
 
 def entry_at_line(parsed: TopicFile, line: int) -> TopicEntry | None:
