@@ -6,6 +6,7 @@ failures print one clear line and exit non-zero; tracebacks are for bugs.
 
 from __future__ import annotations
 
+import sqlite3
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -125,7 +126,30 @@ def run() -> None:
         sys.exit(130)
     except BrokenPipeError:
         sys.exit(0)
+    except UnicodeError as exc:
+        _fail(
+            f"the input is not valid UTF-8 text ({getattr(exc, 'reason', exc)})",
+            "re-encode it as UTF-8 and try again; nothing was written",
+        )
+    except OSError as exc:
+        # The environment, not memlane: a read-only or missing directory, a full disk.
+        where = f": {exc.filename}" if exc.filename else ""
+        _fail(
+            f"{exc.strerror or exc}{where}",
+            "check that the path is writable by your user; MEMLANE_HOME moves memlane's "
+            "own files (index, config) elsewhere",
+        )
+    except sqlite3.Error as exc:
+        _fail(
+            f"the index database failed: {exc}",
+            "`memlane status` shows the index state; `memlane reindex` rebuilds it from markdown",
+        )
     sys.exit(code if isinstance(code, int) else 0)
+
+
+def _fail(message: str, hint: str) -> None:
+    sys.stderr.write(f"memlane: error: {message}\n  {hint}\n")
+    sys.exit(1)
 
 
 if __name__ == "__main__":

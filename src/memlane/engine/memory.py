@@ -162,9 +162,9 @@ class Memory:
         secret is ever written to the store, whoever writes.
         """
         from memlane.store.daily import new_entry_id
-        from memlane.store.redaction import redact
+        from memlane.store.redaction import redact_for_storage
 
-        text = redact(text).text
+        text = redact_for_storage(text)
 
         if anchor is None:
             anchor = Anchor(
@@ -172,6 +172,13 @@ class Memory:
                 turn=new_entry_id(),
                 transcript=os.environ.get(TRANSCRIPT_ENV) or NO_TRANSCRIPT,
             )
+        try:
+            text.encode("utf-8")
+        except UnicodeError:
+            raise StoreError(
+                "the text is not valid UTF-8, so it was not written",
+                "re-encode the input as UTF-8 and try again",
+            ) from None
         return self._parts.writer().append(
             self.scope.store, text, anchor, now or datetime.now().astimezone(), anchor.session
         )

@@ -284,7 +284,13 @@ def _locate_time(data: bytes, hhmm: str, path: Path) -> _Span:
 
 @contextlib.contextmanager
 def _store_lock(store_dir: Path) -> Iterator[None]:
-    fd = os.open(store_dir / LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        fd = os.open(store_dir / LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    except OSError as exc:
+        raise StoreError(
+            f"cannot lock {store_dir} to remove an entry: {exc.strerror or exc}",
+            "check that the store directory is writable by your user; nothing was removed",
+        ) from None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield
@@ -371,10 +377,19 @@ def _remove(store_dir: Path, source: Path, locate: Callable[[bytes, Path], _Span
             data = _read_fd(fd)
             span: _Span = locate(data, path)
             removed = data[span.start : span.end]
+            # Decode before anything changes: the echo is the only copy left
+            # of the removed text, so a file that cannot be shown is refused.
+            markdown = _decode(removed, path)
             mode = os.fstat(fd).st_mode & 0o7777
-            temp_fd, temp_name = tempfile.mkstemp(
-                prefix=f".{path.name}.forget-", suffix=".tmp", dir=path.parent
-            )
+            try:
+                temp_fd, temp_name = tempfile.mkstemp(
+                    prefix=f".{path.name}.forget-", suffix=".tmp", dir=path.parent
+                )
+            except OSError as exc:
+                raise StoreError(
+                    f"cannot write in {path.parent}: {exc.strerror or exc}",
+                    "check that the store directory is writable by your user; nothing was removed",
+                ) from None
             try:
                 os.fchmod(temp_fd, mode)
                 for _ in range(MAX_ROUNDS):
@@ -403,7 +418,6 @@ def _remove(store_dir: Path, source: Path, locate: Callable[[bytes, Path], _Span
             _salvage(fd, len(data), path)
         finally:
             os.close(fd)
-    markdown = _decode(removed, path)
     return Removed(
         source=str(path),
         start_line=span.first + 1,

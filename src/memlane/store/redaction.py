@@ -48,12 +48,33 @@ def marker(kind: str) -> str:
     return f"{MARKER_PREFIX}{kind}]"
 
 
+UNSCANNABLE = "unscannable"
+
+
+def redact_for_storage(text: str) -> str:
+    """``redact(text).text``, or a ``StoreError`` when the text could not be scanned.
+
+    For text going to the LLM, withholding everything is the safe failure;
+    for text the user asked to keep, replacing it with a marker would lose
+    it, so the write is refused instead and nothing is stored.
+    """
+    result = redact(text)
+    if result.kinds == (UNSCANNABLE,):
+        from memlane.core.errors import StoreError
+
+        raise StoreError(
+            "the text could not be scanned for secrets, so it was not written",
+            "this is a memlane bug or a broken detect-secrets install; reinstall memlane",
+        )
+    return result.text
+
+
 def redact(text: str) -> Redaction:
     """Replace every secret in *text* by ``[REDACTED:<kind>]`` and drop ``<private>`` blocks."""
     try:
         return _redact(text)
     except Exception:  # a scanner bug must not let the secret through, nor stop capture
-        return Redaction(marker("unscannable"), 1, ("unscannable",))
+        return Redaction(marker(UNSCANNABLE), 1, (UNSCANNABLE,))
 
 
 # --- own complements (see module docstring / ADR 0006) -------------------------------------

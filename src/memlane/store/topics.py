@@ -39,7 +39,7 @@ from typing import Any
 from memlane.core.errors import MemlaneError, NotFoundError, StoreError
 from memlane.core.settings import MEM_INDEX_MAX_BYTES, MEM_INDEX_MAX_LINES
 from memlane.store.layout import MEMORY_INDEX, TOPICS_DIR
-from memlane.store.redaction import redact
+from memlane.store.redaction import UNSCANNABLE, redact
 
 TOPIC_TYPES = ("user", "feedback", "project", "reference")
 DEFAULT_TYPE = "feedback"
@@ -442,10 +442,25 @@ def locked(store: Path) -> Iterator[None]:
 
 
 def write_atomic(path: Path, text: str) -> None:
+    """Replace *path* with *text* in one rename; the file keeps its permissions."""
     temp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
     try:
-        with open(temp, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
+        data = text.encode("utf-8")
+    except UnicodeError:
+        raise StoreError(
+            f"cannot write {path}: the text is not valid UTF-8",
+            "re-encode the input as UTF-8 and try again; nothing was changed",
+        ) from None
+    try:
+        mode = path.stat().st_mode & 0o7777
+    except FileNotFoundError:
+        mode = None
+    try:
+        with open(temp, "wb") as handle:
+            # A file the user made private (chmod 600) must stay private.
+            if mode is not None:
+                os.fchmod(handle.fileno(), mode)
+            handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(temp, path)
@@ -657,6 +672,12 @@ def add(
     kind = _check_type(type)
     red_title = redact(title)
     red_content = redact(content)
+    if UNSCANNABLE in red_title.kinds or UNSCANNABLE in red_content.kinds:
+        # Storing the marker instead would lose what the user asked to keep.
+        raise StoreError(
+            "the entry could not be scanned for secrets, so it was not written",
+            "this is a memlane bug or a broken detect-secrets install; reinstall memlane",
+        )
     clean_title = normalize_title(red_title.text)
     clean_content = normalize_content(red_content.text)
     day = (today or date.today()).isoformat()
