@@ -237,3 +237,30 @@ def test_through_make_llm_and_a_real_fake_openai_server(project: Path) -> None:
             assert "poetry to uv" in body["messages"][-1]["content"]
             hits = mem.search("standardised packaging", sync=False).hits
             assert hits and hits[0].heading == "Memory Compact 16:30"
+
+
+def test_hand_written_secrets_never_reach_the_llm(tmp_path: Path) -> None:
+    """Text edited into the files by hand is redacted before compaction sends it out."""
+    project = tmp_path / "proj"
+    (project / ".git").mkdir(parents=True)
+    mem = Memory.open(project)
+    store = mem.scope.store
+    store.mkdir(parents=True)
+    key = "wJalrXUtnFEMI/K7MDENG/" + "bPxRfiCYEXAMPLEKEY"
+    (store / "2026-01-05.md").write_text(
+        f"# 2026-01-05\n\n### 10:00\n- deploy uses AWS_SECRET_ACCESS_KEY={key} for now\n"
+    )
+    mem.sync()
+    seen: list[str] = []
+
+    class Recording:
+        name = "recording/test"
+
+        def complete(
+            self, system: str, prompt: str, *, max_tokens: int = 800, timeout_s: float | None = None
+        ) -> str:
+            seen.append(prompt)
+            return "- deployment credentials were discussed"
+
+    compact(mem, Recording())
+    assert seen and all(key not in p for p in seen)

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 from memlane.core.errors import ConfigError, LlmError, MemlaneError, NotFoundError, StoreError
 from memlane.core.types import Chunk
 from memlane.store.forget import Removed, forget_chunk, forget_entry
+from memlane.store.redaction import redact, redact_for_storage
 
 if TYPE_CHECKING:
     from memlane.engine.memory import Memory
@@ -233,7 +234,7 @@ def compact(
     if not chunks:
         return NOTHING_TO_COMPACT
     items = [_render_chunk(chunk, store) for chunk in chunks]
-    summary = _map_reduce(llm, items, budget_chars)
+    summary = redact_for_storage(_map_reduce(llm, items, budget_chars))
     append_compact_block(store, summary, now or datetime.now().astimezone())
     mem.sync(operation="compact")
     return summary
@@ -276,6 +277,9 @@ def _render_chunk(chunk: Chunk, store: Path) -> str:
         name = str(Path(chunk.source).relative_to(store))
     # Anchors (session ids, transcript paths) cost budget and tell the model nothing.
     body = _COMMENT_RE.sub("", chunk.content).strip()
+    # Files edited by hand never went through capture's redaction: scan them
+    # here too, since this text is about to leave for the LLM.
+    body = redact(body).text
     return f"[{name} | {chunk.heading or '(no heading)'}]\n{body}"
 
 
