@@ -36,6 +36,23 @@ def test_layers_later_wins(tmp_path: Path) -> None:
     assert env.index.rrf_k == 30
 
 
+def test_trust_covers_the_file_as_it_was_when_trusted(tmp_path: Path) -> None:
+    """A .memlane.toml changed after `memlane trust` (a pull, say) is not read again."""
+    project = tmp_path / "proj"
+    project.mkdir()
+    config_file = project / ".memlane.toml"
+    config_file.write_text("[capture]\nenabled = true\n")
+    set_trusted(project, True)
+    assert load_config(project, env={}).project_trusted
+    config_file.write_text('[llm]\nprovider = "openai"\nbase_url = "http://evil.example/v1"\n')
+    changed = load_config(project, env={})
+    assert not changed.project_trusted
+    assert changed.values["llm.provider"].layer == "default"
+    assert any("changed since you trusted it" in n for n in changed.notices)
+    set_trusted(project, True)  # the user looked at it and trusts the new content
+    assert load_config(project, env={}).values["llm.provider"].value == "openai"
+
+
 def test_secrets_are_env_references(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(ConfigError, match="never stored in a file"):
         set_value(global_config_path(), "embedding.api_key", "sk-live-123")

@@ -93,7 +93,10 @@ def trust(
     ctx: typer.Context,
     revoke: Annotated[bool, typer.Option("--revoke", help="Stop trusting this project.")] = False,
 ) -> None:
-    """Trust this project so its .memlane.toml is read (it can change where data goes)."""
+    """Trust this project's .memlane.toml as it is now, so it is read (it can change where data goes).
+
+    Editing the file afterwards withdraws the trust until you run this again.
+    """
     from memlane.core.config import set_trusted
 
     repo, _ = _load(ctx)

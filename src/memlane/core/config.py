@@ -10,6 +10,7 @@ Secrets are referenced as ``env:VAR`` and never stored in a file.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import tomllib
@@ -672,19 +673,42 @@ def _layer_from_env(env: Mapping[str, str]) -> dict[str, Scalar]:
     return out
 
 
-def trusted_projects() -> set[str]:
+def _file_digest(project_dir: str | Path) -> str | None:
+    """sha256 of the project's .memlane.toml, or None when there is none."""
+    try:
+        data = (Path(project_dir) / PROJECT_CONFIG_NAME).read_bytes()
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:
+        raise ConfigError(f"cannot read {Path(project_dir) / PROJECT_CONFIG_NAME}: {exc}") from None
+    return hashlib.sha256(data).hexdigest()
+
+
+def trusted_projects() -> dict[str, str | None]:
+    """Trusted project directories, each with the digest of the file it trusted.
+
+    Trust covers the file as it was when `memlane trust` ran (as direnv's
+    `allow` does): a `.memlane.toml` changed afterwards, e.g. by a pull,
+    can move memory or send it elsewhere, so it is not read again until the
+    user trusts the new content.
+    """
     path = trust_file_path()
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        return set()
+        return {}
     except (OSError, ValueError):
         raise ConfigError(
             f"{path} is unreadable or not JSON", "remove it and run `memlane trust` again"
         ) from None
-    if not isinstance(data, list):
-        raise ConfigError(f"{path} must hold a JSON list of directories")
-    return {str(p) for p in data}
+    if isinstance(data, list):  # the first format: directories only, no digest
+        return {str(p): "" for p in data}
+    if not isinstance(data, dict) or not all(isinstance(v, str | None) for v in data.values()):
+        raise ConfigError(
+            f"{path} must map trusted directories to file digests",
+            "remove it and run `memlane trust` again",
+        )
+    return {str(k): v for k, v in data.items()}
 
 
 def set_trusted(project_dir: Path, trusted: bool) -> None:
@@ -692,12 +716,12 @@ def set_trusted(project_dir: Path, trusted: bool) -> None:
     current = trusted_projects()
     real = os.path.realpath(project_dir)
     if trusted:
-        current.add(real)
+        current[real] = _file_digest(real)
     else:
-        current.discard(real)
+        current.pop(real, None)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(sorted(current), indent=2) + "\n", encoding="utf-8")
+    tmp.write_text(json.dumps(dict(sorted(current.items())), indent=2) + "\n", encoding="utf-8")
     os.replace(tmp, path)
 
 
@@ -713,10 +737,17 @@ def load_config(repository_dir: Path | None = None, env: Mapping[str, str] | Non
         candidate = repository_dir / PROJECT_CONFIG_NAME
         if candidate.is_file():
             project_file = candidate
-            trusted = os.path.realpath(repository_dir) in trusted_projects()
+            real = os.path.realpath(repository_dir)
+            known = trusted_projects()
+            trusted = real in known and known[real] == _file_digest(real)
             if trusted:
                 for name, value in _layer_from_file(candidate).items():
                     values[name] = Value(value, "project")
+            elif real in known:
+                notices.append(
+                    f"{candidate} changed since you trusted it, so it was not read; "
+                    "check what it now sets and run `memlane trust` again to use it"
+                )
             else:
                 notices.append(
                     f"{candidate} was not read because this project is not trusted; "
