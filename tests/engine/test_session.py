@@ -524,3 +524,45 @@ def test_open_without_host_or_provider_never_sends_anything(project: Path) -> No
     session.agent_settled(_exchange("q", "a"))
     session.shutdown()
     assert "[no distillation: no LLM configured]" in _daily(mem)
+
+
+def test_an_unwritable_anchor_field_is_cleaned_not_lost(project: Path) -> None:
+    mem = _memory(project)
+    session = _session(mem, ScriptedLLM("- the agent answered"))
+    session.agent_settled(_exchange("q", "a", entry="e2\ud83d"))
+    flush = session.shutdown()
+    assert flush.flushed and session.capture.written == 1
+    anchor = parse_anchor(_daily(mem))
+    assert anchor is not None and anchor.turn == "e2\ufffd"
+
+
+def test_shutdown_digest_of_a_huge_exchange_stays_within_the_cap(project: Path) -> None:
+    mem = _memory(project)
+    llm = ScriptedLLM()
+    llm.delay_s = 30.0
+    session = _session(mem, llm)
+    pasted_log = "INFO request served in 12 ms\n" * 40_000  # about 1 MB
+    session.agent_settled(_exchange("why is this slow?\n" + pasted_log, "It is not."))
+    started = time.monotonic()
+    flush = session.shutdown(cap_ms=1500)
+    assert time.monotonic() - started < 5.0
+    assert flush.pending == 0
+    assert "why is this slow?" in _daily(mem)
+
+
+def test_a_failing_embedding_server_is_cached_as_down(project: Path) -> None:
+    from _fake_llm import closed_port_url
+
+    mem = _memory(
+        project,
+        MEMLANE_EMBEDDING_PROVIDER="openai",
+        MEMLANE_EMBEDDING_BASE_URL=closed_port_url(),
+        MEMLANE_EMBEDDING_MODEL="down",
+    )
+    mem.write("- the cache is redis", now=datetime(2026, 11, 30, 9, 0))
+    first = mem.search("redis", 3)
+    assert first.mode == "lexical" and any(
+        "semantic search unavailable" in n for n in first.notices
+    )
+    assert mem.embedder is None and mem.embedder_problem  # no retry inside the negative cache
+    assert mem.search("redis", 3, sync=False).hits

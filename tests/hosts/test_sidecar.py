@@ -214,3 +214,36 @@ def test_stdin_eof_flushes_captures_and_exits(sidecar: Client, project: Path) ->
     assert sidecar.proc.wait(30) == 0
     text = next(resolve_scope(project).store.glob("*.md")).read_text()
     assert "remember the deploy key rotation" in text or "something worth" in text
+
+
+def test_a_lone_surrogate_still_gets_a_reply(sidecar: Client, project: Path) -> None:
+    _start(sidecar, project)
+    # JSON.stringify of a string cut inside an emoji: a lone \ud83d escape.
+    line = (
+        '{"jsonrpc":"2.0","id":77,"method":"tool","params":{"name":"memory_write",'
+        '"arguments":{"text":"the deploy went fine \\ud83d"}}}'
+    )
+    sidecar.send_line(line)
+    reply = sidecar.wait_for(77)
+    assert "result" in reply, reply
+    assert "\ufffd" in reply["result"]["details"]["text"]
+
+
+def test_deeply_nested_json_is_a_parse_error_not_a_crash(sidecar: Client, project: Path) -> None:
+    sidecar.send_line('{"jsonrpc":"2.0","id":3,"method":"tool","params":' + "[" * 100_000)
+    reply = sidecar.read()
+    assert reply["error"]["code"] == -32700
+    assert _start(sidecar, project)["snapshot"]  # still serving
+
+
+def test_a_failed_session_start_never_writes_into_the_previous_project(
+    sidecar: Client, project: Path, tmp_path: Path
+) -> None:
+    _start(sidecar, project)
+    sidecar.result("session_shutdown", {})
+    other = tmp_path / "other"
+    reply = sidecar.call("session_start", {"cwd": str(other), "session_id": "s-2", "host": "pi"})
+    assert "error" in reply
+    wrote = sidecar.call("tool", {"name": "memory_write", "arguments": {"text": "for other"}})
+    assert "error" in wrote  # names the missing project; never lands in the first one
+    assert not any("for other" in f.read_text() for f in resolve_scope(project).store.glob("*.md"))

@@ -622,7 +622,7 @@ export default function memlane(pi: ExtensionAPI): void {
 				),
 				mode: Type.Optional(StringEnum(["hybrid", "lexical", "semantic"] as const, { description: "hybrid (default), lexical (BM25 only) or semantic (dense only)" })),
 				after: Type.Optional(Type.String({ description: "Only memories on or after this date (YYYY-MM-DD)" })),
-				before: Type.Optional(Type.String({ description: "Only memories on or before this date (YYYY-MM-DD)" })),
+				before: Type.Optional(Type.String({ description: "Only memories before this date (YYYY-MM-DD), not including it" })),
 				session: Type.Optional(Type.String({ description: "Only memories from this session id" })),
 			}),
 		},

@@ -115,7 +115,38 @@ class Memory:
     def embedder_ready(self) -> bool:
         """True when a search would not wait for the model to load."""
         parts = self._parts
-        return parts.embedder_loaded and not parts.loading
+        return parts.embedder_loaded and not parts.loading and parts.warmed
+
+    def warm_embedder(self) -> None:
+        """Load the model now (a session does this in the background at start).
+
+        Providers load lazily, so a broken model or an unreachable server
+        only shows at the first embedding; found here, it enters the
+        negative cache instead of costing the first search its wait.
+        """
+        embedder = self.embedder
+        if embedder is None:
+            return
+        try:
+            warm = getattr(embedder, "warm", None)
+            if callable(warm):
+                warm()
+            else:
+                embedder.embed_query("memlane warm-up")
+        except EmbedderError as exc:
+            self.embedder_failed(exc)
+            return
+        self._parts.warmed = True
+
+    def embedder_failed(self, exc: EmbedderError) -> None:
+        """An embedding call failed: skip the dense leg until the retry time."""
+        parts = self._parts
+        with parts.lock:
+            parts.embedder = None
+            parts.embedder_problem = exc.message
+            parts.embedder_failed_at = time.monotonic()
+            parts.embedder_loaded = True
+            parts.warmed = False
 
     @property
     def embedder_problem(self) -> str | None:
@@ -320,7 +351,9 @@ class Memory:
             else:
                 try:
                     vector = embedder.embed_query(query)
+                    self._parts.warmed = True
                 except EmbedderError as exc:
+                    self.embedder_failed(exc)
                     notices.append(
                         f"semantic search unavailable ({exc.message}); showing lexical (BM25) results"
                     )
@@ -566,13 +599,19 @@ class Memory:
 
 
 def _sessions_stats_of(memory: Memory) -> dict[str, Any] | None:
+    import sqlite3
+
     from memlane.engine.sessions import open_store, sessions_path
 
     if not sessions_path(memory).exists():
         return None  # never created by a status call
     try:
         return open_store(memory).stats()
-    except MemlaneError:
+    except (MemlaneError, sqlite3.Error, OSError):
+        # The doctor must answer whatever state the derived sessions file is
+        # in. Damage is moved aside and rebuilt by the store (or raised as
+        # IndexCorruptError), busy is IndexBusyError; the rest (unreadable
+        # directory, I/O error) must not take `memlane status` down either.
         return None
 
 
@@ -586,6 +625,7 @@ class _SharedParts:
         self.embedder_problem: str | None = None
         self.embedder_failed_at = 0.0
         self.loading = False
+        self.warmed = False
         self._writer: DailyWriter | None = None
         self._writer_lock = threading.Lock()
 

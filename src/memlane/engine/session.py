@@ -52,6 +52,17 @@ CAPTURE_SHARE_OF_SHUTDOWN = 0.6
 SHUTDOWN_REASON = "the session ended before distillation finished"
 
 
+# How much of each text a shutdown digest redacts (the digest shows far less).
+DIGEST_SOURCE_CHARS = 4000
+
+
+def _anchor_field(value: str) -> str:
+    """An anchor value that cannot break the entry's comment line."""
+    text = "".join("\ufffd" if 0xD800 <= ord(c) <= 0xDFFF else c for c in value)
+    text = text.replace("-->", "").replace("\r", " ").replace("\n", " ").strip()
+    return text or "none"
+
+
 def _local_now() -> datetime:
     return datetime.now().astimezone()
 
@@ -348,6 +359,7 @@ class Session:
         self._capture_thread: threading.Thread | None = None
         self._search_worker: _SearchWorker | None = None
         self._respawning = False
+        self._unwritten = 0  # exchanges whose entry could not be written
         self._closed = False
         self.indexer = IndexScheduler(
             memory.fork,
@@ -380,7 +392,7 @@ class Session:
         session.indexer.run_soon()
         if memory.config.embedding.provider != "none":
             threading.Thread(
-                target=lambda: memory.embedder, name="memlane-embedder-warmup", daemon=True
+                target=memory.warm_embedder, name="memlane-embedder-warmup", daemon=True
             ).start()
         if session.auto_context.active or session.surfacer is not None:
             session._search_worker = session._new_worker()
@@ -539,7 +551,10 @@ class Session:
             # every prompt that gets no search as an error.
             state.skippedError += 1
         layer = self._sessions_layer
-        want_recall = layer is not None and wants_recall(prompt, self.recall.mode)
+        # The query, not the whole prompt: the check runs before the deadline starts.
+        want_recall = layer is not None and wants_recall(
+            prompt[: settings.auto_context_query_limit], self.recall.mode
+        )
         if state.disabled_reason is not None:
             surfacer = None  # the worker is unhealthy for every kind of search
             want_recall = False
@@ -788,14 +803,22 @@ class Session:
 
         exchange = job.exchange
         anchor = Anchor(
-            session=exchange.session_id or self.session_id,
-            turn=exchange.entry_id or new_entry_id(),
-            transcript=exchange.transcript_path or self.transcript_path or NO_TRANSCRIPT,
+            session=_anchor_field(exchange.session_id or self.session_id),
+            turn=_anchor_field(exchange.entry_id or new_entry_id()),
+            transcript=_anchor_field(
+                exchange.transcript_path or self.transcript_path or NO_TRANSCRIPT
+            ),
         )
         try:
             self.memory.write("\n".join(bullets), anchor, now=self.clock())
         except MemlaneError as exc:
             self.capture.write_errors.append(exc.message)
+            self._unwritten += 1
+            return
+        except Exception as exc:  # a bug must not silently drop an exchange
+            log.exception("writing a captured exchange failed")
+            self.capture.write_errors.append(f"{type(exc).__name__}: {exc}")
+            self._unwritten += 1
             return
         self.capture.written += 1
         self.indexer.note_write()
@@ -803,7 +826,19 @@ class Session:
     def _write_digest_now(self, job: _CaptureJob, reason: str) -> None:
         from memlane.engine.distill import digest, failure_marker
 
-        exchange = self._redacted(job.exchange)
+        # Only the start of each text makes the digest: redacting megabytes of
+        # pasted logs here would overrun the shutdown cap.
+        source = job.exchange
+        exchange = self._redacted(
+            Exchange(
+                user=source.user[:DIGEST_SOURCE_CHARS],
+                assistant=source.assistant[:DIGEST_SOURCE_CHARS],
+                aborted=source.aborted,
+                entry_id=source.entry_id,
+                session_id=source.session_id,
+                transcript_path=source.transcript_path,
+            )
+        )
         self.capture.failed += 1
         self.capture.last_failure = reason
         self._write(job, [failure_marker(reason), *digest(exchange)])
@@ -840,13 +875,14 @@ class Session:
             self._sweeper.stop(timeout=0.5)
         if self._sessions_layer is not None:
             self._sessions_layer.flush(max(0.0, started + cap_s - time.monotonic()) / 2)
+            self._sessions_layer.close()
         settled = self.indexer.settle(max(0.0, started + cap_s - time.monotonic()))
         self.indexer.close()
         if self._search_worker is not None:
             self._search_worker.stop()
             self._search_worker = None
         pending = sum(1 for j in jobs if not j.done.is_set())
-        return Flush(flushed=settled and pending == 0, pending=pending)
+        return Flush(flushed=settled and pending == 0 and self._unwritten == 0, pending=pending)
 
     # -- status -------------------------------------------------------------------------
 

@@ -120,7 +120,9 @@ SPECS: tuple[ToolSpec, ...] = (
                 enum=("hybrid", "lexical", "semantic"),
             ),
             Param("after", "string", "Only memories on or after this date (YYYY-MM-DD)."),
-            Param("before", "string", "Only memories on or before this date (YYYY-MM-DD)."),
+            Param(
+                "before", "string", "Only memories before this date (YYYY-MM-DD), not including it."
+            ),
             Param("session", "string", "Only memories from this session id."),
         ),
     ),
@@ -283,6 +285,9 @@ class Tools:
         from memlane.core.render import TOOL_EXPAND_HINT, render_search
 
         query = args["query"]
+        for bound in ("after", "before"):
+            if args.get(bound) is not None:
+                _check_date(bound, args[bound])
         kind = args.get("kind")
         if kind in ("session", "all") and args.get("scope") == "all":
             raise MemlaneError(
@@ -496,3 +501,19 @@ class Tools:
         if self.session is not None and args["action"] in ("add", "remove"):
             self.session.note_write()
         return result
+
+
+def _check_date(name: str, value: str) -> None:
+    """A date filter that cannot match anything is a mistake worth saying."""
+    from datetime import datetime
+
+    for fmt in ("%Y-%m-%d", "%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S"):
+        try:
+            datetime.strptime(value, fmt)
+            return
+        except ValueError:
+            continue
+    raise MemlaneError(
+        f"memory_search: {name} {value!r} is not a date",
+        "use YYYY-MM-DD, e.g. 2026-11-30 (or YYYY-MM-DDTHH:MM)",
+    )

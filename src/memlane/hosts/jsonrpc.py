@@ -61,6 +61,24 @@ class _Waiter:
         self.event = threading.Event()
         self.result: Any = None
         self.error: Any = None
+        self.answered = False
+
+
+def _without_lone_surrogates(value: Any) -> Any:
+    """JSON text from JavaScript may carry a lone surrogate (``\\ud83d``, half
+    an emoji cut by a slice); it cannot be written as UTF-8 anywhere, so it
+    becomes U+FFFD on the way in."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return "".join("\ufffd" if 0xD800 <= ord(c) <= 0xDFFF else c for c in value)
+        return value
+    if isinstance(value, list):
+        return [_without_lone_surrogates(v) for v in value]
+    if isinstance(value, dict):
+        return {_without_lone_surrogates(k): _without_lone_surrogates(v) for k, v in value.items()}
+    return value
 
 
 class Connection:
@@ -76,7 +94,13 @@ class Connection:
     # -- sending ------------------------------------------------------------------
 
     def send(self, message: dict[str, Any]) -> None:
-        line = json.dumps(message, ensure_ascii=False, separators=(",", ":")) + "\n"
+        try:
+            line = json.dumps(message, ensure_ascii=False, separators=(",", ":")) + "\n"
+            line.encode("utf-8")
+        except UnicodeEncodeError:
+            # A lone surrogate (a string cut inside an emoji): escaped, it is
+            # still valid JSON, and the reply must never be dropped.
+            line = json.dumps(message, ensure_ascii=True, separators=(",", ":")) + "\n"
         with self._write_lock:
             try:
                 self._writer.write(line.encode("utf-8"))
@@ -97,11 +121,15 @@ class Connection:
         with self._waiters_lock:
             self._waiters[request_id] = waiter
         try:
+            if self.closed.is_set():
+                raise ConnectionError("the host closed the connection")
             self.send({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
             if not waiter.event.wait(timeout_s):
                 if self.closed.is_set():
                     raise ConnectionError("the host closed the connection")
                 raise TimeoutError(f"{method} got no answer within {timeout_s:g} s")
+            if waiter.error is None and not waiter.answered:
+                raise ConnectionError("the host closed the connection before answering")
         finally:
             with self._waiters_lock:
                 self._waiters.pop(request_id, None)
@@ -127,9 +155,12 @@ class Connection:
 
     def _dispatch(self, line: bytes, on_request: Callable[[Request], None]) -> None:
         try:
-            message = json.loads(line)
+            message = _without_lone_surrogates(json.loads(line))
         except (ValueError, UnicodeDecodeError) as exc:
             self.reply_error(None, RpcError(PARSE_ERROR, f"not a JSON object: {exc}"))
+            return
+        except RecursionError:
+            self.reply_error(None, RpcError(PARSE_ERROR, "not a JSON object: nested too deeply"))
             return
         if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
             self.reply_error(
@@ -158,4 +189,5 @@ class Connection:
             waiter.error = message["error"]
         else:
             waiter.result = message.get("result")
+        waiter.answered = True
         waiter.event.set()

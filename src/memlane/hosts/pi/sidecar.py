@@ -196,10 +196,23 @@ class Sidecar:
             self.session.shutdown()
             self.session = None
         if self.memory is None or Path(cwd).resolve() != self.directory.resolve():
+            # Open first: if the new project cannot be opened, nothing may keep
+            # writing into the previous one.
+            try:
+                opened = Memory.open(Path(cwd))
+            except BaseException:
+                if self.memory is not None:
+                    self.memory.close()
+                # Later calls name the project the host asked for, and fail
+                # the same clear way until it can be opened.
+                self.directory = Path(cwd)
+                self.memory = None
+                self.tools = None
+                raise
             if self.memory is not None:
                 self.memory.close()
             self.directory = Path(cwd)
-            self.memory = Memory.open(self.directory)
+            self.memory = opened
         assert session_id is not None
         self.session = Session.open(
             self.memory,
