@@ -69,6 +69,7 @@ class IndexScheduler:
         self._cond = threading.Condition()
         self._due: float | None = None
         self._stop = False
+        self._settling = False
         self.state = ScheduleState()
         self._thread = threading.Thread(target=self._run, name="memlane-indexer", daemon=True)
         self._thread.start()
@@ -80,8 +81,12 @@ class IndexScheduler:
         self._schedule(time.monotonic())
 
     def note_write(self) -> None:
-        """A write happened: index ``debounce`` after the last write of a burst."""
-        self._schedule(time.monotonic() + self._debounce_s)
+        """A write happened: index ``debounce`` after the last write of a burst.
+
+        While settling (shutdown) there is no later: index at once.
+        """
+        delay = 0.0 if self._settling else self._debounce_s
+        self._schedule(time.monotonic() + delay)
 
     def _schedule(self, due: float) -> None:
         with self._cond:
@@ -95,6 +100,7 @@ class IndexScheduler:
         """Run anything pending now and wait until idle; False on timeout."""
         deadline = time.monotonic() + timeout_s
         with self._cond:
+            self._settling = True
             if self._due is not None:
                 self._due = time.monotonic()
                 self._cond.notify_all()

@@ -712,6 +712,8 @@ class Session:
             layer.index_new(transcript)  # only enqueues: the host never waits
         job = _CaptureJob(exchange)
         with self._lock:
+            if self._closed:  # shutdown began after the first check
+                return Queued(False, "the session has shut down")
             self._jobs.append(job)
             self.capture.queued += 1
             if self._capture_thread is None:
