@@ -100,16 +100,19 @@ class IndexScheduler:
         """Run anything pending now and wait until idle; False on timeout."""
         deadline = time.monotonic() + timeout_s
         with self._cond:
-            self._settling = True
-            if self._due is not None:
-                self._due = time.monotonic()
-                self._cond.notify_all()
-            while self._due is not None or self.state.running:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return False
-                self._cond.wait(left)
-            return True
+            self._settling = True  # writes arriving meanwhile index at once
+            try:
+                if self._due is not None:
+                    self._due = time.monotonic()
+                    self._cond.notify_all()
+                while self._due is not None or self.state.running:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        return False
+                    self._cond.wait(left)
+                return True
+            finally:
+                self._settling = False
 
     def close(self, timeout_s: float = 0.0) -> None:
         with self._cond:
