@@ -20,8 +20,9 @@ transcripts directly instead of pi-lcm's database:
   agents wrote; its thread runs every ``sweep_interval_ms``, doubling while
   idle up to ``sweep_max_interval_ms``, back to the base on activity.
 
-A file that grew is read on from its offset; one that shrank, changed inode
-or changed its first bytes was rewritten and is read whole (its documents
+A file that grew is read on from its offset; one that shrank, changed inode,
+changed its first bytes or the bytes just before the offset (or no longer
+has a line end there) was rewritten and is read whole (its documents
 replaced). Only complete lines are consumed: a partial last line waits for
 its newline. Garbage lines and unknown entry types are counted, never fatal.
 """
@@ -41,7 +42,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from memlane.core.errors import EmbedderError, MemlaneError
 from memlane.core.settings import SessionsSettings
@@ -80,6 +81,10 @@ EMBED_GROUP = 8
 # The rewrite check hashes this many leading bytes (or fewer, as many as
 # the file had when first read).
 HEAD_BYTES = 1024
+# ... and this many bytes just before the stored offset: an in-place rewrite
+# that keeps the head (and does not shrink) changes them. A few lines' worth
+# (pi and Claude lines run 0.3-2 KiB), still one small read per changed file.
+TAIL_BYTES = 4096
 # Bounds on what one document stores: a pasted log or a huge tool output
 # would bloat the FTS index without helping recall.
 MAX_TEXT_CHARS = 8000
@@ -389,10 +394,24 @@ class FileRead:
     garbage: int = 0
     unknown: int = 0
     reason: str = ""
+    # Rewrite-check hash of the bytes before each offset in ``docs``: a
+    # batch that ends mid-file stores its own offset's, or the resume after
+    # a kill would take the file for rewritten and re-read (re-embed) it.
+    tails: dict[int, str] = field(default_factory=dict)
+
+    def state_at(self, position: int) -> SourceState:
+        """The file's progress after the line that ends at ``position``."""
+        if position == self.final.offset:
+            return self.final
+        return replace(self.final, offset=position, tail_hash=self.tails[position])
 
 
-def _head_hash(data: bytes) -> str:
+def _head_hash(data: bytes | memoryview) -> str:
     return hashlib.sha256(data).hexdigest()[:16]
+
+
+def _tail_hash(data: bytes | memoryview) -> str:
+    return _head_hash(data) if len(data) else ""
 
 
 def _sniff(lines: Sequence[bytes]) -> str | None:
@@ -405,6 +424,34 @@ def _sniff(lines: Sequence[bytes]) -> str | None:
         if claude_format.looks_like_claude(obj):
             return CLAUDE_CODE
     return None
+
+
+def _rewrite_reason(handle: BinaryIO, st: os.stat_result, state: SourceState) -> str:
+    """Why the file is no longer ``state``'s file plus appended lines ("" when
+    it is, and reading on from ``state.offset`` is safe)."""
+    if st.st_ino != state.inode:
+        return "inode changed"
+    if st.st_size < state.offset:
+        return "file shrank"
+    if state.head_len:
+        handle.seek(0)
+        if _head_hash(handle.read(state.head_len)) != state.head_hash:
+            return "first bytes changed"
+    if state.offset:
+        # An in-place rewrite can keep the first bytes and grow the file;
+        # the bytes just before the offset tell it from an append. The
+        # offset always sat right after a newline: anything else means the
+        # lines moved and reading on would start mid-line.
+        span = min(state.offset, TAIL_BYTES)
+        handle.seek(state.offset - span)
+        before = handle.read(span)
+        if before[-1:] != b"\n":
+            return "offset no longer at a line end"
+        # "" = recorded before schema version 2: the line-end check is all
+        # there is until this read records the hash.
+        if state.tail_hash and _tail_hash(before) != state.tail_hash:
+            return "bytes before the offset changed"
+    return ""
 
 
 def read_source(
@@ -420,7 +467,6 @@ def read_source(
     with handle:
         st = os.fstat(handle.fileno())
         head_len = min(st.st_size, HEAD_BYTES)
-        replace_all = False
         reason = ""
         offset = 0
         if state is not None:
@@ -431,22 +477,27 @@ def read_source(
                 and state.offset == state.size
             ):
                 return None
-            head_now = handle.read(state.head_len) if state.head_len else b""
-            if st.st_ino != state.inode:
-                replace_all, reason = True, "inode changed"
-            elif st.st_size < state.offset:
-                replace_all, reason = True, "file shrank"
-            elif state.head_len and _head_hash(head_now) != state.head_hash:
-                replace_all, reason = True, "first bytes changed"
-            else:
+            reason = _rewrite_reason(handle, st, state)
+            if not reason:
                 offset = state.offset
+        replace_all = bool(reason)
         handle.seek(0)
         head = handle.read(head_len)
-        handle.seek(offset)
-        data = handle.read(max(st.st_size - offset, 0))
+        # Read from TAIL_BYTES before the offset: the tail hashes of the new
+        # offsets may reach back into bytes read by an earlier pass.
+        start = max(offset - TAIL_BYTES, 0)
+        handle.seek(start)
+        window = handle.read(max(st.st_size - start, 0))
     # Only complete lines: a line still being written waits for its newline.
-    end = data.rfind(b"\n") + 1
-    body = data[:end]
+    skip = offset - start
+    cut = window.rfind(b"\n", skip) + 1
+    end = cut - skip if cut else 0
+    body = window[skip:cut] if cut else b""
+    view = memoryview(window)
+
+    def tail_at(position: int) -> str:
+        return _tail_hash(view[max(position - TAIL_BYTES, start) - start : position - start])
+
     fmt = state.format if state is not None and not replace_all else None
     session_id = state.session_id if state is not None and not replace_all else None
     garbage = state.garbage if state is not None and not replace_all else 0
@@ -456,6 +507,7 @@ def read_source(
         fmt = _sniff(raw_lines) or source.format
     transcript = str(path)
     docs: list[tuple[int, SessionDoc]] = []
+    tails: dict[int, str] = {}
     position = offset
     for raw in raw_lines:
         position += len(raw) + 1
@@ -480,6 +532,8 @@ def read_source(
         for item in found:
             if not item.text.strip():
                 continue
+            if position not in tails:
+                tails[position] = tail_at(position)
             docs.append(
                 (
                     position,
@@ -513,6 +567,7 @@ def read_source(
         head_hash=_head_hash(head),
         garbage=garbage,
         unknown=unknown,
+        tail_hash=tail_at(offset + end),
     )
     return FileRead(
         source=source,
@@ -522,6 +577,7 @@ def read_source(
         garbage=garbage - (state.garbage if state and not replace_all else 0),
         unknown=unknown - (state.unknown if state and not replace_all else 0),
         reason=reason,
+        tails=tails,
     )
 
 
@@ -588,14 +644,37 @@ class SessionIngestor:
         self.batch_size = max(1, batch_size)
         self._lock = threading.Lock()
         self._model_bound = False
+        self._bound_rebuilds = store.rebuilds
         self.notices: list[str] = []
 
     def _bind_model(self) -> None:
+        # A recreated store has lost the model binding along with everything.
+        if self._bound_rebuilds != self.store.rebuilds:
+            self._model_bound = False
         if self._model_bound or self.embedder is None or self.model is None:
             return
+        rebuilds = self.store.rebuilds
         if self.store.ensure_model(self.model, self.embedder.dimension):
             self.notices.append("embedding model changed: session vectors dropped, re-embedding")
         self._model_bound = True
+        self._bound_rebuilds = rebuilds
+
+    def _read(
+        self, chosen: Sequence[Source], known: Mapping[str, SourceState], report: BackfillReport
+    ) -> list[FileRead]:
+        reads: list[FileRead] = []
+        for source in chosen:
+            read = read_source(source, known.get(str(source.path)), self.settings)
+            if read is None:
+                continue
+            reads.append(read)
+            report.files_read += 1
+            report.garbage_lines += read.garbage
+            report.unknown_entries += read.unknown
+            if read.replace:
+                report.files_rewritten += 1
+                trace("sessions", "rewrite", path=source.path, reason=read.reason)
+        return reads
 
     def ingest(
         self,
@@ -606,34 +685,39 @@ class SessionIngestor:
     ) -> BackfillReport:
         started = time.monotonic()
         with self._lock:
-            report = BackfillReport(operation=operation)
-            # Bound before reading: a changed model drops the old vectors, and
-            # the pending pass below then re-embeds every document.
-            self._bind_model()
             chosen = list(self.scan() if sources is None else sources)
-            report.sources = len(chosen)
-            known = self.store.sources()
-            reads: list[FileRead] = []
-            for source in chosen:
-                read = read_source(source, known.get(str(source.path)), self.settings)
-                if read is None:
-                    continue
-                reads.append(read)
-                report.files_read += 1
-                report.garbage_lines += read.garbage
-                report.unknown_entries += read.unknown
-                if read.replace:
-                    report.files_rewritten += 1
-                    trace("sessions", "rewrite", path=source.path, reason=read.reason)
-            total = sum(len(r.docs) for r in reads)
-            if reads:
-                trace("sessions", f"{operation}.start", files=len(reads), docs=total)
-            self._write(reads, total, report, progress)
+            for attempt in range(2):
+                report = BackfillReport(operation=operation, sources=len(chosen))
+                # Bound before reading: a changed model drops the old vectors,
+                # and the pending pass below then re-embeds every document.
+                self._bind_model()
+                # A store recreated after damage (here or by another process)
+                # has no sources rows: every transcript is read from byte 0.
+                known = self.store.sources() if attempt == 0 else {}
+                rebuilds = self.store.rebuilds
+                reads = self._read(chosen, known, report)
+                total = sum(len(r.docs) for r in reads)
+                if reads:
+                    trace("sessions", f"{operation}.start", files=len(reads), docs=total)
+                self._write(reads, total, report, progress)
+                if self.store.rebuilds == rebuilds:
+                    break
+                # Recreated in the middle of the pass: the batches committed
+                # before went aside with the damaged file, while the fresh one
+                # holds offsets past them. Read this pass's files again from
+                # the start (rows already in the fresh file are kept: OR IGNORE).
+                trace("sessions", f"{operation}.rebuilt", attempt=attempt)
             self._embed_pending(report, progress)
             if operation != "hook" and operation != "sweep" and report.activity:
                 self.store.checkpoint()
+            if sources is None and self.store.rebuilds == rebuilds:
+                # Every transcript was read into the file as it is now.
+                self.store.reread_since_rebuild = True
             report.notices.extend(self.notices)
             self.notices.clear()
+            notice = damage_notice(self.store, pop=False)
+            if notice is not None:
+                report.notices.append(notice)
         report.seconds = time.monotonic() - started
         if report.activity:
             trace(
@@ -657,7 +741,7 @@ class SessionIngestor:
                 batch.replace.add(path)
             for position, doc in read.docs:
                 batch.docs.append(doc)
-                states[path] = replace(read.final, offset=position)
+                states[path] = read.state_at(position)
                 if len(batch.docs) >= self.batch_size:
                     batch.states = list(states.values())
                     yield batch
@@ -999,6 +1083,24 @@ def open_store(mem: Memory) -> SessionStore:
         return store
 
 
+def damage_notice(store: SessionStore, *, pop: bool) -> str | None:
+    """The line telling the user the store was recreated after damage, or None.
+
+    ``pop`` clears it (shown once per process): search, similar, status and
+    stats pop it; ingestion only adds it to its report, since `sessions
+    search` catches up first and shows the search's notices, not the report's.
+    """
+    reason = store.pop_rebuilt_reason() if pop else store.rebuilt_reason
+    if reason is None:
+        return None
+    head = f"the sessions index was damaged and rebuilt: {reason}"
+    if store.reread_since_rebuild:
+        return f"{head}; its messages were read again from the transcripts"
+    # Every source's offset went with the file, so the next backfill (or
+    # sweep) re-reads every transcript without being told to.
+    return f"{head}; run `memlane sessions backfill` to re-read the transcripts"
+
+
 def close_stores() -> None:
     with _stores_lock:
         for store in _stores.values():
@@ -1122,9 +1224,17 @@ class SessionsLayer:
                         f"semantic search unavailable ({exc.message}); showing lexical (BM25) results"
                     )
         if mode == "semantic" and vector is None:
-            return SessionSearch(query, "semantic", [], notices)
+            return SessionSearch(query, "semantic", [], self._with_damage(notices))
         got, scored = self.store.search(query, vector, k, filters, lexical=mode != "semantic")
-        return SessionSearch(query, got, [SessionHit.of(s) for s in scored], notices)
+        return SessionSearch(
+            query, got, [SessionHit.of(s) for s in scored], self._with_damage(notices)
+        )
+
+    def _with_damage(self, notices: list[str]) -> list[str]:
+        # Popped after the store was touched: damage found by this very
+        # search (and the fresh file it answered from) is reported with it.
+        notice = damage_notice(self.store, pop=True)
+        return [*notices, notice] if notice is not None else notices
 
     def resolve(self, key_or_entry: str) -> StoredDoc | None:
         """A document by its key, else by transcript entry id (its own text first)."""
@@ -1146,7 +1256,9 @@ class SessionsLayer:
                 "pass a key or an entry id from a session search hit",
             )
         scored = self.store.similar(doc.key, k)
-        return SessionSearch(doc.text[:200], "semantic", [SessionHit.of(s) for s in scored])
+        return SessionSearch(
+            doc.text[:200], "semantic", [SessionHit.of(s) for s in scored], self._with_damage([])
+        )
 
     def recent(self, n: int | None = None, exclude: str | None = None) -> list[SessionInfo]:
         return self.store.recent_sessions(self.settings.primer_top_k if n is None else n, exclude)
@@ -1154,10 +1266,15 @@ class SessionsLayer:
     def stats(self) -> dict[str, Any]:
         data = self.store.stats()
         data["embedding_provider"] = self.mem.config.embedding.provider
+        data.pop("rebuilt", None)  # said by the notice, in words
+        notice = damage_notice(self.store, pop=True)
+        if notice is not None:
+            data["notice"] = notice
         return data
 
     def status(self) -> dict[str, Any]:
         meta = self.store.meta()
+        notice = damage_notice(self.store, pop=True)
         return {
             "sweep_cycles": int(meta.get(META_SWEEP_CYCLES) or 0),
             "busy": bool(meta.get(META_SWEEP_BUSY)),
@@ -1166,6 +1283,8 @@ class SessionsLayer:
             "last_sweep_at": meta.get(META_SWEEP_LAST_AT),
             "sweeper_pid": meta.get(META_SWEEP_PID),
             "base_interval_ms": self.settings.sweep_interval_ms,
+            # Only when set: the CLI prints every key, so it shows up there.
+            **({"notice": notice} if notice is not None else {}),
         }
 
 

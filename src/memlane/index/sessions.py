@@ -22,6 +22,12 @@ Uniqueness on (transcript, entry_id, part): a resumed backfill never
 duplicates a row, and a row stored with its vector is never embedded again.
 ``part`` is "" for the entry's own text and "tool" for the tool calls an
 assistant entry carries (stored apart so they can stay unembedded).
+
+A damaged file is handled like the main index's (``recovery.py``): moved
+aside to ``<name>.corrupt-<UTC stamp>`` and recreated empty, never repaired.
+Every source's offset goes with it, so the next backfill or sweep reads
+every transcript again from its first byte; ``rebuilt_reason`` says why
+until a user-facing surface shows it.
 """
 
 from __future__ import annotations
@@ -41,6 +47,7 @@ from typing import Any, TypeVar
 import numpy as np
 import numpy.typing as npt
 
+from memlane.core.errors import IndexCorruptError
 from memlane.core.settings import IndexSettings, SessionsSettings
 from memlane.core.types import SearchMode
 from memlane.index import lexical, schema
@@ -49,13 +56,25 @@ from memlane.index.dense import DenseMatrix, vector_to_blob
 from memlane.index.dense_sync import synced_matrix
 from memlane.index.fusion import fusion_method
 from memlane.index.query import match_expression
+from memlane.index.recovery import (
+    SQLITE_READONLY_DBMOVED,
+    FileId,
+    corruption_reason,
+    file_id,
+    file_lock,
+    is_busy,
+    move_aside,
+)
 from memlane.index.sqlite import CACHE_SIZE_KIB, candidate_count
 
 log = logging.getLogger(__name__)
 
-SESSIONS_SCHEMA_VERSION = 1
+# 2: sources.tail_hash (the rewrite check's hash of the bytes before the
+# offset). Version 1 files are upgraded in place (see _MIGRATIONS).
+SESSIONS_SCHEMA_VERSION = 2
 SESSIONS_SUFFIX = ".sessions.sqlite"
 BUSY_TIMEOUT_S = 10.0
+OPEN_RETRY_S = 0.05
 ROLES = ("user", "assistant", "summary", "tool")
 DOC_KIND = "session"
 TOMBSTONE_KEEP_GENERATIONS = 1000
@@ -67,7 +86,8 @@ _TABLES_DDL = (
     "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value)",
     # One row per transcript file: how far it was read and what it looked
     # like then, to tell an append (read on from offset) from a rewrite
-    # (size shrank, other inode, other first bytes: read it whole again).
+    # (size shrank, other inode, other first bytes, other bytes just before
+    # the offset: read it whole again).
     """
     CREATE TABLE IF NOT EXISTS sources (
         path TEXT PRIMARY KEY,
@@ -81,7 +101,8 @@ _TABLES_DDL = (
         head_hash TEXT NOT NULL,
         garbage INTEGER NOT NULL DEFAULT 0,
         unknown INTEGER NOT NULL DEFAULT 0,
-        updated_at TEXT
+        updated_at TEXT,
+        tail_hash TEXT NOT NULL DEFAULT ''
     )
     """,
     # The vector BLOB last: metadata reads never touch its overflow pages.
@@ -135,6 +156,19 @@ _DROP_DDL = (
     "DROP TABLE IF EXISTS chunks",
     "DROP TABLE IF EXISTS tombstones",
     "DROP TABLE IF EXISTS sources",
+)
+
+# Upgrades in place, by the version they start from: sessions data is
+# expensive to rebuild (every vector re-embedded), so a new column must not
+# cost a re-read. '' = "not recorded yet": the rewrite check then only looks
+# for the line end, and the next read of that file records the hash.
+_MIGRATIONS: dict[int, tuple[str, ...]] = {
+    1: ("ALTER TABLE sources ADD COLUMN tail_hash TEXT NOT NULL DEFAULT ''",),
+}
+
+_SOURCE_COLUMNS = (
+    "path, format, session_id, offset, size, mtime_ns, inode, head_len, head_hash, "
+    "garbage, unknown, tail_hash"
 )
 
 _DOC_COLUMNS = "id, doc_key, transcript, entry_id, part, source, date, session, content"
@@ -227,6 +261,9 @@ class SourceState:
     head_hash: str
     garbage: int = 0
     unknown: int = 0
+    # Hash of the (up to) TAIL_BYTES bytes just before ``offset``; "" when
+    # offset is 0 or the row predates schema version 2.
+    tail_hash: str = ""
 
 
 @dataclass(frozen=True)
@@ -338,57 +375,88 @@ class SessionStore:
         self._lock = threading.RLock()
         self._dense: DenseMatrix | None = None
         self._lexical = _SessionLexicalLeg()
+        self._conn: sqlite3.Connection | None = None
+        self._file_id: FileId | None = None
+        # Damage bookkeeping, per process (the store is one per process, see
+        # engine.sessions.open_store): why the file was recreated, until a
+        # user-facing surface pops it; how many times (the ingestor compares
+        # it around a pass to spot a rebuild in the middle of one); whether a
+        # full pass has read every transcript again since.
+        self.rebuilt_reason: str | None = None
+        self.rebuilds = 0
+        self.reread_since_rebuild = True
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._conn = self._connect()
+        with self._lock:
+            self._open()
 
-    # -- connection and schema ------------------------------------------------
+    # -- connection, schema, damage ---------------------------------------------
 
-    def _connect(self) -> sqlite3.Connection:
+    def _open(self) -> None:
+        # A brand-new file's WAL switch can answer BUSY at once while another
+        # process creates the schema (no busy handler there): retry it here.
         deadline = time.monotonic() + BUSY_TIMEOUT_S
         while True:
-            conn = sqlite3.connect(
-                str(self.path),
-                timeout=BUSY_TIMEOUT_S,
-                isolation_level=None,
-                check_same_thread=False,
-            )
             try:
-                conn.execute("PRAGMA journal_mode=WAL").fetchall()
-                conn.execute("PRAGMA synchronous=NORMAL")
-                conn.execute(f"PRAGMA cache_size=-{CACHE_SIZE_KIB}")
-                conn.execute("PRAGMA temp_store=MEMORY")
+                # Shared lock: a rebuild (exclusive) cannot swap the file
+                # between our connect and recording which file we opened.
+                with file_lock(self.path, exclusive=False):
+                    self._connect()
+                conn = self._connection()
                 self._ensure_schema(conn)
                 lexical.install(conn)
-                return conn
-            except sqlite3.OperationalError as exc:
-                conn.close()
-                # A brand-new file's WAL switch can answer BUSY at once while
-                # another process creates the schema (no busy handler there).
-                if "locked" in str(exc).lower() or "busy" in str(exc).lower():
-                    if time.monotonic() < deadline:
-                        time.sleep(0.05)
-                        continue
-                    raise IndexBusyError(f"session index {self.path} stayed locked") from exc
-                raise
+                return
+            except sqlite3.DatabaseError as exc:
+                reason = corruption_reason(exc)
+                if reason is None:
+                    self._close_connection()
+                    if is_busy(exc):
+                        if time.monotonic() < deadline:
+                            time.sleep(OPEN_RETRY_S)
+                            continue
+                        raise IndexBusyError(
+                            f"session index {self.path} stayed locked by another process",
+                            hint="another memlane is ingesting transcripts; retry shortly",
+                        ) from exc
+                    raise
+                self._rebuild(reason)
+                return
+
+    def _connect(self) -> None:
+        conn = sqlite3.connect(
+            str(self.path),
+            timeout=BUSY_TIMEOUT_S,
+            isolation_level=None,
+            check_same_thread=False,
+        )
+        self._conn = conn
+        # Recorded before the first read: a file that turns out damaged is
+        # moved aside only if it is still this very file (recovery.move_aside).
+        self._file_id = file_id(self.path)
+        conn.execute("PRAGMA journal_mode=WAL").fetchall()
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute(f"PRAGMA cache_size=-{CACHE_SIZE_KIB}")
+        conn.execute("PRAGMA temp_store=MEMORY")
 
     def _ensure_schema(self, conn: sqlite3.Connection) -> None:
         row = conn.execute("SELECT name FROM sqlite_master WHERE name = 'meta'").fetchone()
-        if row is not None:
-            version = conn.execute(
-                "SELECT value FROM meta WHERE key = ?", (schema.META_SCHEMA_VERSION,)
-            ).fetchone()
-            if version is not None and version[0] == SESSIONS_SCHEMA_VERSION:
-                return
+        if row is not None and self._version(conn) == SESSIONS_SCHEMA_VERSION:
+            return
         conn.execute("BEGIN IMMEDIATE")
         try:
-            version = None
-            if row is not None:
-                version = conn.execute(
-                    "SELECT value FROM meta WHERE key = ?", (schema.META_SCHEMA_VERSION,)
-                ).fetchone()
-            if version is not None and version[0] != SESSIONS_SCHEMA_VERSION:
-                # Derived data: another layout is dropped and re-read from
-                # the transcripts.
+            # Read again under the write lock: another process may have
+            # created or upgraded the file since the check above.
+            version = self._version(conn) if row is not None else None
+            if version is not None and version in _MIGRATIONS:
+                for step in range(version, SESSIONS_SCHEMA_VERSION):
+                    for ddl in _MIGRATIONS[step]:
+                        conn.execute(ddl)
+                conn.execute(
+                    "UPDATE meta SET value = ? WHERE key = ?",
+                    (SESSIONS_SCHEMA_VERSION, schema.META_SCHEMA_VERSION),
+                )
+            elif version is not None and version != SESSIONS_SCHEMA_VERSION:
+                # A layout with no migration: derived data, dropped and
+                # re-read from the transcripts.
                 for ddl in _DROP_DDL:
                     conn.execute(ddl)
                 conn.execute("DELETE FROM meta")
@@ -409,12 +477,87 @@ class SessionStore:
                 conn.execute("ROLLBACK")
             raise
 
-    def close(self) -> None:
-        with self._lock:
+    @staticmethod
+    def _version(conn: sqlite3.Connection) -> object:
+        found = conn.execute(
+            "SELECT value FROM meta WHERE key = ?", (schema.META_SCHEMA_VERSION,)
+        ).fetchone()
+        return None if found is None else found[0]
+
+    def _rebuild(self, reason: str) -> None:
+        """Move the damaged file aside and start a fresh, empty store."""
+        damaged = self._file_id
+        with file_lock(self.path, exclusive=True):
+            # Move first, close after (as the main index does): SQLite skips
+            # the close-time checkpoint and -wal/-shm unlink for a moved file,
+            # so the damaged WAL goes aside intact and a stale connection can
+            # never delete the fresh file's.
+            target = move_aside(self.path, damaged)
+            self._close_connection()
+            try:
+                self._connect()
+                conn = self._connection()
+                self._ensure_schema(conn)
+                lexical.install(conn)
+            except sqlite3.DatabaseError as exc:
+                self._close_connection()
+                raise IndexCorruptError(
+                    f"session index {self.path} is damaged and could not be recreated: {exc}",
+                    hint="delete the file; `memlane sessions backfill` rebuilds it "
+                    "from the transcripts",
+                ) from exc
+        if target is not None:
+            detail = f"{reason}; moved aside to {target.name}"
+        else:
+            detail = f"{reason}; another process had already recreated it"
+        self._mark_rebuilt(detail)
+
+    def _mark_rebuilt(self, detail: str) -> None:
+        self._dense = None
+        self.rebuilt_reason = detail
+        self.rebuilds += 1
+        self.reread_since_rebuild = False
+        # info, as the main index logs it: the CLI has no log handler (a
+        # warning would print a second, unprefixed line); the user hears it
+        # from damage_notice, hosts that configure logging get it here too.
+        log.info("session index %s was damaged and recreated: %s", self.path.name, detail)
+
+    def _check_identity(self) -> None:
+        """Reopen when the file on disk is no longer the one we hold open:
+        another process moved a damaged file aside, and writing on into our
+        descriptor of it would lose every write."""
+        if self._conn is not None and file_id(self.path) == self._file_id:
+            return
+        had_connection = self._conn is not None
+        rebuilds = self.rebuilds
+        self._close_connection()
+        self._dense = None
+        self._open()
+        if had_connection and self.rebuilds == rebuilds:
+            self._mark_rebuilt("another process replaced the file (rebuilt after damage)")
+
+    def _close_connection(self) -> None:
+        self._lexical.reset()
+        if self._conn is not None:
             with contextlib.suppress(sqlite3.Error):
                 self._conn.close()
+        self._conn = None
+
+    def _connection(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise RuntimeError("session index connection is not open")
+        return self._conn
+
+    def pop_rebuilt_reason(self) -> str | None:
+        """Return and clear ``rebuilt_reason`` (so the notice is shown once)."""
+        with self._lock:
+            reason, self.rebuilt_reason = self.rebuilt_reason, None
+            return reason
+
+    def close(self) -> None:
+        with self._lock:
+            self._close_connection()
             self._dense = None
-            self._lexical.reset()
 
     def __enter__(self) -> SessionStore:
         return self
@@ -423,17 +566,36 @@ class SessionStore:
         self.close()
 
     def _run(self, op: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``op``; on damage move the file aside, recreate it and run
+        ``op`` once more on the fresh file (a write lands there, a read
+        answers from it)."""
         with self._lock:
-            try:
-                return op(self._conn)
-            except sqlite3.OperationalError as exc:
-                text = str(exc).lower()
-                if "locked" in text or "busy" in text:
-                    raise IndexBusyError(
-                        f"session index {self.path} stayed locked by another process",
-                        hint="another memlane is ingesting transcripts; retry shortly",
-                    ) from exc
-                raise
+            self._check_identity()
+            for attempt in range(2):
+                try:
+                    return op(self._connection())
+                except sqlite3.DatabaseError as exc:
+                    moved = getattr(exc, "sqlite_errorcode", None) == SQLITE_READONLY_DBMOVED
+                    if attempt == 0 and moved:
+                        self._check_identity()  # replaced mid-call: reopen, retry
+                        continue
+                    if is_busy(exc):
+                        raise IndexBusyError(
+                            f"session index {self.path} stayed locked by another process",
+                            hint="another memlane is ingesting transcripts; retry shortly",
+                        ) from exc
+                    reason = corruption_reason(exc)
+                    if reason is None:
+                        raise
+                    if attempt:
+                        raise IndexCorruptError(
+                            f"session index {self.path} is damaged right after being "
+                            f"recreated: {reason}",
+                            hint="delete the file; `memlane sessions backfill` rebuilds it "
+                            "from the transcripts",
+                        ) from exc
+                    self._rebuild(reason)
+            raise AssertionError("unreachable")
 
     @contextlib.contextmanager
     def _write(self, conn: sqlite3.Connection) -> Iterator[int]:
@@ -570,10 +732,7 @@ class SessionStore:
 
     def sources(self) -> dict[str, SourceState]:
         def op(conn: sqlite3.Connection) -> dict[str, SourceState]:
-            rows = conn.execute(
-                "SELECT path, format, session_id, offset, size, mtime_ns, inode, head_len, "
-                "head_hash, garbage, unknown FROM sources"
-            ).fetchall()
+            rows = conn.execute(f"SELECT {_SOURCE_COLUMNS} FROM sources").fetchall()
             return {row[0]: SourceState(*row) for row in rows}
 
         return self._run(op)
@@ -581,9 +740,7 @@ class SessionStore:
     def source(self, path: str) -> SourceState | None:
         def op(conn: sqlite3.Connection) -> SourceState | None:
             row = conn.execute(
-                "SELECT path, format, session_id, offset, size, mtime_ns, inode, head_len, "
-                "head_hash, garbage, unknown FROM sources WHERE path = ?",
-                (path,),
+                f"SELECT {_SOURCE_COLUMNS} FROM sources WHERE path = ?", (path,)
             ).fetchone()
             return SourceState(*row) if row is not None else None
 
@@ -664,14 +821,14 @@ class SessionStore:
                 now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
                 conn.executemany(
                     "INSERT INTO sources(path, format, session_id, offset, size, mtime_ns, inode, "
-                    "head_len, head_hash, garbage, unknown, updated_at) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                    "head_len, head_hash, garbage, unknown, updated_at, tail_hash) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
                     "ON CONFLICT(path) DO UPDATE SET format = excluded.format, "
                     "session_id = excluded.session_id, offset = excluded.offset, "
                     "size = excluded.size, mtime_ns = excluded.mtime_ns, inode = excluded.inode, "
                     "head_len = excluded.head_len, head_hash = excluded.head_hash, "
                     "garbage = excluded.garbage, unknown = excluded.unknown, "
-                    "updated_at = excluded.updated_at",
+                    "updated_at = excluded.updated_at, tail_hash = excluded.tail_hash",
                     [
                         (
                             s.path,
@@ -686,6 +843,7 @@ class SessionStore:
                             s.garbage,
                             s.unknown,
                             now,
+                            s.tail_hash,
                         )
                         for s in batch.states
                     ],
@@ -851,6 +1009,11 @@ class SessionStore:
             for suffix in ("", "-wal"):
                 with contextlib.suppress(OSError):
                     size += self.path.with_name(self.path.name + suffix).stat().st_size
+            extra: dict[str, Any] = {}
+            if self.rebuilt_reason is not None:
+                # Peeked, not popped: `memlane status --json` shows it and a
+                # later sessions command still gets to tell the user.
+                extra["rebuilt"] = self.rebuilt_reason
             return {
                 "path": str(self.path),
                 "documents": docs,
@@ -864,6 +1027,7 @@ class SessionStore:
                 "model": meta.get(schema.META_MODEL),
                 "dimensions": meta.get(schema.META_DIMENSION),
                 "size_bytes": size,
+                **extra,
             }
 
         return self._run(op)
