@@ -483,6 +483,11 @@ class OnnxEmbedder:
     def dimension(self) -> int | None:
         return self._dimension
 
+    @property
+    def loaded(self) -> bool:
+        """True once the model is in memory (an embed will not wait for a load)."""
+        return self._loaded is not None
+
     def warm(self) -> None:
         """Load (and verify) the model now instead of on the first embed."""
         self._model()

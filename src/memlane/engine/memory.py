@@ -115,7 +115,11 @@ class Memory:
     def embedder_ready(self) -> bool:
         """True when a search would not wait for the model to load."""
         parts = self._parts
-        return parts.embedder_loaded and not parts.loading and parts.warmed
+        if not parts.embedder_loaded or parts.loading:
+            return False
+        # Lazy providers say whether their model is in memory yet (indexing may
+        # have loaded it); the others are ready once they exist.
+        return parts.warmed or bool(getattr(parts.embedder, "loaded", True))
 
     def warm_embedder(self) -> None:
         """Load the model now (a session does this in the background at start).

@@ -202,6 +202,8 @@ def render_status(st: Status) -> str:
                 f"{st.sessions.get('embedded', 0)} embedded",
             )
         )
+    if st.sessions and st.sessions.get("rebuilt"):
+        rows.append(("sessions note", str(st.sessions["rebuilt"])))
     for item in st.config:
         rows.append(("config", f"{item['key']} = {item['value']}  [{item['layer']}]"))
     width = max(len(r[0]) for r in rows)
