@@ -849,3 +849,229 @@ def test_cli_apply_plan_refuses_a_tampered_plan_and_a_declined_one(
         assert not server.requests
     assert snapshot(store) == before
     assert not (project / "escape.md").exists()
+
+
+# --- a crash mid-apply: the journal ---------------------------------------------------------
+
+# Applies a saved plan and SIGKILLs itself: after the first rename ("first"),
+# after the last one but before the journal says committed ("last"), or after
+# the commit mark but before the backups and the journal are removed
+# ("committed"). A real kill: no finally, no except, nothing of the
+# in-process rollback runs.
+_KILL = """\
+import os, signal, sys
+from pathlib import Path
+from memlane.engine import dream as D
+from memlane.store import dream_journal as J
+store, plan_file, when = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
+plan = D.load_plan(plan_file, store)
+last = sum(c.after is not None for c in plan.changes)
+renames = 0
+def replace(src, dst):
+    global renames
+    os.replace(src, dst)
+    renames += 1
+    if (when == "first" and renames == 1) or (when == "last" and renames == last):
+        os.kill(os.getpid(), signal.SIGKILL)
+if when == "committed":
+    J.finish = lambda store, steps: os.kill(os.getpid(), signal.SIGKILL)
+D.apply_plan(plan, _replace=replace)
+sys.exit(3)
+"""
+
+
+def _kill_mid_apply(store: Path, plan_file: Path, when: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", _KILL, str(store), str(plan_file), when],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == -9, done.stderr
+    assert (store / ".dream-journal.json").is_file()
+
+
+def _side_files(store: Path) -> list[str]:
+    return sorted(
+        str(p.relative_to(store))
+        for p in store.rglob(".*")
+        if p.name.endswith((".dream-backup", ".dream.tmp")) or p.name == ".dream-journal.json"
+    )
+
+
+@pytest.mark.parametrize("next_step", ["apply_plan", "make_plan", "topics.add", "list_topics"])
+def test_a_kill_after_the_first_rename_is_rolled_back_by_whatever_comes_next(
+    project: Path, tmp_path: Path, next_step: str
+) -> None:
+    from memlane.store import topics as T
+
+    store = store_of(project)
+    plan_file = tmp_path / "plan.json"
+    _saved_plan(project, plan_file)
+    before = snapshot(store)
+
+    _kill_mid_apply(store, plan_file, "first")
+    # Half a dream on disk: debugging.md rewritten, its original only in a backup.
+    assert (store / "topics" / "debugging.md").read_text(encoding="utf-8") == GOLDEN_DEBUGGING
+    assert any(name.endswith(".dream-backup") for name in _side_files(store))
+    pending = D.pending_recovery(store)
+    assert pending is not None and "half-done" in pending and "topics/debugging.md" in pending
+
+    if next_step == "apply_plan":
+        D.apply_plan(D.load_plan(plan_file, store))  # rolls back, then applies cleanly
+        assert (store / "topics" / "debugging.md").read_text(encoding="utf-8") == GOLDEN_DEBUGGING
+        assert (store / "topics" / "tooling.md").read_text(encoding="utf-8") == GOLDEN_TOOLING
+        assert (store / "MEMORY.md").read_text(encoding="utf-8") == GOLDEN_INDEX
+        assert not (store / "topics" / "infra.md").exists()
+        assert _side_files(store) == []
+        return
+    if next_step == "make_plan":
+        with Memory.open(project) as mem:
+            again = D.make_plan(mem, ScriptedLLM(json.dumps(PLAN)), today=TODAY)
+        assert again.changes == D.load_plan(plan_file, store).changes
+    elif next_step == "topics.add":
+        T.add(store, content="a note", topic="notes", title="Note", today=TODAY)
+        after = snapshot(store)
+        touched = {"MEMORY.md", "topics/notes.md"}
+        assert {k: v for k, v in after.items() if k not in touched} == {
+            k: v for k, v in before.items() if k not in touched
+        }
+        index = after["MEMORY.md"].decode()
+        assert "topics/infra.md" in index and "SSH gotcha" in index  # the original index
+        assert _side_files(store) == [] and D.pending_recovery(store) is None
+        return
+    else:
+        assert [t.slug for t in T.list_topics(store)] == ["debugging", "infra", "preferences"]
+    assert snapshot(store) == before  # byte for byte, no journal, backup or temp left
+    assert D.pending_recovery(store) is None
+    D.apply_plan(D.load_plan(plan_file, store))  # the same saved plan applies now
+    assert (store / "MEMORY.md").read_text(encoding="utf-8") == GOLDEN_INDEX
+    assert _side_files(store) == []
+
+
+def test_a_kill_after_the_last_rename_but_before_the_commit_mark_is_rolled_back(
+    project: Path, tmp_path: Path
+) -> None:
+    store = store_of(project)
+    plan_file = tmp_path / "plan.json"
+    _saved_plan(project, plan_file)
+    before = snapshot(store)
+
+    _kill_mid_apply(store, plan_file, "last")
+    # Every file is the dream's, but the journal never said committed: all or nothing.
+    assert (store / "MEMORY.md").read_text(encoding="utf-8") == GOLDEN_INDEX
+    report = D.recover_interrupted_dream(store)
+    assert report.outcome == "rolled back"
+    assert sorted(report.restored) == ["MEMORY.md", "topics/debugging.md", "topics/infra.md"]
+    assert report.removed == ["topics/tooling.md"]
+    message = report.render()
+    assert message is not None and "restored" in message and "topics/tooling.md" in message
+    assert snapshot(store) == before
+    assert D.recover_interrupted_dream(store).render() is None  # nothing left to do
+
+
+def test_a_kill_after_the_commit_mark_keeps_the_applied_dream(
+    project: Path, tmp_path: Path
+) -> None:
+    from memlane.store import topics as T
+
+    store = store_of(project)
+    plan_file = tmp_path / "plan.json"
+    _saved_plan(project, plan_file)
+
+    _kill_mid_apply(store, plan_file, "committed")
+    assert json.loads((store / ".dream-journal.json").read_text())["state"] == "committed"
+    pending = D.pending_recovery(store)
+    assert pending is not None and "fully applied" in pending
+
+    # A reader settles it: the dream stands, its backups and the journal go.
+    assert [t.slug for t in T.list_topics(store)] == ["debugging", "preferences", "tooling"]
+    assert (store / "topics" / "debugging.md").read_text(encoding="utf-8") == GOLDEN_DEBUGGING
+    assert (store / "topics" / "tooling.md").read_text(encoding="utf-8") == GOLDEN_TOOLING
+    assert (store / "MEMORY.md").read_text(encoding="utf-8") == GOLDEN_INDEX
+    assert not (store / "topics" / "infra.md").exists()
+    assert _side_files(store) == []
+    assert D.pending_recovery(store) is None
+    assert dailies(store) == {name: text.encode() for name, text in DAILY.items()}
+
+
+def test_a_recovery_interrupted_itself_finishes_next_time(project: Path, tmp_path: Path) -> None:
+    from memlane.store import dream_journal as J
+
+    store = store_of(project)
+    plan_file = tmp_path / "plan.json"
+    _saved_plan(project, plan_file)
+    before = snapshot(store)
+    _kill_mid_apply(store, plan_file, "last")
+    # A recovery killed after putting back one backup: that backup is gone.
+    journal = J.read(store)
+    assert journal is not None and journal[0] == J.APPLYING
+    first = journal[1][0]
+    assert first.backup is not None
+    os.replace(first.backup, first.target)
+
+    report = D.recover_interrupted_dream(store)
+    assert report.outcome == "rolled back"
+    assert first.target.relative_to(store).as_posix() not in report.restored
+    assert snapshot(store) == before
+    D.apply_plan(D.load_plan(plan_file, store))
+    assert (store / "MEMORY.md").read_text(encoding="utf-8") == GOLDEN_INDEX
+
+
+def test_a_damaged_journal_stops_writes_and_says_so(project: Path) -> None:
+    from memlane.core.errors import StoreError
+    from memlane.store import topics as T
+
+    store = store_of(project)
+    before = snapshot(store)
+    (store / ".dream-journal.json").write_text(
+        json.dumps(
+            {
+                "format_version": 1,
+                "state": "applying",
+                "changes": [{"target": "../../outside.md", "backup": "absent", "temp": None}],
+            }
+        ),
+        encoding="utf-8",
+    )
+    with pytest.raises(StoreError, match="unusable"):
+        T.add(store, content="x", topic="notes", title="Note", today=TODAY)
+    pending = D.pending_recovery(store)
+    assert pending is not None and "unusable" in pending
+    before[".dream-journal.json"] = (store / ".dream-journal.json").read_bytes()
+    assert snapshot(store) == before  # nothing touched, the journal kept for a human
+
+
+def test_leftovers_without_a_journal_are_reported_not_silently_left(project: Path) -> None:
+    store = store_of(project)
+    topics = store / "topics"
+    # What a crash of a memlane without the journal left: infra.md's only
+    # copy in a backup, a redundant backup of preferences.md, a temp file.
+    lost = topics / ".infra.md.4242.0a1b2c3d.dream-backup"
+    os.replace(topics / "infra.md", lost)
+    redundant = topics / ".preferences.md.4242.0a1b2c3e.dream-backup"
+    os.link(topics / "preferences.md", redundant)
+    temp = store / ".MEMORY.md.4242.0a1b2c3f.dream.tmp"
+    temp.write_text("half a dream\n", encoding="utf-8")
+
+    pending = D.pending_recovery(store)
+    assert pending is not None
+    for path in (lost, redundant, temp):
+        assert str(path.relative_to(store)) in pending
+
+    report = D.recover_interrupted_dream(store)
+    assert report.outcome is None
+    assert sorted(report.cleaned) == [
+        ".MEMORY.md.4242.0a1b2c3f.dream.tmp",
+        "topics/.preferences.md.4242.0a1b2c3e.dream-backup",
+    ]
+    assert report.leftovers == [
+        "topics/.infra.md.4242.0a1b2c3d.dream-backup (an earlier topics/infra.md, now missing)"
+    ]
+    assert lost.read_text(encoding="utf-8") == INFRA  # never deleted: it is the only copy
+    assert not redundant.exists() and not temp.exists()
+    message = D.pending_recovery(store)
+    assert message is not None and ".infra.md.4242.0a1b2c3d.dream-backup" in message
+    # ... and said again every time until a human decides.
+    again = D.recover_interrupted_dream(store).render()
+    assert again is not None and "infra.md" in again

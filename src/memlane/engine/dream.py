@@ -19,11 +19,17 @@
 ``make_plan`` runs the four phases and returns a ``DreamPlan``: every file
 that would change, before and after, and its unified diff. Nothing is
 written until ``apply_plan``, which is atomic: under the topics lock it
-checks that no file changed since the plan was made, writes every new file
-to a temporary file in its own directory, keeps a hard link to every
-original, then renames; if anything fails before the last rename, every
-renamed or deleted file is restored from its backup and the error says
-nothing changed. Daily files are only ever read.
+checks that no file changed since the plan was made, records the intent in
+``<store>/.dream-journal.json`` (``store/dream_journal``), writes every new
+file to a temporary file in its own directory, keeps a hard link to every
+original, renames, and only then marks the journal committed and removes
+it. A failure before the mark is rolled back from the journal at once and
+the error says nothing changed; a crash (SIGKILL, power cut) is rolled back
+by whatever takes the topics lock next (``topics.locked()`` settles a
+journal first), and a crash after the mark keeps the dream.
+``recover_interrupted_dream`` does it explicitly and says what it did;
+``pending_recovery`` is the read-only line for ``memlane status``. Daily
+files are only ever read.
 
 A host that shows the plan before applying it (pi's ``/dream``) cannot ask
 the LLM twice: the second answer would be another plan. ``save_plan`` writes
@@ -41,7 +47,9 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import fcntl
 import json
+import logging
 import os
 import re
 import secrets
@@ -54,6 +62,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memlane.core.errors import ConfigError, LlmError, MemlaneError, StoreError
+from memlane.store import dream_journal as J
 from memlane.store import topics as T
 from memlane.store.layout import MEMORY_INDEX, TOPICS_DIR
 from memlane.store.redaction import redact
@@ -63,6 +72,8 @@ if TYPE_CHECKING:
     from memlane.core.settings import TopicSettings
     from memlane.engine.memory import Memory
     from memlane.llm.base import LLM
+
+log = logging.getLogger("memlane.dream")
 
 DREAM_META = ".dream-meta.json"
 #: Version of the plan file (``DreamPlan.to_json``); a plan of another version is refused.
@@ -390,7 +401,8 @@ def _split_entries(day: str, source: str, text: str) -> list[JournalEntry]:
 
 
 def orient(store: Path, *, journal_budget: int = JOURNAL_BUDGET_CHARS) -> Orientation:
-    """Phase 1: what is there to consolidate."""
+    """Phase 1: what is there to consolidate (after settling an interrupted apply)."""
+    recover_interrupted_dream(store)
     topics: dict[str, TopicState] = {}
     for slug, path in T.topic_files(store):
         text = T.read_text_strict(path)
@@ -1303,52 +1315,62 @@ def apply_plan(
     _replace: Replacer = os.replace,
     _unlink: Callable[[Path], None] = os.unlink,
 ) -> None:
-    """Write the plan, all of it or nothing (see the module docstring).
+    """Write the plan, all of it or nothing (see the module docstring), even
+    across a crash: ``store/dream_journal`` records the intent before the
+    first rename, and whatever takes the topics lock next settles it.
 
     ``_replace`` and ``_unlink`` are the commit steps, injectable so a test
-    can fail one midway; restoring always uses ``os.replace`` itself.
+    can fail (or kill the process) midway; restoring never uses them.
     """
     store = plan.store
+    recover_interrupted_dream(store)
     if plan.empty:
         record_dream(store, now)
         return
-    temps: dict[Path, Path] = {}
-    backups: dict[Path, Path] = {}
-    done: list[FileChange] = []
     with T.locked(store):
+        for change in plan.changes:
+            _check_unchanged(change, plan.from_file)
+        steps: list[J.Step] = []
+        directories = {store} | {c.path.parent for c in plan.changes}
         try:
-            for change in plan.changes:
-                _check_unchanged(change, plan.from_file)
             for change in plan.changes:
                 change.path.parent.mkdir(parents=True, exist_ok=True)
                 if change.path.parent.name == TOPICS_DIR:
                     T.check_inside(change.path, T.topics_dir(store))
-                if change.after is not None:
-                    temps[change.path] = _temp_write(change.path, change.after)
-                if change.before is not None:
-                    backups[change.path] = _backup(change.path)
-            for change in plan.changes:
-                if change.after is not None:
-                    _replace(temps[change.path], change.path)
-                    del temps[change.path]
+                backup = (
+                    None if change.before is None else J.side_path(change.path, J.BACKUP_SUFFIX)
+                )
+                temp = None if change.after is None else J.side_path(change.path, J.TEMP_SUFFIX)
+                steps.append(J.Step(target=change.path, backup=backup, temp=temp))
+            # The journal first: from here on a crash at any point is
+            # recoverable, and no side file exists that it does not name.
+            J.begin(store, steps)
+            for change, step in zip(plan.changes, steps, strict=True):
+                if step.temp is not None and change.after is not None:
+                    _temp_write(step.temp, change.after)
+                if step.backup is not None:
+                    _backup(change.path, step.backup)
+            # Backups and temporary files must be on disk before the first
+            # rename makes an original reachable through its backup only.
+            _fsync_dirs(directories)
+            for change, step in zip(plan.changes, steps, strict=True):
+                if step.temp is not None:
+                    _replace(step.temp, change.path)
                 else:
                     _unlink(change.path)
-                done.append(change)
-            _fsync_dirs({c.path.parent for c in plan.changes})
+            _fsync_dirs(directories)
+            J.commit(store, steps)
         except BaseException as exc:
-            problems = _roll_back(done, backups)
-            for temp in temps.values():
-                with suppress(OSError):
-                    temp.unlink()
-            if not problems:
-                for backup in backups.values():
-                    with suppress(OSError):
-                        backup.unlink()
-            if problems:
+            try:
+                # The same rollback a crash gets, from the journal just written
+                # (a no-op when the journal itself could not be written).
+                J.recover(store)
+            except MemlaneError as problem:
                 raise DreamError(
                     f"the dream failed while applying ({_why(exc)}) and could not restore "
-                    f"every file: {'; '.join(problems)}",
-                    "the originals are kept as .<name>.dream-backup files next to them",
+                    f"every file: {problem.message}",
+                    f"the journal {J.journal_path(store)} and the .dream-backup files stay; "
+                    "the next memlane command that writes the topics retries the rollback",
                 ) from None
             if isinstance(exc, DreamError):
                 raise
@@ -1358,10 +1380,66 @@ def apply_plan(
                     "check that the store is writable and the disk is not full",
                 ) from None
             raise
-        for backup in backups.values():
-            with suppress(OSError):
-                backup.unlink()
+        J.finish(store, steps)
     record_dream(store, now)
+
+
+def recover_interrupted_dream(store: Path) -> J.Recovery:
+    """Settle what an interrupted ``apply_plan`` left, and say what was done.
+
+    A journal still ``applying`` is rolled back (every file as before the
+    dream), a ``committed`` one is cleaned up (the dream stands); side files
+    no journal accounts for are deleted when that loses nothing and reported
+    otherwise (``Recovery.leftovers``). ``Recovery.render()`` is the message
+    for the user, None when there was nothing to do. ``apply_plan`` and
+    ``orient`` (so ``make_plan``) call it first; ``store/topics.locked()``
+    rolls a journal back on its own, so no command ever works on half a dream.
+    ``StoreError`` when the journal cannot be acted on (it is then left).
+    """
+    if not store.is_dir():
+        return J.Recovery()
+    if not J.journal_path(store).exists() and not J.leftovers(store):
+        return J.Recovery()  # the common case: no lock taken
+    with T.locked(store, recover=False):
+        report = J.recover(store)
+        J.sweep_leftovers(store, report)
+    message = report.render()
+    if message:
+        log.warning("%s: %s", store, message)
+    return report
+
+
+def pending_recovery(store: Path) -> str | None:
+    """For ``memlane status``: what an interrupted dream left, or None.
+
+    Read only; says whether a journal waits to be rolled back (or cleaned up
+    after a complete apply), whether a dream is being applied right now, and
+    names any ``.dream-backup`` / ``.dream.tmp`` file no journal accounts for.
+    """
+    if not store.is_dir():
+        return None
+    return J.pending(store, lock_free=_lock_free(store))
+
+
+def _lock_free(store: Path) -> bool | None:
+    """Whether nobody holds the topics lock (None: cannot tell), without waiting."""
+    if T.holds_lock(store):
+        return False
+    try:
+        fd = os.open(store / T.LOCK_NAME, os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    except OSError:
+        return None
+    finally:
+        os.close(fd)  # also releases the probe's lock
+    return True
 
 
 def _why(exc: BaseException) -> str:
@@ -1387,8 +1465,7 @@ def _check_unchanged(change: FileChange, plan_file: Path | None = None) -> None:
     )
 
 
-def _temp_write(path: Path, text: str) -> Path:
-    temp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.dream.tmp")
+def _temp_write(temp: Path, text: str) -> None:
     try:
         with open(temp, "x", encoding="utf-8", newline="") as handle:
             handle.write(text)
@@ -1398,11 +1475,9 @@ def _temp_write(path: Path, text: str) -> Path:
         with suppress(OSError):
             temp.unlink()
         raise StoreError(f"cannot write {temp}: {exc.strerror or exc}") from None
-    return temp
 
 
-def _backup(path: Path) -> Path:
-    backup = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.dream-backup")
+def _backup(path: Path, backup: Path) -> None:
     try:
         # A hard link keeps the original inode whatever replaces the name.
         os.link(path, backup)
@@ -1414,20 +1489,6 @@ def _backup(path: Path) -> Path:
                 os.fsync(dst.fileno())
         except OSError as exc:
             raise StoreError(f"cannot back up {path}: {exc.strerror or exc}") from None
-    return backup
-
-
-def _roll_back(done: list[FileChange], backups: dict[Path, Path]) -> list[str]:
-    problems = []
-    for change in reversed(done):
-        try:
-            if change.before is None:
-                os.unlink(change.path)
-            else:
-                os.replace(backups.pop(change.path), change.path)
-        except OSError as exc:
-            problems.append(f"{change.relpath}: {exc.strerror or exc}")
-    return problems
 
 
 def _fsync_dirs(directories: Iterable[Path]) -> None:

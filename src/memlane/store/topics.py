@@ -25,9 +25,11 @@ from __future__ import annotations
 import difflib
 import fcntl
 import json
+import logging
 import os
 import re
 import secrets
+import threading
 import unicodedata
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
@@ -38,8 +40,11 @@ from typing import Any
 
 from memlane.core.errors import MemlaneError, NotFoundError, StoreError
 from memlane.core.settings import MEM_INDEX_MAX_BYTES, MEM_INDEX_MAX_LINES
+from memlane.store import dream_journal
 from memlane.store.layout import MEMORY_INDEX, TOPICS_DIR
 from memlane.store.redaction import UNSCANNABLE, redact
+
+log = logging.getLogger("memlane.dream")
 
 TOPIC_TYPES = ("user", "feedback", "project", "reference")
 DEFAULT_TYPE = "feedback"
@@ -423,9 +428,38 @@ class TopicChange:
 # --- file I/O -------------------------------------------------------------------------------
 
 
+# The locks this thread holds, by (device, inode) of the lock file: a reader
+# that finds a dream journal must not wait for a lock its own thread holds
+# (flock locks are per open file, so that wait would never end).
+_held = threading.local()
+
+
+def _held_keys() -> set[tuple[int, int]]:
+    keys: set[tuple[int, int]] | None = getattr(_held, "keys", None)
+    if keys is None:
+        keys = _held.keys = set()
+    return keys
+
+
+def holds_lock(store: Path) -> bool:
+    """Whether this thread is inside ``locked(store)``."""
+    try:
+        info = os.stat(store / LOCK_NAME)
+    except OSError:
+        return False
+    return (info.st_dev, info.st_ino) in _held_keys()
+
+
 @contextmanager
-def locked(store: Path) -> Iterator[None]:
-    """Exclusive lock over every topic and index rewrite of *store*."""
+def locked(store: Path, *, recover: bool = True) -> Iterator[None]:
+    """Exclusive lock over every topic and index rewrite of *store*.
+
+    A dream journal found on taking the lock is an apply that was killed
+    midway: it is settled (``dream_journal.recover``) before the caller sees
+    any file, so nobody reads or writes on top of half a dream. The check is
+    one ``exists()``. *recover* False is for ``engine/dream``, which recovers
+    itself to report what it did.
+    """
     try:
         store.mkdir(parents=True, exist_ok=True)
         fd = os.open(store / LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
@@ -436,9 +470,27 @@ def locked(store: Path) -> Iterator[None]:
         ) from None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
+        info = os.fstat(fd)
+        key = (info.st_dev, info.st_ino)
+        _held_keys().add(key)
+        try:
+            if recover and dream_journal.journal_path(store).exists():
+                message = dream_journal.recover(store).render()
+                if message:
+                    log.warning("%s: %s", store, message)
+            yield
+        finally:
+            _held_keys().discard(key)
     finally:
         os.close(fd)  # closing releases the lock
+
+
+def settle_interrupted_dream(store: Path) -> None:
+    """For readers that take no lock: when a dream journal is there, take the
+    lock once, which settles it (or waits for a dream being applied right now)."""
+    if dream_journal.journal_path(store).exists() and not holds_lock(store):
+        with locked(store):
+            pass
 
 
 def write_atomic(path: Path, text: str) -> None:
@@ -479,17 +531,22 @@ def read_text_strict(path: Path) -> str:
             return handle.read()
     except FileNotFoundError:
         return ""
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = getattr(exc, "strerror", None) or exc
-        raise StoreError(f"cannot read {path}: {reason}") from None
+    except UnicodeDecodeError:
+        raise StoreError(
+            f"cannot read {path}: it is not valid UTF-8",
+            "re-save the file as UTF-8 (or move it out of the store); nothing was changed",
+        ) from None
+    except OSError as exc:
+        raise StoreError(
+            f"cannot read {path}: {exc.strerror or exc}",
+            "check that your user can read it; nothing was changed",
+        ) from None
 
 
 def topic_files(store: Path) -> list[tuple[str, Path]]:
     """(slug, path) of every topic file, sorted; links out are skipped."""
-    try:
-        directory = topics_dir(store)
-    except StoreError:
-        raise
+    settle_interrupted_dream(store)
+    directory = topics_dir(store)
     if not directory.is_dir():
         return []
     out = []
@@ -823,6 +880,7 @@ def list_topics(store: Path) -> list[TopicInfo]:
 def read_topic(store: Path, topic: str) -> TopicFile:
     """One topic file, parsed; ``NotFoundError`` when there is none."""
     slug = slugify(topic)
+    settle_interrupted_dream(store)
     path = topic_path(store, slug)
     if not path.is_file():
         raise NotFoundError(
