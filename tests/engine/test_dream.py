@@ -19,6 +19,7 @@ from memlane.core.errors import ConfigError, MemlaneError
 from memlane.core.settings import TopicSettings
 from memlane.engine import dream as D
 from memlane.engine.memory import Memory
+from memlane.store import topics
 
 TODAY = date(2026, 7, 13)
 
@@ -1075,3 +1076,21 @@ def test_leftovers_without_a_journal_are_reported_not_silently_left(project: Pat
     # ... and said again every time until a human decides.
     again = D.recover_interrupted_dream(store).render()
     assert again is not None and "infra.md" in again
+
+
+def test_hand_written_secrets_never_reach_the_dream_llm(tmp_path: Path) -> None:
+    """Text typed into a topic file by hand is redacted before the dream prompt leaves."""
+    from memlane.engine.dream import build_prompt, orient
+
+    project = tmp_path / "proj"
+    (project / ".git").mkdir(parents=True)
+    mem = Memory.open(project)
+    store = mem.scope.store
+    topics.add(
+        store, content="the deploy uses the staging profile", topic="deploy", title="Profile"
+    )
+    key = "wJalrXUtnFEMI/K7MDENG/" + "bPxRfiCYEXAMPLEKEY"
+    path = store / "topics" / "deploy.md"
+    path.write_text(path.read_text() + f"\n## Keys\nAWS_SECRET_ACCESS_KEY={key}\n")
+    _, prompt, _ = build_prompt(orient(store), [], today=date(2026, 11, 30))
+    assert key not in prompt and "AWS_SECRET_ACCESS_KEY=" in prompt

@@ -691,7 +691,9 @@ def build_prompt(
         "",
         "Answer with the JSON plan only.",
     ]
-    return SYSTEM_PROMPT, "\n".join(parts), shown
+    # Hand-edited files never went through capture's redaction, and this text
+    # leaves for the LLM: scan it here (the diff shows any marker it brings back).
+    return SYSTEM_PROMPT, redact("\n".join(parts)).text, shown
 
 
 def _day_number(value: str) -> int:

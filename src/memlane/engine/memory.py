@@ -574,6 +574,12 @@ class Memory:
         if "not usable" in llm_line:
             missing.append(f"llm: {llm_line}")
         sessions_stats = self._sessions_stats()
+        if self.scope.store.is_dir():
+            from memlane.engine.dream import pending_recovery
+
+            interrupted = pending_recovery(self.scope.store)
+            if interrupted:
+                missing.append(f"topics: {interrupted}")
         return Status(
             sessions=sessions_stats,
             versions=versions,
