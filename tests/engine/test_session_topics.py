@@ -148,3 +148,26 @@ def test_dream_nudge_is_said_once_after_enough_sessions(project: Path) -> None:
         said.append(any("memlane dream" in n for n in session.notices))
         session.shutdown()
     assert said.count(True) == 1
+
+
+def test_per_task_models_for_surfacing_and_extraction(project: Path) -> None:
+    from _fake_llm import FakeOpenAI
+
+    with FakeOpenAI(answer="- distilled") as srv:
+        mem = _memory(
+            project,
+            MEMLANE_EMBEDDING_PROVIDER="none",
+            MEMLANE_LLM_PROVIDER="openai",
+            MEMLANE_LLM_BASE_URL=srv.base_url,
+            MEMLANE_LLM_MODEL="cheap-capture",
+            MEMLANE_AUTO_SURFACING_MODEL="rerank-model",
+            MEMLANE_EXTRACT_MEMORIES_MODEL="extract-model",
+        )
+        session = Session.open(mem, host="test", session_id="s")
+        assert session.llm is not None and session.llm.name.endswith("cheap-capture")
+        assert session.surfacer is not None and session.surfacer.llm is not None
+        assert session.surfacer.llm.name.endswith("rerank-model")
+        assert session.extract_llm is not None and session.extract_llm.name.endswith(
+            "extract-model"
+        )
+        session.shutdown()

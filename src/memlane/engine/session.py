@@ -23,7 +23,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -61,6 +61,13 @@ def _anchor_field(value: str) -> str:
     text = "".join("\ufffd" if 0xD800 <= ord(c) <= 0xDFFF else c for c in value)
     text = text.replace("-->", "").replace("\r", " ").replace("\n", " ").strip()
     return text or "none"
+
+
+def _with_llm(surfacer: TopicSurfacer, llm: LLM | None) -> TopicSurfacer:
+    """The surfacer with its optional reranking LLM (only set when a model is configured)."""
+    if llm is not None:
+        surfacer.llm = llm
+    return surfacer
 
 
 def _local_now() -> datetime:
@@ -347,6 +354,7 @@ class Session:
             and llm is not None
         )
         self._capture_memory: Memory | None = None
+        self.extract_llm: LLM | None = llm  # extract_memories.model overrides (Session.open)
         self.sessions_settings = memory.config.sessions
         self._sessions_layer: SessionsLayer | None = None
         self._sweeper: Sweeper | None = None
@@ -456,6 +464,25 @@ class Session:
         )
         session.host_llm_available = host_call is not None
         session.notices.extend(notices)
+        # Per-task models of the topic layer (pi-memory's autoSurfacing.model,
+        # extractMemories.model), on the same provider as capture.
+        topics = memory.config.topics
+
+        def task_llm(task: str) -> LLM | None:
+            model = topics.model_for(task)
+            if not model:
+                return None
+            try:
+                return make_llm(
+                    replace(memory.config.llm, capture_model=model), host_call=host_call
+                )
+            except ConfigError as exc:
+                session.notices.append(f"{task} model {model!r} unusable ({exc})")
+                return None
+
+        if session.surfacer is not None:
+            session.surfacer = _with_llm(session.surfacer, task_llm("auto_surfacing"))
+        session.extract_llm = task_llm("extract_memories") or session.llm
         return session
 
     # -- snapshot ---------------------------------------------------------------
@@ -770,7 +797,7 @@ class Session:
         report = extract(
             self._capture_memory,
             exchange,
-            self.llm,
+            self.extract_llm,
             settings=self.topic_settings,
             timeout_s=self.settings.distill_timeout_ms / 1000,
         )
