@@ -1,0 +1,160 @@
+"""Writing a ``DreamPlan``, all of it or nothing, even across a crash (``apply_plan``):
+journaled by ``store/dream_journal``, rolled back by ``recovery``; see the package docstring."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable
+from contextlib import suppress
+from datetime import datetime
+from pathlib import Path
+
+from memlane.core.errors import MemlaneError, StoreError
+from memlane.engine.dream.errors import DreamError
+from memlane.engine.dream.meta import record_dream
+from memlane.engine.dream.plan import DreamPlan, FileChange
+from memlane.engine.dream.recovery import recover_interrupted_dream
+from memlane.store import dream_journal as J
+from memlane.store import topics as T
+from memlane.store.layout import TOPICS_DIR
+
+Replacer = Callable[[Path, Path], None]
+
+
+def apply_plan(
+    plan: DreamPlan,
+    *,
+    now: datetime | None = None,
+    _replace: Replacer = os.replace,
+    _unlink: Callable[[Path], None] = os.unlink,
+) -> None:
+    """Write the plan, all of it or nothing (see the module docstring), even
+    across a crash: ``store/dream_journal`` records the intent before the
+    first rename, and whatever takes the topics lock next settles it.
+
+    ``_replace`` and ``_unlink`` are the commit steps, injectable so a test
+    can fail (or kill the process) midway; restoring never uses them.
+    """
+    store = plan.store
+    recover_interrupted_dream(store)
+    if plan.empty:
+        record_dream(store, now)
+        return
+    with T.locked(store):
+        for change in plan.changes:
+            _check_unchanged(change, plan.from_file)
+        steps: list[J.Step] = []
+        directories = {store} | {c.path.parent for c in plan.changes}
+        try:
+            for change in plan.changes:
+                change.path.parent.mkdir(parents=True, exist_ok=True)
+                if change.path.parent.name == TOPICS_DIR:
+                    T.check_inside(change.path, T.topics_dir(store))
+                backup = (
+                    None if change.before is None else J.side_path(change.path, J.BACKUP_SUFFIX)
+                )
+                temp = None if change.after is None else J.side_path(change.path, J.TEMP_SUFFIX)
+                steps.append(J.Step(target=change.path, backup=backup, temp=temp))
+            # The journal first: from here on a crash at any point is
+            # recoverable, and no side file exists that it does not name.
+            J.begin(store, steps)
+            for change, step in zip(plan.changes, steps, strict=True):
+                if step.temp is not None and change.after is not None:
+                    _temp_write(step.temp, change.after)
+                if step.backup is not None:
+                    _backup(change.path, step.backup)
+            # Backups and temporary files must be on disk before the first
+            # rename makes an original reachable through its backup only.
+            _fsync_dirs(directories)
+            for change, step in zip(plan.changes, steps, strict=True):
+                if step.temp is not None:
+                    _replace(step.temp, change.path)
+                else:
+                    _unlink(change.path)
+            _fsync_dirs(directories)
+            J.commit(store, steps)
+        except BaseException as exc:
+            try:
+                # The same rollback a crash gets, from the journal just written
+                # (a no-op when the journal itself could not be written).
+                J.recover(store)
+            except MemlaneError as problem:
+                raise DreamError(
+                    f"the dream failed while applying ({_why(exc)}) and could not restore "
+                    f"every file: {problem.message}",
+                    f"the journal {J.journal_path(store)} and the .dream-backup files stay; "
+                    "the next memlane command that writes the topics retries the rollback",
+                ) from None
+            if isinstance(exc, DreamError):
+                raise
+            if isinstance(exc, Exception):
+                raise DreamError(
+                    f"the dream failed while applying ({_why(exc)}); nothing was changed",
+                    "check that the store is writable and the disk is not full",
+                ) from None
+            raise
+        J.finish(store, steps)
+    record_dream(store, now)
+
+
+def _why(exc: BaseException) -> str:
+    if isinstance(exc, MemlaneError):
+        return exc.message
+    if isinstance(exc, OSError):
+        return exc.strerror or str(exc)
+    return str(exc) or type(exc).__name__
+
+
+def _check_unchanged(change: FileChange, plan_file: Path | None = None) -> None:
+    current: str | None = T.read_text_strict(change.path) if change.path.exists() else None
+    if current == change.before:
+        return
+    if plan_file is not None:
+        raise DreamError(
+            f"{change.relpath} changed since the plan in {plan_file} was made; nothing was changed",
+            "plan again: `memlane dream --dry-run --save-plan FILE`, then apply that plan",
+        )
+    raise DreamError(
+        f"{change.relpath} changed while the dream was planning; nothing was changed",
+        "run `memlane dream` again",
+    )
+
+
+def _temp_write(temp: Path, text: str) -> None:
+    try:
+        with open(temp, "x", encoding="utf-8", newline="") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+    except OSError as exc:
+        with suppress(OSError):
+            temp.unlink()
+        raise StoreError(f"cannot write {temp}: {exc.strerror or exc}") from None
+
+
+def _backup(path: Path, backup: Path) -> None:
+    try:
+        # A hard link keeps the original inode whatever replaces the name.
+        os.link(path, backup)
+    except OSError:
+        try:
+            with open(path, "rb") as src, open(backup, "xb") as dst:
+                dst.write(src.read())
+                dst.flush()
+                os.fsync(dst.fileno())
+        except OSError as exc:
+            raise StoreError(f"cannot back up {path}: {exc.strerror or exc}") from None
+
+
+def _fsync_dirs(directories: Iterable[Path]) -> None:
+    for directory in directories:
+        try:
+            fd = os.open(directory, os.O_RDONLY)
+        except OSError:
+            continue
+        try:
+            os.fsync(fd)
+        except OSError:
+            pass  # not every filesystem can sync a directory
+        finally:
+            os.close(fd)
