@@ -1,4 +1,4 @@
-"""memlane dream (engine/dream.py, cli/dream_cmds.py): a store with planted
+"""memlane dream (engine/dream/, cli/dream_cmds.py): a store with planted
 duplicates and contradictions, a plan from a scripted LLM or a real fake
 OpenAI server on 127.0.0.1, the diff, the atomic apply, the nudge."""
 

@@ -1,6 +1,6 @@
 """``memlane dream``: consolidate the topic files, shown as a diff first.
 
-The plan (engine/dream.py) is printed as a unified diff of every file that
+The plan (engine/dream/) is printed as a unified diff of every file that
 would change; it is applied only after a yes at the prompt, or with
 ``--yes``. ``--dry-run`` prints and stops. Declining, or no answer at all
 (standard input closed), changes nothing and exits 1.
