@@ -23,7 +23,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -31,6 +31,17 @@ from typing import TYPE_CHECKING, Any
 from memlane.core.settings import SessionSettings
 from memlane.core.types import Anchor, Exchange, Hit
 from memlane.engine.schedule import IndexScheduler
+from memlane.engine.search_worker import SearchWorker
+from memlane.engine.session_state import (
+    AutoContextState,
+    CaptureState,
+    ExtractionState,
+    Flush,
+    Injection,
+    Queued,
+    RecallState,
+    SurfacingState,
+)
 from memlane.engine.snapshot import Snapshot, build_snapshot
 
 if TYPE_CHECKING:
@@ -74,169 +85,6 @@ def _local_now() -> datetime:
     return datetime.now().astimezone()
 
 
-@dataclass(frozen=True)
-class Injection:
-    """What a host adds before the agent runs: system-prompt append and message."""
-
-    system_append: str
-    message: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "system_append": self.system_append,
-            "message": {"content": self.message} if self.message else None,
-        }
-
-
-@dataclass(frozen=True)
-class Queued:
-    queued: bool
-    reason: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"queued": self.queued}
-        if self.reason:
-            out["reason"] = self.reason
-        return out
-
-
-@dataclass(frozen=True)
-class Flush:
-    flushed: bool
-    pending: int
-
-    def to_json(self) -> dict[str, Any]:
-        return {"flushed": self.flushed, "pending": self.pending}
-
-
-@dataclass
-class AutoContextState:
-    """Auto-context outcomes, named as the reference names them."""
-
-    enabled: bool
-    injected: int = 0
-    # Counter names as the reference names them.
-    skippedBudget: int = 0
-    skippedEmpty: int = 0
-    skippedError: int = 0
-    skippedWarming: int = 0  # the embedder was still loading
-    consecutive_misses: int = 0
-    respawns: int = 0
-    disabled_reason: str | None = None
-    last_ms: float | None = None
-
-    @property
-    def active(self) -> bool:
-        return self.enabled and self.disabled_reason is None
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "enabled": self.enabled,
-            "active": self.active,
-            "injected": self.injected,
-            "skippedBudget": self.skippedBudget,
-            "skippedEmpty": self.skippedEmpty,
-            "skippedError": self.skippedError,
-            "skippedWarming": self.skippedWarming,
-            "consecutive_misses": self.consecutive_misses,
-            "respawns": self.respawns,
-            "disabled_reason": self.disabled_reason,
-            "last_ms": None if self.last_ms is None else round(self.last_ms, 2),
-        }
-
-
-@dataclass
-class SurfacingState:
-    """Topic auto-surfacing outcomes (pi-memory's per-prompt topic injection)."""
-
-    enabled: bool
-    injected: int = 0
-    skipped_empty: int = 0
-    skipped_budget: int = 0
-    skipped_error: int = 0
-    topics: list[str] = field(default_factory=list)  # injected this session, in order
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "enabled": self.enabled,
-            "injected": self.injected,
-            "skipped_empty": self.skipped_empty,
-            "skipped_budget": self.skipped_budget,
-            "skipped_error": self.skipped_error,
-            "topics": list(self.topics),
-        }
-
-
-@dataclass
-class RecallState:
-    """Heuristic auto-recall from the sessions layer (pi-lcm-memory's autoRecall)."""
-
-    mode: str
-    injected: int = 0
-    skipped_empty: int = 0
-    skipped_budget: int = 0
-    skipped_error: int = 0
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "mode": self.mode,
-            "injected": self.injected,
-            "skipped_empty": self.skipped_empty,
-            "skipped_budget": self.skipped_budget,
-            "skipped_error": self.skipped_error,
-        }
-
-
-@dataclass
-class ExtractionState:
-    """Durable learnings proposed as topic entries after each exchange."""
-
-    enabled: bool
-    runs: int = 0
-    written: int = 0
-    skipped: int = 0
-    failed: int = 0
-    last_error: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "enabled": self.enabled,
-            "runs": self.runs,
-            "written": self.written,
-            "skipped": self.skipped,
-            "failed": self.failed,
-            "last_error": self.last_error,
-        }
-
-
-@dataclass
-class CaptureState:
-    enabled: bool
-    llm: str
-    queued: int = 0
-    written: int = 0
-    distilled: int = 0
-    failed: int = 0
-    skipped: int = 0
-    redactions: int = 0
-    last_failure: str | None = None
-    write_errors: list[str] = field(default_factory=list)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "enabled": self.enabled,
-            "llm": self.llm,
-            "queued": self.queued,
-            "written": self.written,
-            "distilled": self.distilled,
-            "failed": self.failed,
-            "skipped": self.skipped,
-            "redactions": self.redactions,
-            "last_failure": self.last_failure,
-            "write_errors": list(self.write_errors),
-        }
-
-
 class _CaptureJob:
     """One exchange on its way to the daily file; written exactly once."""
 
@@ -247,68 +95,6 @@ class _CaptureJob:
 
     def claim(self) -> bool:
         return self._claimed.acquire(blocking=False)
-
-
-class _SearchWorker:
-    """A thread with its own index handle that answers auto-context queries.
-
-    A query that misses the deadline keeps running here while the prompt
-    goes on; a worker that misses too often is abandoned (the in-process
-    form of killing an unhealthy sidecar) and a fresh one is started lazily.
-    """
-
-    def __init__(self, memory: Memory, warm_ups: tuple[Callable[[Memory], Any], ...] = ()) -> None:
-        self._memory = memory
-        self._requests: queue.Queue[tuple[Callable[[Memory], Any], queue.Queue[Any]] | None] = (
-            queue.Queue()
-        )
-        # Set once the first search (model, index file, vector matrix) is done:
-        # until then a prompt would wait for loading, not for a search.
-        self.ready = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="memlane-autocontext", daemon=True)
-        self._thread.start()
-        warming = [_warm_up, *warm_ups]
-        remaining = [len(warming)]
-
-        def warm(step: Callable[[Memory], Any]) -> Callable[[Memory], Any]:
-            def run(memory: Memory) -> Any:
-                try:
-                    return step(memory)
-                finally:
-                    remaining[0] -= 1
-                    if remaining[0] == 0:
-                        self.ready.set()
-
-            return run
-
-        for step in warming:
-            self.submit(warm(step))
-
-    def submit(self, work: Callable[[Memory], Any]) -> queue.Queue[Any]:
-        reply: queue.Queue[Any] = queue.Queue(maxsize=1)
-        self._requests.put((work, reply))
-        return reply
-
-    def stop(self) -> None:
-        self._requests.put(None)
-
-    def _run(self) -> None:
-        try:
-            while True:
-                item = self._requests.get()
-                if item is None:
-                    return
-                work, reply = item
-                try:
-                    reply.put(("ok", work(self._memory)))
-                except Exception as exc:
-                    reply.put(("error", exc))
-        finally:
-            self._memory.close()
-
-
-def _warm_up(memory: Memory) -> None:
-    memory.search("memlane warm-up", 1, sync=False)
 
 
 class Session:
@@ -365,7 +151,7 @@ class Session:
         self._jobs: list[_CaptureJob] = []
         self._capture_queue: queue.Queue[_CaptureJob | None] = queue.Queue()
         self._capture_thread: threading.Thread | None = None
-        self._search_worker: _SearchWorker | None = None
+        self._search_worker: SearchWorker | None = None
         self._respawning = False
         self._unwritten = 0  # exchanges whose entry could not be written
         self._closed = False
@@ -684,11 +470,11 @@ class Session:
                 self.recall.skipped_empty += 1
         return "\n\n".join(parts) if parts else None
 
-    def _new_worker(self) -> _SearchWorker:
+    def _new_worker(self) -> SearchWorker:
         warm_ups: tuple[Callable[[Memory], Any], ...] = ()
         if self.surfacer is not None:
             warm_ups = (self.surfacer.warm,)
-        return _SearchWorker(self.memory.fork(), warm_ups)
+        return SearchWorker(self.memory.fork(), warm_ups)
 
     def wait_auto_context_ready(self, timeout_s: float) -> bool:
         """Start the auto-context worker if needed and wait until it is warm."""

@@ -1,0 +1,172 @@
+"""What a session reports: results of its events and the counters of each feature.
+
+Plain dataclasses with ``to_json()``, shared by the sidecar, MCP and status.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Injection:
+    """What a host adds before the agent runs: system-prompt append and message."""
+
+    system_append: str
+    message: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "system_append": self.system_append,
+            "message": {"content": self.message} if self.message else None,
+        }
+
+
+@dataclass(frozen=True)
+class Queued:
+    queued: bool
+    reason: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"queued": self.queued}
+        if self.reason:
+            out["reason"] = self.reason
+        return out
+
+
+@dataclass(frozen=True)
+class Flush:
+    flushed: bool
+    pending: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"flushed": self.flushed, "pending": self.pending}
+
+
+@dataclass
+class AutoContextState:
+    """Auto-context outcomes, named as the reference names them."""
+
+    enabled: bool
+    injected: int = 0
+    # Counter names as the reference names them.
+    skippedBudget: int = 0
+    skippedEmpty: int = 0
+    skippedError: int = 0
+    skippedWarming: int = 0  # the embedder was still loading
+    consecutive_misses: int = 0
+    respawns: int = 0
+    disabled_reason: str | None = None
+    last_ms: float | None = None
+
+    @property
+    def active(self) -> bool:
+        return self.enabled and self.disabled_reason is None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "enabled": self.enabled,
+            "active": self.active,
+            "injected": self.injected,
+            "skippedBudget": self.skippedBudget,
+            "skippedEmpty": self.skippedEmpty,
+            "skippedError": self.skippedError,
+            "skippedWarming": self.skippedWarming,
+            "consecutive_misses": self.consecutive_misses,
+            "respawns": self.respawns,
+            "disabled_reason": self.disabled_reason,
+            "last_ms": None if self.last_ms is None else round(self.last_ms, 2),
+        }
+
+
+@dataclass
+class SurfacingState:
+    """Topic auto-surfacing outcomes (pi-memory's per-prompt topic injection)."""
+
+    enabled: bool
+    injected: int = 0
+    skipped_empty: int = 0
+    skipped_budget: int = 0
+    skipped_error: int = 0
+    topics: list[str] = field(default_factory=list)  # injected this session, in order
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "enabled": self.enabled,
+            "injected": self.injected,
+            "skipped_empty": self.skipped_empty,
+            "skipped_budget": self.skipped_budget,
+            "skipped_error": self.skipped_error,
+            "topics": list(self.topics),
+        }
+
+
+@dataclass
+class RecallState:
+    """Heuristic auto-recall from the sessions layer (pi-lcm-memory's autoRecall)."""
+
+    mode: str
+    injected: int = 0
+    skipped_empty: int = 0
+    skipped_budget: int = 0
+    skipped_error: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "mode": self.mode,
+            "injected": self.injected,
+            "skipped_empty": self.skipped_empty,
+            "skipped_budget": self.skipped_budget,
+            "skipped_error": self.skipped_error,
+        }
+
+
+@dataclass
+class ExtractionState:
+    """Durable learnings proposed as topic entries after each exchange."""
+
+    enabled: bool
+    runs: int = 0
+    written: int = 0
+    skipped: int = 0
+    failed: int = 0
+    last_error: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "enabled": self.enabled,
+            "runs": self.runs,
+            "written": self.written,
+            "skipped": self.skipped,
+            "failed": self.failed,
+            "last_error": self.last_error,
+        }
+
+
+@dataclass
+class CaptureState:
+    enabled: bool
+    llm: str
+    queued: int = 0
+    written: int = 0
+    distilled: int = 0
+    failed: int = 0
+    skipped: int = 0
+    redactions: int = 0
+    last_failure: str | None = None
+    write_errors: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "enabled": self.enabled,
+            "llm": self.llm,
+            "queued": self.queued,
+            "written": self.written,
+            "distilled": self.distilled,
+            "failed": self.failed,
+            "skipped": self.skipped,
+            "redactions": self.redactions,
+            "last_failure": self.last_failure,
+            "write_errors": list(self.write_errors),
+        }
