@@ -4,12 +4,16 @@ Hosts translate their events into these calls; no business rule lives in a
 host. What happens, per reference/pi-memsearch-runtime.txt:
 
 * ``start``: catch-up index in the background, the embedder warmed once in
-  the background, the stable snapshot built.
+  the background, the stable snapshot built (with the MEMORY.md topic index
+  and the sessions-layer primer), the sessions layer caught up and swept.
 * ``before_agent_start(prompt)``: the snapshot (rebuilt first when the local
-  date rolled over) and, when auto-context is on, a hidden message with the
-  hits that clear the score floor, within a hard deadline.
+  date rolled over) and one hidden message gathering, within one hard
+  deadline on a warm worker: auto-context hits over the score floor,
+  surfaced topic files, and past messages when the prompt refers to the past.
 * ``agent_settled(exchange)``: gates, then in the background redact →
-  distil → append one anchored entry → debounced index.
+  distil → append one anchored entry → debounced index, then the durable
+  learnings as topic entries; the transcript's new messages are enqueued for
+  the sessions layer.
 * ``compacted()`` / ``refresh_snapshot()``: rebuild the snapshot.
 * ``shutdown()``: flush pending captures (a capture that cannot finish in
   time is written as a digest, never dropped) and settle the indexer, racing
