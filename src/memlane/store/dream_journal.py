@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from memlane.core.errors import StoreError
+from memlane.store.durable import fsync_dirs
 from memlane.store.layout import MEMORY_INDEX, TOPICS_DIR
 
 JOURNAL_NAME = ".dream-journal.json"
@@ -177,7 +178,7 @@ def finish(store: Path, steps: Iterable[Step]) -> None:
                     os.unlink(side)
     with suppress(OSError):
         os.unlink(journal_path(store))
-    _fsync_dirs([store])
+    fsync_dirs([store])
 
 
 def _write(store: Path, state: str, steps: list[Step]) -> None:
@@ -207,7 +208,7 @@ def _write(store: Path, state: str, steps: list[Step]) -> None:
             os.unlink(temp)
         raise StoreError(f"cannot write the dream journal {path}: {exc.strerror or exc}") from None
     # The rename must be durable before the first rename it protects.
-    _fsync_dirs([store])
+    fsync_dirs([store])
 
 
 def _rel(path: Path, store: Path) -> str:
@@ -314,7 +315,7 @@ def recover(store: Path) -> Recovery:
             _roll_back(store, steps, report)
         # Restores first, then the journal: were the journal's removal to
         # reach the disk before a restore, a crash here would lose the restore.
-        _fsync_dirs({step.target.parent for step in steps})
+        fsync_dirs({step.target.parent for step in steps})
         os.unlink(journal_path(store))
     except OSError as exc:
         journal_file = journal_path(store)
@@ -324,7 +325,7 @@ def recover(store: Path) -> Recovery:
             "check that the store is writable; the next memlane command that writes the "
             "topics retries (" + _RECOVER_HINT.format(journal=journal_file) + ")",
         ) from None
-    _fsync_dirs([store])
+    fsync_dirs([store])
     return report
 
 
@@ -375,20 +376,6 @@ def _unlink_if_there(path: Path) -> bool:
     except FileNotFoundError:
         return False
     return True
-
-
-def _fsync_dirs(directories: Iterable[Path]) -> None:
-    for directory in directories:
-        try:
-            fd = os.open(directory, os.O_RDONLY)
-        except OSError:
-            continue
-        try:
-            os.fsync(fd)
-        except OSError:
-            pass  # not every filesystem can sync a directory
-        finally:
-            os.close(fd)
 
 
 # --- side files without a journal -------------------------------------------------------------

@@ -80,6 +80,7 @@ from typing import Any, Literal
 
 from memlane.core.errors import NotFoundError, StoreError
 from memlane.store.chunker import chunk_markdown
+from memlane.store.durable import fsync_dirs
 from memlane.store.markdown import heading_of
 
 LOCK_NAME = ".forget.lock"
@@ -317,15 +318,6 @@ def _write_temp(fd: int, data: bytes) -> None:
     os.fsync(fd)
 
 
-def _fsync_dir(path: Path) -> None:
-    with contextlib.suppress(OSError):  # not every filesystem lets a directory be fsynced
-        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-
 def _append(path: Path, data: bytes) -> None:
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
     try:
@@ -414,7 +406,7 @@ def _remove(store_dir: Path, source: Path, locate: Callable[[bytes, Path], _Span
                 os.close(temp_fd)
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(temp_name)
-            _fsync_dir(path.parent)
+            fsync_dirs([path.parent])
             _salvage(fd, len(data), path)
         finally:
             os.close(fd)

@@ -4,7 +4,7 @@ journaled by ``store/dream_journal``, rolled back by ``recovery``; see the packa
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from contextlib import suppress
 from datetime import datetime
 from pathlib import Path
@@ -16,6 +16,7 @@ from memlane.engine.dream.plan import DreamPlan, FileChange
 from memlane.engine.dream.recovery import recover_interrupted_dream
 from memlane.store import dream_journal as J
 from memlane.store import topics as T
+from memlane.store.durable import fsync_dirs
 from memlane.store.layout import TOPICS_DIR
 
 Replacer = Callable[[Path, Path], None]
@@ -65,13 +66,13 @@ def apply_plan(
                     _backup(change.path, step.backup)
             # Backups and temporary files must be on disk before the first
             # rename makes an original reachable through its backup only.
-            _fsync_dirs(directories)
+            fsync_dirs(directories)
             for change, step in zip(plan.changes, steps, strict=True):
                 if step.temp is not None:
                     _replace(step.temp, change.path)
                 else:
                     _unlink(change.path)
-            _fsync_dirs(directories)
+            fsync_dirs(directories)
             J.commit(store, steps)
         except BaseException as exc:
             try:
@@ -144,17 +145,3 @@ def _backup(path: Path, backup: Path) -> None:
                 os.fsync(dst.fileno())
         except OSError as exc:
             raise StoreError(f"cannot back up {path}: {exc.strerror or exc}") from None
-
-
-def _fsync_dirs(directories: Iterable[Path]) -> None:
-    for directory in directories:
-        try:
-            fd = os.open(directory, os.O_RDONLY)
-        except OSError:
-            continue
-        try:
-            os.fsync(fd)
-        except OSError:
-            pass  # not every filesystem can sync a directory
-        finally:
-            os.close(fd)
