@@ -148,6 +148,20 @@ class Hit:
     content: str
     project: str | None = None  # origin project, for cross-repo hits
 
+    @classmethod
+    def of(cls, chunk: Chunk, score: float, project: str | None = None) -> Hit:
+        """A search hit for an indexed chunk."""
+        return cls(
+            score=score,
+            chunk_hash=chunk.chunk_hash,
+            source=chunk.source,
+            heading=chunk.heading,
+            start_line=chunk.start_line,
+            end_line=chunk.end_line,
+            content=chunk.content,
+            project=project,
+        )
+
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
             "score": round(self.score, 6),

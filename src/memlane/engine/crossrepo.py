@@ -576,17 +576,7 @@ def search_all(
             index.close()
         result.searched.append(target.label)
         for rank, item in enumerate(found):
-            c = item.chunk
-            hit = Hit(
-                score=item.score,
-                chunk_hash=c.chunk_hash,
-                source=c.source,
-                heading=c.heading,
-                start_line=c.start_line,
-                end_line=c.end_line,
-                content=c.content,
-                project=target.label,
-            )
+            hit = Hit.of(item.chunk, item.score, project=target.label)
             scored.append((item.score, order * 1_000_000 + rank, hit))
     # Ties keep fan-out order (current project first), then each project's rank.
     scored.sort(key=lambda row: (-row[0], row[1]))

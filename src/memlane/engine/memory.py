@@ -22,7 +22,7 @@ from memlane.core.errors import EmbedderError, MemlaneError, NotFoundError, Stor
 from memlane.core.paths import index_dir
 from memlane.core.scope import Scope, resolve_scope
 from memlane.core.settings import SEARCH_TOP_K
-from memlane.core.types import Anchor, Chunk, Entry, Kind, SearchResult, Section
+from memlane.core.types import Anchor, Chunk, Entry, Hit, Kind, SearchResult, Section
 from memlane.engine.reports import IndexReport, Progress, Status
 
 if TYPE_CHECKING:
@@ -367,26 +367,11 @@ class Memory:
         if mode == "semantic" and vector is None:
             return SearchResult(query=query, mode="semantic", hits=[], notices=notices)
         got_mode, scored = self.index.search(query, vector, k, filters, lexical=mode != "semantic")
-        from memlane.core.types import Hit
-
-        hits = [
-            Hit(
-                score=s.score,
-                chunk_hash=s.chunk.chunk_hash,
-                source=s.chunk.source,
-                heading=s.chunk.heading,
-                start_line=s.chunk.start_line,
-                end_line=s.chunk.end_line,
-                content=s.chunk.content,
-            )
-            for s in scored
-        ]
+        hits = [Hit.of(s.chunk, s.score) for s in scored]
         return SearchResult(query=query, mode=got_mode, hits=hits, notices=notices)
 
     def similar(self, chunk_hash: str, k: int = 10) -> SearchResult:
         """More like this chunk: nearest stored vectors, the chunk itself excluded."""
-        from memlane.core.types import Hit
-
         wanted = chunk_hash.strip().lower()
         if not 1 <= k <= SEARCH_K_MAX:
             raise MemlaneError(f"k must be between 1 and {SEARCH_K_MAX}, got {k}")
@@ -405,19 +390,7 @@ class Memory:
             mode, scored = self.index.search(chunk.content, None, k + 1)
         else:
             mode, scored = self.index.search("", vector, k + 1, lexical=False)
-        hits = [
-            Hit(
-                score=s.score,
-                chunk_hash=s.chunk.chunk_hash,
-                source=s.chunk.source,
-                heading=s.chunk.heading,
-                start_line=s.chunk.start_line,
-                end_line=s.chunk.end_line,
-                content=s.chunk.content,
-            )
-            for s in scored
-            if s.chunk.chunk_hash != wanted
-        ][:k]
+        hits = [Hit.of(s.chunk, s.score) for s in scored if s.chunk.chunk_hash != wanted][:k]
         return SearchResult(query=chunk.content[:200], mode=mode, hits=hits, notices=notices)
 
     def expand(self, chunk_hash: str) -> Section:
