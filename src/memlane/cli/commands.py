@@ -1,4 +1,5 @@
-"""The core commands: scope, write, chunks, index, reindex, search, expand, status."""
+"""The core commands: scope, write, chunks, index, reindex, search, expand, transcript,
+forget, compact, status, demo."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import typer
 from memlane.cli.context import ProgressBar, notice, open_memory, print_json, state
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Mapping
 
     from memlane.core.types import SearchResult
     from memlane.engine.memory import Memory
@@ -251,19 +252,12 @@ def _search_sessions(
 ) -> None:
     """--kind session|all: the sessions layer (caught up first), alone or with the notes."""
     from memlane.cli.sessions_cmds import catch_up
-    from memlane.engine.tools import Tools
 
     arguments: dict[str, object] = {"query": query, "kind": kind, "mode": mode}
     for key, value in (("k", k), ("after", after), ("before", before), ("session", session)):
         if value is not None:
             arguments[key] = value
-    with open_memory(ctx) as mem:
-        catch_up(mem)
-        result = Tools(mem).call("memory_search", arguments)
-    if as_json:
-        print_json(result.details)
-    else:
-        typer.echo(result.text)
+    _run_tool(ctx, "memory_search", arguments, as_json, prepare=catch_up)
 
 
 def _search_all(
@@ -406,11 +400,22 @@ def compact(
     _run_tool(ctx, "memory_compact", {"source": source} if source else {}, as_json)
 
 
-def _run_tool(ctx: typer.Context, name: str, arguments: dict[str, str], as_json: bool) -> None:
-    """The CLI face of a tool: the same text the agent sees, or its details as JSON."""
+def _run_tool(
+    ctx: typer.Context,
+    name: str,
+    arguments: Mapping[str, object],
+    as_json: bool,
+    prepare: Callable[[Memory], object] | None = None,
+) -> None:
+    """The CLI face of a tool: the same text the agent sees, or its details as JSON.
+
+    ``prepare`` runs first on the opened memory (e.g. a sessions catch-up).
+    """
     from memlane.engine.tools import Tools
 
     with open_memory(ctx) as mem:
+        if prepare is not None:
+            prepare(mem)
         result = Tools(mem).call(name, arguments)
         for text in mem.notices:
             notice(text)
