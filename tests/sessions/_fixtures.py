@@ -1,238 +1,39 @@
-"""Fixtures for the sessions layer: transcript builders (copied from
-tests/transcripts/_transcript_fixtures.py, the shapes pi and Claude Code
-write), a deterministic counting embedder, and a project whose pi and Claude
-Code directories live under tmp_path."""
+"""Fixtures for the sessions layer: the transcript builders shared with the
+transcript tests (tests/_transcript_builders.py), a deterministic counting
+embedder, and a project whose pi and Claude Code directories live under
+tmp_path."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import re
+import sys
 import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-START = datetime(2026, 8, 13, 14, 0, tzinfo=UTC)
-_UNSET: Any = object()
+# tests/ holds the shared builders; a worker run as a script (the kill -9
+# backfill test) does not have it on its path the way pytest does.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from _transcript_builders import START, ClaudeSession, PiSession, iso
 
-
-def iso(moment: datetime) -> str:
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
-
-
-class PiSession:
-    """Builds a pi session file the way SessionManager appends to it."""
-
-    def __init__(
-        self, session_id: str = "019a2b3c-sess", parent_session: str | None = None
-    ) -> None:
-        header: dict[str, Any] = {
-            "type": "session",
-            "version": 3,
-            "id": session_id,
-            "timestamp": iso(START),
-            "cwd": "/home/you/project",
-        }
-        if parent_session:
-            header["parentSession"] = parent_session
-        self.lines: list[str] = [json.dumps(header)]
-        self.leaf: str | None = None
-        self.count = 0
-        self.clock = START
-
-    def entry(
-        self, kind: str, entry_id: str | None = None, parent: Any = _UNSET, **fields: Any
-    ) -> str:
-        self.count += 1
-        entry_id = entry_id or f"e{self.count:07x}"
-        self.clock += timedelta(minutes=1)
-        obj = {
-            "type": kind,
-            "id": entry_id,
-            "parentId": self.leaf if parent is _UNSET else parent,
-            "timestamp": iso(self.clock),
-            **fields,
-        }
-        self.lines.append(json.dumps(obj))
-        self.leaf = entry_id
-        return entry_id
-
-    def user(
-        self, text: str | list[dict[str, Any]], entry_id: str | None = None, parent: Any = _UNSET
-    ) -> str:
-        message = {"role": "user", "content": text, "timestamp": 0}
-        return self.entry("message", entry_id, parent, message=message)
-
-    def assistant(
-        self,
-        text: str = "",
-        entry_id: str | None = None,
-        parent: Any = _UNSET,
-        *,
-        tool_calls: Sequence[tuple[str, dict[str, Any]]] = (),
-        thinking: str | None = None,
-    ) -> str:
-        content: list[dict[str, Any]] = []
-        if thinking:
-            content.append({"type": "thinking", "thinking": thinking})
-        if text:
-            content.append({"type": "text", "text": text})
-        for i, (name, args) in enumerate(tool_calls):
-            content.append({"type": "toolCall", "id": f"call_{i}", "name": name, "arguments": args})
-        message = {
-            "role": "assistant",
-            "content": content,
-            "api": "anthropic-messages",
-            "provider": "anthropic",
-            "model": "claude-sonnet-4-5",
-            "usage": {"input": 1, "output": 1, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 2},
-            "stopReason": "toolUse" if tool_calls else "stop",
-            "timestamp": 0,
-        }
-        return self.entry("message", entry_id, parent, message=message)
-
-    def tool_result(self, text: str, entry_id: str | None = None, parent: Any = _UNSET) -> str:
-        message = {
-            "role": "toolResult",
-            "toolCallId": "call_0",
-            "toolName": "bash",
-            "content": [{"type": "text", "text": text}],
-            "isError": False,
-            "timestamp": 0,
-        }
-        return self.entry("message", entry_id, parent, message=message)
-
-    def compaction(self, summary: str, first_kept: str, entry_id: str | None = None) -> str:
-        return self.entry(
-            "compaction", entry_id, summary=summary, firstKeptEntryId=first_kept, tokensBefore=50000
-        )
-
-    def branch_summary(self, from_id: str, summary: str, parent: str) -> str:
-        return self.entry("branch_summary", None, parent, fromId=from_id, summary=summary)
-
-    def model_change(self) -> str:
-        return self.entry("model_change", provider="openai", modelId="gpt-4o")
-
-    def branch(self, entry_id: str | None) -> None:
-        """/tree navigation: the leaf moves; nothing is written."""
-        self.leaf = entry_id
-
-    def raw(self, line: str) -> None:
-        self.lines.append(line)
-
-    def text(self) -> str:
-        return "\n".join(self.lines) + "\n"
-
-    def write(self, path: Path) -> Path:
-        path.write_text(self.text(), encoding="utf-8")
-        return path
-
-
-class ClaudeSession:
-    """Builds a Claude Code transcript (~/.claude/projects/<cwd>/<id>.jsonl)."""
-
-    def __init__(self, session_id: str = "5d9c0e7a-1111-4222-8333-944455556666") -> None:
-        self.session_id = session_id
-        self.lines: list[str] = []
-        self.leaf: str | None = None
-        self.count = 0
-        self.clock = START
-
-    def line(
-        self,
-        kind: str,
-        uuid: str | None = None,
-        parent: Any = _UNSET,
-        *,
-        sidechain: bool = False,
-        advance: bool = True,
-        **fields: Any,
-    ) -> str:
-        self.count += 1
-        uuid = uuid or f"c{self.count:07d}-0000-4000-8000-000000000000"
-        self.clock += timedelta(minutes=1)
-        obj = {
-            "parentUuid": self.leaf if parent is _UNSET else parent,
-            "isSidechain": sidechain,
-            "userType": "external",
-            "cwd": "/home/you/project",
-            "sessionId": self.session_id,
-            "version": "2.1.12",
-            "gitBranch": "main",
-            "type": kind,
-            "uuid": uuid,
-            "timestamp": iso(self.clock),
-            **fields,
-        }
-        self.lines.append(json.dumps(obj))
-        if advance:
-            self.leaf = uuid
-        return uuid
-
-    def user(self, content: str | list[dict[str, Any]], uuid: str | None = None, **kw: Any) -> str:
-        return self.line("user", uuid, message={"role": "user", "content": content}, **kw)
-
-    def assistant(
-        self,
-        blocks: list[dict[str, Any]],
-        msg_id: str = "msg_01",
-        uuid: str | None = None,
-        **kw: Any,
-    ) -> str:
-        message = {
-            "model": "claude-opus-4-5-20251101",
-            "id": msg_id,
-            "type": "message",
-            "role": "assistant",
-            "content": blocks,
-            "stop_reason": None,
-            "usage": {"input_tokens": 1, "output_tokens": 1},
-        }
-        return self.line("assistant", uuid, message=message, requestId="req_1", **kw)
-
-    def tool_result(self, tool_use_id: str, text: str, **kw: Any) -> str:
-        content = [{"tool_use_id": tool_use_id, "type": "tool_result", "content": text}]
-        return self.line(
-            "user",
-            None,
-            message={"role": "user", "content": content},
-            toolUseResult={"stdout": text},
-            **kw,
-        )
-
-    def compact(self, summary: str) -> tuple[str, str]:
-        previous = self.leaf
-        boundary = self.line(
-            "system",
-            None,
-            None,
-            subtype="compact_boundary",
-            content="Conversation compacted",
-            logicalParentUuid=previous,
-            compactMetadata={"trigger": "auto", "preTokens": 155025},
-            level="info",
-            isMeta=False,
-        )
-        text = "This session is being continued from a previous conversation. " + summary
-        summary_id = self.user(text, isCompactSummary=True, isVisibleInTranscriptOnly=True)
-        return boundary, summary_id
-
-    def metadata(self, obj: dict[str, Any]) -> None:
-        self.lines.append(json.dumps(obj))
-
-    def text(self) -> str:
-        return "\n".join(self.lines) + "\n"
-
-    def write(self, path: Path) -> Path:
-        path.write_text(self.text(), encoding="utf-8")
-        return path
+__all__ = [
+    "START",
+    "ClaudeSession",
+    "HashEmbedder",
+    "PiSession",
+    "Project",
+    "chat",
+    "iso",
+    "lines_of",
+]
 
 
 class HashEmbedder:

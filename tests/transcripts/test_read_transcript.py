@@ -8,9 +8,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from _transcript_fixtures import ClaudeSession, PiSession
 
 import memlane.transcripts as transcripts
+from _transcript_builders import ClaudeSession, PiSession
 from memlane.core.errors import MemlaneError, NotFoundError, StoreError
 from memlane.transcripts import Transcript, read_transcript
 from memlane.transcripts.render import MAX_TOOL_ARGS, TOOL_ARG_CHARS

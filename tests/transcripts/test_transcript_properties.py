@@ -12,10 +12,10 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from _transcript_fixtures import ClaudeSession, PiSession
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from _transcript_builders import ClaudeSession, PiSession
 from memlane.transcripts import Transcript, read_transcript
 
 KINDS = ["user", "assistant", "assistant", "user", "tool", "compaction", "silent", "summary"]
