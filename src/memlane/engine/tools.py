@@ -307,10 +307,7 @@ class Tools:
             query,
             k,
             kind=args.get("kind"),
-            after=args.get("after"),
-            before=args.get("before"),
-            session=args.get("session"),
-            mode=args.get("mode", "hybrid"),
+            **_common_filters(args),
             sync=self.session is None,
         )
         return ToolResult(render_search(result, self._base(), TOOL_EXPAND_HINT), result.to_json())
@@ -323,10 +320,7 @@ class Tools:
             self.memory,
             query,
             args.get("k", self.memory.config.sessions.recall_default_top_k),
-            mode=args.get("mode", "hybrid"),
-            session=args.get("session"),
-            after=args.get("after"),
-            before=args.get("before"),
+            **_common_filters(args),
         )
         hint = "memory_transcript(transcript_path=source, turn) or " + TOOL_EXPAND_HINT
         return ToolResult(render_search(result, self._base(), hint), result.to_json())
@@ -341,20 +335,14 @@ class Tools:
         notes = self.memory.search(
             query,
             k,
-            after=args.get("after"),
-            before=args.get("before"),
-            session=args.get("session"),
-            mode=args.get("mode", "hybrid"),
+            **_common_filters(args),
             sync=self.session is None,
         )
         sessions = search_sessions(
             self.memory,
             query,
             k,
-            mode=args.get("mode", "hybrid"),
-            session=args.get("session"),
-            after=args.get("after"),
-            before=args.get("before"),
+            **_common_filters(args),
         )
         hits = sorted([*notes.hits, *sessions.hits], key=lambda h: -h.score)[:k]
         merged = SearchResult(
@@ -396,10 +384,7 @@ class Tools:
             query,
             k,
             kind=args.get("kind"),
-            after=args.get("after"),
-            before=args.get("before"),
-            session=args.get("session"),
-            mode=args.get("mode", "hybrid"),
+            **_common_filters(args),
         )
         return ToolResult(
             render_search(
@@ -517,3 +502,13 @@ def _check_date(name: str, value: str) -> None:
         f"memory_search: {name} {value!r} is not a date",
         "use YYYY-MM-DD, e.g. 2026-11-30 (or YYYY-MM-DDTHH:MM)",
     )
+
+
+def _common_filters(args: dict[str, Any]) -> dict[str, Any]:
+    """The filters every kind of memory_search passes on the same way."""
+    return {
+        "after": args.get("after"),
+        "before": args.get("before"),
+        "session": args.get("session"),
+        "mode": args.get("mode", "hybrid"),
+    }
