@@ -493,8 +493,12 @@ def settle_interrupted_dream(store: Path) -> None:
             pass
 
 
-def write_atomic(path: Path, text: str) -> None:
-    """Replace *path* with *text* in one rename; the file keeps its permissions."""
+def write_atomic(path: Path, text: str, *, new_file_mode: int | None = None) -> None:
+    """Replace *path* with *text* in one rename; the file keeps its permissions.
+
+    ``new_file_mode`` sets the permissions of a file that does not exist yet
+    (a dream plan holds topic text: owner only).
+    """
     temp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
     try:
         data = text.encode("utf-8")
@@ -503,10 +507,11 @@ def write_atomic(path: Path, text: str) -> None:
             f"cannot write {path}: the text is not valid UTF-8",
             "re-encode the input as UTF-8 and try again; nothing was changed",
         ) from None
+    mode: int | None
     try:
         mode = path.stat().st_mode & 0o7777
     except FileNotFoundError:
-        mode = None
+        mode = new_file_mode
     try:
         with open(temp, "wb") as handle:
             # A file the user made private (chmod 600) must stay private.

@@ -5,16 +5,13 @@ from __future__ import annotations
 
 import difflib
 import json
-import os
 import re
-import secrets
-from contextlib import suppress
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
 from typing import Any
 
-from memlane.core.errors import MemlaneError
+from memlane.core.errors import MemlaneError, StoreError
 from memlane.engine.dream.consolidate import RawPlan
 from memlane.engine.dream.errors import DreamError, _bad_file
 from memlane.engine.dream.orient import Orientation, Signal
@@ -223,18 +220,10 @@ def save_plan(plan: DreamPlan, path: Path) -> None:
     """Write ``plan.to_json()`` to *path*, readable by its owner only: it
     holds the topic files' text."""
     text = json.dumps(plan.to_json(), indent=2, ensure_ascii=False) + "\n"
-    temp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
     try:
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with open(fd, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temp, path)
-    except OSError as exc:
-        with suppress(OSError):
-            temp.unlink()
-        raise DreamError(f"cannot write the plan to {path}: {exc.strerror or exc}") from None
+        T.write_atomic(path, text, new_file_mode=0o600)
+    except StoreError as exc:
+        raise DreamError(f"cannot write the plan: {exc.message}") from None
 
 
 def load_plan(path: Path, store: Path) -> DreamPlan:
