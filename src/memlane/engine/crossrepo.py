@@ -594,27 +594,8 @@ def _mode_of(vector: np.ndarray | None) -> SearchMode:
 
 def _embed_query(mem: Memory, query: str, mode: str, notices: list[str]) -> np.ndarray | None:
     """The query vector (once per fan-out), or None for a lexical search."""
-    if mode == "lexical" or not query.strip():
-        return None
-    embedder = mem.embedder
-    if embedder is None:
-        if mode == "semantic":
-            raise EmbedderError(f"semantic search needs an embedder ({mem.embedder_problem})")
-        if mem.config.embedding.provider != "none":
-            notices.append(
-                f"semantic search unavailable ({mem.embedder_problem}); "
-                "showing lexical (BM25) results"
-            )
-        return None
-    try:
-        return np.asarray(embedder.embed_query(query), dtype=np.float32).reshape(-1)
-    except EmbedderError as exc:
-        if mode == "semantic":
-            raise
-        notices.append(
-            f"semantic search unavailable ({exc.message}); showing lexical (BM25) results"
-        )
-        return None
+    vector = mem.query_vector(query, mode, notices)
+    return None if vector is None else np.asarray(vector, dtype=np.float32).reshape(-1)
 
 
 def _vector_for(

@@ -26,7 +26,7 @@ from memlane.core.types import Anchor, Chunk, Entry, Hit, Kind, SearchResult, Se
 from memlane.engine.reports import IndexReport, Progress, Status
 
 if TYPE_CHECKING:
-    from memlane.embed.base import Embedder
+    from memlane.embed.base import Embedder, Vectors
     from memlane.index.sqlite import SqliteIndex
     from memlane.llm.base import LLM
     from memlane.store.daily import DailyWriter
@@ -338,29 +338,7 @@ class Memory:
         if sync:
             report = self.sync(quiet_when_idle=True)
             notices.extend(report.notices)
-        vector = None
-        if mode == "semantic" and query.strip():
-            embedder = self.embedder
-            if embedder is None:
-                raise EmbedderError(f"semantic search needs an embedder ({self.embedder_problem})")
-            vector = embedder.embed_query(query)
-        elif mode == "hybrid" and query.strip():
-            embedder = self.embedder
-            if embedder is None and self.config.embedding.provider == "none":
-                pass  # lexical by the user's choice; the mode says so
-            elif embedder is None:
-                notices.append(
-                    f"semantic search unavailable ({self.embedder_problem}); showing lexical (BM25) results"
-                )
-            else:
-                try:
-                    vector = embedder.embed_query(query)
-                    self._parts.warmed = True
-                except EmbedderError as exc:
-                    self.embedder_failed(exc)
-                    notices.append(
-                        f"semantic search unavailable ({exc.message}); showing lexical (BM25) results"
-                    )
+        vector = self.query_vector(query, mode, notices)
         filters = SearchFilters(
             kind=kind, source_prefix=source_prefix, after=after, before=before, session=session
         )
@@ -369,6 +347,39 @@ class Memory:
         got_mode, scored = self.index.search(query, vector, k, filters, lexical=mode != "semantic")
         hits = [Hit.of(s.chunk, s.score) for s in scored]
         return SearchResult(query=query, mode=got_mode, hits=hits, notices=notices)
+
+    def query_vector(self, query: str, mode: str, notices: list[str]) -> Vectors | None:
+        """The query's vector for a search in *mode*, or None for a lexical one.
+
+        Hybrid falls back to lexical with a notice when the embedder is
+        missing or fails (a failure enters the negative cache); semantic
+        raises instead, since it has no fallback. Shared by every search that
+        embeds a query: this project's, the sessions layer's, the fan-out's.
+        """
+        if mode == "lexical" or not query.strip():
+            return None
+        embedder = self.embedder
+        if embedder is None:
+            if mode == "semantic":
+                raise EmbedderError(f"semantic search needs an embedder ({self.embedder_problem})")
+            if self.config.embedding.provider != "none":  # none: lexical by choice
+                notices.append(
+                    f"semantic search unavailable ({self.embedder_problem}); "
+                    "showing lexical (BM25) results"
+                )
+            return None
+        try:
+            vector = embedder.embed_query(query)
+        except EmbedderError as exc:
+            self.embedder_failed(exc)
+            if mode == "semantic":
+                raise
+            notices.append(
+                f"semantic search unavailable ({exc.message}); showing lexical (BM25) results"
+            )
+            return None
+        self._parts.warmed = True
+        return vector
 
     def similar(self, chunk_hash: str, k: int = 10) -> SearchResult:
         """More like this chunk: nearest stored vectors, the chunk itself excluded."""

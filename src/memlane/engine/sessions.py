@@ -1204,25 +1204,15 @@ class SessionsLayer:
         )
         notices: list[str] = []
         vector = None
-        if mode != "lexical" and query.strip():
-            embedder = self.mem.embedder if self._from_memory else self._embedder
-            problem = self.mem.embedder_problem if self._from_memory else "no embedder"
-            if embedder is None:
+        if self._from_memory:
+            vector = self.mem.query_vector(query, mode, notices)
+        elif mode != "lexical" and query.strip():
+            # An embedder given explicitly (benchmarks, tests): no fallback to manage.
+            if self._embedder is None:
                 if mode == "semantic":
-                    raise EmbedderError(f"semantic search needs an embedder ({problem})")
-                if self._from_memory and self.mem.config.embedding.provider != "none":
-                    notices.append(
-                        f"semantic search unavailable ({problem}); showing lexical (BM25) results"
-                    )
+                    raise EmbedderError("semantic search needs an embedder (no embedder)")
             else:
-                try:
-                    vector = embedder.embed_query(query)
-                except EmbedderError as exc:
-                    if mode == "semantic":
-                        raise
-                    notices.append(
-                        f"semantic search unavailable ({exc.message}); showing lexical (BM25) results"
-                    )
+                vector = self._embedder.embed_query(query)
         if mode == "semantic" and vector is None:
             return SessionSearch(query, "semantic", [], self._with_damage(notices))
         got, scored = self.store.search(query, vector, k, filters, lexical=mode != "semantic")
@@ -1288,7 +1278,7 @@ class SessionsLayer:
         }
 
 
-# -- module functions for the lead's integration ---------------------------------------------
+# -- module functions: what the tools, the CLI and the Session call --------------------------
 
 
 def search_sessions(
