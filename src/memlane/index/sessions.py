@@ -23,8 +23,9 @@ duplicates a row, and a row stored with its vector is never embedded again.
 ``part`` is "" for the entry's own text and "tool" for the tool calls an
 assistant entry carries (stored apart so they can stay unembedded).
 
-A damaged file is handled like the main index's (``recovery.py``): moved
-aside to ``<name>.corrupt-<UTC stamp>`` and recreated empty, never repaired.
+A damaged file is handled like the main index's (same machinery,
+``sqlite_file.py`` and ``recovery.py``): moved aside to
+``<name>.corrupt-<UTC stamp>`` and recreated empty, never repaired.
 Every source's offset goes with it, so the next backfill or sweep reads
 every transcript again from its first byte; ``rebuilt_reason`` says why
 until a user-facing surface shows it.
@@ -37,12 +38,11 @@ import hashlib
 import logging
 import secrets
 import sqlite3
-import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -56,16 +56,12 @@ from memlane.index.dense import DenseMatrix, vector_to_blob
 from memlane.index.dense_sync import synced_matrix
 from memlane.index.fusion import fusion_method
 from memlane.index.query import match_expression
-from memlane.index.recovery import (
-    SQLITE_READONLY_DBMOVED,
-    FileId,
-    corruption_reason,
-    file_id,
-    file_lock,
-    is_busy,
-    move_aside,
-)
-from memlane.index.sqlite import CACHE_SIZE_KIB, candidate_count
+from memlane.index.sqlite import candidate_count
+from memlane.index.sqlite_file import BUSY_TIMEOUT_S as BUSY_TIMEOUT_S
+from memlane.index.sqlite_file import OPEN_RETRY_S as OPEN_RETRY_S
+from memlane.index.sqlite_file import TOMBSTONE_KEEP_GENERATIONS as TOMBSTONE_KEEP_GENERATIONS
+from memlane.index.sqlite_file import TOMBSTONE_PRUNE_EVERY as TOMBSTONE_PRUNE_EVERY
+from memlane.index.sqlite_file import SqliteFile
 
 log = logging.getLogger(__name__)
 
@@ -73,14 +69,9 @@ log = logging.getLogger(__name__)
 # offset). Version 1 files are upgraded in place (see _MIGRATIONS).
 SESSIONS_SCHEMA_VERSION = 2
 SESSIONS_SUFFIX = ".sessions.sqlite"
-BUSY_TIMEOUT_S = 10.0
-OPEN_RETRY_S = 0.05
 ROLES = ("user", "assistant", "summary", "tool")
 DOC_KIND = "session"
-TOMBSTONE_KEEP_GENERATIONS = 1000
-TOMBSTONE_PRUNE_EVERY = 100
-
-T = TypeVar("T")
+_REBUILD_HINT = "delete the file; `memlane sessions backfill` rebuilds it from the transcripts"
 
 _TABLES_DDL = (
     "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value)",
@@ -359,8 +350,12 @@ def _row_doc(row: Sequence[Any]) -> StoredDoc:
     )
 
 
-class SessionStore:
+class SessionStore(SqliteFile):
     """FTS5 + numpy hybrid search over session documents, in one SQLite file."""
+
+    _label = "session index"
+    # A lock error whose message reads like damage is still a lock here.
+    _busy_before_damage = True
 
     def __init__(
         self,
@@ -368,74 +363,25 @@ class SessionStore:
         index_settings: IndexSettings | None = None,
         sessions_settings: SessionsSettings | None = None,
     ) -> None:
-        self.path = Path(path).expanduser().absolute()
         self.index_settings = index_settings or IndexSettings()
         self.settings = sessions_settings or SessionsSettings()
         self._fuse = fusion_method(self.index_settings.fusion)
-        self._lock = threading.RLock()
-        self._dense: DenseMatrix | None = None
-        self._lexical = _SessionLexicalLeg()
-        self._conn: sqlite3.Connection | None = None
-        self._file_id: FileId | None = None
         # Damage bookkeeping, per process (the store is one per process, see
-        # engine.sessions.open_store): why the file was recreated, until a
-        # user-facing surface pops it; how many times (the ingestor compares
-        # it around a pass to spot a rebuild in the middle of one); whether a
-        # full pass has read every transcript again since.
-        self.rebuilt_reason: str | None = None
+        # engine.sessions.open_store): why the file was recreated
+        # (``rebuilt_reason``, SqliteFile), until a user-facing surface pops
+        # it; how many times (the ingestor compares it around a pass to spot
+        # a rebuild in the middle of one); whether a full pass has read every
+        # transcript again since.
         self.rebuilds = 0
         self.reread_since_rebuild = True
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self._lock:
-            self._open()
+        super().__init__(path, _SessionLexicalLeg())
 
-    # -- connection, schema, damage ---------------------------------------------
+    # -- schema, damage (SqliteFile hooks) ------------------------------------------
 
-    def _open(self) -> None:
-        # A brand-new file's WAL switch can answer BUSY at once while another
-        # process creates the schema (no busy handler there): retry it here.
-        deadline = time.monotonic() + BUSY_TIMEOUT_S
-        while True:
-            try:
-                # Shared lock: a rebuild (exclusive) cannot swap the file
-                # between our connect and recording which file we opened.
-                with file_lock(self.path, exclusive=False):
-                    self._connect()
-                conn = self._connection()
-                self._ensure_schema(conn)
-                lexical.install(conn)
-                return
-            except sqlite3.DatabaseError as exc:
-                reason = corruption_reason(exc)
-                if reason is None:
-                    self._close_connection()
-                    if is_busy(exc):
-                        if time.monotonic() < deadline:
-                            time.sleep(OPEN_RETRY_S)
-                            continue
-                        raise IndexBusyError(
-                            f"session index {self.path} stayed locked by another process",
-                            hint="another memlane is ingesting transcripts; retry shortly",
-                        ) from exc
-                    raise
-                self._rebuild(reason)
-                return
-
-    def _connect(self) -> None:
-        conn = sqlite3.connect(
-            str(self.path),
-            timeout=BUSY_TIMEOUT_S,
-            isolation_level=None,
-            check_same_thread=False,
-        )
-        self._conn = conn
-        # Recorded before the first read: a file that turns out damaged is
-        # moved aside only if it is still this very file (recovery.move_aside).
-        self._file_id = file_id(self.path)
-        conn.execute("PRAGMA journal_mode=WAL").fetchall()
-        conn.execute("PRAGMA synchronous=NORMAL")
-        conn.execute(f"PRAGMA cache_size=-{CACHE_SIZE_KIB}")
-        conn.execute("PRAGMA temp_store=MEMORY")
+    def _validate_or_create(self) -> None:
+        conn = self._connection()
+        self._ensure_schema(conn)
+        lexical.install(conn)
 
     def _ensure_schema(self, conn: sqlite3.Connection) -> None:
         row = conn.execute("SELECT name FROM sqlite_master WHERE name = 'meta'").fetchone()
@@ -484,28 +430,7 @@ class SessionStore:
         ).fetchone()
         return None if found is None else found[0]
 
-    def _rebuild(self, reason: str) -> None:
-        """Move the damaged file aside and start a fresh, empty store."""
-        damaged = self._file_id
-        with file_lock(self.path, exclusive=True):
-            # Move first, close after (as the main index does): SQLite skips
-            # the close-time checkpoint and -wal/-shm unlink for a moved file,
-            # so the damaged WAL goes aside intact and a stale connection can
-            # never delete the fresh file's.
-            target = move_aside(self.path, damaged)
-            self._close_connection()
-            try:
-                self._connect()
-                conn = self._connection()
-                self._ensure_schema(conn)
-                lexical.install(conn)
-            except sqlite3.DatabaseError as exc:
-                self._close_connection()
-                raise IndexCorruptError(
-                    f"session index {self.path} is damaged and could not be recreated: {exc}",
-                    hint="delete the file; `memlane sessions backfill` rebuilds it "
-                    "from the transcripts",
-                ) from exc
+    def _record_rebuild(self, reason: str, target: Path | None) -> None:
         if target is not None:
             detail = f"{reason}; moved aside to {target.name}"
         else:
@@ -522,119 +447,27 @@ class SessionStore:
         # from damage_notice, hosts that configure logging get it here too.
         log.info("session index %s was damaged and recreated: %s", self.path.name, detail)
 
-    def _check_identity(self) -> None:
-        """Reopen when the file on disk is no longer the one we hold open:
-        another process moved a damaged file aside, and writing on into our
-        descriptor of it would lose every write."""
-        if self._conn is not None and file_id(self.path) == self._file_id:
-            return
-        had_connection = self._conn is not None
-        rebuilds = self.rebuilds
-        self._close_connection()
-        self._dense = None
-        self._open()
-        if had_connection and self.rebuilds == rebuilds:
+    def _replaced_on_disk(self, rebuilt_meanwhile: bool) -> None:
+        if not rebuilt_meanwhile:
             self._mark_rebuilt("another process replaced the file (rebuilt after damage)")
 
-    def _close_connection(self) -> None:
-        self._lexical.reset()
-        if self._conn is not None:
-            with contextlib.suppress(sqlite3.Error):
-                self._conn.close()
-        self._conn = None
+    def _busy_error(self) -> IndexBusyError:
+        return IndexBusyError(
+            f"session index {self.path} stayed locked by another process",
+            hint="another memlane is ingesting transcripts; retry shortly",
+        )
 
-    def _connection(self) -> sqlite3.Connection:
-        if self._conn is None:
-            raise RuntimeError("session index connection is not open")
-        return self._conn
+    def _recreate_failed(self, exc: BaseException) -> IndexCorruptError:
+        return IndexCorruptError(
+            f"session index {self.path} is damaged and could not be recreated: {exc}",
+            hint=_REBUILD_HINT,
+        )
 
-    def pop_rebuilt_reason(self) -> str | None:
-        """Return and clear ``rebuilt_reason`` (so the notice is shown once)."""
-        with self._lock:
-            reason, self.rebuilt_reason = self.rebuilt_reason, None
-            return reason
-
-    def close(self) -> None:
-        with self._lock:
-            self._close_connection()
-            self._dense = None
-
-    def __enter__(self) -> SessionStore:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def _run(self, op: Callable[[sqlite3.Connection], T]) -> T:
-        """Run ``op``; on damage move the file aside, recreate it and run
-        ``op`` once more on the fresh file (a write lands there, a read
-        answers from it)."""
-        with self._lock:
-            self._check_identity()
-            for attempt in range(2):
-                try:
-                    return op(self._connection())
-                except sqlite3.DatabaseError as exc:
-                    moved = getattr(exc, "sqlite_errorcode", None) == SQLITE_READONLY_DBMOVED
-                    if attempt == 0 and moved:
-                        self._check_identity()  # replaced mid-call: reopen, retry
-                        continue
-                    if is_busy(exc):
-                        raise IndexBusyError(
-                            f"session index {self.path} stayed locked by another process",
-                            hint="another memlane is ingesting transcripts; retry shortly",
-                        ) from exc
-                    reason = corruption_reason(exc)
-                    if reason is None:
-                        raise
-                    if attempt:
-                        raise IndexCorruptError(
-                            f"session index {self.path} is damaged right after being "
-                            f"recreated: {reason}",
-                            hint="delete the file; `memlane sessions backfill` rebuilds it "
-                            "from the transcripts",
-                        ) from exc
-                    self._rebuild(reason)
-            raise AssertionError("unreachable")
-
-    @contextlib.contextmanager
-    def _write(self, conn: sqlite3.Connection) -> Iterator[int]:
-        """A write transaction that bumps (and yields) the generation first,
-        so rows and tombstones it writes carry its number (dense_sync)."""
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            rows = conn.execute(
-                "UPDATE meta SET value = value + 1 WHERE key = ? RETURNING value",
-                (schema.META_GENERATION,),
-            ).fetchall()
-            generation = int(rows[0][0])
-            yield generation
-            if generation % TOMBSTONE_PRUNE_EVERY == 0:
-                floor = generation - TOMBSTONE_KEEP_GENERATIONS
-                if floor > 0:
-                    conn.execute("DELETE FROM tombstones WHERE gen <= ?", (floor,))
-                    conn.execute(
-                        "UPDATE meta SET value = max(value, ?) WHERE key = ?",
-                        (floor, schema.META_TOMBSTONE_FLOOR),
-                    )
-            conn.execute("COMMIT")
-        except BaseException:
-            with contextlib.suppress(sqlite3.Error):
-                conn.execute("ROLLBACK")
-            raise
-
-    @contextlib.contextmanager
-    def _read(self, conn: sqlite3.Connection) -> Iterator[None]:
-        conn.execute("BEGIN")
-        try:
-            yield
-        finally:
-            with contextlib.suppress(sqlite3.Error):
-                conn.execute("ROLLBACK")
-
-    @staticmethod
-    def _meta(conn: sqlite3.Connection) -> dict[str, Any]:
-        return {key: value for key, value in conn.execute("SELECT key, value FROM meta")}
+    def _damaged_after_recreate(self, reason: str) -> IndexCorruptError:
+        return IndexCorruptError(
+            f"session index {self.path} is damaged right after being recreated: {reason}",
+            hint=_REBUILD_HINT,
+        )
 
     # -- meta (model binding, sweeper status) -----------------------------------
 

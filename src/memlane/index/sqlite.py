@@ -9,6 +9,8 @@ process refreshes its matrix when it sees the counter move.
 
 A damaged file is moved aside and replaced by an empty index, never
 repaired; ``rebuilt_reason`` tells the engine to re-index from markdown.
+The file machinery (open, busy retry, rebuild, transactions) is
+``sqlite_file.SqliteFile``, shared with the sessions index.
 """
 
 from __future__ import annotations
@@ -17,11 +19,9 @@ import contextlib
 import logging
 import secrets
 import sqlite3
-import threading
-import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -39,59 +39,33 @@ from memlane.index.base import (
     SearchFilters,
     file_contexts,
 )
-from memlane.index.dense import DenseMatrix, vector_to_blob
+from memlane.index.dense import vector_to_blob
 from memlane.index.dense_sync import synced_matrix
 from memlane.index.fusion import fusion_method
-from memlane.index.recovery import (
-    SQLITE_READONLY_DBMOVED,
-    FileId,
-    corruption_reason,
-    file_id,
-    file_lock,
-    is_busy,
-    move_aside,
-)
+from memlane.index.sqlite_file import BUSY_TIMEOUT_S as BUSY_TIMEOUT_S
+from memlane.index.sqlite_file import CACHE_SIZE_KIB as CACHE_SIZE_KIB
+from memlane.index.sqlite_file import OPEN_RETRY_S as OPEN_RETRY_S
+from memlane.index.sqlite_file import TOMBSTONE_KEEP_GENERATIONS as TOMBSTONE_KEEP_GENERATIONS
+from memlane.index.sqlite_file import TOMBSTONE_PRUNE_EVERY as TOMBSTONE_PRUNE_EVERY
+from memlane.index.sqlite_file import SqliteFile, _DamagedIndex
 
 log = logging.getLogger(__name__)
 
-BUSY_TIMEOUT_S = 10.0
 # Each leg hands max(CANDIDATE_FLOOR, CANDIDATE_MULTIPLIER * k) candidates to
 # fusion (DESIGN §5): deep enough that a chunk ranked well by one leg only
 # still gets fused.
 CANDIDATE_FLOOR = 50
 CANDIDATE_MULTIPLIER = 10
-# Page cache per connection (KiB, as SQLite's negative cache_size): holds the
-# hot FTS doclists of a 100k-chunk collection.
-CACHE_SIZE_KIB = 32 * 1024
-# Tombstones older than this many generations are pruned; a process whose
-# matrix is older than the pruned range reloads it fully instead.
-TOMBSTONE_KEEP_GENERATIONS = 1000
-TOMBSTONE_PRUNE_EVERY = 100  # generations between prune passes
 
 _CHUNK_COLUMNS = (
     "id, chunk_hash, source, heading, heading_level, start_line, end_line, "
     "content_hash, content, kind, date, session"
 )
 
-T = TypeVar("T")
-
-
-OPEN_RETRY_S = 0.05
-
 
 def _is_busy(exc: BaseException) -> bool:
     text = str(exc).lower()
     return isinstance(exc, sqlite3.OperationalError) and ("locked" in text or "busy" in text)
-
-
-class _DamagedIndex(Exception):
-    """The file is a readable SQLite database but not a usable index."""
-
-
-def _file_moved(exc: BaseException) -> bool:
-    """SQLITE_READONLY_DBMOVED: our file was renamed or unlinked under us."""
-    code = getattr(exc, "sqlite_errorcode", None)
-    return code == SQLITE_READONLY_DBMOVED
 
 
 def candidate_count(k: int) -> int:
@@ -112,11 +86,10 @@ def _row_to_indexed(row: Sequence[Any]) -> IndexedChunk:
     return IndexedChunk(chunk=chunk, kind=row[9], date=row[10], session=row[11])
 
 
-class SqliteIndex:
+class SqliteIndex(SqliteFile):
     """IndexBackend over one SQLite file (FTS5 + numpy vectors)."""
 
     def __init__(self, path: Path | str, settings: IndexSettings | None = None) -> None:
-        self.path = Path(path).expanduser().absolute()
         self.settings = settings or IndexSettings()
         self._fuse = fusion_method(self.settings.fusion)
         self._rrf_k = self.settings.rrf_k
@@ -125,43 +98,17 @@ class SqliteIndex:
                 f"index.alpha must lie in [0, 1], got {self.settings.alpha}",
                 hint="the dense leg's weight; the lexical leg gets 1 - alpha",
             )
-        # One connection per object, shared by the engine's threads (search
-        # and the background indexer) under this lock.
-        self._lock = threading.RLock()
-        self._conn: sqlite3.Connection | None = None
-        self._file_id: FileId | None = None
-        self._dense: DenseMatrix | None = None
-        self._lexical = lexical.LexicalLeg()
         self._bound_model: tuple[str, int | None] | None = None
-        # Set when this object found (or saw another process replace) a
-        # damaged index; the engine re-indexes from markdown and says so once.
-        self.rebuilt_reason: str | None = None
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self._lock:
-            self._open()
+        # rebuilt_reason (SqliteFile) is set when this object found (or saw
+        # another process replace) a damaged index; the engine re-indexes
+        # from markdown and says so once.
+        super().__init__(path, lexical.LexicalLeg())
 
     # -- protocol: identity ------------------------------------------------
 
     @property
     def uri(self) -> str:
         return f"sqlite://{self.path}"
-
-    def pop_rebuilt_reason(self) -> str | None:
-        """Return and clear ``rebuilt_reason`` (so the notice is shown once)."""
-        with self._lock:
-            reason, self.rebuilt_reason = self.rebuilt_reason, None
-            return reason
-
-    def __enter__(self) -> SqliteIndex:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-    def close(self) -> None:
-        with self._lock:
-            self._close_connection()
-            self._dense = None
 
     def clear(self) -> None:
         """Drop every chunk and file record and forget the bound model.
@@ -199,44 +146,6 @@ class SqliteIndex:
             index.clear()
 
     # -- opening, validation, rebuild ---------------------------------------
-
-    def _open(self) -> None:
-        # Switching a brand-new file to WAL while another process creates the
-        # schema can answer SQLITE_BUSY at once, without the busy handler
-        # (sqlite's journal-mode change is not retried): retry it here.
-        deadline = time.monotonic() + BUSY_TIMEOUT_S
-        while True:
-            try:
-                # Shared lock: a rebuild (exclusive) cannot swap the file between
-                # our connect and recording which file we connected to.
-                with file_lock(self.path, exclusive=False):
-                    self._connect()
-                self._validate_or_create()
-                return
-            except (sqlite3.DatabaseError, _DamagedIndex) as exc:
-                reason = self._damage_reason(exc)
-                if reason is None:
-                    self._close_connection()
-                    if _is_busy(exc) and time.monotonic() < deadline:
-                        time.sleep(OPEN_RETRY_S)
-                        continue
-                    raise self._translate(exc) from exc
-                self._rebuild(reason)
-                return
-
-    def _connect(self) -> None:
-        conn = sqlite3.connect(
-            str(self.path),
-            timeout=BUSY_TIMEOUT_S,
-            isolation_level=None,  # we issue BEGIN/COMMIT ourselves
-            check_same_thread=False,
-        )
-        self._conn = conn
-        self._file_id = file_id(self.path)
-        conn.execute("PRAGMA journal_mode=WAL").fetchall()
-        conn.execute("PRAGMA synchronous=NORMAL")
-        conn.execute(f"PRAGMA cache_size=-{CACHE_SIZE_KIB}")
-        conn.execute("PRAGMA temp_store=MEMORY")
 
     def _validate_or_create(self) -> None:
         """Cheap open-time check: our tables exist and the schema is ours.
@@ -316,26 +225,7 @@ class SqliteIndex:
             self._rollback(conn)
             raise
 
-    def _rebuild(self, reason: str) -> None:
-        """Move the damaged file aside and start a fresh empty index."""
-        damaged = self._file_id
-        self._dense = None
-        with file_lock(self.path, exclusive=True):
-            # Move first, close after: SQLite skips the close-time checkpoint
-            # (and the unlink of -wal/-shm *by name*) for a file that moved,
-            # so the damaged WAL goes aside intact and, above all, a stale
-            # connection can never delete the files of the fresh index.
-            target = move_aside(self.path, damaged)
-            self._close_connection()
-            try:
-                self._connect()
-                self._validate_or_create()
-            except (sqlite3.DatabaseError, _DamagedIndex) as exc:
-                self._close_connection()
-                raise IndexCorruptError(
-                    f"index {self.path} is damaged and could not be recreated: {exc}",
-                    hint="delete the file; it is rebuilt from markdown by `memlane reindex`",
-                ) from exc
+    def _record_rebuild(self, reason: str, target: Path | None) -> None:
         if target is not None:
             self.rebuilt_reason = (
                 f"index {self.path.name} was damaged ({reason}); moved aside to "
@@ -348,132 +238,42 @@ class SqliteIndex:
             )
         log.info("%s", self.rebuilt_reason)
 
-    def _check_identity(self) -> None:
-        """Reopen when the file on disk is no longer the one we hold open.
-
-        Another process may have moved a damaged file aside; writing on into
-        our descriptor of the old file would silently lose those writes.
-        """
-        if self._conn is not None and file_id(self.path) == self._file_id:
-            return
-        had_connection = self._conn is not None
-        self._close_connection()
-        self._dense = None
-        self._open()
-        if had_connection and self.rebuilt_reason is None:
+    def _replaced_on_disk(self, rebuilt_meanwhile: bool) -> None:
+        if self.rebuilt_reason is None:
             self.rebuilt_reason = (
                 f"index {self.path.name} was replaced on disk by another process "
                 "(probably rebuilt after damage)"
             )
             log.info("%s", self.rebuilt_reason)
 
-    def _close_connection(self) -> None:
-        self._lexical.reset()
-        if self._conn is not None:
-            with contextlib.suppress(sqlite3.Error):
-                self._conn.close()
-        self._conn = None
-
-    def _connection(self) -> sqlite3.Connection:
-        if self._conn is None:
-            raise RuntimeError("index connection is not open")
-        return self._conn
-
-    @staticmethod
-    def _damage_reason(exc: BaseException) -> str | None:
-        if isinstance(exc, _DamagedIndex):
-            return str(exc)
-        if isinstance(exc, sqlite3.DatabaseError):
-            return corruption_reason(exc)
-        return None
-
-    def _translate(self, exc: BaseException) -> BaseException:
-        if isinstance(exc, sqlite3.DatabaseError) and is_busy(exc):
-            return IndexBusyError(
-                f"index {self.path} stayed locked by another process for {BUSY_TIMEOUT_S:.0f} s",
-                hint="another memlane is indexing; retry shortly",
-            )
-        return exc
-
-    def _run(self, op: Callable[[sqlite3.Connection], T]) -> T:
-        """Run ``op`` once; on damage rebuild, then run it once more.
-
-        The retry makes a write land in the fresh index (nothing lost before
-        the engine's re-index) and makes a read answer from it (empty).
-        """
-        with self._lock:
-            self._check_identity()
-            for attempt in range(2):
-                try:
-                    return op(self._connection())
-                except (sqlite3.DatabaseError, _DamagedIndex) as exc:
-                    if attempt == 0 and _file_moved(exc):
-                        self._check_identity()  # replaced mid-call: reopen, retry
-                        continue
-                    reason = self._damage_reason(exc)
-                    if reason is None:
-                        raise self._translate(exc) from exc
-                    if attempt:
-                        raise IndexCorruptError(
-                            f"index {self.path} is damaged right after being recreated: {reason}"
-                        ) from exc
-                    self._rebuild(reason)
-            raise AssertionError("unreachable")
-
-    # -- transactions ----------------------------------------------------------
-
-    @staticmethod
-    def _rollback(conn: sqlite3.Connection) -> None:
-        with contextlib.suppress(sqlite3.Error):
-            conn.execute("ROLLBACK")
-
-    @contextlib.contextmanager
-    def _write(self, conn: sqlite3.Connection) -> Iterator[int]:
-        """A write transaction; yields its (already bumped) generation.
-
-        The bump comes first so rows written and tombstones left by this
-        transaction carry its generation number.
-        """
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            rows = conn.execute(
-                "UPDATE meta SET value = value + 1 WHERE key = ? RETURNING value",
-                (schema.META_GENERATION,),
-            ).fetchall()
-            if not rows:
-                raise _DamagedIndex("meta table lacks the generation counter")
-            generation = int(rows[0][0])
-            yield generation
-            if generation % TOMBSTONE_PRUNE_EVERY == 0:
-                self._prune_tombstones(conn, generation)
-            conn.execute("COMMIT")
-        except BaseException:
-            self._rollback(conn)
-            raise
-
-    @contextlib.contextmanager
-    def _read(self, conn: sqlite3.Connection) -> Iterator[None]:
-        """One read snapshot (WAL: never blocks, never blocked by a writer)."""
-        conn.execute("BEGIN")
-        try:
-            yield
-        finally:
-            self._rollback(conn)  # read-only: ending it either way is the same
-
-    @staticmethod
-    def _prune_tombstones(conn: sqlite3.Connection, generation: int) -> None:
-        floor = generation - TOMBSTONE_KEEP_GENERATIONS
-        if floor <= 0:
-            return
-        conn.execute("DELETE FROM tombstones WHERE gen <= ?", (floor,))
-        conn.execute(
-            "UPDATE meta SET value = max(value, ?) WHERE key = ?",
-            (floor, schema.META_TOMBSTONE_FLOOR),
+    def _busy_error(self) -> IndexBusyError:
+        return IndexBusyError(
+            f"index {self.path} stayed locked by another process for {BUSY_TIMEOUT_S:.0f} s",
+            hint="another memlane is indexing; retry shortly",
         )
 
+    def _recreate_failed(self, exc: BaseException) -> IndexCorruptError:
+        return IndexCorruptError(
+            f"index {self.path} is damaged and could not be recreated: {exc}",
+            hint="delete the file; it is rebuilt from markdown by `memlane reindex`",
+        )
+
+    def _damaged_after_recreate(self, reason: str) -> IndexCorruptError:
+        return IndexCorruptError(
+            f"index {self.path} is damaged right after being recreated: {reason}"
+        )
+
+    # This module's (re-exported) knobs, read at call time rather than bound
+    # at import: tests shorten them on memlane.index.sqlite.
+    def _busy_timeout_s(self) -> float:
+        return BUSY_TIMEOUT_S
+
+    def _tombstone_window(self) -> tuple[int, int]:
+        return TOMBSTONE_KEEP_GENERATIONS, TOMBSTONE_PRUNE_EVERY
+
     @staticmethod
-    def _meta(conn: sqlite3.Connection) -> dict[str, Any]:
-        return {key: value for key, value in conn.execute("SELECT key, value FROM meta")}
+    def _busy_while_opening(exc: BaseException) -> bool:
+        return _is_busy(exc)
 
     # -- protocol: model binding ---------------------------------------------
 
