@@ -1,4 +1,17 @@
-"""Shared fixtures: every test gets its own MEMLANE_HOME and a clean environment."""
+"""The fixtures every test shares.
+
+Every test gets its own ``MEMLANE_HOME`` and an environment without the
+user's memlane settings (autouse). On request:
+
+* ``clock``: a ``FixedClock`` at ``helpers.NOW``; pass it on (``open_memory``,
+  ``Memory.open(..., clock=clock)``, ``cli``) so no test depends on today.
+* ``project``: a fresh project directory (a git root) below ``tmp_path``.
+* ``memory``: that project's ``Memory`` on ``clock``, lexical only, with a
+  50 ms index debounce (closed after the test).
+* ``cli``: ``memlane`` run in this process on ``clock``, in ``project``.
+* ``fake_openai`` / ``fake_anthropic``: fake LLM servers on 127.0.0.1
+  (``fake_llm.py``); ``server.llm()`` is memlane's provider pointed at them.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +20,10 @@ from pathlib import Path
 
 import pytest
 
+from fake_llm import FakeAnthropic, FakeOpenAI
+from helpers import NOW, Cli, FixedClock, make_project, open_memory
+from memlane.engine.memory import Memory
+
 _REDIRECTING_ENV = (
     "MEMSEARCH_DIR",
     "MEMLANE_STORE_CMD",
@@ -14,6 +31,40 @@ _REDIRECTING_ENV = (
     "MEMLANE_SESSION_ID",
     "MEMLANE_TRANSCRIPT",
 )
+
+
+@pytest.fixture
+def clock() -> FixedClock:
+    return FixedClock(NOW)
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    return make_project(tmp_path)
+
+
+@pytest.fixture
+def memory(project: Path, clock: FixedClock) -> Iterator[Memory]:
+    mem = open_memory(project, clock=clock, MEMLANE_CAPTURE_INDEX_DEBOUNCE_MS="50")
+    yield mem
+    mem.close()
+
+
+@pytest.fixture
+def cli(project: Path, clock: FixedClock) -> Cli:
+    return Cli(clock, cwd=project)
+
+
+@pytest.fixture
+def fake_openai() -> Iterator[FakeOpenAI]:
+    with FakeOpenAI() as server:
+        yield server
+
+
+@pytest.fixture
+def fake_anthropic() -> Iterator[FakeAnthropic]:
+    with FakeAnthropic() as server:
+        yield server
 
 
 @pytest.fixture(scope="session")

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers import TOPIC_DAY
 from memlane.core.errors import StoreError
 from memlane.engine.memory import Memory
 
@@ -110,4 +111,4 @@ def test_text_that_cannot_be_scanned_for_secrets_is_refused_not_replaced(
     from memlane.store import topics
 
     with pytest.raises(StoreError, match="could not be scanned"):
-        topics.add(mem.scope.store, content="x", topic="t", title="y")
+        topics.add(mem.scope.store, content="x", topic="t", title="y", today=TOPIC_DAY)

@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from helpers import FixedClock
 from memlane.core import settings as S
 from memlane.core.config import load_config, set_trusted
 from memlane.core.errors import LlmError, NotFoundError, StoreError
@@ -40,14 +41,6 @@ DAY = "2026-11-30"
 
 
 # -- helpers --------------------------------------------------------------------------------
-
-
-class Clock:
-    def __init__(self, start: datetime) -> None:
-        self.now = start
-
-    def __call__(self) -> datetime:
-        return self.now
 
 
 class FakeLLM:
@@ -83,18 +76,19 @@ def repo(tmp_path: Path) -> Path:
     return root
 
 
-def _memory(directory: Path, **env: str) -> Memory:
-    """A Memory whose config comes from *env* only (plus provider none)."""
+def _memory(directory: Path, clock: FixedClock | None = None, **env: str) -> Memory:
+    """A Memory whose config comes from *env* only (plus provider none), on a fixed clock."""
     merged = {"MEMLANE_EMBEDDING_PROVIDER": "none", **env}
     full = {**os.environ, **merged}
     scope = resolve_scope(directory, env=full)
-    return Memory(scope, load_config(scope.repository_dir, env=full))
+    return Memory(
+        scope, load_config(scope.repository_dir, env=full), clock=clock or FixedClock(TODAY)
+    )
 
 
 def _session(
     mem: Memory,
     llm: Any = None,
-    clock: Clock | None = None,
     **overrides: Any,
 ) -> Session:
     return Session.start(
@@ -103,7 +97,6 @@ def _session(
         session_id="sess-conf",
         transcript_path="/tmp/conformance/sess-conf.jsonl",
         llm=llm,
-        clock=clock or Clock(TODAY),
         settings=replace(mem.config.session, **overrides),
     )
 
@@ -426,9 +419,8 @@ def test_memory_compact_does_not_refresh_the_stable_snapshot(repo: Path) -> None
     """memory_compact leaves the snapshot byte-identical, like a mid-session memory_write."""
     mem = _memory(repo)
     mem.write("the hot cache moved to Redis", now=TODAY.replace(hour=8))
-    clock = Clock(TODAY)
     llm = FakeLLM(["- compacted: Redis holds the hot cache"])
-    session = _session(mem, llm, clock)
+    session = _session(mem, llm)
     before = session.before_agent_start("hello").system_append
     summary = Tools(mem, session).call("memory_compact", {}).text
     assert summary == "- compacted: Redis holds the hot cache"
@@ -465,13 +457,15 @@ def test_a_later_compact_regenerates_a_fresh_summary_after_forget(repo: Path) ->
     llm = FakeLLM(["- first summary mentions zanzibar", "- second summary, fresh"])
     from memlane.engine.maintenance import compact
 
-    compact(mem, llm, now=TODAY.replace(hour=9))
+    mem.clock.set(TODAY.replace(hour=9))
+    compact(mem, llm)
     block = tools.call("memory_search", {"query": "first summary zanzibar"}).details["hits"][0]
     removed = tools.call("memory_forget", {"chunk_hash": block["chunk_hash"]})
     assert removed.details["kind"] == "compact"
     path = mem.scope.store / f"{DAY}.md"
     assert "zanzibar" not in path.read_text() and COMPACT_HEADING not in path.read_text()
-    compact(mem, llm, now=TODAY.replace(hour=10))
+    mem.clock.set(TODAY.replace(hour=10))
+    compact(mem, llm)
     text = path.read_text()
     assert text.count(COMPACT_HEADING) == 1 and "- second summary, fresh" in text
     assert "first summary" not in llm.prompts[1]  # the forgotten block is not re-summarised

@@ -16,7 +16,7 @@ import argparse
 import json
 import sys
 import tempfile
-from datetime import date, timedelta
+from datetime import timedelta
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -24,6 +24,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
 
 from fake_model import FakeModel, Reply
 from pi_harness import PiWorld, ensure_pi, sidecar_pids
+
+from helpers import NOW
 
 TOPICS = ["cache", "queue", "auth", "billing", "search", "deploy", "logging", "metrics"]
 
@@ -33,7 +35,7 @@ def seed(project: Path, entries: int) -> None:
     store.mkdir(parents=True, exist_ok=True)
     per_day = 20
     for n in range(0, entries, per_day):
-        day = date.today() - timedelta(days=3 + n // per_day)
+        day = NOW.date() - timedelta(days=3 + n // per_day)
         lines = [f"# {day.isoformat()}", "", "## Session 09:00"]
         for i in range(n, min(n + per_day, entries)):
             topic = TOPICS[i % len(TOPICS)]

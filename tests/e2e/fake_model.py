@@ -29,6 +29,9 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+# The "created" stamp of every answer: a fixed time, as nothing reads it.
+CREATED = 1_764_496_800
+
 __all__ = ["FakeModel", "Reply", "last_tool_result", "message_texts", "system_text"]
 
 
@@ -206,7 +209,7 @@ class FakeModel:
             return {
                 "id": f"chatcmpl-{call_id}",
                 "object": "chat.completion.chunk",
-                "created": int(time.time()),
+                "created": CREATED,
                 "model": model,
                 "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
             }
@@ -246,7 +249,7 @@ class FakeModel:
         usage = {
             "id": f"chatcmpl-{call_id}",
             "object": "chat.completion.chunk",
-            "created": int(time.time()),
+            "created": CREATED,
             "model": model,
             "choices": [],
             "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
@@ -271,7 +274,7 @@ class FakeModel:
                 {
                     "id": f"chatcmpl-{call_id}",
                     "object": "chat.completion",
-                    "created": int(time.time()),
+                    "created": CREATED,
                     "model": model,
                     "choices": [
                         {

@@ -29,6 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from helpers import NOW
+
 PI_PACKAGE = "@earendil-works/pi-coding-agent@1"
 NODE_MIN = (22, 19)
 NODE_PACKAGE = "node-linux-{arch}@22"
@@ -268,6 +270,9 @@ class PiWorld:
             HOME=str(self.home),
             PI_OFFLINE="1",
             NO_COLOR="1",
+            # The sidecar's clock (memlane's MEMLANE_NOW): the suite's fixed day,
+            # whatever day the tests run on.
+            MEMLANE_NOW=NOW.isoformat(),
             PATH=f"{self.pi.node.parent}:/usr/local/bin:/usr/bin:/bin",
         )
         env.update(self.env_extra)

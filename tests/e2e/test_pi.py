@@ -32,6 +32,8 @@ import pytest
 from fake_model import FakeModel, Reply, last_tool_result, message_texts, system_text
 from pi_harness import PiInstall, PiWorld, read_session
 
+from helpers import NOW
+
 pytestmark = [pytest.mark.slow, pytest.mark.e2e]
 
 MEMLANE = str(Path(sys.executable).parent / "memlane")
@@ -92,7 +94,7 @@ def session1(world: PiWorld, fake_model: FakeModel) -> dict[str, Any]:
 
 
 def _daily(world: PiWorld, day: date | None = None) -> Path:
-    return world.project / ".memsearch" / "memory" / f"{(day or date.today()).isoformat()}.md"
+    return world.project / ".memsearch" / "memory" / f"{(day or NOW.date()).isoformat()}.md"
 
 
 def _wait_for_text(path: Path, needle: str, timeout_s: float = 30) -> str:
@@ -251,7 +253,7 @@ def test_4_auto_context_hidden_message_reaches_the_model(
     world: PiWorld, fake_model: FakeModel
 ) -> None:
     # An older memory, outside the snapshot (today and yesterday) so auto-context injects it.
-    old_day = date.today() - timedelta(days=5)
+    old_day = NOW.date() - timedelta(days=5)
     bullet = "the team pinned the Kafka client to 3.7 because 3.8 broke SASL authentication"
     path = _daily(world, old_day)
     path.parent.mkdir(parents=True, exist_ok=True)

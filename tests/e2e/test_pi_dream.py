@@ -17,7 +17,6 @@ import signal
 import subprocess
 import sys
 from collections.abc import Iterator
-from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +24,8 @@ import pytest
 from fake_model import FakeModel
 from pi_harness import RUN_TIMEOUT_S, PiInstall, PiWorld, RpcPi, sidecar_pids
 
-from _fake_llm import FakeOpenAI
+from fake_llm import FakeOpenAI
+from helpers import NOW
 
 pytestmark = [pytest.mark.slow, pytest.mark.e2e]
 
@@ -172,7 +172,7 @@ def test_dream_confirmed_applies_the_plan_that_was_shown(
 
     files = _files(world)
     assert "## SSH gotcha" not in files["topic"] and "## SSH Gotcha" in files["topic"]
-    assert f"updated: {date.today().isoformat()}" in files["topic"]
+    assert f"updated: {NOW.date().isoformat()}" in files["topic"]
     assert files["index"] == "- [Debugging Tips](topics/debugging.md) — SSH Gotcha\n"
     assert json.loads((_store(world) / ".dream-meta.json").read_text())["sessions_since"] == 0
     assert _plan_files_left(world) == []

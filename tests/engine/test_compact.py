@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from _fake_llm import FakeOpenAI
+from fake_llm import FakeOpenAI
+from helpers import FixedClock
 from memlane.core.errors import ConfigError, LlmError, NotFoundError, StoreError
 from memlane.core.settings import LlmSettings
 from memlane.engine.maintenance import (
@@ -71,7 +72,7 @@ def test_refuses_a_store_not_named_memory_before_any_llm_call(
     project: Path, tmp_path: Path
 ) -> None:
     llm = RecordingLLM()
-    with Memory.open(project) as opened:
+    with Memory.open(project, clock=FixedClock(NOW)) as opened:
         notes = tmp_path / "store-root" / "proj"
         mem = Memory(dataclasses.replace(opened.scope, store=notes), opened.config)
         with pytest.raises(StoreError) as info:
@@ -85,7 +86,7 @@ def test_refuses_a_store_not_named_memory_before_any_llm_call(
 
 
 def test_no_llm_names_the_setting(project: Path) -> None:
-    with Memory.open(project) as mem:
+    with Memory.open(project, clock=FixedClock(NOW)) as mem:
         mem.write("something worth keeping", now=at("09:00"))
         with pytest.raises(ConfigError) as info:
             compact(mem, None)
@@ -95,29 +96,29 @@ def test_no_llm_names_the_setting(project: Path) -> None:
 
 def test_nothing_to_compact(project: Path) -> None:
     llm = RecordingLLM()
-    with Memory.open(project) as mem:
-        assert compact(mem, llm, now=NOW) == NOTHING_TO_COMPACT
+    with Memory.open(project, clock=FixedClock(NOW)) as mem:
+        assert compact(mem, llm) == NOTHING_TO_COMPACT
         assert llm.calls == []
         assert not (mem.scope.store / f"{DAY}.md").exists()
         # A source that exists but has no chunks: nothing to compact either.
         mem.write("real content", now=at("09:00"))
         empty = mem.scope.store / "2026-03-01.md"
         empty.write_text("# 2026-03-01\n")
-        assert compact(mem, llm, source="2026-03-01.md", now=NOW) == NOTHING_TO_COMPACT
+        assert compact(mem, llm, source="2026-03-01.md") == NOTHING_TO_COMPACT
         assert llm.calls == []
         with pytest.raises(NotFoundError, match="no memory file"):
-            compact(mem, llm, source="1999-01-01.md", now=NOW)
+            compact(mem, llm, source="1999-01-01.md")
 
 
 def test_block_is_appended_returned_whole_and_searchable(project: Path) -> None:
     summary = "### Decisions\n- the hot cache moved to Redis with 5 minute TTLs\n- quokkas are fed"
     llm = RecordingLLM([summary])
-    with Memory.open(project) as mem:
+    with Memory.open(project, clock=FixedClock(NOW)) as mem:
         mem.write("moved the hot cache to Redis with 5 minute TTLs", now=at("09:00"))
         mem.write("fed the quokkas", now=at("09:05"))
         path = mem.scope.store / f"{DAY}.md"
         before = path.read_text()
-        result = compact(mem, llm, now=NOW)
+        result = compact(mem, llm)
         assert result == summary
         assert len(llm.calls) == 1
         system, prompt, max_tokens = llm.calls[0]
@@ -140,19 +141,19 @@ def test_block_is_appended_returned_whole_and_searchable(project: Path) -> None:
 
 
 def test_new_daily_file_gets_its_title_once(project: Path) -> None:
-    with Memory.open(project) as mem:
+    with Memory.open(project, clock=FixedClock(NOW)) as mem:
         mem.write("yesterday's work", now=datetime(2026, 3, 13, 9, 0))
-        compact(mem, RecordingLLM(["- yesterday's work was done"]), now=NOW)
+        compact(mem, RecordingLLM(["- yesterday's work was done"]))
         text = (mem.scope.store / f"{DAY}.md").read_text()
         assert text == f"# {DAY}\n\n{COMPACT_HEADING} 16:30\n- yesterday's work was done\n"
 
 
 def test_one_source_only(project: Path) -> None:
     llm = RecordingLLM()
-    with Memory.open(project) as mem:
+    with Memory.open(project, clock=FixedClock(NOW)) as mem:
         mem.write("monday fact", now=datetime(2026, 3, 9, 9, 0))
         mem.write("tuesday fact", now=datetime(2026, 3, 10, 9, 0))
-        compact(mem, llm, source="2026-03-10.md", now=NOW)
+        compact(mem, llm, source="2026-03-10.md")
         _, prompt, _ = llm.calls[0]
         assert "tuesday fact" in prompt and "monday fact" not in prompt
 
@@ -160,11 +161,11 @@ def test_one_source_only(project: Path) -> None:
 def test_map_reduce_over_a_store_larger_than_the_budget(project: Path) -> None:
     llm = RecordingLLM(default="- condensed")
     budget = 2000
-    with Memory.open(project) as mem:
+    with Memory.open(project, clock=FixedClock(NOW)) as mem:
         for n in range(60):
             # ~250 characters per entry: about 8 entries per batch.
             mem.write(f"fact {n:02d}: " + "the build pipeline detail " * 9, now=at("09:00"))
-        result = compact(mem, llm, now=NOW, budget_chars=budget)
+        result = compact(mem, llm, budget_chars=budget)
         maps = [c for c in llm.calls if "Condense these memory entries" in c[1]]
         reduces = [c for c in llm.calls if "partial summaries" in c[1]]
         assert len(maps) >= 6
@@ -184,10 +185,10 @@ def test_reduce_shrinks_even_when_partials_are_long(project: Path) -> None:
     # (clipped) instead of looping forever.
     long = "- " + "x" * 1900
     llm = RecordingLLM(default=long)
-    with Memory.open(project) as mem:
+    with Memory.open(project, clock=FixedClock(NOW)) as mem:
         for n in range(20):
             mem.write(f"entry {n} " + "words " * 60, now=at("09:00"))
-        result = compact(mem, llm, now=NOW, budget_chars=1000)
+        result = compact(mem, llm, budget_chars=1000)
         assert result.startswith("- x")
         assert len(llm.calls) < 60
 
@@ -197,15 +198,15 @@ def test_llm_failure_writes_nothing(project: Path) -> None:
         def complete(self, system: str, prompt: str, **kwargs: object) -> str:
             raise LlmError("HTTP 429 from http://fake")
 
-    with Memory.open(project) as mem:
+    with Memory.open(project, clock=FixedClock(NOW)) as mem:
         mem.write("a fact", now=at("09:00"))
         path = mem.scope.store / f"{DAY}.md"
         before = path.read_text()
         with pytest.raises(LlmError, match="429"):
-            compact(mem, Failing(), now=NOW)
+            compact(mem, Failing())
         assert path.read_text() == before
         with pytest.raises(LlmError, match="empty summary"):
-            compact(mem, RecordingLLM(["   \n"]), now=NOW)
+            compact(mem, RecordingLLM(["   \n"]))
         assert path.read_text() == before
 
 
@@ -227,9 +228,9 @@ def test_through_make_llm_and_a_real_fake_openai_server(project: Path) -> None:
         settings = LlmSettings(provider="openai", base_url=server.base_url, model="fake-model")
         llm = make_llm(settings, purpose="compact")
         assert llm is not None
-        with Memory.open(project) as mem:
+        with Memory.open(project, clock=FixedClock(NOW)) as mem:
             mem.write("we switched the project from poetry to uv", now=at("09:00"))
-            result = compact(mem, llm, now=NOW)
+            result = compact(mem, llm)
             assert result == "- the team standardised on uv for packaging"
             assert len(server.requests) == 1
             body = server.requests[0].body
@@ -243,7 +244,7 @@ def test_hand_written_secrets_never_reach_the_llm(tmp_path: Path) -> None:
     """Text edited into the files by hand is redacted before compaction sends it out."""
     project = tmp_path / "proj"
     (project / ".git").mkdir(parents=True)
-    mem = Memory.open(project)
+    mem = Memory.open(project, clock=FixedClock(NOW))
     store = mem.scope.store
     store.mkdir(parents=True)
     key = "wJalrXUtnFEMI/K7MDENG/" + "bPxRfiCYEXAMPLEKEY"

@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from _fake_llm import FakeOpenAI
+from fake_llm import FakeOpenAI
+from helpers import TOPIC_DAY, Cli, CliResult, FixedClock
 from memlane.core.errors import ConfigError, MemlaneError
 from memlane.core.settings import TopicSettings
 from memlane.engine import dream as D
@@ -22,6 +23,8 @@ from memlane.engine.memory import Memory
 from memlane.store import topics
 
 TODAY = date(2026, 7, 13)
+# When the dreams of these tests run (the memory's clock): TODAY, mid-morning UTC.
+DREAM_AT = datetime(2026, 7, 13, 10, 0, tzinfo=UTC)
 
 DEBUGGING = """\
 ---
@@ -224,9 +227,9 @@ def test_golden_merge_through_a_real_fake_openai_server(
         monkeypatch.setenv("MEMLANE_LLM_PROVIDER", "openai")
         monkeypatch.setenv("MEMLANE_LLM_BASE_URL", server.base_url)
         monkeypatch.setenv("MEMLANE_LLM_MODEL", "fake-dreamer")
-        with Memory.open(project) as mem:
+        with Memory.open(project, clock=FixedClock(DREAM_AT)) as mem:
             llm = D.dream_llm(mem.config)
-            plan = D.make_plan(mem, llm, today=TODAY)
+            plan = D.make_plan(mem, llm)
             assert len(server.requests) == 1
             body = server.requests[0].body
             assert body["model"] == "fake-dreamer"
@@ -280,7 +283,10 @@ def test_dream_model_is_used_and_no_llm_is_a_clear_error(
     project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("MEMLANE_LLM_PROVIDER", "none")
-    with Memory.open(project) as mem, pytest.raises(ConfigError) as caught:
+    with (
+        Memory.open(project, clock=FixedClock(DREAM_AT)) as mem,
+        pytest.raises(ConfigError) as caught,
+    ):
         D.dream_llm(mem.config)
     assert "needs an LLM" in caught.value.message
     assert caught.value.hint and "llm.provider" in caught.value.hint
@@ -291,8 +297,8 @@ def test_dream_model_is_used_and_no_llm_is_a_clear_error(
         monkeypatch.setenv("MEMLANE_LLM_BASE_URL", server.base_url)
         monkeypatch.setenv("MEMLANE_LLM_MODEL", "everyday")
         monkeypatch.setenv("MEMLANE_DREAM_MODEL", "deep-thinker")
-        with Memory.open(project) as mem:
-            plan = D.make_plan(mem, D.dream_llm(mem.config), today=TODAY)
+        with Memory.open(project, clock=FixedClock(DREAM_AT)) as mem:
+            plan = D.make_plan(mem, D.dream_llm(mem.config))
         assert server.requests[0].body["model"] == "deep-thinker"
         assert plan.empty
         assert plan.render().startswith("Nothing to consolidate")
@@ -305,8 +311,8 @@ def test_failure_mid_apply_changes_nothing(project: Path) -> None:
     store = store_of(project)
     before = snapshot(store)
     llm = ScriptedLLM(json.dumps(PLAN))
-    with Memory.open(project) as mem:
-        plan = D.make_plan(mem, llm, today=TODAY)
+    with Memory.open(project, clock=FixedClock(DREAM_AT)) as mem:
+        plan = D.make_plan(mem, llm)
     before = snapshot(store)  # make_plan only reads (and may create the lock file)
     assert [c.action for c in plan.changes] == ["update", "create", "delete", "update"]
 
@@ -319,7 +325,7 @@ def test_failure_mid_apply_changes_nothing(project: Path) -> None:
         os.replace(src, dst)
 
     with pytest.raises(D.DreamError) as caught:
-        D.apply_plan(plan, _replace=flaky_replace)
+        D.apply_plan(plan, now=DREAM_AT, _replace=flaky_replace)
     assert "nothing was changed" in caught.value.message
     assert "No space left on device" in caught.value.message
     assert len(calls) == 2  # the first file had been renamed already
@@ -329,23 +335,23 @@ def test_failure_mid_apply_changes_nothing(project: Path) -> None:
         raise PermissionError(13, "Permission denied")
 
     with pytest.raises(D.DreamError):
-        D.apply_plan(plan, _unlink=failing_unlink)  # fails after two renames
+        D.apply_plan(plan, now=DREAM_AT, _unlink=failing_unlink)  # fails after two renames
     assert snapshot(store) == before
     assert not (store / D.DREAM_META).exists()  # no dream was recorded
 
-    D.apply_plan(plan)  # the same plan still applies cleanly afterwards
+    D.apply_plan(plan, now=DREAM_AT)  # the same plan still applies cleanly afterwards
     assert (store / "topics" / "debugging.md").read_text(encoding="utf-8") == GOLDEN_DEBUGGING
 
 
 def test_a_file_changed_after_planning_aborts_the_apply(project: Path) -> None:
     store = store_of(project)
-    with Memory.open(project) as mem:
-        plan = D.make_plan(mem, ScriptedLLM(json.dumps(PLAN)), today=TODAY)
+    with Memory.open(project, clock=FixedClock(DREAM_AT)) as mem:
+        plan = D.make_plan(mem, ScriptedLLM(json.dumps(PLAN)))
     edited = INFRA + "\n## New\nadded meanwhile\n"
     (store / "topics" / "infra.md").write_text(edited, encoding="utf-8")
     before = snapshot(store)
     with pytest.raises(D.DreamError, match="changed while the dream was planning"):
-        D.apply_plan(plan)
+        D.apply_plan(plan, now=DREAM_AT)
     assert snapshot(store) == before
     assert (store / "topics" / "infra.md").read_text(encoding="utf-8") == edited
 
@@ -409,11 +415,11 @@ def test_a_malformed_plan_is_an_error_and_changes_nothing(
     project: Path, answer: str, message: str
 ) -> None:
     store = store_of(project)
-    with Memory.open(project) as mem:
+    with Memory.open(project, clock=FixedClock(DREAM_AT)) as mem:
         mem.sync()
         before = snapshot(store)
         with pytest.raises(D.DreamPlanError) as caught:
-            D.make_plan(mem, ScriptedLLM(answer), today=TODAY)
+            D.make_plan(mem, ScriptedLLM(answer))
     assert message in caught.value.message
     assert "nothing was changed" in caught.value.message
     assert caught.value.hint and "dream.model" in caught.value.hint
@@ -451,7 +457,7 @@ def test_journal_since_the_last_dream_within_a_budget(project: Path) -> None:
 
 def test_gather_finds_duplicates_by_text_and_neighbours_by_index(project: Path) -> None:
     store = store_of(project)
-    with Memory.open(project) as mem:
+    with Memory.open(project, clock=FixedClock(DREAM_AT)) as mem:
         mem.sync()
         signals = D.gather(D.orient(store), mem)
     pairs = {(s.kind, frozenset((s.a, s.b))) for s in signals}
@@ -512,34 +518,16 @@ def test_nudge_after_n_hours_is_said_once(project: Path) -> None:
 
 # --- the command ------------------------------------------------------------------------------
 
-_CLI = (
-    "import sys\n"
-    "from memlane.cli import main, dream_cmds\n"
-    "if not any(c.name == 'dream' for c in main.app.registered_commands):\n"
-    "    dream_cmds.register(main.app)\n"
-    "sys.argv = ['memlane', *sys.argv[1:]]\n"
-    "main.run()\n"
-)
 
-
-def run_cli(
-    project: Path, server: FakeOpenAI, *args: str, stdin: str = ""
-) -> subprocess.CompletedProcess[str]:
+def run_cli(project: Path, server: FakeOpenAI, *args: str, stdin: str = "") -> CliResult:
+    """``memlane -C PROJECT dream ARGS`` in this process, on the dream clock."""
     env = {
-        **os.environ,
         "MEMLANE_LLM_PROVIDER": "openai",
         "MEMLANE_LLM_BASE_URL": server.base_url,
         "MEMLANE_LLM_MODEL": "fake-dreamer",
         "MEMLANE_EMBEDDING_PROVIDER": "none",
     }
-    return subprocess.run(
-        [sys.executable, "-c", _CLI, "-C", str(project), "dream", *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-    )
+    return Cli(FixedClock(DREAM_AT))("-C", str(project), "dream", *args, env=env, input=stdin)
 
 
 def test_cli_dry_run_decline_and_yes(project: Path) -> None:
@@ -579,7 +567,7 @@ def test_cli_dry_run_decline_and_yes(project: Path) -> None:
             "topics/infra.md",
             "MEMORY.md",
         ]
-    today = date.today().isoformat()
+    today = TODAY.isoformat()  # the CLI plans for its clock's day
     topics = store / "topics"
     assert (topics / "debugging.md").read_text(encoding="utf-8") == GOLDEN_DEBUGGING.replace(
         "2026-07-13", today
@@ -599,8 +587,8 @@ def test_cli_json_needs_yes_or_dry_run(project: Path) -> None:
 
 
 def test_plan_json_is_stable_for_hosts(project: Path) -> None:
-    with Memory.open(project) as mem:
-        plan = D.make_plan(mem, ScriptedLLM(json.dumps(PLAN)), today=TODAY)
+    with Memory.open(project, clock=FixedClock(DREAM_AT)) as mem:
+        plan = D.make_plan(mem, ScriptedLLM(json.dumps(PLAN)))
     data = plan.to_json()
     assert data["model"] == "scripted/test"
     assert data["journal_entries"] == 2
@@ -620,11 +608,11 @@ def test_run_for_hosts_asks_before_applying(project: Path) -> None:
         shown.append(plan.render())
         return False
 
-    with Memory.open(project) as mem:
-        outcome = D.run(mem, decline, llm=ScriptedLLM(json.dumps(PLAN)), today=TODAY)
+    with Memory.open(project, clock=FixedClock(DREAM_AT)) as mem:
+        outcome = D.run(mem, decline, llm=ScriptedLLM(json.dumps(PLAN)))
         assert not outcome.applied and "+++ b/topics/tooling.md" in shown[0]
         assert snapshot(store) == before
-        outcome = D.run(mem, lambda plan: True, llm=ScriptedLLM(json.dumps(PLAN)), today=TODAY)
+        outcome = D.run(mem, lambda plan: True, llm=ScriptedLLM(json.dumps(PLAN)))
     assert outcome.applied and outcome.to_json()["applied"] is True
     assert (store / "topics" / "debugging.md").read_text(encoding="utf-8") == GOLDEN_DEBUGGING
     assert (store / "MEMORY.md").read_text(encoding="utf-8") == GOLDEN_INDEX
@@ -634,8 +622,8 @@ def test_run_for_hosts_asks_before_applying(project: Path) -> None:
 
 
 def _saved_plan(project: Path, path: Path) -> D.DreamPlan:
-    with Memory.open(project) as mem:
-        plan = D.make_plan(mem, ScriptedLLM(json.dumps(PLAN)), today=TODAY)
+    with Memory.open(project, clock=FixedClock(DREAM_AT)) as mem:
+        plan = D.make_plan(mem, ScriptedLLM(json.dumps(PLAN)))
     D.save_plan(plan, path)
     return plan
 
@@ -657,7 +645,7 @@ def test_plan_round_trips_through_json_and_a_file(project: Path, tmp_path: Path)
     loaded = D.load_plan(path, store)
     assert loaded == plan and loaded.from_file == path
     assert loaded.render() == plan.render()
-    D.apply_plan(loaded)
+    D.apply_plan(loaded, now=DREAM_AT)
     assert (store / "topics" / "debugging.md").read_text(encoding="utf-8") == GOLDEN_DEBUGGING
     assert (store / "topics" / "tooling.md").read_text(encoding="utf-8") == GOLDEN_TOOLING
     assert (store / "MEMORY.md").read_text(encoding="utf-8") == GOLDEN_INDEX
@@ -762,7 +750,7 @@ def test_a_plan_whose_base_file_changed_is_refused_and_says_to_plan_again(
     before = snapshot(store)
     plan = D.load_plan(path, store)  # valid as a file; stale as a plan
     with pytest.raises(D.DreamError) as caught:
-        D.apply_plan(plan)
+        D.apply_plan(plan, now=DREAM_AT)
     assert "topics/debugging.md changed since the plan" in caught.value.message
     assert "nothing was changed" in caught.value.message
     assert caught.value.hint and caught.value.hint.startswith("plan again")
@@ -805,7 +793,7 @@ def test_cli_save_plan_then_apply_plan(project: Path, tmp_path: Path) -> None:
         assert "changed since the plan in" in again.stderr and "plan again" in again.stderr
         assert "Traceback" not in again.stderr
 
-    today = date.today().isoformat()  # the CLI plans for today
+    today = TODAY.isoformat()  # the CLI plans for its clock's day
     topics = store / "topics"
     assert (topics / "debugging.md").read_text(encoding="utf-8") == GOLDEN_DEBUGGING.replace(
         "2026-07-13", today
@@ -818,7 +806,7 @@ def test_cli_save_plan_then_apply_plan(project: Path, tmp_path: Path) -> None:
     assert (store / "MEMORY.md").read_text(encoding="utf-8") == GOLDEN_INDEX
     assert dailies(store) == {name: text.encode() for name, text in DAILY.items()}
     assert json.loads((store / D.DREAM_META).read_text())["sessions_since"] == 0
-    with Memory.open(project) as mem:  # re-indexed by the apply
+    with Memory.open(project, clock=FixedClock(DREAM_AT)) as mem:  # re-indexed by the apply
         hits = mem.search("port 2200", 5, kind="topic", sync=False).hits
         assert hits and hits[0].source.endswith("topics/debugging.md")
 
@@ -876,7 +864,8 @@ def replace(src, dst):
         os.kill(os.getpid(), signal.SIGKILL)
 if when == "committed":
     J.finish = lambda store, steps: os.kill(os.getpid(), signal.SIGKILL)
-D.apply_plan(plan, _replace=replace)
+from datetime import datetime, timezone
+D.apply_plan(plan, now=datetime(2026, 7, 13, 10, 0, tzinfo=timezone.utc), _replace=replace)
 sys.exit(3)
 """
 
@@ -919,7 +908,9 @@ def test_a_kill_after_the_first_rename_is_rolled_back_by_whatever_comes_next(
     assert pending is not None and "half-done" in pending and "topics/debugging.md" in pending
 
     if next_step == "apply_plan":
-        D.apply_plan(D.load_plan(plan_file, store))  # rolls back, then applies cleanly
+        D.apply_plan(
+            D.load_plan(plan_file, store), now=DREAM_AT
+        )  # rolls back, then applies cleanly
         assert (store / "topics" / "debugging.md").read_text(encoding="utf-8") == GOLDEN_DEBUGGING
         assert (store / "topics" / "tooling.md").read_text(encoding="utf-8") == GOLDEN_TOOLING
         assert (store / "MEMORY.md").read_text(encoding="utf-8") == GOLDEN_INDEX
@@ -927,8 +918,8 @@ def test_a_kill_after_the_first_rename_is_rolled_back_by_whatever_comes_next(
         assert _side_files(store) == []
         return
     if next_step == "make_plan":
-        with Memory.open(project) as mem:
-            again = D.make_plan(mem, ScriptedLLM(json.dumps(PLAN)), today=TODAY)
+        with Memory.open(project, clock=FixedClock(DREAM_AT)) as mem:
+            again = D.make_plan(mem, ScriptedLLM(json.dumps(PLAN)))
         assert again.changes == D.load_plan(plan_file, store).changes
     elif next_step == "topics.add":
         T.add(store, content="a note", topic="notes", title="Note", today=TODAY)
@@ -945,7 +936,7 @@ def test_a_kill_after_the_first_rename_is_rolled_back_by_whatever_comes_next(
         assert [t.slug for t in T.list_topics(store)] == ["debugging", "infra", "preferences"]
     assert snapshot(store) == before  # byte for byte, no journal, backup or temp left
     assert D.pending_recovery(store) is None
-    D.apply_plan(D.load_plan(plan_file, store))  # the same saved plan applies now
+    D.apply_plan(D.load_plan(plan_file, store), now=DREAM_AT)  # the same saved plan applies now
     assert (store / "MEMORY.md").read_text(encoding="utf-8") == GOLDEN_INDEX
     assert _side_files(store) == []
 
@@ -1015,7 +1006,7 @@ def test_a_recovery_interrupted_itself_finishes_next_time(project: Path, tmp_pat
     assert report.outcome == "rolled back"
     assert first.target.relative_to(store).as_posix() not in report.restored
     assert snapshot(store) == before
-    D.apply_plan(D.load_plan(plan_file, store))
+    D.apply_plan(D.load_plan(plan_file, store), now=DREAM_AT)
     assert (store / "MEMORY.md").read_text(encoding="utf-8") == GOLDEN_INDEX
 
 
@@ -1084,10 +1075,14 @@ def test_hand_written_secrets_never_reach_the_dream_llm(tmp_path: Path) -> None:
 
     project = tmp_path / "proj"
     (project / ".git").mkdir(parents=True)
-    mem = Memory.open(project)
+    mem = Memory.open(project, clock=FixedClock(DREAM_AT))
     store = mem.scope.store
     topics.add(
-        store, content="the deploy uses the staging profile", topic="deploy", title="Profile"
+        store,
+        content="the deploy uses the staging profile",
+        topic="deploy",
+        title="Profile",
+        today=TOPIC_DAY,
     )
     key = "wJalrXUtnFEMI/K7MDENG/" + "bPxRfiCYEXAMPLEKEY"
     path = store / "topics" / "deploy.md"

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from helpers import NOW
 from memlane.core.errors import MemlaneError, NotFoundError
 from memlane.engine import topics as E
 from memlane.engine.memory import Memory
@@ -240,7 +240,10 @@ def test_sessions_scope_finds_messages_newest_first_and_chains_into_transcript(
             ("bbbb0003", "user", "unrelated question"),
         ],
     )
-    os.utime(old, (time.time() - 100, time.time() - 100))
+    # Fixed modification times (no wall clock): new, then old 100 s before.
+    written = NOW.timestamp()
+    os.utime(new, (written, written))
+    os.utime(old, (written - 100, written - 100))
     _pi_session(
         agent / "sessions" / "--other-project--" / "x.jsonl",
         "/other",
@@ -271,7 +274,7 @@ def test_sessions_scope_finds_messages_newest_first_and_chains_into_transcript(
         + "\n",
         encoding="utf-8",
     )
-    os.utime(claude_file, (time.time() - 200, time.time() - 200))
+    os.utime(claude_file, (written - 200, written - 200))
     with Memory.open(project) as mem:
         text, details = call(mem, action="search", query="REDIS", scope="sessions")
         got = [(m["entry_id"], m["role"], m["host"]) for m in details["matches"]]

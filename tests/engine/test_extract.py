@@ -16,7 +16,8 @@ from typing import Any
 
 import pytest
 
-from _fake_llm import FakeOpenAI
+from fake_llm import FakeOpenAI
+from helpers import TOPIC_DAY
 from memlane.core.settings import LlmSettings, TopicSettings
 from memlane.core.types import Exchange
 from memlane.engine import extract as X
@@ -177,7 +178,9 @@ def model_mem(tmp_path: Path) -> Iterator[Memory]:
 
 def seed(mem: Memory) -> None:
     for topic, title, content in EXISTING:
-        store_topics.add(mem.scope.store, content=content, topic=topic, title=title)
+        store_topics.add(
+            mem.scope.store, content=content, topic=topic, title=title, today=TOPIC_DAY
+        )
     mem.sync()
 
 
@@ -452,7 +455,7 @@ def test_a_slow_llm_times_out(lexical_mem: Memory) -> None:
 
 
 def test_an_unreachable_llm_is_reported(lexical_mem: Memory) -> None:
-    from _fake_llm import closed_port_url
+    from fake_llm import closed_port_url
 
     llm = make_llm(LlmSettings(provider="openai", base_url=closed_port_url(), model="m"))
     assert llm is not None

@@ -5,13 +5,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from datetime import date
+from datetime import UTC, date, datetime
 from pathlib import Path
 
 import pytest
 import typer
 from typer.testing import CliRunner
 
+from helpers import TOPIC_DAY, FixedClock
 from memlane.cli import import_cmds
 from memlane.core.errors import NotFoundError
 from memlane.engine import importers as I
@@ -19,6 +20,8 @@ from memlane.engine.memory import Memory
 from memlane.store import topics as T
 
 TODAY = date(2026, 11, 30)
+# When these imports run (the memory's clock): TODAY, mid-morning UTC.
+IMPORT_AT = datetime(2026, 11, 30, 10, 0, tzinfo=UTC)
 
 PI_DEBUGGING = """\
 ---
@@ -197,8 +200,8 @@ def test_pi_memory_imports_every_topic_and_entry_with_its_frontmatter(
     project: Path, tmp_path: Path
 ) -> None:
     source = pi_tree(tmp_path / "pi")
-    with Memory.open(project) as mem:
-        report = I.import_pi_memory(mem, source, today=TODAY)
+    with Memory.open(project, clock=FixedClock(IMPORT_AT)) as mem:
+        report = I.import_pi_memory(mem, source)
         store = mem.scope.store
     assert len(report.of("imported")) == 5
     assert not report.of("salvaged") and not report.of("renamed")
@@ -225,10 +228,11 @@ def test_pi_memory_imports_every_topic_and_entry_with_its_frontmatter(
 
 def test_pi_memory_rerun_adds_nothing(project: Path, tmp_path: Path) -> None:
     source = pi_tree(tmp_path / "pi", **{"notes.txt": "rotate the staging certs every 90 days\n"})
-    with Memory.open(project) as mem:
-        first = I.import_pi_memory(mem, source, today=TODAY)
+    with Memory.open(project, clock=FixedClock(IMPORT_AT)) as mem:
+        first = I.import_pi_memory(mem, source)
         before = snapshot(mem.scope.store)
-        second = I.import_pi_memory(mem, source, today=date(2026, 12, 24))
+        mem.clock.set(datetime(2026, 12, 24, 10, 0, tzinfo=UTC))
+        second = I.import_pi_memory(mem, source)
         assert snapshot(mem.scope.store) == before
     assert first.written == 6
     assert second.written == 0 and len(second.of("skipped")) == 6
@@ -239,10 +243,16 @@ def test_same_title_other_content_is_suffixed_never_overwritten(
     project: Path, tmp_path: Path
 ) -> None:
     source = pi_tree(tmp_path / "pi")
-    with Memory.open(project) as mem:
+    with Memory.open(project, clock=FixedClock(IMPORT_AT)) as mem:
         store = mem.scope.store
-        T.add(store, content="staging SSH is on port 22 now", topic="debugging", title="SSH Gotcha")
-        report = I.import_pi_memory(mem, source, today=TODAY)
+        T.add(
+            store,
+            content="staging SSH is on port 22 now",
+            topic="debugging",
+            title="SSH Gotcha",
+            today=TOPIC_DAY,
+        )
+        report = I.import_pi_memory(mem, source)
         renamed = report.of("renamed")
         assert [(r.original_title, r.title) for r in renamed] == [
             ("SSH Gotcha", "SSH Gotcha (imported 2026-11-30)")
@@ -256,13 +266,15 @@ def test_same_title_other_content_is_suffixed_never_overwritten(
         assert T.read_topic(store, "debugging").get("name") == "Debugging"
         assert "debugging" not in report.topics_created
         # A later re-run (another day) recognises the suffixed copy.
-        again = I.import_pi_memory(mem, source, today=date(2027, 1, 2))
+        mem.clock.set(datetime(2027, 1, 2, 10, 0, tzinfo=UTC))
+        again = I.import_pi_memory(mem, source)
         assert again.written == 0
         # The source changes once more: a second suffix, still nothing overwritten.
         (source / "debugging.md").write_text(
             PI_DEBUGGING.replace("port 2222", "port 2200"), encoding="utf-8"
         )
-        third = I.import_pi_memory(mem, source, today=TODAY)
+        mem.clock.set(IMPORT_AT)
+        third = I.import_pi_memory(mem, source)
         assert [r.title for r in third.of("renamed")] == ["SSH Gotcha (imported 2026-11-30 #2)"]
         assert len(entries(store, "debugging")) == 4
 
@@ -283,8 +295,8 @@ def test_unparseable_content_is_salvaged_verbatim_and_reported(
             "MEMORY.md": PI_INDEX + "- [Deploys](deploys.md) — deploys need the VPN since March\n",
         },
     )
-    with Memory.open(project) as mem:
-        report = I.import_pi_memory(mem, source, today=TODAY)
+    with Memory.open(project, clock=FixedClock(IMPORT_AT)) as mem:
+        report = I.import_pi_memory(mem, source)
         store = mem.scope.store
         salvaged = {item.title: item for item in report.of("salvaged")}
         assert set(salvaged) == {
@@ -310,7 +322,7 @@ def test_unparseable_content_is_salvaged_verbatim_and_reported(
         text = report.render()
         assert "! topics/imported-pi-memory.md: broken.md" in text
         assert "not imported: diagram.png (binary file)" in text
-        assert I.import_pi_memory(mem, source, today=TODAY).written == 0
+        assert I.import_pi_memory(mem, source).written == 0
 
 
 def test_frontmatter_variants_are_kept(project: Path, tmp_path: Path) -> None:
@@ -327,8 +339,8 @@ def test_frontmatter_variants_are_kept(project: Path, tmp_path: Path) -> None:
             "long.md": f"## {long_title}\nthe body of an entry with a long title\n",
         },
     )
-    with Memory.open(project) as mem:
-        report = I.import_pi_memory(mem, source, today=TODAY)
+    with Memory.open(project, clock=FixedClock(IMPORT_AT)) as mem:
+        report = I.import_pi_memory(mem, source)
         store = mem.scope.store
         linear = T.read_topic(store, "reference-linear")
         assert linear.get("type") == "reference"
@@ -340,7 +352,7 @@ def test_frontmatter_variants_are_kept(project: Path, tmp_path: Path) -> None:
         assert len(salvaged) == 1 and "too long" in (salvaged[0].reason or "")
         kept = entries(store, "imported-pi-memory")
         assert any(long_title.strip() in body for body in kept.values())
-        assert I.import_pi_memory(mem, source, today=TODAY).written == 0
+        assert I.import_pi_memory(mem, source).written == 0
 
 
 def test_secrets_are_redacted_on_the_way_in(project: Path, tmp_path: Path) -> None:
@@ -349,16 +361,16 @@ def test_secrets_are_redacted_on_the_way_in(project: Path, tmp_path: Path) -> No
         tmp_path / "pi",
         **{"ci.md": f"---\nname: CI\ntype: reference\n---\n\n## CI token\nGITHUB_TOKEN={token}\n"},
     )
-    with Memory.open(project) as mem:
-        report = I.import_pi_memory(mem, source, today=TODAY)
+    with Memory.open(project, clock=FixedClock(IMPORT_AT)) as mem:
+        report = I.import_pi_memory(mem, source)
         text = (mem.scope.store / "topics" / "ci.md").read_text(encoding="utf-8")
         assert token not in text and "[REDACTED:" in text
         assert report.redactions >= 1
-        assert I.import_pi_memory(mem, source, today=TODAY).written == 0
+        assert I.import_pi_memory(mem, source).written == 0
 
 
 def test_missing_directory_is_a_clear_error(project: Path, home: Path, tmp_path: Path) -> None:
-    with Memory.open(project) as mem:
+    with Memory.open(project, clock=FixedClock(IMPORT_AT)) as mem:
         with pytest.raises(NotFoundError) as explicit:
             I.import_pi_memory(mem, tmp_path / "nowhere")
         assert str(tmp_path / "nowhere") in explicit.value.message
@@ -375,18 +387,24 @@ def test_missing_directory_is_a_clear_error(project: Path, home: Path, tmp_path:
 
 def test_dry_run_writes_nothing(project: Path, tmp_path: Path) -> None:
     source = pi_tree(tmp_path / "pi", **{"notes.txt": "a loose note\n"})
-    with Memory.open(project) as mem:
+    with Memory.open(project, clock=FixedClock(IMPORT_AT)) as mem:
         store = mem.scope.store
-        T.add(store, content="staging SSH is on port 22 now", topic="debugging", title="SSH Gotcha")
+        T.add(
+            store,
+            content="staging SSH is on port 22 now",
+            topic="debugging",
+            title="SSH Gotcha",
+            today=TOPIC_DAY,
+        )
         before = snapshot(store)
-        report = I.import_pi_memory(mem, source, dry_run=True, today=TODAY)
+        report = I.import_pi_memory(mem, source, dry_run=True)
         assert snapshot(store) == before
         assert report.dry_run and "Dry run: nothing was written." in report.render()
         assert len(report.of("imported")) == 4
         assert [r.title for r in report.of("renamed")] == ["SSH Gotcha (imported 2026-11-30)"]
         assert [r.title for r in report.of("salvaged")] == ["notes.txt"]
         assert sorted(report.topics_created) == ["api", "imported-pi-memory", "preferences"]
-        real = I.import_pi_memory(mem, source, today=TODAY)
+        real = I.import_pi_memory(mem, source)
         assert [i.to_json() for i in real.items] == [i.to_json() for i in report.items]
 
 
@@ -395,8 +413,8 @@ def test_pi_memory_default_directory_is_the_hash_of_the_git_root(
 ) -> None:
     digest = hashlib.sha256(str(project).encode("utf-8")).hexdigest()[:12]
     pi_tree(home / ".pi" / "memory" / digest)
-    with Memory.open(project) as mem:
-        report = I.import_pi_memory(mem, today=TODAY)
+    with Memory.open(project, clock=FixedClock(IMPORT_AT)) as mem:
+        report = I.import_pi_memory(mem)
         assert report.directory == str(home / ".pi" / "memory" / digest)
         assert report.derivation and digest in report.derivation
         assert len(report.of("imported")) == 5
@@ -419,8 +437,8 @@ def test_claude_code_imports_files_free_form_index_and_unstructured_memories(
     encoded = I.claude_project_dir_name(str(project))
     assert "/" not in encoded and encoded.startswith("-")
     claude_tree(home / ".claude" / "projects" / encoded / "memory")
-    with Memory.open(project) as mem:
-        report = I.import_claude_code(mem, today=TODAY)
+    with Memory.open(project, clock=FixedClock(IMPORT_AT)) as mem:
+        report = I.import_claude_code(mem)
         store = mem.scope.store
     assert not report.of("salvaged") and not report.of("renamed")
     infos = {info.slug: info for info in T.list_topics(store)}
@@ -452,10 +470,10 @@ def test_claude_code_imports_files_free_form_index_and_unstructured_memories(
 def test_claude_code_rerun_adds_nothing(project: Path, home: Path) -> None:
     encoded = I.claude_project_dir_name(str(project))
     claude_tree(home / ".claude" / "projects" / encoded / "memory")
-    with Memory.open(project) as mem:
-        I.import_claude_code(mem, today=TODAY)
+    with Memory.open(project, clock=FixedClock(IMPORT_AT)) as mem:
+        I.import_claude_code(mem)
         before = snapshot(mem.scope.store)
-        again = I.import_claude_code(mem, today=TODAY)
+        again = I.import_claude_code(mem)
         assert snapshot(mem.scope.store) == before
     assert again.written == 0 and len(again.of("skipped")) == 6
 
@@ -467,7 +485,7 @@ def test_claude_code_default_directory_honours_claude_config_dir_and_worktrees(
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(config))
     memory = config / "projects" / I.claude_project_dir_name(str(project)) / "memory"
     claude_tree(memory)
-    with Memory.open(project) as mem:
+    with Memory.open(project, clock=FixedClock(IMPORT_AT)) as mem:
         path, how = I.default_claude_code_dir(mem)
         assert path == memory
         assert str(config / "projects") in how
@@ -478,8 +496,8 @@ def test_claude_code_default_directory_honours_claude_config_dir_and_worktrees(
     (git_dir / "commondir").write_text("../..\n")
     worktree.mkdir()
     (worktree / ".git").write_text(f"gitdir: {git_dir}\n")
-    with Memory.open(worktree) as mem:
-        report = I.import_claude_code(mem, today=TODAY)
+    with Memory.open(worktree, clock=FixedClock(IMPORT_AT)) as mem:
+        report = I.import_claude_code(mem)
         assert report.directory == str(memory)
         # --project names another project; a memory directory itself is taken as is.
         assert I.import_claude_code(mem, memory, dry_run=True).directory == str(memory)
@@ -489,9 +507,9 @@ def test_claude_code_default_directory_honours_claude_config_dir_and_worktrees(
 def test_imported_entries_are_searchable(project: Path, tmp_path: Path, home: Path) -> None:
     pi = pi_tree(tmp_path / "pi")
     claude_tree(home / ".claude" / "projects" / I.claude_project_dir_name(str(project)) / "memory")
-    with Memory.open(project) as mem:
-        I.import_pi_memory(mem, pi, today=TODAY)
-        I.import_claude_code(mem, today=TODAY)
+    with Memory.open(project, clock=FixedClock(IMPORT_AT)) as mem:
+        I.import_pi_memory(mem, pi)
+        I.import_claude_code(mem)
         hits = mem.search("staging port 2222", 5, kind="topic", sync=False).hits
         assert hits and hits[0].source.endswith(os.path.join("topics", "debugging.md"))
         assert "port 2222" in hits[0].content

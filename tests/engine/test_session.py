@@ -11,11 +11,12 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import replace
-from datetime import datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 
 import pytest
 
+from helpers import NOW, FixedClock
 from memlane.core.config import load_config
 from memlane.core.errors import LlmError
 from memlane.core.types import Exchange
@@ -23,14 +24,6 @@ from memlane.engine.memory import Memory
 from memlane.engine.session import SHUTDOWN_REASON, Session
 from memlane.store.anchor import parse_anchor
 from memlane.store.section import read_markdown
-
-
-class Clock:
-    def __init__(self, start: datetime) -> None:
-        self.now = start
-
-    def __call__(self) -> datetime:
-        return self.now
 
 
 class ScriptedLLM:
@@ -64,14 +57,14 @@ def project(tmp_path: Path) -> Path:
     return root
 
 
-def _memory(project: Path, **env: str) -> Memory:
+def _memory(project: Path, clock: FixedClock | None = None, **env: str) -> Memory:
     config = load_config(None, env={"MEMLANE_CAPTURE_INDEX_DEBOUNCE_MS": "50", **env})
     from memlane.core.scope import resolve_scope
 
-    return Memory(resolve_scope(project), config)
+    return Memory(resolve_scope(project), config, clock=clock or FixedClock(NOW))
 
 
-def _session(mem: Memory, llm: object = None, clock: Clock | None = None, **kw: object) -> Session:
+def _session(mem: Memory, llm: object = None, **kw: object) -> Session:
     settings = replace(mem.config.session, **kw)  # type: ignore[arg-type]
     return Session.start(
         mem,
@@ -79,7 +72,6 @@ def _session(mem: Memory, llm: object = None, clock: Clock | None = None, **kw: 
         session_id="sess-1",
         transcript_path="/tmp/t/sess-1.jsonl",
         llm=llm,  # type: ignore[arg-type]
-        clock=clock or Clock(datetime(2026, 11, 30, 10, 0)),
         settings=settings,
     )
 
@@ -245,11 +237,11 @@ def test_a_burst_of_captures_costs_one_debounced_index(project: Path) -> None:
 
 
 def test_snapshot_is_byte_stable_between_checkpoints_and_rebuilt_at_them(project: Path) -> None:
-    mem = _memory(project)
-    clock = Clock(datetime(2026, 11, 30, 9, 0))
+    clock = FixedClock(datetime(2026, 11, 30, 9, 0))
+    mem = _memory(project, clock)
     mem.write("- yesterday the team chose SQLite", now=datetime(2026, 11, 29, 17, 0))
     mem.write("- this morning the agent fixed the flaky test", now=datetime(2026, 11, 30, 8, 0))
-    session = _session(mem, ScriptedLLM(), clock)
+    session = _session(mem, ScriptedLLM())
     first = session.before_agent_start("hello").system_append
     assert "chose SQLite" in first and "fixed the flaky test" in first
     for i in range(20):
@@ -261,7 +253,7 @@ def test_snapshot_is_byte_stable_between_checkpoints_and_rebuilt_at_them(project
     compacted = session.compacted()
     assert compacted != first and "tool write 19" in compacted
     assert session.before_agent_start("x").system_append == compacted
-    clock.now = datetime(2026, 12, 1, 0, 5)  # local midnight passed
+    clock.set(datetime(2026, 12, 1, 0, 5))  # local midnight passed
     rolled = session.before_agent_start("next day").system_append
     assert rolled != compacted
     assert "Yesterday (2026-11-30)" in rolled and "chose SQLite" not in rolled
@@ -430,21 +422,20 @@ def test_without_an_embedder_capture_and_snapshot_still_work(project: Path) -> N
 
 
 def test_sessions_in_sequence_share_the_daily_file(project: Path) -> None:
-    clock = Clock(datetime(2026, 11, 30, 10, 0))
+    clock = FixedClock(datetime(2026, 11, 30, 10, 0))
     for number in range(3):
-        mem = _memory(project)
+        mem = _memory(project, clock)
         session = Session.start(
             mem,
             host="test",
             session_id=f"s{number}",
             llm=ScriptedLLM(f"- fact from session {number}"),
-            clock=clock,
             settings=mem.config.session,
         )
         session.agent_settled(_exchange("q", "a", entry=f"t{number}"))
         assert session.shutdown().flushed
         mem.close()
-        clock.now += timedelta(minutes=5)
+        clock.advance(minutes=5)
     text = _daily(_memory(project))
     assert text.count("## Session") == 3
     for number in range(3):
@@ -455,7 +446,7 @@ def test_sessions_in_sequence_share_the_daily_file(project: Path) -> None:
 
 
 def test_open_distils_through_an_openai_compatible_server(project: Path) -> None:
-    from _fake_llm import FakeOpenAI
+    from fake_llm import FakeOpenAI
 
     with FakeOpenAI(
         answer="Here you go:\n1. The agent pinned numpy to 1.26.\n2. Tests passed."
@@ -479,7 +470,7 @@ def test_open_distils_through_an_openai_compatible_server(project: Path) -> None
 
 
 def test_open_with_an_erroring_anthropic_server_writes_the_marker(project: Path) -> None:
-    from _fake_llm import FakeAnthropic
+    from fake_llm import FakeAnthropic
 
     with FakeAnthropic(status=529, error_message="Overloaded") as srv:
         mem = _memory(
@@ -551,7 +542,7 @@ def test_shutdown_digest_of_a_huge_exchange_stays_within_the_cap(project: Path) 
 
 
 def test_a_failing_embedding_server_is_cached_as_down(project: Path) -> None:
-    from _fake_llm import closed_port_url
+    from fake_llm import closed_port_url
 
     mem = _memory(
         project,

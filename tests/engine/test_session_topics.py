@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers import TOPIC_DAY
 from memlane.core.config import load_config
 from memlane.core.scope import resolve_scope
 from memlane.core.types import Exchange
@@ -61,11 +62,23 @@ def project(tmp_path: Path) -> Path:
 def test_snapshot_carries_memory_md_and_stays_byte_stable(project: Path) -> None:
     mem = _memory(project, MEMLANE_EMBEDDING_PROVIDER="none")
     store = mem.scope.store
-    topics.add(store, content="staging uses port 2222", topic="debugging", title="SSH port")
+    topics.add(
+        store,
+        content="staging uses port 2222",
+        topic="debugging",
+        title="SSH port",
+        today=TOPIC_DAY,
+    )
     session = Session.start(mem, host="test", session_id="s", llm=None)
     first = session.before_agent_start("hi").system_append
     assert "## Curated topics (MEMORY.md)" in first and "[Debugging](topics/debugging.md)" in first
-    topics.add(store, content="REST handlers live in src/api", topic="api", title="Handlers")
+    topics.add(
+        store,
+        content="REST handlers live in src/api",
+        topic="api",
+        title="Handlers",
+        today=TOPIC_DAY,
+    )
     assert session.before_agent_start("again").system_append == first  # not a checkpoint
     assert "topics/api.md" in session.compacted()
     session.shutdown()
@@ -80,6 +93,7 @@ def test_relevant_topics_are_surfaced_once_per_session(project: Path) -> None:
         topic="database",
         title="Staging database",
         type="project",
+        today=TOPIC_DAY,
     )
     topics.add(
         store,
@@ -87,6 +101,7 @@ def test_relevant_topics_are_surfaced_once_per_session(project: Path) -> None:
         topic="testing",
         title="Fixture style",
         type="user",
+        today=TOPIC_DAY,
     )
     mem.sync()
     session = Session.start(mem, host="test", session_id="s", llm=None)
@@ -151,7 +166,7 @@ def test_dream_nudge_is_said_once_after_enough_sessions(project: Path) -> None:
 
 
 def test_per_task_models_for_surfacing_and_extraction(project: Path) -> None:
-    from _fake_llm import FakeOpenAI
+    from fake_llm import FakeOpenAI
 
     with FakeOpenAI(answer="- distilled") as srv:
         mem = _memory(

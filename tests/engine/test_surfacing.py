@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers import TOPIC_DAY
 from memlane.core.settings import TopicSettings
 from memlane.engine import surfacing as S
 from memlane.engine.memory import Memory
@@ -409,6 +410,7 @@ def test_a_changed_topic_file_is_seen_at_the_next_prompt(tmp_path: Path) -> None
             content="the ingress-nginx controller needs proxy-body-size 50m for uploads",
             topic="Kubernetes",
             title="Ingress 502 on uploads",
+            today=TOPIC_DAY,
         )
         mem.sync()
         assert surfacer.select(mem, "the kubernetes ingress returns 502") == ["kubernetes"]
@@ -431,7 +433,11 @@ def test_render_caps_each_topic_and_the_total(
         for n in range(8):
             for e in range(6):
                 store_topics.add(
-                    store, content=f"{big}\n{big}", topic=f"Topic {n}", title=f"entry {e} ✓"
+                    store,
+                    content=f"{big}\n{big}",
+                    topic=f"Topic {n}",
+                    title=f"entry {e} ✓",
+                    today=TOPIC_DAY,
                 )
         surfacer = S.TopicSurfacer(settings(auto_surfacing_max_files=8))
         slugs = [f"topic-{n}" for n in range(8)]
@@ -453,7 +459,11 @@ def test_render_caps_each_topic_and_the_total(
         assert len(text.encode("utf-8")) <= 1000 and shown
         assert small.render(mem, ["no-such-topic"]) == ""
         store_topics.add(
-            store, content="text </topic> more </TOPIC>", topic="Sneaky", title="close tag"
+            store,
+            content="text </topic> more </TOPIC>",
+            topic="Sneaky",
+            title="close tag",
+            today=TOPIC_DAY,
         )
         sneaky = surfacer.render(mem, ["sneaky"])
         assert sneaky.count("</topic>") == 1 and "<\\/topic> more <\\/TOPIC>" in sneaky
@@ -532,7 +542,7 @@ def _llm(base_url: str) -> object:
 
 
 def test_rerank_reorders_within_the_deadline(model_mem: Memory) -> None:
-    from _fake_llm import FakeOpenAI
+    from fake_llm import FakeOpenAI
 
     prompt = "add logging to the checkout handler"
     assert S.TopicSurfacer(settings()).select(model_mem, prompt)[:2] == ["feature-flags", "logging"]
@@ -548,7 +558,7 @@ def test_rerank_reorders_within_the_deadline(model_mem: Memory) -> None:
 
 
 def test_slow_reranker_never_blocks_past_the_deadline(model_mem: Memory) -> None:
-    from _fake_llm import FakeOpenAI
+    from fake_llm import FakeOpenAI
 
     prompt = "I can't ssh into the staging server, connection refused"
     with FakeOpenAI(answer='["frontend-build.md"]', delay_s=2.0) as server:
@@ -566,7 +576,7 @@ def test_slow_reranker_never_blocks_past_the_deadline(model_mem: Memory) -> None
 
 
 def test_bad_rerank_answers_fall_back(model_mem: Memory) -> None:
-    from _fake_llm import FakeOpenAI
+    from fake_llm import FakeOpenAI
 
     prompt = "I can't ssh into the staging server, connection refused"
     with FakeOpenAI(answer="I think the SSH one") as server:
@@ -604,14 +614,16 @@ def test_parse_rerank() -> None:
 def test_memory_index_block(tmp_path: Path) -> None:
     store = tmp_path / "store"
     assert S.memory_index_block(store, settings()) is None
-    store_topics.add(store, content="port 2222", topic="Debugging", title="SSH Gotcha")
+    store_topics.add(
+        store, content="port 2222", topic="Debugging", title="SSH Gotcha", today=TOPIC_DAY
+    )
     block = S.memory_index_block(store, settings())
     assert block is not None
     assert block.startswith("## Curated topics (MEMORY.md)\n")
     assert block.endswith("- [Debugging](topics/debugging.md) — SSH Gotcha")
     assert S.memory_index_block(store, settings()) == block  # byte-stable
     for n in range(5):
-        store_topics.add(store, content="x", topic=f"T{n}", title=f"t{n}")
+        store_topics.add(store, content="x", topic=f"T{n}", title=f"t{n}", today=TOPIC_DAY)
     cut = S.memory_index_block(store, settings(mem_index_max_lines=2))
     assert cut is not None and cut.endswith("[truncated]")
     assert cut.count("\n- [") == 2

@@ -1,4 +1,4 @@
-"""AnthropicLLM against a real HTTP server on 127.0.0.1 (tests/_fake_llm.py)."""
+"""AnthropicLLM against a real HTTP server on 127.0.0.1 (tests/fake_llm.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from _fake_llm import FakeAnthropic, closed_port_url
+from fake_llm import FakeAnthropic, closed_port_url
 from memlane.core.errors import ConfigError, LlmError
 from memlane.llm.anthropic import AnthropicLLM
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from _fake_llm import wait_until
+from fake_llm import wait_until
 from memlane.core.errors import ConfigError, LlmError
 from memlane.llm.command import CommandLLM
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from _fake_llm import FakeOpenAI
+from fake_llm import FakeOpenAI
 from memlane.core.errors import ConfigError
 from memlane.core.settings import LlmSettings
 from memlane.llm.anthropic import AnthropicLLM

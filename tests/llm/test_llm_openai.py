@@ -1,4 +1,4 @@
-"""OpenAILLM against a real HTTP server on 127.0.0.1 (tests/_fake_llm.py)."""
+"""OpenAILLM against a real HTTP server on 127.0.0.1 (tests/fake_llm.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from _fake_llm import FakeOpenAI, closed_port_url, wait_until
+from fake_llm import FakeOpenAI, closed_port_url, wait_until
 from memlane.core.errors import ConfigError, LlmError
 from memlane.llm.base import LLM
 from memlane.llm.openai import OpenAILLM

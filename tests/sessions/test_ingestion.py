@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from _fixtures import ClaudeSession, HashEmbedder, PiSession, Project, chat
 
+from helpers import NOW, FixedClock
 from memlane.core.settings import SessionsSettings
 from memlane.engine.memory import Memory
 from memlane.engine.sessions import (
@@ -31,7 +32,7 @@ HERE = Path(__file__).parent
 
 
 def layer_for(project: Project, embedder: HashEmbedder | None = None) -> SessionsLayer:
-    return SessionsLayer(Memory.open(project.root), embedder=embedder)
+    return SessionsLayer(Memory.open(project.root, clock=FixedClock(NOW)), embedder=embedder)
 
 
 def rows(layer: SessionsLayer) -> list[tuple[str, str, str, str, int]]:
@@ -415,7 +416,7 @@ def test_hook_index_new_only_enqueues_and_the_worker_ingests(project: Project) -
 
 def test_sweep_tick_picks_up_files_other_sessions_wrote(project: Project) -> None:
     layer = layer_for(project, HashEmbedder())
-    sweeper = layer.sweeper(clock=lambda: 1_800_000_000.0)
+    sweeper = layer.sweeper()
     assert sweeper.tick() is not None
     ClaudeSession().user("written by another agent")
     other = ClaudeSession("other")
@@ -426,11 +427,12 @@ def test_sweep_tick_picks_up_files_other_sessions_wrote(project: Project) -> Non
     status = layer.status()
     assert status["sweep_cycles"] == 2 and status["busy"] is False
     assert status["interval_ms"] == 30_000 and status["last_error"] is None
+    assert status["last_sweep_at"] == "2026-11-30T10:00:00.000Z"  # the memory's clock
 
 
 def test_sweep_interval_backs_off_while_idle_and_resets_on_activity(project: Project) -> None:
     layer = layer_for(project, HashEmbedder())
-    sweeper = layer.sweeper(clock=lambda: 0.0)
+    sweeper = layer.sweeper()
     seen = []
     for _ in range(6):
         sweeper.tick()

@@ -225,8 +225,8 @@ WORKER = textwrap.dedent(
     from memlane.core.types import Anchor
     from memlane.store.daily import DailyWriter
 
-    store, proc, start = Path(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
-    while time.time() < start:
+    store, proc, go = Path(sys.argv[1]), int(sys.argv[2]), Path(sys.argv[3])
+    while not go.exists():  # every worker starts writing at the same instant
         time.sleep(0.0005)
     writer = DailyWriter()
     for k in range(50):
@@ -239,14 +239,16 @@ WORKER = textwrap.dedent(
 
 def test_concurrent_processes_never_interleave_or_lose_entries(tmp_path: Path) -> None:
     workers, per_worker = 6, 50
-    start = time.time() + 0.6  # every worker starts writing at the same instant
+    go = tmp_path.parent / f"{tmp_path.name}.go"  # outside the store: the start signal
     procs = [
         subprocess.Popen(
-            [sys.executable, "-c", WORKER, str(tmp_path), str(p), repr(start)],
+            [sys.executable, "-c", WORKER, str(tmp_path), str(p), str(go)],
             stderr=subprocess.PIPE,
         )
         for p in range(workers)
     ]
+    time.sleep(0.5)  # let them all import and reach the wait
+    go.touch()
     for proc in procs:
         _, err = proc.communicate(timeout=60)
         assert proc.returncode == 0, err.decode()

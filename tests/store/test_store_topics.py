@@ -11,6 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from helpers import TOPIC_DAY
 from memlane.core.errors import MemlaneError, NotFoundError, StoreError
 from memlane.store import topics as T
 
@@ -215,7 +216,7 @@ def test_remove_exact_title_updates_hook_and_last_entry_deletes_file(store: Path
     assert change.entry == "## SSH Gotcha\nsome fact\n\n"
     assert T.read_topic(store, "Debugging Tips").titles == ["MySQL Timeout"]
     assert T.read_topic(store, "Debugging Tips").render().endswith("## MySQL Timeout\nsome fact\n")
-    last = T.remove(store, entry="MySQL Timeout")
+    last = T.remove(store, entry="MySQL Timeout", today=TOPIC_DAY)
     assert last.deleted_file and last.index_line is None
     assert not (store / "topics" / "debugging-tips.md").exists()
     assert (store / "MEMORY.md").read_text(encoding="utf-8") == "- [Misc](topics/misc.md) — Other\n"
@@ -224,13 +225,13 @@ def test_remove_exact_title_updates_hook_and_last_entry_deletes_file(store: Path
 def test_remove_rederives_a_description_taken_from_the_removed_entry(store: Path) -> None:
     add(store, "First", "kiwi grows on vines")
     add(store, "Second", "mango is sweet")
-    T.remove(store, entry="First")
+    T.remove(store, entry="First", today=TOPIC_DAY)
     assert T.read_topic(store, "Debugging Tips").get("description") == "mango is sweet"
     parsed = T.read_topic(store, "Debugging Tips")
     parsed.set("description", "hand-written")
     (store / "topics" / "debugging-tips.md").write_text(parsed.render(), encoding="utf-8")
     add(store, "Third", "papaya")
-    T.remove(store, entry="Second")
+    T.remove(store, entry="Second", today=TOPIC_DAY)
     assert T.read_topic(store, "Debugging Tips").get("description") == "hand-written"
 
 
@@ -238,10 +239,10 @@ def test_remove_without_a_match_suggests_but_removes_nothing(store: Path) -> Non
     add(store, "MySQL Timeout")
     before = (store / "topics" / "debugging-tips.md").read_bytes()
     with pytest.raises(NotFoundError) as err:
-        T.remove(store, entry="MySQL Timout")
+        T.remove(store, entry="MySQL Timout", today=TOPIC_DAY)
     assert "MySQL Timeout" in str(err.value.hint) and "nothing was removed" in str(err.value.hint)
     with pytest.raises(NotFoundError, match="no topic entry"):
-        T.remove(store, entry="mysql")  # substring: suggested, never removed
+        T.remove(store, entry="mysql", today=TOPIC_DAY)  # substring: suggested, never removed
     assert (store / "topics" / "debugging-tips.md").read_bytes() == before
 
 
@@ -251,7 +252,7 @@ def test_remove_of_an_ambiguous_title_names_the_files(store: Path) -> None:
     with pytest.raises(
         MemlaneError, match=r"2 entries are titled 'Same': in topics/one.md, topics/two.md"
     ):
-        T.remove(store, entry="Same")
+        T.remove(store, entry="Same", today=TOPIC_DAY)
     assert [i.titles for i in T.list_topics(store)] == [["Same"], ["Same"]]
 
 
@@ -386,7 +387,7 @@ def test_symlinked_topic_file_pointing_out_is_refused_and_skipped(
         T.read_topic(store, "leak")
     assert T.list_topics(store) == []
     with pytest.raises(NotFoundError):
-        T.remove(store, entry="Key")
+        T.remove(store, entry="Key", today=TOPIC_DAY)
     assert secret.read_text(encoding="utf-8").endswith("value\n")
 
 
@@ -395,7 +396,13 @@ def test_symlinked_topic_file_pointing_out_is_refused_and_skipped(
 
 def _adder(store: str, worker: int, count: int) -> None:
     for i in range(count):
-        T.add(Path(store), content=f"fact {worker}-{i}", topic=f"t{i % 3}", title=f"w{worker} e{i}")
+        T.add(
+            Path(store),
+            content=f"fact {worker}-{i}",
+            topic=f"t{i % 3}",
+            title=f"w{worker} e{i}",
+            today=TOPIC_DAY,
+        )
 
 
 def test_concurrent_adds_from_processes_lose_nothing(store: Path) -> None:

@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 import os
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
+
+from memlane.core.clock import SYSTEM_CLOCK, Clock
 
 if TYPE_CHECKING:
     from memlane.engine.memory import Memory
@@ -19,6 +21,9 @@ if TYPE_CHECKING:
 @dataclass
 class CliState:
     directory: Path | None = None
+    # Where "now" comes from for every command (core/clock.py); an in-process
+    # caller (the test suite, an embedding program) may hand in its own.
+    clock: Clock = field(default_factory=lambda: SYSTEM_CLOCK)
 
 
 def state(ctx: typer.Context) -> CliState:
@@ -32,7 +37,8 @@ def state(ctx: typer.Context) -> CliState:
 def open_memory(ctx: typer.Context) -> Memory:
     from memlane.engine.memory import Memory
 
-    return Memory.open(state(ctx).directory)
+    current = state(ctx)
+    return Memory.open(current.directory, clock=current.clock)
 
 
 def print_json(data: Any) -> None:

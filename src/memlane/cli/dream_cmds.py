@@ -75,7 +75,9 @@ def dream(
             D.save_plan(plan, save_plan)
         if plan.empty or dry_run:
             if plan.empty and not dry_run:
-                D.apply_plan(plan)  # records the dream: the topics were looked over
+                D.apply_plan(
+                    plan, now=mem.clock.now()
+                )  # records the dream: the topics were looked over
             if as_json:
                 print_json(data | {"applied": False, "dry_run": dry_run})
             elif dry_run and not plan.empty:
@@ -86,7 +88,7 @@ def dream(
             # Not typer.Exit: main.run drives click with standalone_mode=False,
             # where an Exit's code is returned, not raised, and would be lost.
             raise SystemExit(1)
-        D.apply_plan(plan)
+        D.apply_plan(plan, now=mem.clock.now())
         notices = D.sync_index(mem)
     for text in notices:
         notice(text)

@@ -26,7 +26,7 @@ def sidecar(
     from memlane.hosts.pi.sidecar import run_sidecar
 
     chosen = directory or state(ctx).directory
-    raise typer.Exit(run_sidecar(Path(chosen) if chosen else None))
+    raise typer.Exit(run_sidecar(Path(chosen) if chosen else None, clock=state(ctx).clock))
 
 
 def register(app: typer.Typer) -> None:

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import sqlite3
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -24,7 +25,10 @@ from memlane.cli import (
     sessions_cmds,
     topic_cmds,
 )
-from memlane.cli.context import CliState
+from memlane.cli.context import CliState, state
+
+if TYPE_CHECKING:
+    from memlane.core.clock import Clock
 
 app = typer.Typer(
     name="memlane",
@@ -60,7 +64,8 @@ def root(
         typer.Option("--version", callback=_version, is_eager=True, help="Print the version."),
     ] = False,
 ) -> None:
-    ctx.obj = CliState(directory=directory)
+    # Keep what the caller handed in (main's clock); only the directory is ours.
+    state(ctx).directory = directory
 
 
 commands.register(app)
@@ -98,58 +103,80 @@ def _cli_exceptions() -> tuple[tuple[type[BaseException], ...], ...]:
     return tuple(exits), tuple(usage), tuple(aborts)
 
 
-def run() -> None:
-    """Console-script entry: map expected errors to one line and an exit code."""
+def main(argv: Sequence[str] | None = None, *, clock: Clock | None = None) -> int:
+    """Run one memlane command in this process and return its exit code.
+
+    Expected failures print one ``memlane: error:`` line (and a hint) on
+    stderr instead of a traceback. *argv* defaults to the process's
+    arguments; *clock* is where every date and time comes from (by default
+    the system clock, or ``MEMLANE_NOW`` when set), so a caller can run a
+    command as of another moment.
+    """
+    import os
+
+    from memlane.core.clock import clock_from_env
     from memlane.core.errors import MemlaneError
 
+    args = list(sys.argv[1:] if argv is None else argv)
     exits, usage, aborts = _cli_exceptions()
     command = typer.main.get_command(app)
     try:
+        chosen = clock or clock_from_env(os.environ)
         # Without standalone mode click returns a typer.Exit's code instead of
         # exiting with it; hand it on, or `raise typer.Exit(1)` would exit 0.
-        code = command.main(args=sys.argv[1:], prog_name="memlane", standalone_mode=False)
+        code = command.main(
+            args=args,
+            prog_name="memlane",
+            standalone_mode=False,
+            obj=CliState(clock=chosen),
+        )
     except MemlaneError as exc:
         sys.stderr.write(f"memlane: error: {exc.message}\n")
         if exc.hint:
             sys.stderr.write(f"  {exc.hint}\n")
-        sys.exit(exc.exit_code)
+        return exc.exit_code
     except exits as exc:
-        sys.exit(getattr(exc, "exit_code", 0))
+        return int(getattr(exc, "exit_code", 0) or 0)
     except usage as exc:
         exc.show()  # type: ignore[attr-defined]
-        sys.exit(getattr(exc, "exit_code", 2))
+        return int(getattr(exc, "exit_code", 2))
     except aborts:
         sys.stderr.write("memlane: interrupted\n")
-        sys.exit(130)
+        return 130
     except KeyboardInterrupt:
         sys.stderr.write("memlane: interrupted\n")
-        sys.exit(130)
+        return 130
     except BrokenPipeError:
-        sys.exit(0)
+        return 0
     except UnicodeError as exc:
-        _fail(
+        return _fail(
             f"the input is not valid UTF-8 text ({getattr(exc, 'reason', exc)})",
             "re-encode it as UTF-8 and try again; nothing was written",
         )
     except OSError as exc:
         # The environment, not memlane: a read-only or missing directory, a full disk.
         where = f": {exc.filename}" if exc.filename else ""
-        _fail(
+        return _fail(
             f"{exc.strerror or exc}{where}",
             "check that the path is writable by your user; MEMLANE_HOME moves memlane's "
             "own files (index, config) elsewhere",
         )
     except sqlite3.Error as exc:
-        _fail(
+        return _fail(
             f"the index database failed: {exc}",
             "`memlane status` shows the index state; `memlane reindex` rebuilds it from markdown",
         )
-    sys.exit(code if isinstance(code, int) else 0)
+    return code if isinstance(code, int) else 0
 
 
-def _fail(message: str, hint: str) -> None:
+def run() -> None:
+    """Console-script entry: the command line's command, its exit code as the process's."""
+    sys.exit(main())
+
+
+def _fail(message: str, hint: str) -> int:
     sys.stderr.write(f"memlane: error: {message}\n  {hint}\n")
-    sys.exit(1)
+    return 1
 
 
 if __name__ == "__main__":

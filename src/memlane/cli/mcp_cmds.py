@@ -35,7 +35,7 @@ def mcp(
             "reinstall memlane, or: pip install 'mcp>=2.3,<3'",
         ) from None
     chosen = directory or state(ctx).directory
-    raise typer.Exit(run_mcp(Path(chosen) if chosen else None))
+    raise typer.Exit(run_mcp(Path(chosen) if chosen else None, clock=state(ctx).clock))
 
 
 def install_mcp(

@@ -15,9 +15,9 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
-import time
 from pathlib import Path
 
+from memlane.core.clock import SYSTEM_CLOCK, utc_z_millis
 from memlane.core.paths import memlane_home
 
 TRACE_ENV = "MEMLANE_TRACE"
@@ -84,8 +84,7 @@ def trace(source: str, event: str, **fields: object) -> None:
     fd = _descriptor(path)
     if fd is None:
         return
-    now = time.time()
-    stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now * 1000) % 1000:03d}Z"
+    stamp = utc_z_millis(SYSTEM_CLOCK.now())
     parts = [
         stamp,
         f"pid={os.getpid()}",

@@ -483,6 +483,7 @@ class _Planner:
 
     def __init__(self, store: Path, today: date) -> None:
         self.store = store
+        self.day = today
         self.today = today.isoformat()
         self.state: dict[str, dict[str, str]] = {}
         self.existing: set[str] = set()
@@ -551,7 +552,6 @@ def _run(
     *,
     dry_run: bool,
     derivation: str | None,
-    today: date | None,
 ) -> ImportReport:
     report = ImportReport(source, str(directory), dry_run, derivation)
     if not dry_run and not mem.config.topics.enabled:
@@ -561,7 +561,7 @@ def _run(
         )
     topics, report.ignored = _scan(source, directory)
     store = mem.scope.store
-    planner = _Planner(store, today or date.today())
+    planner = _Planner(store, mem.clock.today())
     plans: list[tuple[_Topic, list[_Action]]] = []
     for topic in topics:
         actions: list[_Action] = []
@@ -605,7 +605,7 @@ def _run(
                 topic=slug,
                 title=action.title,
                 type=topic.fields.get("type") if new_topic else None,
-                today=today,
+                today=planner.day,
                 max_lines=settings.mem_index_max_lines,
                 max_bytes=settings.mem_index_max_bytes,
             )
@@ -685,7 +685,6 @@ def import_pi_memory(
     directory: str | Path | None = None,
     *,
     dry_run: bool = False,
-    today: date | None = None,
     env: Mapping[str, str] | None = None,
 ) -> ImportReport:
     """Import a pi-memory directory (default: this project's ``~/.pi/memory/<hash>/``)."""
@@ -699,7 +698,7 @@ def import_pi_memory(
         if derivation:
             hint = f"looked there because {derivation}; {hint}"
         raise NotFoundError(f"no pi-memory directory at {path}", hint)
-    return _run(mem, PI_MEMORY, path, dry_run=dry_run, derivation=derivation, today=today)
+    return _run(mem, PI_MEMORY, path, dry_run=dry_run, derivation=derivation)
 
 
 # --- Claude Code ----------------------------------------------------------------------------
@@ -781,7 +780,6 @@ def import_claude_code(
     project_dir: str | Path | None = None,
     *,
     dry_run: bool = False,
-    today: date | None = None,
     env: Mapping[str, str] | None = None,
 ) -> ImportReport:
     """Import Claude Code's auto memory of a project (default: this one).
@@ -801,4 +799,4 @@ def import_claude_code(
             if derivation
             else "pass the project with --project DIR",
         )
-    return _run(mem, CLAUDE_CODE, path, dry_run=dry_run, derivation=derivation, today=today)
+    return _run(mem, CLAUDE_CODE, path, dry_run=dry_run, derivation=derivation)

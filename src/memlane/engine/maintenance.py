@@ -29,6 +29,7 @@ from pathlib import Path
 from time import monotonic, sleep
 from typing import TYPE_CHECKING
 
+from memlane.core.clock import local
 from memlane.core.errors import ConfigError, LlmError, MemlaneError, NotFoundError, StoreError
 from memlane.core.types import Chunk
 from memlane.store.forget import Removed, forget_chunk, forget_entry
@@ -200,7 +201,6 @@ def compact(
     llm: LLM | None,
     *,
     source: str | Path | None = None,
-    now: datetime | None = None,
     budget_chars: int = COMPACT_BUDGET_CHARS,
 ) -> str:
     """Condense the store (or one source file) into a ``## Memory Compact``
@@ -235,7 +235,7 @@ def compact(
         return NOTHING_TO_COMPACT
     items = [_render_chunk(chunk, store) for chunk in chunks]
     summary = redact_for_storage(_map_reduce(llm, items, budget_chars))
-    append_compact_block(store, summary, now or datetime.now().astimezone())
+    append_compact_block(store, summary, mem.clock.now())
     mem.sync(operation="compact")
     return summary
 
@@ -393,13 +393,13 @@ def append_compact_block(store: Path, summary: str, now: datetime) -> Path:
     """
     from memlane.store.daily import create_with_title, daily_path
 
-    local = now.astimezone() if now.tzinfo is not None else now
-    path = daily_path(store, local.date()).absolute()
-    block = f"\n{COMPACT_HEADING} {local.strftime('%H:%M')}\n{summary.strip()}\n".encode()
+    moment = local(now)
+    path = daily_path(store, moment.date()).absolute()
+    block = f"\n{COMPACT_HEADING} {moment.strftime('%H:%M')}\n{summary.strip()}\n".encode()
     try:
         store.mkdir(parents=True, exist_ok=True)
         if not path.exists():
-            create_with_title(path, local.date())
+            create_with_title(path, moment.date())
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o666)
         try:
             written = os.write(fd, block)

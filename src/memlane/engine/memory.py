@@ -17,6 +17,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from memlane.core.clock import SYSTEM_CLOCK, Clock
 from memlane.core.config import Config, load_config
 from memlane.core.errors import EmbedderError, MemlaneError, NotFoundError, StoreError
 from memlane.core.paths import index_dir
@@ -48,9 +49,19 @@ _CHUNK_HASH_RE = re.compile(r"^[0-9a-f]{16}$")
 class Memory:
     """One project's memory: write, index, search, expand, status."""
 
-    def __init__(self, scope: Scope, config: Config, *, _parts: _SharedParts | None = None) -> None:
+    def __init__(
+        self,
+        scope: Scope,
+        config: Config,
+        *,
+        clock: Clock = SYSTEM_CLOCK,
+        _parts: _SharedParts | None = None,
+    ) -> None:
         self.scope = scope
         self.config = config
+        # The one "now" of this memory: entries, compaction, dream and the
+        # index state all read it, so they agree on the day (core/clock.py).
+        self.clock = clock
         self.notices: list[str] = list(config.notices)
         self._parts = _parts or _SharedParts()
         self._index: SqliteIndex | None = None
@@ -63,12 +74,18 @@ class Memory:
         embedder (one model load per process) and the daily-file writer (one
         ``## Session`` decision per process) are shared.
         """
-        return Memory(self.scope, self.config, _parts=self._parts)
+        return Memory(self.scope, self.config, clock=self.clock, _parts=self._parts)
 
     @classmethod
-    def open(cls, cwd: str | Path | None = None, config: Config | None = None) -> Memory:
+    def open(
+        cls,
+        cwd: str | Path | None = None,
+        config: Config | None = None,
+        *,
+        clock: Clock = SYSTEM_CLOCK,
+    ) -> Memory:
         scope = resolve_scope(cwd)
-        return cls(scope, config or load_config(scope.repository_dir))
+        return cls(scope, config or load_config(scope.repository_dir), clock=clock)
 
     # -- parts, opened lazily -------------------------------------------------
 
@@ -215,7 +232,7 @@ class Memory:
                 "re-encode the input as UTF-8 and try again",
             ) from None
         return self._parts.writer().append(
-            self.scope.store, text, anchor, now or datetime.now().astimezone(), anchor.session
+            self.scope.store, text, anchor, now or self.clock.now(), anchor.session
         )
 
     def require_store(self) -> None:
@@ -275,6 +292,7 @@ class Memory:
                 paths=paths,
                 collection=self.scope.collection,
                 uri=index.uri,
+                now=self.clock.now(),
             )
 
         record(state.record_started)

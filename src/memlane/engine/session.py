@@ -28,7 +28,6 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import replace
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -49,6 +48,7 @@ from memlane.engine.session_state import (
 from memlane.engine.snapshot import Snapshot, build_snapshot
 
 if TYPE_CHECKING:
+    from memlane.core.clock import Clock
     from memlane.engine.memory import Memory
     from memlane.engine.reports import Status
     from memlane.engine.sessions import SessionsLayer, Sweeper
@@ -57,7 +57,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("memlane.session")
 
-Clock = Callable[[], datetime]
 HostCall = Callable[[dict[str, Any], float], dict[str, Any]]
 
 # Shutdown gives pending captures this share of the cap to finish their
@@ -85,10 +84,6 @@ def _with_llm(surfacer: TopicSurfacer, llm: LLM | None) -> TopicSurfacer:
     return surfacer
 
 
-def _local_now() -> datetime:
-    return datetime.now().astimezone()
-
-
 class _CaptureJob:
     """One exchange on its way to the daily file; written exactly once."""
 
@@ -113,7 +108,6 @@ class Session:
         transcript_path: str | None = None,
         llm: LLM | None = None,
         settings: SessionSettings | None = None,
-        clock: Clock = _local_now,
     ) -> None:
         self.memory = memory
         self.host = host
@@ -123,7 +117,6 @@ class Session:
         )
         self.llm = llm
         self.settings = settings or memory.config.session
-        self.clock = clock
         self.notices: list[str] = []
         self.host_llm_available = False
         self.capture = CaptureState(
@@ -174,7 +167,6 @@ class Session:
         session_id: str,
         transcript_path: str | None = None,
         llm: LLM | None = None,
-        clock: Clock = _local_now,
         settings: SessionSettings | None = None,
     ) -> Session:
         """session_start: catch-up index and embedder warm-up in the background."""
@@ -185,7 +177,6 @@ class Session:
             transcript_path=transcript_path,
             llm=llm,
             settings=settings,
-            clock=clock,
         )
         session.indexer.run_soon()
         if memory.config.embedding.provider != "none":
@@ -205,7 +196,7 @@ class Session:
 
             try:
                 note_session_start(memory.scope.store)
-                text = nudge(memory.scope.store, session.topic_settings, clock())
+                text = nudge(memory.scope.store, session.topic_settings, memory.clock.now())
             except Exception as exc:  # bookkeeping must never stop a session
                 log.info("dream bookkeeping failed: %s", exc)
                 text = None
@@ -224,7 +215,6 @@ class Session:
         session_id: str,
         transcript_path: str | None = None,
         host_call: HostCall | None = None,
-        clock: Clock = _local_now,
     ) -> Session:
         """``start`` with the LLM chosen by the configuration.
 
@@ -250,7 +240,6 @@ class Session:
             session_id=session_id,
             transcript_path=transcript_path,
             llm=llm,
-            clock=clock,
         )
         session.host_llm_available = host_call is not None
         session.notices.extend(notices)
@@ -275,6 +264,11 @@ class Session:
         session.extract_llm = task_llm("extract_memories") or session.llm
         return session
 
+    @property
+    def clock(self) -> Clock:
+        """The memory's clock: the session writes, rolls over and compacts on one calendar."""
+        return self.memory.clock
+
     # -- snapshot ---------------------------------------------------------------
 
     @property
@@ -293,7 +287,7 @@ class Session:
             extra.append(topics_block)
         return build_snapshot(
             self.memory.scope.store,
-            self.clock().date(),
+            self.clock.today(),
             today_chars=self.settings.snapshot_today_chars,
             yesterday_chars=self.settings.snapshot_yesterday_chars,
             extra_blocks=extra,
@@ -347,7 +341,7 @@ class Session:
 
     def before_agent_start(self, prompt: str) -> Injection:
         with self._lock:
-            if self.clock().date() != self._snapshot.day:
+            if self.clock.today() != self._snapshot.day:
                 self._snapshot = self._build_snapshot()
             snapshot = self._snapshot
         return Injection(
@@ -629,7 +623,7 @@ class Session:
             ),
         )
         try:
-            self.memory.write("\n".join(bullets), anchor, now=self.clock())
+            self.memory.write("\n".join(bullets), anchor)
         except MemlaneError as exc:
             self.capture.write_errors.append(exc.message)
             self._unwritten += 1

@@ -44,6 +44,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
+from memlane.core.clock import SYSTEM_CLOCK, Clock, from_epoch
 from memlane.core.errors import EmbedderError, MemlaneError
 from memlane.core.settings import SessionsSettings
 from memlane.core.trace import trace
@@ -204,7 +205,7 @@ def utc_iso(value: object) -> str | None:
         seconds = value / 1000 if value > 1e11 else float(value)
         if seconds <= 0:
             return None
-        moment = datetime.fromtimestamp(seconds, UTC)
+        moment = from_epoch(seconds)
     elif isinstance(value, str) and value:
         try:
             moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
@@ -905,7 +906,7 @@ class Sweeper:
         ingestor: SessionIngestor,
         settings: SessionsSettings,
         *,
-        clock: Callable[[], float] = time.time,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self.ingestor = ingestor
         self.base_ms = max(1, settings.sweep_interval_ms)
@@ -925,7 +926,7 @@ class Sweeper:
                     META_SWEEP_BUSY: 1 if busy else 0,
                     META_SWEEP_LAST_ERROR: self.last_error,
                     META_SWEEP_INTERVAL_MS: self.interval_ms,
-                    META_SWEEP_LAST_AT: utc_iso(self.clock()),
+                    META_SWEEP_LAST_AT: utc_iso(self.clock.timestamp()),
                     META_SWEEP_PID: os.getpid(),
                 }
             )
@@ -1161,8 +1162,9 @@ class SessionsLayer:
     def flush(self, timeout: float | None = None) -> bool:
         return self._indexer.flush(timeout) if self._indexer is not None else True
 
-    def sweeper(self, clock: Callable[[], float] = time.time) -> Sweeper:
-        return Sweeper(self.ingestor, self.settings, clock=clock)
+    def sweeper(self) -> Sweeper:
+        """A sweeper on this project's clock (the memory's)."""
+        return Sweeper(self.ingestor, self.settings, clock=self.mem.clock)
 
     def reindex(self, progress: Progress | None = None) -> BackfillReport:
         self.store.clear()

@@ -143,6 +143,7 @@ def add_entry(
         topic=topic,
         title=title,
         type=type,
+        today=mem.clock.today(),
         max_lines=max_lines,
         max_bytes=max_bytes,
     )
@@ -153,7 +154,11 @@ def remove_entry(mem: Memory, *, entry: str, sync: bool = True) -> tuple[TopicCh
     """Delete one entry by exact title (allowed even when switched off: cleaning up)."""
     max_lines, max_bytes = _limits(mem)
     change = store_topics.remove(
-        mem.scope.store, entry=entry, max_lines=max_lines, max_bytes=max_bytes
+        mem.scope.store,
+        entry=entry,
+        today=mem.clock.today(),
+        max_lines=max_lines,
+        max_bytes=max_bytes,
     )
     return change, _sync(mem, sync)
 

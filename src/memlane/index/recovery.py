@@ -18,8 +18,9 @@ import fcntl
 import os
 import sqlite3
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from pathlib import Path
+
+from memlane.core.clock import SYSTEM_CLOCK
 
 # SQLite primary result codes (the low byte of the extended code).
 SQLITE_BUSY = 5
@@ -96,7 +97,7 @@ def move_aside(path: Path, expected: FileId | None) -> Path | None:
     current = file_id(path)
     if current is None or (expected is not None and current != expected):
         return None
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S.%fZ")
+    stamp = SYSTEM_CLOCK.utc().strftime("%Y%m%dT%H%M%S.%fZ")
     target = path.with_name(f"{path.name}.corrupt-{stamp}")
     os.replace(path, target)
     wal = path.with_name(path.name + "-wal")

@@ -38,7 +38,6 @@ import hashlib
 import logging
 import secrets
 import sqlite3
-import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,6 +46,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from memlane.core.clock import SYSTEM_CLOCK, utc_z
 from memlane.core.errors import IndexCorruptError
 from memlane.core.settings import IndexSettings, SessionsSettings
 from memlane.core.types import SearchMode
@@ -651,7 +651,7 @@ class SessionStore(SqliteFile):
                         "WHERE doc_key = ? AND vec_gen IS NULL",
                         [(blob, generation, key) for key, blob in blobs.items()],
                     )
-                now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+                now = utc_z(SYSTEM_CLOCK.now())
                 conn.executemany(
                     "INSERT INTO sources(path, format, session_id, offset, size, mtime_ns, inode, "
                     "head_len, head_hash, garbage, unknown, updated_at, tail_hash) "

@@ -28,10 +28,12 @@ import json
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from secrets import token_hex
 from typing import Any, Protocol
+
+from memlane.core.clock import SYSTEM_CLOCK, utc_z
 
 STATE_FILENAME = ".index-state.json"
 STATE_SCHEMA_VERSION = 1
@@ -109,9 +111,8 @@ def _failures(failed_files: Iterable[FailedFileLike]) -> list[dict[str, str]]:
 
 
 def utc_timestamp(moment: datetime | None = None) -> str:
-    """``2026-11-30T16:05:00Z``: UTC, whole seconds."""
-    moment = moment or datetime.now(UTC)
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    """``2026-11-30T16:05:00Z``: UTC, whole seconds (the system clock's when no *moment*)."""
+    return utc_z(moment or SYSTEM_CLOCK.now())
 
 
 def format_error(error: BaseException | str, limit: int = ERROR_TEXT_LIMIT) -> str:

@@ -30,6 +30,7 @@ import threading
 from datetime import date, datetime
 from pathlib import Path
 
+from memlane.core.clock import local as local_time
 from memlane.core.errors import StoreError
 from memlane.core.types import Anchor, Entry
 from memlane.store.anchor import session_marker
@@ -82,12 +83,6 @@ def format_entry(time_hhmm: str, anchor: Anchor | None, text: str) -> str:
     if anchor is not None:
         head.append(anchor.render())
     return "\n".join([*head, *bullets]) + "\n"
-
-
-def _local(now: datetime) -> datetime:
-    # An aware time is converted to local time: file names and headings are
-    # local, like every other mesh writer's.
-    return now.astimezone() if now.tzinfo is not None else now
 
 
 def create_with_title(path: Path, day: date) -> None:
@@ -167,7 +162,9 @@ class DailyWriter:
         session to this file only; never when *session_id* is None), then
         ``format_entry``'s text.
         """
-        local = _local(now)
+        # File names and headings are local time, like every other mesh
+        # writer's; the clock's offset says what local is (core/clock.py).
+        local = local_time(now)
         time_hhmm = local.strftime("%H:%M")
         body = format_entry(time_hhmm, anchor, text)
         path = daily_path(store_dir, local.date()).absolute()

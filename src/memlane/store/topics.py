@@ -724,7 +724,7 @@ def add(
     topic: str,
     title: str,
     type: str | None = None,
-    today: date | None = None,
+    today: date,
     max_lines: int = MEM_INDEX_MAX_LINES,
     max_bytes: int = MEM_INDEX_MAX_BYTES,
 ) -> TopicChange:
@@ -742,7 +742,7 @@ def add(
         )
     clean_title = normalize_title(red_title.text)
     clean_content = normalize_content(red_content.text)
-    day = (today or date.today()).isoformat()
+    day = today.isoformat()
     with locked(store):
         path = topic_path(store, slug)
         existed = path.exists()
@@ -803,7 +803,7 @@ def remove(
     store: Path,
     *,
     entry: str,
-    today: date | None = None,
+    today: date,
     max_lines: int = MEM_INDEX_MAX_LINES,
     max_bytes: int = MEM_INDEX_MAX_BYTES,
 ) -> TopicChange:
@@ -849,7 +849,7 @@ def remove(
                 # The description was taken from the removed entry: it would
                 # keep describing (and surfacing) what is gone.
                 parsed.set("description", first_line(parsed.entries[0].body))
-            parsed.set("updated", (today or date.today()).isoformat())
+            parsed.set("updated", today.isoformat())
             write_atomic(path, parsed.render())
             info = topic_info(slug, path, parsed)
             line: str | None = index_line(info.name, slug, info.titles)

@@ -55,7 +55,6 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import date
 from typing import TYPE_CHECKING, Any
 
 from memlane.core.errors import ConfigError, MemlaneError
@@ -200,13 +199,12 @@ def make_plan(
     mem: Memory,
     llm: LLM,
     *,
-    today: date | None = None,
     journal_budget: int = JOURNAL_BUDGET_CHARS,
 ) -> DreamPlan:
     """Orient, gather signal, consolidate, and render the plan; writes nothing."""
     store = mem.scope.store
     mem.require_store()
-    day = today or date.today()
+    day = mem.clock.today()
     orientation = orient(store, journal_budget=journal_budget)
     if not orientation.topics and not orientation.journal:
         return DreamPlan(store=store, model=_name(llm))
@@ -247,16 +245,15 @@ def run(
     confirm: Callable[[DreamPlan], bool],
     *,
     llm: LLM | None = None,
-    today: date | None = None,
 ) -> DreamOutcome:
     """The whole dream for a host (``/dream``): plan, ask *confirm* with the
     plan (its ``render()`` is the diff to show), apply only on True, re-index.
     An empty plan is not asked about; it still counts as a dream."""
-    plan = make_plan(mem, llm or dream_llm(mem.config), today=today)
+    plan = make_plan(mem, llm or dream_llm(mem.config))
     if plan.empty:
-        apply_plan(plan)
+        apply_plan(plan, now=mem.clock.now())
         return DreamOutcome(plan, applied=False)
     if not confirm(plan):
         return DreamOutcome(plan, applied=False)
-    apply_plan(plan)
+    apply_plan(plan, now=mem.clock.now())
     return DreamOutcome(plan, applied=True, notices=sync_index(mem))

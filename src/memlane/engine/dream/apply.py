@@ -25,7 +25,7 @@ Replacer = Callable[[Path, Path], None]
 def apply_plan(
     plan: DreamPlan,
     *,
-    now: datetime | None = None,
+    now: datetime,
     _replace: Replacer = os.replace,
     _unlink: Callable[[Path], None] = os.unlink,
 ) -> None:

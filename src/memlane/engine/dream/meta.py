@@ -6,10 +6,11 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from memlane.core.clock import from_epoch, local, utc_z
 from memlane.core.errors import MemlaneError
 from memlane.store import topics as T
 
@@ -36,25 +37,20 @@ class DreamMeta:
         }
 
 
-def _utc_z(moment: datetime) -> str:
-    aware = moment if moment.tzinfo is not None else moment.astimezone()
-    return aware.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def _parse_time(value: Any) -> datetime | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, int | float):
         # pi-memory writes milliseconds since the epoch.
         seconds = value / 1000 if value > 1e11 else value
-        return datetime.fromtimestamp(seconds, UTC)
+        return from_epoch(seconds)
     if not isinstance(value, str) or not value.strip():
         return None
     try:
         parsed = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
     except ValueError:
         return None
-    return parsed if parsed.tzinfo is not None else parsed.astimezone()
+    return local(parsed)
 
 
 def read_meta(store: Path) -> DreamMeta:
@@ -69,9 +65,9 @@ def read_meta(store: Path) -> DreamMeta:
     count = data.get("sessions_since", data.get("sessionCount", 0))
     nudged = _parse_time(data.get("nudged_at"))
     return DreamMeta(
-        last_dream_at=_utc_z(last) if last else None,
+        last_dream_at=utc_z(last) if last else None,
         sessions_since=count if isinstance(count, int) and count >= 0 else 0,
-        nudged_at=_utc_z(nudged) if nudged else None,
+        nudged_at=utc_z(nudged) if nudged else None,
     )
 
 
@@ -103,18 +99,18 @@ def note_session_start(store: Path) -> DreamMeta:
     return _update_meta(store, bump)
 
 
-def record_dream(store: Path, now: datetime | None = None) -> DreamMeta:
+def record_dream(store: Path, now: datetime) -> DreamMeta:
     """A dream ran: reset the session count and the nudge."""
 
     def reset(meta: DreamMeta) -> None:
-        meta.last_dream_at = _utc_z(now or datetime.now(UTC))
+        meta.last_dream_at = utc_z(now)
         meta.sessions_since = 0
         meta.nudged_at = None
 
     return _update_meta(store, reset)
 
 
-def nudge(store: Path, settings: TopicSettings, now: datetime | None = None) -> str | None:
+def nudge(store: Path, settings: TopicSettings, now: datetime) -> str | None:
     """The one-time suggestion to run ``memlane dream``, or None.
 
     Due after ``dream.nudge_after_sessions`` sessions (counted by
@@ -126,9 +122,7 @@ def nudge(store: Path, settings: TopicSettings, now: datetime | None = None) -> 
     """
     if not settings.enabled or not store.is_dir():
         return None
-    moment = now or datetime.now(UTC)
-    if moment.tzinfo is None:
-        moment = moment.astimezone()
+    moment = local(now)
 
     def due(meta: DreamMeta) -> str | None:
         if meta.nudged_at is not None:
@@ -157,7 +151,7 @@ def nudge(store: Path, settings: TopicSettings, now: datetime | None = None) -> 
             meta = read_meta(store)
             text = due(meta)
             if text is not None:
-                meta.nudged_at = _utc_z(moment)
+                meta.nudged_at = utc_z(moment)
                 _write_meta(store, meta)
             return text
     except MemlaneError:

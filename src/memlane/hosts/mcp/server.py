@@ -35,6 +35,7 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
+from memlane.core.clock import SYSTEM_CLOCK, Clock
 from memlane.core.errors import MemlaneError
 from memlane.engine.tools import RECALL_LADDER, SPECS, ToolResult
 
@@ -91,8 +92,9 @@ class Engine:
     open and close) is queued on a single-worker executor, in arrival order.
     """
 
-    def __init__(self, directory: Path | None) -> None:
+    def __init__(self, directory: Path | None, *, clock: Clock = SYSTEM_CLOCK) -> None:
         self.directory = directory
+        self.clock = clock
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memlane-mcp-engine")
         self._memory: Memory | None = None
         self._tools: Tools | None = None
@@ -133,7 +135,7 @@ class Engine:
             from memlane.engine.memory import Memory
             from memlane.engine.tools import Tools
 
-            memory = Memory.open(self.directory)
+            memory = Memory.open(self.directory, clock=self.clock)
             self._memory = memory
             self._tools = Tools(memory)
             if memory.config.embedding.provider != "none":
@@ -202,8 +204,8 @@ def build_server(engine: Engine) -> Server[Any]:
     )
 
 
-async def serve(directory: Path | None) -> None:
-    engine = Engine(directory)
+async def serve(directory: Path | None, clock: Clock = SYSTEM_CLOCK) -> None:
+    engine = Engine(directory, clock=clock)
     engine.start()
     server = build_server(engine)
     try:
@@ -216,7 +218,7 @@ async def serve(directory: Path | None) -> None:
         engine.close()
 
 
-def run_mcp(directory: Path | None = None) -> int:
+def run_mcp(directory: Path | None = None, *, clock: Clock = SYSTEM_CLOCK) -> int:
     """Serve until the client closes stdin. Logs go to stderr."""
     import anyio
 
@@ -225,5 +227,5 @@ def run_mcp(directory: Path | None = None) -> int:
         level=os.environ.get("MEMLANE_LOG_LEVEL", "WARNING").upper(),
         format="memlane mcp: %(levelname)s %(name)s: %(message)s",
     )
-    anyio.run(serve, directory)
+    anyio.run(serve, directory, clock)
     return 0

@@ -31,6 +31,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, ClassVar
 
+from memlane.core.clock import SYSTEM_CLOCK, Clock
 from memlane.core.errors import MemlaneError
 from memlane.hosts.jsonrpc import (
     APPLICATION_ERROR,
@@ -81,9 +82,12 @@ def _str(params: dict[str, Any], key: str, method: str, *, required: bool = Fals
 
 
 class Sidecar:
-    def __init__(self, connection: Connection, directory: Path) -> None:
+    def __init__(
+        self, connection: Connection, directory: Path, *, clock: Clock = SYSTEM_CLOCK
+    ) -> None:
         self.conn = connection
         self.directory = directory
+        self.clock = clock
         self.memory: Memory | None = None
         self.session: Session | None = None
         self.tools: Tools | None = None
@@ -155,7 +159,7 @@ class Sidecar:
         from memlane.engine.memory import Memory
 
         if self.memory is None:
-            self.memory = Memory.open(self.directory)
+            self.memory = Memory.open(self.directory, clock=self.clock)
         return self.memory
 
     def _tools(self) -> Tools:
@@ -199,7 +203,7 @@ class Sidecar:
             # Open first: if the new project cannot be opened, nothing may keep
             # writing into the previous one.
             try:
-                opened = Memory.open(Path(cwd))
+                opened = Memory.open(Path(cwd), clock=self.clock)
             except BaseException:
                 if self.memory is not None:
                     self.memory.close()
@@ -280,6 +284,8 @@ def run_sidecar(
     directory: Path | None = None,
     stdin: IO[bytes] | None = None,
     stdout: IO[bytes] | None = None,
+    *,
+    clock: Clock = SYSTEM_CLOCK,
 ) -> int:
     """Serve until stdin closes. stdout carries protocol lines only."""
     logging.basicConfig(
@@ -291,5 +297,5 @@ def run_sidecar(
     writer = stdout or sys.stdout.buffer
     # Anything else printing to stdout would corrupt the protocol: send it to stderr.
     sys.stdout = sys.stderr
-    sidecar = Sidecar(Connection(reader, writer), directory or Path.cwd())
+    sidecar = Sidecar(Connection(reader, writer), directory or Path.cwd(), clock=clock)
     return sidecar.run()

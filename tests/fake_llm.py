@@ -5,7 +5,7 @@
 context managers running a ``ThreadingHTTPServer`` on port 0 in a daemon
 thread::
 
-    from _fake_llm import FakeOpenAI
+    from fake_llm import FakeOpenAI
 
     with FakeOpenAI(answer="- a\\n- b") as server:
         llm = OpenAILLM("fake-model", base_url=server.base_url)
@@ -30,8 +30,17 @@ with ``server.set(**changes)``, or for the next request only with
 ``stream_error``   after the first text delta, an error event with this
                    message instead of the rest of the stream
 
+Scripted replies: ``answers=[...]`` are given one per request, in order,
+before ``answer`` takes over; ``responder=f`` (a function of the
+``Request``) answers every request it returns a string for (or a
+``Behaviour`` for a whole scripted response), e.g. to answer distillation
+and extraction prompts differently. ``server.llm()`` is memlane's own
+provider (``OpenAILLM`` / ``AnthropicLLM``) pointed at the server, the way
+engine tests get an LLM: real HTTP, no in-process stand-in.
+
 ``server.requests`` lists every request received (``Request``: path, lower-
-case headers, parsed JSON body or None), recorded before any delay.
+case headers, parsed JSON body or None, and its ``system`` and ``prompt``
+text), recorded before any delay; ``server.prompts`` is every ``prompt``.
 ``closed_port_url()`` gives a URL on which nothing listens.
 """
 
@@ -41,11 +50,19 @@ import json
 import socket
 import threading
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, ClassVar
 
-__all__ = ["Behaviour", "FakeAnthropic", "FakeOpenAI", "Request", "closed_port_url"]
+__all__ = [
+    "Behaviour",
+    "FakeAnthropic",
+    "FakeOpenAI",
+    "Request",
+    "closed_port_url",
+    "wait_until",
+]
 
 
 @dataclass(frozen=True)
@@ -68,6 +85,46 @@ class Request:
     headers: dict[str, str]
     body: Any
     raw: bytes = field(repr=False, default=b"")
+
+    @property
+    def system(self) -> str:
+        """The system prompt (OpenAI: the system messages; Anthropic: ``system``)."""
+        if not isinstance(self.body, dict):
+            return ""
+        if "system" in self.body:
+            return _text(self.body["system"])
+        return "\n".join(
+            _text(m.get("content"))
+            for m in self.body.get("messages", [])
+            if isinstance(m, dict) and m.get("role") in ("system", "developer")
+        )
+
+    @property
+    def prompt(self) -> str:
+        """The last user message's text."""
+        if not isinstance(self.body, dict):
+            return ""
+        users = [
+            _text(m.get("content"))
+            for m in self.body.get("messages", [])
+            if isinstance(m, dict) and m.get("role") == "user"
+        ]
+        return users[-1] if users else ""
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(
+            str(part.get("text", ""))
+            for part in content
+            if isinstance(part, dict) and part.get("type") == "text"
+        )
+    return ""
+
+
+Responder = Callable[[Request], "str | Behaviour | None"]
 
 
 def closed_port_url(path: str = "/v1") -> str:
@@ -92,10 +149,17 @@ class _FakeServer:
     base_path: ClassVar[str] = ""
     endpoint: ClassVar[str] = ""
 
-    def __init__(self, **behaviour: Any) -> None:
+    def __init__(
+        self,
+        *,
+        answers: Iterable[str] = (),
+        responder: Responder | None = None,
+        **behaviour: Any,
+    ) -> None:
         self.behaviour = Behaviour(**behaviour)
         self.requests: list[Request] = []
-        self._queue: list[Behaviour] = []
+        self.responder = responder
+        self._queue: list[Behaviour] = [replace(self.behaviour, answer=a) for a in answers]
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._httpd: ThreadingHTTPServer | None = None
@@ -112,6 +176,21 @@ class _FakeServer:
         """Queue a behaviour (the current one with ``changes``) for one request."""
         with self._lock:
             self._queue.append(replace(self.behaviour, **changes))
+
+    def answer(self, *answers: str) -> None:
+        """Queue answers, one per coming request (then ``answer`` again)."""
+        for text in answers:
+            self.push(answer=text)
+
+    @property
+    def prompts(self) -> list[str]:
+        """The user prompt of every request so far."""
+        with self._lock:
+            return [r.prompt for r in self.requests]
+
+    def llm(self, model: str = "fake-model", *, timeout_s: float = 30.0) -> Any:
+        """memlane's provider for this API, talking to this server."""
+        raise NotImplementedError
 
     @property
     def port(self) -> int:
@@ -154,7 +233,16 @@ class _FakeServer:
     def _next(self, request: Request) -> Behaviour:
         with self._lock:
             self.requests.append(request)
-            return self._queue.pop(0) if self._queue else self.behaviour
+            if self._queue:
+                return self._queue.pop(0)
+            current, responder = self.behaviour, self.responder
+        if responder is not None:
+            reply = responder(request)
+            if isinstance(reply, Behaviour):
+                return reply
+            if reply is not None:
+                return replace(current, answer=reply)
+        return current
 
     def _sleep(self, seconds: float) -> bool:
         """Sleep unless the server stops first; False if it stopped."""
@@ -252,6 +340,11 @@ class FakeOpenAI(_FakeServer):
         super().__enter__()
         return self
 
+    def llm(self, model: str = "fake-model", *, timeout_s: float = 30.0) -> Any:
+        from memlane.llm.openai import OpenAILLM
+
+        return OpenAILLM(model, base_url=self.base_url, timeout_s=timeout_s)
+
     def render_stream(self, behaviour: Behaviour, model: str) -> bytes:
         def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
             return {
@@ -304,6 +397,13 @@ class FakeAnthropic(_FakeServer):
     def __enter__(self) -> FakeAnthropic:
         super().__enter__()
         return self
+
+    def llm(self, model: str = "claude-fake", *, timeout_s: float = 30.0) -> Any:
+        from memlane.llm.anthropic import AnthropicLLM
+
+        return AnthropicLLM(
+            model, api_key="sk-ant-fake", base_url=self.base_url, timeout_s=timeout_s
+        )
 
     def render_stream(self, behaviour: Behaviour, model: str) -> bytes:
         message = {"id": "msg_fake", "type": "message", "role": "assistant", "model": model}

@@ -1,0 +1,164 @@
+"""What many tests share, beside the fixtures of ``conftest.py``.
+
+* ``NOW`` and ``FixedClock``: every test that lets a date or time decide
+  something runs on an injected clock, never on today's date.
+* ``make_project``: a fresh project directory (a git root).
+* ``open_memory``: a ``Memory`` whose configuration comes from the
+  environment given here, on a given clock.
+* ``Cli``: the ``memlane`` command run in this process (typer's
+  ``CliRunner`` isolation around ``memlane.cli.main.main``); a result has
+  the ``returncode``/``stdout``/``stderr`` of a finished process.
+* ``run_memlane``: the command as a real subprocess, for the few tests
+  about what only a process shows (exit status, signals, cold start).
+* ``wait_for``: poll a condition another thread makes true.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from memlane.core.clock import FixedClock
+from memlane.core.config import load_config
+from memlane.core.scope import resolve_scope
+from memlane.engine.memory import Memory
+
+__all__ = [
+    "MEMLANE",
+    "NOW",
+    "TOPIC_DAY",
+    "Cli",
+    "CliResult",
+    "FixedClock",
+    "make_project",
+    "open_memory",
+    "run_memlane",
+    "wait_for",
+]
+
+# The moment the suite lives in: a Monday morning, UTC. Tests that need
+# another day move their clock (``clock.set(...)``) instead of reading today.
+NOW = datetime(2026, 11, 30, 10, 0, tzinfo=UTC)
+# The day store-level topic writes are stamped with (``updated:``) in tests.
+TOPIC_DAY = NOW.date()
+
+MEMLANE = [sys.executable, "-m", "memlane.cli.main"]
+
+
+def make_project(parent: Path, name: str = "proj", *, git: bool = True) -> Path:
+    """``parent/name`` as a project: a directory with a ``.git`` (its git root)."""
+    root = (parent / name).resolve()
+    root.mkdir(parents=True, exist_ok=True)
+    if git:
+        (root / ".git").mkdir(exist_ok=True)
+    return root
+
+
+def open_memory(
+    directory: Path,
+    *,
+    clock: FixedClock | None = None,
+    lexical: bool = True,
+    **env: str,
+) -> Memory:
+    """A Memory for *directory* configured by the process environment plus *env*.
+
+    ``lexical`` (the default) switches the embedder off: most tests are about
+    files and rules, not vectors, and skip the model load.
+    """
+    merged: dict[str, str] = {**os.environ, **env}
+    if lexical:
+        merged.setdefault("MEMLANE_EMBEDDING_PROVIDER", "none")
+    scope = resolve_scope(directory, env=merged)
+    return Memory(
+        scope, load_config(scope.repository_dir, env=merged), clock=clock or FixedClock(NOW)
+    )
+
+
+@dataclass(frozen=True)
+class CliResult:
+    """A finished ``memlane`` command: the shape of ``subprocess.CompletedProcess``."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+class Cli:
+    """Runs ``memlane ARGS`` in this process, on a given clock.
+
+    Output, input and the environment are isolated per call (typer's
+    ``CliRunner``); *cwd* is where the command starts (the process's working
+    directory is restored after). Exceptions other than the expected ones
+    ``main`` turns into an exit code propagate, so a bug shows its traceback.
+    """
+
+    def __init__(self, clock: FixedClock, cwd: Path | None = None) -> None:
+        self.clock = clock
+        self.cwd = cwd
+
+    def __call__(
+        self,
+        *args: str,
+        cwd: Path | str | None = None,
+        env: Mapping[str, str | None] | None = None,
+        input: str | bytes | None = None,
+    ) -> CliResult:
+        from typer.testing import CliRunner
+
+        from memlane.cli.main import main
+
+        where = cwd if cwd is not None else self.cwd
+        before = os.getcwd()
+        with CliRunner().isolation(input=input, env=dict(env or {})) as (out, err, _):
+            try:
+                if where is not None:
+                    os.chdir(where)
+                try:
+                    code = main(list(args), clock=self.clock)
+                except SystemExit as exc:  # a command that exits on its own
+                    code = exc.code if isinstance(exc.code, int) else 1
+            finally:
+                os.chdir(before)
+                sys.stdout.flush()  # the isolated streams buffer until flushed
+                sys.stderr.flush()
+            stdout, stderr = out.getvalue(), err.getvalue()
+        return CliResult(code, stdout.decode("utf-8", "replace"), stderr.decode("utf-8", "replace"))
+
+
+def run_memlane(
+    *args: str,
+    cwd: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    input: str | None = None,
+    timeout: float = 120,
+) -> subprocess.CompletedProcess[str]:
+    """``memlane ARGS`` as a new process (the system clock: assert nothing on dates)."""
+    return subprocess.run(
+        [*MEMLANE, *args],
+        cwd=cwd,
+        env={**os.environ, **(env or {})},
+        capture_output=True,
+        text=True,
+        input=input,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def wait_for(predicate: Callable[[], object], timeout: float = 15.0, what: str = "") -> None:
+    """Poll *predicate* until it is true; fail the test after *timeout* seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.02)
+    if predicate():
+        return
+    raise AssertionError(f"not reached within {timeout:g} s: {what or predicate!r}")
