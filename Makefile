@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test lint bench bench-compare clean
+.PHONY: install demo test test-fast test-dates faketime lint bench bench-compare clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -21,8 +21,31 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check src tests benchmarks
 	$(BIN)/mypy
 
+# The fast lane leaves out what starts real processes, the pi end-to-end
+# tests and the memsearch parity tests (markers in pyproject.toml).
+FAST_LANE := -m "not e2e and not parity and not subprocess"
+# test-dates: the fast lane on other days, under libfaketime; the last one
+# starts ten seconds before a new year, so the run crosses midnight.
+DATES := 2027-01-01 00:00:30|2028-02-29 23:59:30|2026-12-31 23:59:50
+
 test: lint
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q --durations=15
+
+test-fast: $(STAMP)
+	$(BIN)/pytest -q $(FAST_LANE) --durations=15
+
+test-dates: $(STAMP)
+	@command -v faketime >/dev/null 2>&1 || $(MAKE) --no-print-directory faketime
+	@IFS='|'; for moment in $(DATES); do \
+		echo "== the fast lane at $$moment (faketime)"; \
+		faketime "$$moment" $(BIN)/pytest -q -p no:cacheprovider $(FAST_LANE) || exit 1; \
+	done
+
+# Debian's faketime (libfaketime), for test-dates.
+faketime:
+	@if [ "$$(id -u)" -eq 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	command -v apt-get >/dev/null 2>&1 || { echo "test-dates needs faketime (libfaketime): install it with your package manager" >&2; exit 1; }; \
+	$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq faketime >/dev/null
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run_all.py

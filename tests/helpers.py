@@ -75,6 +75,8 @@ def open_memory(
     merged: dict[str, str] = {**os.environ, **env}
     if lexical:
         merged.setdefault("MEMLANE_EMBEDDING_PROVIDER", "none")
+    elif "MEMLANE_EMBEDDING_PROVIDER" not in env:
+        merged.pop("MEMLANE_EMBEDDING_PROVIDER", None)  # the default: the bundled model
     scope = resolve_scope(directory, env=merged)
     return Memory(
         scope, load_config(scope.repository_dir, env=merged), clock=clock or FixedClock(NOW)

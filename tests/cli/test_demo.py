@@ -13,7 +13,7 @@ import pytest
 from memlane.cli.demo import build_project, fixtures_dir
 from memlane.engine.memory import Memory
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.subprocess
 
 
 def test_demo_runs_offline_and_explains_each_step(tmp_path: Path) -> None:

@@ -34,7 +34,7 @@ from pi_harness import PiInstall, PiWorld, read_session
 
 from helpers import NOW
 
-pytestmark = [pytest.mark.slow, pytest.mark.e2e]
+pytestmark = pytest.mark.e2e
 
 MEMLANE = str(Path(sys.executable).parent / "memlane")
 

@@ -20,7 +20,7 @@ import pytest
 from fake_model import FakeModel, Reply, last_tool_result, system_text
 from pi_harness import PiInstall, PiWorld
 
-pytestmark = [pytest.mark.slow, pytest.mark.e2e]
+pytestmark = pytest.mark.e2e
 
 SCRIPTED = Path(__file__).with_name("scripted_sidecar.py")
 

@@ -27,7 +27,7 @@ from pi_harness import RUN_TIMEOUT_S, PiInstall, PiWorld, RpcPi, sidecar_pids
 from fake_llm import FakeOpenAI
 from helpers import NOW
 
-pytestmark = [pytest.mark.slow, pytest.mark.e2e]
+pytestmark = pytest.mark.e2e
 
 MEMLANE = str(Path(sys.executable).parent / "memlane")
 

@@ -20,7 +20,7 @@ import pytest
 from fake_model import FakeModel, Reply, last_tool_result, message_texts
 from pi_harness import PiInstall, PiWorld, sidecar_pids
 
-pytestmark = [pytest.mark.slow, pytest.mark.e2e]
+pytestmark = pytest.mark.e2e
 
 MEMLANE = str(Path(sys.executable).parent / "memlane")
 UNAVAILABLE = "memlane is not available"

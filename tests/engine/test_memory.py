@@ -1,4 +1,4 @@
-"""Engine behaviour without the model (provider none): fast and deterministic."""
+"""Engine behaviour, mostly without the model (provider none): fast and deterministic."""
 
 from __future__ import annotations
 
@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from helpers import FixedClock, open_memory
 from memlane.core.errors import NotFoundError
+from memlane.core.types import Anchor
 from memlane.engine.memory import Memory
 
 
@@ -235,3 +237,69 @@ def test_a_failed_embedder_load_is_re_probed_after_the_negative_cache(
     monkeypatch.setattr(memory_module, "EMBEDDER_RETRY_S", 0.0)
     assert mem.embedder is not None
     assert mem.embedder_problem is None
+
+
+def test_similar_returns_a_notes_real_neighbours_and_never_the_chunk_itself(
+    project: Path, clock: FixedClock
+) -> None:
+    """memory_similar on a journal chunk: dense neighbours of its stored vector."""
+    mem = open_memory(project, clock=clock, lexical=False)
+    notes = [
+        "the team moved the hot cache to Redis with five minute TTLs",
+        "CI runs on GitHub Actions with a matrix of three Python versions",
+        "keys in the Redis cache now expire after five minutes",
+        "the user prefers tabs over spaces in the Makefile",
+    ]
+    for number, note in enumerate(notes):
+        clock.advance(minutes=1)
+        # One session each: an entry's embedding input carries some of the entry
+        # before it in its session (docs/adr/0005), which must not make a neighbour.
+        mem.write(note, Anchor(session=f"s{number}", turn=f"t{number}", transcript="none"))
+    mem.sync()
+    source = mem.search("hot cache Redis TTLs", mode="lexical").hits[0]
+    assert "hot cache" in source.content
+    result = mem.similar(source.chunk_hash, k=3)
+    assert result.mode == "semantic" and not result.notices
+    assert [h.chunk_hash for h in result.hits].count(source.chunk_hash) == 0
+    assert len(result.hits) == 3
+    assert "expire after five minutes" in result.hits[0].content
+    mem.close()
+
+
+def test_similar_on_a_topic_chunk_finds_the_journal_note_it_restates(
+    project: Path, clock: FixedClock
+) -> None:
+    from memlane.engine.topics import add_entry
+
+    mem = open_memory(project, clock=clock, lexical=False)
+    mem.write("the deploy script needs AWS_PROFILE=staging before it runs")
+    clock.advance(minutes=1)
+    mem.write("the flaky login test was a race in the token refresh")
+    add_entry(
+        mem,
+        content="Set AWS_PROFILE=staging before running the deploy script.",
+        topic="deploys",
+        title="Staging profile",
+    )
+    topic_hit = mem.search("AWS_PROFILE staging deploy", kind="topic", mode="lexical").hits[0]
+    assert topic_hit.source.endswith("topics/deploys.md")
+    result = mem.similar(topic_hit.chunk_hash, k=4)
+    assert topic_hit.chunk_hash not in {h.chunk_hash for h in result.hits}
+    journal = [h for h in result.hits if not h.source.endswith("deploys.md")]
+    assert "needs AWS_PROFILE=staging" in journal[0].content  # above the login note
+    mem.close()
+
+
+def test_similar_without_a_vector_falls_back_to_its_words(project: Path, clock: FixedClock) -> None:
+    mem = open_memory(project, clock=clock)  # lexical: nothing is embedded
+    mem.write("billing export runs nightly at 02:00")
+    clock.advance(minutes=1)
+    mem.write("billing export writes CSV files to the s3 bucket")
+    mem.write("the user likes short commit messages")
+    mem.sync()
+    first = mem.search("nightly 02:00").hits[0]
+    result = mem.similar(first.chunk_hash)
+    assert result.notices == ["this chunk has no vector yet; showing lexical neighbours"]
+    assert result.hits and "s3 bucket" in result.hits[0].content
+    assert first.chunk_hash not in {h.chunk_hash for h in result.hits}
+    mem.close()

@@ -43,7 +43,7 @@ _SCRIPT = textwrap.dedent(
 )
 
 
-@pytest.mark.slow
+@pytest.mark.subprocess
 def test_kill_during_capture_loses_no_written_entry(tmp_path: Path) -> None:
     project = tmp_path / "proj"
     project.mkdir()

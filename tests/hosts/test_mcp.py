@@ -111,7 +111,7 @@ async def _error(session: ClientSession, name: str, **arguments: Any) -> CallToo
     return result
 
 
-@pytest.mark.slow
+@pytest.mark.subprocess
 def test_lists_every_tool_with_its_schema_and_the_ladder(project: Path, server_log: Server) -> None:
     async def body() -> None:
         async with connect(project, server_log, MEMLANE_EMBEDDING_PROVIDER="none") as (
@@ -135,7 +135,7 @@ def test_lists_every_tool_with_its_schema_and_the_ladder(project: Path, server_l
     run(body)
 
 
-@pytest.mark.slow
+@pytest.mark.subprocess
 def test_write_search_expand_status_with_structured_results(
     project: Path, server_log: Server
 ) -> None:
@@ -180,7 +180,7 @@ def test_write_search_expand_status_with_structured_results(
     run(body)
 
 
-@pytest.mark.slow
+@pytest.mark.subprocess
 def test_errors_are_tool_results_and_the_server_keeps_serving(
     project: Path, server_log: Server
 ) -> None:
@@ -220,7 +220,7 @@ def test_errors_are_tool_results_and_the_server_keeps_serving(
     run(body)
 
 
-@pytest.mark.slow
+@pytest.mark.subprocess
 def test_concurrent_calls_all_come_back_clean(project: Path, server_log: Server) -> None:
     async def body() -> None:
         async with connect(project, server_log, MEMLANE_EMBEDDING_PROVIDER="none") as (
@@ -251,7 +251,7 @@ def test_concurrent_calls_all_come_back_clean(project: Path, server_log: Server)
     run(body)
 
 
-@pytest.mark.slow
+@pytest.mark.subprocess
 def test_hybrid_search_with_the_bundled_model(project: Path, server_log: Server) -> None:
     async def body() -> None:
         async with connect(project, server_log) as (session, _):
@@ -269,7 +269,7 @@ def test_hybrid_search_with_the_bundled_model(project: Path, server_log: Server)
     run(body)
 
 
-@pytest.mark.slow
+@pytest.mark.subprocess
 def test_the_server_exits_when_the_client_closes(project: Path, server_log: Server) -> None:
     async def body() -> None:
         async with connect(project, server_log, MEMLANE_EMBEDDING_PROVIDER="none") as (
@@ -309,7 +309,7 @@ def test_results_map_to_text_structured_content_and_is_error() -> None:
 # -- install mcp --print ------------------------------------------------------------------
 
 
-@pytest.mark.slow
+@pytest.mark.subprocess
 def test_install_mcp_print_names_the_running_memlane(tmp_path: Path) -> None:
     out = subprocess.run(
         [sys.executable, "-m", "memlane.cli.main", "install", "mcp", "--print"],
@@ -354,7 +354,7 @@ def test_memlane_command_falls_back_to_python_m() -> None:
     ]
 
 
-@pytest.mark.slow
+@pytest.mark.subprocess
 def test_other_commands_never_import_the_sdk() -> None:
     # The SDK costs ~0.5 s to import; only `memlane mcp` may pay it.
     probe = (
@@ -366,7 +366,7 @@ def test_other_commands_never_import_the_sdk() -> None:
     assert done.stdout.strip() == "[]"
 
 
-@pytest.mark.slow
+@pytest.mark.subprocess
 def test_install_mcp_without_print_says_what_to_run(tmp_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "memlane.cli.main", "install", "mcp"],

@@ -30,7 +30,7 @@ def expected_by_digest(root: Path) -> dict[str, set[str]]:
     return table
 
 
-@pytest.mark.slow
+@pytest.mark.subprocess
 def test_processes_replace_and_search_concurrently(tmp_path: Path) -> None:
     index_path = tmp_path / "index" / "ms_shared_12345678.sqlite"  # created by the race
     procs = [

@@ -65,7 +65,10 @@ def test_memory_similar_on_a_session_message_and_on_a_chunk(project: Project) ->
     chunk = tools.call("memory_search", {"query": "nightly 02:00", "mode": "lexical"})
     chunk_hash = chunk.details["hits"][0]["chunk_hash"]
     near = tools.call("memory_similar", {"chunk_hash": chunk_hash})
-    assert all(h["chunk_hash"] != chunk_hash for h in near.details["hits"])
+    assert near.details["mode"] == "lexical"  # provider none: the chunk has no vector
+    neighbours = near.details["hits"]
+    assert neighbours and all(h["chunk_hash"] != chunk_hash for h in neighbours)
+    assert "writes CSV files to the s3 bucket" in neighbours[0]["content"]
     with pytest.raises(MemlaneError, match="nothing stored under"):
         tools.call("memory_similar", {"chunk_hash": "0123456789abcdef"})
 

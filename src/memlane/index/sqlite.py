@@ -638,7 +638,9 @@ class SqliteIndex(SqliteFile):
             mode: SearchMode = (
                 "semantic" if not use_lexical else "hybrid" if use_dense else "lexical"
             )
-            if k <= 0 or not query.strip():
+            # An empty query matches nothing lexically; a semantic-only search
+            # (memory_similar: a stored vector, no words) needs no query text.
+            if k <= 0 or (use_lexical and not query.strip()):
                 return mode, []
             n = candidate_count(k)
             alpha = self.settings.alpha
