@@ -101,7 +101,8 @@ class Cli:
     ``main`` turns into an exit code propagate, so a bug shows its traceback.
     """
 
-    def __init__(self, clock: FixedClock, cwd: Path | None = None) -> None:
+    def __init__(self, clock: FixedClock | None, cwd: Path | None = None) -> None:
+        """*clock* None lets the command choose (``MEMLANE_NOW`` or the system clock)."""
         self.clock = clock
         self.cwd = cwd
 

@@ -3,21 +3,27 @@
 from __future__ import annotations
 
 import ast
+import json
 import threading
 from datetime import UTC, date, datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
 
+from helpers import Cli
 from memlane.core.clock import (
+    NOW_ENV,
     SYSTEM_CLOCK,
     Clock,
     FixedClock,
+    RunningClock,
+    clock_from_env,
     from_epoch,
     local,
     utc_z,
     utc_z_millis,
 )
+from memlane.core.errors import ConfigError
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "memlane"
 TESTS = Path(__file__).resolve().parents[1]
@@ -161,3 +167,35 @@ def test_local_keeps_an_aware_offset_and_reads_a_naive_time_as_the_machines() ->
     naive = datetime(2026, 5, 1, 12, 0)
     assert local(naive).replace(tzinfo=None) == naive and local(naive).tzinfo is not None
     assert from_epoch(0) == datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def test_memlane_now_starts_a_running_clock_and_is_checked() -> None:
+    assert clock_from_env({}) is SYSTEM_CLOCK
+    assert clock_from_env({NOW_ENV: "  "}) is SYSTEM_CLOCK
+    clock = clock_from_env({NOW_ENV: "2027-01-01T00:00:30Z"})
+    assert isinstance(clock, RunningClock)
+    first = clock.now()
+    assert first >= datetime(2027, 1, 1, 0, 0, 30, tzinfo=UTC)
+    assert first - datetime(2027, 1, 1, 0, 0, 30, tzinfo=UTC) < timedelta(hours=1)
+    assert clock.now() >= first  # it runs on
+    assert clock.departure() is not None and NOW_ENV in clock.departure()
+    assert SYSTEM_CLOCK.departure() is None
+    with pytest.raises(ConfigError, match="is not an ISO 8601 time") as caught:
+        clock_from_env({NOW_ENV: "next tuesday"})
+    assert NOW_ENV in (caught.value.hint or "")
+
+
+def test_the_command_runs_on_memlane_now_and_the_doctor_says_so(project: Path) -> None:
+    cli = Cli(None, cwd=project)  # no clock handed in: the command picks its own
+    env = {NOW_ENV: "2027-01-01T00:00:30Z", "MEMLANE_EMBEDDING_PROVIDER": "none"}
+    wrote = cli("write", "the new year's first entry", env=env)
+    assert wrote.returncode == 0, wrote.stderr
+    daily = project / ".memsearch" / "memory" / "2027-01-01.md"
+    assert daily.read_text(encoding="utf-8").startswith("# 2027-01-01\n\n## Session 00:00\n")
+    status = cli("status", "--json", "--no-probe", env=env)
+    assert status.returncode == 0, status.stderr
+    notices = json.loads(status.stdout)["notices"]
+    assert any(n.startswith(f"clock: {NOW_ENV} started this process's clock") for n in notices)
+    bad = cli("write", "x", env={**env, NOW_ENV: "soon"})
+    assert bad.returncode == 1
+    assert bad.stderr.startswith(f"memlane: error: {NOW_ENV}='soon' is not an ISO 8601 time")

@@ -307,7 +307,7 @@ def test_4b_pi_still_answers_without_memlane(world: PiWorld, fake_model: FakeMod
         assert result.returncode == 0, result.stderr
         final = result.final_text()
         assert final.startswith("tool said: ")
-        assert "pip install memlane" in final
+        assert "pip install ." in final
         assert "memlane install pi" in final
     finally:
         world.install_package(MEMLANE)

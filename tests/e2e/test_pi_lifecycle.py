@@ -94,7 +94,7 @@ def test_sidecar_lives_with_the_session_and_respawns_lazily_up_to_the_cap(
         assert settled.get("aborted") is False
         assert UNAVAILABLE in seen[-1] and "died" in seen[-1], seen[-1]
         assert sidecar_pids(world.project) == []
-        assert "pip install memlane" in seen[-1]
+        assert "pip install ." in seen[-1]
 
     assert sidecar_pids(world.project) == []
 

@@ -56,7 +56,7 @@ const DREAM_TIMEOUT_MS = 600_000;
 const LLM_COMPLETE_MAX_TOKENS = 1024;
 
 const INSTALL_HINT =
-	"Install it with `pip install memlane`, then run `memlane install pi` (it records which memlane pi should run).";
+	"memlane is not on PyPI: install it from a memlane checkout with `pip install .` (or `pipx install <checkout or git URL>`), then run `memlane install pi` (it records which memlane pi should run).";
 const STATUS_HINT = "Run `memlane status` in the project for what is wrong, then restart pi.";
 const CONTEXT_MESSAGE_TYPE = "memlane-context";
 const LOG_PREFIX = "[memlane]";

@@ -54,6 +54,10 @@ class Clock:
         """Seconds since the epoch."""
         return self.now().timestamp()
 
+    def departure(self) -> str | None:
+        """How this clock departs from the system's, for the doctor; None: it doesn't."""
+        return None
+
 
 SYSTEM_CLOCK = Clock()
 
@@ -85,6 +89,9 @@ class FixedClock(Clock):
             self._moment = self._moment + step
             return self._moment
 
+    def departure(self) -> str | None:
+        return f"a fixed clock stands at {self.now().isoformat()}"
+
     def __repr__(self) -> str:
         return f"FixedClock({self.now().isoformat()})"
 
@@ -98,6 +105,12 @@ class RunningClock(Clock):
 
     def now(self) -> datetime:
         return self.start + timedelta(seconds=time.monotonic() - self._started)
+
+    def departure(self) -> str | None:
+        return (
+            f"{NOW_ENV} started this process's clock at {self.start.isoformat()}, "
+            "so entries are dated from there, not by the system clock; unset it to go back"
+        )
 
     def __repr__(self) -> str:
         return f"RunningClock(from {self.start.isoformat()})"

@@ -529,6 +529,9 @@ class Memory:
             "sqlite": _sqlite_version(),
         }
         notices = list(self.notices)
+        departure = self.clock.departure()
+        if departure:
+            notices.append(f"clock: {departure}")
         missing: list[str] = []
         state_data = state.load(self.scope.state_path)
         if self.scope.state_path is not None and not state_data:
