@@ -129,6 +129,9 @@ def main(argv: Sequence[str] | None = None, *, clock: Clock | None = None) -> in
         # exit 1 before the handlers below can say or decide anything.
         with command.make_context("memlane", args, obj=CliState(clock=chosen)) as ctx:
             code = command.invoke(ctx)
+        # Output still buffered would meet a closed pipe only at exit, past the
+        # handlers below ("Exception ignored ... BrokenPipeError", status 120).
+        sys.stdout.flush()
     except MemlaneError as exc:
         sys.stderr.write(f"memlane: error: {exc.message}\n")
         if exc.hint:
