@@ -1,61 +1,46 @@
-"""The ``memlane`` command as a user runs it: real subprocesses, real files."""
+"""The ``memlane`` command's arguments and output, run in this process on a fixed clock.
+
+What only a real process shows (exit status of the console script, signals,
+pipes, concurrent processes) is in ``test_smoke.py``.
+"""
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-MEMLANE = [sys.executable, "-m", "memlane.cli.main"]
+from helpers import Cli, make_project
+
+LEXICAL = {"MEMLANE_EMBEDDING_PROVIDER": "none"}
 
 
-def run(
-    *args: str, cwd: Path | None = None, env: dict[str, str] | None = None, input: str | None = None
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*MEMLANE, *args],
-        cwd=cwd,
-        env={**os.environ, **(env or {})},
-        capture_output=True,
-        text=True,
-        input=input,
-        timeout=120,
-        check=False,
-    )
-
-
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    root = tmp_path / "demo-proj"
-    (root / ".git").mkdir(parents=True)
-    (root / "src").mkdir()
-    return root
-
-
-def test_scope_json(project: Path) -> None:
-    out = run("-C", str(project / "src"), "scope", "--json")
+def test_scope_json(cli: Cli, tmp_path: Path) -> None:
+    project = make_project(tmp_path, "demo-proj")
+    (project / "src").mkdir()
+    out = cli("-C", str(project / "src"), "scope", "--json")
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
     assert set(data) == {"scope", "repository_dir", "store", "collection", "state_dir"}
-    assert data["scope"] == str(project.resolve())
-    assert data["store"] == str(project.resolve() / ".memsearch" / "memory")
+    assert data["scope"] == str(project)
+    assert data["repository_dir"] == str(project)
+    assert data["store"] == str(project / ".memsearch" / "memory")
     assert data["collection"].startswith("ms_demo_proj_")
-    assert data["state_dir"] == str(project.resolve() / ".memsearch")
+    assert data["state_dir"] == str(project / ".memsearch")
 
 
-def test_write_search_expand_lexical(project: Path) -> None:
-    env = {"MEMLANE_EMBEDDING_PROVIDER": "none"}
-    w = run("write", "the nightly export now runs at 02:00 UTC", cwd=project, env=env)
+def test_write_search_expand_lexical(cli: Cli, project: Path) -> None:
+    w = cli("write", "the nightly export now runs at 02:00 UTC", env=LEXICAL)
     assert w.returncode == 0, w.stderr
-    assert "Wrote an entry" in w.stdout
-    s = run("search", "nightly export", "--json", cwd=project, env=env)
+    daily = project / ".memsearch" / "memory" / "2026-11-30.md"
+    assert w.stdout == f"Wrote an entry at 10:00 to {daily}\n"
+    assert "### 10:00\n" in daily.read_text(encoding="utf-8")
+    s = cli("search", "nightly export", "--json", env=LEXICAL)
     assert s.returncode == 0, s.stderr
     data = json.loads(s.stdout)
     assert data["mode"] == "lexical"
+    assert data["hits"], data
     hit = data["hits"][0]
     assert set(hit) >= {
         "score",
@@ -66,37 +51,36 @@ def test_write_search_expand_lexical(project: Path) -> None:
         "end_line",
         "content",
     }
-    e = run("expand", hit["chunk_hash"], "--json", cwd=project, env=env)
+    assert hit["source"] == str(daily)
+    e = cli("expand", hit["chunk_hash"], "--json", env=LEXICAL)
     assert e.returncode == 0, e.stderr
     section = json.loads(e.stdout)
     assert "02:00 UTC" in section["content"]
     assert section["anchor"]["session"] == "cli"
-    human = run("search", "nightly export", cwd=project, env=env)
+    human = cli("search", "nightly export", env=LEXICAL)
+    assert human.returncode == 0, human.stderr
     assert hit["chunk_hash"] in human.stdout
     assert "lexical" in human.stdout
 
 
-def test_write_from_stdin(project: Path) -> None:
-    out = run(
-        "write",
-        "-",
-        "--json",
-        cwd=project,
-        input="first line\n- second line\n",
-        env={"MEMLANE_EMBEDDING_PROVIDER": "none"},
-    )
+def test_write_from_stdin(cli: Cli, project: Path) -> None:
+    out = cli("write", "-", "--json", input="first line\n- second line\n", env=LEXICAL)
     assert out.returncode == 0, out.stderr
-    text = json.loads(out.stdout)["text"]
-    assert "- first line\n- second line" in text
+    entry = json.loads(out.stdout)
+    assert entry["time"] == "10:00"
+    assert entry["path"] == str(project / ".memsearch" / "memory" / "2026-11-30.md")
+    assert "### 10:00\n" in entry["text"]
+    assert "- first line\n- second line" in entry["text"]
 
 
-def test_empty_search_says_so(project: Path) -> None:
-    run("write", "alpha", cwd=project, env={"MEMLANE_EMBEDDING_PROVIDER": "none"})
-    out = run(
-        "search", "nothingmatcheshere", cwd=project, env={"MEMLANE_EMBEDDING_PROVIDER": "none"}
-    )
-    assert out.returncode == 0
+def test_empty_search_says_so(cli: Cli) -> None:
+    assert cli("write", "alpha", env=LEXICAL).returncode == 0
+    out = cli("search", "nothingmatcheshere", env=LEXICAL)
+    assert out.returncode == 0, out.stderr
     assert "empty" in out.stdout
+    assert (
+        json.loads(cli("search", "nothingmatcheshere", "--json", env=LEXICAL).stdout)["hits"] == []
+    )
 
 
 @pytest.mark.parametrize(
@@ -113,34 +97,36 @@ def test_empty_search_says_so(project: Path) -> None:
         (("index",), "no memory store at"),
     ],
 )
-def test_errors_are_one_clear_line(project: Path, args: tuple[str, ...], message: str) -> None:
-    out = run(*args, cwd=project, env={"MEMLANE_EMBEDDING_PROVIDER": "none"})
-    assert out.returncode != 0
-    assert "Traceback" not in out.stderr
-    assert message in out.stderr
+def test_errors_are_one_clear_line(cli: Cli, args: tuple[str, ...], message: str) -> None:
+    out = cli(*args, env=LEXICAL)
+    assert out.returncode == 1, out
     assert out.stderr.startswith("memlane: error: ")
+    assert message in out.stderr.splitlines()[0]
+    assert "Traceback" not in out.stderr
+    assert out.stdout == ""
 
 
-def test_non_utf8_chunks_file_is_a_clear_error(project: Path) -> None:
+def test_non_utf8_chunks_file_is_a_clear_error(cli: Cli, project: Path) -> None:
     bad = project / "bad.md"
     bad.write_bytes(b"# title\n\nsome \xff\xfe bytes\n")
-    out = run("chunks", str(bad), cwd=project)
-    assert out.returncode != 0
+    out = cli("chunks", str(bad))
+    assert out.returncode == 1, out
+    assert out.stderr.startswith("memlane: error: ")
     assert "UTF-8" in out.stderr or "utf-8" in out.stderr
     assert "Traceback" not in out.stderr
 
 
-def test_store_command_failure_names_command_and_mode(project: Path) -> None:
-    out = run("scope", cwd=project, env={"MEMLANE_STORE_CMD": "false"})
-    assert out.returncode != 0
+def test_store_command_failure_names_command_and_mode(cli: Cli) -> None:
+    out = cli("scope", env={"MEMLANE_STORE_CMD": "false"})
+    assert out.returncode == 1, out
+    assert out.stderr.startswith("memlane: error: ")
     assert "`false memory-dir`" in out.stderr
 
 
-def test_status_json(project: Path) -> None:
-    env = {"MEMLANE_EMBEDDING_PROVIDER": "none"}
-    run("write", "an entry for status", cwd=project, env=env)
-    run("index", cwd=project, env=env)
-    out = run("status", "--json", cwd=project, env=env)
+def test_status_json(cli: Cli) -> None:
+    assert cli("write", "an entry for status", env=LEXICAL).returncode == 0
+    assert cli("index", env=LEXICAL).returncode == 0
+    out = cli("status", "--json", env=LEXICAL)
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
     assert data["chunks"] == 1
@@ -150,64 +136,27 @@ def test_status_json(project: Path) -> None:
     assert data["index_state"]["status"] == "ok"
 
 
-def test_config_set_get_and_trust(project: Path) -> None:
-    assert run("config", "set", "embedding.batch_size", "8").returncode == 0
-    got = run("config", "get", "embedding.batch_size", cwd=project)
+def test_config_set_get_and_trust(cli: Cli, project: Path, isolated_home: Path) -> None:
+    elsewhere = make_project(project.parent, "elsewhere")
+    set_globally = cli("config", "set", "embedding.batch_size", "8", cwd=elsewhere)
+    assert set_globally.returncode == 0, set_globally.stderr
+    assert "batch_size = 8" in (isolated_home / "config.toml").read_text(encoding="utf-8")
+    got = cli("config", "get", "embedding.batch_size")
     assert got.stdout.strip() == "8"
     (project / ".memlane.toml").write_text("[embedding]\nbatch_size = 4\n")
-    listed = run("config", "list", "--resolved", cwd=project)
+    listed = cli("config", "list", "--resolved")
     assert "embedding.batch_size = 8  [global]" in listed.stdout
     assert "not trusted" in listed.stdout
-    assert run("trust", cwd=project).returncode == 0
-    listed = run("config", "list", "--resolved", cwd=project)
+    assert cli("trust").returncode == 0
+    listed = cli("config", "list", "--resolved")
     assert "embedding.batch_size = 4  [project]" in listed.stdout
-    bad = run("config", "set", "embedding.api_key", "sk-123")
-    assert bad.returncode != 0 and "never stored" in bad.stderr
+    bad = cli("config", "set", "embedding.api_key", "sk-123")
+    assert bad.returncode == 1 and "never stored" in bad.stderr
+    assert "sk-123" not in (isolated_home / "config.toml").read_text(encoding="utf-8")
 
 
-def test_concurrent_writers_and_indexers_lose_nothing(project: Path) -> None:
-    env = {**os.environ, "MEMLANE_EMBEDDING_PROVIDER": "none"}
-    script = (
-        "import sys\n"
-        "from memlane.engine.memory import Memory\n"
-        "tag = sys.argv[1]\n"
-        "with Memory.open(sys.argv[2]) as mem:\n"
-        "    for i in range(15):\n"
-        "        mem.write(f'writer {tag} note number {i} token{tag}x{i}')\n"
-        "        if i % 5 == 4:\n"
-        "            mem.sync()\n"
-        "            mem.search(f'token{tag}x{i}')\n"
-    )
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-c", script, str(n), str(project)],
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for n in range(4)
-    ]
-    for p in procs:
-        _, err = p.communicate(timeout=180)
-        assert p.returncode == 0, err
-    from memlane.engine.memory import Memory
-
-    os.environ["MEMLANE_EMBEDDING_PROVIDER"] = "none"
-    try:
-        with Memory.open(project) as mem:
-            mem.sync()
-            for n in range(4):
-                for i in range(15):
-                    hits = mem.search(f"token{n}x{i}", 3).hits
-                    assert hits and f"token{n}x{i}" in hits[0].content, (n, i)
-            text = "".join(p.read_text() for p in mem.scope.store.glob("*.md"))
-            assert text.count("### ") == 60
-    finally:
-        del os.environ["MEMLANE_EMBEDDING_PROVIDER"]
-
-
-def test_chunks_json_equals_memsearch(project: Path) -> None:
+@pytest.mark.parity
+def test_chunks_json_equals_memsearch(cli: Cli) -> None:
     """`memlane chunks --json` matches the real memsearch chunker and chunk ids."""
     from memsearch.chunker import chunk_markdown, compute_chunk_id
 
@@ -215,7 +164,7 @@ def test_chunks_json_equals_memsearch(project: Path) -> None:
 
     for name in ("2026-10-27.md", "2026-11-16.md"):
         path = fixtures_dir() / "memory" / name
-        out = run("chunks", str(path), "--json", cwd=project)
+        out = cli("chunks", str(path), "--json")
         assert out.returncode == 0, out.stderr
         ours = json.loads(out.stdout)
         source = str(path.resolve())
@@ -238,55 +187,52 @@ def test_chunks_json_equals_memsearch(project: Path) -> None:
         assert len(ours) > 3
 
 
-def test_search_batch_json_lines(project: Path, tmp_path: Path) -> None:
-    env = {"MEMLANE_EMBEDDING_PROVIDER": "none"}
+def test_search_batch_json_lines(cli: Cli, tmp_path: Path) -> None:
     for text in ("the nightly export runs at 02:00 UTC", "rotate the staging API keys monthly"):
-        assert run("write", text, cwd=project, env=env).returncode == 0
+        assert cli("write", text, env=LEXICAL).returncode == 0
     queries = "nightly export\n\nstaging keys\n"
-    out = run("search", "--batch", "-", "--json", "-k", "1", cwd=project, env=env, input=queries)
+    out = cli("search", "--batch", "-", "--json", "-k", "1", env=LEXICAL, input=queries)
     assert out.returncode == 0, out.stderr
     lines = [json.loads(line) for line in out.stdout.splitlines()]
     assert [d["query"] for d in lines] == ["nightly export", "", "staging keys"]
     assert "02:00 UTC" in lines[0]["hits"][0]["content"]
     assert lines[1]["hits"] == []
     assert "API keys" in lines[2]["hits"][0]["content"]
-    single = json.loads(
-        run("search", "nightly export", "--json", "-k", "1", cwd=project, env=env).stdout
-    )
+    single = json.loads(cli("search", "nightly export", "--json", "-k", "1", env=LEXICAL).stdout)
     assert {k: v for k, v in lines[0].items() if k != "query"} == single
     qfile = tmp_path / "queries.txt"
     qfile.write_text("staging keys\n", encoding="utf-8")
-    from_file = run("search", "--batch", str(qfile), "--json", cwd=project, env=env)
+    from_file = cli("search", "--batch", str(qfile), "--json", env=LEXICAL)
     assert from_file.returncode == 0, from_file.stderr
     assert json.loads(from_file.stdout)["query"] == "staging keys"
 
 
-def test_search_batch_usage_errors(project: Path) -> None:
-    env = {"MEMLANE_EMBEDDING_PROVIDER": "none"}
-    run("write", "alpha", cwd=project, env=env)
-    assert "--json" in run("search", "--batch", "-", cwd=project, env=env, input="x\n").stderr
-    both = run("search", "x", "--batch", "-", "--json", cwd=project, env=env, input="x\n")
-    assert both.returncode != 0
+def test_search_batch_usage_errors(cli: Cli) -> None:
+    assert cli("write", "alpha", env=LEXICAL).returncode == 0
+    without_json = cli("search", "--batch", "-", env=LEXICAL, input="x\n")
+    assert without_json.returncode == 1 and "--json" in without_json.stderr
+    both = cli("search", "x", "--batch", "-", "--json", env=LEXICAL, input="x\n")
+    assert both.returncode == 1
     assert "either a QUERY or --batch" in both.stderr
 
 
-def test_search_mode_option(project: Path) -> None:
-    env = {"MEMLANE_EMBEDDING_PROVIDER": "none"}
-    run("write", "the nightly export runs at 02:00 UTC", cwd=project, env=env)
-    lex = run("search", "nightly", "--mode", "lexical", "--json", cwd=project, env=env)
+def test_search_mode_option(cli: Cli) -> None:
+    assert cli("write", "the nightly export runs at 02:00 UTC", env=LEXICAL).returncode == 0
+    lex = cli("search", "nightly", "--mode", "lexical", "--json", env=LEXICAL)
     assert lex.returncode == 0, lex.stderr
     assert json.loads(lex.stdout)["mode"] == "lexical"
-    sem = run("search", "nightly", "--mode", "semantic", "--json", cwd=project, env=env)
-    assert sem.returncode != 0
+    sem = cli("search", "nightly", "--mode", "semantic", "--json", env=LEXICAL)
+    assert sem.returncode == 1
     assert "semantic search needs an embedder" in sem.stderr
-    bad = run("search", "nightly", "--mode", "fuzzy", cwd=project, env=env)
-    assert bad.returncode != 0 and "unknown search mode" in bad.stderr
-    both = run("search", "nightly", "--lexical", "--mode", "semantic", cwd=project, env=env)
-    assert both.returncode != 0 and "contradicts" in both.stderr
+    bad = cli("search", "nightly", "--mode", "fuzzy", env=LEXICAL)
+    assert bad.returncode == 1 and "unknown search mode" in bad.stderr
+    both = cli("search", "nightly", "--lexical", "--mode", "semantic", env=LEXICAL)
+    assert both.returncode == 1 and "contradicts" in both.stderr
 
 
-def test_an_unknown_option_is_a_usage_error_not_a_traceback(project: Path) -> None:
-    out = run("-C", str(project), "search", "--no-such-option", "x")
+def test_an_unknown_option_is_a_usage_error_not_a_traceback(cli: Cli, project: Path) -> None:
+    out = cli("-C", str(project), "search", "--no-such-option", "x")
     assert out.returncode == 2
     assert "No such option: --no-such-option" in out.stderr
     assert "Traceback" not in out.stderr
+    assert out.stdout == ""

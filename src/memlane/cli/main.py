@@ -6,6 +6,7 @@ failures print one clear line and exit non-zero; tracebacks are for bugs.
 
 from __future__ import annotations
 
+import functools
 import sqlite3
 import sys
 from collections.abc import Sequence
@@ -13,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
+from typer.core import TyperGroup
 
 from memlane.cli import (
     commands,
@@ -119,17 +121,17 @@ def main(argv: Sequence[str] | None = None, *, clock: Clock | None = None) -> in
 
     args = list(sys.argv[1:] if argv is None else argv)
     exits, usage, aborts = _cli_exceptions()
-    command = typer.main.get_command(app)
+    command = _command()
     try:
         chosen = clock or clock_from_env(os.environ)
-        # Without standalone mode click returns a typer.Exit's code instead of
-        # exiting with it; hand it on, or `raise typer.Exit(1)` would exit 0.
-        code = command.main(
-            args=args,
-            prog_name="memlane",
-            standalone_mode=False,
-            obj=CliState(clock=chosen),
-        )
+        # Parse and invoke here, not through click's main(): that one turns
+        # Ctrl-C into a silent exit 130 and a closed stdout into a silent
+        # exit 1 before the handlers below can say or decide anything.
+        with command.make_context("memlane", args, obj=CliState(clock=chosen)) as ctx:
+            code = command.invoke(ctx)
+        # Output still buffered would meet a closed pipe only at exit, past the
+        # handlers below ("Exception ignored ... BrokenPipeError", status 120).
+        sys.stdout.flush()
     except MemlaneError as exc:
         sys.stderr.write(f"memlane: error: {exc.message}\n")
         if exc.hint:
@@ -147,7 +149,11 @@ def main(argv: Sequence[str] | None = None, *, clock: Clock | None = None) -> in
         sys.stderr.write("memlane: interrupted\n")
         return 130
     except BrokenPipeError:
-        return 0
+        # The reader went away (`memlane ... | head -1`): no message, but the
+        # output was cut short, so status 1, as Python, click and rich (which
+        # prints --help) give it.
+        _discard_stdout()
+        return 1
     except UnicodeError as exc:
         return _fail(
             f"the input is not valid UTF-8 text ({getattr(exc, 'reason', exc)})",
@@ -167,6 +173,34 @@ def main(argv: Sequence[str] | None = None, *, clock: Clock | None = None) -> in
             "`memlane status` shows the index state; `memlane reindex` rebuilds it from markdown",
         )
     return code if isinstance(code, int) else 0
+
+
+@functools.cache
+def _command() -> TyperGroup:
+    """The click command tree of ``app``, built once per process (typer builds it
+    from the command functions' signatures, which costs tens of milliseconds)."""
+    command = typer.main.get_command(app)
+    assert isinstance(command, TyperGroup)  # an app with subcommands is a group
+    return command
+
+
+def _discard_stdout() -> None:
+    """Point a real process's stdout at /dev/null after its reader closed the pipe.
+
+    Python flushes stdout at exit; into the closed pipe that flush would fail
+    once more and print "Exception ignored ... BrokenPipeError". An in-process
+    caller's replacement stream (``sys.stdout`` is not ``sys.__stdout__``) is
+    left alone.
+    """
+    import os
+
+    if sys.stdout is not sys.__stdout__ or sys.__stdout__ is None:
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.__stdout__.fileno())
+    finally:
+        os.close(devnull)
 
 
 def run() -> None:
