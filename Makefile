@@ -39,7 +39,7 @@ test-dates: $(STAMP)
 	@command -v faketime >/dev/null 2>&1 || $(MAKE) --no-print-directory faketime
 	@dates='$(DATES)'; IFS='|'; for moment in $$dates; do \
 		echo "== the fast lane at $$moment (faketime)"; \
-		PYTHONPATH=tests/faketime FAKETIME_DONT_FAKE_MONOTONIC=1 \
+		PYTHONPATH=tests/faketime FAKETIME_DONT_FAKE_MONOTONIC=1 FAKETIME_CACHE_DURATION=86400 \
 			faketime "$$moment" $(BIN)/pytest -q -p no:cacheprovider $(FAST_LANE) || exit 1; \
 	done
 
