@@ -7,7 +7,7 @@ import threading
 import httpx
 import pytest
 
-from fake_llm import FakeOpenAI, closed_port_url, wait_until
+from fake_llm import FakeOpenAI, Request, closed_port_url, wait_until
 from memlane.core.errors import ConfigError, LlmError
 from memlane.llm.base import LLM
 from memlane.llm.openai import OpenAILLM
@@ -94,8 +94,15 @@ def test_deadline_is_total(server: FakeOpenAI, kind: str) -> None:
 
 
 def test_the_worker_stops_reading_after_the_deadline(server: FakeOpenAI) -> None:
+    threads_during_the_call: list[str] = []
+
+    def note_threads(request: Request) -> None:  # runs while the client waits for us
+        threads_during_the_call.extend(t.name for t in threading.enumerate())
+
+    server.responder = note_threads
     server.set(answer="x" * 400, trickle_s=0.01)
     assert failure(make(server), timeout_s=0.3).message == "timed out after 0.3 s"
+    assert "memlane-llm-openai" in threads_during_the_call  # the worker this is about
     assert wait_until(
         lambda: not any(t.name == "memlane-llm-openai" for t in threading.enumerate())
     ), "the request thread outlived its deadline"

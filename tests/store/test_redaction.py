@@ -311,7 +311,7 @@ _separator = st.sampled_from([" ", "\n", "\n\n", "\t", " | ", "\n- "])
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.tuples(_noise, _separator, st.sampled_from(STANDALONE), _separator)))
+@given(st.lists(st.tuples(_noise, _separator, st.sampled_from(STANDALONE), _separator), min_size=1))
 def test_no_known_secret_survives_among_noise(
     parts: list[tuple[str, str, str, str]],
 ) -> None:
