@@ -10,9 +10,8 @@ from memlane.llm.anthropic import AnthropicLLM
 
 
 @pytest.fixture
-def server() -> FakeAnthropic:
-    with FakeAnthropic() as fake:
-        yield fake  # type: ignore[misc]
+def server(fake_anthropic: FakeAnthropic) -> FakeAnthropic:
+    return fake_anthropic  # tests/conftest.py's server, by the name these tests use
 
 
 def make(server: FakeAnthropic, **kwargs: object) -> AnthropicLLM:

@@ -14,9 +14,8 @@ from memlane.llm.openai import OpenAILLM
 
 
 @pytest.fixture
-def server() -> FakeOpenAI:
-    with FakeOpenAI() as fake:
-        yield fake  # type: ignore[misc]
+def server(fake_openai: FakeOpenAI) -> FakeOpenAI:
+    return fake_openai  # tests/conftest.py's server, by the name these tests use
 
 
 def make(server: FakeOpenAI, **kwargs: object) -> OpenAILLM:
