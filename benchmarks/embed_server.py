@@ -46,7 +46,10 @@ class EmbedServer:
         self._httpd = ThreadingHTTPServer((host, port), _handler_for(self))
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(
-            target=self._httpd.serve_forever, name="embed-server", daemon=True
+            target=self._httpd.serve_forever,
+            kwargs={"poll_interval": 0.05},  # close() waits up to one interval
+            name="embed-server",
+            daemon=True,
         )
 
     @property

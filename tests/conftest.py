@@ -96,3 +96,15 @@ def isolated_home(
     clear_store_command_cache()
     yield home
     clear_store_command_cache()
+
+
+# -- the fake embedding server (fake_embedding.py) ----------------------------------------------
+
+from fake_embedding import FakeEmbeddings  # noqa: E402
+
+
+@pytest.fixture
+def fake_embeddings() -> Iterator[FakeEmbeddings]:
+    """A fake OpenAI-compatible embedding server on 127.0.0.1 (``fake_embedding.py``)."""
+    with FakeEmbeddings() as server:
+        yield server

@@ -16,9 +16,10 @@ from memlane.embed.onnx import OnnxEmbedder
 
 
 @pytest.fixture(scope="session")
-def verify_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    # Explicit, so the session fixture never writes to a real ~/.memlane.
-    return tmp_path_factory.mktemp("embed-verify-cache")
+def verify_cache_dir(shared_cache: Path) -> Path:
+    # Explicit, so the session fixture never writes to a real ~/.memlane; the
+    # suite's one cache (tests/conftest.py), so the int8 model is derived once.
+    return shared_cache
 
 
 @pytest.fixture(scope="session")

@@ -25,7 +25,7 @@ def test_onnx_provider_is_the_bundled_model_and_loads_lazily() -> None:
     assert isinstance(embedder, OnnxEmbedder)
     assert embedder.name == BUNDLED_MODEL_NAME
     assert embedder.dimension == 384
-    assert embedder._loaded is None
+    assert not embedder.loaded
 
 
 def test_openai_provider_with_base_url() -> None:

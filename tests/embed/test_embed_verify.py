@@ -109,10 +109,18 @@ def test_damaged_cache_file_just_rehashes(
     assert str(fake_model.resolve()) in json.loads((tmp_path / VERIFY_CACHE_FILE).read_text())
 
 
-def test_unwritable_cache_does_not_block_loading(fake_model: Path, tmp_path: Path) -> None:
+def test_unwritable_cache_does_not_block_loading(
+    fake_model: Path, tmp_path: Path, count_hashing: list[Path]
+) -> None:
     blocker = tmp_path / "not-a-dir"
     blocker.write_text("a file where the cache directory should be")
-    verify_sha256(fake_model, PAYLOAD_SHA, cache_dir=blocker)  # no exception
+    verify_sha256(fake_model, PAYLOAD_SHA, cache_dir=blocker)  # verified, no exception
+    assert blocker.read_text() == "a file where the cache directory should be"
+    # Nothing could be remembered, so the next check hashes again, and still checks.
+    verify_sha256(fake_model, PAYLOAD_SHA, cache_dir=blocker)
+    assert count_hashing == [fake_model, fake_model]
+    with pytest.raises(EmbedderError, match="damaged"):
+        verify_sha256(fake_model, "0" * 64, cache_dir=blocker)
 
 
 def test_default_cache_lives_under_memlane_home(

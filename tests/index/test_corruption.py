@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import random
 import sqlite3
 import threading
 from pathlib import Path
@@ -196,13 +197,23 @@ def test_concurrent_detection_moves_aside_once(index_path: Path, tmp_path: Path)
         t.start()
     for t in threads:
         t.join()
-    assert errors == []
-    assert len([p for p in aside_files(index_path) if not p.name.endswith("-wal")]) == 1
-    # a thread that opened after the rebuild finished found a healthy file
-    assert any(idx.rebuilt_reason is not None for idx in opened)
-    assert len({idx._file_id for idx in opened}) == 1
-    for idx in opened:
-        idx.close()
+    try:
+        assert errors == []
+        assert len(opened) == 4
+        assert len([p for p in aside_files(index_path) if not p.name.endswith("-wal")]) == 1
+        # a thread that opened after the rebuild finished found a healthy file
+        assert any(idx.rebuilt_reason is not None for idx in opened)
+        # every thread ended up on the one fresh file: a write by one is seen by
+        # all, and none has to reopen a replaced file to see it
+        for idx in opened:
+            idx.pop_rebuilt_reason()
+        record, chunks = make_file(src(tmp_path, "after.md"), ["- written after the race"])
+        opened[0].replace_file(record, chunks, {})
+        assert [idx.count() for idx in opened] == [1, 1, 1, 1]
+        assert [idx.rebuilt_reason for idx in opened] == [None, None, None, None]
+    finally:
+        for idx in opened:
+            idx.close()
 
 
 @pytest.mark.parametrize("offset", [100, 4096, 3 * 4096])
@@ -210,7 +221,7 @@ def test_scribbled_pages(index_path: Path, tmp_path: Path, offset: int) -> None:
     populated(index_path, tmp_path)
     with open(index_path, "r+b") as fh:
         fh.seek(offset)
-        fh.write(os.urandom(4096))
+        fh.write(random.Random(offset).randbytes(4096))  # the same damage on every run
     idx = SqliteIndex(index_path)
     try:
         # whichever operation first trips over the damage rebuilds; none raises
@@ -219,5 +230,12 @@ def test_scribbled_pages(index_path: Path, tmp_path: Path, offset: int) -> None:
         idx.files()
         record, chunks = make_file(src(tmp_path, "z.md"), ["- z"])
         idx.replace_file(record, chunks, vectors_for(chunks))
+        assert idx.rebuilt_reason is not None and "moved aside" in idx.rebuilt_reason
+        assert len([p for p in aside_files(index_path) if not p.name.endswith("-wal")]) == 1
+        # the old rows are gone with the damaged file; the write after it landed
+        assert idx.files() == {record.source: record}
+        assert idx.count() == 1
+        _mode, hits = idx.search("z", unit_vector("- z"), 5)
+        assert [h.chunk.chunk_hash for h in hits] == [chunks[0].chunk.chunk_hash]
     finally:
         idx.close()

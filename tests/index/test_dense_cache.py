@@ -36,12 +36,21 @@ def db_vector_hashes(path: Path) -> set[str]:
 def test_matrix_is_reused_while_generation_unchanged(index: SqliteIndex, tmp_path: Path) -> None:
     record, chunks = make_file(src(tmp_path, "a.md"), ["- one", "- two"])
     index.replace_file(record, chunks, vectors_for(chunks))
+    assert index.dense_matrix is None  # nothing loaded before a dense search
     index.search("one", unit_vector("q"), 3)
-    first = index._dense
+    first = index.dense_matrix
+    assert first is not None and len(first) == 2
+    generation = first.generation
     index.search("two", unit_vector("q2"), 3)
-    assert index._dense is first
+    assert index.dense_matrix is first and first.generation == generation
     index.search("two", None, 3)  # lexical search never touches the matrix
-    assert index._dense is first
+    assert index.dense_matrix is first
+    # a write moves the generation: the same matrix is patched, not reloaded
+    record, chunks = make_file(src(tmp_path, "b.md"), ["- three"])
+    index.replace_file(record, chunks, vectors_for(chunks))
+    index.search("three", unit_vector("q3"), 3)
+    assert index.dense_matrix is first and len(first) == 3
+    assert first.generation > generation
 
 
 def test_other_connection_writes_are_seen(index_path: Path, tmp_path: Path) -> None:
@@ -116,12 +125,13 @@ def test_pruned_tombstones_force_a_full_reload(
         rec, chunks = make_file(src(tmp_path, "a.md"), ["- a", "- b"])
         writer.replace_file(rec, chunks, vectors_for(chunks))
         assert len(dense_ranking(reader, q)) == 2
-        stale = reader._dense
+        stale = reader.dense_matrix
+        assert stale is not None
         for i in range(5):  # deletes, then generations move past the kept window
             rec, chunks = make_file(src(tmp_path, "a.md"), [f"- c{i}"])
             writer.replace_file(rec, chunks, vectors_for(chunks))
         assert set(dense_ranking(reader, q)) == db_vector_hashes(index_path)
-        assert reader._dense is not stale  # rebuilt, not patched
+        assert reader.dense_matrix is not stale  # rebuilt, not patched
     finally:
         reader.close()
         writer.close()
@@ -151,8 +161,9 @@ def test_dense_matrix_add_remove_replace_and_compact(monkeypatch: pytest.MonkeyP
     assert m.top(q, 1) == [5]
     m.add([DenseRow(5, vector_to_blob(unit_vector("other", 4)), "journal", "/a.md", None, None)])
     assert len(m) == 10  # replaced, not duplicated
+    assert m.dead_rows == 2  # 5 and the replaced 5: masked, below the threshold
     m.remove([1, 2, 3])  # crosses the compaction threshold
-    assert len(m) == 7 and m._dead == 0
+    assert len(m) == 7 and m.dead_rows == 0
     assert sorted(m.top(q, 100)) == [4, 5, 6, 7, 8, 9, 10]
 
 

@@ -215,11 +215,24 @@ HOSTILE = [
 
 @pytest.mark.parametrize("query", HOSTILE)
 def test_hostile_queries_never_raise(index: SqliteIndex, tmp_path: Path, query: str) -> None:
-    build(index, tmp_path)
-    for vector in (None, vec_of("redis")):
-        mode, hits = index.search(query, vector, 5)
-        assert mode in ("hybrid", "lexical")
-        assert all(0.0 <= h.score <= 1.0 for h in hits)
+    hashes = build(index, tmp_path)
+    mode, hits = index.search(query, None, 5)
+    assert mode == "lexical"
+    assert all(0.0 <= h.score <= 1.0 for h in hits)
+    found = {h.chunk.chunk_hash for h in hits}
+    if "redis" in query:  # the word itself still matches, whatever surrounds it
+        assert {hashes["redis"], hashes["cjk"]} <= found, query
+    # Nothing in it is an operator that could cancel a real word beside it.
+    _, beside = index.search(query + " webhook", None, 5)
+    assert hashes["webhook"] in {h.chunk.chunk_hash for h in beside}, query
+    mode, hits = index.search(query, vec_of("redis"), 5)
+    assert mode == "hybrid"
+    assert all(0.0 <= h.score <= 1.0 for h in hits)
+    if not query.strip():
+        assert hits == []  # no text, no search (test_empty_query_and_k_zero_return_nothing)
+        return
+    assert len(hits) == 5  # the dense leg answers whatever the text
+    assert hashes["redis"] in {h.chunk.chunk_hash for h in hits}
 
 
 @settings(
@@ -233,7 +246,11 @@ def test_arbitrary_text_never_raises(index: SqliteIndex, tmp_path: Path, query: 
         build(index, tmp_path)
     mode, hits = index.search(query, None, 5)
     assert mode == "lexical"
+    assert len(hits) <= 5
     assert all(0.0 <= h.score <= 1.0 for h in hits)
+    # Whatever the text, it cannot stop a real word beside it from matching.
+    _, hits = index.search(query + " flaky webhook", None, 5)
+    assert any(h.chunk.content == DOCS["webhook"] for h in hits), query
 
 
 def test_scores_bounded_on_bigger_random_collection(index: SqliteIndex, tmp_path: Path) -> None:

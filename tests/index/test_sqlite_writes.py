@@ -10,9 +10,8 @@ import pytest
 from _builders import DIM, MODEL, make_file, src, unit_vector, vectors_for
 
 from memlane.core.types import contextual_embedding_text, embedding_text_of
-from memlane.index import sqlite as sqlite_mod
 from memlane.index.base import DimensionMismatchError, FileRecord, IndexBusyError
-from memlane.index.sqlite import SqliteIndex
+from memlane.index.sqlite import SqliteIndex, connection_hook
 
 TEXTS = [
     "- the user and the agent moved the hot cache to Redis with 5 minute TTLs",
@@ -230,17 +229,15 @@ def test_destroy_of_a_damaged_file(index_path: Path) -> None:
         assert idx.count() == 0 and idx.rebuilt_reason is None
 
 
-def test_write_lock_held_too_long_is_an_index_busy_error(
-    index_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(sqlite_mod, "BUSY_TIMEOUT_S", 0.2)
-    idx = SqliteIndex(index_path)
+def test_write_lock_held_too_long_is_an_index_busy_error(index_path: Path, tmp_path: Path) -> None:
+    idx = SqliteIndex(index_path, busy_timeout_s=0.2)
     blocker = sqlite3.connect(index_path, isolation_level=None)
     try:
         blocker.execute("BEGIN IMMEDIATE")
         record, chunks = make_file(src(tmp_path, "a.md"), TEXTS)
-        with pytest.raises(IndexBusyError, match="locked"):
+        with pytest.raises(IndexBusyError, match=r"stayed locked by another process for 0\.2 s"):
             idx.replace_file(record, chunks, {})
+        assert idx.count() == 0  # nothing was written
         # readers are never blocked by a writer (WAL)
         assert idx.search("redis", None, 3) == ("lexical", [])
         blocker.execute("ROLLBACK")
@@ -249,3 +246,42 @@ def test_write_lock_held_too_long_is_an_index_busy_error(
     finally:
         blocker.close()
         idx.close()
+
+
+def test_connection_hook_sees_every_connection_while_active(
+    index_path: Path, tmp_path: Path
+) -> None:
+    seen: list[tuple[str, int]] = []
+
+    def insecure(conn: sqlite3.Connection) -> None:
+        conn.execute("PRAGMA secure_delete=OFF")
+        journal = conn.execute("PRAGMA journal_mode").fetchone()[0]
+        seen.append((journal, conn.execute("PRAGMA secure_delete").fetchone()[0]))
+
+    with connection_hook(insecure):
+        with SqliteIndex(index_path) as idx:
+            record, chunks = make_file(src(tmp_path, "a.md"), TEXTS)
+            idx.replace_file(record, chunks, {})
+        assert seen == [("wal", 0)]  # after memlane's own PRAGMAs, with its own setting
+        index_path.write_bytes(b"garbage" * 1000)
+        with SqliteIndex(index_path) as idx:  # the rebuild's fresh connection gets it too
+            assert idx.rebuilt_reason is not None and idx.count() == 0
+        assert len(seen) >= 2 and set(seen) == {("wal", 0)}
+    hooked = len(seen)
+    with SqliteIndex(index_path) as idx:  # the block is over: no hook
+        assert idx.count() == 0
+    assert len(seen) == hooked
+
+
+def test_a_failing_connection_hook_fails_the_open_without_damage(index_path: Path) -> None:
+    with SqliteIndex(index_path) as idx:
+        idx.ensure_model(MODEL, DIM)
+
+    def refuse(conn: sqlite3.Connection) -> None:
+        raise sqlite3.OperationalError("disk I/O error")
+
+    with connection_hook(refuse), pytest.raises(sqlite3.OperationalError, match="disk I/O"):
+        SqliteIndex(index_path)
+    assert not list(index_path.parent.glob("*.corrupt-*"))  # a refused open is no damage
+    with SqliteIndex(index_path) as idx:
+        assert idx.rebuilt_reason is None and idx.stats()["model"] == MODEL

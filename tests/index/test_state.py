@@ -127,7 +127,7 @@ def test_error_then_success_history(tmp_path: Path) -> None:
 
 def test_long_errors_are_truncated(tmp_path: Path) -> None:
     path = tmp_path / state.STATE_FILENAME
-    state.record_error(path, "x" * 5000, uri=URI, **IDENT)
+    state.record_error(path, "x" * 5000, uri=URI, now=T0, **IDENT)
     error = read(path)["last_error"]
     assert isinstance(error, str)
     assert len(error) == state.ERROR_TEXT_LIMIT and error.endswith("... [truncated]")
@@ -163,9 +163,28 @@ def test_unknown_fields_are_not_written(tmp_path: Path) -> None:
 
 
 def test_write_failure_never_raises(tmp_path: Path) -> None:
+    # The directory cannot be made: a file stands where it should be.
     blocker = tmp_path / "file"
-    blocker.write_text("")
-    state.record_started(blocker / state.STATE_FILENAME, uri=URI, **IDENT)
+    blocker.write_text("kept")
+    unreachable = blocker / state.STATE_FILENAME
+    assert state.save_state(unreachable, {"status": "ok"}) is False
+    state.record_started(unreachable, uri=URI, now=T0, **IDENT)
+    state.record_report(unreachable, Report(), uri=URI, now=T1, **IDENT)
+    state.record_error(unreachable, "disk full", uri=URI, now=T1, **IDENT)
+    assert blocker.read_text() == "kept"
+    assert state.load_state(unreachable) == {}
+    # The temp file is written but cannot replace the target (a directory):
+    # the failure is reported and the temp file removed.
+    taken = tmp_path / "dir" / state.STATE_FILENAME
+    taken.mkdir(parents=True)
+    assert state.save_state(taken, {"status": "ok"}) is False
+    state.record_started(taken, uri=URI, now=T0, **IDENT)
+    assert sorted(os.listdir(taken.parent)) == [state.STATE_FILENAME]
+    assert list(taken.iterdir()) == []
+    # ...and a writable path still works afterwards.
+    good = tmp_path / state.STATE_FILENAME
+    assert state.save_state(good, {"status": "ok"}) is True
+    assert read(good) == {"status": "ok"}
 
 
 def test_atomic_writes_leave_no_temp_files_and_no_torn_reads(tmp_path: Path) -> None:

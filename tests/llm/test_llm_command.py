@@ -6,7 +6,6 @@ import os
 import shlex
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
@@ -14,8 +13,6 @@ import pytest
 from fake_llm import wait_until
 from memlane.core.errors import ConfigError, LlmError
 from memlane.llm.command import CommandLLM
-
-SLACK_S = 1.5  # the kill, the reap and a loaded machine
 
 
 def script(tmp_path: Path, body: str, name: str = "fake_llm.py") -> str:
@@ -97,6 +94,7 @@ def test_killed_by_a_signal(tmp_path: Path) -> None:
     assert failure(CommandLLM(command, timeout_s=5)).message.endswith("was killed by SIGTERM")
 
 
+@pytest.mark.subprocess
 def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
     pids = tmp_path / "pids"
     command = script(
@@ -109,14 +107,14 @@ def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
         """,
     )
     llm = CommandLLM(command, timeout_s=30)
-    started = time.monotonic()
     error = failure(llm, timeout_s=1.0)
     assert error.message == "timed out after 1 s"
-    assert time.monotonic() - started < 1.0 + SLACK_S
     parent, child = (int(pid) for pid in pids.read_text().split())
-    assert wait_until(lambda: not running(parent) and not running(child)), "orphan left behind"
+    gone = wait_until(lambda: not running(parent) and not running(child), timeout_s=10)
+    assert gone, "orphan left behind"
 
 
+@pytest.mark.subprocess
 def test_timeout_with_output_held_open_by_a_grandchild(tmp_path: Path) -> None:
     # The command exits at once but its background child keeps stdout open.
     pid_file = tmp_path / "pid"
@@ -129,10 +127,9 @@ def test_timeout_with_output_held_open_by_a_grandchild(tmp_path: Path) -> None:
         print("early")
         """,
     )
-    started = time.monotonic()
     assert failure(CommandLLM(command), timeout_s=0.8).message == "timed out after 0.8 s"
-    assert time.monotonic() - started < 0.8 + SLACK_S
-    assert wait_until(lambda: not running(int(pid_file.read_text())))
+    grandchild = int(pid_file.read_text())
+    assert wait_until(lambda: not running(grandchild), timeout_s=10), "grandchild left behind"
 
 
 @pytest.mark.parametrize("output", ["", "print()", "print('   \\n\\t')"])

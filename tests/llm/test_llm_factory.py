@@ -124,7 +124,10 @@ def test_capture_model_prefix_selects_another_provider_with_its_own_defaults() -
     assert isinstance(llm, AnthropicLLM)
     assert llm.model == "claude-sonnet-4-5"
     assert llm.base_url == "https://api.anthropic.com"
-    assert llm._api_key == "sk-env-anthropic"  # not the Ollama key
+    # make_llm builds what resolve_llm chose, key included: the vendor's, not Ollama's
+    choice = resolve_llm(chosen, host_available=False, env=KEYS)
+    assert choice is not None and choice.api_key == "sk-env-anthropic"
+    assert "sk-env-anthropic" not in repr(choice) and "sk-env-anthropic" not in repr(llm)
 
 
 def test_capture_model_is_only_for_capture() -> None:
@@ -144,7 +147,9 @@ def test_openai_defaults() -> None:
 
 def test_openai_key_from_the_environment_only_for_openai() -> None:
     llm = make_llm(settings(provider="openai"), env=KEYS)
-    assert isinstance(llm, OpenAILLM) and llm._api_key == "sk-env-openai"
+    assert isinstance(llm, OpenAILLM) and llm.url == "https://api.openai.com/v1/chat/completions"
+    choice = resolve_llm(settings(provider="openai"), host_available=False, env=KEYS)
+    assert choice is not None and choice.api_key == "sk-env-openai"
     with pytest.raises(ConfigError) as info:
         make_llm(settings(provider="openai"), env=NO_ENV)
     assert info.value.hint is not None and 'llm.api_key = "env:OPENAI_API_KEY"' in info.value.hint

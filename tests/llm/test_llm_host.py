@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import time
+import threading
 from typing import Any
 
 import pytest
@@ -13,17 +13,22 @@ from memlane.llm.host import HostLLM
 
 
 class Recorder:
-    """A host that answers ``result`` (or raises it) and records each request."""
+    """A host that answers ``result`` (or raises it) and records each request.
 
-    def __init__(self, result: Any = None, sleep_s: float = 0.0) -> None:
+    With ``hold`` it answers only once that event is set: a host that
+    ignores its timeout."""
+
+    def __init__(self, result: Any = None, hold: threading.Event | None = None) -> None:
         self.result = {"text": "- a fact"} if result is None else result
-        self.sleep_s = sleep_s
+        self.hold = hold
         self.calls: list[tuple[dict[str, Any], float]] = []
+        self.answered = threading.Event()
 
     def __call__(self, params: dict[str, Any], timeout_s: float) -> dict[str, Any]:
         self.calls.append((dict(params), timeout_s))
-        if self.sleep_s:
-            time.sleep(self.sleep_s)
+        if self.hold is not None:
+            self.hold.wait(30)
+        self.answered.set()
         if isinstance(self.result, BaseException):
             raise self.result
         return self.result  # type: ignore[no-any-return]
@@ -63,10 +68,17 @@ def test_without_a_model_the_host_chooses() -> None:
 
 
 def test_a_host_that_ignores_its_timeout_is_cut_at_the_deadline() -> None:
-    llm = HostLLM(Recorder(sleep_s=3), timeout_s=0.3)
-    started = time.monotonic()
-    assert failure(llm).message == "timed out after 0.3 s"
-    assert time.monotonic() - started < 1.0
+    release = threading.Event()
+    host = Recorder(hold=release)
+    llm = HostLLM(host, timeout_s=0.3)
+    try:
+        assert failure(llm).message == "timed out after 0.3 s"
+        # The call returned while the host was still working on it.
+        assert len(host.calls) == 1 and host.calls[0][1] == 0.3
+        assert not host.answered.is_set()
+    finally:
+        release.set()  # let the abandoned host call finish
+    assert host.answered.wait(5)
 
 
 def test_timeout_raised_by_the_host() -> None:

@@ -3,24 +3,19 @@
 from __future__ import annotations
 
 import threading
-import time
 
+import httpx
 import pytest
 
-from fake_llm import FakeOpenAI, closed_port_url, wait_until
+from fake_llm import FakeOpenAI, Request, closed_port_url, wait_until
 from memlane.core.errors import ConfigError, LlmError
 from memlane.llm.base import LLM
 from memlane.llm.openai import OpenAILLM
 
-# Generous for a loaded 2-core machine, still far below a real timeout.
-SLACK_S = 0.8
-SHORT_S = 0.5
-
 
 @pytest.fixture
-def server() -> FakeOpenAI:
-    with FakeOpenAI() as fake:
-        yield fake  # type: ignore[misc]
+def server(fake_openai: FakeOpenAI) -> FakeOpenAI:
+    return fake_openai  # tests/conftest.py's server, by the name these tests use
 
 
 def make(server: FakeOpenAI, **kwargs: object) -> OpenAILLM:
@@ -84,29 +79,38 @@ def test_behaviour_changes_between_calls(server: FakeOpenAI) -> None:
 
 @pytest.mark.parametrize("kind", ["delay", "trickle"])
 def test_deadline_is_total(server: FakeOpenAI, kind: str) -> None:
+    # Either answer would take far longer than the call's deadline (and the
+    # instance's 30 s socket timeout never trips on a trickle: bytes keep
+    # coming), so only the total deadline can end the call with this error.
     if kind == "delay":
-        server.set(delay_s=5)
-    else:  # bytes keep coming, so no socket read ever times out
-        server.set(answer="x" * 400, trickle_s=0.02)
+        server.set(delay_s=30)
+    else:
+        server.set(answer="x" * 400, trickle_s=0.1)
     llm = make(server, timeout_s=30)
-    started = time.monotonic()
-    error = failure(llm, timeout_s=SHORT_S)
-    elapsed = time.monotonic() - started
+    error = failure(llm, timeout_s=0.5)
     assert error.message == "timed out after 0.5 s"
-    assert SHORT_S - 0.05 <= elapsed < SHORT_S + SLACK_S
+    assert len(server.requests) == 1  # the request was sent; the answer was cut off
 
 
 def test_the_worker_stops_reading_after_the_deadline(server: FakeOpenAI) -> None:
+    threads_during_the_call: list[str] = []
+
+    def note_threads(request: Request) -> None:  # runs while the client waits for us
+        threads_during_the_call.extend(t.name for t in threading.enumerate())
+
+    server.responder = note_threads
     server.set(answer="x" * 400, trickle_s=0.01)
-    failure(make(server), timeout_s=0.3)
+    assert failure(make(server), timeout_s=0.3).message == "timed out after 0.3 s"
+    assert "memlane-llm-openai" in threads_during_the_call  # the worker this is about
     assert wait_until(
         lambda: not any(t.name == "memlane-llm-openai" for t in threading.enumerate())
     ), "the request thread outlived its deadline"
 
 
 def test_instance_timeout_applies_by_default(server: FakeOpenAI) -> None:
-    server.set(delay_s=5)
+    server.set(delay_s=30)
     assert failure(make(server, timeout_s=0.3)).message == "timed out after 0.3 s"
+    assert len(server.requests) == 1
 
 
 def test_a_slow_trickle_that_finishes_in_time_succeeds(server: FakeOpenAI) -> None:
@@ -197,8 +201,29 @@ def test_base_url_must_be_http(base_url: str) -> None:
         OpenAILLM("m", base_url=base_url)
 
 
-def test_openai_itself_gets_max_completion_tokens() -> None:
+class ToServer(httpx.HTTPTransport):
+    """httpx's real transport, sending every request to *server* instead
+    (as a proxy would): how a test talks to "api.openai.com" on 127.0.0.1."""
+
+    def __init__(self, server: FakeOpenAI) -> None:
+        super().__init__()
+        self.server = server
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        request.url = request.url.copy_with(scheme="http", host="127.0.0.1", port=self.server.port)
+        return super().handle_request(request)
+
+
+def test_openai_itself_gets_max_completion_tokens(server: FakeOpenAI) -> None:
     # Only api.openai.com knows (and for reasoning models requires) the new name.
-    payload = OpenAILLM("gpt-5-nano", api_key="sk")._payload("s", "p", 321)
-    assert payload["max_completion_tokens"] == 321
-    assert "max_tokens" not in payload
+    llm = OpenAILLM("gpt-5-nano", api_key="sk-real", transport=ToServer(server))
+    assert llm.url == "https://api.openai.com/v1/chat/completions"
+    assert llm.complete("s", "p", max_tokens=321) == "- a\n- b"
+    [request] = server.requests
+    assert request.headers["host"] == "api.openai.com"
+    assert request.body["max_completion_tokens"] == 321
+    assert "max_tokens" not in request.body
+    # Any other server gets the name every compatible server knows.
+    make(server).complete("s", "p", max_tokens=321)
+    assert server.requests[1].body["max_tokens"] == 321
+    assert "max_completion_tokens" not in server.requests[1].body

@@ -12,13 +12,20 @@ import random
 import string
 import subprocess
 import sys
-import time
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memlane.store.redaction import Redaction, marker, redact
+from memlane.core.errors import StoreError
+from memlane.store.redaction import (
+    UNSCANNABLE,
+    Redaction,
+    marker,
+    redact,
+    redact_for_storage,
+    scanner_failure,
+)
 
 _rng = random.Random(20261130)
 ALNUM = string.ascii_letters + string.digits
@@ -250,16 +257,16 @@ def test_result_is_frozen() -> None:
         result.text = "y"  # type: ignore[misc]
 
 
-def test_failure_inside_the_scanner_fails_closed(monkeypatch: pytest.MonkeyPatch) -> None:
-    import memlane.store.redaction as redaction
-
-    def boom(text: str) -> Redaction:
-        raise RuntimeError("scanner bug")
-
-    monkeypatch.setattr(redaction, "_redact", boom)
-    result = redact("OPENAI_API_KEY=" + OPENAI)
-    assert OPENAI not in result.text
-    assert result.kinds == ("unscannable",)
+def test_failure_inside_the_scanner_fails_closed() -> None:
+    text = "OPENAI_API_KEY=" + OPENAI
+    with scanner_failure(RuntimeError("scanner bug")):
+        result = redact(text)
+        with pytest.raises(StoreError, match="could not be scanned"):
+            redact_for_storage("Decision: we use postgres 16 for billing")
+    assert result == Redaction(marker(UNSCANNABLE), 1, (UNSCANNABLE,))  # the text is withheld
+    # The hook ends with its block: the same text is scanned normally again.
+    assert redact(text).kinds == ("openai-key",)
+    assert redact_for_storage("plain words") == "plain words"
 
 
 def test_importing_the_module_does_not_import_detect_secrets() -> None:
@@ -271,14 +278,14 @@ def test_importing_the_module_does_not_import_detect_secrets() -> None:
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
-def test_a_10kb_exchange_redacts_quickly() -> None:
+def test_a_10kb_exchange_keeps_everything_but_its_secret() -> None:
+    # How fast this goes is benchmarks/bench_redaction.py's business.
     line = "- the agent ran `pytest -q` in src/memlane/store and fixed a1b2c3d4e5f60718\n"
-    text = (line * (10_000 // len(line))) + "export OPENAI_API_KEY=" + OPENAI + "\n"
-    redact(text)  # pays the lazy import
-    started = time.perf_counter()
-    result = redact(text)
-    assert time.perf_counter() - started < 1.0  # measured ~10 ms; generous for shared CI cores
-    assert result.kinds == ("openai-key",)
+    body = line * (10_000 // len(line))
+    result = redact(body + "export OPENAI_API_KEY=" + OPENAI + "\n")
+    assert result == Redaction(
+        body + "export OPENAI_API_KEY=[REDACTED:openai-key]\n", 1, ("openai-key",)
+    )
 
 
 # --- properties --------------------------------------------------------------------------
@@ -304,7 +311,7 @@ _separator = st.sampled_from([" ", "\n", "\n\n", "\t", " | ", "\n- "])
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.tuples(_noise, _separator, st.sampled_from(STANDALONE), _separator)))
+@given(st.lists(st.tuples(_noise, _separator, st.sampled_from(STANDALONE), _separator), min_size=1))
 def test_no_known_secret_survives_among_noise(
     parts: list[tuple[str, str, str, str]],
 ) -> None:

@@ -2,7 +2,9 @@
 
 Parity is checked on generated ordinary markdown (the condition defined in
 memlane.store.chunker's docstring); on pathological markdown the invariants
-memsearch breaks are checked instead.
+memsearch breaks are checked instead. Tests that compare with memsearch's
+output are marked ``parity``; the invariants (which borrow memsearch's
+definition of meaningful content) stand on their own in the fast lane.
 """
 
 from __future__ import annotations
@@ -232,6 +234,7 @@ def pathological_markdown(draw: st.DrawFn) -> str:
 # --- parity -----------------------------------------------------------------
 
 
+@pytest.mark.parity
 @FAST
 @given(ordinary_markdown())
 def test_parity_with_memsearch_on_ordinary_markdown(text: str) -> None:
@@ -244,11 +247,16 @@ def test_parity_with_memsearch_on_ordinary_markdown(text: str) -> None:
 
 @FAST
 @given(pathological_markdown())
-def test_invariants_and_partial_parity_on_pathological_markdown(text: str) -> None:
-    chunks = chunk_markdown(text, SOURCE, MODEL)
-    assert_invariants(text, chunks)
+def test_invariants_on_pathological_markdown(text: str) -> None:
+    assert_invariants(text, chunk_markdown(text, SOURCE, MODEL))
+
+
+@pytest.mark.parity
+@FAST
+@given(pathological_markdown())
+def test_partial_parity_on_pathological_markdown(text: str) -> None:
     # Sections are chunked independently: every ordinary section still matches.
-    theirs, ours = memsearch_rows(text), our_rows(chunks)
+    theirs, ours = memsearch_rows(text), our_rows(chunk_markdown(text, SOURCE, MODEL))
     lines = text.split("\n")
     for start, end, _, _ in sections(text):
         section_text = "\n".join(lines[start:end])
@@ -260,53 +268,76 @@ def test_invariants_and_partial_parity_on_pathological_markdown(text: str) -> No
 
 @FAST
 @given(ordinary_markdown(), st.sampled_from([200, 500, 1500]), st.integers(0, 3))
+def test_invariants_hold_for_other_limits(text: str, size: int, overlap: int) -> None:
+    chunks = chunk_markdown(text, SOURCE, MODEL, max_chunk_size=size, overlap_lines=overlap)
+    assert_invariants(text, chunks, size)
+
+
+@pytest.mark.parity
+@FAST
+@given(ordinary_markdown(), st.sampled_from([200, 500, 1500]), st.integers(0, 3))
 def test_parity_holds_for_other_limits_when_ordinary(text: str, size: int, overlap: int) -> None:
     kwargs = {"max_chunk_size": size, "overlap_lines": overlap}
     chunks = chunk_markdown(text, SOURCE, MODEL, **kwargs)
-    assert_invariants(text, chunks, size)
     if is_ordinary(text, **kwargs):
         event("ordinary")
         assert our_rows(chunks) == memsearch_rows(text, **kwargs)
 
 
-def test_long_sections_split_identically() -> None:
-    paragraphs = [
+LONG_ENTRY = (
+    "# 2026-08-13\n\n## Session 09:00\n### 09:01\n"
+    + "\n\n".join(
         "\n".join(
             f"- line {p}.{n}: the agent moved the cache to redis; ttl 5 min." for n in range(6)
         )
         for p in range(20)
-    ]
-    text = "# 2026-08-13\n\n## Session 09:00\n### 09:01\n" + "\n\n".join(paragraphs) + "\n"
-    assert is_ordinary(text)
-    ours = our_rows(chunk_markdown(text, SOURCE, MODEL))
-    assert len(ours) >= 4  # the long entry really was split, with overlap
-    assert ours == memsearch_rows(text)
-    for previous, current in itertools.pairwise(ours):
-        assert current[3] <= previous[4]  # each piece repeats the previous one's tail
+    )
+    + "\n"
+)
+
+
+def test_long_sections_split_with_overlap() -> None:
+    assert is_ordinary(LONG_ENTRY)
+    chunks = chunk_markdown(LONG_ENTRY, SOURCE, MODEL)
+    assert len(chunks) >= 4  # the long entry really was split, with overlap
+    assert_invariants(LONG_ENTRY, chunks)
+    for previous, current in itertools.pairwise(chunks):
+        # each piece repeats the previous one's tail
+        assert previous.start_line < current.start_line <= previous.end_line
+
+
+@pytest.mark.parity
+def test_long_sections_split_identically() -> None:
+    assert our_rows(chunk_markdown(LONG_ENTRY, SOURCE, MODEL)) == memsearch_rows(LONG_ENTRY)
 
 
 # --- pathological examples memsearch gets wrong ----------------------------
 
 
-@pytest.mark.parametrize(
-    "text",
-    [
-        pytest.param("x" * 5000, id="one run-on line of one character"),
-        pytest.param("## Notes\n" + "y" * 4000, id="heading then a huge line"),
-        pytest.param(
-            "## Notes\n" + "\n".join(["A long sentence here. " * 100] * 3), id="long lines in a row"
-        ),
-        pytest.param(
-            "### 10:00\n" + "<!-- c -->\n" * 200 + "- " + "word " * 600, id="comment run then text"
-        ),
-    ],
-)
-def test_pathological_examples(text: str) -> None:
+PATHOLOGICAL_EXAMPLES = [
+    pytest.param("x" * 5000, id="one run-on line of one character"),
+    pytest.param("## Notes\n" + "y" * 4000, id="heading then a huge line"),
+    pytest.param(
+        "## Notes\n" + "\n".join(["A long sentence here. " * 100] * 3), id="long lines in a row"
+    ),
+    pytest.param(
+        "### 10:00\n" + "<!-- c -->\n" * 200 + "- " + "word " * 600, id="comment run then text"
+    ),
+]
+
+
+@pytest.mark.parametrize("text", PATHOLOGICAL_EXAMPLES)
+def test_pathological_examples_keep_the_invariants(text: str) -> None:
+    assert not is_ordinary(text)
+    assert_invariants(text, chunk_markdown(text, SOURCE, MODEL))
+
+
+@pytest.mark.parity
+@pytest.mark.parametrize("text", PATHOLOGICAL_EXAMPLES)
+def test_memsearch_misbehaves_on_the_pathological_examples(text: str) -> None:
     theirs = memsearch_rows(text)
     bad = len({r[0] for r in theirs}) < len(theirs) or not all(ms_meaningful(r[0]) for r in theirs)
     assert bad, "memsearch no longer misbehaves here; revisit the ordinary definition"
-    assert not is_ordinary(text)
-    assert_invariants(text, chunk_markdown(text, SOURCE, MODEL))
 
 
 def test_single_character_run_keeps_distinct_ids() -> None:
@@ -340,6 +371,7 @@ def test_heading_is_never_alone() -> None:
         "a\u2028b\n## H\nc\x0bd",
     ],
 )
+@pytest.mark.parity
 def test_small_documents_match_memsearch(text: str) -> None:
     assert is_ordinary(text)
     assert our_rows(chunk_markdown(text, SOURCE, MODEL)) == memsearch_rows(text)
@@ -406,4 +438,8 @@ def test_golden_daily_file() -> None:
     )
     assert chunks[2].content.endswith("- agent: TTL 同时过期导致缓存击穿。")
     assert chunks[1].embedding_text.startswith("### 09:52\n\n- the user asked")
-    assert our_rows(chunks) == memsearch_rows(DAILY)
+
+
+@pytest.mark.parity
+def test_golden_daily_file_matches_memsearch() -> None:
+    assert our_rows(chunk_markdown(DAILY, SOURCE, MODEL)) == memsearch_rows(DAILY)

@@ -7,13 +7,13 @@ import re
 import subprocess
 import sys
 import textwrap
-import time
 from collections import defaultdict
 from datetime import UTC, date, datetime
 from pathlib import Path
 
 import pytest
 
+from helpers import wait_for
 from memlane.core.errors import StoreError
 from memlane.core.types import Anchor
 from memlane.store import daily
@@ -126,22 +126,28 @@ def test_seed_matches_whole_session_id_not_a_prefix(tmp_path: Path) -> None:
     assert other.session_heading_written
 
 
-def test_heading_decision_reads_the_file_once_per_session(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    reads: list[str] = []
-    original = DailyWriter._seen_in_file
-
-    def counting(path: Path, session_id: str) -> bool:
-        reads.append(session_id)
-        return original(path, session_id)
-
-    monkeypatch.setattr(DailyWriter, "_seen_in_file", staticmethod(counting))
+def test_heading_decision_reads_the_file_once_per_session(tmp_path: Path) -> None:
+    path = tmp_path / "2026-08-13.md"
+    # The first write of a session reads the file: a session it already
+    # anchors (written by an earlier process) gets no second heading.
+    earlier = format_entry("21:00", anchor("t0"), "x")
+    path.write_text(f"# 2026-08-13\n\n## Session 21:00\n{earlier}", encoding="utf-8")
     writer = DailyWriter()
-    for n in range(5):
-        writer.append(tmp_path, f"entry {n}", anchor(f"t{n}"), NOW, SESSION)
-    writer.append(tmp_path, "other session", anchor(session="s2"), NOW, "s2")
-    assert reads == [SESSION, "s2"]
+    resumed = writer.append(tmp_path, "resumed", anchor("t1"), NOW, SESSION)
+    assert not resumed.session_heading_written
+    # From then on the decision is this writer's own state, not another read:
+    # with the file emptied under it, it still writes no second heading...
+    path.write_text("# 2026-08-13\n", encoding="utf-8")
+    for n in range(2, 5):
+        entry = writer.append(tmp_path, f"entry {n}", anchor(f"t{n}"), NOW, SESSION)
+        assert not entry.session_heading_written
+    # ...while a session it has not written yet reads the file once more.
+    other = writer.append(tmp_path, "other session", anchor(session="s2"), NOW, "s2")
+    assert other.session_heading_written
+    path.write_text("# 2026-08-13\n", encoding="utf-8")
+    again = writer.append(tmp_path, "again", anchor(session="s2"), NOW, "s2")
+    assert not again.session_heading_written
+    assert "## Session" not in path.read_text(encoding="utf-8")
 
 
 def test_each_session_and_each_day_gets_its_own_heading(tmp_path: Path) -> None:
@@ -226,6 +232,7 @@ WORKER = textwrap.dedent(
     from memlane.store.daily import DailyWriter
 
     store, proc, go = Path(sys.argv[1]), int(sys.argv[2]), Path(sys.argv[3])
+    Path(f"{go}.ready{proc}").touch()  # imported, about to wait
     while not go.exists():  # every worker starts writing at the same instant
         time.sleep(0.0005)
     writer = DailyWriter()
@@ -237,6 +244,7 @@ WORKER = textwrap.dedent(
 )
 
 
+@pytest.mark.subprocess
 def test_concurrent_processes_never_interleave_or_lose_entries(tmp_path: Path) -> None:
     workers, per_worker = 6, 50
     go = tmp_path.parent / f"{tmp_path.name}.go"  # outside the store: the start signal
@@ -247,7 +255,8 @@ def test_concurrent_processes_never_interleave_or_lose_entries(tmp_path: Path) -
         )
         for p in range(workers)
     ]
-    time.sleep(0.5)  # let them all import and reach the wait
+    ready = [Path(f"{go}.ready{p}") for p in range(workers)]
+    wait_for(lambda: all(r.exists() for r in ready), timeout=60, what="workers ready")
     go.touch()
     for proc in procs:
         _, err = proc.communicate(timeout=60)

@@ -1,4 +1,7 @@
-"""Anchors, section expansion, strict reading and the store layout."""
+"""Anchors, section expansion, strict reading and the store layout.
+
+Tests that compare with the real memsearch package are marked ``parity``.
+"""
 
 from __future__ import annotations
 
@@ -80,6 +83,7 @@ def test_split_lines_equals_splitlines_for_lf_and_crlf(
     assert split_lines(text) == text.splitlines()
 
 
+@pytest.mark.parity
 @FAST
 @given(st.lists(LINE, min_size=1, max_size=30), st.sampled_from(["\n", "\r\n"]))
 def test_extract_section_matches_memsearch_for_every_chunk(lines: list[str], newline: str) -> None:
@@ -108,10 +112,16 @@ def test_extract_section_widens_to_parent_heading_and_stops_at_sibling() -> None
     assert extract_section(lines, 2, 2) == ("\n".join(lines[1:]), 2, 8)
 
 
+PREAMBLE = ["intro", "more intro", "# Title", "body"]
+
+
 def test_preamble_section_ends_at_first_heading() -> None:
-    lines = ["intro", "more intro", "# Title", "body"]
-    assert extract_section(lines, 1, 0) == ("intro\nmore intro", 1, 2)
-    assert ms_extract_section(lines, 1, 0)[2] == 4  # memsearch runs on to the end of the file
+    assert extract_section(PREAMBLE, 1, 0) == ("intro\nmore intro", 1, 2)
+
+
+@pytest.mark.parity
+def test_memsearch_runs_a_preamble_section_on_to_the_end() -> None:
+    assert ms_extract_section(PREAMBLE, 1, 0)[2] == 4  # the documented departure
 
 
 def test_extract_section_tolerates_a_shrunken_file() -> None:
@@ -121,12 +131,25 @@ def test_extract_section_tolerates_a_shrunken_file() -> None:
 # --- read_markdown ------------------------------------------------------------
 
 
+BOM_CRLF = "\ufeff# 2026-08-13\r\n\r\n### 10:00\r\n- moved to Redis\r\n".encode()
+
+
+def test_read_keeps_crlf_and_bom(tmp_path: Path) -> None:
+    path = tmp_path / "2026-08-13.md"
+    path.write_bytes(BOM_CRLF)
+    text = read_markdown(path)
+    assert text == BOM_CRLF.decode("utf-8")
+    # The BOM is kept (as memsearch keeps it), so the title is no heading but preamble text.
+    chunks = chunk_markdown(text, str(path), "m")
+    assert [c.content for c in chunks] == ["\ufeff# 2026-08-13", "### 10:00\r\n- moved to Redis"]
+
+
+@pytest.mark.parity
 def test_read_keeps_crlf_and_bom_like_memsearch_indexer(tmp_path: Path) -> None:
     path = tmp_path / "2026-08-13.md"
-    raw = "\ufeff# 2026-08-13\r\n\r\n### 10:00\r\n- moved to Redis\r\n".encode()
-    path.write_bytes(raw)
+    path.write_bytes(BOM_CRLF)
     text = read_markdown(path)
-    assert text == read_utf8_text_replace(path) == raw.decode("utf-8")
+    assert text == read_utf8_text_replace(path)
     ours = [
         (c.content, c.start_line, c.end_line, c.content_hash)
         for c in chunk_markdown(text, str(path), "m")
@@ -136,8 +159,6 @@ def test_read_keeps_crlf_and_bom_like_memsearch_indexer(tmp_path: Path) -> None:
         for c in ms_chunk_markdown(text, str(path))
     ]
     assert ours == theirs
-    # memsearch keeps the BOM, so the title is no heading but preamble text.
-    assert [row[0] for row in ours] == ["\ufeff# 2026-08-13", "### 10:00\r\n- moved to Redis"]
 
 
 def test_read_errors_are_one_line_store_errors(tmp_path: Path) -> None:
@@ -194,12 +215,19 @@ def make_store(root: Path) -> Path:
     return store
 
 
+@pytest.mark.parity
 def test_listing_matches_memsearch_scanner(tmp_path: Path) -> None:
     store = make_store(tmp_path)
-    ours = list_markdown_files(store)
     # The one difference from memsearch: the store's MEMORY.md is not listed.
     memory_index = store.resolve() / "MEMORY.md"
-    assert ours == [f.path for f in scan_paths([store]) if f.path != memory_index]
+    assert list_markdown_files(store) == [
+        f.path for f in scan_paths([store]) if f.path != memory_index
+    ]
+
+
+def test_listing_of_a_store(tmp_path: Path) -> None:
+    store = make_store(tmp_path)
+    ours = list_markdown_files(store)
     assert [p.relative_to(store.resolve()).as_posix() for p in ours] == [
         "2026-08-13.md",
         "2026-08-14.md",

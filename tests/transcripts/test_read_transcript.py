@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -393,14 +395,21 @@ def test_file_errors_name_the_path(tmp_path: Path) -> None:
     _expect_error(other, StoreError, ["not a pi session or Claude Code transcript"])
 
 
-def test_unreadable_file_names_the_path(tmp_path: Path) -> None:
+def test_unreadable_file_names_the_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = PiSession().write(tmp_path / "locked.jsonl")
-    path.chmod(0)
+    if os.geteuid() != 0:
+        path.chmod(0)
+    else:  # root reads anything: simulate the refusal
+        real_open = Path.open
+
+        def refuse(self: Path, *args: Any, **kwargs: Any) -> Any:
+            if self == path:
+                raise PermissionError(13, "Permission denied", str(self))
+            return real_open(self, *args, **kwargs)
+
+        monkeypatch.setattr(Path, "open", refuse)
     try:
-        if path.open("rb"):  # running as root: permissions are not enforced
-            pytest.skip("permissions are not enforced for this user")
-    except PermissionError:
-        _expect_error(path, StoreError, ["cannot read"])
+        _expect_error(path, StoreError, ["cannot read", "Permission denied"])
     finally:
         path.chmod(0o600)
 

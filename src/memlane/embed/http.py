@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from memlane.core.errors import EmbedderError
@@ -75,7 +75,13 @@ class OpenAIEmbedder:
         dimension: int | None = None,
         backoff_ms: Sequence[int] = DEFAULT_BACKOFF_MS,
         transport: httpx.BaseTransport | None = None,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
+        """``backoff_ms``: the waits before the 2nd, 3rd... attempt of a
+        retryable failure. ``transport``: httpx's transport (a proxy, a
+        unix socket...). ``sleep``: how a backoff wait is spent, given
+        seconds (default ``time.sleep``; a caller with its own scheduling,
+        or a test recording the waits, passes another)."""
         if batch_size < 1:
             raise EmbedderError(f"embedding.batch_size must be at least 1, got {batch_size}")
         if not base_url.startswith(("http://", "https://")):
@@ -92,6 +98,7 @@ class OpenAIEmbedder:
         self._api_key = api_key
         self._dimension = dimension
         self._transport = transport
+        self._sleep = sleep
         self._client: httpx.Client | None = None
         self._client_lock = threading.Lock()
 
@@ -168,7 +175,7 @@ class OpenAIEmbedder:
         status: int | None = None  # of the last failed attempt; None: no connection
         for attempt in range(attempts):
             if attempt:
-                time.sleep(self.backoff_ms[attempt - 1] / 1000)
+                self._sleep(self.backoff_ms[attempt - 1] / 1000)
             try:
                 response = client.post(self.url, json=payload)
             except (httpx.ConnectError, httpx.ConnectTimeout, httpx.RemoteProtocolError) as exc:

@@ -235,6 +235,17 @@ def clear_model_cache() -> None:
         _MODELS.clear()
 
 
+def loaded_model_count() -> int:
+    """How many model sessions this process holds (each is ~100 MB of memory).
+
+    Embedders built from the same files and settings share one session, so
+    creating and warming another one leaves the count unchanged: what
+    diagnostics and the tests of that sharing read.
+    """
+    with _MODELS_LOCK:
+        return len(_MODELS)
+
+
 def _load_model(
     model_path: Path,
     tokenizer_path: Path,
@@ -515,7 +526,7 @@ class OnnxEmbedder:
                 by_tokens = sorted(range(len(picked)), key=lambda j: len(encoded[j]))
                 batches = [
                     [by_tokens[j] for j in batch]
-                    for batch in self._plan([len(encoded[j]) for j in by_tokens])
+                    for batch in self.plan_batches([len(encoded[j]) for j in by_tokens])
                 ]
                 inputs = [[encoded[j] for j in batch] for batch in batches]
                 batch_count += len(batches)
@@ -546,6 +557,37 @@ class OnnxEmbedder:
     def embed_query(self, text: str) -> Vectors:
         vector: Vectors = self.embed([text])[0]
         return vector
+
+    def release_memory(self) -> None:
+        """Give the memory of big calls' activations back to the OS now.
+
+        ``embed`` does this itself after every call that ran more than one
+        batch; a long-lived host may also call it when it goes idle. A
+        no-op until the model is loaded; never raises.
+        """
+        if self._loaded is not None:
+            self._release_memory(self._loaded)
+
+    def plan_batches(self, lengths: list[int]) -> Iterator[list[int]]:
+        """How ``embed`` groups texts whose token counts, in ascending order,
+        are *lengths*: lists of positions into *lengths*, each batch at most
+        ``batch_size`` texts, ``max_batch_tokens`` padded tokens (count x
+        longest) and ``max_batch_attention`` (count x longest^2); a single
+        text always forms a batch. Public for benchmarks and tests of the caps."""
+        batch: list[int] = []
+        for position, length in enumerate(lengths):
+            # Ascending order: the newcomer is the batch's longest member.
+            grown = len(batch) + 1
+            if batch and (
+                grown > self.batch_size
+                or grown * length > self.max_batch_tokens
+                or grown * length * length > self.max_batch_attention
+            ):
+                yield batch
+                batch = []
+            batch.append(position)
+        if batch:
+            yield batch
 
     # ---- internals -----------------------------------------------------
 
@@ -604,25 +646,6 @@ class OnnxEmbedder:
             clipped = [t.encode("utf-8", "replace").decode("utf-8") for t in clipped]
             encodings = model.tokenizer.encode_batch(clipped)
         return [encoding.ids for encoding in encodings]
-
-    def _plan(self, lengths: list[int]) -> Iterator[list[int]]:
-        """Split ascending token lengths into batches of at most ``batch_size``
-        texts, ``max_batch_tokens`` padded tokens (count x longest) and
-        ``max_batch_attention`` (count x longest^2)."""
-        batch: list[int] = []
-        for position, length in enumerate(lengths):
-            # Ascending order: the newcomer is the batch's longest member.
-            grown = len(batch) + 1
-            if batch and (
-                grown > self.batch_size
-                or grown * length > self.max_batch_tokens
-                or grown * length * length > self.max_batch_attention
-            ):
-                yield batch
-                batch = []
-            batch.append(position)
-        if batch:
-            yield batch
 
     def _release_memory(self, model: _LoadedModel) -> None:
         """Give the memory of a big call's activations back to the OS.

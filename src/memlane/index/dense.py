@@ -93,6 +93,11 @@ class DenseMatrix:
     def nbytes(self) -> int:
         return int(self._matrix.nbytes)
 
+    @property
+    def dead_rows(self) -> int:
+        """Rows deleted since the load and still masked, not yet compacted away."""
+        return self._dead
+
     # -- updates ---------------------------------------------------------
 
     def remove(self, rowids: Iterable[int]) -> None:

@@ -48,6 +48,7 @@ from memlane.index.sqlite_file import OPEN_RETRY_S as OPEN_RETRY_S
 from memlane.index.sqlite_file import TOMBSTONE_KEEP_GENERATIONS as TOMBSTONE_KEEP_GENERATIONS
 from memlane.index.sqlite_file import TOMBSTONE_PRUNE_EVERY as TOMBSTONE_PRUNE_EVERY
 from memlane.index.sqlite_file import SqliteFile, _DamagedIndex
+from memlane.index.sqlite_file import connection_hook as connection_hook
 
 log = logging.getLogger(__name__)
 
@@ -89,8 +90,18 @@ def _row_to_indexed(row: Sequence[Any]) -> IndexedChunk:
 class SqliteIndex(SqliteFile):
     """IndexBackend over one SQLite file (FTS5 + numpy vectors)."""
 
-    def __init__(self, path: Path | str, settings: IndexSettings | None = None) -> None:
+    def __init__(
+        self,
+        path: Path | str,
+        settings: IndexSettings | None = None,
+        *,
+        busy_timeout_s: float | None = None,
+    ) -> None:
+        """``busy_timeout_s``: how long a call waits for another process's
+        write lock before ``IndexBusyError`` (default: the module's
+        ``BUSY_TIMEOUT_S``, read at call time)."""
         self.settings = settings or IndexSettings()
+        self._busy_timeout_override = busy_timeout_s
         self._fuse = fusion_method(self.settings.fusion)
         self._rrf_k = self.settings.rrf_k
         if not 0.0 <= self.settings.alpha <= 1.0:
@@ -247,8 +258,9 @@ class SqliteIndex(SqliteFile):
             log.info("%s", self.rebuilt_reason)
 
     def _busy_error(self) -> IndexBusyError:
+        waited = self._busy_timeout_s()
         return IndexBusyError(
-            f"index {self.path} stayed locked by another process for {BUSY_TIMEOUT_S:.0f} s",
+            f"index {self.path} stayed locked by another process for {waited:g} s",
             hint="another memlane is indexing; retry shortly",
         )
 
@@ -263,9 +275,11 @@ class SqliteIndex(SqliteFile):
             f"index {self.path} is damaged right after being recreated: {reason}"
         )
 
-    # This module's (re-exported) knobs, read at call time rather than bound
-    # at import: tests shorten them on memlane.index.sqlite.
+    # This module's (re-exported) tuning knobs, read at call time rather than
+    # bound at import, so they can be changed on memlane.index.sqlite.
     def _busy_timeout_s(self) -> float:
+        if self._busy_timeout_override is not None:
+            return self._busy_timeout_override
         return BUSY_TIMEOUT_S
 
     def _tombstone_window(self) -> tuple[int, int]:

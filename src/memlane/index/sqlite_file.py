@@ -22,6 +22,15 @@ schema check or creation on open), ``_record_rebuild`` and
 busy/damage messages (``_busy_error``, ``_recreate_failed``,
 ``_damaged_after_recreate``, ``_label``), and the tunables read at call
 time (``_busy_timeout_s``, ``_tombstone_window``).
+
+Tuning knobs (module constants, read at call time, so a test or an embedder
+of memlane may shorten them): ``BUSY_TIMEOUT_S``, ``OPEN_RETRY_S``,
+``TOMBSTONE_KEEP_GENERATIONS``, ``TOMBSTONE_PRUNE_EVERY``.
+
+Seam: ``connection_hook(hook)`` runs ``hook(connection)`` on every
+connection these files open while it is active: to set extra PRAGMAs
+(``secure_delete=OFF`` as many SQLite builds default to) or to make opening
+fail (raise ``sqlite3.OperationalError``), e.g. in tests.
 """
 
 from __future__ import annotations
@@ -62,6 +71,32 @@ TOMBSTONE_KEEP_GENERATIONS = 1000
 TOMBSTONE_PRUNE_EVERY = 100  # generations between prune passes
 
 T = TypeVar("T")
+
+ConnectionHook = Callable[[sqlite3.Connection], None]
+# Hooks of active ``connection_hook`` blocks, run in order on every new connection.
+_connection_hooks: list[ConnectionHook] = []
+_hooks_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def connection_hook(hook: ConnectionHook) -> Iterator[None]:
+    """Run ``hook(connection)`` on every connection opened while the block runs.
+
+    A documented seam, process-wide (every thread, every ``SqliteFile``):
+    the hook runs after memlane's own PRAGMAs and before the schema is
+    read, so it can change a connection's settings (``PRAGMA
+    secure_delete=OFF``, as many SQLite builds default to) or make the open
+    fail by raising (``sqlite3.OperationalError`` reads as a failing disk or
+    a refused open). Meant for tests and diagnostics; nothing in memlane
+    installs one.
+    """
+    with _hooks_lock:
+        _connection_hooks.append(hook)
+    try:
+        yield
+    finally:
+        with _hooks_lock:
+            _connection_hooks.remove(hook)
 
 
 class _DamagedIndex(Exception):
@@ -196,6 +231,10 @@ class SqliteFile:
         conn.execute("PRAGMA synchronous=NORMAL")
         conn.execute(f"PRAGMA cache_size=-{CACHE_SIZE_KIB}")
         conn.execute("PRAGMA temp_store=MEMORY")
+        with _hooks_lock:
+            hooks = list(_connection_hooks)
+        for hook in hooks:
+            hook(conn)
 
     def _rebuild(self, reason: str) -> None:
         """Move the damaged file aside and start a fresh, empty one."""
@@ -244,6 +283,18 @@ class SqliteFile:
         if self._conn is None:
             raise RuntimeError(f"{self._label} connection is not open")
         return self._conn
+
+    @property
+    def dense_matrix(self) -> DenseMatrix | None:
+        """The in-memory vector matrix this object searches (read-only view).
+
+        None until a dense search loads it, and again after a wipe, a model
+        change or a rebuild. A search while the file's write generation is
+        unchanged reuses the same object; small writes patch it in place; a
+        full reload gives a new one. For diagnostics (``nbytes``, the
+        ``generation`` it mirrors) and tests of that cache.
+        """
+        return self._dense
 
     def pop_rebuilt_reason(self) -> str | None:
         """Return and clear ``rebuilt_reason`` (so the notice is shown once)."""

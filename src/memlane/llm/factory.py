@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from memlane.core.errors import ConfigError
@@ -63,7 +63,7 @@ class LlmChoice:
     provider: str
     model: str | None
     base_url: str | None = None
-    api_key: str | None = None
+    api_key: str | None = field(default=None, repr=False)  # never in a repr or a log
     command: str | None = None
     timeout_s: float = 30.0
 

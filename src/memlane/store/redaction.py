@@ -22,11 +22,17 @@ on an internal failure it fails closed (the whole text is withheld).
 
 detect-secrets (and the ``requests`` it pulls in, ~0.1 s) is imported on the
 first call only, so commands that never redact start as fast as before.
+
+Fault hook: inside ``with scanner_failure():`` every scan fails as a scanner
+bug would, so the fail-closed paths (``redact`` withholds the whole text,
+``redact_for_storage`` refuses the write) can be exercised for real.
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
@@ -72,9 +78,36 @@ def redact_for_storage(text: str) -> str:
 def redact(text: str) -> Redaction:
     """Replace every secret in *text* by ``[REDACTED:<kind>]`` and drop ``<private>`` blocks."""
     try:
+        if _injected_failures:
+            raise _injected_failures[-1]
         return _redact(text)
     except Exception:  # a scanner bug must not let the secret through, nor stop capture
         return Redaction(marker(UNSCANNABLE), 1, (UNSCANNABLE,))
+
+
+# Errors of active ``scanner_failure`` blocks; the innermost is raised.
+_injected_failures: list[Exception] = []
+_injected_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def scanner_failure(error: Exception | None = None) -> Iterator[None]:
+    """Make every scan inside the block fail as a scanner bug would (a fault hook).
+
+    While active (process-wide: every thread), ``redact`` raises *error*
+    (default ``RuntimeError("injected scanner failure")``) inside its scan
+    and so fails closed: ``redact`` returns only the ``unscannable`` marker
+    and ``redact_for_storage`` raises ``StoreError``. For tests of those
+    paths; nothing in memlane enters it.
+    """
+    injected = error if error is not None else RuntimeError("injected scanner failure")
+    with _injected_lock:
+        _injected_failures.append(injected)
+    try:
+        yield
+    finally:
+        with _injected_lock:
+            _injected_failures.remove(injected)
 
 
 # --- own complements (see module docstring / ADR 0006) -------------------------------------
