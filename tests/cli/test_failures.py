@@ -66,16 +66,14 @@ def test_a_topic_rewrite_keeps_a_private_files_permissions(cli: Cli, project: Pa
 
 
 def test_text_that_cannot_be_scanned_for_secrets_is_refused_not_replaced(
-    project: Path, clock: FixedClock, monkeypatch: pytest.MonkeyPatch
+    project: Path, clock: FixedClock
 ) -> None:
     import memlane.store.redaction as redaction
 
-    def broken(text: str) -> redaction.Redaction:
-        raise RuntimeError("scanner broke")
-
-    # A private poke, kept until store/redaction.py has its public fault seam.
-    monkeypatch.setattr(redaction, "_redact", broken)
-    with open_memory(project, clock=clock) as mem:
+    with (
+        redaction.scanner_failure(RuntimeError("scanner broke")),
+        open_memory(project, clock=clock) as mem,
+    ):
         with pytest.raises(StoreError, match="could not be scanned"):
             mem.write("Decision: we use postgres 16 for billing")
         assert not list(mem.scope.store.glob("*.md"))
