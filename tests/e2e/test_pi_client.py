@@ -11,14 +11,14 @@ import json
 import os
 import signal
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_model import FakeModel, Reply, last_tool_result, system_text
 from pi_harness import PiInstall, PiWorld
+
+from fake_llm import FakeModel, Reply, Request
 
 pytestmark = pytest.mark.e2e
 
@@ -65,17 +65,15 @@ def test_a_sidecar_that_ignores_eof_is_killed_after_the_grace(
     world: PiWorld, fake_model: FakeModel
 ) -> None:
     fake_model.agent(Reply.say("hi"))
-    started = time.monotonic()
     result = world.run("hello", **_env(world, "hang_on_eof"))
-    elapsed = time.monotonic() - started
     assert result.returncode == 0, result.stderr
     records = _records(world)
     assert [r.get("method") for r in records if "method" in r][-1] == "session_shutdown"
     assert any(r.get("eof") for r in records), "the sidecar never saw stdin close"
     (pid,) = _pids(world)
     assert not _alive(pid), "the sidecar outlived pi"
+    # pi's own word that it stopped waiting after the grace and killed the child
     assert "killing it" in result.stderr
-    assert elapsed < 30
 
 
 def test_a_tool_error_reaches_the_model_as_an_error_result(
@@ -83,13 +81,14 @@ def test_a_tool_error_reaches_the_model_as_an_error_result(
 ) -> None:
     seen: list[str] = []
 
-    def record(body: dict[str, Any]) -> Reply:
-        seen.append(last_tool_result(body))
+    def record(request: Request) -> Reply:
+        seen.append(request.last_tool_result)
         return Reply.say("sorry")
 
     fake_model.agent(Reply.call("memory_expand", chunk_hash="deadbeefdeadbeef"), record)
     result = world.run("expand it", **_env(world, "tool_error"))
     assert result.returncode == 0, result.stderr
+    assert seen, "the model never got the tool result back"
     assert "no chunk with hash deadbeefdeadbeef" in seen[0]
     ends = [e for e in result.events if e.get("type") == "tool_execution_end"]
     assert ends and ends[0]["isError"] is True
@@ -103,7 +102,7 @@ def test_host_requests_interleave_with_a_pending_event_and_garbage_is_skipped(
     fake_model.agent(Reply.say("ok"))
     result = world.run("hello", **_env(world, "chatty"))
     assert result.returncode == 0, result.stderr
-    system = system_text(fake_model.agent_requests[start])
+    system = fake_model.agent_requests[start].system
     assert "SCRIPTED-SNAPSHOT HELLO-FROM-PI-MODEL" in system
     assert "ignoring a non-JSON line" in result.stderr
 
