@@ -319,6 +319,7 @@ def test_a_failed_session_start_never_writes_into_the_previous_project(
     sidecar: InProcess, project: Path, tmp_path: Path
 ) -> None:
     _start(sidecar, project)
+    sidecar.result("tool", {"name": "memory_write", "arguments": {"text": "for the first"}})
     sidecar.result("session_shutdown", {})
     other = tmp_path / "other"
     reply = sidecar.call("session_start", {"cwd": str(other), "session_id": "s-2", "host": "pi"})
@@ -326,7 +327,8 @@ def test_a_failed_session_start_never_writes_into_the_previous_project(
     wrote = sidecar.call("tool", {"name": "memory_write", "arguments": {"text": "for other"}})
     assert "error" in wrote  # names the missing project; never lands in the first one
     assert str(other) in wrote["error"]["message"]
-    assert not any("for other" in f.read_text() for f in resolve_scope(project).store.glob("*.md"))
+    text = _daily_text(project)
+    assert "for the first" in text and "for other" not in text
 
 
 # -- the real process ------------------------------------------------------------------------
