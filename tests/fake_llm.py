@@ -29,6 +29,9 @@ with ``server.set(**changes)``, or for the next request only with
 ``content_type``   overrides the content type of the response
 ``stream_error``   after the first text delta, an error event with this
                    message instead of the rest of the stream
+``tool_calls``     (OpenAI) ``(ToolCall(name, arguments), ...)``: the answer
+                   is a tool-call turn (``finish_reason "tool_calls"``),
+                   streamed or not
 
 Scripted replies: ``answers=[...]`` are given one per request, in order,
 before ``answer`` takes over; ``responder=f`` (a function of the
@@ -39,19 +42,16 @@ provider (``OpenAILLM`` / ``AnthropicLLM``) pointed at the server, the way
 engine tests get an LLM: real HTTP, no in-process stand-in.
 
 ``server.requests`` lists every request received (``Request``: path, lower-
-case headers, parsed JSON body or None, and its ``system`` and ``prompt``
-text), recorded before any delay; ``server.prompts`` is every ``prompt``.
-``closed_port_url()`` gives a URL on which nothing listens.
-
-Tool calls (OpenAI): ``tool_calls=(ToolCall(name, arguments), ...)`` in a
-behaviour makes the answer a tool-call turn (``finish_reason
-"tool_calls"``), streamed or not. ``Reply.say(text)`` and
-``Reply.call(name, **arguments)`` script one such turn.
+case headers, parsed JSON body or None; its ``system`` and ``prompt`` text,
+``model``, the ``tools`` it declares, ``texts(role)`` of its messages and
+``last_tool_result``), recorded before any delay; ``server.prompts`` is
+every ``prompt``. ``closed_port_url()`` gives a URL on which nothing listens.
 
 ``FakeModel`` is the model behind the real pi coding agent (tests/e2e): a
 ``FakeOpenAI`` that answers *agent turns* (requests declaring ``tools``,
-pi's own) from the queue ``server.agent(reply, ...)`` (a ``Reply`` or a
-function of the ``Request`` returning one; ``default_text`` when empty) and
+pi's own) from the queue ``server.agent(reply, ...)`` (a ``Reply``:
+``Reply.say(text)``, ``Reply.call(name, **arguments)``; or a function of the
+``Request`` returning one; ``default_text`` when the queue is empty) and
 every other request (memlane's distillation through the sidecar's
 ``llm.complete``) with ``server.distill`` (text or a function of the
 ``Request``). ``agent_requests`` and ``distill_requests`` split

@@ -12,6 +12,7 @@ import os
 import signal
 import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,27 +26,35 @@ pytestmark = pytest.mark.e2e
 SCRIPTED = Path(__file__).with_name("scripted_sidecar.py")
 
 
+@dataclass
+class ScriptedWorld(PiWorld):
+    """A pi world whose "memlane" is the scripted sidecar, logging to ``log``."""
+
+    log: Path = Path(os.devnull)
+
+
 @pytest.fixture
-def world(pi_install: PiInstall, fake_model: FakeModel, tmp_path: Path) -> Iterator[PiWorld]:
+def world(pi_install: PiInstall, fake_model: FakeModel, tmp_path: Path) -> Iterator[ScriptedWorld]:
     wrapper = tmp_path / "bin" / "memlane"
     wrapper.parent.mkdir()
     wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{SCRIPTED}" "$@"\n')
     wrapper.chmod(0o755)
-    w = PiWorld(pi_install, tmp_path / "world", fake_model.base_url)
+    w = ScriptedWorld(
+        pi_install, tmp_path / "world", fake_model.base_url, log=tmp_path / "sidecar.jsonl"
+    )
     w.install_package(str(wrapper))
-    w.log = tmp_path / "sidecar.jsonl"  # type: ignore[attr-defined]
     yield w
     for pid in _pids(w):
         if _alive(pid):
             os.kill(pid, signal.SIGKILL)
 
 
-def _records(world: PiWorld) -> list[dict[str, Any]]:
-    log: Path = world.log  # type: ignore[attr-defined]
+def _records(world: ScriptedWorld) -> list[dict[str, Any]]:
+    log = world.log
     return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
 
 
-def _pids(world: PiWorld) -> list[int]:
+def _pids(world: ScriptedWorld) -> list[int]:
     return sorted({r["pid"] for r in _records(world)})
 
 
@@ -57,12 +66,12 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
-def _env(world: PiWorld, mode: str) -> dict[str, str]:
-    return {"SCRIPTED_SIDECAR_MODE": mode, "SCRIPTED_SIDECAR_LOG": str(world.log)}  # type: ignore[attr-defined]
+def _env(world: ScriptedWorld, mode: str) -> dict[str, str]:
+    return {"SCRIPTED_SIDECAR_MODE": mode, "SCRIPTED_SIDECAR_LOG": str(world.log)}
 
 
 def test_a_sidecar_that_ignores_eof_is_killed_after_the_grace(
-    world: PiWorld, fake_model: FakeModel
+    world: ScriptedWorld, fake_model: FakeModel
 ) -> None:
     fake_model.agent(Reply.say("hi"))
     result = world.run("hello", **_env(world, "hang_on_eof"))
@@ -77,7 +86,7 @@ def test_a_sidecar_that_ignores_eof_is_killed_after_the_grace(
 
 
 def test_a_tool_error_reaches_the_model_as_an_error_result(
-    world: PiWorld, fake_model: FakeModel
+    world: ScriptedWorld, fake_model: FakeModel
 ) -> None:
     seen: list[str] = []
 
@@ -95,7 +104,7 @@ def test_a_tool_error_reaches_the_model_as_an_error_result(
 
 
 def test_host_requests_interleave_with_a_pending_event_and_garbage_is_skipped(
-    world: PiWorld, fake_model: FakeModel
+    world: ScriptedWorld, fake_model: FakeModel
 ) -> None:
     fake_model.distill = "HELLO-FROM-PI-MODEL"
     start = len(fake_model.agent_requests)
@@ -108,7 +117,7 @@ def test_host_requests_interleave_with_a_pending_event_and_garbage_is_skipped(
 
 
 def test_unanswered_events_are_skipped_then_the_sidecar_is_restarted(
-    world: PiWorld, fake_model: FakeModel
+    world: ScriptedWorld, fake_model: FakeModel
 ) -> None:
     with world.rpc(**_env(world, "mute")) as pi:
         for n in range(3):
