@@ -29,6 +29,9 @@ with ``server.set(**changes)``, or for the next request only with
 ``content_type``   overrides the content type of the response
 ``stream_error``   after the first text delta, an error event with this
                    message instead of the rest of the stream
+``tool_calls``     (OpenAI) ``(ToolCall(name, arguments), ...)``: the answer
+                   is a tool-call turn (``finish_reason "tool_calls"``),
+                   streamed or not
 
 Scripted replies: ``answers=[...]`` are given one per request, in order,
 before ``answer`` takes over; ``responder=f`` (a function of the
@@ -39,30 +42,66 @@ provider (``OpenAILLM`` / ``AnthropicLLM``) pointed at the server, the way
 engine tests get an LLM: real HTTP, no in-process stand-in.
 
 ``server.requests`` lists every request received (``Request``: path, lower-
-case headers, parsed JSON body or None, and its ``system`` and ``prompt``
-text), recorded before any delay; ``server.prompts`` is every ``prompt``.
-``closed_port_url()`` gives a URL on which nothing listens.
+case headers, parsed JSON body or None; its ``system`` and ``prompt`` text,
+``model``, the ``tools`` it declares, ``texts(role)`` of its messages and
+``last_tool_result``), recorded before any delay; ``server.prompts`` is
+every ``prompt``. ``closed_port_url()`` gives a URL on which nothing listens.
+
+``FakeModel`` is the model behind the real pi coding agent (tests/e2e): a
+``FakeOpenAI`` that answers *agent turns* (requests declaring ``tools``,
+pi's own) from the queue ``server.agent(reply, ...)`` (a ``Reply``:
+``Reply.say(text)``, ``Reply.call(name, **arguments)``; or a function of the
+``Request`` returning one; ``default_text`` when the queue is empty) and
+every other request (memlane's distillation through the sidecar's
+``llm.complete``) with ``server.distill`` (text or a function of the
+``Request``). ``agent_requests`` and ``distill_requests`` split
+``requests`` between the two.
+
+Embeddings (OpenAI): ``POST /v1/embeddings`` answers deterministic vectors
+(``EMBEDDING_DIM`` numbers, words hashed into buckets: texts sharing words
+are close), recorded in ``server.embedding_requests`` (never in
+``requests``, so scripted answers are not consumed by them). Clearing
+``server.embeddings_open`` (a ``threading.Event``) holds every embedding
+request until it is set again: a model that is still loading.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import socket
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
 __all__ = [
+    "EMBEDDING_DIM",
     "Behaviour",
     "FakeAnthropic",
+    "FakeModel",
     "FakeOpenAI",
+    "Reply",
     "Request",
+    "ToolCall",
     "closed_port_url",
     "wait_until",
 ]
+
+# The "created" stamp of every OpenAI answer: a fixed moment, as nothing reads it.
+CREATED = 1_764_496_800
+EMBEDDING_DIM = 16
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """A function call the model asks for (OpenAI ``tool_calls``)."""
+
+    name: str
+    arguments: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -77,6 +116,23 @@ class Behaviour:
     body: str | bytes | None = None
     content_type: str | None = None
     stream_error: str | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One scripted model turn: text, or tool calls (``Reply.call``)."""
+
+    text: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+
+    @staticmethod
+    def say(text: str) -> Reply:
+        return Reply(text=text)
+
+    @staticmethod
+    def call(name: str, **arguments: Any) -> Reply:
+        return Reply(tool_calls=(ToolCall(name, arguments),))
 
 
 @dataclass
@@ -111,6 +167,36 @@ class Request:
         ]
         return users[-1] if users else ""
 
+    @property
+    def model(self) -> str:
+        return str(self.body.get("model", "")) if isinstance(self.body, dict) else ""
+
+    @property
+    def tools(self) -> list[Any]:
+        """The tools the request declares (an agent's turn), [] when none."""
+        tools = self.body.get("tools") if isinstance(self.body, dict) else None
+        return list(tools) if isinstance(tools, list) else []
+
+    @property
+    def tool_names(self) -> list[str]:
+        return [str(t.get("function", {}).get("name", "")) for t in self.tools]
+
+    def texts(self, role: str | None = None) -> list[str]:
+        """The text of every message (of one role, e.g. ``"tool"``), in order."""
+        if not isinstance(self.body, dict):
+            return []
+        return [
+            _text(m.get("content"))
+            for m in self.body.get("messages", [])
+            if isinstance(m, dict) and (role is None or m.get("role") == role)
+        ]
+
+    @property
+    def last_tool_result(self) -> str:
+        """The text of the last tool result sent back to the model ("" when none)."""
+        results = self.texts("tool")
+        return results[-1] if results else ""
+
 
 def _text(content: Any) -> str:
     if isinstance(content, str):
@@ -125,6 +211,8 @@ def _text(content: Any) -> str:
 
 
 Responder = Callable[[Request], "str | Behaviour | None"]
+# A scripted agent turn of FakeModel: a reply, or a function of the request.
+Script = Reply | Callable[[Request], Reply]
 
 
 def closed_port_url(path: str = "/v1") -> str:
@@ -148,6 +236,7 @@ class _FakeServer:
 
     base_path: ClassVar[str] = ""
     endpoint: ClassVar[str] = ""
+    embeddings_endpoint: ClassVar[str | None] = None
 
     def __init__(
         self,
@@ -158,6 +247,10 @@ class _FakeServer:
     ) -> None:
         self.behaviour = Behaviour(**behaviour)
         self.requests: list[Request] = []
+        self.embedding_requests: list[Request] = []
+        # Set: embedding requests are answered; cleared: they wait (a model loading).
+        self.embeddings_open = threading.Event()
+        self.embeddings_open.set()
         self.responder = responder
         self._queue: list[Behaviour] = [replace(self.behaviour, answer=a) for a in answers]
         self._lock = threading.Lock()
@@ -248,6 +341,23 @@ class _FakeServer:
         """Sleep unless the server stops first; False if it stopped."""
         return not self._stopping.wait(seconds)
 
+    def _embeddings(self, request: Request) -> bytes | None:
+        """The answer to an embedding request, once ``embeddings_open`` is set
+        (None when the server stopped first)."""
+        with self._lock:
+            self.embedding_requests.append(request)
+        while not self.embeddings_open.wait(0.02):
+            if self._stopping.is_set():
+                return None
+        body = request.body if isinstance(request.body, dict) else {}
+        inputs = body.get("input", [])
+        texts = [inputs] if isinstance(inputs, str) else [str(t) for t in inputs]
+        data = [
+            {"object": "embedding", "index": i, "embedding": _hashed_vector(text)}
+            for i, text in enumerate(texts)
+        ]
+        return json.dumps({"object": "list", "data": data, "model": request.model}).encode()
+
     def render_stream(self, behaviour: Behaviour, model: str) -> bytes:
         raise NotImplementedError
 
@@ -265,6 +375,14 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:  # keep test output clean
         pass
 
+    def do_GET(self) -> None:
+        # An OpenAI client may list the models first.
+        if self.path.endswith("/models"):
+            listing = {"object": "list", "data": [{"id": "fake-model", "object": "model"}]}
+            self._send(200, json.dumps(listing).encode(), "application/json")
+        else:
+            self._send(404, b'{"error": {"message": "no such endpoint"}}', "application/json")
+
     def do_POST(self) -> None:
         fake = self.server_fake
         length = int(self.headers.get("Content-Length") or 0)
@@ -274,7 +392,13 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError:
             body = None
         headers = {key.lower(): value for key, value in self.headers.items()}
-        behaviour = fake._next(Request(self.path, headers, body, raw))
+        request = Request(self.path, headers, body, raw)
+        if fake.embeddings_endpoint is not None and self.path == fake.embeddings_endpoint:
+            vectors = fake._embeddings(request)
+            if vectors is not None:
+                self._send(200, vectors, "application/json")
+            return
+        behaviour = fake._next(request)
         if behaviour.delay_s and not fake._sleep(behaviour.delay_s):
             return
         if self.path != fake.endpoint:
@@ -324,6 +448,18 @@ class _Handler(BaseHTTPRequestHandler):
             pass  # the client gave up (deadline): expected in tests
 
 
+def _hashed_vector(text: str) -> list[float]:
+    """Words hashed into ``EMBEDDING_DIM`` buckets (the client normalises)."""
+    vector = [0.0] * EMBEDDING_DIM
+    for word in text.lower().split():
+        vector[
+            int.from_bytes(hashlib.sha256(word.encode()).digest()[:2], "big") % EMBEDDING_DIM
+        ] += 1
+    if not any(vector):
+        vector[0] = 1.0
+    return vector
+
+
 def _sse(data: Any, event: str | None = None) -> str:
     head = f"event: {event}\n" if event else ""
     text = data if isinstance(data, str) else json.dumps(data)
@@ -331,12 +467,13 @@ def _sse(data: Any, event: str | None = None) -> str:
 
 
 class FakeOpenAI(_FakeServer):
-    """``POST /v1/chat/completions``; ``base_url`` ends in ``/v1``."""
+    """``POST /v1/chat/completions`` (and ``/v1/embeddings``); ``base_url`` ends in ``/v1``."""
 
     base_path = "/v1"
     endpoint = "/v1/chat/completions"
+    embeddings_endpoint = "/v1/embeddings"
 
-    def __enter__(self) -> FakeOpenAI:
+    def __enter__(self) -> Self:
         super().__enter__()
         return self
 
@@ -345,11 +482,26 @@ class FakeOpenAI(_FakeServer):
 
         return OpenAILLM(model, base_url=self.base_url, timeout_s=timeout_s)
 
+    @staticmethod
+    def _tool_calls(behaviour: Behaviour, *, streamed: bool) -> list[dict[str, Any]]:
+        calls = []
+        for index, call in enumerate(behaviour.tool_calls):
+            entry: dict[str, Any] = {
+                "id": f"call_{index}",
+                "type": "function",
+                "function": {"name": call.name, "arguments": json.dumps(call.arguments)},
+            }
+            if streamed:
+                entry["index"] = index
+            calls.append(entry)
+        return calls
+
     def render_stream(self, behaviour: Behaviour, model: str) -> bytes:
         def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
             return {
                 "id": "chatcmpl-fake",
                 "object": "chat.completion.chunk",
+                "created": CREATED,
                 "model": model,
                 "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
             }
@@ -361,25 +513,51 @@ class FakeOpenAI(_FakeServer):
                 error = {"message": behaviour.stream_error, "type": "server_error"}
                 out.append(_sse({"error": error}))
                 return "".join(out).encode()
-        out.append(_sse(chunk({}, "stop")))
+        for call in self._tool_calls(behaviour, streamed=True):
+            # The name first, the arguments in a later delta, as OpenAI streams them.
+            head = {**call, "function": {"name": call["function"]["name"], "arguments": ""}}
+            out.append(_sse(chunk({"tool_calls": [head]})))
+            arguments = {
+                "index": call["index"],
+                "function": {"arguments": call["function"]["arguments"]},
+            }
+            out.append(_sse(chunk({"tool_calls": [arguments]})))
+        out.append(_sse(chunk({}, "tool_calls" if behaviour.tool_calls else "stop")))
         # The usage chunk OpenAI sends last with stream_options.include_usage.
-        out.append(_sse({"id": "chatcmpl-fake", "choices": [], "usage": {"total_tokens": 3}}))
+        out.append(
+            _sse(
+                {
+                    "id": "chatcmpl-fake",
+                    "object": "chat.completion.chunk",
+                    "created": CREATED,
+                    "model": model,
+                    "choices": [],
+                    "usage": _USAGE,
+                }
+            )
+        )
         out.append(_sse("[DONE]"))
         return "".join(out).encode()
 
     def render_json(self, behaviour: Behaviour, model: str) -> bytes:
+        message: dict[str, Any] = {"role": "assistant", "content": behaviour.answer}
+        if behaviour.tool_calls:
+            message["content"] = behaviour.answer or None
+            message["tool_calls"] = self._tool_calls(behaviour, streamed=False)
         return json.dumps(
             {
                 "id": "chatcmpl-fake",
                 "object": "chat.completion",
+                "created": CREATED,
                 "model": model,
                 "choices": [
                     {
                         "index": 0,
-                        "message": {"role": "assistant", "content": behaviour.answer},
-                        "finish_reason": "stop",
+                        "message": message,
+                        "finish_reason": "tool_calls" if behaviour.tool_calls else "stop",
                     }
                 ],
+                "usage": _USAGE,
             }
         ).encode()
 
@@ -388,13 +566,73 @@ class FakeOpenAI(_FakeServer):
         return json.dumps({"error": {"message": message, "type": "fake_error"}}).encode()
 
 
+_USAGE = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+
+DEFAULT_DISTILLATION = "- the user and the agent worked on the task\n- the agent answered"
+
+
+class FakeModel(FakeOpenAI):
+    """pi's model in the e2e tests: agent turns scripted apart from distillation.
+
+    A request that declares ``tools`` is one of pi's agent turns: it takes
+    the next reply queued with ``agent(...)`` (``default_text`` when none is
+    queued). Any other request is a completion memlane asked for (the
+    sidecar's ``llm.complete``, which pi routes to this model): ``distill``
+    answers it, a text or a function of the ``Request``.
+    """
+
+    def __init__(
+        self,
+        *,
+        default_text: str = "Done.",
+        distill: str | Callable[[Request], str] = DEFAULT_DISTILLATION,
+        **behaviour: Any,
+    ) -> None:
+        super().__init__(responder=self._respond, **behaviour)
+        self.default_text = default_text
+        self.distill = distill
+        self._agent: deque[Script] = deque()
+
+    def agent(self, *replies: Script) -> None:
+        """Queue replies for the next agent turns, first in first out."""
+        with self._lock:
+            self._agent.extend(replies)
+
+    def pending(self) -> int:
+        """Agent replies queued and not yet used."""
+        with self._lock:
+            return len(self._agent)
+
+    @property
+    def agent_requests(self) -> list[Request]:
+        with self._lock:
+            return [r for r in self.requests if r.tools]
+
+    @property
+    def distill_requests(self) -> list[Request]:
+        with self._lock:
+            return [r for r in self.requests if not r.tools]
+
+    def _respond(self, request: Request) -> Behaviour:
+        if request.tools:
+            with self._lock:
+                script: Script = (
+                    self._agent.popleft() if self._agent else Reply.say(self.default_text)
+                )
+            reply = script(request) if callable(script) else script
+        else:
+            distill = self.distill
+            reply = Reply.say(distill(request) if callable(distill) else distill)
+        return replace(self.behaviour, answer=reply.text, tool_calls=reply.tool_calls)
+
+
 class FakeAnthropic(_FakeServer):
     """``POST /v1/messages``; ``base_url`` is the bare origin, as in Anthropic's SDKs."""
 
     base_path = ""
     endpoint = "/v1/messages"
 
-    def __enter__(self) -> FakeAnthropic:
+    def __enter__(self) -> Self:
         super().__enter__()
         return self
 

@@ -10,10 +10,8 @@ wherever the rule does not need the model.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import stat
-import time
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -22,10 +20,11 @@ from typing import Any
 
 import pytest
 
-from helpers import FixedClock
+from fake_llm import FakeOpenAI
+from helpers import FixedClock, open_memory
 from memlane.core import settings as S
 from memlane.core.config import load_config, set_trusted
-from memlane.core.errors import LlmError, NotFoundError, StoreError
+from memlane.core.errors import NotFoundError, StoreError
 from memlane.core.scope import collection_name, resolve_scope
 from memlane.core.types import Exchange
 from memlane.engine.maintenance import COMPACT_HEADING
@@ -33,6 +32,7 @@ from memlane.engine.memory import Memory
 from memlane.engine.session import Session
 from memlane.engine.tools import Tools
 from memlane.index.state import STATE_FILENAME
+from memlane.llm.base import LLM
 from memlane.store.anchor import parse_anchor
 from memlane.store.section import read_markdown
 
@@ -43,52 +43,20 @@ DAY = "2026-11-30"
 # -- helpers --------------------------------------------------------------------------------
 
 
-class FakeLLM:
-    """Implements memlane's ``LLM`` protocol in-process; records every prompt."""
-
-    def __init__(self, answers: list[str] | None = None, error: str | None = None) -> None:
-        self.answers = list(answers or [])
-        self.error = error
-        self.prompts: list[str] = []
-
-    @property
-    def name(self) -> str:
-        return "fake/conformance"
-
-    def complete(
-        self, system: str, prompt: str, *, max_tokens: int = 800, timeout_s: float | None = None
-    ) -> str:
-        self.prompts.append(prompt)
-        if self.error:
-            raise LlmError(self.error)
-        return self.answers.pop(0) if self.answers else "- a summary"
-
-
 @pytest.fixture(autouse=True)
 def lexical_only(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MEMLANE_EMBEDDING_PROVIDER", "none")
 
 
-@pytest.fixture
-def repo(tmp_path: Path) -> Path:
-    root = tmp_path / "proj"
-    (root / ".git").mkdir(parents=True)
-    return root
-
-
-def _memory(directory: Path, clock: FixedClock | None = None, **env: str) -> Memory:
-    """A Memory whose config comes from *env* only (plus provider none), on a fixed clock."""
-    merged = {"MEMLANE_EMBEDDING_PROVIDER": "none", **env}
-    full = {**os.environ, **merged}
-    scope = resolve_scope(directory, env=full)
-    return Memory(
-        scope, load_config(scope.repository_dir, env=full), clock=clock or FixedClock(TODAY)
-    )
+def _memory(directory: Path, **env: str) -> Memory:
+    """A Memory whose config is the environment plus *env* (lexical unless *env*
+    names a provider), on the suite's fixed clock."""
+    return open_memory(directory, clock=FixedClock(TODAY), **env)
 
 
 def _session(
     mem: Memory,
-    llm: Any = None,
+    llm: LLM | None = None,
     **overrides: Any,
 ) -> Session:
     return Session.start(
@@ -99,15 +67,6 @@ def _session(
         llm=llm,
         settings=replace(mem.config.session, **overrides),
     )
-
-
-def _wait(predicate: Callable[[], bool], timeout: float = 15.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.02)
-    raise AssertionError("condition not reached in time")
 
 
 def _store_command(tmp_path: Path, body: str) -> str:
@@ -175,9 +134,9 @@ def _pi_session(path: Path) -> dict[str, str]:
 # -- Hook to action / Memory entries ---------------------------------------------------------
 
 
-def test_session_start_catch_up_indexes_what_other_agents_wrote(repo: Path) -> None:
+def test_session_start_catch_up_indexes_what_other_agents_wrote(project: Path) -> None:
     """session_start: indexer catch-up (runtime, "Hook to action")."""
-    mem = _memory(repo, MEMLANE_CAPTURE_INDEX_DEBOUNCE_MS="50")
+    mem = _memory(project, MEMLANE_CAPTURE_INDEX_DEBOUNCE_MS="50")
     _daily_file(mem.scope.store, "2026-11-29", [("17:00", "the team picked zanzibar for queues")])
     assert mem.search("zanzibar", sync=False).hits == []  # nothing indexed yet
     session = _session(mem)
@@ -209,18 +168,20 @@ def test_moving_a_repo_yields_a_new_collection_that_catch_up_fills(tmp_path: Pat
     session.shutdown()
 
 
-def test_project_config_layers_at_the_repository_directory(repo: Path) -> None:
+def test_project_config_layers_at_the_repository_directory(project: Path) -> None:
     """A project config file at the repository directory applies from any subdirectory."""
-    (repo / ".memlane.toml").write_text("[embedding]\nbatch_size = 4\n")
-    set_trusted(repo, True)
-    sub = repo / "src" / "pkg"
+    (project / ".memlane.toml").write_text("[embedding]\nbatch_size = 4\n")
+    set_trusted(project, True)
+    sub = project / "src" / "pkg"
     sub.mkdir(parents=True)
     with Memory.open(sub) as mem:
-        assert mem.scope.repository_dir == repo.resolve()
+        assert mem.scope.repository_dir == project.resolve()
         assert mem.config.embedding.batch_size == 4
 
 
-def test_a_store_not_named_memory_works_everywhere_but_compact(tmp_path: Path) -> None:
+def test_a_store_not_named_memory_works_everywhere_but_compact(
+    tmp_path: Path, fake_openai: FakeOpenAI
+) -> None:
     """Store command: a store not named memory is fine everywhere except memory_compact."""
     notes = tmp_path / "store-root" / "proj"
     cmd = _store_command(
@@ -240,28 +201,34 @@ def test_a_store_not_named_memory_works_everywhere_but_compact(tmp_path: Path) -
     assert "zanzibar" in tools.call("memory_expand", {"chunk_hash": chunk_hash}).text
     removed = tools.call("memory_forget", {"chunk_hash": chunk_hash})
     assert "zanzibar" in removed.text
-    assert "zanzibar" not in "".join(p.read_text() for p in notes.glob("*.md"))
-    llm = FakeLLM()
+    kept = "".join(p.read_text() for p in notes.glob("*.md"))
+    assert "a second note to keep" in kept and "zanzibar" not in kept
     with pytest.raises(StoreError) as info:
-        Tools(mem, _session(mem, llm)).call("memory_compact", {})
+        Tools(mem, _session(mem, fake_openai.llm())).call("memory_compact", {})
     assert str(notes) in info.value.message and "'proj'" in info.value.message
-    assert llm.prompts == []
+    assert fake_openai.requests == []  # refused before any LLM call
 
 
 # -- Capture ------------------------------------------------------------------------------------
 
 
-def test_failed_distillation_keeps_the_session_anchor_intact(repo: Path) -> None:
+def test_failed_distillation_keeps_the_session_anchor_intact(
+    project: Path, fake_openai: FakeOpenAI
+) -> None:
     """A failed distillation writes a diagnostic marker with the session anchor intact."""
-    mem = _memory(repo)
-    session = _session(mem, FakeLLM(error="HTTP 503 from the provider"))
+    mem = _memory(project)
+    fake_openai.set(status=400, error_message="the model is not loaded")
+    session = _session(mem, fake_openai.llm())
     queued = session.agent_settled(
         Exchange(user="why is ci red?", assistant="A stale lockfile.", entry_id="cd34ef56")
     )
     assert queued.queued
     session.shutdown()
     text = read_markdown(mem.scope.store / f"{DAY}.md")
-    assert "- [distillation failed: HTTP 503 from the provider]" in text
+    assert fake_openai.requests, "the distillation never reached the LLM"
+    marker = next(line for line in text.splitlines() if "distillation failed" in line)
+    assert marker.startswith("- [distillation failed: ") and marker.endswith("]")
+    assert "the model is not loaded" in marker
     anchor = parse_anchor(text)
     assert anchor is not None
     assert (anchor.session, anchor.turn, anchor.transcript) == (
@@ -274,9 +241,9 @@ def test_failed_distillation_keeps_the_session_anchor_intact(repo: Path) -> None
 # -- Recall ---------------------------------------------------------------------------------
 
 
-def test_memory_search_returns_five_hits_by_default(repo: Path) -> None:
+def test_memory_search_returns_five_hits_by_default(project: Path) -> None:
     """L1: top-k scored chunks, default 5, each carrying a chunk hash."""
-    mem = _memory(repo)
+    mem = _memory(project)
     for i in range(8):
         mem.write(f"- zanzibar note number {i}", now=TODAY.replace(minute=i))
     result = Tools(mem).call("memory_search", {"query": "zanzibar note"})
@@ -286,15 +253,15 @@ def test_memory_search_returns_five_hits_by_default(repo: Path) -> None:
     assert len(Tools(mem).call("memory_search", {"query": "zanzibar", "k": 7}).details["hits"]) == 7
 
 
-def test_memory_expand_loads_no_embedder(repo: Path, tmp_path: Path) -> None:
+def test_memory_expand_loads_no_embedder(project: Path, tmp_path: Path) -> None:
     """L2: the full section and its anchor, with no embedder (cheap)."""
-    with _memory(repo) as writer:
+    with _memory(project) as writer:
         writer.write("the flaky test came from a shared sandbox account", now=TODAY)
         writer.sync()
         chunk_hash = writer.search("sandbox account").hits[0].chunk_hash
     # Now an embedder is configured, but broken: expansion must not need it.
     mem = _memory(
-        repo,
+        project,
         MEMLANE_EMBEDDING_PROVIDER="onnx",
         MEMLANE_EMBEDDING_PATH=str(tmp_path / "no-model-here"),
         MEMLANE_EMBEDDING_MODEL="absent",
@@ -302,15 +269,16 @@ def test_memory_expand_loads_no_embedder(repo: Path, tmp_path: Path) -> None:
     section = mem.expand(chunk_hash)
     assert "shared sandbox account" in section.content
     assert section.anchor is not None and section.anchor.session == "cli"
-    assert not mem._parts.embedder_loaded  # never even tried
+    # never even tried: loading the broken model would have recorded why it failed
+    assert mem.embedder_problem is None
 
 
-def test_memory_transcript_is_a_pure_file_read(repo: Path, tmp_path: Path) -> None:
+def test_memory_transcript_is_a_pure_file_read(project: Path, tmp_path: Path) -> None:
     """L3 never touches the backend: no index is opened or created, no embedder loaded."""
     transcript = tmp_path / "session.jsonl"
     ids = _pi_session(transcript)
     mem = _memory(
-        repo,
+        project,
         MEMLANE_EMBEDDING_PROVIDER="onnx",
         MEMLANE_EMBEDDING_PATH=str(tmp_path / "no-model-here"),
         MEMLANE_EMBEDDING_MODEL="absent",
@@ -321,8 +289,8 @@ def test_memory_transcript_is_a_pure_file_read(repo: Path, tmp_path: Path) -> No
     )
     assert "which cache should the sessions service use?" in result.text
     assert "Memcached lacks persistence" in result.text
-    assert mem._index is None and not mem.index_path.exists()
-    assert not mem._parts.embedder_loaded
+    assert not mem.index_path.exists()  # opening the index would have created it
+    assert mem.embedder_problem is None  # loading the broken model would have failed
 
 
 # -- Cross-repo recall -------------------------------------------------------------------------
@@ -394,9 +362,9 @@ def test_memory_transcript_takes_a_cross_repo_label(
 # -- Redaction and memory compaction ------------------------------------------------------------
 
 
-def test_memory_forget_refreshes_the_stable_snapshot(repo: Path) -> None:
+def test_memory_forget_refreshes_the_stable_snapshot(project: Path) -> None:
     """A redaction rebuilds the snapshot, so the removed text cannot survive in the prompt."""
-    mem = _memory(repo)
+    mem = _memory(project)
     mem.write("the deploy password hint is zanzibarquokka", now=TODAY.replace(hour=8))
     mem.write("payments use stripe", now=TODAY.replace(hour=9))
     session = _session(mem)
@@ -415,12 +383,14 @@ def test_memory_forget_refreshes_the_stable_snapshot(repo: Path) -> None:
     session.shutdown()
 
 
-def test_memory_compact_does_not_refresh_the_stable_snapshot(repo: Path) -> None:
+def test_memory_compact_does_not_refresh_the_stable_snapshot(
+    project: Path, fake_openai: FakeOpenAI
+) -> None:
     """memory_compact leaves the snapshot byte-identical, like a mid-session memory_write."""
-    mem = _memory(repo)
+    mem = _memory(project)
     mem.write("the hot cache moved to Redis", now=TODAY.replace(hour=8))
-    llm = FakeLLM(["- compacted: Redis holds the hot cache"])
-    session = _session(mem, llm)
+    fake_openai.answer("- compacted: Redis holds the hot cache")
+    session = _session(mem, fake_openai.llm())
     before = session.before_agent_start("hello").system_append
     summary = Tools(mem, session).call("memory_compact", {}).text
     assert summary == "- compacted: Redis holds the hot cache"
@@ -444,17 +414,20 @@ def test_compact_refusal_comes_before_the_missing_llm(tmp_path: Path) -> None:
     with pytest.raises(StoreError) as info:
         Tools(mem).call("memory_compact", {})
     assert str(notes) in info.value.message
-    assert mem._index is None and not mem.index_path.exists()  # nothing was probed
+    assert not mem.index_path.exists()  # nothing was probed (opening creates it)
     assert not notes.exists()
 
 
-def test_a_later_compact_regenerates_a_fresh_summary_after_forget(repo: Path) -> None:
+def test_a_later_compact_regenerates_a_fresh_summary_after_forget(
+    project: Path, fake_openai: FakeOpenAI
+) -> None:
     """Forgetting a chunk inside a compact block redacts the whole block; a later compact
     writes a fresh one."""
-    mem = _memory(repo)
+    mem = _memory(project)
     mem.write("the hot cache moved to Redis", now=TODAY.replace(hour=8))
     tools = Tools(mem)
-    llm = FakeLLM(["- first summary mentions zanzibar", "- second summary, fresh"])
+    fake_openai.answer("- first summary mentions zanzibar", "- second summary, fresh")
+    llm = fake_openai.llm()
     from memlane.engine.maintenance import compact
 
     mem.clock.set(TODAY.replace(hour=9))
@@ -468,15 +441,17 @@ def test_a_later_compact_regenerates_a_fresh_summary_after_forget(repo: Path) ->
     compact(mem, llm)
     text = path.read_text()
     assert text.count(COMPACT_HEADING) == 1 and "- second summary, fresh" in text
-    assert "first summary" not in llm.prompts[1]  # the forgotten block is not re-summarised
+    prompts = fake_openai.prompts
+    assert len(prompts) == 2 and "the hot cache moved to Redis" in prompts[1]
+    assert "first summary" not in prompts[1]  # the forgotten block is not re-summarised
 
 
 # -- Stable snapshot ------------------------------------------------------------------------------
 
 
-def test_snapshot_is_usage_instructions_and_two_capped_day_tails(repo: Path) -> None:
+def test_snapshot_is_usage_instructions_and_two_capped_day_tails(project: Path) -> None:
     """Usage instructions, today's tail (3000 chars), yesterday's tail (2000 chars)."""
-    mem = _memory(repo)
+    mem = _memory(project)
     yesterday = TODAY - timedelta(days=1)
     for i in range(40):
         mem.write(f"yesterday entry {i:02d} " + "y" * 90, now=yesterday.replace(hour=8, minute=i))
@@ -540,9 +515,9 @@ def test_pi_memsearch_environment_names_are_accepted(name: str) -> None:
     assert read(load_config(None, env={name: env}))
 
 
-def test_auto_context_injects_at_most_top_k_chunks(repo: Path) -> None:
+def test_auto_context_injects_at_most_top_k_chunks(project: Path) -> None:
     """AUTO_CONTEXT_TOP_K = 3: chunks requested and injected at most."""
-    mem = _memory(repo, MEMLANE_AUTO_CONTEXT="on")
+    mem = _memory(project, MEMLANE_AUTO_CONTEXT="on")
     for i in range(6):
         mem.write(f"the zanzibar queue retries jobs, note {i}", now=PAST.replace(minute=i))
     mem.sync()
@@ -556,9 +531,9 @@ def test_auto_context_injects_at_most_top_k_chunks(repo: Path) -> None:
     session.shutdown()
 
 
-def test_auto_context_respects_the_character_budget(repo: Path) -> None:
+def test_auto_context_respects_the_character_budget(project: Path) -> None:
     """AUTO_CONTEXT_CHAR_BUDGET = 2000: total injected characters."""
-    mem = _memory(repo, MEMLANE_AUTO_CONTEXT="on")
+    mem = _memory(project, MEMLANE_AUTO_CONTEXT="on")
     for i in range(3):
         mem.write(
             f"the zanzibar queue retries jobs, note {i}: " + "detail " * 130,
@@ -574,9 +549,9 @@ def test_auto_context_respects_the_character_budget(repo: Path) -> None:
     session.shutdown()
 
 
-def test_auto_context_query_is_the_prompt_cut_to_500_characters(repo: Path) -> None:
+def test_auto_context_query_is_the_prompt_cut_to_500_characters(project: Path) -> None:
     """AUTO_CONTEXT_QUERY_LIMIT = 500: the prompt is truncated before becoming the query."""
-    mem = _memory(repo, MEMLANE_AUTO_CONTEXT="on")
+    mem = _memory(project, MEMLANE_AUTO_CONTEXT="on")
     mem.write("the zanzibar queue retries failed jobs", now=PAST)
     mem.sync()
     filler = "q" * 600
@@ -590,14 +565,14 @@ def test_auto_context_query_is_the_prompt_cut_to_500_characters(repo: Path) -> N
     wider.shutdown()
 
 
-def test_auto_context_leaves_the_system_prompt_untouched(repo: Path) -> None:
+def test_auto_context_leaves_the_system_prompt_untouched(project: Path) -> None:
     """The injection is a separate message; the snapshot in the system prompt stays byte-stable."""
-    mem = _memory(repo, MEMLANE_AUTO_CONTEXT="on")
+    mem = _memory(project, MEMLANE_AUTO_CONTEXT="on")
     mem.write("the zanzibar queue retries failed jobs", now=PAST)
     mem.write("today the agent renamed the billing module", now=TODAY.replace(hour=8))
     mem.sync()
     session = _auto_session(mem)
-    plain = _session(_memory(repo), None)
+    plain = _session(_memory(project), None)
     hit = session.before_agent_start("zanzibar queue")
     miss = session.before_agent_start("nothing relevant at all, xylophone")
     assert hit.message is not None and "zanzibar" in hit.message
@@ -659,12 +634,12 @@ def test_state_root_search_follows_symlinks_through_a_store_not_yet_created(
     assert scope.state_dir_note is None
 
 
-def test_memory_status_prints_the_state_path_and_no_state_recorded_yet(repo: Path) -> None:
+def test_memory_status_prints_the_state_path_and_no_state_recorded_yet(project: Path) -> None:
     """memory_status prints the path it read; "no state recorded yet" resolves at the next index."""
-    mem = _memory(repo)
+    mem = _memory(project)
     mem.write("an entry", now=TODAY)
     before = _status_text(mem)
-    path = repo.resolve() / ".memsearch" / STATE_FILENAME
+    path = project.resolve() / ".memsearch" / STATE_FILENAME
     assert _state_row(before).endswith(str(path))
     assert "index: no state recorded yet" in before
     mem.sync()
@@ -703,9 +678,9 @@ def test_no_state_file_message_needs_every_condition(tmp_path: Path, absent: str
 # -- Degradation and the doctor -------------------------------------------------------------------------
 
 
-def test_memory_status_reports_failed_files_and_auto_context_counters(repo: Path) -> None:
+def test_memory_status_reports_failed_files_and_auto_context_counters(project: Path) -> None:
     """memory_status: index state with per-file failures, chunk count, auto-context counters."""
-    mem = _memory(repo, MEMLANE_AUTO_CONTEXT="on")
+    mem = _memory(project, MEMLANE_AUTO_CONTEXT="on")
     mem.write("the zanzibar queue retries failed jobs", now=PAST)
     (mem.scope.store / "2026-11-01.md").write_bytes(b"# 2026-11-01\n\n- caf\xe9 in latin-1\n")
     mem.sync()
@@ -729,11 +704,11 @@ def test_memory_status_reports_failed_files_and_auto_context_counters(repo: Path
 
 
 def test_writes_while_the_embedder_was_down_are_searchable_after_the_next_index(
-    repo: Path, monkeypatch: pytest.MonkeyPatch
+    project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Once the backend is back, the next index makes everything written meanwhile searchable."""
     down = _memory(
-        repo,
+        project,
         MEMLANE_EMBEDDING_PROVIDER="openai",
         MEMLANE_EMBEDDING_BASE_URL="http://127.0.0.1:9/v1",
         MEMLANE_EMBEDDING_MODEL=S.BUNDLED_MODEL_NAME,
@@ -745,7 +720,7 @@ def test_writes_while_the_embedder_was_down_are_searchable_after_the_next_index(
     assert down.index.stats()["vectors"] == 0
     down.close()
     monkeypatch.setenv("MEMLANE_EMBEDDING_PROVIDER", "onnx")
-    back = _memory(repo, MEMLANE_EMBEDDING_PROVIDER="onnx")
+    back = _memory(project, MEMLANE_EMBEDDING_PROVIDER="onnx")
     back.sync()
     assert back.index.stats()["vectors"] == back.index.stats()["chunks"] == 1
     semantic = back.search("why did the billing check fail intermittently", mode="semantic")

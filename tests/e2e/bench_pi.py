@@ -20,11 +20,12 @@ from datetime import timedelta
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # fake_llm, helpers
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
 
-from fake_model import FakeModel, Reply
 from pi_harness import PiWorld, ensure_pi, sidecar_pids
 
+from fake_llm import FakeModel, Reply
 from helpers import NOW
 
 TOPICS = ["cache", "queue", "auth", "billing", "search", "deploy", "logging", "metrics"]

@@ -7,8 +7,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from fake_model import FakeModel
 from pi_harness import NpmUnavailable, PiInstall, ensure_pi
+
+from fake_llm import FakeModel
 
 # Read at import: the root conftest clears MEMLANE_* variables for every test.
 CACHE = Path(
@@ -31,5 +32,6 @@ def pi_install() -> PiInstall:
 
 @pytest.fixture(scope="module")
 def fake_model() -> Iterator[FakeModel]:
+    """pi's model (fake_llm.FakeModel): agent turns and distillations scripted apart."""
     with FakeModel() as server:
         yield server

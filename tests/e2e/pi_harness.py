@@ -377,8 +377,14 @@ class RpcPi:
         for raw in self.proc.stderr:
             self.stderr_lines.append(raw.decode("utf-8", "replace").rstrip("\n"))
 
-    def _wait(self, match: Callable[[dict[str, Any]], bool], timeout_s: float) -> dict[str, Any]:
-        """The first unconsumed record that matches; the others stay for later waits."""
+    def wait_record(
+        self, match: Callable[[dict[str, Any]], bool], timeout_s: float = RUN_TIMEOUT_S
+    ) -> dict[str, Any]:
+        """The first unconsumed record that matches; the others stay for later waits.
+
+        A record pi sent that did not match is kept for a later call, so a test
+        can wait for a UI request while the response to its command is pending.
+        """
         for i, record in enumerate(self._backlog):
             if match(record):
                 return self._backlog.pop(i)
@@ -406,8 +412,8 @@ class RpcPi:
     def command(self, type_: str, timeout_s: float = 60, **params: Any) -> dict[str, Any]:
         self._next += 1
         rid = f"t{self._next}"
-        self._send({"id": rid, "type": type_, **params})
-        response = self._wait(
+        self.send({"id": rid, "type": type_, **params})
+        response = self.wait_record(
             lambda r: r.get("type") == "response" and r.get("id") == rid, timeout_s
         )
         if not response.get("success"):
@@ -419,13 +425,14 @@ class RpcPi:
         data = self.command("prompt", message=message)
         if data.get("disposition") == "handled":
             return {}
-        return self._wait(lambda r: r.get("type") == "agent_settled", timeout_s)
+        return self.wait_record(lambda r: r.get("type") == "agent_settled", timeout_s)
 
     def wait_event(self, type_: str, timeout_s: float = RUN_TIMEOUT_S) -> dict[str, Any]:
         """The next record of this type (after those already consumed)."""
-        return self._wait(lambda r: r.get("type") == type_, timeout_s)
+        return self.wait_record(lambda r: r.get("type") == type_, timeout_s)
 
-    def _send(self, record: dict[str, Any]) -> None:
+    def send(self, record: dict[str, Any]) -> None:
+        """Write one record (a command, an ``extension_ui_response``) to pi's stdin."""
         assert self.proc.stdin is not None
         self.proc.stdin.write((json.dumps(record) + "\n").encode())
         self.proc.stdin.flush()

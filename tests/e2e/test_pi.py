@@ -29,9 +29,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_model import FakeModel, Reply, last_tool_result, message_texts, system_text
 from pi_harness import PiInstall, PiWorld, read_session
 
+from fake_llm import FakeModel, Reply, Request
 from helpers import NOW
 
 pytestmark = pytest.mark.e2e
@@ -48,9 +48,9 @@ ANCHOR = re.compile(r"<!-- session:(\S+) turn:(\S+) transcript:(.+?) -->")
 HASH = re.compile(r"\b[0-9a-f]{16}\b")
 
 
-def _distil(body: dict[str, Any]) -> str:
+def _distil(request: Request) -> str:
     """The fake distiller: a fixed bullet per known exchange, else a generic one."""
-    prompt = "\n".join(message_texts(body, "user"))
+    prompt = "\n".join(request.texts("user"))
     if "Which cache" in prompt:
         return f"- {REDIS_BULLET}\n- Memcached was rejected for lacking persistence"
     match = re.search(r"<user_message>\n(.*?)\n</user_message>", prompt, re.S)
@@ -115,11 +115,9 @@ def test_1_capture_distils_through_the_host_model_and_anchors_pi_session(
     assert f"- {REDIS_BULLET}" in text, text
 
     # distilled by the fake model via llm.complete, with the provider's cheapest model
-    distills = [
-        b for b in fake_model.distill_requests if "Which cache" in "".join(message_texts(b))
-    ]
+    distills = [r for r in fake_model.distill_requests if "Which cache" in "".join(r.texts())]
     assert distills, "the sidecar's llm.complete never reached the model"
-    assert distills[0]["model"] == "fake-small"
+    assert distills[0].model == "fake-small"
 
     # the anchor names pi's real session file and the settled entry
     anchors = ANCHOR.findall(text)
@@ -140,20 +138,20 @@ def test_2_snapshot_in_system_prompt_and_the_recall_ladder(
     _wait_for_text(_daily(world), REDIS_BULLET)
     seen: dict[str, str] = {}
 
-    def expand(body: dict[str, Any]) -> Reply:
-        seen["search"] = last_tool_result(body)
+    def expand(request: Request) -> Reply:
+        seen["search"] = request.last_tool_result
         hashes = HASH.findall(seen["search"])
         assert hashes, seen["search"]
         return Reply.call("memory_expand", chunk_hash=hashes[0])
 
-    def transcript(body: dict[str, Any]) -> Reply:
-        seen["expand"] = last_tool_result(body)
+    def transcript(request: Request) -> Reply:
+        seen["expand"] = request.last_tool_result
         match = ANCHOR.search(seen["expand"])
         assert match, seen["expand"]
         return Reply.call("memory_transcript", transcript_path=match.group(3), turn=match.group(2))
 
-    def answer(body: dict[str, Any]) -> Reply:
-        seen["transcript"] = last_tool_result(body)
+    def answer(request: Request) -> Reply:
+        seen["transcript"] = request.last_tool_result
         return Reply.say("Memory says: Redis, 5 minute TTLs.")
 
     fake_model.agent(
@@ -166,7 +164,8 @@ def test_2_snapshot_in_system_prompt_and_the_recall_ladder(
     requests = fake_model.agent_requests[start:]
 
     # the stable snapshot (today's memory) is in the system prompt, byte-identical every turn
-    systems = [system_text(b) for b in requests]
+    assert requests, "pi sent the model no agent turn"
+    systems = [r.system for r in requests]
     assert REDIS_BULLET in systems[0], systems[0][-3000:]
     assert all(REDIS_BULLET in s for s in systems)
 
@@ -202,17 +201,17 @@ def test_3_transcript_follows_the_anchored_branch_after_a_fork(
         _, turn, path = next(a for a in entries if a[1] == entry_id)
         return path, turn
 
-    def read_old_branch(body: dict[str, Any]) -> Reply:
+    def read_old_branch(request: Request) -> Reply:
         path, turn = anchor_of(captured["old_entry"])
         return Reply.call("memory_transcript", transcript_path=path, turn=turn)
 
-    def read_new_branch(body: dict[str, Any]) -> Reply:
-        captured["old"] = last_tool_result(body)
+    def read_new_branch(request: Request) -> Reply:
+        captured["old"] = request.last_tool_result
         path, turn = anchor_of(captured["new_entry"])
         return Reply.call("memory_transcript", transcript_path=path, turn=turn)
 
-    def done(body: dict[str, Any]) -> Reply:
-        captured["new"] = last_tool_result(body)
+    def done(request: Request) -> Reply:
+        captured["new"] = request.last_tool_result
         return Reply.say("Checked.")
 
     with world.rpc() as pi:
@@ -269,8 +268,8 @@ def test_4_auto_context_hidden_message_reaches_the_model(
     def hidden_hits() -> list[str]:
         return [
             t
-            for b in fake_model.agent_requests[start:]
-            for t in message_texts(b, "user")
+            for r in fake_model.agent_requests[start:]
+            for t in r.texts("user")
             if bullet in t and question not in t
         ]
 
@@ -299,7 +298,7 @@ def test_4b_pi_still_answers_without_memlane(world: PiWorld, fake_model: FakeMod
     try:
         fake_model.agent(
             Reply.call("memory_search", query="anything"),
-            lambda body: Reply.say("tool said: " + last_tool_result(body)),
+            lambda request: Reply.say("tool said: " + request.last_tool_result),
         )
         result = world.run(
             "Search memory for anything.", PATH=f"{world.pi.node.parent}:/usr/bin:/bin"

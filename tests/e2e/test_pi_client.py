@@ -11,41 +11,50 @@ import json
 import os
 import signal
 import sys
-import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_model import FakeModel, Reply, last_tool_result, system_text
 from pi_harness import PiInstall, PiWorld
+
+from fake_llm import FakeModel, Reply, Request
 
 pytestmark = pytest.mark.e2e
 
 SCRIPTED = Path(__file__).with_name("scripted_sidecar.py")
 
 
+@dataclass
+class ScriptedWorld(PiWorld):
+    """A pi world whose "memlane" is the scripted sidecar, logging to ``log``."""
+
+    log: Path = Path(os.devnull)
+
+
 @pytest.fixture
-def world(pi_install: PiInstall, fake_model: FakeModel, tmp_path: Path) -> Iterator[PiWorld]:
+def world(pi_install: PiInstall, fake_model: FakeModel, tmp_path: Path) -> Iterator[ScriptedWorld]:
     wrapper = tmp_path / "bin" / "memlane"
     wrapper.parent.mkdir()
     wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{SCRIPTED}" "$@"\n')
     wrapper.chmod(0o755)
-    w = PiWorld(pi_install, tmp_path / "world", fake_model.base_url)
+    w = ScriptedWorld(
+        pi_install, tmp_path / "world", fake_model.base_url, log=tmp_path / "sidecar.jsonl"
+    )
     w.install_package(str(wrapper))
-    w.log = tmp_path / "sidecar.jsonl"  # type: ignore[attr-defined]
     yield w
     for pid in _pids(w):
         if _alive(pid):
             os.kill(pid, signal.SIGKILL)
 
 
-def _records(world: PiWorld) -> list[dict[str, Any]]:
-    log: Path = world.log  # type: ignore[attr-defined]
+def _records(world: ScriptedWorld) -> list[dict[str, Any]]:
+    log = world.log
     return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
 
 
-def _pids(world: PiWorld) -> list[int]:
+def _pids(world: ScriptedWorld) -> list[int]:
     return sorted({r["pid"] for r in _records(world)})
 
 
@@ -57,59 +66,58 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
-def _env(world: PiWorld, mode: str) -> dict[str, str]:
-    return {"SCRIPTED_SIDECAR_MODE": mode, "SCRIPTED_SIDECAR_LOG": str(world.log)}  # type: ignore[attr-defined]
+def _env(world: ScriptedWorld, mode: str) -> dict[str, str]:
+    return {"SCRIPTED_SIDECAR_MODE": mode, "SCRIPTED_SIDECAR_LOG": str(world.log)}
 
 
 def test_a_sidecar_that_ignores_eof_is_killed_after_the_grace(
-    world: PiWorld, fake_model: FakeModel
+    world: ScriptedWorld, fake_model: FakeModel
 ) -> None:
     fake_model.agent(Reply.say("hi"))
-    started = time.monotonic()
     result = world.run("hello", **_env(world, "hang_on_eof"))
-    elapsed = time.monotonic() - started
     assert result.returncode == 0, result.stderr
     records = _records(world)
     assert [r.get("method") for r in records if "method" in r][-1] == "session_shutdown"
     assert any(r.get("eof") for r in records), "the sidecar never saw stdin close"
     (pid,) = _pids(world)
     assert not _alive(pid), "the sidecar outlived pi"
+    # pi's own word that it stopped waiting after the grace and killed the child
     assert "killing it" in result.stderr
-    assert elapsed < 30
 
 
 def test_a_tool_error_reaches_the_model_as_an_error_result(
-    world: PiWorld, fake_model: FakeModel
+    world: ScriptedWorld, fake_model: FakeModel
 ) -> None:
     seen: list[str] = []
 
-    def record(body: dict[str, Any]) -> Reply:
-        seen.append(last_tool_result(body))
+    def record(request: Request) -> Reply:
+        seen.append(request.last_tool_result)
         return Reply.say("sorry")
 
     fake_model.agent(Reply.call("memory_expand", chunk_hash="deadbeefdeadbeef"), record)
     result = world.run("expand it", **_env(world, "tool_error"))
     assert result.returncode == 0, result.stderr
+    assert seen, "the model never got the tool result back"
     assert "no chunk with hash deadbeefdeadbeef" in seen[0]
     ends = [e for e in result.events if e.get("type") == "tool_execution_end"]
     assert ends and ends[0]["isError"] is True
 
 
 def test_host_requests_interleave_with_a_pending_event_and_garbage_is_skipped(
-    world: PiWorld, fake_model: FakeModel
+    world: ScriptedWorld, fake_model: FakeModel
 ) -> None:
     fake_model.distill = "HELLO-FROM-PI-MODEL"
     start = len(fake_model.agent_requests)
     fake_model.agent(Reply.say("ok"))
     result = world.run("hello", **_env(world, "chatty"))
     assert result.returncode == 0, result.stderr
-    system = system_text(fake_model.agent_requests[start])
+    system = fake_model.agent_requests[start].system
     assert "SCRIPTED-SNAPSHOT HELLO-FROM-PI-MODEL" in system
     assert "ignoring a non-JSON line" in result.stderr
 
 
 def test_unanswered_events_are_skipped_then_the_sidecar_is_restarted(
-    world: PiWorld, fake_model: FakeModel
+    world: ScriptedWorld, fake_model: FakeModel
 ) -> None:
     with world.rpc(**_env(world, "mute")) as pi:
         for n in range(3):

@@ -21,10 +21,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_model import FakeModel
 from pi_harness import RUN_TIMEOUT_S, PiInstall, PiWorld, RpcPi, sidecar_pids
 
-from fake_llm import FakeOpenAI
+from fake_llm import FakeModel, FakeOpenAI
 from helpers import NOW
 
 pytestmark = pytest.mark.e2e
@@ -126,12 +125,12 @@ def _start_dream(pi: RpcPi) -> str:
     """Send ``/dream`` without waiting: pi answers a command's prompt only
     after its handler returns, and this handler waits for the dialog."""
     rid = "dream"
-    pi._send({"id": rid, "type": "prompt", "message": "/dream"})
+    pi.send({"id": rid, "type": "prompt", "message": "/dream"})
     return rid
 
 
 def _ui(pi: RpcPi, method: str, starts: str = "", timeout_s: float = 120) -> dict[str, Any]:
-    return pi._wait(
+    return pi.wait_record(
         lambda r: (
             r.get("type") == "extension_ui_request"
             and r.get("method") == method
@@ -142,7 +141,7 @@ def _ui(pi: RpcPi, method: str, starts: str = "", timeout_s: float = 120) -> dic
 
 
 def _handled(pi: RpcPi, rid: str) -> None:
-    response = pi._wait(lambda r: r.get("type") == "response" and r.get("id") == rid, 120)
+    response = pi.wait_record(lambda r: r.get("type") == "response" and r.get("id") == rid, 120)
     assert response.get("success"), response  # errors are notifications, never thrown
     assert (response.get("data") or {}).get("disposition") == "handled"
 
@@ -164,7 +163,7 @@ def test_dream_confirmed_applies_the_plan_that_was_shown(
 
         # Another answer now would be another plan: the saved one must be what applies.
         dream_llm.set(answer='{"topics": [], "delete": ["debugging"], "summary": []}')
-        pi._send({"type": "extension_ui_response", "id": ask["id"], "confirmed": True})
+        pi.send({"type": "extension_ui_response", "id": ask["id"], "confirmed": True})
         done = _ui(pi, "notify", "memlane dream applied")
         assert "2 file(s) changed" in done["message"]
         _handled(pi, rid)
@@ -183,7 +182,7 @@ def test_dream_declined_changes_nothing(world: PiWorld) -> None:
         rid = _start_dream(pi)
         ask = _ui(pi, "confirm")
         assert "-## SSH gotcha" in ask["message"]
-        pi._send({"type": "extension_ui_response", "id": ask["id"], "confirmed": False})
+        pi.send({"type": "extension_ui_response", "id": ask["id"], "confirmed": False})
         _ui(pi, "notify", "memlane dream: declined, nothing was changed")
         _handled(pi, rid)
     assert _files(world) == {"topic": DEBUGGING, "index": INDEX}

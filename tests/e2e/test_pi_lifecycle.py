@@ -12,13 +12,14 @@ from __future__ import annotations
 import os
 import signal
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from fake_model import FakeModel, Reply, last_tool_result, message_texts
-from pi_harness import PiInstall, PiWorld, sidecar_pids
+from pi_harness import PiInstall, PiWorld, RpcPi, sidecar_pids
+
+from fake_llm import FakeModel, Reply, Request
+from helpers import wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -48,19 +49,9 @@ def world(
         os.kill(pid, signal.SIGKILL)
 
 
-def _wait_until(predicate: object, timeout_s: float = 20) -> bool:
-    assert callable(predicate)
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return bool(predicate())
-
-
 def _status_call(fake: FakeModel, seen: list[str]) -> None:
-    def record(body: dict[str, object]) -> Reply:
-        seen.append(last_tool_result(body))  # type: ignore[arg-type]
+    def record(request: Request) -> Reply:
+        seen.append(request.last_tool_result)
         return Reply.say("ok")
 
     fake.agent(Reply.call("memory_status"), record)
@@ -78,7 +69,7 @@ def test_sidecar_lives_with_the_session_and_respawns_lazily_up_to_the_cap(
 
         for respawn in (1, 2):
             os.kill(pids[0], signal.SIGKILL)
-            assert _wait_until(lambda: not sidecar_pids(world.project))
+            wait_for(lambda: not sidecar_pids(world.project), 20, "the killed sidecar gone")
             _status_call(fake_model, seen)
             pi.prompt("status please")
             assert UNAVAILABLE not in seen[-1], seen[-1]
@@ -88,7 +79,7 @@ def test_sidecar_lives_with_the_session_and_respawns_lazily_up_to_the_cap(
 
         # a third death is past the cap: memory is off, pi keeps answering
         os.kill(pids[0], signal.SIGKILL)
-        assert _wait_until(lambda: not sidecar_pids(world.project))
+        wait_for(lambda: not sidecar_pids(world.project), 20, "the killed sidecar gone")
         _status_call(fake_model, seen)
         settled = pi.prompt("status again")
         assert settled.get("aborted") is False
@@ -109,7 +100,7 @@ def test_no_sidecar_outlives_pi(world: PiWorld, fake_model: FakeModel) -> None:
         fake_model.agent(Reply.say("fine"))
         pi.prompt("hello again")
         assert len(sidecar_pids(world.project)) == 1
-    assert _wait_until(lambda: not sidecar_pids(world.project), 5)
+    wait_for(lambda: not sidecar_pids(world.project), 20, "no sidecar after pi exited")
 
 
 def test_memory_command_shows_status(world: PiWorld) -> None:
@@ -124,10 +115,10 @@ def test_memory_command_shows_status(world: PiWorld) -> None:
     assert str(world.project) in message or ".memsearch" in message, message
 
 
-def _next_notice(pi: object) -> str:
-    note = pi.wait_event("extension_ui_request", timeout_s=120)  # type: ignore[attr-defined]
+def _next_notice(pi: RpcPi) -> str:
+    note = pi.wait_event("extension_ui_request", timeout_s=120)
     while note.get("method") != "notify" or note.get("message", "").startswith("memlane: "):
-        note = pi.wait_event("extension_ui_request", timeout_s=120)  # type: ignore[attr-defined]
+        note = pi.wait_event("extension_ui_request", timeout_s=120)
     return str(note["message"])
 
 
@@ -150,7 +141,7 @@ def test_recall_command_asks_the_agent_to_walk_the_ladder(
         fake_model.agent(Reply.say("Nothing found in memory."))
         pi.command("prompt", message="/recall --all kafka pinning")
         pi.wait_event("agent_settled", timeout_s=120)
-    users = [t for b in fake_model.agent_requests[start:] for t in message_texts(b, "user")]
+    users = [t for r in fake_model.agent_requests[start:] for t in r.texts("user")]
     asked = next(t for t in users if "kafka pinning" in t)
     assert "memory_search" in asked
     assert '"all"' in asked
@@ -161,8 +152,8 @@ def test_capture_model_override_reaches_pi_registry(world: PiWorld, fake_model: 
     fake_model.agent(Reply.say("We will pin numpy below 2."))
     result = world.run("Pin numpy below 2 for now.", MEMLANE_CAPTURE_MODEL="fake/fake-big")
     assert result.returncode == 0, result.stderr
-    assert _wait_until(lambda: len(fake_model.distill_requests) > start, 30)
-    assert fake_model.distill_requests[start]["model"] == "fake-big"
+    wait_for(lambda: len(fake_model.distill_requests) > start, 30, "a distillation request")
+    assert fake_model.distill_requests[start].model == "fake-big"
 
 
 def test_memlane_install_pi_cli_then_uninstall(world: PiWorld, fake_model: FakeModel) -> None:
@@ -191,8 +182,8 @@ def test_memlane_install_pi_cli_then_uninstall(world: PiWorld, fake_model: FakeM
     fake_model.agent(Reply.say("no memory here"))
     result = world.run("hello")
     assert result.returncode == 0, result.stderr
-    tools = [t["function"]["name"] for t in fake_model.agent_requests[start]["tools"]]
-    assert "memory_search" not in tools
+    tools = fake_model.agent_requests[start].tool_names
+    assert tools and "memory_search" not in tools  # pi's own tools, none of memlane's
 
 
 def test_pi_compaction_is_forwarded(world: PiWorld, fake_model: FakeModel, tmp_path: Path) -> None:
@@ -208,7 +199,7 @@ def test_pi_compaction_is_forwarded(world: PiWorld, fake_model: FakeModel, tmp_p
             fake_model.agent(Reply.say(f"answer to the {text}"))
             pi.prompt(text)
         pi.command("compact", timeout_s=120)
-        assert _wait_until(lambda: "session_compact" in timings.read_text(), 10)
+        wait_for(lambda: "session_compact" in timings.read_text(), 20, "session_compact forwarded")
         # the session goes on, with the rebuilt snapshot
         fake_model.agent(Reply.say("still here"))
         assert pi.prompt("third question").get("aborted") is False
@@ -229,7 +220,7 @@ def test_pi_tool_schemas_match_the_sidecar_tool_layer(
     assert world.run("hi").returncode == 0
     declared = {
         t["function"]["name"]: t["function"]["parameters"]
-        for t in fake_model.agent_requests[start]["tools"]
+        for t in fake_model.agent_requests[start].tools
         if t["function"]["name"].startswith("memory_")
     }
     assert set(declared) == {spec.name for spec in SPECS}
@@ -244,12 +235,10 @@ def test_pi_tool_schemas_match_the_sidecar_tool_layer(
 
 
 def test_pi_loads_the_package_skills(world: PiWorld, fake_model: FakeModel) -> None:
-    from fake_model import system_text
-
     start = len(fake_model.agent_requests)
     fake_model.agent(Reply.say("ok"))
     assert world.run("hi").returncode == 0
-    system = system_text(fake_model.agent_requests[start])
+    system = fake_model.agent_requests[start].system
     skills = Path(__file__).resolve().parents[2] / "integrations" / "pi" / "skills"
     for skill in ("recall", "skill-drafting"):
         assert str(skills / skill / "SKILL.md") in system, skill

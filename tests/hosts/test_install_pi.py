@@ -186,6 +186,7 @@ def test_cli_install_and_uninstall(tmp_path: Path, agent: Path) -> None:
     assert not (agent / "settings.json").exists()
 
 
+@pytest.mark.subprocess
 def test_package_dir_in_an_installed_wheel_layout(tmp_path: Path) -> None:
     """The wheel force-includes integrations/pi as memlane/integrations/pi (pyproject.toml)."""
     import shutil

@@ -1,5 +1,13 @@
-"""``memlane mcp``: the tools over MCP, driven by the official SDK's stdio client
-against a real ``memlane mcp`` subprocess; and ``install mcp --print``."""
+"""``memlane mcp``: the tools over MCP, driven by the official SDK's client;
+and ``install mcp --print``.
+
+The protocol tests run the server in this process: memlane's ``Engine`` and
+``build_server`` (what ``memlane mcp`` serves) on the SDK's in-memory
+streams, initialize handshake and JSON-RPC messages included, on the test's
+clock. The ``subprocess`` smoke tests run the real ``memlane mcp`` for what
+only a process shows: the stdio wiring (through the SDK's stdio client),
+the exit when the client closes stdin, a fresh interpreter's imports.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +16,6 @@ import os
 import re
 import subprocess
 import sys
-import time
 import tomllib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -16,75 +23,49 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import mcp.client.stdio as mcp_stdio
 import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
-from mcp.types import CallToolResult, TextContent
+from mcp.shared.memory import create_client_server_memory_streams
+from mcp.types import LATEST_PROTOCOL_VERSION, CallToolResult, InitializeResult, TextContent
 
+from helpers import Cli, FixedClock
+from memlane.engine.sessions import close_stores
 from memlane.engine.tools import SPECS
 from memlane.hosts.mcp.config import memlane_command, render_config
+from memlane.hosts.mcp.server import Engine, build_server
+
+# A hung server fails the test instead of hanging the run.
+TEST_TIMEOUT_S = 60
 
 
 @pytest.fixture
-def project(tmp_path: Path) -> Path:
-    root = tmp_path / "proj"
-    (root / ".git").mkdir(parents=True)
-    return root
-
-
-class Server:
-    """How the test reaches the subprocess behind the SDK's client."""
-
-    def __init__(self, stderr_path: Path) -> None:
-        self.stderr_path = stderr_path
-        self.process: Any = None
-
-    @property
-    def stderr(self) -> str:
-        return self.stderr_path.read_text(errors="replace")
-
-
-@pytest.fixture
-def server_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Server:
-    server = Server(tmp_path / "server-stderr.log")
-    spawn = mcp_stdio._create_platform_compatible_process
-
-    # The SDK's client owns the process; keep a handle to check how it ended.
-    async def spawn_and_keep(*args: Any, **kwargs: Any) -> Any:
-        server.process = await spawn(*args, **kwargs)
-        return server.process
-
-    monkeypatch.setattr(mcp_stdio, "_create_platform_compatible_process", spawn_and_keep)
-    return server
-
-
-def _params(project: Path, **env: str) -> StdioServerParameters:
-    return StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "memlane.cli.main", "mcp", "-C", str(project)],
-        # The SDK passes on only a safe whitelist; the test's MEMLANE_HOME,
-        # cache and PYTHONPATH must reach the server.
-        env={**os.environ, **env},
-    )
+def lexical(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEMLANE_EMBEDDING_PROVIDER", "none")
 
 
 @asynccontextmanager
-async def connect(
-    project: Path, server: Server, **env: str
-) -> AsyncIterator[tuple[ClientSession, Any]]:
-    with server.stderr_path.open("w") as errlog:
+async def connect(project: Path, clock: FixedClock) -> AsyncIterator[tuple[ClientSession, Any]]:
+    """An SDK client session with memlane's MCP server, in this process."""
+    engine = Engine(project, clock=clock)
+    engine.start()
+    server = build_server(engine)
+    try:
         async with (
-            stdio_client(_params(project, **env), errlog=errlog) as (read, write),
-            ClientSession(read, write) as session,
+            create_client_server_memory_streams() as (client_streams, server_streams),
+            anyio.create_task_group() as group,
         ):
-            init = await session.initialize()
-            yield session, init
+            group.start_soon(server.run, *server_streams, server.create_initialization_options())
+            async with ClientSession(*client_streams) as session:
+                yield session, await session.initialize()
+            await client_streams[1].aclose()  # EOF: the server's run() returns
+    finally:
+        engine.close()
+        close_stores()
 
 
 def run(test: Callable[[], Awaitable[None]]) -> None:
     async def bounded() -> None:
-        # A hung server fails the test instead of hanging the run.
-        with anyio.fail_after(60):
+        with anyio.fail_after(TEST_TIMEOUT_S):
             await test()
 
     anyio.run(bounded)
@@ -111,13 +92,10 @@ async def _error(session: ClientSession, name: str, **arguments: Any) -> CallToo
     return result
 
 
-@pytest.mark.subprocess
-def test_lists_every_tool_with_its_schema_and_the_ladder(project: Path, server_log: Server) -> None:
+@pytest.mark.usefixtures("lexical")
+def test_lists_every_tool_with_its_schema_and_the_ladder(project: Path, clock: FixedClock) -> None:
     async def body() -> None:
-        async with connect(project, server_log, MEMLANE_EMBEDDING_PROVIDER="none") as (
-            session,
-            init,
-        ):
+        async with connect(project, clock) as (session, init):
             assert init.server_info.name == "memlane"
             assert init.instructions and "memory_expand" in init.instructions
             listed = (await session.list_tools()).tools
@@ -135,15 +113,12 @@ def test_lists_every_tool_with_its_schema_and_the_ladder(project: Path, server_l
     run(body)
 
 
-@pytest.mark.subprocess
+@pytest.mark.usefixtures("lexical")
 def test_write_search_expand_status_with_structured_results(
-    project: Path, server_log: Server
+    project: Path, clock: FixedClock, capfd: pytest.CaptureFixture[str]
 ) -> None:
     async def body() -> None:
-        async with connect(project, server_log, MEMLANE_EMBEDDING_PROVIDER="none") as (
-            session,
-            _,
-        ):
+        async with connect(project, clock) as (session, _):
             wrote = await _ok(
                 session, "memory_write", text="We chose Postgres over MySQL for the ledger."
             )
@@ -175,20 +150,16 @@ def test_write_search_expand_status_with_structured_results(
             assert isinstance(status.structured_content, dict)
             assert _text(status).strip()
 
-        assert "Traceback" not in server_log.stderr
-
     run(body)
+    assert "Traceback" not in capfd.readouterr().err
 
 
-@pytest.mark.subprocess
+@pytest.mark.usefixtures("lexical")
 def test_errors_are_tool_results_and_the_server_keeps_serving(
-    project: Path, server_log: Server
+    project: Path, clock: FixedClock, capfd: pytest.CaptureFixture[str]
 ) -> None:
     async def body() -> None:
-        async with connect(project, server_log, MEMLANE_EMBEDDING_PROVIDER="none") as (
-            session,
-            _,
-        ):
+        async with connect(project, clock) as (session, _):
             missing = await _error(session, "memory_search")
             assert "missing required argument 'query'" in _text(missing)
             assert missing.structured_content == {
@@ -215,18 +186,16 @@ def test_errors_are_tool_results_and_the_server_keeps_serving(
             # Still alive and answering.
             await _ok(session, "memory_status")
 
-        assert "Traceback" not in server_log.stderr
-
     run(body)
+    assert "Traceback" not in capfd.readouterr().err
 
 
-@pytest.mark.subprocess
-def test_concurrent_calls_all_come_back_clean(project: Path, server_log: Server) -> None:
+@pytest.mark.usefixtures("lexical")
+def test_concurrent_calls_all_come_back_clean(
+    project: Path, clock: FixedClock, capfd: pytest.CaptureFixture[str]
+) -> None:
     async def body() -> None:
-        async with connect(project, server_log, MEMLANE_EMBEDDING_PROVIDER="none") as (
-            session,
-            _,
-        ):
+        async with connect(project, clock) as (session, _):
             results: list[CallToolResult] = []
 
             async def call(name: str, **arguments: Any) -> None:
@@ -246,15 +215,13 @@ def test_concurrent_calls_all_come_back_clean(project: Path, server_log: Server)
             assert isinstance(found.structured_content, dict)
             assert len(found.structured_content["hits"]) == 5
 
-        assert "Traceback" not in server_log.stderr
-
     run(body)
+    assert "Traceback" not in capfd.readouterr().err
 
 
-@pytest.mark.subprocess
-def test_hybrid_search_with_the_bundled_model(project: Path, server_log: Server) -> None:
+def test_hybrid_search_with_the_bundled_model(project: Path, clock: FixedClock) -> None:
     async def body() -> None:
-        async with connect(project, server_log) as (session, _):
+        async with connect(project, clock) as (session, _):
             await _ok(session, "memory_write", text="Deploys go out on Tuesdays, never Fridays.")
             await _ok(session, "memory_write", text="The cat's name is Miso.")
             # No word in common with the note: only the embeddings can find it.
@@ -269,24 +236,91 @@ def test_hybrid_search_with_the_bundled_model(project: Path, server_log: Server)
     run(body)
 
 
+# -- the real process ---------------------------------------------------------------------
+
+
+def _server_params(project: Path) -> StdioServerParameters:
+    return StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "memlane.cli.main", "mcp", "-C", str(project)],
+        # The SDK passes on only a safe whitelist; the test's MEMLANE_HOME,
+        # cache and PYTHONPATH must reach the server.
+        env={**os.environ, "MEMLANE_EMBEDDING_PROVIDER": "none"},
+    )
+
+
 @pytest.mark.subprocess
-def test_the_server_exits_when_the_client_closes(project: Path, server_log: Server) -> None:
+def test_memlane_mcp_serves_over_stdio(project: Path, tmp_path: Path) -> None:
+    errors = tmp_path / "server-stderr.log"
+
     async def body() -> None:
-        async with connect(project, server_log, MEMLANE_EMBEDDING_PROVIDER="none") as (
-            session,
-            _,
-        ):
-            await _ok(session, "memory_write", text="A note before closing.")
-            closing = time.monotonic()
-        closed_in = time.monotonic() - closing
-        process = server_log.process
-        assert process is not None
-        # The SDK waits 2 s after closing stdin, then terminates: a clean exit code
-        # within that window means the server left on its own.
-        assert process.returncode == 0, server_log.stderr
-        assert closed_in < 2.0
+        with errors.open("w") as errlog:
+            async with (
+                stdio_client(_server_params(project), errlog=errlog) as (read, write),
+                ClientSession(read, write) as session,
+            ):
+                init = await session.initialize()
+                assert init.server_info.name == "memlane"
+                listed = (await session.list_tools()).tools
+                assert [t.name for t in listed] == [s.name for s in SPECS]
+                wrote = await _ok(session, "memory_write", text="Staging runs on port 2222.")
+                assert _text(wrote).startswith("Saved to ")
+                found = await _ok(session, "memory_search", query="staging port")
+                assert "2222" in _text(found)
 
     run(body)
+    assert "Traceback" not in errors.read_text()
+
+
+def _line(message: dict[str, Any]) -> bytes:
+    return (json.dumps(message) + "\n").encode()
+
+
+@pytest.mark.subprocess
+def test_the_server_exits_0_when_the_client_closes_stdin(project: Path) -> None:
+    # Our own process (not the SDK's client, which terminates a server that
+    # lingers): nothing but the closed stdin can end it.
+    params = _server_params(project)
+    proc = subprocess.Popen(
+        [params.command, *params.args],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=params.env,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        initialize = {
+            "protocolVersion": LATEST_PROTOCOL_VERSION,
+            "capabilities": {},
+            "clientInfo": {"name": "test", "version": "0"},
+        }
+        proc.stdin.write(
+            _line({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": initialize})
+        )
+        proc.stdin.flush()
+        reply = json.loads(proc.stdout.readline())
+        assert reply["id"] == 1 and InitializeResult.model_validate(reply["result"])
+        proc.stdin.write(_line({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        call = {"name": "memory_write", "arguments": {"text": "A note before closing."}}
+        proc.stdin.write(_line({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call}))
+        proc.stdin.flush()
+        reply = json.loads(proc.stdout.readline())
+        assert reply["id"] == 2 and not reply["result"].get("isError"), reply
+        proc.stdin.close()
+        code = proc.wait(TEST_TIMEOUT_S)
+        stderr = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+        assert code == 0, stderr
+        assert "Traceback" not in stderr
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for stream in (proc.stdin, proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()
+    notes = "".join(p.read_text() for p in (project / ".memsearch" / "memory").glob("*.md"))
+    assert "A note before closing." in notes
 
 
 def test_results_map_to_text_structured_content_and_is_error() -> None:
@@ -366,13 +400,7 @@ def test_other_commands_never_import_the_sdk() -> None:
     assert done.stdout.strip() == "[]"
 
 
-@pytest.mark.subprocess
-def test_install_mcp_without_print_says_what_to_run(tmp_path: Path) -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "memlane.cli.main", "install", "mcp"],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-    )
+def test_install_mcp_without_print_says_what_to_run(cli: Cli) -> None:
+    done = cli("install", "mcp")
     assert done.returncode == 1
     assert "install mcp --print" in done.stderr

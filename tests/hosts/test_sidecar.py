@@ -1,27 +1,72 @@
-"""``memlane sidecar``: the DESIGN §9 protocol over a real subprocess's stdio."""
+"""``memlane sidecar``: the DESIGN §9 protocol, line by line, as a host speaks it.
+
+Most tests run the sidecar in this process (``Sidecar`` on a pair of pipes,
+on the test's clock, in a thread): the same reader, engine thread and
+handlers as ``memlane sidecar``, without a process start. The smoke test at
+the end runs the real command, for what only a process shows: stdout carries
+protocol lines only, and stdin EOF ends it with exit code 0.
+"""
 
 from __future__ import annotations
 
 import json
 import os
+import select
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import pytest
 
+from fake_llm import FakeOpenAI
+from helpers import FixedClock, wait_for
 from memlane.core.scope import resolve_scope
+from memlane.engine.sessions import close_stores
+from memlane.hosts.jsonrpc import Connection
+from memlane.hosts.pi.sidecar import Sidecar
 from memlane.store.anchor import parse_anchor
+
+# How long the host waits for any one line before the test fails (a hung
+# sidecar fails the test instead of hanging the run).
+READ_TIMEOUT_S = 30.0
+
+
+class Lines:
+    """Lines from a file descriptor, with a deadline per line (select + os.read)."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self._buffer = b""
+
+    def readline(self, timeout_s: float = READ_TIMEOUT_S) -> bytes:
+        """The next line ("" at EOF); ``TimeoutError`` when none comes in time."""
+        deadline = time.monotonic() + timeout_s
+        while b"\n" not in self._buffer:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError(f"no line from the sidecar within {timeout_s:g} s")
+            ready, _, _ = select.select([self.fd], [], [], left)
+            if not ready:
+                continue
+            chunk = os.read(self.fd, 65536)
+            if not chunk:
+                line, self._buffer = self._buffer, b""
+                return line
+            self._buffer += chunk
+        line, _, self._buffer = self._buffer.partition(b"\n")
+        return line + b"\n"
 
 
 class Client:
     """A host: sends requests, answers the sidecar's llm.complete requests."""
 
-    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
-        self.proc = proc
+    def __init__(self, stdin: IO[bytes], stdout_fd: int) -> None:
+        self.stdin = stdin
+        self.lines = Lines(stdout_fd)
         self.next_id = 1
         self.llm_requests: list[dict[str, Any]] = []
         self.answer_llm: Callable[[dict[str, Any]], dict[str, Any]] = lambda p: {
@@ -29,13 +74,16 @@ class Client:
         }
 
     def send_line(self, line: str) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(line.encode() + b"\n")
-        self.proc.stdin.flush()
+        self.stdin.write(line.encode() + b"\n")
+        self.stdin.flush()
 
-    def read(self) -> dict[str, Any]:
-        assert self.proc.stdout is not None
-        line = self.proc.stdout.readline()
+    def close_input(self) -> None:
+        """The host goes away: the sidecar reads EOF."""
+        if not self.stdin.closed:
+            self.stdin.close()
+
+    def read(self, timeout_s: float = READ_TIMEOUT_S) -> dict[str, Any]:
+        line = self.lines.readline(timeout_s)
         assert line, "the sidecar closed stdout"
         message: dict[str, Any] = json.loads(line)
         return message
@@ -70,38 +118,48 @@ class Client:
         return reply["result"]
 
 
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    root = tmp_path / "proj"
-    (root / ".git").mkdir(parents=True)
-    return root
+class InProcess(Client):
+    """The sidecar in a thread of this process, on two pipes."""
+
+    def __init__(self, project: Path, clock: FixedClock) -> None:
+        to_sidecar, host_stdin = os.pipe()
+        host_stdout, from_sidecar = os.pipe()
+        self._sidecar_ends = (os.fdopen(to_sidecar, "rb"), os.fdopen(from_sidecar, "wb"))
+        super().__init__(os.fdopen(host_stdin, "wb"), host_stdout)
+        self.sidecar = Sidecar(Connection(*self._sidecar_ends), project, clock=clock)
+        self.exit_code: int | None = None
+        self._thread = threading.Thread(target=self._serve, name="test-sidecar", daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        self.exit_code = self.sidecar.run()
+
+    def wait(self, timeout_s: float = READ_TIMEOUT_S) -> int | None:
+        """The exit code ``run`` returned once the sidecar finished (None: still running)."""
+        self._thread.join(timeout_s)
+        return self.exit_code
+
+    def close(self) -> None:
+        self.close_input()
+        self._thread.join(READ_TIMEOUT_S)
+        for end in self._sidecar_ends:
+            end.close()
+        os.close(self.lines.fd)
+        assert not self._thread.is_alive(), "the sidecar did not stop at EOF"
 
 
 @pytest.fixture
-def sidecar(project: Path) -> Iterator[Client]:
-    env = {**os.environ, "MEMLANE_CAPTURE_INDEX_DEBOUNCE_MS": "50"}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "memlane.cli.main", "sidecar", "-C", str(project)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=env,
-    )
-    client = Client(proc)
+def sidecar(
+    project: Path, clock: FixedClock, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[InProcess]:
+    monkeypatch.setenv("MEMLANE_EMBEDDING_PROVIDER", "none")
+    monkeypatch.setenv("MEMLANE_CAPTURE_INDEX_DEBOUNCE_MS", "50")
+    client = InProcess(project, clock)
     try:
         yield client
     finally:
-        if proc.poll() is None:
-            assert proc.stdin is not None
-            proc.stdin.close()
-            try:
-                proc.wait(20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                raise
-        for stream in (proc.stdout, proc.stderr):
-            if stream is not None:
-                stream.close()
+        client.close()
+        close_stores()
 
 
 def _start(client: Client, project: Path, transcript: str = "/tmp/x/session.jsonl") -> Any:
@@ -111,18 +169,39 @@ def _start(client: Client, project: Path, transcript: str = "/tmp/x/session.json
     )
 
 
+def _daily_text(project: Path) -> str:
+    files = sorted(resolve_scope(project).store.glob("*.md"))
+    assert files, "no daily file was written"
+    return "\n".join(f.read_text() for f in files)
+
+
 def test_session_start_answers_without_waiting_for_the_model(
-    sidecar: Client, project: Path
+    project: Path, clock: FixedClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    started = time.monotonic()
-    result = _start(sidecar, project)
-    elapsed = time.monotonic() - started
-    assert "memory_search" in result["snapshot"] and result["notices"] == []
-    assert elapsed < 5.0  # no model load on this path (it warms in the background)
+    with FakeOpenAI() as server:
+        # The embedding model is an endpoint that holds every request: a model
+        # that is still loading, longer than the host waits for any answer.
+        server.embeddings_open.clear()
+        monkeypatch.setenv("MEMLANE_EMBEDDING_PROVIDER", "openai")
+        monkeypatch.setenv("MEMLANE_EMBEDDING_BASE_URL", server.base_url)
+        monkeypatch.setenv("MEMLANE_EMBEDDING_MODEL", "fake-embedder")
+        monkeypatch.setenv("MEMLANE_EMBEDDING_TIMEOUT_S", str(READ_TIMEOUT_S * 4))
+        client = InProcess(project, clock)
+        try:
+            # The warm-up's request is held until the end of this block, and the
+            # embedder would wait on it for far longer than the host waits for
+            # session_start: the answer can only come from not waiting for it.
+            result = _start(client, project)
+            assert "memory_search" in result["snapshot"] and result["notices"] == []
+            wait_for(lambda: server.embedding_requests, READ_TIMEOUT_S, "the embedder warm-up")
+        finally:
+            server.embeddings_open.set()
+            client.close()
+            close_stores()
 
 
 def test_capture_goes_through_the_hosts_llm_and_lands_anchored(
-    sidecar: Client, project: Path
+    sidecar: InProcess, project: Path
 ) -> None:
     _start(sidecar, project)
     sidecar.answer_llm = lambda p: {"text": "- the user and the agent chose port 8080 for the api"}
@@ -144,22 +223,23 @@ def test_capture_goes_through_the_hosts_llm_and_lands_anchored(
     assert flushed == {"flushed": True, "pending": 0}
     assert sidecar.llm_requests and "which port for the api?" in sidecar.llm_requests[0]["prompt"]
     assert "model" not in sidecar.llm_requests[0]  # the host picks its cheapest model
-    text = next(resolve_scope(project).store.glob("*.md")).read_text()
+    text = _daily_text(project)
     assert "- the user and the agent chose port 8080 for the api" in text
     anchor = parse_anchor(text)
     assert anchor is not None and anchor.turn == "ab12cd34"
     assert anchor.transcript == "/tmp/x/session.jsonl"
 
 
-def test_gated_exchange_is_not_queued(sidecar: Client, project: Path) -> None:
+def test_gated_exchange_is_not_queued(sidecar: InProcess, project: Path) -> None:
     _start(sidecar, project)
     result = sidecar.result(
         "agent_settled", {"exchange": {"user": "hi", "assistant": "", "aborted": False}}
     )
     assert result == {"queued": False, "reason": "the assistant produced no text"}
+    assert sidecar.llm_requests == []
 
 
-def test_snapshot_and_tools(sidecar: Client, project: Path) -> None:
+def test_snapshot_and_tools(sidecar: InProcess, project: Path) -> None:
     _start(sidecar, project)
     injection = sidecar.result("before_agent_start", {"prompt": "hello"})
     assert injection["message"] is None and "memory_search" in injection["system_append"]
@@ -184,7 +264,7 @@ def test_snapshot_and_tools(sidecar: Client, project: Path) -> None:
     assert "5433" in compacted["snapshot"]  # rebuilt: today's write is in it now
 
 
-def test_errors_are_json_rpc_errors_and_serving_goes_on(sidecar: Client, project: Path) -> None:
+def test_errors_are_json_rpc_errors_and_serving_goes_on(sidecar: InProcess, project: Path) -> None:
     sidecar.send_line("this is not json")
     reply = sidecar.read()
     assert reply["id"] is None and reply["error"]["code"] == -32700
@@ -201,22 +281,21 @@ def test_errors_are_json_rpc_errors_and_serving_goes_on(sidecar: Client, project
     assert _start(sidecar, project)["snapshot"]  # still serving
 
 
-def test_stdin_eof_flushes_captures_and_exits(sidecar: Client, project: Path) -> None:
+def test_stdin_eof_flushes_captures_and_ends_the_sidecar(sidecar: InProcess, project: Path) -> None:
     _start(sidecar, project)
     sidecar.result(
         "agent_settled",
         {"exchange": {"user": "remember the deploy key rotation", "assistant": "Noted."}},
     )
-    assert sidecar.proc.stdin is not None
     # The host may vanish right away; the capture's llm.complete then fails
     # and the exchange is written as a digest, never lost.
-    sidecar.proc.stdin.close()
-    assert sidecar.proc.wait(30) == 0
-    text = next(resolve_scope(project).store.glob("*.md")).read_text()
+    sidecar.close_input()
+    assert sidecar.wait() == 0
+    text = _daily_text(project)
     assert "remember the deploy key rotation" in text or "something worth" in text
 
 
-def test_a_lone_surrogate_still_gets_a_reply(sidecar: Client, project: Path) -> None:
+def test_a_lone_surrogate_still_gets_a_reply(sidecar: InProcess, project: Path) -> None:
     _start(sidecar, project)
     # JSON.stringify of a string cut inside an emoji: a lone \ud83d escape.
     line = (
@@ -229,7 +308,7 @@ def test_a_lone_surrogate_still_gets_a_reply(sidecar: Client, project: Path) -> 
     assert "\ufffd" in reply["result"]["details"]["text"]
 
 
-def test_deeply_nested_json_is_a_parse_error_not_a_crash(sidecar: Client, project: Path) -> None:
+def test_deeply_nested_json_is_a_parse_error_not_a_crash(sidecar: InProcess, project: Path) -> None:
     sidecar.send_line('{"jsonrpc":"2.0","id":3,"method":"tool","params":' + "[" * 100_000)
     reply = sidecar.read()
     assert reply["error"]["code"] == -32700
@@ -237,13 +316,64 @@ def test_deeply_nested_json_is_a_parse_error_not_a_crash(sidecar: Client, projec
 
 
 def test_a_failed_session_start_never_writes_into_the_previous_project(
-    sidecar: Client, project: Path, tmp_path: Path
+    sidecar: InProcess, project: Path, tmp_path: Path
 ) -> None:
     _start(sidecar, project)
+    sidecar.result("tool", {"name": "memory_write", "arguments": {"text": "for the first"}})
     sidecar.result("session_shutdown", {})
     other = tmp_path / "other"
     reply = sidecar.call("session_start", {"cwd": str(other), "session_id": "s-2", "host": "pi"})
     assert "error" in reply
     wrote = sidecar.call("tool", {"name": "memory_write", "arguments": {"text": "for other"}})
     assert "error" in wrote  # names the missing project; never lands in the first one
-    assert not any("for other" in f.read_text() for f in resolve_scope(project).store.glob("*.md"))
+    assert str(other) in wrote["error"]["message"]
+    text = _daily_text(project)
+    assert "for the first" in text and "for other" not in text
+
+
+# -- the real process ------------------------------------------------------------------------
+
+
+@pytest.mark.subprocess
+def test_the_sidecar_process_writes_only_protocol_lines_and_exits_0_at_eof(
+    project: Path,
+) -> None:
+    env = {
+        **os.environ,
+        "MEMLANE_EMBEDDING_PROVIDER": "none",
+        "MEMLANE_CAPTURE_INDEX_DEBOUNCE_MS": "50",
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "memlane.cli.main", "sidecar", "-C", str(project)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    try:
+        host = Client(proc.stdin, proc.stdout.fileno())
+        assert "memory_search" in _start(host, project)["snapshot"]  # every line read is JSON
+        wrote = host.result(
+            "tool", {"name": "memory_write", "arguments": {"text": "the queue is RabbitMQ"}}
+        )
+        assert "Saved to" in wrote["text"]
+        host.result(
+            "agent_settled",
+            {"exchange": {"user": "which queue?", "assistant": "RabbitMQ.", "entry_id": "e1"}},
+        )
+        host.close_input()
+        # Whatever comes until stdout closes is JSON-RPC too (the capture's llm.complete).
+        rest = []
+        while line := host.lines.readline():
+            rest.append(line)
+        assert all(json.loads(line)["jsonrpc"] == "2.0" for line in rest), rest
+        assert proc.wait(READ_TIMEOUT_S) == 0, proc.stderr.read().decode(errors="replace")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for stream in (proc.stdin, proc.stdout, proc.stderr):
+            stream.close()
+    text = _daily_text(project)
+    assert "the queue is RabbitMQ" in text and "which queue?" in text

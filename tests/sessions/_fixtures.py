@@ -19,6 +19,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from memlane.core.errors import EmbedderError
+
 # tests/ holds the shared builders; a worker run as a script (the kill -9
 # backfill test) does not have it on its path the way pytest does.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -38,15 +40,28 @@ __all__ = [
 
 class HashEmbedder:
     """Bag-of-words hashed into 64 dims, L2-normalised: texts sharing words
-    are close. Counts every text it embeds (the resume tests' witness) and
-    can sleep per call (to kill a backfill mid-way)."""
+    are close. Counts every text it embeds (the resume tests' witness), can
+    sleep per call (to kill a backfill mid-way) and can hold every call until
+    ``gate`` is set (``entered`` counts the calls that reached it): a test
+    then sees what happened before any embedding could run."""
 
-    def __init__(self, dim: int = 64, delay_s: float = 0.0, log: Path | None = None) -> None:
+    # How long a held call waits for its gate before failing the embed.
+    GATE_TIMEOUT_S = 30.0
+
+    def __init__(
+        self,
+        dim: int = 64,
+        delay_s: float = 0.0,
+        log: Path | None = None,
+        gate: threading.Event | None = None,
+    ) -> None:
         self._dim = dim
         self.delay_s = delay_s
         self.embedded = 0
         self.calls = 0
+        self.entered = 0
         self.log = log
+        self.gate = gate
         self._lock = threading.Lock()
 
     @property
@@ -69,6 +84,10 @@ class HashEmbedder:
         return out / norm
 
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        with self._lock:
+            self.entered += 1
+        if self.gate is not None and not self.gate.wait(self.GATE_TIMEOUT_S):
+            raise EmbedderError("HashEmbedder: the test never opened the gate")
         if self.delay_s:
             time.sleep(self.delay_s)
         with self._lock:

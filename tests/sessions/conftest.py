@@ -1,8 +1,11 @@
-"""Every sessions test gets a project whose pi and Claude Code directories
-live under tmp_path (never the real ~/.pi or ~/.claude)."""
+"""The sessions tests' project: the root ``project`` (a git root below
+tmp_path) plus where pi and Claude Code keep its transcripts, inside the
+isolated agent directories the root conftest points ``PI_CODING_AGENT_DIR``
+and ``CLAUDE_CONFIG_DIR`` at (never the real ~/.pi or ~/.claude)."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,18 +16,14 @@ from memlane.engine.sessions import claude_project_dir_name, close_stores, pi_se
 
 
 @pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Project]:
-    root = (tmp_path / "proj").resolve()
-    root.mkdir()
-    agent = tmp_path / "pi-agent"
-    claude = tmp_path / "claude"
-    monkeypatch.setenv("PI_CODING_AGENT_DIR", str(agent))
-    monkeypatch.delenv("PI_CODING_AGENT_SESSION_DIR", raising=False)
-    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(claude))
+def agent_project(project: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Project]:
     monkeypatch.setenv("MEMLANE_EMBEDDING_PROVIDER", "none")
+    agent = Path(os.environ["PI_CODING_AGENT_DIR"])
+    claude = Path(os.environ["CLAUDE_CONFIG_DIR"])
     yield Project(
-        root=root,
-        pi_dir=agent / "sessions" / pi_session_dir_name(str(root)),
-        claude_dir=claude / "projects" / claude_project_dir_name(str(root)),
+        root=project,
+        pi_dir=agent / "sessions" / pi_session_dir_name(str(project)),
+        claude_dir=claude / "projects" / claude_project_dir_name(str(project)),
     )
+    # The stores are one per process (engine.sessions.open_store): let go of this test's.
     close_stores()

@@ -8,31 +8,34 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
+import threading
 from pathlib import Path
 
 import pytest
 from _fixtures import ClaudeSession, HashEmbedder, PiSession, Project, chat
 
-from helpers import NOW, FixedClock
+from helpers import NOW, FixedClock, wait_for
 from memlane.core.settings import SessionsSettings
 from memlane.engine.memory import Memory
 from memlane.engine.sessions import (
     BATCH_SIZE,
     EMBED_GROUP,
+    SessionIngestor,
     SessionsLayer,
     Source,
+    Sweeper,
     claude_project_dir_name,
     discover_sources,
     pi_session_dir_name,
+    project_sources,
 )
 from memlane.transcripts.model import CLAUDE_CODE, PI
 
 HERE = Path(__file__).parent
 
 
-def layer_for(project: Project, embedder: HashEmbedder | None = None) -> SessionsLayer:
-    return SessionsLayer(Memory.open(project.root, clock=FixedClock(NOW)), embedder=embedder)
+def layer_for(agent_project: Project, embedder: HashEmbedder | None = None) -> SessionsLayer:
+    return SessionsLayer(Memory.open(agent_project.root, clock=FixedClock(NOW)), embedder=embedder)
 
 
 def rows(layer: SessionsLayer) -> list[tuple[str, str, str, str, int]]:
@@ -62,40 +65,42 @@ def test_claude_directory_name_replaces_every_non_alphanumeric() -> None:
     assert claude_project_dir_name("/home/user/code/my.app_dev") == "-home-user-code-my-app-dev"
 
 
-def test_sources_are_this_projects_pi_and_claude_files(project: Project, tmp_path: Path) -> None:
-    pi_file = PiSession().write(project.pi_file())
-    claude_file = ClaudeSession().write(project.claude_file())
-    other = project.pi_dir.parent / pi_session_dir_name(str(tmp_path / "other"))
+def test_sources_are_this_projects_pi_and_claude_files(
+    agent_project: Project, tmp_path: Path
+) -> None:
+    pi_file = PiSession().write(agent_project.pi_file())
+    claude_file = ClaudeSession().write(agent_project.claude_file())
+    other = agent_project.pi_dir.parent / pi_session_dir_name(str(tmp_path / "other"))
     other.mkdir(parents=True)
     PiSession().write(other / "x.jsonl")
-    found = discover_sources([project.root])
+    found = discover_sources([agent_project.root])
     assert found == sorted(
         [Source(pi_file, PI), Source(claude_file, CLAUDE_CODE)], key=lambda s: str(s.path)
     )
 
 
 def test_flat_pi_session_dir_keeps_files_whose_header_names_the_project(
-    project: Project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    agent_project: Project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     flat = tmp_path / "flat"
     flat.mkdir()
     mine = PiSession()
-    mine.lines[0] = mine.lines[0].replace("/home/you/project", str(project.root))
+    mine.lines[0] = mine.lines[0].replace("/home/you/project", str(agent_project.root))
     mine.write(flat / "mine.jsonl")
     PiSession().write(flat / "theirs.jsonl")  # cwd /home/you/project
     monkeypatch.setenv("PI_CODING_AGENT_SESSION_DIR", str(flat))
-    assert [s.path.name for s in discover_sources([project.root])] == ["mine.jsonl"]
+    assert [s.path.name for s in discover_sources([agent_project.root])] == ["mine.jsonl"]
 
 
 # -- documents ------------------------------------------------------------------------------
 
 
-def test_user_and_assistant_messages_become_documents(project: Project) -> None:
+def test_user_and_assistant_messages_become_documents(agent_project: Project) -> None:
     session = PiSession("sess-1")
     u = session.user("how do we cache invoices?")
     a = session.assistant("with redis, five minute TTL")
-    path = session.write(project.pi_file())
-    layer = layer_for(project, HashEmbedder())
+    path = session.write(agent_project.pi_file())
+    layer = layer_for(agent_project, HashEmbedder())
     report = layer.backfill()
     assert report.documents_added == 2 and report.embedded == 2
     docs = layer.store.docs_of(str(path))
@@ -108,26 +113,26 @@ def test_user_and_assistant_messages_become_documents(project: Project) -> None:
 
 
 def test_index_messages_off_keeps_messages_lexical_only(
-    project: Project, monkeypatch: pytest.MonkeyPatch
+    agent_project: Project, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("MEMLANE_SESSIONS_INDEX_MESSAGES", "false")
     session = PiSession()
     chat(session, 2)
-    session.write(project.pi_file())
-    layer = layer_for(project, HashEmbedder())
+    session.write(agent_project.pi_file())
+    layer = layer_for(agent_project, HashEmbedder())
     assert layer.backfill().embedded == 0
     assert [r[4] for r in rows(layer)] == [0, 0, 0, 0]
     assert layer.search("redis", mode="lexical").hits
 
 
-def test_compaction_and_branch_summaries_become_documents(project: Project) -> None:
+def test_compaction_and_branch_summaries_become_documents(agent_project: Project) -> None:
     session = PiSession()
     first = session.user("start the migration")
     session.assistant("migrating")
     session.compaction("we migrated the ledger to postgres", first)
     session.branch_summary(first, "tried sqlite first, abandoned", parent=first)
-    session.write(project.pi_file())
-    layer = layer_for(project, HashEmbedder())
+    session.write(agent_project.pi_file())
+    layer = layer_for(agent_project, HashEmbedder())
     layer.backfill()
     summaries = [r for r in rows(layer) if r[0] == "summary"]
     assert [r[3] for r in summaries] == [
@@ -138,26 +143,26 @@ def test_compaction_and_branch_summaries_become_documents(project: Project) -> N
 
 
 def test_index_summaries_off_keeps_summaries_lexical_only(
-    project: Project, monkeypatch: pytest.MonkeyPatch
+    agent_project: Project, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("MEMLANE_SESSIONS_INDEX_SUMMARIES", "0")
     claude = ClaudeSession()
     claude.user("hello")
     claude.compact("the user asked for the parser rewrite")
-    claude.write(project.claude_file())
-    layer = layer_for(project, HashEmbedder())
+    claude.write(agent_project.claude_file())
+    layer = layer_for(agent_project, HashEmbedder())
     layer.backfill()
     got = {r[0]: r[4] for r in rows(layer)}
     assert got == {"user": 1, "summary": 0}
 
 
-def test_tool_io_is_stored_lexical_only_by_default(project: Project) -> None:
+def test_tool_io_is_stored_lexical_only_by_default(agent_project: Project) -> None:
     session = PiSession()
     session.user("run the tests")
     session.assistant("running", tool_calls=[("bash", {"command": "pytest -q zebrafish"})])
     session.tool_result("3 passed zebrafish")
-    session.write(project.pi_file())
-    layer = layer_for(project, HashEmbedder())
+    session.write(agent_project.pi_file())
+    layer = layer_for(agent_project, HashEmbedder())
     report = layer.backfill()
     assert report.embedded == 2  # the user and assistant texts only
     tools = [r for r in rows(layer) if r[0] == "tool"]
@@ -166,18 +171,20 @@ def test_tool_io_is_stored_lexical_only_by_default(project: Project) -> None:
     assert {h.role for h in hits} == {"tool"} and len(hits) == 2
 
 
-def test_skip_tool_io_off_embeds_tool_io(project: Project, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_skip_tool_io_off_embeds_tool_io(
+    agent_project: Project, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("MEMLANE_SESSIONS_SKIP_TOOL_IO", "false")
     session = PiSession()
     session.assistant("", tool_calls=[("read", {"path": "a.py"})])
     session.tool_result("print('hi')")
-    session.write(project.pi_file())
-    layer = layer_for(project, HashEmbedder())
+    session.write(agent_project.pi_file())
+    layer = layer_for(agent_project, HashEmbedder())
     assert layer.backfill().embedded == 2
     assert all(r[4] == 1 for r in rows(layer))
 
 
-def test_claude_code_lines_become_documents(project: Project) -> None:
+def test_claude_code_lines_become_documents(agent_project: Project) -> None:
     claude = ClaudeSession("cc-1")
     claude.user("fix the flaky test")
     claude.assistant([{"type": "thinking", "thinking": "hmm"}], msg_id="m1")
@@ -191,8 +198,8 @@ def test_claude_code_lines_become_documents(project: Project) -> None:
     claude.tool_result("t1", "a.py b.py")
     claude.user("caveat", isMeta=True)
     claude.metadata({"type": "summary", "summary": "x", "leafUuid": "y"})
-    path = claude.write(project.claude_file())
-    layer = layer_for(project, HashEmbedder())
+    path = claude.write(agent_project.claude_file())
+    layer = layer_for(agent_project, HashEmbedder())
     layer.backfill()
     docs = layer.store.docs_of(str(path))
     assert [(d.role, d.part, d.session_id) for d in docs] == [
@@ -207,13 +214,13 @@ def test_claude_code_lines_become_documents(project: Project) -> None:
 # -- backfill ------------------------------------------------------------------------------
 
 
-def test_backfill_commits_batches_of_32_and_embeds_groups_of_them(project: Project) -> None:
+def test_backfill_commits_batches_of_32_and_embeds_groups_of_them(agent_project: Project) -> None:
     session = PiSession()
     chat(session, 150)  # 300 documents
-    path = session.write(project.pi_file())
+    path = session.write(agent_project.pi_file())
     embedder = HashEmbedder()
     progress: list[tuple[int, int]] = []
-    layer = layer_for(project, embedder)
+    layer = layer_for(agent_project, embedder)
     generation = layer.store.meta()["generation"]
     report = layer.backfill(lambda d, t, p: progress.append((d, t)))
     assert report.documents_added == 300 and report.embedded == 300
@@ -228,25 +235,25 @@ def test_backfill_commits_batches_of_32_and_embeds_groups_of_them(project: Proje
     assert state is not None and state.offset == path.stat().st_size
 
 
-def test_rerun_adds_and_embeds_nothing(project: Project) -> None:
+def test_rerun_adds_and_embeds_nothing(agent_project: Project) -> None:
     session = PiSession()
     chat(session, 5)
-    session.write(project.pi_file())
-    layer = layer_for(project, HashEmbedder())
+    session.write(agent_project.pi_file())
+    layer = layer_for(agent_project, HashEmbedder())
     layer.backfill()
     again = layer.backfill()
     assert (again.documents_added, again.embedded, again.files_read) == (0, 0, 0)
     assert layer.store.count() == 10
 
 
-def _worker(project: Project, log: Path, delay: float) -> subprocess.Popen[str]:
+def _worker(agent_project: Project, log: Path, delay: float) -> subprocess.Popen[str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(HERE), env.get("PYTHONPATH", "")])
     return subprocess.Popen(
         [
             sys.executable,
             str(HERE / "_backfill_worker.py"),
-            str(project.root),
+            str(agent_project.root),
             str(log),
             str(delay),
         ],
@@ -257,28 +264,29 @@ def _worker(project: Project, log: Path, delay: float) -> subprocess.Popen[str]:
     )
 
 
-def test_backfill_resumes_after_kill_9(project: Project, tmp_path: Path) -> None:
+@pytest.mark.subprocess
+def test_backfill_resumes_after_kill_9(agent_project: Project, tmp_path: Path) -> None:
     session = PiSession()
     chat(session, 640)  # 1280 documents: 40 batches, 10 embed calls
-    session.write(project.pi_file())
+    session.write(agent_project.pi_file())
     log1 = tmp_path / "embed1.log"
-    proc = _worker(project, log1, 0.15)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        if log1.exists() and len(log1.read_text().splitlines()) >= 3:
-            break
-        time.sleep(0.01)
+    proc = _worker(agent_project, log1, 0.15)
+    wait_for(
+        lambda: log1.exists() and len(log1.read_text().splitlines()) >= 3,
+        30,
+        "three embed calls of the worker",
+    )
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     assert proc.returncode == -signal.SIGKILL
-    store = layer_for(project).store.path
+    store = layer_for(agent_project).store.path
     conn = sqlite3.connect(store)
     done = conn.execute("SELECT count(*) FROM chunks WHERE vector IS NOT NULL").fetchone()[0]
     conn.close()
     assert 0 < done < 1280
 
     log2 = tmp_path / "embed2.log"
-    rerun = _worker(project, log2, 0.0)
+    rerun = _worker(agent_project, log2, 0.0)
     out, err = rerun.communicate(timeout=60)
     assert rerun.returncode == 0, err
     result = json.loads(out)
@@ -294,12 +302,12 @@ def test_backfill_resumes_after_kill_9(project: Project, tmp_path: Path) -> None
 # -- incremental reads -------------------------------------------------------------------------
 
 
-def test_appended_lines_are_read_from_the_stored_offset(project: Project) -> None:
+def test_appended_lines_are_read_from_the_stored_offset(agent_project: Project) -> None:
     session = PiSession()
     chat(session, 3)
-    path = session.write(project.pi_file())
+    path = session.write(agent_project.pi_file())
     embedder = HashEmbedder()
-    layer = layer_for(project, embedder)
+    layer = layer_for(agent_project, embedder)
     layer.backfill()
     before = layer.store.source(str(path))
     assert before is not None and before.offset == path.stat().st_size
@@ -312,11 +320,11 @@ def test_appended_lines_are_read_from_the_stored_offset(project: Project) -> Non
     assert layer.store.count() == 10
 
 
-def test_truncated_file_is_read_whole_and_replaces_its_documents(project: Project) -> None:
+def test_truncated_file_is_read_whole_and_replaces_its_documents(agent_project: Project) -> None:
     session = PiSession()
     chat(session, 4)
-    path = session.write(project.pi_file())
-    layer = layer_for(project, HashEmbedder())
+    path = session.write(agent_project.pi_file())
+    layer = layer_for(agent_project, HashEmbedder())
     layer.backfill()
     short = PiSession()
     short.user("only this remains")
@@ -326,11 +334,11 @@ def test_truncated_file_is_read_whole_and_replaces_its_documents(project: Projec
     assert [d.text for d in layer.store.docs_of(str(path))] == ["only this remains"]
 
 
-def test_rewritten_first_bytes_trigger_a_whole_reread(project: Project) -> None:
+def test_rewritten_first_bytes_trigger_a_whole_reread(agent_project: Project) -> None:
     session = PiSession("old-id")
     chat(session, 2)
-    path = session.write(project.pi_file())
-    layer = layer_for(project, HashEmbedder())
+    path = session.write(agent_project.pi_file())
+    layer = layer_for(agent_project, HashEmbedder())
     layer.backfill()
     other = PiSession("new-id")
     chat(other, 3, topic="graphql schema")  # longer, so the size did not shrink
@@ -342,11 +350,11 @@ def test_rewritten_first_bytes_trigger_a_whole_reread(project: Project) -> None:
     assert {d.session_id for d in docs} == {"new-id"} and len(docs) == 6
 
 
-def test_a_new_inode_triggers_a_whole_reread(project: Project) -> None:
+def test_a_new_inode_triggers_a_whole_reread(agent_project: Project) -> None:
     session = PiSession()
     chat(session, 2)
-    path = session.write(project.pi_file())
-    layer = layer_for(project, HashEmbedder())
+    path = session.write(agent_project.pi_file())
+    layer = layer_for(agent_project, HashEmbedder())
     layer.backfill()
     tmp = path.with_suffix(".tmp")
     session.write(tmp)
@@ -359,16 +367,16 @@ def test_a_new_inode_triggers_a_whole_reread(project: Project) -> None:
     holder.unlink()
 
 
-def test_partial_last_line_is_not_consumed(project: Project) -> None:
+def test_partial_last_line_is_not_consumed(agent_project: Project) -> None:
     session = PiSession()
     session.user("first question")
-    path = session.write(project.pi_file())
+    path = session.write(agent_project.pi_file())
     full = path.stat().st_size
     session.assistant("a complete answer about parsers")
     last = session.lines[-1]
     with path.open("a") as fh:
         fh.write(last[:25])  # pi is mid-write
-    layer = layer_for(project, HashEmbedder())
+    layer = layer_for(agent_project, HashEmbedder())
     layer.backfill()
     state = layer.store.source(str(path))
     assert state is not None and state.offset == full
@@ -379,7 +387,7 @@ def test_partial_last_line_is_not_consumed(project: Project) -> None:
     assert [d.role for d in layer.store.docs_of(str(path))] == ["user", "assistant"]
 
 
-def test_garbage_lines_and_unknown_entries_are_counted_not_fatal(project: Project) -> None:
+def test_garbage_lines_and_unknown_entries_are_counted_not_fatal(agent_project: Project) -> None:
     session = PiSession()
     session.user("before the noise")
     session.raw("{not json")
@@ -388,8 +396,8 @@ def test_garbage_lines_and_unknown_entries_are_counted_not_fatal(project: Projec
     session.entry("message", message={"role": "alien", "content": "x"})
     session.model_change()
     session.assistant("after the noise")
-    session.write(project.pi_file())
-    layer = layer_for(project, HashEmbedder())
+    session.write(agent_project.pi_file())
+    layer = layer_for(agent_project, HashEmbedder())
     report = layer.backfill()
     assert (report.garbage_lines, report.unknown_entries) == (2, 2)
     assert report.documents_added == 2
@@ -400,28 +408,33 @@ def test_garbage_lines_and_unknown_entries_are_counted_not_fatal(project: Projec
 # -- hook and sweep ----------------------------------------------------------------------------
 
 
-def test_hook_index_new_only_enqueues_and_the_worker_ingests(project: Project) -> None:
+def test_hook_index_new_only_enqueues_and_the_worker_ingests(agent_project: Project) -> None:
     session = PiSession()
     chat(session, 2)
-    path = session.write(project.pi_file())
-    embedder = HashEmbedder(delay_s=0.2)
-    layer = layer_for(project, embedder)
-    started = time.perf_counter()
-    layer.index_new(path)
-    assert time.perf_counter() - started < 0.1  # the embed (0.2 s) ran elsewhere
+    path = session.write(agent_project.pi_file())
+    gate = threading.Event()  # every embed waits here: no ingestion can finish before set()
+    embedder = HashEmbedder(gate=gate)
+    layer = layer_for(agent_project, embedder)
+    try:
+        layer.index_new(path)  # had it ingested on this thread, it would still be waiting
+        assert not layer.flush(0)  # returned with the file still queued or in progress
+        wait_for(lambda: embedder.entered == 1, 10, "the worker reaching the embed")
+        assert layer.store.count() == 0 and embedder.calls == 0
+    finally:
+        gate.set()
     assert layer.flush(10)
-    assert layer.store.count() == 4
+    assert layer.store.count() == 4 and embedder.embedded == 4
     layer.close()
 
 
-def test_sweep_tick_picks_up_files_other_sessions_wrote(project: Project) -> None:
-    layer = layer_for(project, HashEmbedder())
+def test_sweep_tick_picks_up_files_other_sessions_wrote(agent_project: Project) -> None:
+    layer = layer_for(agent_project, HashEmbedder())
     sweeper = layer.sweeper()
     assert sweeper.tick() is not None
     ClaudeSession().user("written by another agent")
     other = ClaudeSession("other")
     other.user("written by another agent about webhooks")
-    other.write(project.claude_file("other.jsonl"))
+    other.write(agent_project.claude_file("other.jsonl"))
     report = sweeper.tick()
     assert report is not None and report.documents_added == 1
     status = layer.status()
@@ -430,8 +443,8 @@ def test_sweep_tick_picks_up_files_other_sessions_wrote(project: Project) -> Non
     assert status["last_sweep_at"] == "2026-11-30T10:00:00.000Z"  # the memory's clock
 
 
-def test_sweep_interval_backs_off_while_idle_and_resets_on_activity(project: Project) -> None:
-    layer = layer_for(project, HashEmbedder())
+def test_sweep_interval_backs_off_while_idle_and_resets_on_activity(agent_project: Project) -> None:
+    layer = layer_for(agent_project, HashEmbedder())
     sweeper = layer.sweeper()
     seen = []
     for _ in range(6):
@@ -440,43 +453,46 @@ def test_sweep_interval_backs_off_while_idle_and_resets_on_activity(project: Pro
     assert seen == [60_000, 120_000, 240_000, 300_000, 300_000, 300_000]
     session = PiSession()
     session.user("activity")
-    session.write(project.pi_file())
+    session.write(agent_project.pi_file())
     sweeper.tick()
     assert sweeper.interval_ms == 30_000
     assert layer.status()["interval_ms"] == 30_000
 
 
-def test_sweep_failure_is_recorded_and_the_next_tick_runs(project: Project) -> None:
-    layer = layer_for(project, HashEmbedder())
+def test_sweep_failure_is_recorded_and_the_next_tick_runs(agent_project: Project) -> None:
+    layer = layer_for(agent_project, HashEmbedder())
     calls = {"n": 0}
 
-    def broken() -> list[Source]:
+    def failing_once() -> list[Source]:
         calls["n"] += 1
         if calls["n"] == 1:
             raise OSError("disk on fire")
-        return []
+        return project_sources(layer.mem)
 
-    layer.ingestor.scan = broken
-    sweeper = layer.sweeper()
+    # The ingestor's sources are its constructor's: a scan that fails once.
+    ingestor = SessionIngestor(layer.store, None, layer.settings, failing_once)
+    sweeper = Sweeper(ingestor, layer.settings, clock=layer.mem.clock)
     assert sweeper.tick() is None
     assert "disk on fire" in str(layer.status()["last_error"])
     assert sweeper.tick() is not None
-    assert layer.status()["last_error"] is None
+    assert layer.status()["last_error"] is None and calls["n"] == 2
 
 
-def test_sweeper_thread_starts_and_stops(project: Project, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_sweeper_thread_starts_and_stops(
+    agent_project: Project, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("MEMLANE_SESSIONS_SWEEP_INTERVAL_MS", "20")
     session = PiSession()
     session.user("picked up by the thread")
-    session.write(project.pi_file())
-    layer = layer_for(project, HashEmbedder())
+    session.write(agent_project.pi_file())
+    layer = layer_for(agent_project, HashEmbedder())
     sweeper = layer.sweeper()
-    sweeper.start()
-    deadline = time.monotonic() + 10
-    while layer.store.count() == 0 and time.monotonic() < deadline:
-        time.sleep(0.02)
-    sweeper.stop()
-    assert layer.store.count() == 1 and sweeper.cycles >= 1
+    thread = sweeper.start()
+    try:
+        wait_for(lambda: layer.store.count() == 1, 15, "the sweeper thread's first sweep")
+    finally:
+        sweeper.stop()
+    assert sweeper.cycles >= 1 and not thread.is_alive()
 
 
 def test_settings_mirror_the_reference_defaults() -> None:
@@ -494,13 +510,13 @@ def test_settings_mirror_the_reference_defaults() -> None:
 
 
 def test_trace_log_has_one_line_per_event_with_pid(
-    project: Project, isolated_home: Path, monkeypatch: pytest.MonkeyPatch
+    agent_project: Project, isolated_home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("MEMLANE_TRACE", "1")
     session = PiSession()
     chat(session, 1)
-    session.write(project.pi_file())
-    layer = layer_for(project, HashEmbedder())
+    session.write(agent_project.pi_file())
+    layer = layer_for(agent_project, HashEmbedder())
     layer.sweeper().tick()
     lines = (isolated_home / "trace.log").read_text().splitlines()
     assert lines

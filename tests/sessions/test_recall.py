@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 from _fixtures import ClaudeSession, HashEmbedder, PiSession, Project
 
+from helpers import Cli, FixedClock
 from memlane.core.errors import MemlaneError, NotFoundError
 from memlane.engine.memory import Memory
 from memlane.engine.sessions import (
@@ -22,30 +19,28 @@ from memlane.engine.sessions import (
 from memlane.index.sessions import SessionFilters, SessionStore, sessions_path_for
 from memlane.transcripts import read_transcript
 
-HERE = Path(__file__).parent
-
 
 @pytest.fixture
-def history(project: Project) -> SessionsLayer:
+def history(agent_project: Project, clock: FixedClock) -> SessionsLayer:
     """Two pi sessions and one Claude Code session on distinct topics."""
     a = PiSession("sess-a")
     a.user("how should we cache the invoice totals in redis")
     a.assistant("cache invoice totals in redis with a five minute ttl")
     a.user("and the webhook retries")
     a.assistant("webhook retries use exponential backoff")
-    a.write(project.pi_file("a.jsonl"))
+    a.write(agent_project.pi_file("a.jsonl"))
     b = PiSession("sess-b")
     b.clock = b.clock.replace(day=20)
     b.user("migrate the ledger to postgres")
     b.assistant("the ledger migration to postgres needs a unique index")
     b.compaction("ledger migrated to postgres with unique index", "x")
-    b.write(project.pi_file("b.jsonl"))
+    b.write(agent_project.pi_file("b.jsonl"))
     c = ClaudeSession("sess-c")
     c.clock = c.clock.replace(day=25)
     c.user("why is the redis cache cold after deploy")
     c.assistant([{"type": "text", "text": "the redis cache is flushed by the deploy script"}])
-    c.write(project.claude_file("c.jsonl"))
-    layer = SessionsLayer(Memory.open(project.root), embedder=HashEmbedder())
+    c.write(agent_project.claude_file("c.jsonl"))
+    layer = SessionsLayer(Memory.open(agent_project.root, clock=clock), embedder=HashEmbedder())
     layer.backfill()
     return layer
 
@@ -97,7 +92,7 @@ def test_rrf_uses_the_sessions_parameters(history: SessionsLayer) -> None:
         SessionsSettings(rrf_k=20, lex_mult=1, sem_mult=1),
     )
     try:
-        assert store._legs_size(3) == (3, 3) and store._rrf_k() == 20
+        assert store.candidate_counts(3) == (3, 3) and store.rrf_k == 20
         embedder = HashEmbedder()
         mode, hits = store.search("redis", embedder.embed_query("redis"), 3)
         assert mode == "hybrid" and 0 < len(hits) <= 3
@@ -123,13 +118,13 @@ def test_similar_excludes_the_document_itself(history: SessionsLayer) -> None:
 
 
 def test_similar_on_a_document_without_vector_falls_back_to_lexical(
-    project: Project,
+    agent_project: Project,
 ) -> None:
     session = PiSession()
     session.assistant("", tool_calls=[("bash", {"command": "make zebra"})])
     session.tool_result("zebra built")
-    session.write(project.pi_file())
-    layer = SessionsLayer(Memory.open(project.root), embedder=HashEmbedder())
+    session.write(agent_project.pi_file())
+    layer = SessionsLayer(Memory.open(agent_project.root), embedder=HashEmbedder())
     layer.backfill()
     first = layer.search("zebra", mode="lexical").hits[0]
     hits = layer.similar(first.key, k=5).hits
@@ -148,7 +143,8 @@ def test_search_sessions_hits_chain_into_the_transcript(history: SessionsLayer) 
 
 def test_similar_sessions_and_recent_sessions(history: SessionsLayer) -> None:
     key = history.search("ledger", k=1).hits[0].key
-    assert key not in {h.chunk_hash for h in similar_sessions(history.mem, key, 2).hits}
+    neighbours = similar_sessions(history.mem, key, 2).hits
+    assert neighbours and key not in {h.chunk_hash for h in neighbours}
     recent = recent_sessions(history.mem, 2)
     assert [s.session_id for s in recent] == ["sess-c", "sess-b"]
     assert recent[1].last_summary == "ledger migrated to postgres with unique index"
@@ -180,37 +176,25 @@ def test_reindex_wipes_and_rebuilds(history: SessionsLayer) -> None:
     assert report.documents_added == count and history.store.count() == count
 
 
-def _cli(project: Project, *args: str) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(HERE), env.get("PYTHONPATH", "")])
-    return subprocess.run(
-        [sys.executable, str(HERE / "_cli.py"), "-C", str(project.root), "sessions", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-
-
-def test_cli_backfill_stats_status_search_reindex(project: Project) -> None:
+def test_cli_backfill_stats_status_search_reindex(agent_project: Project, cli: Cli) -> None:
     a = PiSession("sess-cli")
     a.user("the invoice exporter writes csv")
     a.assistant("the csv exporter streams rows")
-    a.write(project.pi_file())
-    ClaudeSession("cc").write(project.claude_file())  # empty conversation: a source, no docs
-    done = _cli(project, "backfill", "--json")
+    a.write(agent_project.pi_file())
+    ClaudeSession("cc").write(agent_project.claude_file())  # empty conversation: a source, no docs
+    done = cli("sessions", "backfill", "--json")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["documents_added"] == 2
-    stats = json.loads(_cli(project, "stats", "--json").stdout)
+    stats = json.loads(cli("sessions", "stats", "--json").stdout)
     assert (stats["documents"], stats["sessions"], stats["sources"]) == (2, 1, 2)
     assert stats["embedded"] == 0 and stats["size_bytes"] > 0
-    status = json.loads(_cli(project, "status", "--json").stdout)
+    status = json.loads(cli("sessions", "status", "--json").stdout)
     assert status["sweep_cycles"] == 0 and status["busy"] is False
-    found = json.loads(_cli(project, "search", "csv exporter", "--json", "-k", "1").stdout)
+    found = json.loads(cli("sessions", "search", "csv exporter", "--json", "-k", "1").stdout)
     assert found["mode"] == "lexical" and found["hits"][0]["session_id"] == "sess-cli"
-    text = _cli(project, "search", "csv", "--session", "sess-cli")
+    text = cli("sessions", "search", "csv", "--session", "sess-cli")
     assert text.returncode == 0 and "turn" in text.stdout
-    again = json.loads(_cli(project, "reindex", "--json").stdout)
+    again = json.loads(cli("sessions", "reindex", "--json").stdout)
     assert again["documents_added"] == 2
-    bad = _cli(project, "search", "csv", "--after", "someday")
+    bad = cli("sessions", "search", "csv", "--after", "someday")
     assert bad.returncode != 0 and "ISO 8601" in bad.stderr

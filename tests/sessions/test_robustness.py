@@ -6,33 +6,30 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from _fixtures import HashEmbedder, PiSession, Project, chat
 
 import memlane.engine.sessions as engine_sessions
+from helpers import Cli
 from memlane.engine.memory import Memory
 from memlane.engine.sessions import (
     HEAD_BYTES,
     TAIL_BYTES,
-    FileRead,
     SessionsLayer,
     Source,
     close_stores,
     read_source,
 )
 from memlane.index import schema
+from memlane.index.recovery import file_id, file_lock, move_aside
 from memlane.index.sessions import SESSIONS_SCHEMA_VERSION, SessionStore
 from memlane.transcripts.model import PI
 
-HERE = Path(__file__).parent
 
-
-def layer_for(project: Project, embedder: HashEmbedder | None = None) -> SessionsLayer:
-    return SessionsLayer(Memory.open(project.root), embedder=embedder)
+def layer_for(agent_project: Project, embedder: HashEmbedder | None = None) -> SessionsLayer:
+    return SessionsLayer(Memory.open(agent_project.root), embedder=embedder)
 
 
 def corrupt(path: Path) -> None:
@@ -46,25 +43,25 @@ def quarantined(path: Path) -> list[Path]:
     return sorted(p for p in path.parent.glob(path.name + ".corrupt-*") if "-wal" not in p.name)
 
 
-def one_session(project: Project) -> Path:
+def one_session(agent_project: Project) -> Path:
     session = PiSession("sess-robust")
     session.user("where do the invoice exports go")
     session.assistant("the invoice exporter writes csv files to the exports bucket")
-    return session.write(project.pi_file())
+    return session.write(agent_project.pi_file())
 
 
 # -- 1. a damaged file -------------------------------------------------------------------
 
 
-def test_a_damaged_file_is_moved_aside_rebuilt_and_read_again(project: Project) -> None:
-    one_session(project)
-    layer = layer_for(project)
+def test_a_damaged_file_is_moved_aside_rebuilt_and_read_again(agent_project: Project) -> None:
+    one_session(agent_project)
+    layer = layer_for(agent_project)
     assert layer.backfill().documents_added == 2
     path = layer.store.path
     close_stores()
     corrupt(path)
 
-    layer = layer_for(project)  # opening the store finds the damage
+    layer = layer_for(agent_project)  # opening the store finds the damage
     assert len(quarantined(path)) == 1
     status = layer.status()
     assert "damaged and rebuilt" in status["notice"]
@@ -79,10 +76,10 @@ def test_a_damaged_file_is_moved_aside_rebuilt_and_read_again(project: Project) 
 
 
 def test_damage_found_by_a_later_call_rebuilds_and_the_notice_says_reread(
-    project: Project,
+    agent_project: Project,
 ) -> None:
-    one_session(project)
-    layer = layer_for(project)
+    one_session(agent_project)
+    layer = layer_for(agent_project)
     layer.backfill()
     path = layer.store.path
     layer.store.close()  # the next call reopens and meets the damage there
@@ -98,30 +95,41 @@ def test_damage_found_by_a_later_call_rebuilds_and_the_notice_says_reread(
     assert len(quarantined(path)) == 1
 
 
+def tear_pages(path: Path, *, keep: int = 1) -> None:
+    """Overwrite every page of an SQLite file but the first ``keep`` with
+    noise, in place (same inode): torn writes, as a crash or a bad disk
+    leaves them."""
+    with path.open("rb") as fh:
+        header = fh.read(100)
+    assert header.startswith(b"SQLite format 3\x00"), "not an SQLite file"
+    page_size = int.from_bytes(header[16:18], "big")
+    page_size = 65536 if page_size == 1 else page_size  # the header's way of saying 64 KiB
+    pages = path.stat().st_size // page_size
+    assert pages > keep, "nothing to tear"
+    with path.open("r+b") as fh:
+        fh.seek(keep * page_size)
+        fh.write(os.urandom((pages - keep) * page_size))
+
+
 def test_damage_met_by_a_query_rebuilds_and_runs_it_again(tmp_path: Path) -> None:
-    store = SessionStore(tmp_path / "p.sessions.sqlite")
-    calls: list[int] = []
-
-    def op(conn: sqlite3.Connection) -> int:
-        calls.append(1)
-        if len(calls) == 1:  # what a torn page answers mid-query
-            raise sqlite3.DatabaseError("database disk image is malformed")
-        return int(conn.execute("SELECT count(*) FROM sources").fetchone()[0])
-
-    assert store._run(op) == 0 and len(calls) == 2
+    path = tmp_path / "p.sessions.sqlite"
+    SessionStore(path).close()  # closed: checkpointed, every page in the file itself
+    store = SessionStore(path)  # opening reads the schema page
+    tear_pages(path)  # behind the open connection's back: the next query meets it
+    assert store.count() == 0  # answered, from the fresh file
     assert store.rebuilds == 1 and store.rebuilt_reason is not None
     assert "malformed" in store.rebuilt_reason and len(quarantined(store.path)) == 1
+    store.set_meta({"probe": 1})  # the fresh file takes writes
+    assert store.meta()["probe"] == 1
     store.close()
 
 
-def test_a_rebuild_in_the_middle_of_a_pass_reads_its_files_again(
-    project: Project, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_rebuild_in_the_middle_of_a_pass_reads_its_files_again(agent_project: Project) -> None:
     for name in ("a.jsonl", "b.jsonl"):
         session = PiSession(f"sess-{name}")
         chat(session, 3, topic=f"topic {name}")
-        session.write(project.pi_file(name))
-    mem = Memory.open(project.root)
+        session.write(agent_project.pi_file(name))
+    mem = Memory.open(agent_project.root)
     store = engine_sessions.open_store(mem)
     ingestor = engine_sessions.SessionIngestor(
         store,
@@ -130,27 +138,30 @@ def test_a_rebuild_in_the_middle_of_a_pass_reads_its_files_again(
         lambda: engine_sessions.project_sources(mem),
         batch_size=2,
     )
-    commit = store.commit
-    commits: list[int] = []
+    rebuilt: list[int] = []
 
-    def damaged_on_the_third(batch: object) -> int:
-        commits.append(1)
-        if len(commits) == 3:  # as _run does when a write meets damage
-            store._rebuild("database disk image is malformed")
-        return commit(batch)  # type: ignore[arg-type]
+    def another_process_rebuilds(done: int, total: int, what: str) -> None:
+        """After the second batch, another memlane finds the file damaged
+        and rebuilds it (recovery.py): moved aside, recreated empty."""
+        if done == 4 and not rebuilt:
+            rebuilt.append(done)
+            with file_lock(store.path, exclusive=True):
+                assert move_aside(store.path, file_id(store.path)) is not None
+            SessionStore(store.path).close()
 
-    monkeypatch.setattr(store, "commit", damaged_on_the_third)
-    report = ingestor.ingest()
+    report = ingestor.ingest(progress=another_process_rebuilds)
+    assert rebuilt == [4]
     assert store.rebuilds == 1 and store.count() == 12
     assert any("read again from the transcripts" in n for n in report.notices)
     for path, state in store.sources().items():
         assert state.offset == Path(path).stat().st_size
+    assert len(store.sources()) == 2
     assert ingestor.ingest().documents_added == 0  # nothing left behind
 
 
-def test_a_file_replaced_by_another_process_is_reopened(project: Project) -> None:
-    one_session(project)
-    layer = layer_for(project)
+def test_a_file_replaced_by_another_process_is_reopened(agent_project: Project) -> None:
+    one_session(agent_project)
+    layer = layer_for(agent_project)
     layer.backfill()
     path = layer.store.path
     # Another process moved the damaged file aside and recreated it.
@@ -161,9 +172,9 @@ def test_a_file_replaced_by_another_process_is_reopened(project: Project) -> Non
     assert layer.store.count() == 2
 
 
-def test_a_version_1_file_is_upgraded_in_place(project: Project) -> None:
-    path = one_session(project)
-    layer = layer_for(project)
+def test_a_version_1_file_is_upgraded_in_place(agent_project: Project) -> None:
+    path = one_session(agent_project)
+    layer = layer_for(agent_project)
     layer.backfill()
     store_path = layer.store.path
     close_stores()
@@ -173,7 +184,7 @@ def test_a_version_1_file_is_upgraded_in_place(project: Project) -> None:
     conn.commit()
     conn.close()
 
-    layer = layer_for(project)
+    layer = layer_for(agent_project)
     assert layer.store.meta()[schema.META_SCHEMA_VERSION] == SESSIONS_SCHEMA_VERSION
     assert layer.store.count() == 2  # kept, not dropped and re-read
     state = layer.store.source(str(path))
@@ -196,24 +207,11 @@ def _pi_user(entry_id: str, text: str) -> dict[str, object]:
     }
 
 
-def _cli(project: Project, *args: str) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ)  # MEMLANE_HOME and the agent dirs, isolated by the fixtures
-    env["PYTHONPATH"] = os.pathsep.join([str(HERE), env.get("PYTHONPATH", "")])
-    return subprocess.run(
-        [sys.executable, str(HERE / "_cli.py"), "-C", str(project.root), *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-
-
-def test_cli_commands_survive_a_damaged_file(project: Project) -> None:
-    one_session(project)
-    done = _cli(project, "sessions", "backfill", "--json")
+def test_cli_commands_survive_a_damaged_file(agent_project: Project, cli: Cli) -> None:
+    one_session(agent_project)
+    done = cli("sessions", "backfill", "--json")
     assert done.returncode == 0, done.stderr
-    path = layer_for(project).store.path
-    close_stores()
+    path = layer_for(agent_project).store.path
     commands: list[tuple[tuple[str, ...], str | None]] = [
         (("sessions", "status"), "damaged and rebuilt"),
         (("sessions", "search", "invoice"), "damaged and rebuilt"),
@@ -221,8 +219,10 @@ def test_cli_commands_survive_a_damaged_file(project: Project) -> None:
         (("status", "--no-probe"), None),
     ]
     for n, (args, expected) in enumerate(commands, start=1):
+        # Each command as a fresh process meets it: nothing of the last one stays open.
+        close_stores()
         corrupt(path)
-        run = _cli(project, *args)
+        run = cli(*args)
         output = run.stdout + run.stderr
         assert run.returncode == 0, (args, output)
         assert "Traceback" not in output and "DatabaseError" not in output, (args, output)
@@ -230,10 +230,11 @@ def test_cli_commands_survive_a_damaged_file(project: Project) -> None:
             assert expected in output, (args, output)
         assert len(quarantined(path)) == n, args
     # The search commands caught up first: the messages are back.
-    found = _cli(project, "sessions", "search", "invoice", "--json")
+    found = cli("sessions", "search", "invoice", "--json")
     assert json.loads(found.stdout)["hits"]
+    close_stores()
     corrupt(path)
-    status = _cli(project, "status", "--json", "--no-probe")
+    status = cli("status", "--json", "--no-probe")
     assert status.returncode == 0, status.stderr
     assert "not a database" in json.loads(status.stdout)["sessions"]["rebuilt"]
 
@@ -256,13 +257,13 @@ def _long_header_session(session_id: str = "sess-rw") -> PiSession:
     ],
 )
 def test_in_place_rewrite_keeping_the_head_is_read_whole(
-    project: Project, replacement: str
+    agent_project: Project, replacement: str
 ) -> None:
     session = _long_header_session()
     session.assistant("the long context is noted", entry_id="e-ack")
     session.user("stale message alpha", entry_id="e-stale")
-    path = session.write(project.pi_file())
-    layer = layer_for(project, HashEmbedder())
+    path = session.write(agent_project.pi_file())
+    layer = layer_for(agent_project, HashEmbedder())
     layer.backfill()
     assert layer.search("stale alpha", mode="lexical").hits
 
@@ -283,45 +284,35 @@ def test_in_place_rewrite_keeping_the_head_is_read_whole(
     assert layer.search("kafka", mode="lexical").hits
 
 
-def test_an_append_is_still_read_from_the_offset(
-    project: Project, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_an_append_is_still_read_from_the_offset(agent_project: Project) -> None:
     session = _long_header_session()
     chat(session, 40)  # past TAIL_BYTES, so the tail window does not start at byte 0
-    path = session.write(project.pi_file())
+    path = session.write(agent_project.pi_file())
     assert path.stat().st_size > HEAD_BYTES + TAIL_BYTES
     embedder = HashEmbedder()
-    layer = layer_for(project, embedder)
-    layer.backfill()
+    layer = layer_for(agent_project, embedder)
+    assert layer.backfill().bytes_read == path.stat().st_size
     stored = layer.store.count()
     embedded = embedder.embedded
 
-    reads: list[FileRead] = []
-
-    def counting(*args: object, **kwargs: object) -> FileRead | None:
-        read = read_source(*args, **kwargs)  # type: ignore[arg-type]
-        if read is not None:
-            reads.append(read)
-        return read
-
-    monkeypatch.setattr(engine_sessions, "read_source", counting)
     chat(session, 2, topic="kafka consumer")
-    with path.open("a", encoding="utf-8") as fh:
-        fh.write("\n".join(session.lines[-4:]) + "\n")
+    appended = ("\n".join(session.lines[-4:]) + "\n").encode()
+    with path.open("ab") as fh:
+        fh.write(appended)
     report = layer.backfill()
     assert (report.files_read, report.files_rewritten, report.documents_added) == (1, 0, 4)
     # Only the appended lines were parsed, and only their messages embedded.
-    assert len(reads) == 1 and not reads[0].replace and len(reads[0].docs) == 4
+    assert report.bytes_read == len(appended)
     assert embedder.embedded - embedded == 4
     assert layer.store.count() == stored + 4
 
 
-def test_a_batch_offset_mid_file_resumes_without_a_reread(project: Project) -> None:
+def test_a_batch_offset_mid_file_resumes_without_a_reread(agent_project: Project) -> None:
     """A batch committed mid-file records its own offset's tail hash: the
     resume after a kill reads on from there instead of re-reading the file."""
     session = _long_header_session()
     chat(session, 30)
-    path = session.write(project.pi_file())
+    path = session.write(agent_project.pi_file())
     from memlane.core.settings import SessionsSettings
 
     first = read_source(Source(path, PI), None, SessionsSettings())

@@ -3,39 +3,35 @@ memory_similar, the primer and heuristic auto-recall."""
 
 from __future__ import annotations
 
-import time
+import json
 from pathlib import Path
 
 import pytest
 from _fixtures import PiSession, Project, chat
 
-from memlane.core.config import load_config
+from helpers import Cli, FixedClock, open_memory, wait_for
 from memlane.core.errors import MemlaneError
-from memlane.core.scope import resolve_scope
-from memlane.engine.memory import Memory
 from memlane.engine.recall import primer, refers_to_the_past, render_recall
 from memlane.engine.session import Session
 from memlane.engine.sessions import SessionsLayer
 from memlane.engine.tools import Tools
 
 
-def _memory(project: Project) -> Memory:
-    return Memory(resolve_scope(project.root), load_config(None))
-
-
-def _past_session(project: Project) -> Path:
+def _past_session(agent_project: Project) -> Path:
     session = PiSession(session_id="older-session")
     session.user("why does the redis cache evict keys so early?")
     session.assistant("Because maxmemory-policy was allkeys-lru with a 64mb cap; we raised it.")
     chat(session, 3, topic="billing export")
-    path = project.pi_file()
+    path = agent_project.pi_file()
     session.write(path)
     return path
 
 
-def test_kind_session_and_all_through_the_tool_layer(project: Project) -> None:
-    _past_session(project)
-    mem = _memory(project)
+def test_kind_session_and_all_through_the_tool_layer(
+    agent_project: Project, clock: FixedClock
+) -> None:
+    _past_session(agent_project)
+    mem = open_memory(agent_project.root, clock=clock)
     mem.write("- the team chose redis for the session cache")
     SessionsLayer(mem).backfill()
     tools = Tools(mem)
@@ -49,9 +45,11 @@ def test_kind_session_and_all_through_the_tool_layer(project: Project) -> None:
         tools.call("memory_search", {"query": "x", "kind": "session", "scope": "all"})
 
 
-def test_memory_similar_on_a_session_message_and_on_a_chunk(project: Project) -> None:
-    _past_session(project)
-    mem = _memory(project)
+def test_memory_similar_on_a_session_message_and_on_a_chunk(
+    agent_project: Project, clock: FixedClock
+) -> None:
+    _past_session(agent_project)
+    mem = open_memory(agent_project.root, clock=clock)
     mem.write("- billing export runs nightly at 02:00")
     mem.write("- billing export writes CSV files to the s3 bucket")
     mem.sync()
@@ -73,9 +71,11 @@ def test_memory_similar_on_a_session_message_and_on_a_chunk(project: Project) ->
         tools.call("memory_similar", {"chunk_hash": "0123456789abcdef"})
 
 
-def test_primer_is_in_the_snapshot_and_tells_the_user(project: Project) -> None:
-    _past_session(project)
-    mem = _memory(project)
+def test_primer_is_in_the_snapshot_and_tells_the_user(
+    agent_project: Project, clock: FixedClock
+) -> None:
+    _past_session(agent_project)
+    mem = open_memory(agent_project.root, clock=clock)
     SessionsLayer(mem).backfill()
     session = Session.start(mem, host="test", session_id="new-session", llm=None)
     text = session.snapshot.text
@@ -116,18 +116,17 @@ def test_heuristic_auto_recall_trigger(prompt: str, expected: bool) -> None:
     assert refers_to_the_past(prompt) is expected
 
 
-def test_auto_recall_injects_past_messages_within_budget(project: Project) -> None:
-    _past_session(project)
-    mem = _memory(project)
+def test_auto_recall_injects_past_messages_within_budget(
+    agent_project: Project, clock: FixedClock
+) -> None:
+    _past_session(agent_project)
+    mem = open_memory(agent_project.root, clock=clock)
     session = Session.start(mem, host="test", session_id="new-session", llm=None)
-    deadline = time.monotonic() + 20
-    while session._sessions_layer is None and time.monotonic() < deadline:
-        time.sleep(0.02)
+    wait_for(lambda: session.sessions_layer is not None, 20, "the sessions layer opened")
     assert session.wait_auto_context_ready(30)
-    layer = session._sessions_layer
+    layer = session.sessions_layer
     assert layer is not None
-    while not layer.store.stats().get("documents") and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_for(lambda: layer.store.stats().get("documents"), 20, "the catch-up backfill")
     message = session.before_agent_start(
         "remember why the redis cache evicted keys so early?"
     ).message
@@ -144,30 +143,14 @@ def test_render_recall_is_empty_without_hits() -> None:
     assert render_recall([], 600) == ""
 
 
-def test_cli_search_kind_session_catches_up_first(project: Project) -> None:
-    import json
-    import os
-    import subprocess
-    import sys
-
-    _past_session(project)
-
-    def run(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "memlane.cli.main", "-C", str(project.root), *args],
-            capture_output=True,
-            text=True,
-            env=dict(os.environ),
-            timeout=120,
-            check=False,
-        )
-
-    out = run("search", "redis evict", "--kind", "session", "--json")
+def test_cli_search_kind_session_catches_up_first(agent_project: Project, cli: Cli) -> None:
+    _past_session(agent_project)
+    out = cli("search", "redis evict", "--kind", "session", "--json")
     assert out.returncode == 0, out.stderr
     hits = json.loads(out.stdout)["hits"]
     assert hits and "evict keys so early" in hits[0]["content"]
     assert "new session message" in out.stderr  # indexed before searching
-    both = run("search", "billing export", "--kind", "all", "--json")
+    both = cli("search", "billing export", "--kind", "all", "--json")
     assert both.returncode == 0 and json.loads(both.stdout)["hits"]
-    again = run("sessions", "search", "redis evict")
+    again = cli("sessions", "search", "redis evict")
     assert again.returncode == 0 and "evict keys so early" in again.stdout

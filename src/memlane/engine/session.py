@@ -269,6 +269,18 @@ class Session:
         """The memory's clock: the session writes, rolls over and compacts on one calendar."""
         return self.memory.clock
 
+    @property
+    def sessions_layer(self) -> SessionsLayer | None:
+        """The project's sessions layer, once the background start opened it.
+
+        None before that (``start`` opens it on a thread, so a session never
+        waits for it), when the sessions layer is off, or when it could not
+        be opened (a notice says why). Its catch-up backfill may still be
+        running when it appears: search it or read its store's stats to see
+        what is in.
+        """
+        return self._sessions_layer
+
     # -- snapshot ---------------------------------------------------------------
 
     @property

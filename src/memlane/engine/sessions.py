@@ -395,6 +395,9 @@ class FileRead:
     garbage: int = 0
     unknown: int = 0
     reason: str = ""
+    # Bytes of complete lines parsed (from the stored offset, or from byte 0
+    # when the file is read whole): an append costs its own length only.
+    parsed_bytes: int = 0
     # Rewrite-check hash of the bytes before each offset in ``docs``: a
     # batch that ends mid-file stores its own offset's, or the resume after
     # a kill would take the file for rewritten and re-read (re-embed) it.
@@ -578,6 +581,7 @@ def read_source(
         garbage=garbage - (state.garbage if state and not replace_all else 0),
         unknown=unknown - (state.unknown if state and not replace_all else 0),
         reason=reason,
+        parsed_bytes=end,
         tails=tails,
     )
 
@@ -596,6 +600,8 @@ class BackfillReport:
     garbage_lines: int = 0
     unknown_entries: int = 0
     batches: int = 0
+    # Transcript bytes parsed by this pass (complete lines only).
+    bytes_read: int = 0
     seconds: float = 0.0
     notices: list[str] = field(default_factory=list)
 
@@ -614,6 +620,7 @@ class BackfillReport:
             "garbage_lines": self.garbage_lines,
             "unknown_entries": self.unknown_entries,
             "batches": self.batches,
+            "bytes_read": self.bytes_read,
             "seconds": round(self.seconds, 3),
             "notices": list(self.notices),
         }
@@ -670,6 +677,7 @@ class SessionIngestor:
                 continue
             reads.append(read)
             report.files_read += 1
+            report.bytes_read += read.parsed_bytes
             report.garbage_lines += read.garbage
             report.unknown_entries += read.unknown
             if read.replace:

@@ -867,15 +867,19 @@ class SessionStore(SqliteFile):
 
     # -- search ------------------------------------------------------------------
 
-    def _legs_size(self, k: int) -> tuple[int, int]:
-        """(lexical, dense) candidate counts: pi-lcm-memory's lexMult/semMult
-        under rrf fusion, else the main index's rule (DESIGN §5)."""
+    def candidate_counts(self, k: int) -> tuple[int, int]:
+        """(lexical, dense) candidates a search for ``k`` hits takes from each
+        leg: pi-lcm-memory's lexMult/semMult under rrf fusion, else the main
+        index's rule (DESIGN §5)."""
         if self.index_settings.fusion == "rrf":
             return max(1, self.settings.lex_mult * k), max(1, self.settings.sem_mult * k)
         n = candidate_count(k)
         return n, n
 
-    def _rrf_k(self) -> int:
+    @property
+    def rrf_k(self) -> int:
+        """The RRF constant fusion uses here: the sessions layer's own
+        (pi-lcm-memory's rrfK) under rrf fusion, else the main index's."""
         if self.index_settings.fusion == "rrf":
             return self.settings.rrf_k
         return self.index_settings.rrf_k
@@ -931,7 +935,7 @@ class SessionStore(SqliteFile):
             )
             if k <= 0 or not query.strip():
                 return mode, []
-            n_lex, n_sem = self._legs_size(k)
+            n_lex, n_sem = self.candidate_counts(k)
             alpha = self.index_settings.alpha
             legs: list[list[tuple[int, float]]] = []
             weights: list[float] = []
@@ -943,7 +947,7 @@ class SessionStore(SqliteFile):
                 weights.append(1.0 - alpha if use_dense else 1.0)
             if not legs or sum(weights) <= 0:
                 return mode, []
-            fused = self._fuse(legs, weights, self._rrf_k())[:k]
+            fused = self._fuse(legs, weights, self.rrf_k)[:k]
             if not fused:
                 return mode, []
             rows = self._fetch(conn, [rowid for rowid, _ in fused])
@@ -968,9 +972,9 @@ class SessionStore(SqliteFile):
                 if blob is None:
                     meta = self._meta(conn)
                     cache_key = (meta.get(schema.META_EPOCH), meta.get(schema.META_GENERATION))
-                    n_lex, _ = self._legs_size(k + 1)
+                    n_lex, _ = self.candidate_counts(k + 1)
                     leg = self._lexical.rank(conn, text, n_lex, shared, cache_key)
-                    fused = self._fuse([leg], [1.0], self._rrf_k())
+                    fused = self._fuse([leg], [1.0], self.rrf_k)
                 else:
                     dense, _ = self._sync_dense(conn, self._meta(conn))
                     if dense is None:
