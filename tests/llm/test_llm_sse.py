@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from memlane.llm._sse import Event, SseDecoder
+from memlane.llm.sse import Event, SseDecoder
 
 
 def decode(chunks: list[bytes]) -> list[Event]:
