@@ -388,13 +388,12 @@ def test_a_locked_index_is_retried_on_the_backoff_delays(
 def test_without_an_embedder_capture_and_snapshot_still_work(
     project: Path, clock: FixedClock, fake_openai: FakeOpenAI
 ) -> None:
-    from fake_llm import closed_port_url
-
+    # Embeddings pointed at a chat-only server: /v1/embeddings answers 404.
     mem = open_memory(
         project,
         clock=clock,
         MEMLANE_EMBEDDING_PROVIDER="openai",
-        MEMLANE_EMBEDDING_BASE_URL=closed_port_url(),
+        MEMLANE_EMBEDDING_BASE_URL=fake_openai.base_url,
         MEMLANE_EMBEDDING_MODEL="nothing-here",
         MEMLANE_AUTO_CONTEXT="on",
         MEMLANE_CAPTURE_INDEX_DEBOUNCE_MS="50",
@@ -535,14 +534,15 @@ def test_shutdown_digest_of_a_huge_exchange_stays_within_the_cap(
     assert text.count("INFO request served") < 100  # a quote of the start, not the log
 
 
-def test_a_failing_embedding_server_is_cached_as_down(project: Path, clock: FixedClock) -> None:
-    from fake_llm import closed_port_url
-
+def test_a_failing_embedding_server_is_cached_as_down(
+    project: Path, clock: FixedClock, fake_openai: FakeOpenAI
+) -> None:
+    # A server without an embeddings endpoint (404): an error that is not retried.
     mem = open_memory(
         project,
         clock=clock,
         MEMLANE_EMBEDDING_PROVIDER="openai",
-        MEMLANE_EMBEDDING_BASE_URL=closed_port_url(),
+        MEMLANE_EMBEDDING_BASE_URL=fake_openai.base_url,
         MEMLANE_EMBEDDING_MODEL="down",
     )
     mem.write("- the cache is redis", now=datetime(2026, 11, 30, 9, 0))
@@ -550,5 +550,9 @@ def test_a_failing_embedding_server_is_cached_as_down(project: Path, clock: Fixe
     assert first.mode == "lexical" and any(
         "semantic search unavailable" in n for n in first.notices
     )
-    assert mem.embedder is None and mem.embedder_problem  # no retry inside the negative cache
-    assert mem.search("redis", 3, sync=False).hits
+    assert fake_openai.requests and all(r.path == "/v1/embeddings" for r in fake_openai.requests)
+    asked = len(fake_openai.requests)
+    assert mem.embedder is None and mem.embedder_problem
+    again = mem.search("redis", 3, sync=False)
+    assert again.hits and again.mode == "lexical"
+    assert len(fake_openai.requests) == asked  # no retry inside the negative cache
