@@ -476,9 +476,14 @@ def test_legs_are_opened_read_only(world: dict[str, Path], session: Memory) -> N
     index = crossrepo.open_read_only(path, session.config.index)
     assert index is not None
     try:
-        conn = index._connection()
+        count = index.count()
+        assert count > 0
+        # Writes through the index's own API reach SQLite and are refused there.
         with pytest.raises(sqlite3.OperationalError, match="readonly"):
-            conn.execute("UPDATE meta SET value = value + 1 WHERE key = 'generation'")
+            index.remove_files(list(index.files()))
+        with pytest.raises(sqlite3.OperationalError, match="readonly"):
+            index.clear()
+        assert index.count() == count
     finally:
         index.close()
 

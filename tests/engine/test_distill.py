@@ -199,7 +199,6 @@ def test_a_server_that_never_answers_times_out(fake_openai: FakeOpenAI) -> None:
     # distill that waited for it would return its bullets, not the marker.
     fake_openai.set(answer="- the agent answered far too late", delay_s=60.0)
     result = distill(EXCHANGE, fake_openai.llm(), timeout_s=0.1, slack_s=0.1)
-    assert len(fake_openai.requests) == 1  # asked, never answered
     assert result.failed is not None and result.failed.startswith("timed out after 0.1 s")
     assert result.bullets[0] == failure_marker(result.failed)
     assert result.bullets[1:] == digest(EXCHANGE)

@@ -431,7 +431,6 @@ def test_a_slow_llm_times_out(memory: Memory) -> None:
     # extraction that waited for it would report "nothing", not a timeout.
     with FakeOpenAI(answer="[]", delay_s=60.0) as server:
         report = X.extract(memory, EXCHANGE, llm_for(server), settings=settings(), timeout_s=0.3)
-        assert len(server.requests) == 1  # the request was sent, its answer never came
     assert report.status == "failed" and report.error, report.to_json()
     assert "timed out after 0.3 s" in report.error
     assert entries(memory) == {}

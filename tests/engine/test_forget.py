@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 import threading
@@ -16,7 +17,7 @@ from helpers import FixedClock, IndexWriteLock, open_memory
 from memlane.core.errors import MemlaneError, NotFoundError, StoreError
 from memlane.engine.maintenance import forget
 from memlane.engine.memory import Memory
-from memlane.index.sqlite import SqliteIndex
+from memlane.index.sqlite import connection_hook
 from memlane.store.forget import LOCK_NAME, RewriteHooks, forget_chunk, forget_entry
 
 SECRET = "zanzibarquokka"  # one token that the porter stemmer leaves alone
@@ -216,24 +217,27 @@ def test_no_copy_survives_anywhere_memlane_writes(
     monkeypatch: pytest.MonkeyPatch,
     secure_delete: str,
 ) -> None:
+    hooks = contextlib.ExitStack()
+    insecure: list[sqlite3.Connection] = []
+
+    def _insecure_index(conn: sqlite3.Connection) -> None:
+        _insecure(conn)
+        insecure.append(conn)
+
     if secure_delete == "off":
         # Many SQLite builds (not Debian's) leave deleted bytes in free
-        # space by default: the purge must not rely on secure_delete.
-        real_connect = SqliteIndex._connect
-
-        def connect(self: SqliteIndex) -> None:
-            real_connect(self)
-            assert self._conn is not None
-            self._conn.execute("PRAGMA secure_delete=OFF")
-
-        monkeypatch.setattr(SqliteIndex, "_connect", connect)
+        # space by default: the purge must not rely on secure_delete. The
+        # index's connections take the PRAGMA through its documented hook,
+        # any other connection through sqlite3.connect.
+        hooks.enter_context(connection_hook(_insecure_index))
         monkeypatch.setattr(sqlite3, "connect", _insecure_connect)
-    with open_memory(project, clock=clock) as mem:
+    with hooks, open_memory(project, clock=clock) as mem:
         # Many entries, several with the secret's neighbour as context, so
         # the index has real pages, FTS segments and a WAL.
         for n in range(40):
             mem.write(f"filler entry {n} about the build pipeline", now=at("08:00"))
         mem.search("filler")
+        assert bool(insecure) == (secure_delete == "off")  # the index runs as asked
         mem.write(f"the root password is {SECRET} and the vault is {SECRET}vault", now=at("09:05"))
         mem.write("the entry right after, whose context held the secret", now=at("09:06"))
         for n in range(5):
@@ -257,9 +261,13 @@ def test_no_copy_survives_anywhere_memlane_writes(
 _real_sqlite_connect = sqlite3.connect
 
 
+def _insecure(conn: sqlite3.Connection) -> None:
+    conn.execute("PRAGMA secure_delete=OFF")
+
+
 def _insecure_connect(*args: Any, **kwargs: Any) -> sqlite3.Connection:
     conn = _real_sqlite_connect(*args, **kwargs)
-    conn.execute("PRAGMA secure_delete=OFF")
+    _insecure(conn)
     return conn
 
 
