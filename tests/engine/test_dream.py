@@ -195,6 +195,14 @@ def planner(answer: str) -> Iterator[LLM]:
         yield server.llm()
 
 
+@pytest.fixture(scope="module")
+def plan_llm() -> Iterator[LLM]:
+    """The LLM that answers ``PLAN``, shared by the module's tests (one server,
+    one HTTP client: most tests only need a plan to act on)."""
+    with planner(json.dumps(PLAN)) as llm:
+        yield llm
+
+
 def snapshot(store: Path) -> dict[str, bytes]:
     """Every file of the store except the derived/lock ones, as bytes."""
     return {
@@ -298,9 +306,9 @@ def test_dream_model_is_used_and_no_llm_is_a_clear_error(project: Path, store: P
 # --- nothing changes unless everything does ---------------------------------------------------
 
 
-def test_failure_mid_apply_changes_nothing(project: Path, store: Path) -> None:
-    with planner(json.dumps(PLAN)) as llm, dreaming(project) as mem:
-        plan = D.make_plan(mem, llm)
+def test_failure_mid_apply_changes_nothing(project: Path, store: Path, plan_llm: LLM) -> None:
+    with dreaming(project) as mem:
+        plan = D.make_plan(mem, plan_llm)
     before = snapshot(store)  # make_plan only reads (and may create the lock file)
     assert [c.action for c in plan.changes] == ["update", "create", "delete", "update"]
 
@@ -332,9 +340,11 @@ def test_failure_mid_apply_changes_nothing(project: Path, store: Path) -> None:
     assert (store / "topics" / "debugging.md").read_text(encoding="utf-8") == GOLDEN_DEBUGGING
 
 
-def test_a_file_changed_after_planning_aborts_the_apply(project: Path, store: Path) -> None:
-    with planner(json.dumps(PLAN)) as llm, dreaming(project) as mem:
-        plan = D.make_plan(mem, llm)
+def test_a_file_changed_after_planning_aborts_the_apply(
+    project: Path, store: Path, plan_llm: LLM
+) -> None:
+    with dreaming(project) as mem:
+        plan = D.make_plan(mem, plan_llm)
     edited = INFRA + "\n## New\nadded meanwhile\n"
     (store / "topics" / "infra.md").write_text(edited, encoding="utf-8")
     before = snapshot(store)
@@ -570,9 +580,9 @@ def test_cli_json_needs_yes_or_dry_run(project: Path, store: Path) -> None:
     assert not server.requests
 
 
-def test_plan_json_is_stable_for_hosts(project: Path, store: Path) -> None:
-    with planner(json.dumps(PLAN)) as llm, dreaming(project) as mem:
-        plan = D.make_plan(mem, llm)
+def test_plan_json_is_stable_for_hosts(project: Path, store: Path, plan_llm: LLM) -> None:
+    with dreaming(project) as mem:
+        plan = D.make_plan(mem, plan_llm)
     data = plan.to_json()
     assert data["model"] == "openai/fake-model"
     assert data["journal_entries"] == 2
@@ -605,18 +615,18 @@ def test_run_for_hosts_asks_before_applying(project: Path, store: Path) -> None:
 # --- the plan hand-off (--save-plan / --apply-plan) -------------------------------------------
 
 
-def _saved_plan(project: Path, path: Path) -> D.DreamPlan:
-    with planner(json.dumps(PLAN)) as llm, dreaming(project) as mem:
+def _saved_plan(project: Path, path: Path, llm: LLM) -> D.DreamPlan:
+    with dreaming(project) as mem:
         plan = D.make_plan(mem, llm)
     D.save_plan(plan, path)
     return plan
 
 
 def test_plan_round_trips_through_json_and_a_file(
-    project: Path, store: Path, tmp_path: Path
+    project: Path, store: Path, tmp_path: Path, plan_llm: LLM
 ) -> None:
     path = tmp_path / "plan.json"
-    plan = _saved_plan(project, path)
+    plan = _saved_plan(project, path, plan_llm)
     assert D.DreamPlan.from_json(json.loads(json.dumps(plan.to_json())), store=store) == plan
     assert path.stat().st_mode & 0o777 == 0o600  # it holds the topics' text
     data = json.loads(path.read_text(encoding="utf-8"))
@@ -690,10 +700,10 @@ def _twice(data: dict[str, Any]) -> None:
     ],
 )
 def test_a_tampered_plan_is_refused_and_changes_nothing(
-    project: Path, store: Path, tmp_path: Path, tamper: Any, message: str
+    project: Path, store: Path, tmp_path: Path, tamper: Any, message: str, plan_llm: LLM
 ) -> None:
     path = tmp_path / "plan.json"
-    _saved_plan(project, path)
+    _saved_plan(project, path, plan_llm)
     outside = project / "outside.md"
     outside.write_text("keep me\n", encoding="utf-8")
     data = json.loads(path.read_text(encoding="utf-8"))
@@ -710,10 +720,10 @@ def test_a_tampered_plan_is_refused_and_changes_nothing(
 
 
 def test_a_plan_through_a_topic_link_out_of_the_store_is_refused(
-    project: Path, store: Path, tmp_path: Path
+    project: Path, store: Path, tmp_path: Path, plan_llm: LLM
 ) -> None:
     path = tmp_path / "plan.json"
-    plan = _saved_plan(project, path)
+    plan = _saved_plan(project, path, plan_llm)
     target = tmp_path / "elsewhere.md"
     target.write_text(GOLDEN_TOOLING, encoding="utf-8")
     (store / "topics" / "tooling.md").symlink_to(target)  # the file the plan creates
@@ -723,10 +733,10 @@ def test_a_plan_through_a_topic_link_out_of_the_store_is_refused(
 
 
 def test_a_plan_whose_base_file_changed_is_refused_and_says_to_plan_again(
-    project: Path, store: Path, tmp_path: Path
+    project: Path, store: Path, tmp_path: Path, plan_llm: LLM
 ) -> None:
     path = tmp_path / "plan.json"
-    _saved_plan(project, path)
+    _saved_plan(project, path, plan_llm)
     edited = DEBUGGING + "\n## Added by hand\nwhile the user read the diff\n"
     (store / "topics" / "debugging.md").write_text(edited, encoding="utf-8")
     before = snapshot(store)
@@ -793,10 +803,10 @@ def test_cli_save_plan_then_apply_plan(project: Path, store: Path, tmp_path: Pat
 
 
 def test_cli_apply_plan_refuses_a_tampered_plan_and_a_declined_one(
-    project: Path, store: Path, tmp_path: Path
+    project: Path, store: Path, tmp_path: Path, plan_llm: LLM
 ) -> None:
     path = tmp_path / "saved.json"
-    _saved_plan(project, path)
+    _saved_plan(project, path, plan_llm)
     before = snapshot(store)
     with FakeOpenAI(answer="never asked") as server:
         declined = run_cli(project, server, "--apply-plan", str(path), stdin="n\n")
@@ -872,12 +882,12 @@ def _side_files(store: Path) -> list[str]:
 @pytest.mark.subprocess
 @pytest.mark.parametrize("next_step", ["apply_plan", "make_plan", "topics.add", "list_topics"])
 def test_a_kill_after_the_first_rename_is_rolled_back_by_whatever_comes_next(
-    project: Path, store: Path, tmp_path: Path, next_step: str
+    project: Path, store: Path, tmp_path: Path, next_step: str, plan_llm: LLM
 ) -> None:
     from memlane.store import topics as T
 
     plan_file = tmp_path / "plan.json"
-    _saved_plan(project, plan_file)
+    _saved_plan(project, plan_file, plan_llm)
     before = snapshot(store)
 
     _kill_mid_apply(store, plan_file, "first")
@@ -898,8 +908,8 @@ def test_a_kill_after_the_first_rename_is_rolled_back_by_whatever_comes_next(
         assert _side_files(store) == []
         return
     if next_step == "make_plan":
-        with planner(json.dumps(PLAN)) as llm, dreaming(project) as mem:
-            again = D.make_plan(mem, llm)
+        with dreaming(project) as mem:
+            again = D.make_plan(mem, plan_llm)
         assert again.changes == D.load_plan(plan_file, store).changes
     elif next_step == "topics.add":
         T.add(store, content="a note", topic="notes", title="Note", today=TODAY)
@@ -923,10 +933,10 @@ def test_a_kill_after_the_first_rename_is_rolled_back_by_whatever_comes_next(
 
 @pytest.mark.subprocess
 def test_a_kill_after_the_last_rename_but_before_the_commit_mark_is_rolled_back(
-    project: Path, store: Path, tmp_path: Path
+    project: Path, store: Path, tmp_path: Path, plan_llm: LLM
 ) -> None:
     plan_file = tmp_path / "plan.json"
-    _saved_plan(project, plan_file)
+    _saved_plan(project, plan_file, plan_llm)
     before = snapshot(store)
 
     _kill_mid_apply(store, plan_file, "last")
@@ -944,12 +954,12 @@ def test_a_kill_after_the_last_rename_but_before_the_commit_mark_is_rolled_back(
 
 @pytest.mark.subprocess
 def test_a_kill_after_the_commit_mark_keeps_the_applied_dream(
-    project: Path, store: Path, tmp_path: Path
+    project: Path, store: Path, tmp_path: Path, plan_llm: LLM
 ) -> None:
     from memlane.store import topics as T
 
     plan_file = tmp_path / "plan.json"
-    _saved_plan(project, plan_file)
+    _saved_plan(project, plan_file, plan_llm)
 
     _kill_mid_apply(store, plan_file, "committed")
     assert json.loads((store / ".dream-journal.json").read_text())["state"] == "committed"
@@ -969,12 +979,12 @@ def test_a_kill_after_the_commit_mark_keeps_the_applied_dream(
 
 @pytest.mark.subprocess
 def test_a_recovery_interrupted_itself_finishes_next_time(
-    project: Path, store: Path, tmp_path: Path
+    project: Path, store: Path, tmp_path: Path, plan_llm: LLM
 ) -> None:
     from memlane.store import dream_journal as J
 
     plan_file = tmp_path / "plan.json"
-    _saved_plan(project, plan_file)
+    _saved_plan(project, plan_file, plan_llm)
     before = snapshot(store)
     _kill_mid_apply(store, plan_file, "last")
     # A recovery killed after putting back one backup: that backup is gone.
