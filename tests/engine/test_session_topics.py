@@ -33,8 +33,7 @@ def jobs(server: FakeOpenAI) -> list[str]:
 
 
 def test_snapshot_carries_memory_md_and_stays_byte_stable(memory: Memory) -> None:
-    mem = memory
-    store = mem.scope.store
+    store = memory.scope.store
     topics.add(
         store,
         content="staging uses port 2222",
@@ -42,7 +41,7 @@ def test_snapshot_carries_memory_md_and_stays_byte_stable(memory: Memory) -> Non
         title="SSH port",
         today=TOPIC_DAY,
     )
-    session = Session.start(mem, host="test", session_id="s", llm=None)
+    session = Session.start(memory, host="test", session_id="s", llm=None)
     first = session.before_agent_start("hi").system_append
     assert "## Curated topics (MEMORY.md)" in first and "[Debugging](topics/debugging.md)" in first
     topics.add(
@@ -104,8 +103,7 @@ def test_extraction_writes_durable_learnings_after_capture(
             }
         ]
     )
-    mem = memory
-    session = Session.start(mem, host="test", session_id="s", llm=fake_openai.llm())
+    session = Session.start(memory, host="test", session_id="s", llm=fake_openai.llm())
     session.agent_settled(
         Exchange(user="install it with uv, never pip", assistant="Done with uv.", entry_id="e1")
     )
@@ -113,10 +111,10 @@ def test_extraction_writes_durable_learnings_after_capture(
     session.shutdown()
     assert jobs(fake_openai) == ["distil", "extract"]
     assert "install it with uv" in fake_openai.requests[1].prompt  # the exchange, extracted
-    listed = {t.slug: t for t in topics.list_topics(mem.scope.store)}
+    listed = {t.slug: t for t in topics.list_topics(memory.scope.store)}
     assert listed["preferences"].titles == ["Package installs use uv"]
     assert session.extraction.written == 1
-    journal = (mem.scope.store / f"{TOPIC_DAY.isoformat()}.md").read_text()
+    journal = (memory.scope.store / f"{TOPIC_DAY.isoformat()}.md").read_text()
     assert "prefer uv over pip" in journal
 
 
@@ -135,11 +133,10 @@ def test_no_extraction_without_an_llm_or_when_switched_off(
 
 
 def test_dream_nudge_is_said_once_after_enough_sessions(memory: Memory) -> None:
-    mem = memory
-    mem.write("- something happened", now=datetime(2026, 11, 30, 9, 0))
+    memory.write("- something happened", now=datetime(2026, 11, 30, 9, 0))
     said = []
     for number in range(7):
-        session = Session.start(mem, host="test", session_id=f"s{number}", llm=None)
+        session = Session.start(memory, host="test", session_id=f"s{number}", llm=None)
         said.append(any("memlane dream" in n for n in session.notices))
         session.shutdown()
     assert said.count(True) == 1
