@@ -203,6 +203,13 @@ def plan_llm() -> Iterator[LLM]:
         yield llm
 
 
+@pytest.fixture(scope="module")
+def scripted() -> Iterator[tuple[FakeOpenAI, LLM]]:
+    """A server whose answer each test sets first (``server.set(answer=...)``), and its LLM."""
+    with FakeOpenAI() as server:
+        yield server, server.llm()
+
+
 def snapshot(store: Path) -> dict[str, bytes]:
     """Every file of the store except the derived/lock ones, as bytes."""
     return {
@@ -410,9 +417,11 @@ def test_a_file_changed_after_planning_aborts_the_apply(
     ],
 )
 def test_a_malformed_plan_is_an_error_and_changes_nothing(
-    project: Path, store: Path, answer: str, message: str
+    project: Path, store: Path, scripted: tuple[FakeOpenAI, LLM], answer: str, message: str
 ) -> None:
-    with planner(answer) as llm, dreaming(project) as mem:
+    server, llm = scripted
+    server.set(answer=answer)
+    with dreaming(project) as mem:
         mem.sync()
         before = snapshot(store)
         with pytest.raises(D.DreamPlanError) as caught:
