@@ -165,3 +165,31 @@ def wait_for(predicate: Callable[[], object], timeout: float = 15.0, what: str =
     if predicate():
         return
     raise AssertionError(f"not reached within {timeout:g} s: {what or predicate!r}")
+
+
+class IndexWriteLock:
+    """Another process's hold on an index: a connection with its write lock.
+
+    ``with IndexWriteLock(memory.index_path):`` — a real lock, not a stub,
+    so memlane's own code meets ``SQLITE_BUSY`` and takes its busy path.
+    Pair it with a short ``memlane.index.sqlite.BUSY_TIMEOUT_S``
+    (monkeypatch) so that wait ends soon. ``release()`` lets go early (e.g.
+    from a ``threading.Timer``); leaving the block always does.
+    """
+
+    def __init__(self, index_path: Path) -> None:
+        import sqlite3
+
+        self._connection = sqlite3.connect(index_path, timeout=0.1, check_same_thread=False)
+
+    def __enter__(self) -> IndexWriteLock:
+        self._connection.execute("BEGIN IMMEDIATE")
+        return self
+
+    def release(self) -> None:
+        if self._connection.in_transaction:
+            self._connection.rollback()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.release()
+        self._connection.close()

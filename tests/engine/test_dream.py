@@ -1,6 +1,6 @@
 """memlane dream (engine/dream/, cli/dream_cmds.py): a store with planted
-duplicates and contradictions, a plan from a scripted LLM or a real fake
-OpenAI server on 127.0.0.1, the diff, the atomic apply, the nudge."""
+duplicates and contradictions, a plan from a fake OpenAI server on 127.0.0.1
+(memlane's own provider over real HTTP), the diff, the atomic apply, the nudge."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -15,11 +17,12 @@ from typing import Any
 import pytest
 
 from fake_llm import FakeOpenAI
-from helpers import TOPIC_DAY, Cli, CliResult, FixedClock
+from helpers import TOPIC_DAY, Cli, CliResult, FixedClock, open_memory
 from memlane.core.errors import ConfigError, MemlaneError
 from memlane.core.settings import TopicSettings
 from memlane.engine import dream as D
 from memlane.engine.memory import Memory
+from memlane.llm.base import LLM
 from memlane.store import topics
 
 TODAY = date(2026, 7, 13)
@@ -166,28 +169,10 @@ GOLDEN_INDEX = """\
 """
 
 
-class ScriptedLLM:
-    """The LLM protocol, answering from a script and recording the prompts."""
-
-    name = "scripted/test"
-
-    def __init__(self, answer: str) -> None:
-        self.answer = answer
-        self.calls: list[tuple[str, str]] = []
-
-    def complete(
-        self, system: str, prompt: str, *, max_tokens: int = 800, timeout_s: float | None = None
-    ) -> str:
-        self.calls.append((system, prompt))
-        return self.answer
-
-
 @pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("MEMLANE_EMBEDDING_PROVIDER", "none")
-    root = tmp_path / "proj"
-    (root / ".git").mkdir(parents=True)
-    store = root / ".memsearch" / "memory"
+def store(project: Path) -> Path:
+    """The root ``project``'s store, seeded: three topics, their index, two days of journal."""
+    store = project / ".memsearch" / "memory"
     (store / "topics").mkdir(parents=True)
     (store / "topics" / "debugging.md").write_text(DEBUGGING, encoding="utf-8")
     (store / "topics" / "infra.md").write_text(INFRA, encoding="utf-8")
@@ -195,11 +180,34 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (store / "MEMORY.md").write_text(INDEX, encoding="utf-8")
     for name, text in DAILY.items():
         (store / name).write_text(text, encoding="utf-8")
-    return root
+    return store
 
 
-def store_of(project: Path) -> Path:
-    return project / ".memsearch" / "memory"
+def dreaming(project: Path, **env: str) -> Memory:
+    """The project's memory (lexical) on the dream clock."""
+    return open_memory(project, clock=FixedClock(DREAM_AT), **env)
+
+
+@contextmanager
+def planner(answer: str) -> Iterator[LLM]:
+    """memlane's OpenAI provider on a fake server that answers *answer*."""
+    with FakeOpenAI(answer=answer) as server:
+        yield server.llm()
+
+
+@pytest.fixture(scope="module")
+def plan_llm() -> Iterator[LLM]:
+    """The LLM that answers ``PLAN``, shared by the module's tests (one server,
+    one HTTP client: most tests only need a plan to act on)."""
+    with planner(json.dumps(PLAN)) as llm:
+        yield llm
+
+
+@pytest.fixture(scope="module")
+def scripted() -> Iterator[tuple[FakeOpenAI, LLM]]:
+    """A server whose answer each test sets first (``server.set(answer=...)``), and its LLM."""
+    with FakeOpenAI() as server:
+        yield server, server.llm()
 
 
 def snapshot(store: Path) -> dict[str, bytes]:
@@ -218,16 +226,15 @@ def dailies(store: Path) -> dict[str, bytes]:
 # --- the golden run ---------------------------------------------------------------------------
 
 
-def test_golden_merge_through_a_real_fake_openai_server(
-    project: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    store = store_of(project)
+def test_golden_merge_through_a_real_fake_openai_server(project: Path, store: Path) -> None:
     before_daily = dailies(store)
     with FakeOpenAI(answer="```json\n" + json.dumps(PLAN) + "\n```") as server:
-        monkeypatch.setenv("MEMLANE_LLM_PROVIDER", "openai")
-        monkeypatch.setenv("MEMLANE_LLM_BASE_URL", server.base_url)
-        monkeypatch.setenv("MEMLANE_LLM_MODEL", "fake-dreamer")
-        with Memory.open(project, clock=FixedClock(DREAM_AT)) as mem:
+        env = {
+            "MEMLANE_LLM_PROVIDER": "openai",
+            "MEMLANE_LLM_BASE_URL": server.base_url,
+            "MEMLANE_LLM_MODEL": "fake-dreamer",
+        }
+        with dreaming(project, **env) as mem:
             llm = D.dream_llm(mem.config)
             plan = D.make_plan(mem, llm)
             assert len(server.requests) == 1
@@ -279,12 +286,9 @@ def test_golden_merge_through_a_real_fake_openai_server(
     assert meta == {"last_dream_at": "2026-07-13T10:00:00Z", "sessions_since": 0, "nudged_at": None}
 
 
-def test_dream_model_is_used_and_no_llm_is_a_clear_error(
-    project: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("MEMLANE_LLM_PROVIDER", "none")
+def test_dream_model_is_used_and_no_llm_is_a_clear_error(project: Path, store: Path) -> None:
     with (
-        Memory.open(project, clock=FixedClock(DREAM_AT)) as mem,
+        dreaming(project, MEMLANE_LLM_PROVIDER="none") as mem,
         pytest.raises(ConfigError) as caught,
     ):
         D.dream_llm(mem.config)
@@ -293,11 +297,13 @@ def test_dream_model_is_used_and_no_llm_is_a_clear_error(
     assert "dream.model" in caught.value.hint
 
     with FakeOpenAI(answer='{"topics": [], "delete": [], "summary": []}') as server:
-        monkeypatch.setenv("MEMLANE_LLM_PROVIDER", "openai")
-        monkeypatch.setenv("MEMLANE_LLM_BASE_URL", server.base_url)
-        monkeypatch.setenv("MEMLANE_LLM_MODEL", "everyday")
-        monkeypatch.setenv("MEMLANE_DREAM_MODEL", "deep-thinker")
-        with Memory.open(project, clock=FixedClock(DREAM_AT)) as mem:
+        env = {
+            "MEMLANE_LLM_PROVIDER": "openai",
+            "MEMLANE_LLM_BASE_URL": server.base_url,
+            "MEMLANE_LLM_MODEL": "everyday",
+            "MEMLANE_DREAM_MODEL": "deep-thinker",
+        }
+        with dreaming(project, **env) as mem:
             plan = D.make_plan(mem, D.dream_llm(mem.config))
         assert server.requests[0].body["model"] == "deep-thinker"
         assert plan.empty
@@ -307,12 +313,9 @@ def test_dream_model_is_used_and_no_llm_is_a_clear_error(
 # --- nothing changes unless everything does ---------------------------------------------------
 
 
-def test_failure_mid_apply_changes_nothing(project: Path) -> None:
-    store = store_of(project)
-    before = snapshot(store)
-    llm = ScriptedLLM(json.dumps(PLAN))
-    with Memory.open(project, clock=FixedClock(DREAM_AT)) as mem:
-        plan = D.make_plan(mem, llm)
+def test_failure_mid_apply_changes_nothing(project: Path, store: Path, plan_llm: LLM) -> None:
+    with dreaming(project) as mem:
+        plan = D.make_plan(mem, plan_llm)
     before = snapshot(store)  # make_plan only reads (and may create the lock file)
     assert [c.action for c in plan.changes] == ["update", "create", "delete", "update"]
 
@@ -325,7 +328,7 @@ def test_failure_mid_apply_changes_nothing(project: Path) -> None:
         os.replace(src, dst)
 
     with pytest.raises(D.DreamError) as caught:
-        D.apply_plan(plan, now=DREAM_AT, _replace=flaky_replace)
+        D.apply_plan(plan, now=DREAM_AT, hooks=D.ApplyHooks(replace=flaky_replace))
     assert "nothing was changed" in caught.value.message
     assert "No space left on device" in caught.value.message
     assert len(calls) == 2  # the first file had been renamed already
@@ -335,7 +338,8 @@ def test_failure_mid_apply_changes_nothing(project: Path) -> None:
         raise PermissionError(13, "Permission denied")
 
     with pytest.raises(D.DreamError):
-        D.apply_plan(plan, now=DREAM_AT, _unlink=failing_unlink)  # fails after two renames
+        # Fails after two renames.
+        D.apply_plan(plan, now=DREAM_AT, hooks=D.ApplyHooks(unlink=failing_unlink))
     assert snapshot(store) == before
     assert not (store / D.DREAM_META).exists()  # no dream was recorded
 
@@ -343,10 +347,11 @@ def test_failure_mid_apply_changes_nothing(project: Path) -> None:
     assert (store / "topics" / "debugging.md").read_text(encoding="utf-8") == GOLDEN_DEBUGGING
 
 
-def test_a_file_changed_after_planning_aborts_the_apply(project: Path) -> None:
-    store = store_of(project)
-    with Memory.open(project, clock=FixedClock(DREAM_AT)) as mem:
-        plan = D.make_plan(mem, ScriptedLLM(json.dumps(PLAN)))
+def test_a_file_changed_after_planning_aborts_the_apply(
+    project: Path, store: Path, plan_llm: LLM
+) -> None:
+    with dreaming(project) as mem:
+        plan = D.make_plan(mem, plan_llm)
     edited = INFRA + "\n## New\nadded meanwhile\n"
     (store / "topics" / "infra.md").write_text(edited, encoding="utf-8")
     before = snapshot(store)
@@ -412,22 +417,23 @@ def test_a_file_changed_after_planning_aborts_the_apply(project: Path) -> None:
     ],
 )
 def test_a_malformed_plan_is_an_error_and_changes_nothing(
-    project: Path, answer: str, message: str
+    project: Path, store: Path, scripted: tuple[FakeOpenAI, LLM], answer: str, message: str
 ) -> None:
-    store = store_of(project)
-    with Memory.open(project, clock=FixedClock(DREAM_AT)) as mem:
+    server, llm = scripted
+    server.set(answer=answer)
+    with dreaming(project) as mem:
         mem.sync()
         before = snapshot(store)
         with pytest.raises(D.DreamPlanError) as caught:
-            D.make_plan(mem, ScriptedLLM(answer))
+            D.make_plan(mem, llm)
     assert message in caught.value.message
     assert "nothing was changed" in caught.value.message
     assert caught.value.hint and "dream.model" in caught.value.hint
     assert snapshot(store) == before
 
 
-def test_topics_past_the_budget_are_shown_by_title_and_cannot_be_rewritten(project: Path) -> None:
-    orientation = D.orient(store_of(project))
+def test_topics_past_the_budget_are_shown_by_title_and_cannot_be_rewritten(store: Path) -> None:
+    orientation = D.orient(store)
     _, prompt, shown = D.build_prompt(orientation, [], today=TODAY, topics_budget=10)
     assert len(shown) == 1  # at least one topic is always shown whole
     hidden = sorted(set(orientation.topics) - shown)
@@ -442,8 +448,7 @@ def test_topics_past_the_budget_are_shown_by_title_and_cannot_be_rewritten(proje
 # --- orient and gather ------------------------------------------------------------------------
 
 
-def test_journal_since_the_last_dream_within_a_budget(project: Path) -> None:
-    store = store_of(project)
+def test_journal_since_the_last_dream_within_a_budget(store: Path) -> None:
     entries, truncated = D.journal_entries(store, None, 10_000)
     assert [(e.day, e.time) for e in entries] == [("2026-07-11", "09:05"), ("2026-07-12", "14:10")]
     assert not truncated
@@ -455,9 +460,10 @@ def test_journal_since_the_last_dream_within_a_budget(project: Path) -> None:
     assert [e.day for e in entries] == ["2026-07-12"] and truncated
 
 
-def test_gather_finds_duplicates_by_text_and_neighbours_by_index(project: Path) -> None:
-    store = store_of(project)
-    with Memory.open(project, clock=FixedClock(DREAM_AT)) as mem:
+def test_gather_finds_duplicates_by_text_and_neighbours_by_index(
+    project: Path, store: Path
+) -> None:
+    with dreaming(project) as mem:
         mem.sync()
         signals = D.gather(D.orient(store), mem)
     pairs = {(s.kind, frozenset((s.a, s.b))) for s in signals}
@@ -473,8 +479,7 @@ def test_gather_finds_duplicates_by_text_and_neighbours_by_index(project: Path) 
 # --- the nudge --------------------------------------------------------------------------------
 
 
-def test_nudge_after_n_sessions_is_said_once(project: Path) -> None:
-    store = store_of(project)
+def test_nudge_after_n_sessions_is_said_once(project: Path, store: Path) -> None:
     settings = TopicSettings(dream_nudge_after_sessions=3, dream_nudge_after_hours=24)
     now = datetime(2026, 7, 13, 12, 0, tzinfo=UTC)
     D.record_dream(store, now)
@@ -498,8 +503,7 @@ def test_nudge_after_n_sessions_is_said_once(project: Path) -> None:
     assert not missing.exists()  # counting a session never creates a store
 
 
-def test_nudge_after_n_hours_is_said_once(project: Path) -> None:
-    store = store_of(project)
+def test_nudge_after_n_hours_is_said_once(store: Path) -> None:
     settings = TopicSettings(dream_nudge_after_sessions=5, dream_nudge_after_hours=24)
     start = datetime(2026, 7, 13, 8, 0, tzinfo=UTC)
     assert D.nudge(store, settings, start) is None  # never dreamt, no sessions yet
@@ -530,8 +534,7 @@ def run_cli(project: Path, server: FakeOpenAI, *args: str, stdin: str = "") -> C
     return Cli(FixedClock(DREAM_AT))("-C", str(project), "dream", *args, env=env, input=stdin)
 
 
-def test_cli_dry_run_decline_and_yes(project: Path) -> None:
-    store = store_of(project)
+def test_cli_dry_run_decline_and_yes(project: Path, store: Path) -> None:
     before = snapshot(store)
     with FakeOpenAI(answer=json.dumps(PLAN), stream=False) as server:
         dry = run_cli(project, server, "--dry-run")
@@ -578,7 +581,7 @@ def test_cli_dry_run_decline_and_yes(project: Path) -> None:
     assert json.loads((store / D.DREAM_META).read_text())["sessions_since"] == 0
 
 
-def test_cli_json_needs_yes_or_dry_run(project: Path) -> None:
+def test_cli_json_needs_yes_or_dry_run(project: Path, store: Path) -> None:
     with FakeOpenAI(answer=json.dumps(PLAN)) as server:
         result = run_cli(project, server, "--json")
     assert result.returncode == 2
@@ -586,11 +589,11 @@ def test_cli_json_needs_yes_or_dry_run(project: Path) -> None:
     assert not server.requests
 
 
-def test_plan_json_is_stable_for_hosts(project: Path) -> None:
-    with Memory.open(project, clock=FixedClock(DREAM_AT)) as mem:
-        plan = D.make_plan(mem, ScriptedLLM(json.dumps(PLAN)))
+def test_plan_json_is_stable_for_hosts(project: Path, store: Path, plan_llm: LLM) -> None:
+    with dreaming(project) as mem:
+        plan = D.make_plan(mem, plan_llm)
     data = plan.to_json()
-    assert data["model"] == "scripted/test"
+    assert data["model"] == "openai/fake-model"
     assert data["journal_entries"] == 2
     assert data["summary"] == PLAN["summary"]
     assert {c["action"] for c in data["changes"]} == {"update", "create", "delete"}
@@ -599,8 +602,7 @@ def test_plan_json_is_stable_for_hosts(project: Path) -> None:
         D.parse_plan('{"topics": 3}', [], today=TODAY)
 
 
-def test_run_for_hosts_asks_before_applying(project: Path) -> None:
-    store = store_of(project)
+def test_run_for_hosts_asks_before_applying(project: Path, store: Path) -> None:
     before = snapshot(store)
     shown: list[str] = []
 
@@ -608,11 +610,12 @@ def test_run_for_hosts_asks_before_applying(project: Path) -> None:
         shown.append(plan.render())
         return False
 
-    with Memory.open(project, clock=FixedClock(DREAM_AT)) as mem:
-        outcome = D.run(mem, decline, llm=ScriptedLLM(json.dumps(PLAN)))
+    with FakeOpenAI(answer=json.dumps(PLAN)) as server, dreaming(project) as mem:
+        outcome = D.run(mem, decline, llm=server.llm())
         assert not outcome.applied and "+++ b/topics/tooling.md" in shown[0]
         assert snapshot(store) == before
-        outcome = D.run(mem, lambda plan: True, llm=ScriptedLLM(json.dumps(PLAN)))
+        outcome = D.run(mem, lambda plan: True, llm=server.llm())
+        assert len(server.requests) == 2  # each run planned with the LLM
     assert outcome.applied and outcome.to_json()["applied"] is True
     assert (store / "topics" / "debugging.md").read_text(encoding="utf-8") == GOLDEN_DEBUGGING
     assert (store / "MEMORY.md").read_text(encoding="utf-8") == GOLDEN_INDEX
@@ -621,17 +624,18 @@ def test_run_for_hosts_asks_before_applying(project: Path) -> None:
 # --- the plan hand-off (--save-plan / --apply-plan) -------------------------------------------
 
 
-def _saved_plan(project: Path, path: Path) -> D.DreamPlan:
-    with Memory.open(project, clock=FixedClock(DREAM_AT)) as mem:
-        plan = D.make_plan(mem, ScriptedLLM(json.dumps(PLAN)))
+def _saved_plan(project: Path, path: Path, llm: LLM) -> D.DreamPlan:
+    with dreaming(project) as mem:
+        plan = D.make_plan(mem, llm)
     D.save_plan(plan, path)
     return plan
 
 
-def test_plan_round_trips_through_json_and_a_file(project: Path, tmp_path: Path) -> None:
-    store = store_of(project)
+def test_plan_round_trips_through_json_and_a_file(
+    project: Path, store: Path, tmp_path: Path, plan_llm: LLM
+) -> None:
     path = tmp_path / "plan.json"
-    plan = _saved_plan(project, path)
+    plan = _saved_plan(project, path, plan_llm)
     assert D.DreamPlan.from_json(json.loads(json.dumps(plan.to_json())), store=store) == plan
     assert path.stat().st_mode & 0o777 == 0o600  # it holds the topics' text
     data = json.loads(path.read_text(encoding="utf-8"))
@@ -705,11 +709,10 @@ def _twice(data: dict[str, Any]) -> None:
     ],
 )
 def test_a_tampered_plan_is_refused_and_changes_nothing(
-    project: Path, tmp_path: Path, tamper: Any, message: str
+    project: Path, store: Path, tmp_path: Path, tamper: Any, message: str, plan_llm: LLM
 ) -> None:
-    store = store_of(project)
     path = tmp_path / "plan.json"
-    _saved_plan(project, path)
+    _saved_plan(project, path, plan_llm)
     outside = project / "outside.md"
     outside.write_text("keep me\n", encoding="utf-8")
     data = json.loads(path.read_text(encoding="utf-8"))
@@ -726,11 +729,10 @@ def test_a_tampered_plan_is_refused_and_changes_nothing(
 
 
 def test_a_plan_through_a_topic_link_out_of_the_store_is_refused(
-    project: Path, tmp_path: Path
+    project: Path, store: Path, tmp_path: Path, plan_llm: LLM
 ) -> None:
-    store = store_of(project)
     path = tmp_path / "plan.json"
-    plan = _saved_plan(project, path)
+    plan = _saved_plan(project, path, plan_llm)
     target = tmp_path / "elsewhere.md"
     target.write_text(GOLDEN_TOOLING, encoding="utf-8")
     (store / "topics" / "tooling.md").symlink_to(target)  # the file the plan creates
@@ -740,11 +742,10 @@ def test_a_plan_through_a_topic_link_out_of_the_store_is_refused(
 
 
 def test_a_plan_whose_base_file_changed_is_refused_and_says_to_plan_again(
-    project: Path, tmp_path: Path
+    project: Path, store: Path, tmp_path: Path, plan_llm: LLM
 ) -> None:
-    store = store_of(project)
     path = tmp_path / "plan.json"
-    _saved_plan(project, path)
+    _saved_plan(project, path, plan_llm)
     edited = DEBUGGING + "\n## Added by hand\nwhile the user read the diff\n"
     (store / "topics" / "debugging.md").write_text(edited, encoding="utf-8")
     before = snapshot(store)
@@ -758,8 +759,7 @@ def test_a_plan_whose_base_file_changed_is_refused_and_says_to_plan_again(
     assert not (store / D.DREAM_META).exists()
 
 
-def test_cli_save_plan_then_apply_plan(project: Path, tmp_path: Path) -> None:
-    store = store_of(project)
+def test_cli_save_plan_then_apply_plan(project: Path, store: Path, tmp_path: Path) -> None:
     before = snapshot(store)
     path = tmp_path / "saved.json"
     with FakeOpenAI(answer=json.dumps(PLAN), stream=False) as server:
@@ -806,17 +806,16 @@ def test_cli_save_plan_then_apply_plan(project: Path, tmp_path: Path) -> None:
     assert (store / "MEMORY.md").read_text(encoding="utf-8") == GOLDEN_INDEX
     assert dailies(store) == {name: text.encode() for name, text in DAILY.items()}
     assert json.loads((store / D.DREAM_META).read_text())["sessions_since"] == 0
-    with Memory.open(project, clock=FixedClock(DREAM_AT)) as mem:  # re-indexed by the apply
+    with dreaming(project) as mem:  # re-indexed by the apply
         hits = mem.search("port 2200", 5, kind="topic", sync=False).hits
         assert hits and hits[0].source.endswith("topics/debugging.md")
 
 
 def test_cli_apply_plan_refuses_a_tampered_plan_and_a_declined_one(
-    project: Path, tmp_path: Path
+    project: Path, store: Path, tmp_path: Path, plan_llm: LLM
 ) -> None:
-    store = store_of(project)
     path = tmp_path / "saved.json"
-    _saved_plan(project, path)
+    _saved_plan(project, path, plan_llm)
     before = snapshot(store)
     with FakeOpenAI(answer="never asked") as server:
         declined = run_cli(project, server, "--apply-plan", str(path), stdin="n\n")
@@ -851,7 +850,6 @@ _KILL = """\
 import os, signal, sys
 from pathlib import Path
 from memlane.engine import dream as D
-from memlane.store import dream_journal as J
 store, plan_file, when = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
 plan = D.load_plan(plan_file, store)
 last = sum(c.after is not None for c in plan.changes)
@@ -862,10 +860,11 @@ def replace(src, dst):
     renames += 1
     if (when == "first" and renames == 1) or (when == "last" and renames == last):
         os.kill(os.getpid(), signal.SIGKILL)
-if when == "committed":
-    J.finish = lambda store, steps: os.kill(os.getpid(), signal.SIGKILL)
+def kill():
+    os.kill(os.getpid(), signal.SIGKILL)
+hooks = D.ApplyHooks(replace=replace, committed=kill if when == "committed" else lambda: None)
 from datetime import datetime, timezone
-D.apply_plan(plan, now=datetime(2026, 7, 13, 10, 0, tzinfo=timezone.utc), _replace=replace)
+D.apply_plan(plan, now=datetime(2026, 7, 13, 10, 0, tzinfo=timezone.utc), hooks=hooks)
 sys.exit(3)
 """
 
@@ -889,15 +888,15 @@ def _side_files(store: Path) -> list[str]:
     )
 
 
+@pytest.mark.subprocess
 @pytest.mark.parametrize("next_step", ["apply_plan", "make_plan", "topics.add", "list_topics"])
 def test_a_kill_after_the_first_rename_is_rolled_back_by_whatever_comes_next(
-    project: Path, tmp_path: Path, next_step: str
+    project: Path, store: Path, tmp_path: Path, next_step: str, plan_llm: LLM
 ) -> None:
     from memlane.store import topics as T
 
-    store = store_of(project)
     plan_file = tmp_path / "plan.json"
-    _saved_plan(project, plan_file)
+    _saved_plan(project, plan_file, plan_llm)
     before = snapshot(store)
 
     _kill_mid_apply(store, plan_file, "first")
@@ -918,8 +917,8 @@ def test_a_kill_after_the_first_rename_is_rolled_back_by_whatever_comes_next(
         assert _side_files(store) == []
         return
     if next_step == "make_plan":
-        with Memory.open(project, clock=FixedClock(DREAM_AT)) as mem:
-            again = D.make_plan(mem, ScriptedLLM(json.dumps(PLAN)))
+        with dreaming(project) as mem:
+            again = D.make_plan(mem, plan_llm)
         assert again.changes == D.load_plan(plan_file, store).changes
     elif next_step == "topics.add":
         T.add(store, content="a note", topic="notes", title="Note", today=TODAY)
@@ -941,12 +940,12 @@ def test_a_kill_after_the_first_rename_is_rolled_back_by_whatever_comes_next(
     assert _side_files(store) == []
 
 
+@pytest.mark.subprocess
 def test_a_kill_after_the_last_rename_but_before_the_commit_mark_is_rolled_back(
-    project: Path, tmp_path: Path
+    project: Path, store: Path, tmp_path: Path, plan_llm: LLM
 ) -> None:
-    store = store_of(project)
     plan_file = tmp_path / "plan.json"
-    _saved_plan(project, plan_file)
+    _saved_plan(project, plan_file, plan_llm)
     before = snapshot(store)
 
     _kill_mid_apply(store, plan_file, "last")
@@ -962,14 +961,14 @@ def test_a_kill_after_the_last_rename_but_before_the_commit_mark_is_rolled_back(
     assert D.recover_interrupted_dream(store).render() is None  # nothing left to do
 
 
+@pytest.mark.subprocess
 def test_a_kill_after_the_commit_mark_keeps_the_applied_dream(
-    project: Path, tmp_path: Path
+    project: Path, store: Path, tmp_path: Path, plan_llm: LLM
 ) -> None:
     from memlane.store import topics as T
 
-    store = store_of(project)
     plan_file = tmp_path / "plan.json"
-    _saved_plan(project, plan_file)
+    _saved_plan(project, plan_file, plan_llm)
 
     _kill_mid_apply(store, plan_file, "committed")
     assert json.loads((store / ".dream-journal.json").read_text())["state"] == "committed"
@@ -987,12 +986,14 @@ def test_a_kill_after_the_commit_mark_keeps_the_applied_dream(
     assert dailies(store) == {name: text.encode() for name, text in DAILY.items()}
 
 
-def test_a_recovery_interrupted_itself_finishes_next_time(project: Path, tmp_path: Path) -> None:
+@pytest.mark.subprocess
+def test_a_recovery_interrupted_itself_finishes_next_time(
+    project: Path, store: Path, tmp_path: Path, plan_llm: LLM
+) -> None:
     from memlane.store import dream_journal as J
 
-    store = store_of(project)
     plan_file = tmp_path / "plan.json"
-    _saved_plan(project, plan_file)
+    _saved_plan(project, plan_file, plan_llm)
     before = snapshot(store)
     _kill_mid_apply(store, plan_file, "last")
     # A recovery killed after putting back one backup: that backup is gone.
@@ -1010,11 +1011,10 @@ def test_a_recovery_interrupted_itself_finishes_next_time(project: Path, tmp_pat
     assert (store / "MEMORY.md").read_text(encoding="utf-8") == GOLDEN_INDEX
 
 
-def test_a_damaged_journal_stops_writes_and_says_so(project: Path) -> None:
+def test_a_damaged_journal_stops_writes_and_says_so(store: Path) -> None:
     from memlane.core.errors import StoreError
     from memlane.store import topics as T
 
-    store = store_of(project)
     before = snapshot(store)
     (store / ".dream-journal.json").write_text(
         json.dumps(
@@ -1034,8 +1034,7 @@ def test_a_damaged_journal_stops_writes_and_says_so(project: Path) -> None:
     assert snapshot(store) == before  # nothing touched, the journal kept for a human
 
 
-def test_leftovers_without_a_journal_are_reported_not_silently_left(project: Path) -> None:
-    store = store_of(project)
+def test_leftovers_without_a_journal_are_reported_not_silently_left(store: Path) -> None:
     topics = store / "topics"
     # What a crash of a memlane without the journal left: infra.md's only
     # copy in a backup, a redundant backup of preferences.md, a temp file.
@@ -1069,14 +1068,11 @@ def test_leftovers_without_a_journal_are_reported_not_silently_left(project: Pat
     assert again is not None and "infra.md" in again
 
 
-def test_hand_written_secrets_never_reach_the_dream_llm(tmp_path: Path) -> None:
+def test_hand_written_secrets_never_reach_the_dream_llm(project: Path) -> None:
     """Text typed into a topic file by hand is redacted before the dream prompt leaves."""
     from memlane.engine.dream import build_prompt, orient
 
-    project = tmp_path / "proj"
-    (project / ".git").mkdir(parents=True)
-    mem = Memory.open(project, clock=FixedClock(DREAM_AT))
-    store = mem.scope.store
+    store = dreaming(project).scope.store
     topics.add(
         store,
         content="the deploy uses the staging profile",

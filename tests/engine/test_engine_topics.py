@@ -1,4 +1,8 @@
-"""The memory_topic tool (engine/topics.py) on a real Memory, lexical only (no model)."""
+"""The memory_topic tool (engine/topics.py) on a real Memory, lexical only (no model).
+
+The root fixtures isolate the agents' session directories (``PI_CODING_AGENT_DIR``
+and ``CLAUDE_CONFIG_DIR`` point into the test's ``MEMLANE_HOME``).
+"""
 
 from __future__ import annotations
 
@@ -9,25 +13,11 @@ from typing import Any
 
 import pytest
 
-from helpers import NOW
+from helpers import NOW, FixedClock, IndexWriteLock, open_memory
 from memlane.core.errors import MemlaneError, NotFoundError
 from memlane.engine import topics as E
 from memlane.engine.memory import Memory
 from memlane.engine.tools import Tools
-
-
-@pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("MEMLANE_EMBEDDING_PROVIDER", "none")
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.delenv("PI_CODING_AGENT_DIR", raising=False)
-    monkeypatch.delenv("PI_CODING_AGENT_SESSION_DIR", raising=False)
-    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
-    root = tmp_path / "proj"
-    (root / ".git").mkdir(parents=True)
-    return root
 
 
 def call(mem: Memory, **arguments: Any) -> tuple[str, dict[str, Any]]:
@@ -53,74 +43,66 @@ def test_spec_is_a_valid_tool_schema() -> None:
     assert schema["properties"]["scope"]["enum"] == ["memory", "sessions"]
 
 
-def test_add_is_indexed_as_topic_and_search_returns_whole_entries(project: Path) -> None:
-    with Memory.open(project) as mem:
-        text, details = call(
-            mem,
-            action="add",
-            content="staging uses port 2222, key at ~/.ssh/staging",
-            topic="debugging.md",
-            title="SSH Gotcha",
-        )
-        assert 'Saved "SSH Gotcha" to topics/debugging.md (new topic)' in text
-        assert details["index_line"] == "- [Debugging](topics/debugging.md) — SSH Gotcha"
-        long_body = "\n\n".join(
-            f"paragraph {i} about the mysql timeout " + "x" * 200 for i in range(12)
-        )
-        call(mem, action="add", content=long_body, topic="debugging.md", title="MySQL Timeout")
-        call(mem, action="add", content="the timeout is in the journal too", topic="j", title="J")
-        mem.write("a journal entry mentioning the mysql timeout")
+def test_add_is_indexed_as_topic_and_search_returns_whole_entries(memory: Memory) -> None:
+    text, details = call(
+        memory,
+        action="add",
+        content="staging uses port 2222, key at ~/.ssh/staging",
+        topic="debugging.md",
+        title="SSH Gotcha",
+    )
+    assert 'Saved "SSH Gotcha" to topics/debugging.md (new topic)' in text
+    assert details["index_line"] == "- [Debugging](topics/debugging.md) — SSH Gotcha"
+    long_body = "\n\n".join(
+        f"paragraph {i} about the mysql timeout " + "x" * 200 for i in range(12)
+    )
+    call(memory, action="add", content=long_body, topic="debugging.md", title="MySQL Timeout")
+    call(memory, action="add", content="the timeout is in the journal too", topic="j", title="J")
+    memory.write("a journal entry mentioning the mysql timeout")
 
-        hits = mem.search("staging port", 10, kind="topic", sync=False)
-        assert hits.hits and all("/topics/" in h.source for h in hits.hits)
-        # MEMORY.md is not indexed: it only repeats titles.
-        assert not [f for f in mem.index.files() if f.endswith("MEMORY.md")]
+    hits = memory.search("staging port", 10, kind="topic", sync=False)
+    assert hits.hits and all("/topics/" in h.source for h in hits.hits)
+    # MEMORY.md is not indexed: it only repeats titles.
+    assert not [f for f in memory.index.files() if f.endswith("MEMORY.md")]
 
-        text, details = call(mem, action="search", query="mysql timeout")
-        titles = [m["title"] for m in details["matches"]]
-        assert titles.count("MySQL Timeout") == 1  # many chunks, one entry
-        match = next(m for m in details["matches"] if m["title"] == "MySQL Timeout")
-        assert match["block"].startswith("## MySQL Timeout\nparagraph 0")
-        assert "paragraph 11" in match["block"]  # the whole block, not a chunk
-        assert all(
-            m["path"].endswith(".md") and "/topics/" in m["path"] for m in details["matches"]
-        )
-        assert "journal entry" not in text
-        assert "## MySQL Timeout" in text
+    text, details = call(memory, action="search", query="mysql timeout")
+    titles = [m["title"] for m in details["matches"]]
+    assert titles.count("MySQL Timeout") == 1  # many chunks, one entry
+    match = next(m for m in details["matches"] if m["title"] == "MySQL Timeout")
+    assert match["block"].startswith("## MySQL Timeout\nparagraph 0")
+    assert "paragraph 11" in match["block"]  # the whole block, not a chunk
+    assert all(m["path"].endswith(".md") and "/topics/" in m["path"] for m in details["matches"])
+    assert "journal entry" not in text
+    assert "## MySQL Timeout" in text
 
 
-def test_remove_updates_the_index_and_suggests_close_titles(project: Path) -> None:
-    with Memory.open(project) as mem:
-        call(mem, action="add", content="kiwi grows on vines", topic="fruit", title="Kiwi")
-        call(mem, action="add", content="mango is sweet", topic="fruit", title="Mango")
-        assert call(mem, action="search", query="kiwi")[1]["matches"]
-        with pytest.raises(NotFoundError) as err:
-            call(mem, action="remove", entry="Kiwii")
-        assert "'Kiwi'" in str(err.value.hint)
-        text, details = call(mem, action="remove", entry="Kiwi")
-        assert "only remaining copy" in text and "kiwi grows on vines" in text
-        assert details["index_line"] == "- [Fruit](topics/fruit.md) — Mango"
-        assert call(mem, action="search", query="kiwi")[1]["matches"] == []
-        text, details = call(mem, action="remove", entry="Mango")
-        assert details["deleted_file"] and "file and its MEMORY.md line are gone" in text
-        assert mem.search("mango", 5, kind="topic").hits == []
+def test_remove_updates_the_index_and_suggests_close_titles(memory: Memory) -> None:
+    call(memory, action="add", content="kiwi grows on vines", topic="fruit", title="Kiwi")
+    call(memory, action="add", content="mango is sweet", topic="fruit", title="Mango")
+    assert call(memory, action="search", query="kiwi")[1]["matches"]
+    with pytest.raises(NotFoundError) as err:
+        call(memory, action="remove", entry="Kiwii")
+    assert "'Kiwi'" in str(err.value.hint)
+    text, details = call(memory, action="remove", entry="Kiwi")
+    assert "only remaining copy" in text and "kiwi grows on vines" in text
+    assert details["index_line"] == "- [Fruit](topics/fruit.md) — Mango"
+    assert call(memory, action="search", query="kiwi")[1]["matches"] == []
+    text, details = call(memory, action="remove", entry="Mango")
+    assert details["deleted_file"] and "file and its MEMORY.md line are gone" in text
+    assert memory.search("mango", 5, kind="topic").hits == []
 
 
-def test_list_shows_topics_and_usage(project: Path) -> None:
-    with Memory.open(project) as mem:
-        assert "No topics yet" in call(mem, action="list")[0]
-        call(mem, action="add", content="uses tabs", topic="Preferences", title="Tabs", type="user")
-        text, details = call(mem, action="list")
-        assert "Preferences — topics/preferences.md (user, updated" in text and "## Tabs" in text
-        assert details["topics"][0]["entries"] == ["Tabs"]
-        assert details["index_usage"]["lines"] == 1 and details["enabled"] is True
+def test_list_shows_topics_and_usage(memory: Memory) -> None:
+    assert "No topics yet" in call(memory, action="list")[0]
+    call(memory, action="add", content="uses tabs", topic="Preferences", title="Tabs", type="user")
+    text, details = call(memory, action="list")
+    assert "Preferences — topics/preferences.md (user, updated" in text and "## Tabs" in text
+    assert details["topics"][0]["entries"] == ["Tabs"]
+    assert details["index_usage"]["lines"] == 1 and details["enabled"] is True
 
 
-def test_capacity_problem_is_in_the_tool_text(
-    project: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("MEMLANE_TOPICS_MEM_INDEX_MAX_LINES", "1")
-    with Memory.open(project) as mem:
+def test_capacity_problem_is_in_the_tool_text(project: Path, clock: FixedClock) -> None:
+    with open_memory(project, clock=clock, MEMLANE_TOPICS_MEM_INDEX_MAX_LINES="1") as mem:
         call(mem, action="add", content="a", topic="one", title="A")
         text, details = call(mem, action="add", content="b", topic="two", title="B")
         assert "WARNING: MEMORY.md is over capacity: 2 lines (limit 1)" in text
@@ -128,18 +110,18 @@ def test_capacity_problem_is_in_the_tool_text(
         assert (mem.scope.store / "topics" / "two.md").is_file()
 
 
-def test_switched_off_refuses_adds_but_lists_and_removes(
-    project: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    with Memory.open(project) as mem:
+def test_switched_off_refuses_adds_but_lists_and_removes(project: Path, clock: FixedClock) -> None:
+    with open_memory(project, clock=clock) as mem:
         call(mem, action="add", content="a", topic="one", title="A")
-    monkeypatch.setenv("MEMLANE_TOPICS_ENABLED", "false")
-    with Memory.open(project) as mem:
+    with open_memory(project, clock=clock, MEMLANE_TOPICS_ENABLED="false") as mem:
         with pytest.raises(MemlaneError, match="switched off") as err:
             call(mem, action="add", content="b", topic="one", title="B")
         assert "memlane memory on" in str(err.value.hint)
-        assert call(mem, action="list")[1]["enabled"] is False
-        call(mem, action="remove", entry="A")
+        listed = call(mem, action="list")[1]
+        assert listed["enabled"] is False and listed["topics"][0]["entries"] == ["A"]
+        _, details = call(mem, action="remove", entry="A")
+        assert details["deleted_file"]
+        assert not (mem.scope.store / "topics" / "one.md").exists()
 
 
 @pytest.mark.parametrize(
@@ -164,21 +146,25 @@ def test_switched_off_refuses_adds_but_lists_and_removes(
         ({}, "missing required argument 'action'"),
     ],
 )
-def test_bad_calls_get_clear_errors(project: Path, arguments: dict[str, Any], message: str) -> None:
-    with Memory.open(project) as mem, pytest.raises(MemlaneError, match=message):
-        E.topic_tool(mem, arguments)
+def test_bad_calls_get_clear_errors(
+    memory: Memory, arguments: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(MemlaneError, match=message):
+        E.topic_tool(memory, arguments)
 
 
-def test_an_index_failure_keeps_the_write(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    with Memory.open(project) as mem:
+def test_an_index_failure_keeps_the_write(memory: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
+    import memlane.index.sqlite
 
-        def broken(*args: object, **kwargs: object) -> None:
-            raise MemlaneError("index locked")
-
-        monkeypatch.setattr(mem, "sync", broken)
-        text, _ = call(mem, action="add", content="kept", topic="t", title="K")
-        assert "index was not updated (index locked)" in text
-        assert (mem.scope.store / "topics" / "t.md").is_file()
+    # Set before the index is opened: its connection takes the busy wait then.
+    monkeypatch.setattr(memlane.index.sqlite, "BUSY_TIMEOUT_S", 0.2)
+    memory.sync()  # the index exists; another process now holds its write lock
+    with IndexWriteLock(memory.index_path):
+        text, _ = call(memory, action="add", content="kept", topic="t", title="K")
+    assert "the topic file was saved but the index was not updated" in text
+    assert "locked by another process" in text
+    assert (memory.scope.store / "topics" / "t.md").is_file()
+    assert memory.search("kept", kind="topic").hits  # the next sync catches up
 
 
 # --- scope sessions ---------------------------------------------------------------------------
@@ -275,7 +261,7 @@ def test_sessions_scope_finds_messages_newest_first_and_chains_into_transcript(
         encoding="utf-8",
     )
     os.utime(claude_file, (written - 200, written - 200))
-    with Memory.open(project) as mem:
+    with open_memory(project) as mem:
         text, details = call(mem, action="search", query="REDIS", scope="sessions")
         got = [(m["entry_id"], m["role"], m["host"]) for m in details["matches"]]
         assert got == [
@@ -303,11 +289,10 @@ def test_sessions_scope_finds_messages_newest_first_and_chains_into_transcript(
         assert "Redis cache TTL is now 300 s" in transcript.text
 
 
-def test_sessions_scope_without_sessions_says_where_it_looked(project: Path) -> None:
-    with Memory.open(project) as mem:
-        text, details = call(mem, action="search", query="anything", scope="sessions")
-        assert "No past sessions of this project were found" in text
-        assert details["matches"] == []
+def test_sessions_scope_without_sessions_says_where_it_looked(memory: Memory) -> None:
+    text, details = call(memory, action="search", query="anything", scope="sessions")
+    assert "No past sessions of this project were found" in text
+    assert details["matches"] == []
 
 
 def test_custom_pi_session_dir_is_filtered_by_header_cwd(
@@ -317,7 +302,7 @@ def test_custom_pi_session_dir_is_filtered_by_header_cwd(
     monkeypatch.setenv("PI_CODING_AGENT_SESSION_DIR", str(custom))
     _pi_session(custom / "mine.jsonl", str(project), [("eeee0001", "user", "deploy on fridays")])
     _pi_session(custom / "theirs.jsonl", "/elsewhere", [("ffff0001", "user", "deploy on mondays")])
-    with Memory.open(project) as mem:
+    with open_memory(project) as mem:
         details = call(mem, action="search", query="deploy", scope="sessions")[1]
         assert [m["entry_id"] for m in details["matches"]] == ["eeee0001"]
 

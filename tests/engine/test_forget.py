@@ -2,34 +2,25 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
-import subprocess
-import sys
-import textwrap
+import threading
+import time
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from helpers import FixedClock, IndexWriteLock, open_memory
 from memlane.core.errors import MemlaneError, NotFoundError, StoreError
 from memlane.engine.maintenance import forget
 from memlane.engine.memory import Memory
-from memlane.index.base import IndexBusyError
-from memlane.index.sqlite import SqliteIndex
-from memlane.store import forget as forget_mod
-from memlane.store.forget import LOCK_NAME, forget_chunk
+from memlane.index.sqlite import connection_hook
+from memlane.store.forget import LOCK_NAME, RewriteHooks, forget_chunk, forget_entry
 
 SECRET = "zanzibarquokka"  # one token that the porter stemmer leaves alone
-
-
-@pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("MEMLANE_EMBEDDING_PROVIDER", "none")
-    root = tmp_path / "proj"
-    (root / ".git").mkdir(parents=True)
-    return root
 
 
 def at(hhmm: str) -> datetime:
@@ -59,198 +50,194 @@ def grep(roots: list[Path], needle: str) -> list[str]:
     return found
 
 
-def test_forget_by_chunk_hash_removes_the_whole_entry(project: Path) -> None:
-    with Memory.open(project) as mem:
-        mem.write("kept one: the cache lives in redis", now=at("09:00"))
-        mem.write(f"the deploy key is {SECRET}\nsecond bullet of the same entry", now=at("09:05"))
-        mem.write("kept two: payments use stripe", now=at("09:10"))
-        path = mem.scope.store / f"{DAY}.md"
-        before = path.read_text()
-        removed = forget(mem, chunk_hash=hit_hash(mem, SECRET))
-        after = path.read_text()
-        assert removed.kind == "entry"
-        assert removed.source == str(path.resolve())
-        assert removed.markdown.startswith("### 09:05\n<!-- session:cli")
-        assert "second bullet of the same entry" in removed.markdown
-        assert SECRET not in after
-        assert "second bullet" not in after
-        assert "kept one" in after and "kept two" in after
-        # Exactly the entry's lines went; everything else is byte-identical.
-        assert before.replace(removed.markdown, "", 1) == after
-        lines = before.split("\n")
-        assert lines[removed.start_line - 1] == "### 09:05"
-        assert removed.to_json()["markdown"] == removed.markdown
-        assert removed.to_json()["kind"] == "entry"
+def test_forget_by_chunk_hash_removes_the_whole_entry(memory: Memory) -> None:
+    memory.write("kept one: the cache lives in redis", now=at("09:00"))
+    memory.write(f"the deploy key is {SECRET}\nsecond bullet of the same entry", now=at("09:05"))
+    memory.write("kept two: payments use stripe", now=at("09:10"))
+    path = memory.scope.store / f"{DAY}.md"
+    before = path.read_text()
+    removed = forget(memory, chunk_hash=hit_hash(memory, SECRET))
+    after = path.read_text()
+    assert removed.kind == "entry"
+    assert removed.source == str(path.resolve())
+    assert removed.markdown.startswith("### 09:05\n<!-- session:cli")
+    assert "second bullet of the same entry" in removed.markdown
+    assert SECRET not in after
+    assert "second bullet" not in after
+    assert "kept one" in after and "kept two" in after
+    # Exactly the entry's lines went; everything else is byte-identical.
+    assert before.replace(removed.markdown, "", 1) == after
+    lines = before.split("\n")
+    assert lines[removed.start_line - 1] == "### 09:05"
+    assert removed.to_json()["markdown"] == removed.markdown
+    assert removed.to_json()["kind"] == "entry"
 
 
-def test_forget_by_date_and_time(project: Path) -> None:
-    with Memory.open(project) as mem:
-        mem.write("kept: the cache lives in redis", now=at("09:00"))
-        mem.write(f"remove me {SECRET}", now=at("09:05"))
-        removed = forget(mem, date=DAY, time="09:05")
-        text = (mem.scope.store / f"{DAY}.md").read_text()
-        assert SECRET in removed.markdown and SECRET not in text
-        assert "### 09:00" in text and "### 09:05" not in text
-        # The last entry went with the blank line an append had put before it.
-        assert text.endswith("- kept: the cache lives in redis\n")
-        # The session heading stays (headings are left alone).
-        assert "## Session 09:00" in text
+def test_forget_by_date_and_time(memory: Memory) -> None:
+    memory.write("kept: the cache lives in redis", now=at("09:00"))
+    memory.write(f"remove me {SECRET}", now=at("09:05"))
+    removed = forget(memory, date=DAY, time="09:05")
+    text = (memory.scope.store / f"{DAY}.md").read_text()
+    assert SECRET in removed.markdown and SECRET not in text
+    assert "### 09:00" in text and "### 09:05" not in text
+    # The last entry went with the blank line an append had put before it.
+    assert text.endswith("- kept: the cache lives in redis\n")
+    # The session heading stays (headings are left alone).
+    assert "## Session 09:00" in text
 
 
-def test_same_time_is_refused_not_guessed(project: Path) -> None:
-    with Memory.open(project) as mem:
-        mem.write("first at nine", now=at("09:00"))
-        mem.write("second at nine", now=at("09:00"))
-        path = mem.scope.store / f"{DAY}.md"
-        before = path.read_bytes()
-        with pytest.raises(StoreError) as info:
-            forget(mem, date=DAY, time="09:00")
-        assert "2 entries" in info.value.message
-        assert "chunk hash" in (info.value.hint or "")
-        assert path.read_bytes() == before
-        # The hash picks exactly one of them.
-        removed = forget(mem, chunk_hash=hit_hash(mem, "second"))
-        assert "second at nine" in removed.markdown
-        assert "first at nine" in path.read_text()
+def test_same_time_is_refused_not_guessed(memory: Memory) -> None:
+    memory.write("first at nine", now=at("09:00"))
+    memory.write("second at nine", now=at("09:00"))
+    path = memory.scope.store / f"{DAY}.md"
+    before = path.read_bytes()
+    with pytest.raises(StoreError) as info:
+        forget(memory, date=DAY, time="09:00")
+    assert "2 entries" in info.value.message
+    assert "chunk hash" in (info.value.hint or "")
+    assert path.read_bytes() == before
+    # The hash picks exactly one of them.
+    removed = forget(memory, chunk_hash=hit_hash(memory, "second"))
+    assert "second at nine" in removed.markdown
+    assert "first at nine" in path.read_text()
 
 
-def test_unknown_hash_time_date_and_bad_addresses(project: Path) -> None:
-    with Memory.open(project) as mem:
-        mem.write("something", now=at("09:00"))
-        with pytest.raises(NotFoundError, match="no chunk 0123456789abcdef"):
-            forget(mem, chunk_hash="0123456789abcdef")
-        with pytest.raises(NotFoundError, match="not a chunk hash"):
-            forget(mem, chunk_hash="nope")
-        with pytest.raises(NotFoundError, match=r"no entry at 09:01 .*entries there: 09:00"):
-            forget(mem, date=DAY, time="09:01")
-        with pytest.raises(NotFoundError, match="no daily memory file for 2026-03-15"):
-            forget(mem, date="2026-03-15", time="09:00")
-        with pytest.raises(StoreError, match="invalid time"):
-            forget(mem, date=DAY, time="9:00")
-        with pytest.raises(StoreError, match="invalid date"):
-            forget(mem, date="14.03.2026", time="09:00")
-        with pytest.raises(MemlaneError, match="either a chunk hash or a date and a time"):
-            forget(mem)
-        with pytest.raises(MemlaneError, match="either a chunk hash or a date and a time"):
-            forget(mem, chunk_hash="0123456789abcdef", date=DAY, time="09:00")
-        with pytest.raises(MemlaneError, match="together"):
-            forget(mem, date=DAY)
+def test_unknown_hash_time_date_and_bad_addresses(memory: Memory) -> None:
+    memory.write("something", now=at("09:00"))
+    with pytest.raises(NotFoundError, match="no chunk 0123456789abcdef"):
+        forget(memory, chunk_hash="0123456789abcdef")
+    with pytest.raises(NotFoundError, match="not a chunk hash"):
+        forget(memory, chunk_hash="nope")
+    with pytest.raises(NotFoundError, match=r"no entry at 09:01 .*entries there: 09:00"):
+        forget(memory, date=DAY, time="09:01")
+    with pytest.raises(NotFoundError, match="no daily memory file for 2026-03-15"):
+        forget(memory, date="2026-03-15", time="09:00")
+    with pytest.raises(StoreError, match="invalid time"):
+        forget(memory, date=DAY, time="9:00")
+    with pytest.raises(StoreError, match="invalid date"):
+        forget(memory, date="14.03.2026", time="09:00")
+    with pytest.raises(MemlaneError, match="either a chunk hash or a date and a time"):
+        forget(memory)
+    with pytest.raises(MemlaneError, match="either a chunk hash or a date and a time"):
+        forget(memory, chunk_hash="0123456789abcdef", date=DAY, time="09:00")
+    with pytest.raises(MemlaneError, match="together"):
+        forget(memory, date=DAY)
 
 
-def test_stale_chunk_address_removes_nothing(project: Path) -> None:
-    with Memory.open(project) as mem:
-        mem.write("alpha entry", now=at("09:00"))
-        mem.write("beta entry", now=at("09:05"))
-        store = mem.scope.store
-        path = store / f"{DAY}.md"
-        chunk = mem.index.get(hit_hash(mem, "beta"))
-        assert chunk is not None
-        # The file is edited by hand after indexing: line numbers now point
-        # at another entry, and the hash no longer matches.
-        path.write_text(path.read_text().replace("- alpha entry\n", "- alpha entry\n- more\n"))
-        before = path.read_bytes()
-        with pytest.raises(NotFoundError, match="no longer matches"):
-            forget_chunk(
-                store, chunk.source, chunk.start_line, chunk_hash=chunk.chunk_hash, model=mem.model
-            )
-        assert path.read_bytes() == before
-
-
-def test_text_outside_entries_and_other_files_are_refused(project: Path) -> None:
-    with Memory.open(project) as mem:
-        mem.write("an entry", now=at("09:00"))
-        store = mem.scope.store
-        path = store / f"{DAY}.md"
-        path.write_text(path.read_text() + "\n## Notes by hand\nsome hand-written notes here\n")
-        chunk = mem.index.get(hit_hash(mem, "hand-written notes"))
-        assert chunk is not None
-        with pytest.raises(StoreError, match="not inside an entry"):
-            forget(mem, chunk_hash=chunk.chunk_hash)
-        topic = store / "topics" / "db.md"
-        topic.parent.mkdir()
-        topic.write_text("## Postgres\n### 09:00\n- a topic entry\n")
-        with pytest.raises(StoreError, match="not a daily memory file"):
-            forget_chunk(store, topic, 2)
-
-
-def test_compact_block_removed_whole_via_a_hash_inside_it(project: Path) -> None:
-    with Memory.open(project) as mem:
-        mem.write("before the block", now=at("09:00"))
-        store = mem.scope.store
-        path = store / f"{DAY}.md"
-        block = (
-            "\n## Memory Compact 09:30\n"
-            "### Decisions\n- the team chose redis for caching\n"
-            f"### Facts\n- the staging password hint is {SECRET}\n"
+def test_stale_chunk_address_removes_nothing(memory: Memory) -> None:
+    memory.write("alpha entry", now=at("09:00"))
+    memory.write("beta entry", now=at("09:05"))
+    store = memory.scope.store
+    path = store / f"{DAY}.md"
+    chunk = memory.index.get(hit_hash(memory, "beta"))
+    assert chunk is not None
+    # The file is edited by hand after indexing: line numbers now point
+    # at another entry, and the hash no longer matches.
+    path.write_text(path.read_text().replace("- alpha entry\n", "- alpha entry\n- more\n"))
+    before = path.read_bytes()
+    with pytest.raises(NotFoundError, match="no longer matches"):
+        forget_chunk(
+            store, chunk.source, chunk.start_line, chunk_hash=chunk.chunk_hash, model=memory.model
         )
-        with path.open("a") as f:
-            f.write(block)
-        mem.write("after the block", now=at("10:00"))
-        removed = forget(mem, chunk_hash=hit_hash(mem, SECRET))
-        assert removed.kind == "compact"
-        assert removed.markdown.startswith("## Memory Compact 09:30\n### Decisions")
-        assert "after the block" not in removed.markdown
-        assert "redis for caching" in removed.markdown and SECRET in removed.markdown
-        text = path.read_text()
-        assert "Memory Compact" not in text and "### Decisions" not in text
-        assert "before the block" in text and "after the block" in text
-        assert mem.search("redis caching").hits == []
-        # Addressed by time, a compact block is found by its heading's time.
-        with path.open("a") as f:
-            f.write("\n## Memory Compact 11:00\n- another summary\n")
-        removed = forget(mem, date=DAY, time="11:00")
-        assert removed.kind == "compact" and "another summary" in removed.markdown
+    assert path.read_bytes() == before
 
 
-def test_chunks_leave_the_index_at_once(project: Path) -> None:
-    with Memory.open(project) as mem:
-        mem.write("kept: the cache lives in redis", now=at("09:00"))
-        mem.write(f"the deploy key is {SECRET}", now=at("09:05"))
-        doomed = hit_hash(mem, SECRET)
-        forget(mem, chunk_hash=doomed)
-        # No sync in between: the index was updated by forget itself.
-        assert mem.index.get(doomed) is None
-        assert mem.search(SECRET, sync=False).hits == []
-        assert mem.search("redis", sync=False).hits
-        with sqlite3.connect(mem.index_path) as conn:
-            rows = conn.execute(
-                "SELECT count(*) FROM chunks WHERE content LIKE ? OR context LIKE ?",
-                (f"%{SECRET}%", f"%{SECRET}%"),
-            ).fetchone()[0]
-            terms = conn.execute(
-                "CREATE VIRTUAL TABLE temp.v USING fts5vocab(main, chunks_fts, row)"
-            ).fetchall()
-            terms = conn.execute("SELECT term FROM temp.v WHERE term = ?", (SECRET,)).fetchall()
-        assert rows == 0
-        assert terms == []
+def test_text_outside_entries_and_other_files_are_refused(memory: Memory) -> None:
+    memory.write("an entry", now=at("09:00"))
+    store = memory.scope.store
+    path = store / f"{DAY}.md"
+    path.write_text(path.read_text() + "\n## Notes by hand\nsome hand-written notes here\n")
+    chunk = memory.index.get(hit_hash(memory, "hand-written notes"))
+    assert chunk is not None
+    with pytest.raises(StoreError, match="not inside an entry"):
+        forget(memory, chunk_hash=chunk.chunk_hash)
+    topic = store / "topics" / "db.md"
+    topic.parent.mkdir()
+    topic.write_text("## Postgres\n### 09:00\n- a topic entry\n")
+    with pytest.raises(StoreError, match="not a daily memory file"):
+        forget_chunk(store, topic, 2)
+
+
+def test_compact_block_removed_whole_via_a_hash_inside_it(memory: Memory) -> None:
+    memory.write("before the block", now=at("09:00"))
+    store = memory.scope.store
+    path = store / f"{DAY}.md"
+    block = (
+        "\n## Memory Compact 09:30\n"
+        "### Decisions\n- the team chose redis for caching\n"
+        f"### Facts\n- the staging password hint is {SECRET}\n"
+    )
+    with path.open("a") as f:
+        f.write(block)
+    memory.write("after the block", now=at("10:00"))
+    removed = forget(memory, chunk_hash=hit_hash(memory, SECRET))
+    assert removed.kind == "compact"
+    assert removed.markdown.startswith("## Memory Compact 09:30\n### Decisions")
+    assert "after the block" not in removed.markdown
+    assert "redis for caching" in removed.markdown and SECRET in removed.markdown
+    text = path.read_text()
+    assert "Memory Compact" not in text and "### Decisions" not in text
+    assert "before the block" in text and "after the block" in text
+    assert memory.search("redis caching").hits == []
+    # Addressed by time, a compact block is found by its heading's time.
+    with path.open("a") as f:
+        f.write("\n## Memory Compact 11:00\n- another summary\n")
+    removed = forget(memory, date=DAY, time="11:00")
+    assert removed.kind == "compact" and "another summary" in removed.markdown
+
+
+def test_chunks_leave_the_index_at_once(memory: Memory) -> None:
+    memory.write("kept: the cache lives in redis", now=at("09:00"))
+    memory.write(f"the deploy key is {SECRET}", now=at("09:05"))
+    doomed = hit_hash(memory, SECRET)
+    forget(memory, chunk_hash=doomed)
+    # No sync in between: the index was updated by forget itself.
+    assert memory.index.get(doomed) is None
+    assert memory.search(SECRET, sync=False).hits == []
+    assert memory.search("redis", sync=False).hits
+    with sqlite3.connect(memory.index_path) as conn:
+        rows = conn.execute(
+            "SELECT count(*) FROM chunks WHERE content LIKE ? OR context LIKE ?",
+            (f"%{SECRET}%", f"%{SECRET}%"),
+        ).fetchone()[0]
+        terms = conn.execute(
+            "CREATE VIRTUAL TABLE temp.v USING fts5vocab(main, chunks_fts, row)"
+        ).fetchall()
+        terms = conn.execute("SELECT term FROM temp.v WHERE term = ?", (SECRET,)).fetchall()
+    assert rows == 0
+    assert terms == []
 
 
 @pytest.mark.parametrize("secure_delete", ["default", "off"])
 def test_no_copy_survives_anywhere_memlane_writes(
     project: Path,
+    clock: FixedClock,
     isolated_home: Path,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     secure_delete: str,
 ) -> None:
+    hooks = contextlib.ExitStack()
+    insecure: list[sqlite3.Connection] = []
+
+    def _insecure_index(conn: sqlite3.Connection) -> None:
+        _insecure(conn)
+        insecure.append(conn)
+
     if secure_delete == "off":
         # Many SQLite builds (not Debian's) leave deleted bytes in free
-        # space by default: the purge must not rely on secure_delete.
-        real_connect = SqliteIndex._connect
-
-        def connect(self: SqliteIndex) -> None:
-            real_connect(self)
-            assert self._conn is not None
-            self._conn.execute("PRAGMA secure_delete=OFF")
-
-        monkeypatch.setattr(SqliteIndex, "_connect", connect)
+        # space by default: the purge must not rely on secure_delete. The
+        # index's connections take the PRAGMA through its documented hook,
+        # any other connection through sqlite3.connect.
+        hooks.enter_context(connection_hook(_insecure_index))
         monkeypatch.setattr(sqlite3, "connect", _insecure_connect)
-    with Memory.open(project) as mem:
+    with hooks, open_memory(project, clock=clock) as mem:
         # Many entries, several with the secret's neighbour as context, so
         # the index has real pages, FTS segments and a WAL.
         for n in range(40):
             mem.write(f"filler entry {n} about the build pipeline", now=at("08:00"))
         mem.search("filler")
+        assert bool(insecure) == (secure_delete == "off")  # the index runs as asked
         mem.write(f"the root password is {SECRET} and the vault is {SECRET}vault", now=at("09:05"))
         mem.write("the entry right after, whose context held the secret", now=at("09:06"))
         for n in range(5):
@@ -274,100 +261,93 @@ def test_no_copy_survives_anywhere_memlane_writes(
 _real_sqlite_connect = sqlite3.connect
 
 
+def _insecure(conn: sqlite3.Connection) -> None:
+    conn.execute("PRAGMA secure_delete=OFF")
+
+
 def _insecure_connect(*args: Any, **kwargs: Any) -> sqlite3.Connection:
     conn = _real_sqlite_connect(*args, **kwargs)
-    conn.execute("PRAGMA secure_delete=OFF")
+    _insecure(conn)
     return conn
 
 
-def test_temp_and_lock_files_hold_no_memory_text(
-    project: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    with Memory.open(project) as mem:
-        mem.write("kept text", now=at("09:00"))
-        mem.write(f"doomed {SECRET}", now=at("09:05"))
-        store = mem.scope.store
-        listing_before = sorted(p.name for p in store.iterdir())
-        forget(mem, date=DAY, time="09:05")
-        lock = store / LOCK_NAME
-        assert lock.exists() and lock.read_bytes() == b""
-        assert sorted(p.name for p in store.iterdir()) == sorted([*listing_before, LOCK_NAME])
+def test_temp_and_lock_files_hold_no_memory_text(memory: Memory) -> None:
+    memory.write("kept text", now=at("09:00"))
+    memory.write(f"doomed {SECRET}", now=at("09:05"))
+    store = memory.scope.store
+    listing_before = sorted(p.name for p in store.iterdir())
+    forget(memory, date=DAY, time="09:05")
+    lock = store / LOCK_NAME
+    assert lock.exists() and lock.read_bytes() == b""
+    assert sorted(p.name for p in store.iterdir()) == sorted([*listing_before, LOCK_NAME])
 
-        # On an error after the temp file exists, it is removed too.
-        mem.write(f"doomed again {SECRET}", now=at("09:06"))
+    # On an error after the temp file exists (the rename fails), it is removed too.
+    memory.write(f"doomed again {SECRET}", now=at("09:06"))
+    renames: list[str] = []
 
-        def boom(*args: object) -> None:
-            raise OSError("simulated failure in replace")
+    def boom(temp: str, target: Path) -> None:
+        renames.append(temp)
+        raise OSError("simulated failure in replace")
 
-        monkeypatch.setattr(forget_mod.os, "replace", boom)
-        path = store / f"{DAY}.md"
-        before = path.read_bytes()
-        with pytest.raises(OSError, match="simulated"):
-            forget(mem, date=DAY, time="09:06")
-        assert path.read_bytes() == before
-        assert not [p for p in store.iterdir() if p.name.endswith(".tmp")]
-        assert lock.read_bytes() == b""
+    path = store / f"{DAY}.md"
+    before = path.read_bytes()
+    with pytest.raises(OSError, match="simulated"):
+        forget_entry(store, DAY, "09:06", hooks=RewriteHooks(replace=boom))
+    assert renames and renames[0].endswith(".tmp")  # the temp file existed
+    assert path.read_bytes() == before
+    assert not [p for p in store.iterdir() if p.name.endswith(".tmp")]
+    assert lock.read_bytes() == b""
 
 
-APPENDER = textwrap.dedent(
-    """
-    import os, sys, time
-    path, count, ready = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-    open(ready, "w").close()
+def _append_entries(path: Path, count: int, started: threading.Event) -> None:
+    """Another writer: one O_APPEND write per entry and no lock, as store/daily.py writes."""
+    started.set()
     for n in range(count):
-        data = f"\\n### 12:00\\n- concurrent append {n:05d}\\n".encode()
+        data = f"\n### 12:00\n- concurrent append {n:05d}\n".encode()
         fd = os.open(path, os.O_WRONLY | os.O_APPEND)
         os.write(fd, data)
         os.close(fd)
         if n % 50 == 0:
             time.sleep(0.001)
-    """
-)
 
 
-def test_concurrent_appends_during_forgets_are_never_lost(
-    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    with Memory.open(project) as mem:
-        for n in range(30):
-            mem.write(f"doomed entry number {n:03d}", now=at("09:00"))
-        store = mem.scope.store
-        path = store / f"{DAY}.md"
-        ready = tmp_path / "ready"
-        count = 3000
-        # Slow each rewrite a little so appends keep landing mid-forget.
-        real_write_temp = forget_mod._write_temp
-
-        def slow_write_temp(fd: int, data: bytes) -> None:
-            real_write_temp(fd, data)
-            os.sched_yield()
-
-        monkeypatch.setattr(forget_mod, "_write_temp", slow_write_temp)
-        proc = subprocess.Popen([sys.executable, "-c", APPENDER, str(path), str(count), str(ready)])
-        try:
-            while not ready.exists():
-                pass
-            forgotten = 0
-            while proc.poll() is None or forgotten < 10:
-                if forgotten >= 30:
-                    break
-                removed = forget_chunk(
-                    store, path, _line_of(path, f"doomed entry number {forgotten:03d}")
-                )
-                assert f"doomed entry number {forgotten:03d}" in removed.markdown
-                forgotten += 1
-        finally:
-            assert proc.wait(timeout=60) == 0
-        text = path.read_text()
-        appended = [line for line in text.split("\n") if line.startswith("- concurrent append")]
-        assert len(appended) == count, f"lost {count - len(appended)} appends"
-        assert len(set(appended)) == count
-        for n in range(forgotten):
-            assert f"doomed entry number {n:03d}" not in text
-        for n in range(forgotten, 30):
-            assert f"doomed entry number {n:03d}" in text
-        assert forgotten >= 10
-        assert not [p for p in store.iterdir() if p.name.endswith(".tmp")]
+def test_concurrent_appends_during_forgets_are_never_lost(memory: Memory) -> None:
+    for n in range(30):
+        memory.write(f"doomed entry number {n:03d}", now=at("09:00"))
+    store = memory.scope.store
+    path = store / f"{DAY}.md"
+    count = 3000
+    # Each rewrite yields after writing its temp file, so appends keep landing
+    # mid-removal (os.write releases the GIL: the appender thread runs between
+    # the rewrite's reads and writes just as another process would).
+    slow = RewriteHooks(temp_written=os.sched_yield)
+    started = threading.Event()
+    appender = threading.Thread(target=_append_entries, args=(path, count, started))
+    appender.start()
+    try:
+        started.wait(10)
+        forgotten = 0
+        while appender.is_alive() or forgotten < 10:
+            if forgotten >= 30:
+                break
+            removed = forget_chunk(
+                store, path, _line_of(path, f"doomed entry number {forgotten:03d}"), hooks=slow
+            )
+            assert f"doomed entry number {forgotten:03d}" in removed.markdown
+            forgotten += 1
+    finally:
+        appender.join(60)
+    assert not appender.is_alive()
+    text = path.read_text()
+    appended = [line for line in text.split("\n") if line.startswith("- concurrent append")]
+    assert len(appended) == count, f"lost {count - len(appended)} appends"
+    assert len(set(appended)) == count
+    for n in range(forgotten):
+        assert f"doomed entry number {n:03d}" not in text
+    for n in range(forgotten, 30):
+        assert f"doomed entry number {n:03d}" in text
+    assert forgotten >= 10
+    assert not [p for p in store.iterdir() if p.name.endswith(".tmp")]
 
 
 def _line_of(path: Path, needle: str) -> int:
@@ -377,43 +357,40 @@ def _line_of(path: Path, needle: str) -> int:
     raise AssertionError(needle)
 
 
-def test_append_that_reaches_the_replaced_file_is_salvaged(
-    project: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    with Memory.open(project) as mem:
-        mem.write("kept entry", now=at("09:00"))
-        mem.write("doomed entry", now=at("09:05"))
-        store = mem.scope.store
-        path = store / f"{DAY}.md"
-        real_replace = os.replace
+def test_append_that_reaches_the_replaced_file_is_salvaged(memory: Memory) -> None:
+    memory.write("kept entry", now=at("09:00"))
+    memory.write("doomed entry", now=at("09:05"))
+    store = memory.scope.store
+    path = store / f"{DAY}.md"
 
-        def replace_under_a_late_appender(src: str, dst: str) -> None:
-            # An appender opened the file before the replace and writes after
-            # it: its bytes land in the old, now unlinked, inode.
-            fd = os.open(path, os.O_WRONLY | os.O_APPEND)
-            real_replace(src, dst)
-            os.write(fd, b"\n### 12:00\n- late append\n")
-            os.close(fd)
+    def replace_under_a_late_appender(temp: str, target: Path) -> None:
+        # An appender opened the file before the replace and writes after
+        # it: its bytes land in the old, now unlinked, inode.
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+        os.replace(temp, target)
+        os.write(fd, b"\n### 12:00\n- late append\n")
+        os.close(fd)
 
-        monkeypatch.setattr(os, "replace", replace_under_a_late_appender)
-        removed = forget_chunk(store, path, _line_of(path, "doomed entry"))
-        monkeypatch.undo()
-        text = path.read_text()
-        assert "doomed entry" in removed.markdown and "doomed entry" not in text
-        assert text.endswith("- kept entry\n\n### 12:00\n- late append\n")
+    late = RewriteHooks(replace=replace_under_a_late_appender)
+    removed = forget_chunk(store, path, _line_of(path, "doomed entry"), hooks=late)
+    text = path.read_text()
+    assert "doomed entry" in removed.markdown and "doomed entry" not in text
+    assert text.endswith("- kept entry\n\n### 12:00\n- late append\n")
 
 
 def test_index_failure_after_the_removal_still_echoes_it(
-    project: Path, monkeypatch: pytest.MonkeyPatch
+    memory: Memory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    with Memory.open(project) as mem:
-        mem.write(f"doomed {SECRET}", now=at("09:05"))
+    import memlane.index.sqlite
 
-        def failing_sync(*args: object, **kwargs: object) -> None:
-            raise IndexBusyError("index busy", hint="retry")
-
-        monkeypatch.setattr(mem, "sync", failing_sync)
-        removed = forget(mem, date=DAY, time="09:05")
-        assert SECRET in removed.markdown
-        assert "run `memlane index`" in removed.notices[0]
-        assert SECRET not in (mem.scope.store / f"{DAY}.md").read_text()
+    # Set before the index is opened: its connection takes the busy wait then.
+    monkeypatch.setattr(memlane.index.sqlite, "BUSY_TIMEOUT_S", 0.2)
+    memory.write(f"doomed {SECRET}", now=at("09:05"))
+    memory.sync()
+    with IndexWriteLock(memory.index_path):  # another process holds the index
+        removed = forget(memory, date=DAY, time="09:05")
+    assert SECRET in removed.markdown
+    assert "locked by another process" in removed.notices[0]
+    assert "run `memlane index`" in removed.notices[0]
+    assert SECRET not in (memory.scope.store / f"{DAY}.md").read_text()
+    assert memory.search(SECRET).hits == []  # the next sync drops its chunks

@@ -9,14 +9,10 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 
 import pytest
-import typer
-from typer.testing import CliRunner
 
-from helpers import TOPIC_DAY, FixedClock
-from memlane.cli import import_cmds
+from helpers import TOPIC_DAY, Cli, FixedClock, open_memory
 from memlane.core.errors import NotFoundError
 from memlane.engine import importers as I
-from memlane.engine.memory import Memory
 from memlane.store import topics as T
 
 TODAY = date(2026, 11, 30)
@@ -126,22 +122,16 @@ CC_INDEX = """\
 """
 
 
-@pytest.fixture
+@pytest.fixture(autouse=True)
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("MEMLANE_EMBEDDING_PROVIDER", "none")
+    """A fresh ``$HOME``: the importers' default directories (``~/.pi/memory``,
+    ``~/.claude/projects``) are found below it, with no agent directory override."""
     home = tmp_path / "home"
     home.mkdir()
     monkeypatch.setenv("HOME", str(home))
     for name in ("PI_CODING_AGENT_DIR", "CLAUDE_CONFIG_DIR"):
         monkeypatch.delenv(name, raising=False)
     return home
-
-
-@pytest.fixture
-def project(tmp_path: Path, home: Path) -> Path:
-    root = tmp_path / "proj"
-    (root / ".git").mkdir(parents=True)
-    return root.resolve()
 
 
 def write_tree(directory: Path, files: dict[str, str | bytes]) -> Path:
@@ -200,7 +190,7 @@ def test_pi_memory_imports_every_topic_and_entry_with_its_frontmatter(
     project: Path, tmp_path: Path
 ) -> None:
     source = pi_tree(tmp_path / "pi")
-    with Memory.open(project, clock=FixedClock(IMPORT_AT)) as mem:
+    with open_memory(project, clock=FixedClock(IMPORT_AT)) as mem:
         report = I.import_pi_memory(mem, source)
         store = mem.scope.store
     assert len(report.of("imported")) == 5
@@ -228,7 +218,7 @@ def test_pi_memory_imports_every_topic_and_entry_with_its_frontmatter(
 
 def test_pi_memory_rerun_adds_nothing(project: Path, tmp_path: Path) -> None:
     source = pi_tree(tmp_path / "pi", **{"notes.txt": "rotate the staging certs every 90 days\n"})
-    with Memory.open(project, clock=FixedClock(IMPORT_AT)) as mem:
+    with open_memory(project, clock=FixedClock(IMPORT_AT)) as mem:
         first = I.import_pi_memory(mem, source)
         before = snapshot(mem.scope.store)
         mem.clock.set(datetime(2026, 12, 24, 10, 0, tzinfo=UTC))
@@ -243,7 +233,7 @@ def test_same_title_other_content_is_suffixed_never_overwritten(
     project: Path, tmp_path: Path
 ) -> None:
     source = pi_tree(tmp_path / "pi")
-    with Memory.open(project, clock=FixedClock(IMPORT_AT)) as mem:
+    with open_memory(project, clock=FixedClock(IMPORT_AT)) as mem:
         store = mem.scope.store
         T.add(
             store,
@@ -295,7 +285,7 @@ def test_unparseable_content_is_salvaged_verbatim_and_reported(
             "MEMORY.md": PI_INDEX + "- [Deploys](deploys.md) — deploys need the VPN since March\n",
         },
     )
-    with Memory.open(project, clock=FixedClock(IMPORT_AT)) as mem:
+    with open_memory(project, clock=FixedClock(IMPORT_AT)) as mem:
         report = I.import_pi_memory(mem, source)
         store = mem.scope.store
         salvaged = {item.title: item for item in report.of("salvaged")}
@@ -339,7 +329,7 @@ def test_frontmatter_variants_are_kept(project: Path, tmp_path: Path) -> None:
             "long.md": f"## {long_title}\nthe body of an entry with a long title\n",
         },
     )
-    with Memory.open(project, clock=FixedClock(IMPORT_AT)) as mem:
+    with open_memory(project, clock=FixedClock(IMPORT_AT)) as mem:
         report = I.import_pi_memory(mem, source)
         store = mem.scope.store
         linear = T.read_topic(store, "reference-linear")
@@ -361,7 +351,7 @@ def test_secrets_are_redacted_on_the_way_in(project: Path, tmp_path: Path) -> No
         tmp_path / "pi",
         **{"ci.md": f"---\nname: CI\ntype: reference\n---\n\n## CI token\nGITHUB_TOKEN={token}\n"},
     )
-    with Memory.open(project, clock=FixedClock(IMPORT_AT)) as mem:
+    with open_memory(project, clock=FixedClock(IMPORT_AT)) as mem:
         report = I.import_pi_memory(mem, source)
         text = (mem.scope.store / "topics" / "ci.md").read_text(encoding="utf-8")
         assert token not in text and "[REDACTED:" in text
@@ -370,7 +360,7 @@ def test_secrets_are_redacted_on_the_way_in(project: Path, tmp_path: Path) -> No
 
 
 def test_missing_directory_is_a_clear_error(project: Path, home: Path, tmp_path: Path) -> None:
-    with Memory.open(project, clock=FixedClock(IMPORT_AT)) as mem:
+    with open_memory(project, clock=FixedClock(IMPORT_AT)) as mem:
         with pytest.raises(NotFoundError) as explicit:
             I.import_pi_memory(mem, tmp_path / "nowhere")
         assert str(tmp_path / "nowhere") in explicit.value.message
@@ -387,7 +377,7 @@ def test_missing_directory_is_a_clear_error(project: Path, home: Path, tmp_path:
 
 def test_dry_run_writes_nothing(project: Path, tmp_path: Path) -> None:
     source = pi_tree(tmp_path / "pi", **{"notes.txt": "a loose note\n"})
-    with Memory.open(project, clock=FixedClock(IMPORT_AT)) as mem:
+    with open_memory(project, clock=FixedClock(IMPORT_AT)) as mem:
         store = mem.scope.store
         T.add(
             store,
@@ -413,7 +403,7 @@ def test_pi_memory_default_directory_is_the_hash_of_the_git_root(
 ) -> None:
     digest = hashlib.sha256(str(project).encode("utf-8")).hexdigest()[:12]
     pi_tree(home / ".pi" / "memory" / digest)
-    with Memory.open(project, clock=FixedClock(IMPORT_AT)) as mem:
+    with open_memory(project, clock=FixedClock(IMPORT_AT)) as mem:
         report = I.import_pi_memory(mem)
         assert report.directory == str(home / ".pi" / "memory" / digest)
         assert report.derivation and digest in report.derivation
@@ -437,7 +427,7 @@ def test_claude_code_imports_files_free_form_index_and_unstructured_memories(
     encoded = I.claude_project_dir_name(str(project))
     assert "/" not in encoded and encoded.startswith("-")
     claude_tree(home / ".claude" / "projects" / encoded / "memory")
-    with Memory.open(project, clock=FixedClock(IMPORT_AT)) as mem:
+    with open_memory(project, clock=FixedClock(IMPORT_AT)) as mem:
         report = I.import_claude_code(mem)
         store = mem.scope.store
     assert not report.of("salvaged") and not report.of("renamed")
@@ -470,7 +460,7 @@ def test_claude_code_imports_files_free_form_index_and_unstructured_memories(
 def test_claude_code_rerun_adds_nothing(project: Path, home: Path) -> None:
     encoded = I.claude_project_dir_name(str(project))
     claude_tree(home / ".claude" / "projects" / encoded / "memory")
-    with Memory.open(project, clock=FixedClock(IMPORT_AT)) as mem:
+    with open_memory(project, clock=FixedClock(IMPORT_AT)) as mem:
         I.import_claude_code(mem)
         before = snapshot(mem.scope.store)
         again = I.import_claude_code(mem)
@@ -485,7 +475,7 @@ def test_claude_code_default_directory_honours_claude_config_dir_and_worktrees(
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(config))
     memory = config / "projects" / I.claude_project_dir_name(str(project)) / "memory"
     claude_tree(memory)
-    with Memory.open(project, clock=FixedClock(IMPORT_AT)) as mem:
+    with open_memory(project, clock=FixedClock(IMPORT_AT)) as mem:
         path, how = I.default_claude_code_dir(mem)
         assert path == memory
         assert str(config / "projects") in how
@@ -496,7 +486,7 @@ def test_claude_code_default_directory_honours_claude_config_dir_and_worktrees(
     (git_dir / "commondir").write_text("../..\n")
     worktree.mkdir()
     (worktree / ".git").write_text(f"gitdir: {git_dir}\n")
-    with Memory.open(worktree, clock=FixedClock(IMPORT_AT)) as mem:
+    with open_memory(worktree, clock=FixedClock(IMPORT_AT)) as mem:
         report = I.import_claude_code(mem)
         assert report.directory == str(memory)
         # --project names another project; a memory directory itself is taken as is.
@@ -507,7 +497,7 @@ def test_claude_code_default_directory_honours_claude_config_dir_and_worktrees(
 def test_imported_entries_are_searchable(project: Path, tmp_path: Path, home: Path) -> None:
     pi = pi_tree(tmp_path / "pi")
     claude_tree(home / ".claude" / "projects" / I.claude_project_dir_name(str(project)) / "memory")
-    with Memory.open(project, clock=FixedClock(IMPORT_AT)) as mem:
+    with open_memory(project, clock=FixedClock(IMPORT_AT)) as mem:
         I.import_pi_memory(mem, pi)
         I.import_claude_code(mem)
         hits = mem.search("staging port 2222", 5, kind="topic", sync=False).hits
@@ -517,24 +507,21 @@ def test_imported_entries_are_searchable(project: Path, tmp_path: Path, home: Pa
         assert hits and hits[0].source.endswith(os.path.join("topics", "legacy.md"))
 
 
-def test_cli_prints_what_was_imported(
-    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_cli_prints_what_was_imported(project: Path, tmp_path: Path, cli: Cli) -> None:
     source = pi_tree(tmp_path / "pi")
-    app = typer.Typer()
-    app.callback()(lambda: None)
-    import_cmds.register(app)
-    monkeypatch.chdir(project)
-    runner = CliRunner()
-    dry = runner.invoke(app, ["import", "pi-memory", str(source), "--dry-run", "--json"])
-    assert dry.exit_code == 0, dry.output
-    data = json.loads(dry.output)
+    lexical = {"MEMLANE_EMBEDDING_PROVIDER": "none"}
+    dry = cli("import", "pi-memory", str(source), "--dry-run", "--json", env=lexical)
+    assert dry.returncode == 0, dry.stderr
+    data = json.loads(dry.stdout)
     assert data["dry_run"] is True and data["counts"]["imported"] == 5
-    done = runner.invoke(app, ["import", "pi-memory", str(source)])
-    assert done.exit_code == 0, done.output
-    assert "5 imported, 0 renamed, 0 salvaged, 0 skipped" in done.output
-    assert "+ topics/debugging.md: SSH Gotcha" in done.output
-    again = runner.invoke(app, ["import", "pi-memory", str(source)])
-    assert "0 imported" in again.output and "5 skipped" in again.output
-    missing = runner.invoke(app, ["import", "claude-code", "--project", str(tmp_path / "none")])
-    assert missing.exit_code != 0
+    assert not (project / ".memsearch" / "memory" / "topics").exists()
+    done = cli("import", "pi-memory", str(source), env=lexical)
+    assert done.returncode == 0, done.stderr
+    assert "5 imported, 0 renamed, 0 salvaged, 0 skipped" in done.stdout
+    assert "+ topics/debugging.md: SSH Gotcha" in done.stdout
+    assert (project / ".memsearch" / "memory" / "topics" / "debugging.md").is_file()
+    again = cli("import", "pi-memory", str(source), env=lexical)
+    assert "0 imported" in again.stdout and "5 skipped" in again.stdout
+    missing = cli("import", "claude-code", "--project", str(tmp_path / "none"), env=lexical)
+    assert missing.returncode != 0
+    assert "no Claude Code auto-memory directory" in missing.stderr

@@ -1,4 +1,8 @@
-"""Engine behaviour, mostly without the model (provider none): fast and deterministic."""
+"""Engine behaviour, mostly without the model (provider none): fast and deterministic.
+
+Most tests take the root ``memory`` fixture (lexical, on the fixed ``clock``);
+the ones that reopen the project use ``open_memory``.
+"""
 
 from __future__ import annotations
 
@@ -14,104 +18,90 @@ from memlane.core.types import Anchor
 from memlane.engine.memory import Memory
 
 
-@pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("MEMLANE_EMBEDDING_PROVIDER", "none")
-    root = tmp_path / "proj"
-    (root / ".git").mkdir(parents=True)
-    return root
+def test_write_then_search_then_expand(memory: Memory) -> None:
+    entry = memory.write("moved the hot cache to Redis with 5 minute TTLs")
+    memory.write("the flaky payment test was caused by a shared sandbox account")
+    result = memory.search("redis cache ttl")
+    assert result.mode == "lexical"
+    assert result.notices == []  # lexical by choice (provider none): no warning
+    assert result.hits, result
+    top = result.hits[0]
+    assert "Redis" in top.content
+    assert 0 < top.score <= 1.0
+    assert top.source == entry.path
+    section = memory.expand(top.chunk_hash)
+    assert "Redis" in section.content
+    assert section.anchor is not None
+    assert section.anchor.session == "cli"
+    assert section.anchor.transcript == "none"
 
 
-def test_write_then_search_then_expand(project: Path) -> None:
-    with Memory.open(project) as mem:
-        entry = mem.write("moved the hot cache to Redis with 5 minute TTLs")
-        mem.write("the flaky payment test was caused by a shared sandbox account")
-        result = mem.search("redis cache ttl")
-        assert result.mode == "lexical"
-        assert result.notices == []  # lexical by choice (provider none): no warning
-        assert result.hits, result
-        top = result.hits[0]
-        assert "Redis" in top.content
-        assert 0 < top.score <= 1.0
-        assert top.source == entry.path
-        section = mem.expand(top.chunk_hash)
-        assert "Redis" in section.content
-        assert section.anchor is not None
-        assert section.anchor.session == "cli"
-        assert section.anchor.transcript == "none"
+def test_empty_result_says_empty(memory: Memory) -> None:
+    memory.write("something about the billing cron")
+    assert memory.search("billing").hits  # the entry is searchable ...
+    result = memory.search("zebra xylophone")
+    assert result.hits == []  # ... and a query it does not match finds nothing
 
 
-def test_empty_result_says_empty(project: Path) -> None:
-    with Memory.open(project) as mem:
-        mem.write("something about databases")
-        result = mem.search("zebra xylophone")
-        assert result.hits == []
+def test_unknown_and_malformed_hashes(memory: Memory) -> None:
+    with pytest.raises(NotFoundError, match="no chunk"):
+        memory.expand("0123456789abcdef")
+    with pytest.raises(NotFoundError, match="not a chunk hash"):
+        memory.expand("xyz")
 
 
-def test_unknown_and_malformed_hashes(project: Path) -> None:
-    with Memory.open(project) as mem:
-        with pytest.raises(NotFoundError, match="no chunk"):
-            mem.expand("0123456789abcdef")
-        with pytest.raises(NotFoundError, match="not a chunk hash"):
-            mem.expand("xyz")
+def test_edits_and_deletions_follow_the_markdown(memory: Memory) -> None:
+    store = memory.scope.store
+    store.mkdir(parents=True)
+    a = store / "2026-01-01.md"
+    b = store / "2026-01-02.md"
+    a.write_text("# 2026-01-01\n\n### 10:00\n- alpha bravo charlie\n")
+    b.write_text("# 2026-01-02\n\n### 11:00\n- delta echo foxtrot\n")
+    first = memory.sync()
+    assert first.total_files == 2 and first.total_chunks == 2
+    again = memory.sync()
+    assert again.indexed_files == 0  # unchanged files are skipped
+    a.write_text("# 2026-01-01\n\n### 10:00\n- golf hotel india\n")
+    b.unlink()
+    third = memory.sync()
+    assert third.removed_files == 1
+    assert third.total_chunks == 1
+    assert memory.search("alpha").hits == []
+    assert memory.search("delta").hits == []
+    assert memory.search("hotel").hits
 
 
-def test_edits_and_deletions_follow_the_markdown(project: Path) -> None:
-    with Memory.open(project) as mem:
-        store = mem.scope.store
-        store.mkdir(parents=True)
-        a = store / "2026-01-01.md"
-        b = store / "2026-01-02.md"
-        a.write_text("# 2026-01-01\n\n### 10:00\n- alpha bravo charlie\n")
-        b.write_text("# 2026-01-02\n\n### 11:00\n- delta echo foxtrot\n")
-        first = mem.sync()
-        assert first.total_files == 2 and first.total_chunks == 2
-        again = mem.sync()
-        assert again.indexed_files == 0  # unchanged files are skipped
-        a.write_text("# 2026-01-01\n\n### 10:00\n- golf hotel india\n")
-        b.unlink()
-        third = mem.sync()
-        assert third.removed_files == 1
-        assert third.total_chunks == 1
-        assert mem.search("alpha").hits == []
-        assert mem.search("delta").hits == []
-        assert mem.search("hotel").hits
+def test_unreadable_file_is_recorded_and_indexing_continues(project: Path, memory: Memory) -> None:
+    store = memory.scope.store
+    store.mkdir(parents=True)
+    (store / "2026-01-01.md").write_bytes(b"# bad\n\n- caf\xe9 latin-1 bytes\n")
+    (store / "2026-01-02.md").write_text("# 2026-01-02\n\n### 09:00\n- good entry here\n")
+    report = memory.sync()
+    assert report.status == "degraded"
+    assert [f.path for f in report.failed_files] == [str(store / "2026-01-01.md")]
+    assert "UTF-8" in report.failed_files[0].error or "utf-8" in report.failed_files[0].error
+    assert memory.search("good entry").hits
+    state = json.loads((project / ".memsearch" / ".index-state.json").read_text())
+    assert state["schema_version"] == 1
+    assert state["status"] == "degraded"
+    assert state["collection"] == memory.scope.collection
+    assert state["failed_files"][0]["path"] == str(store / "2026-01-01.md")
 
 
-def test_unreadable_file_is_recorded_and_indexing_continues(project: Path) -> None:
-    with Memory.open(project) as mem:
-        store = mem.scope.store
-        store.mkdir(parents=True)
-        (store / "2026-01-01.md").write_bytes(b"# bad\n\n- caf\xe9 latin-1 bytes\n")
-        (store / "2026-01-02.md").write_text("# 2026-01-02\n\n### 09:00\n- good entry here\n")
-        report = mem.sync()
-        assert report.status == "degraded"
-        assert [f.path for f in report.failed_files] == [str(store / "2026-01-01.md")]
-        assert "UTF-8" in report.failed_files[0].error or "utf-8" in report.failed_files[0].error
-        assert mem.search("good entry").hits
-        state = json.loads((project / ".memsearch" / ".index-state.json").read_text())
-        assert state["schema_version"] == 1
-        assert state["status"] == "degraded"
-        assert state["collection"] == mem.scope.collection
-        assert state["failed_files"][0]["path"] == str(store / "2026-01-01.md")
-
-
-def test_state_file_records_success(project: Path) -> None:
-    with Memory.open(project) as mem:
-        mem.write("an entry")
-        mem.sync()
+def test_state_file_records_success(project: Path, memory: Memory) -> None:
+    memory.write("an entry")
+    memory.sync()
     state = json.loads((project / ".memsearch" / ".index-state.json").read_text())
     assert state["status"] == "ok"
     assert state["indexed_chunks"] >= 1
     assert state["last_success_at"].endswith("Z")
 
 
-def test_model_change_re_embeds_cleanly(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    with Memory.open(project) as mem:
+def test_model_change_re_embeds_cleanly(project: Path, clock: FixedClock) -> None:
+    with open_memory(project, clock=clock) as mem:
         mem.write("the exporter writes CSV at midnight")
         old = mem.search("exporter").hits[0].chunk_hash
-    monkeypatch.setenv("MEMLANE_EMBEDDING_MODEL", "another-model")
-    with Memory.open(project) as mem:
+    with open_memory(project, clock=clock, MEMLANE_EMBEDDING_MODEL="another-model") as mem:
         hits = mem.search("exporter").hits
         assert len(hits) == 1
         assert hits[0].chunk_hash != old
@@ -120,15 +110,15 @@ def test_model_change_re_embeds_cleanly(project: Path, monkeypatch: pytest.Monke
             mem.expand(old)
 
 
-def test_corrupt_index_is_rebuilt_from_markdown(project: Path) -> None:
-    with Memory.open(project) as mem:
+def test_corrupt_index_is_rebuilt_from_markdown(project: Path, clock: FixedClock) -> None:
+    with open_memory(project, clock=clock) as mem:
         mem.write("the rate limiter allows 100 requests per minute")
         assert mem.search("rate limiter").hits
         path = mem.index_path
     path.write_bytes(b"this is not a database" * 100)
     for suffix in ("-wal", "-shm"):
         Path(str(path) + suffix).unlink(missing_ok=True)
-    with Memory.open(project) as mem:
+    with open_memory(project, clock=clock) as mem:
         result = mem.search("rate limiter")
         assert result.hits
         assert any("rebuilt from markdown" in n for n in result.notices)
@@ -136,97 +126,91 @@ def test_corrupt_index_is_rebuilt_from_markdown(project: Path) -> None:
         assert not any("rebuilt" in n for n in again.notices)
 
 
-def test_reindex_rebuilds_from_markdown_alone(project: Path) -> None:
-    with Memory.open(project) as mem:
-        mem.write("first")
-        mem.write("second entry with words")
-        before = mem.search("second entry").hits[0].chunk_hash
-        report = mem.reindex()
-        assert report.operation == "reindex"
-        assert mem.search("second entry").hits[0].chunk_hash == before
+def test_reindex_rebuilds_from_markdown_alone(memory: Memory) -> None:
+    memory.write("first")
+    memory.write("second entry with words")
+    before = memory.search("second entry").hits[0].chunk_hash
+    report = memory.reindex()
+    assert report.operation == "reindex"
+    assert memory.search("second entry").hits[0].chunk_hash == before
 
 
-def test_filters(project: Path) -> None:
-    with Memory.open(project) as mem:
-        store = mem.scope.store
-        (store / "topics").mkdir(parents=True)
-        (store / "2026-03-01.md").write_text(
-            "# 2026-03-01\n\n### 09:00\n<!-- session:s1 turn:aaaaaaaa transcript:/t1 -->\n- kiwi in march\n"
-        )
-        (store / "2026-04-01.md").write_text(
-            "# 2026-04-01\n\n### 09:00\n<!-- session:s2 turn:bbbbbbbb transcript:/t2 -->\n- kiwi in april\n"
-        )
-        (store / "topics" / "fruit.md").write_text(
-            "---\nname: Fruit\n---\n\n## Kiwi\nkiwi is a topic\n"
-        )
-        assert len(mem.search("kiwi", 10).hits) == 3
-        assert [h.content for h in mem.search("kiwi", 10, kind="topic").hits] == [
-            "## Kiwi\nkiwi is a topic"
-        ]
-        april = mem.search("kiwi", 10, after="2026-03-15")
-        assert len(april.hits) == 1 and "april" in april.hits[0].content
-        march = mem.search("kiwi", 10, before="2026-03-15", kind="journal")
-        assert len(march.hits) == 1 and "march" in march.hits[0].content
-        s2 = mem.search("kiwi", 10, session="s2")
-        assert len(s2.hits) == 1 and "april" in s2.hits[0].content
-        pref = mem.search("kiwi", 10, source_prefix=str(store / "topics"))
-        assert len(pref.hits) == 1
+def test_filters(memory: Memory) -> None:
+    store = memory.scope.store
+    (store / "topics").mkdir(parents=True)
+    (store / "2026-03-01.md").write_text(
+        "# 2026-03-01\n\n### 09:00\n<!-- session:s1 turn:aaaaaaaa transcript:/t1 -->\n- kiwi in march\n"
+    )
+    (store / "2026-04-01.md").write_text(
+        "# 2026-04-01\n\n### 09:00\n<!-- session:s2 turn:bbbbbbbb transcript:/t2 -->\n- kiwi in april\n"
+    )
+    (store / "topics" / "fruit.md").write_text(
+        "---\nname: Fruit\n---\n\n## Kiwi\nkiwi is a topic\n"
+    )
+    assert len(memory.search("kiwi", 10).hits) == 3
+    assert [h.content for h in memory.search("kiwi", 10, kind="topic").hits] == [
+        "## Kiwi\nkiwi is a topic"
+    ]
+    april = memory.search("kiwi", 10, after="2026-03-15")
+    assert len(april.hits) == 1 and "april" in april.hits[0].content
+    march = memory.search("kiwi", 10, before="2026-03-15", kind="journal")
+    assert len(march.hits) == 1 and "march" in march.hits[0].content
+    s2 = memory.search("kiwi", 10, session="s2")
+    assert len(s2.hits) == 1 and "april" in s2.hits[0].content
+    pref = memory.search("kiwi", 10, source_prefix=str(store / "topics"))
+    assert len(pref.hits) == 1
 
 
-def test_status_reports_scope_and_counts(project: Path) -> None:
-    with Memory.open(project) as mem:
-        mem.write("one entry")
-        mem.sync()
-        st = mem.status().to_json()
+def test_status_reports_scope_and_counts(memory: Memory) -> None:
+    memory.write("one entry")
+    memory.sync()
+    st = memory.status().to_json()
     assert st["scope"]["collection"].startswith("ms_proj_")
     assert st["chunks"] == 1
     assert st["index_state"]["status"] == "ok"
     assert st["index_state_path"].endswith(".memsearch/.index-state.json")
 
 
-def test_editing_an_entry_refreshes_the_context_of_the_next(project: Path) -> None:
+def test_editing_an_entry_refreshes_the_context_of_the_next(memory: Memory) -> None:
     """The entry after an edited one keeps its hash but gets its new context."""
-    with Memory.open(project) as mem:
-        store = mem.scope.store
-        store.mkdir(parents=True)
-        daily = store / "2026-05-01.md"
-        anchor = "<!-- session:s1 turn:{} transcript:/t -->"
-        first = "# 2026-05-01\n\n### 09:00\n" + anchor.format("aaaaaaaa") + "\n- we picked {}\n"
-        second = "\n### 09:05\n" + anchor.format("bbbbbbbb") + "\n- yes, that one works\n"
-        daily.write_text(first.format("marmalade") + second)
-        mem.sync()
-        reply = [h for h in mem.search("marmalade", 5).hits if "that one" in h.content]
-        assert reply, "the reply is found through its context"
-        daily.write_text(first.format("quince") + second)
-        os.utime(daily, ns=(daily.stat().st_atime_ns, daily.stat().st_mtime_ns + 10**9))
-        report = mem.sync()
-        assert report.indexed_chunks == 2  # the edited entry and the one after it
-        hits = mem.search("quince", 5).hits
-        replies = [h for h in hits if "that one" in h.content]
-        assert replies and replies[0].chunk_hash == reply[0].chunk_hash
-        assert not [h for h in mem.search("marmalade", 5).hits if "that one" in h.content]
-        assert mem.index.count() == 2
+    store = memory.scope.store
+    store.mkdir(parents=True)
+    daily = store / "2026-05-01.md"
+    anchor = "<!-- session:s1 turn:{} transcript:/t -->"
+    first = "# 2026-05-01\n\n### 09:00\n" + anchor.format("aaaaaaaa") + "\n- we picked {}\n"
+    second = "\n### 09:05\n" + anchor.format("bbbbbbbb") + "\n- yes, that one works\n"
+    daily.write_text(first.format("marmalade") + second)
+    memory.sync()
+    reply = [h for h in memory.search("marmalade", 5).hits if "that one" in h.content]
+    assert reply, "the reply is found through its context"
+    daily.write_text(first.format("quince") + second)
+    os.utime(daily, ns=(daily.stat().st_atime_ns, daily.stat().st_mtime_ns + 10**9))
+    report = memory.sync()
+    assert report.indexed_chunks == 2  # the edited entry and the one after it
+    hits = memory.search("quince", 5).hits
+    replies = [h for h in hits if "that one" in h.content]
+    assert replies and replies[0].chunk_hash == reply[0].chunk_hash
+    assert not [h for h in memory.search("marmalade", 5).hits if "that one" in h.content]
+    assert memory.index.count() == 2
 
 
 def test_a_failed_embedder_load_is_re_probed_after_the_negative_cache(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    project: Path, tmp_path: Path, clock: FixedClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Fixing the model setup mid-session is picked up without a restart."""
     import shutil
 
     import memlane.engine.memory as memory_module
-    from memlane.core.config import load_config
-    from memlane.core.scope import resolve_scope
     from memlane.embed.factory import bundled_model_files
 
     model_dir = tmp_path / "model"
-    project = tmp_path / "p"
-    project.mkdir()
-    config = load_config(
-        None,
-        env={"MEMLANE_EMBEDDING_PATH": str(model_dir), "MEMLANE_EMBEDDING_MODEL": "mine"},
+    mem = open_memory(
+        project,
+        clock=clock,
+        lexical=False,
+        MEMLANE_EMBEDDING_PATH=str(model_dir),
+        MEMLANE_EMBEDDING_MODEL="mine",
     )
-    mem = Memory(resolve_scope(project), config)
     assert mem.embedder is None
     assert "is not a directory" in (mem.embedder_problem or "")
     model_dir.mkdir()

@@ -7,15 +7,18 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
 
+from fake_llm import FakeOpenAI
+from helpers import wait_for
 from memlane.core.scope import resolve_scope
 from memlane.store.chunker import chunk_markdown
 from memlane.store.section import read_markdown
 
+# A session whose LLM comes from the configuration (the fake server below),
+# capturing six exchanges, then idling until it is killed.
 _SCRIPT = textwrap.dedent(
     """
     import sys, time
@@ -23,19 +26,8 @@ _SCRIPT = textwrap.dedent(
     from memlane.engine.memory import Memory
     from memlane.engine.session import Session
 
-    class SlowAfter:
-        name = "scripted/slow"
-        def __init__(self):
-            self.calls = 0
-        def complete(self, system, prompt, *, max_tokens=800, timeout_s=None):
-            self.calls += 1
-            if self.calls > 5:
-                print("distilling-slowly", flush=True)
-                time.sleep(60)
-            return f"- fact number {self.calls} was recorded"
-
     mem = Memory.open(sys.argv[1])
-    session = Session.start(mem, host="test", session_id="killed", llm=SlowAfter())
+    session = Session.open(mem, host="test", session_id="killed")
     for i in range(6):
         session.agent_settled(Exchange(user=f"q{i}", assistant=f"a{i}", entry_id=f"t{i}"))
     time.sleep(60)
@@ -44,30 +36,31 @@ _SCRIPT = textwrap.dedent(
 
 
 @pytest.mark.subprocess
-def test_kill_during_capture_loses_no_written_entry(tmp_path: Path) -> None:
-    project = tmp_path / "proj"
-    project.mkdir()
-    # Extraction off: this LLM counts its calls, and only distillation is under test.
-    env = {
-        **os.environ,
-        "MEMLANE_EMBEDDING_PROVIDER": "none",
-        "MEMLANE_EXTRACT_MEMORIES_ENABLED": "off",
-    }
-    proc = subprocess.Popen(
-        [sys.executable, "-c", _SCRIPT, str(project)],
-        stdout=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
-    try:
-        assert proc.stdout is not None
-        assert proc.stdout.readline().strip() == "distilling-slowly"
-        time.sleep(0.2)
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(10)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+def test_kill_during_capture_loses_no_written_entry(project: Path) -> None:
+    # Five distillations answer at once; the sixth never does (until the
+    # server stops): the process is killed while it waits for it.
+    answers = [f"- fact number {n} was recorded" for n in range(1, 6)]
+    with FakeOpenAI(answers=answers) as server:
+        server.set(delay_s=60.0)
+        env = {
+            **os.environ,
+            "MEMLANE_EMBEDDING_PROVIDER": "none",
+            "MEMLANE_LLM_PROVIDER": "openai",
+            "MEMLANE_LLM_BASE_URL": server.base_url,
+            "MEMLANE_LLM_MODEL": "fake-model",
+            # Only distillation is under test: each request is one exchange.
+            "MEMLANE_EXTRACT_MEMORIES_ENABLED": "off",
+        }
+        proc = subprocess.Popen([sys.executable, "-c", _SCRIPT, str(project)], env=env)
+        try:
+            # Capture is sequential: the sixth request follows the fifth entry.
+            wait_for(lambda: len(server.requests) == 6, 60, "the sixth distillation request")
+            proc.send_signal(signal.SIGKILL)
+            assert proc.wait(10) == -signal.SIGKILL
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(10)
     store = resolve_scope(project).store
     files = list(store.glob("*.md"))
     assert len(files) == 1

@@ -3,65 +3,37 @@
 from __future__ import annotations
 
 import json
-import time
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
-import pytest
-
-from helpers import TOPIC_DAY
-from memlane.core.config import load_config
-from memlane.core.scope import resolve_scope
+from fake_llm import FakeOpenAI, Request
+from helpers import TOPIC_DAY, FixedClock, open_memory, wait_for
 from memlane.core.types import Exchange
 from memlane.engine.extract import SYSTEM_PROMPT as EXTRACT_SYSTEM
 from memlane.engine.memory import Memory
 from memlane.engine.session import Session
 from memlane.store import topics
 
-
-class TwoJobLLM:
-    """Distils with bullets, extracts with a scripted JSON list."""
-
-    name = "scripted/two-jobs"
-
-    def __init__(self, learnings: list[dict[str, str]]) -> None:
-        self.learnings = learnings
-        self.calls: list[str] = []
-
-    def complete(
-        self, system: str, prompt: str, *, max_tokens: int = 800, timeout_s: float | None = None
-    ) -> str:
-        if system == EXTRACT_SYSTEM:
-            self.calls.append("extract")
-            return json.dumps(self.learnings)
-        self.calls.append("distil")
-        return "- the user said they prefer uv over pip for installs"
+DISTILLED = "- the user said they prefer uv over pip for installs"
 
 
-def _memory(project: Path, **env: str) -> Memory:
-    config = load_config(None, env={"MEMLANE_CAPTURE_INDEX_DEBOUNCE_MS": "50", **env})
-    return Memory(resolve_scope(project), config)
+def two_jobs(learnings: list[dict[str, str]]) -> Callable[[Request], str]:
+    """A fake server's responder: bullets for distillation, *learnings* for extraction."""
+
+    def answer(request: Request) -> str:
+        return json.dumps(learnings) if request.system == EXTRACT_SYSTEM else DISTILLED
+
+    return answer
 
 
-def _wait(predicate: object, timeout: float = 15.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():  # type: ignore[operator]
-            return
-        time.sleep(0.02)
-    raise AssertionError("condition not reached in time")
+def jobs(server: FakeOpenAI) -> list[str]:
+    """What the server was asked, in order: "extract" or "distil" per request."""
+    return ["extract" if r.system == EXTRACT_SYSTEM else "distil" for r in server.requests]
 
 
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    root = tmp_path / "proj"
-    (root / ".git").mkdir(parents=True)
-    return root
-
-
-def test_snapshot_carries_memory_md_and_stays_byte_stable(project: Path) -> None:
-    mem = _memory(project, MEMLANE_EMBEDDING_PROVIDER="none")
-    store = mem.scope.store
+def test_snapshot_carries_memory_md_and_stays_byte_stable(memory: Memory) -> None:
+    store = memory.scope.store
     topics.add(
         store,
         content="staging uses port 2222",
@@ -69,7 +41,7 @@ def test_snapshot_carries_memory_md_and_stays_byte_stable(project: Path) -> None
         title="SSH port",
         today=TOPIC_DAY,
     )
-    session = Session.start(mem, host="test", session_id="s", llm=None)
+    session = Session.start(memory, host="test", session_id="s", llm=None)
     first = session.before_agent_start("hi").system_append
     assert "## Curated topics (MEMORY.md)" in first and "[Debugging](topics/debugging.md)" in first
     topics.add(
@@ -84,8 +56,9 @@ def test_snapshot_carries_memory_md_and_stays_byte_stable(project: Path) -> None
     session.shutdown()
 
 
-def test_relevant_topics_are_surfaced_once_per_session(project: Path) -> None:
-    mem = _memory(project)
+def test_relevant_topics_are_surfaced_once_per_session(project: Path, clock: FixedClock) -> None:
+    # The bundled model: surfacing's card evidence is calibrated on it.
+    mem = open_memory(project, clock=clock, lexical=False, MEMLANE_CAPTURE_INDEX_DEBOUNCE_MS="50")
     store = mem.scope.store
     topics.add(
         store,
@@ -117,9 +90,10 @@ def test_relevant_topics_are_surfaced_once_per_session(project: Path) -> None:
     session.shutdown()
 
 
-def test_extraction_writes_durable_learnings_after_capture(project: Path) -> None:
-    mem = _memory(project, MEMLANE_EMBEDDING_PROVIDER="none")
-    llm = TwoJobLLM(
+def test_extraction_writes_durable_learnings_after_capture(
+    memory: Memory, fake_openai: FakeOpenAI
+) -> None:
+    fake_openai.responder = two_jobs(
         [
             {
                 "topic": "preferences",
@@ -129,49 +103,50 @@ def test_extraction_writes_durable_learnings_after_capture(project: Path) -> Non
             }
         ]
     )
-    session = Session.start(mem, host="test", session_id="s", llm=llm)  # type: ignore[arg-type]
+    session = Session.start(memory, host="test", session_id="s", llm=fake_openai.llm())
     session.agent_settled(
         Exchange(user="install it with uv, never pip", assistant="Done with uv.", entry_id="e1")
     )
-    _wait(lambda: session.extraction.runs == 1)
+    wait_for(lambda: session.extraction.runs == 1, what="one extraction")
     session.shutdown()
-    assert llm.calls == ["distil", "extract"]
-    listed = {t.slug: t for t in topics.list_topics(mem.scope.store)}
-    assert "preferences" in listed
+    assert jobs(fake_openai) == ["distil", "extract"]
+    assert "install it with uv" in fake_openai.requests[1].prompt  # the exchange, extracted
+    listed = {t.slug: t for t in topics.list_topics(memory.scope.store)}
+    assert listed["preferences"].titles == ["Package installs use uv"]
     assert session.extraction.written == 1
-    journal = next(mem.scope.store.glob("2*-*-*.md")).read_text()
+    journal = (memory.scope.store / f"{TOPIC_DAY.isoformat()}.md").read_text()
     assert "prefer uv over pip" in journal
 
 
-def test_no_extraction_without_an_llm_or_when_switched_off(project: Path) -> None:
-    mem = _memory(
-        project, MEMLANE_EMBEDDING_PROVIDER="none", MEMLANE_EXTRACT_MEMORIES_ENABLED="off"
-    )
-    llm = TwoJobLLM([])
-    session = Session.start(mem, host="test", session_id="s", llm=llm)  # type: ignore[arg-type]
+def test_no_extraction_without_an_llm_or_when_switched_off(
+    project: Path, clock: FixedClock, fake_openai: FakeOpenAI
+) -> None:
+    fake_openai.responder = two_jobs([])
+    mem = open_memory(project, clock=clock, MEMLANE_EXTRACT_MEMORIES_ENABLED="off")
+    session = Session.start(mem, host="test", session_id="s", llm=fake_openai.llm())
     session.agent_settled(Exchange(user="q", assistant="a", entry_id="e1"))
     session.shutdown()
-    assert llm.calls == ["distil"] and not session.extraction.enabled
+    assert jobs(fake_openai) == ["distil"] and not session.extraction.enabled
+    without = Session.start(mem, host="test", session_id="s2", llm=None)
+    assert not without.extraction.enabled
+    without.shutdown()
 
 
-def test_dream_nudge_is_said_once_after_enough_sessions(project: Path) -> None:
-    mem = _memory(project, MEMLANE_EMBEDDING_PROVIDER="none")
-    mem.write("- something happened", now=datetime(2026, 11, 30, 9, 0))
+def test_dream_nudge_is_said_once_after_enough_sessions(memory: Memory) -> None:
+    memory.write("- something happened", now=datetime(2026, 11, 30, 9, 0))
     said = []
     for number in range(7):
-        session = Session.start(mem, host="test", session_id=f"s{number}", llm=None)
+        session = Session.start(memory, host="test", session_id=f"s{number}", llm=None)
         said.append(any("memlane dream" in n for n in session.notices))
         session.shutdown()
     assert said.count(True) == 1
 
 
-def test_per_task_models_for_surfacing_and_extraction(project: Path) -> None:
-    from fake_llm import FakeOpenAI
-
+def test_per_task_models_for_surfacing_and_extraction(project: Path, clock: FixedClock) -> None:
     with FakeOpenAI(answer="- distilled") as srv:
-        mem = _memory(
+        mem = open_memory(
             project,
-            MEMLANE_EMBEDDING_PROVIDER="none",
+            clock=clock,
             MEMLANE_LLM_PROVIDER="openai",
             MEMLANE_LLM_BASE_URL=srv.base_url,
             MEMLANE_LLM_MODEL="cheap-capture",

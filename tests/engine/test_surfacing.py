@@ -5,11 +5,13 @@ prompts to the topics they should surface and ``IRRELEVANT`` lists prompts
 that should surface nothing. ``calibrate()`` prints every candidate's
 evidence for those prompts: it is how ``SCORE_FLOOR`` and
 ``EVIDENCE_FLOOR`` were chosen (``python tests/engine/test_surfacing.py``).
+How long selection and rendering take on a large store is a benchmark
+(``benchmarks/bench_autocontext.py --part surfacing``), not a test.
 """
 
 from __future__ import annotations
 
-import statistics
+import re
 import sys
 import time
 from collections.abc import Iterator
@@ -17,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from helpers import TOPIC_DAY
+from fake_llm import FakeOpenAI
+from helpers import TOPIC_DAY, FixedClock, make_project, open_memory
 from memlane.core.settings import TopicSettings
 from memlane.engine import surfacing as S
 from memlane.engine.memory import Memory
@@ -294,12 +297,6 @@ def build_store(mem: Memory, topics: list[tuple[str, str, str, list[tuple[str, s
     mem.sync()
 
 
-def _project(tmp: Path) -> Path:
-    root = tmp / "proj"
-    (root / ".git").mkdir(parents=True)
-    return root
-
-
 @pytest.fixture(scope="module")
 def model_mem(tmp_path_factory: pytest.TempPathFactory, shared_cache: Path) -> Iterator[Memory]:
     """One store with the bundled model, indexed once for the module.
@@ -315,7 +312,7 @@ def model_mem(tmp_path_factory: pytest.TempPathFactory, shared_cache: Path) -> I
     os.environ["MEMLANE_CACHE_DIR"] = str(shared_cache)
     os.environ.pop("MEMLANE_EMBEDDING_PROVIDER", None)
     try:
-        mem = Memory.open(_project(tmp_path_factory.mktemp("surf")))
+        mem = open_memory(make_project(tmp_path_factory.mktemp("surf")), lexical=False)
         build_store(mem, TOPICS)
         assert mem.embedder is not None
         yield mem
@@ -398,8 +395,8 @@ def test_disabled_surfaces_nothing(model_mem: Memory) -> None:
     assert layer_off.surface(model_mem, "I can't ssh into the staging server").text is None
 
 
-def test_a_changed_topic_file_is_seen_at_the_next_prompt(tmp_path: Path) -> None:
-    mem = Memory.open(_project(tmp_path))
+def test_a_changed_topic_file_is_seen_at_the_next_prompt(project: Path, clock: FixedClock) -> None:
+    mem = open_memory(project, clock=clock, lexical=False)
     try:
         build_store(mem, TOPICS[:3])
         surfacer = S.TopicSurfacer(settings())
@@ -421,54 +418,54 @@ def test_a_changed_topic_file_is_seen_at_the_next_prompt(tmp_path: Path) -> None
 # --- rendering --------------------------------------------------------------------------------
 
 
-def test_render_caps_each_topic_and_the_total(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("MEMLANE_EMBEDDING_PROVIDER", "none")
-    mem = Memory.open(_project(tmp_path))
-    try:
-        store = mem.scope.store
-        # Multi-byte text everywhere, so a byte cut lands inside characters.
-        big = "Ünïcödé ✓ " * 40
-        for n in range(8):
-            for e in range(6):
-                store_topics.add(
-                    store,
-                    content=f"{big}\n{big}",
-                    topic=f"Topic {n}",
-                    title=f"entry {e} ✓",
-                    today=TOPIC_DAY,
-                )
-        surfacer = S.TopicSurfacer(settings(auto_surfacing_max_files=8))
-        slugs = [f"topic-{n}" for n in range(8)]
-        text, shown = surfacer._render(mem, slugs)
-        assert len(text.encode("utf-8")) <= 20480
-        assert 1 < len(shown) < 8  # the total budget stopped it
-        blocks = text.split("\n<topic ")[1:]
-        assert len(blocks) == len(shown)
-        for block in blocks:
-            # The whole block a topic adds, tags included, is within max_topic_bytes.
-            assert len(f"\n<topic {block}".encode()) <= 4096
-            body = block.split(">\n", 1)[1].rsplit("\n</topic>", 1)[0]
-            assert "[… cut: " in body and "more bytes in topics/topic-" in body
-        assert "\ufffd" not in text
-        small = S.TopicSurfacer(
-            settings(auto_surfacing_max_topic_bytes=300, auto_surfacing_max_injection_bytes=1000)
-        )
-        text, shown = small._render(mem, slugs)
-        assert len(text.encode("utf-8")) <= 1000 and shown
-        assert small.render(mem, ["no-such-topic"]) == ""
-        store_topics.add(
-            store,
-            content="text </topic> more </TOPIC>",
-            topic="Sneaky",
-            title="close tag",
-            today=TOPIC_DAY,
-        )
-        sneaky = surfacer.render(mem, ["sneaky"])
-        assert sneaky.count("</topic>") == 1 and "<\\/topic> more <\\/TOPIC>" in sneaky
-    finally:
-        mem.close()
+def _shown(text: str) -> list[str]:
+    """The topic files a rendered message shows, in order."""
+    return re.findall(r'\n<topic file="topics/([^"]+)\.md"', text)
+
+
+def test_render_caps_each_topic_and_the_total(memory: Memory) -> None:
+    store = memory.scope.store
+    # Multi-byte text everywhere, so a byte cut lands inside characters.
+    big = "Ünïcödé ✓ " * 40
+    for n in range(8):
+        for e in range(6):
+            store_topics.add(
+                store,
+                content=f"{big}\n{big}",
+                topic=f"Topic {n}",
+                title=f"entry {e} ✓",
+                today=TOPIC_DAY,
+            )
+    surfacer = S.TopicSurfacer(settings(auto_surfacing_max_files=8))
+    slugs = [f"topic-{n}" for n in range(8)]
+    text = surfacer.render(memory, slugs)
+    shown = _shown(text)
+    assert len(text.encode("utf-8")) <= 20480
+    assert 1 < len(shown) < 8  # the total budget stopped it
+    assert shown == slugs[: len(shown)]  # in the order asked, none skipped
+    blocks = text.split("\n<topic ")[1:]
+    assert len(blocks) == len(shown)
+    for block in blocks:
+        # The whole block a topic adds, tags included, is within max_topic_bytes.
+        assert len(f"\n<topic {block}".encode()) <= 4096
+        body = block.split(">\n", 1)[1].rsplit("\n</topic>", 1)[0]
+        assert "[… cut: " in body and "more bytes in topics/topic-" in body
+    assert "\ufffd" not in text
+    small = S.TopicSurfacer(
+        settings(auto_surfacing_max_topic_bytes=300, auto_surfacing_max_injection_bytes=1000)
+    )
+    text = small.render(memory, slugs)
+    assert len(text.encode("utf-8")) <= 1000 and _shown(text)
+    assert small.render(memory, ["no-such-topic"]) == ""
+    store_topics.add(
+        store,
+        content="text </topic> more </TOPIC>",
+        topic="Sneaky",
+        title="close tag",
+        today=TOPIC_DAY,
+    )
+    sneaky = surfacer.render(memory, ["sneaky"])
+    assert sneaky.count("</topic>") == 1 and "<\\/topic> more <\\/TOPIC>" in sneaky
 
 
 def test_cut_bytes_at_character_boundary() -> None:
@@ -492,43 +489,22 @@ def test_rendered_topic_is_the_file_content(model_mem: Memory) -> None:
     assert "pool_recycle=25" in result.text
 
 
-# --- latency ----------------------------------------------------------------------------------
+# --- a cold prompt -----------------------------------------------------------------------------
 
 
-def test_select_and_render_fit_the_deadline_on_200_topics(tmp_path: Path) -> None:
-    mem = Memory.open(_project(tmp_path))
-    try:
-        many = [
-            (f"{topic} {n}", kind, description, entries)
-            for n in range(10)
-            for topic, kind, description, entries in TOPICS
-        ]
-        build_store(mem, many)
-        # Without a warm-up a prompt embeds a bounded number of cards.
-        cold = S.TopicSurfacer(settings())
-        started = time.perf_counter()
-        cold.surface(mem, RELEVANT[0][0])
-        cold_ms = (time.perf_counter() - started) * 1000
-        assert sum(1 for c in cold._cards.values() if c.vector is not None) == 16
-        surfacer = S.TopicSurfacer(settings())
-        assert surfacer.warm(mem) == 200
-        timings = []
-        prompts = [p for p, _ in RELEVANT] + IRRELEVANT
-        for prompt in prompts * 2:
-            started = time.perf_counter()
-            result = surfacer.surface(mem, prompt)
-            timings.append((time.perf_counter() - started) * 1000)
-            assert result.text is None or len(result.text.encode("utf-8")) <= 20480
-        timings.sort()
-        p50 = statistics.median(timings)
-        p95 = timings[int(len(timings) * 0.95) - 1]
-        print(
-            f"select+render on 200 topics: p50 {p50:.1f} ms, p95 {p95:.1f} ms, "
-            f"cold first prompt {cold_ms:.1f} ms"
-        )
-        assert p95 < 300
-    finally:
-        mem.close()
+def test_a_prompt_without_warm_up_embeds_a_bounded_number_of_cards(model_mem: Memory) -> None:
+    """A store the session has not warmed (20 topics here) costs a prompt at most
+    ``EMBED_PER_PROMPT`` card embeddings; the rest follow at later prompts."""
+    assert len(TOPICS) > S.EMBED_PER_PROMPT
+    cold = S.TopicSurfacer(settings())
+    assert cold.embedded_cards == 0
+    first = cold.surface(model_mem, RELEVANT[0][0])
+    assert cold.embedded_cards == S.EMBED_PER_PROMPT
+    assert first.slugs and first.slugs[0] == RELEVANT[0][1][0]  # lexical evidence carries it
+    cold.surface(model_mem, RELEVANT[1][0])
+    assert cold.embedded_cards == len(TOPICS)
+    warm = S.TopicSurfacer(settings())
+    assert warm.warm(model_mem) == len(TOPICS) == warm.embedded_cards
 
 
 # --- the LLM side query -------------------------------------------------------------------------
@@ -542,8 +518,6 @@ def _llm(base_url: str) -> object:
 
 
 def test_rerank_reorders_within_the_deadline(model_mem: Memory) -> None:
-    from fake_llm import FakeOpenAI
-
     prompt = "add logging to the checkout handler"
     assert S.TopicSurfacer(settings()).select(model_mem, prompt)[:2] == ["feature-flags", "logging"]
     with FakeOpenAI(answer='["logging.md"]') as server:
@@ -558,26 +532,26 @@ def test_rerank_reorders_within_the_deadline(model_mem: Memory) -> None:
 
 
 def test_slow_reranker_never_blocks_past_the_deadline(model_mem: Memory) -> None:
-    from fake_llm import FakeOpenAI
-
     prompt = "I can't ssh into the staging server, connection refused"
-    with FakeOpenAI(answer='["frontend-build.md"]', delay_s=2.0) as server:
+    # The server would pick frontend-build, a minute from now (leaving the
+    # block wakes it): a surfacer that waited for it would rank that first.
+    with FakeOpenAI(answer='["frontend-build.md"]', delay_s=60.0) as server:
         surfacer = S.TopicSurfacer(
             settings(auto_surfacing_model="fake-model"), llm=_llm(server.base_url)
         )
-        started = time.monotonic()
-        result = surfacer.surface(model_mem, prompt, deadline=started + 0.3)
-        elapsed = time.monotonic() - started
-        # The side query is cut at the deadline minus the render reserve; a
-        # little slack for a loaded machine, none for waiting on the LLM (2 s).
-        assert elapsed < 0.4, elapsed
-        assert result.reranked == "side query timed out"
-        assert result.slugs[0] == "debugging-tips"  # the retrieval order
+        surfacer.warm(model_mem)  # selection itself must leave the side query its time
+        result = surfacer.surface(model_mem, prompt, deadline=time.monotonic() + 1.0)
+    # The side query ran (there was time left for it) and was abandoned at the
+    # deadline: by the surfacer's own wait, or by the provider's timeout (it is
+    # given the same deadline) if that fires first.
+    assert result.reranked is not None
+    assert result.reranked == "side query timed out" or result.reranked.startswith(
+        "side query failed"
+    ), result.reranked
+    assert result.slugs[0] == "debugging-tips"  # the retrieval order
 
 
 def test_bad_rerank_answers_fall_back(model_mem: Memory) -> None:
-    from fake_llm import FakeOpenAI
-
     prompt = "I can't ssh into the staging server, connection refused"
     with FakeOpenAI(answer="I think the SSH one") as server:
         surfacer = S.TopicSurfacer(
@@ -639,7 +613,7 @@ def calibrate() -> None:  # pragma: no cover - a tool, run by hand
     import tempfile
 
     os.environ["MEMLANE_HOME"] = tempfile.mkdtemp()
-    mem = Memory.open(_project(Path(tempfile.mkdtemp())))
+    mem = open_memory(make_project(Path(tempfile.mkdtemp())), lexical=False)
     build_store(mem, TOPICS)
     surfacer = S.TopicSurfacer(settings())
     surfacer.warm(mem)

@@ -35,7 +35,8 @@ if TYPE_CHECKING:
     from memlane.transcripts.model import Transcript
 
 SEARCH_K_MAX = 100
-# A failed embedder load is retried after this long (the negative cache).
+#: A failed embedder load is retried after this long (the negative cache). A
+#: tuning knob read at call time, so a host (or a test) may shorten it.
 EMBEDDER_RETRY_S = 30.0
 SEARCH_MODES = ("hybrid", "lexical", "semantic")
 SESSION_ID_ENV = "MEMLANE_SESSION_ID"

@@ -235,6 +235,14 @@ class TopicSurfacer:
     def enabled(self) -> bool:
         return self.settings.enabled and self.settings.auto_surfacing_enabled
 
+    @property
+    def embedded_cards(self) -> int:
+        """How many cached topic cards carry an embedding: all of them after
+        ``warm``; without it, each prompt embeds at most ``EMBED_PER_PROMPT``
+        more (the bound that keeps a cold prompt inside its deadline)."""
+        with self._lock:
+            return sum(1 for card in self._cards.values() if card.vector is not None)
+
     # -- cards ---------------------------------------------------------------------------
 
     def warm(self, memory: Memory) -> int:

@@ -63,6 +63,9 @@ No copy of the removed text is written anywhere: the temp file holds only
 the text that stays, and is removed on every path (renamed over the daily
 file, or unlinked on error); the lock file stays empty. The returned
 ``Removed.markdown`` is the only record.
+
+``RewriteHooks`` are the fault hooks of steps 2 to 4, for tests that widen
+the race with appenders or fail the rename; memlane itself never passes any.
 """
 
 from __future__ import annotations
@@ -96,6 +99,25 @@ _ENTRY_TITLE_RE = re.compile(r"^(?:[01]\d|2[0-3]):[0-5]\d$")
 _COMPACT_TITLE_RE = re.compile(r"^Memory Compact\b")
 
 Kind = Literal["entry", "compact"]
+
+
+def _nothing() -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class RewriteHooks:
+    """The fault hooks of a removal's rewrite (steps 2 to 4 above).
+
+    ``temp_written()`` runs after each (fsynced) write of the temp file,
+    before the daily file is read again: a test slows the rewrite there so
+    appends keep landing mid-removal. ``replace(temp, daily_file)`` is step
+    4's rename: a test fails it (a full disk) or appends to the old inode
+    around it (a late appender). The defaults are the real steps.
+    """
+
+    temp_written: Callable[[], None] = _nothing
+    replace: Callable[[str, Path], None] = os.replace
 
 
 @dataclass(frozen=True)
@@ -358,7 +380,13 @@ def _daily_file(store_dir: Path, source: Path) -> Path:
     return real
 
 
-def _remove(store_dir: Path, source: Path, locate: Callable[[bytes, Path], _Span]) -> Removed:
+def _remove(
+    store_dir: Path,
+    source: Path,
+    locate: Callable[[bytes, Path], _Span],
+    hooks: RewriteHooks | None,
+) -> Removed:
+    hooks = hooks or RewriteHooks()
     path = _daily_file(store_dir, source)
     with _store_lock(path.parent):
         try:
@@ -386,6 +414,7 @@ def _remove(store_dir: Path, source: Path, locate: Callable[[bytes, Path], _Span
                 os.fchmod(temp_fd, mode)
                 for _ in range(MAX_ROUNDS):
                     _write_temp(temp_fd, data[: span.start] + data[span.end :])
+                    hooks.temp_written()
                     now = _read_fd(fd)
                     if now == data:
                         break
@@ -401,7 +430,7 @@ def _remove(store_dir: Path, source: Path, locate: Callable[[bytes, Path], _Span
                         f"{path} kept growing during the removal; nothing was removed",
                         "try again when fewer agents are writing",
                     )
-                os.replace(temp_name, path)
+                hooks.replace(temp_name, path)
             finally:
                 os.close(temp_fd)
                 with contextlib.suppress(FileNotFoundError):
@@ -429,12 +458,13 @@ def forget_chunk(
     *,
     chunk_hash: str | None = None,
     model: str = "",
+    hooks: RewriteHooks | None = None,
 ) -> Removed:
     """Remove the entry (or compact block) holding line *start_line* of *source*.
 
     With *chunk_hash*, the file as it is now (read under the lock) must
     still produce that chunk at *start_line* with *model*; otherwise the
-    index is stale and nothing is removed.
+    index is stale and nothing is removed. *hooks*: ``RewriteHooks``.
     """
 
     def locate(data: bytes, path: Path) -> _Span:
@@ -448,14 +478,17 @@ def forget_chunk(
                 )
         return _locate_line(data, start_line, path)
 
-    return _remove(store_dir, Path(source), locate)
+    return _remove(store_dir, Path(source), locate, hooks)
 
 
-def forget_entry(store_dir: Path, date: str, hhmm: str) -> Removed:
+def forget_entry(
+    store_dir: Path, date: str, hhmm: str, *, hooks: RewriteHooks | None = None
+) -> Removed:
     """Remove the one entry headed ``### HH:MM`` (or the compact block headed
     ``## Memory Compact HH:MM``) in ``<store>/<date>.md``.
 
     Several headings at that time are refused: use a chunk hash instead.
+    *hooks*: ``RewriteHooks``.
     """
     date, hhmm = date.strip(), hhmm.strip()
     if not _DATE_RE.match(date):
@@ -465,4 +498,4 @@ def forget_entry(store_dir: Path, date: str, hhmm: str) -> Removed:
     path = store_dir / f"{date}.md"
     if not path.is_file():
         raise NotFoundError(f"no daily memory file for {date} ({path})")
-    return _remove(store_dir, path, lambda data, p: _locate_time(data, hhmm, p))
+    return _remove(store_dir, path, lambda data, p: _locate_time(data, hhmm, p), hooks)

@@ -58,7 +58,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from memlane.core.errors import ConfigError, MemlaneError
-from memlane.engine.dream.apply import Replacer, apply_plan
+from memlane.engine.dream.apply import ApplyHooks, Replacer, apply_plan
 from memlane.engine.dream.consolidate import (
     DREAM_MAX_TOKENS,
     DREAM_MIN_TIMEOUT_S,
@@ -130,6 +130,7 @@ __all__ = [
     "SYSTEM_PROMPT",
     "TITLE_SIMILARITY",
     "TOPICS_BUDGET_CHARS",
+    "ApplyHooks",
     "DreamError",
     "DreamMeta",
     "DreamOutcome",

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from contextlib import suppress
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
@@ -22,20 +23,38 @@ from memlane.store.layout import TOPICS_DIR
 Replacer = Callable[[Path, Path], None]
 
 
-def apply_plan(
-    plan: DreamPlan,
-    *,
-    now: datetime,
-    _replace: Replacer = os.replace,
-    _unlink: Callable[[Path], None] = os.unlink,
-) -> None:
+def _nothing() -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class ApplyHooks:
+    """The fault hooks of ``apply_plan``: its commit steps, replaceable.
+
+    ``apply_plan`` renames each new text over its file with ``replace``
+    (temporary file, target), deletes each file the plan removes with
+    ``unlink``, marks the journal committed, then calls ``committed()``
+    before it removes the backups and the journal. A caller that must prove
+    the all-or-nothing guarantee (a test, a fault-injection run) passes
+    callables that fail a step or kill the process at one of these points;
+    the rollback and the crash recovery never go through them. memlane
+    itself always applies with the defaults: the real ``os.replace`` and
+    ``os.unlink``, and nothing after the commit mark.
+    """
+
+    replace: Replacer = os.replace
+    unlink: Callable[[Path], None] = os.unlink
+    committed: Callable[[], None] = _nothing
+
+
+def apply_plan(plan: DreamPlan, *, now: datetime, hooks: ApplyHooks | None = None) -> None:
     """Write the plan, all of it or nothing (see the module docstring), even
     across a crash: ``store/dream_journal`` records the intent before the
     first rename, and whatever takes the topics lock next settles it.
 
-    ``_replace`` and ``_unlink`` are the commit steps, injectable so a test
-    can fail (or kill the process) midway; restoring never uses them.
+    *hooks* (``ApplyHooks``) replaces the commit steps, for fault injection.
     """
+    hooks = hooks or ApplyHooks()
     store = plan.store
     recover_interrupted_dream(store)
     if plan.empty:
@@ -69,9 +88,9 @@ def apply_plan(
             fsync_dirs(directories)
             for change, step in zip(plan.changes, steps, strict=True):
                 if step.temp is not None:
-                    _replace(step.temp, change.path)
+                    hooks.replace(step.temp, change.path)
                 else:
-                    _unlink(change.path)
+                    hooks.unlink(change.path)
             fsync_dirs(directories)
             J.commit(store, steps)
         except BaseException as exc:
@@ -94,6 +113,8 @@ def apply_plan(
                     "check that the store is writable and the disk is not full",
                 ) from None
             raise
+        # Past the commit mark the dream stands, whatever happens next.
+        hooks.committed()
         J.finish(store, steps)
     record_dream(store, now)
 
