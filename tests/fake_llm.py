@@ -63,6 +63,8 @@ are close), recorded in ``server.embedding_requests`` (never in
 ``requests``, so scripted answers are not consumed by them). Clearing
 ``server.embeddings_open`` (a ``threading.Event``) holds every embedding
 request until it is set again: a model that is still loading.
+``FakeOpenAI(embeddings=False)`` is a chat-only server: an embedding request
+is recorded in ``requests`` and answered 404 (an error memlane does not retry).
 """
 
 from __future__ import annotations
@@ -243,9 +245,12 @@ class _FakeServer:
         *,
         answers: Iterable[str] = (),
         responder: Responder | None = None,
+        embeddings: bool = True,
         **behaviour: Any,
     ) -> None:
         self.behaviour = Behaviour(**behaviour)
+        if not embeddings:  # a chat-only server: embedding requests get a 404
+            self.embeddings_endpoint = None
         self.requests: list[Request] = []
         self.embedding_requests: list[Request] = []
         # Set: embedding requests are answered; cleared: they wait (a model loading).

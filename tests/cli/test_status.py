@@ -10,11 +10,14 @@ from fake_llm import FakeOpenAI
 from helpers import Cli
 
 
-def test_status_names_what_is_missing_and_where_settings_came_from(
-    cli: Cli, fake_openai: FakeOpenAI
-) -> None:
+def test_status_names_what_is_missing_and_where_settings_came_from(cli: Cli) -> None:
     # An OpenAI-compatible server without an embeddings endpoint: a 404 is not
     # retried, so the probe fails at once (a closed port waits out the backoff).
+    with FakeOpenAI(embeddings=False) as fake_openai:
+        _status_names_what_is_missing(cli, fake_openai)
+
+
+def _status_names_what_is_missing(cli: Cli, fake_openai: FakeOpenAI) -> None:
     out = cli(
         "status",
         env={

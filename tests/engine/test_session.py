@@ -533,10 +533,15 @@ def test_shutdown_digest_of_a_huge_exchange_stays_within_the_cap(
     assert text.count("INFO request served") < 100  # a quote of the start, not the log
 
 
-def test_a_failing_embedding_server_is_cached_as_down(
+def test_a_failing_embedding_server_is_cached_as_down(project: Path, clock: FixedClock) -> None:
+    # A server without an embeddings endpoint (404): an error that is not retried.
+    with FakeOpenAI(embeddings=False) as chat_only:
+        _a_failing_embedding_server_is_cached_as_down(project, clock, chat_only)
+
+
+def _a_failing_embedding_server_is_cached_as_down(
     project: Path, clock: FixedClock, fake_openai: FakeOpenAI
 ) -> None:
-    # A server without an embeddings endpoint (404): an error that is not retried.
     mem = open_memory(
         project,
         clock=clock,

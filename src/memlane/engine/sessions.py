@@ -924,6 +924,7 @@ class Sweeper:
         self.cycles = 0
         self.last_error: str | None = None
         self._stop = threading.Event()
+        self._threads_lock = threading.Lock()
         self._thread: threading.Thread | None = None
 
     def _status(self, busy: bool) -> None:
@@ -966,14 +967,17 @@ class Sweeper:
         return report
 
     def start(self) -> threading.Thread:
-        if self._thread is not None and self._thread.is_alive():
+        # Under the lock: a stop() from another thread sees either no thread
+        # or a started one, never one it cannot join yet.
+        with self._threads_lock:
+            if self._thread is not None and self._thread.is_alive():
+                return self._thread
+            self._stop.clear()
+            self._thread = threading.Thread(
+                target=self._loop, name="memlane-sessions-sweep", daemon=True
+            )
+            self._thread.start()
             return self._thread
-        self._stop.clear()
-        self._thread = threading.Thread(
-            target=self._loop, name="memlane-sessions-sweep", daemon=True
-        )
-        self._thread.start()
-        return self._thread
 
     def _loop(self) -> None:
         while not self._stop.wait(self.interval_ms / 1000):
@@ -981,9 +985,10 @@ class Sweeper:
 
     def stop(self, timeout: float = 5.0) -> None:
         self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout)
-            self._thread = None
+        with self._threads_lock:
+            thread, self._thread = self._thread, None
+        if thread is not None:
+            thread.join(timeout)
 
 
 # -- the layer bound to a project (what the engine, CLI and hosts call) ------------------------

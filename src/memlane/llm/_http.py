@@ -19,9 +19,9 @@ from urllib.parse import urlsplit
 
 from memlane.core.errors import ConfigError, LlmError
 from memlane.llm._deadline import Cancelled, call_with_deadline, timed_out
-from memlane.llm.sse import SseDecoder, looks_like_sse
 from memlane.llm._text import display_url, exception_reason, one_line, scrub
 from memlane.llm.base import DEFAULT_MAX_TOKENS
+from memlane.llm.sse import SseDecoder, looks_like_sse
 
 if TYPE_CHECKING:
     import httpx

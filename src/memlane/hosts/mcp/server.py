@@ -99,6 +99,8 @@ class Engine:
         self._memory: Memory | None = None
         self._tools: Tools | None = None
         self._sweeper: Sweeper | None = None
+        self._sweeper_lock = threading.Lock()
+        self._closed = False
 
     def start(self) -> None:
         """Open the memory ahead of the first call, without delaying the handshake."""
@@ -121,8 +123,11 @@ class Engine:
             )
 
     def close(self) -> None:
-        if self._sweeper is not None:
-            self._sweeper.stop(timeout=0.5)
+        with self._sweeper_lock:
+            self._closed = True  # a catch-up still running starts no sweeper after this
+            sweeper = self._sweeper
+        if sweeper is not None:
+            sweeper.stop(timeout=0.5)
         self._executor.submit(self._close_memory)
         self._executor.shutdown(wait=True)
 
@@ -162,8 +167,11 @@ class Engine:
         try:
             layer = SessionsLayer(memory)
             layer.backfill()
-            self._sweeper = layer.sweeper()
-            self._sweeper.start()
+            with self._sweeper_lock:
+                if self._closed:
+                    return
+                self._sweeper = layer.sweeper()
+                self._sweeper.start()
         except Exception as exc:  # the sessions layer is an extra: never fatal
             log.warning("sessions layer unavailable: %s", exc)
 
