@@ -11,6 +11,10 @@ user's memlane settings (autouse). On request:
 * ``cli``: ``memlane`` run in this process on ``clock``, in ``project``.
 * ``fake_openai`` / ``fake_anthropic``: fake LLM servers on 127.0.0.1
   (``fake_llm.py``); ``server.llm()`` is memlane's provider pointed at them.
+* ``fake_embeddings``: a fake embedding server (``fake_embedding.py``).
+
+docs/testing.md describes the lanes, the markers and the rules the suite
+checks on itself.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from pathlib import Path
 
 import pytest
 
+from fake_embedding import FakeEmbeddings
 from fake_llm import FakeAnthropic, FakeOpenAI
 from helpers import NOW, Cli, FixedClock, make_project, open_memory
 from memlane.engine.memory import Memory
@@ -96,11 +101,6 @@ def isolated_home(
     clear_store_command_cache()
     yield home
     clear_store_command_cache()
-
-
-# -- the fake embedding server (fake_embedding.py) ----------------------------------------------
-
-from fake_embedding import FakeEmbeddings  # noqa: E402
 
 
 @pytest.fixture

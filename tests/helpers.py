@@ -11,6 +11,7 @@
 * ``run_memlane``: the command as a real subprocess, for the few tests
   about what only a process shows (exit status, signals, cold start).
 * ``wait_for``: poll a condition another thread makes true.
+* ``IndexWriteLock``: another connection holding an index's write lock.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ __all__ = [
     "Cli",
     "CliResult",
     "FixedClock",
+    "IndexWriteLock",
     "make_project",
     "open_memory",
     "run_memlane",

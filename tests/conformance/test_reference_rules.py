@@ -707,18 +707,21 @@ def test_writes_while_the_embedder_was_down_are_searchable_after_the_next_index(
     project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Once the backend is back, the next index makes everything written meanwhile searchable."""
-    down = _memory(
-        project,
-        MEMLANE_EMBEDDING_PROVIDER="openai",
-        MEMLANE_EMBEDDING_BASE_URL="http://127.0.0.1:9/v1",
-        MEMLANE_EMBEDDING_MODEL=S.BUNDLED_MODEL_NAME,
-    )
-    down.write("the payment test flaked because of a shared sandbox account", now=TODAY)
-    result = down.search("sandbox account")  # still answers: lexical, with a notice
-    assert result.mode == "lexical" and result.hits
-    assert any("semantic search unavailable" in n for n in result.notices)
-    assert down.index.stats()["vectors"] == 0
-    down.close()
+    # A server that cannot embed (404, an error memlane does not retry): the
+    # backend is down for this memory, without waiting out a retry backoff.
+    with FakeOpenAI(embeddings=False) as chat_only:
+        down = _memory(
+            project,
+            MEMLANE_EMBEDDING_PROVIDER="openai",
+            MEMLANE_EMBEDDING_BASE_URL=chat_only.base_url,
+            MEMLANE_EMBEDDING_MODEL=S.BUNDLED_MODEL_NAME,
+        )
+        down.write("the payment test flaked because of a shared sandbox account", now=TODAY)
+        result = down.search("sandbox account")  # still answers: lexical, with a notice
+        assert result.mode == "lexical" and result.hits
+        assert any("semantic search unavailable" in n for n in result.notices)
+        assert chat_only.requests and down.index.stats()["vectors"] == 0
+        down.close()
     monkeypatch.setenv("MEMLANE_EMBEDDING_PROVIDER", "onnx")
     back = _memory(project, MEMLANE_EMBEDDING_PROVIDER="onnx")
     back.sync()

@@ -93,18 +93,22 @@ def test_deadline_is_total(server: FakeOpenAI, kind: str) -> None:
 
 
 def test_the_worker_stops_reading_after_the_deadline(server: FakeOpenAI) -> None:
-    threads_during_the_call: list[str] = []
+    # Only this call's worker counts: other tests' abandoned calls may still be alive.
+    before = set(threading.enumerate())
+    workers: list[threading.Thread] = []
 
     def note_threads(request: Request) -> None:  # runs while the client waits for us
-        threads_during_the_call.extend(t.name for t in threading.enumerate())
+        workers.extend(
+            t for t in threading.enumerate() if t.name == "memlane-llm-openai" and t not in before
+        )
 
     server.responder = note_threads
     server.set(answer="x" * 400, trickle_s=0.01)
     assert failure(make(server), timeout_s=0.3).message == "timed out after 0.3 s"
-    assert "memlane-llm-openai" in threads_during_the_call  # the worker this is about
-    assert wait_until(
-        lambda: not any(t.name == "memlane-llm-openai" for t in threading.enumerate())
-    ), "the request thread outlived its deadline"
+    assert workers  # the worker this is about
+    assert wait_until(lambda: not any(t.is_alive() for t in workers)), (
+        "the request thread outlived its deadline"
+    )
 
 
 def test_instance_timeout_applies_by_default(server: FakeOpenAI) -> None:
