@@ -29,10 +29,12 @@ import json
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any, ClassVar
 
 import numpy as np
+
+from loopback import LoopbackServer
 
 __all__ = ["DIM", "FakeEmbeddings", "Reply", "Script", "normal_body", "raw_vector", "unit"]
 
@@ -82,8 +84,7 @@ class FakeEmbeddings:
         self.script: list[Script] = []  # consumed in order
         self.lock = threading.Lock()
         self._stopping = threading.Event()
-        self._httpd: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
+        self._server: LoopbackServer | None = None
 
     def then(self, *replies: Script) -> FakeEmbeddings:
         """Queue replies, one per coming request (then the normal answer again)."""
@@ -93,8 +94,8 @@ class FakeEmbeddings:
 
     @property
     def base_url(self) -> str:
-        assert self._httpd is not None, "use the server as a context manager"
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+        assert self._server is not None, "use the server as a context manager"
+        return f"http://127.0.0.1:{self._server.port}/v1"
 
     url = base_url  # the name the embedding tests grew up with
 
@@ -111,24 +112,13 @@ class FakeEmbeddings:
         class Handler(_Handler):
             server_fake = fake
 
-        httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        httpd.daemon_threads = True
-        httpd.block_on_close = False  # a delaying handler must not hold up exit
-        self._httpd = httpd
-        # A short poll interval: shutdown() waits up to one interval.
-        self._thread = threading.Thread(
-            target=httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
-        )
-        self._thread.start()
+        self._server = LoopbackServer(Handler)
         return self
 
     def __exit__(self, *exc_info: object) -> None:
         self._stopping.set()  # wakes delaying handlers
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
+        if self._server is not None:
+            self._server.close()
 
 
 class _Handler(BaseHTTPRequestHandler):

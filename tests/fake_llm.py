@@ -77,8 +77,10 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any, ClassVar, Self
+
+from loopback import LoopbackServer
 
 __all__ = [
     "EMBEDDING_DIM",
@@ -260,8 +262,7 @@ class _FakeServer:
         self._queue: list[Behaviour] = [replace(self.behaviour, answer=a) for a in answers]
         self._lock = threading.Lock()
         self._stopping = threading.Event()
-        self._httpd: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
+        self._server: LoopbackServer | None = None
 
     # ---- public API ----------------------------------------------------
 
@@ -292,8 +293,8 @@ class _FakeServer:
 
     @property
     def port(self) -> int:
-        assert self._httpd is not None, "use the server as a context manager"
-        return int(self._httpd.server_address[1])
+        assert self._server is not None, "use the server as a context manager"
+        return self._server.port
 
     @property
     def base_url(self) -> str:
@@ -309,22 +310,13 @@ class _FakeServer:
         class Handler(_Handler):
             server_fake = fake
 
-        httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        httpd.daemon_threads = True
-        httpd.block_on_close = False  # a trickling handler must not hold up exit
-        self._httpd = httpd
-        # A short poll interval: shutdown() waits for it, once per test.
-        self._thread = threading.Thread(
-            target=httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
-        )
-        self._thread.start()
+        self._server = LoopbackServer(Handler)
         return self
 
     def __exit__(self, *exc_info: object) -> None:
-        self._stopping.set()
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
+        self._stopping.set()  # wakes delaying and trickling handlers
+        if self._server is not None:
+            self._server.close()
 
     # ---- for the handler -----------------------------------------------
 
