@@ -26,12 +26,13 @@ lint: $(STAMP)
 FAST_LANE := -m "not e2e and not parity and not subprocess"
 # test-dates: the fast lane on other days, under libfaketime; the last one
 # starts ten seconds before a new year, so the run crosses midnight.
-# tests/faketime/clockwait.c, preloaded with it, converts the deadlines of the
-# waits Debian's libfaketime does not know (every timed lock wait of CPython);
-# -m is its thread-safe build (the tests run many threads); file times stay
-# the kernel's (NO_FAKE_STAT): nothing compares them with the clock.
+# tests/faketime/shim.c, preloaded before it, works around two faults of
+# Debian's libfaketime 0.9.10 in a threaded Python (waits it leaves
+# unconverted, environment reads racing writes); -m is its thread-safe build,
+# it parses its time once (FAKETIME_CACHE_DURATION; 0.9.10 re-parses it every
+# 10 s with a data race), and file times stay the kernel's (NO_FAKE_STAT).
 DATES := 2027-01-01 00:00:30|2028-02-29 23:59:30|2026-12-31 23:59:50
-CLOCKWAIT := $(VENV)/faketime-clockwait.so
+FAKETIME_SHIM := $(VENV)/faketime-shim.so
 
 test: lint
 	$(BIN)/pytest -q --durations=15
@@ -39,17 +40,17 @@ test: lint
 test-fast: $(STAMP)
 	$(BIN)/pytest -q $(FAST_LANE) --durations=15
 
-test-dates: $(STAMP) $(CLOCKWAIT)
+test-dates: $(STAMP) $(FAKETIME_SHIM)
 	@command -v faketime >/dev/null 2>&1 || $(MAKE) --no-print-directory faketime
 	@dates='$(DATES)'; IFS='|'; for moment in $$dates; do \
 		echo "== the fast lane at $$moment (faketime)"; \
-		NO_FAKE_STAT=1 LD_PRELOAD=$(abspath $(CLOCKWAIT)) \
+		NO_FAKE_STAT=1 FAKETIME_CACHE_DURATION=86400 LD_PRELOAD=$(abspath $(FAKETIME_SHIM)) \
 			faketime -m "$$moment" $(BIN)/pytest -q -p no:cacheprovider $(FAST_LANE) || exit 1; \
 	done
 
-$(CLOCKWAIT): tests/faketime/clockwait.c $(STAMP)
+$(FAKETIME_SHIM): tests/faketime/shim.c $(STAMP)
 	@command -v cc >/dev/null 2>&1 || { echo "test-dates builds $< and needs a C compiler (cc): install gcc" >&2; exit 1; }
-	cc -shared -fPIC -O2 -Wall -o $@ $< -ldl
+	cc -shared -fPIC -O2 -Wall -o $@ $< -ldl -lpthread
 
 # Debian's faketime (libfaketime), for test-dates.
 faketime:
