@@ -34,17 +34,23 @@ FAST_LANE := -m "not e2e and not parity and not subprocess"
 DATES := 2027-01-01 00:00:30|2028-02-29 23:59:30|2026-12-31 23:59:50
 FAKETIME_SHIM := $(VENV)/faketime-shim.so
 
+# pytest caches the test modules it rewrites, and every memlane process its
+# bytecode, only where writing bytecode is allowed: an environment that
+# forbids it (PYTHONDONTWRITEBYTECODE) costs each run ~7 s of collection.
+PYTEST := PYTHONDONTWRITEBYTECODE= $(BIN)/pytest
+
 test: lint
-	$(BIN)/pytest -q --durations=15
+	$(PYTEST) -q --durations=15
 
 test-fast: $(STAMP)
-	$(BIN)/pytest -q $(FAST_LANE) --durations=15
+	$(PYTEST) -q $(FAST_LANE) --durations=15
 
 test-dates: $(STAMP) $(FAKETIME_SHIM)
 	@command -v faketime >/dev/null 2>&1 || $(MAKE) --no-print-directory faketime
 	@dates='$(DATES)'; IFS='|'; for moment in $$dates; do \
 		echo "== the fast lane at $$moment (faketime)"; \
-		NO_FAKE_STAT=1 FAKETIME_CACHE_DURATION=86400 LD_PRELOAD=$(abspath $(FAKETIME_SHIM)) \
+		PYTHONDONTWRITEBYTECODE= NO_FAKE_STAT=1 FAKETIME_CACHE_DURATION=86400 \
+			LD_PRELOAD=$(abspath $(FAKETIME_SHIM)) \
 			faketime -m "$$moment" $(BIN)/pytest -q -p no:cacheprovider $(FAST_LANE) || exit 1; \
 	done
 

@@ -13,6 +13,7 @@ Not part of ``make bench``: it runs the test suite, for minutes.
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import subprocess
 import sys
@@ -38,8 +39,10 @@ def run_lane(name: str, marker: str | None, slowest: int) -> dict[str, object]:
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--durations=0"]
     if marker is not None:
         command += ["-m", marker]
+    # As the Makefile runs pytest: bytecode (and pytest's rewritten tests) cached.
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": ""}
     started = time.monotonic()
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
+    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
     wall = time.monotonic() - started
     lines = done.stdout.splitlines()
     counts = {kind: 0 for kind in ("passed", "failed", "skipped", "deselected", "errors")}

@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,8 +27,16 @@ DURATION_NAMES = {"elapsed", "took", "duration", "elapsed_s", "elapsed_ms", "sec
 
 
 def sources() -> Iterator[tuple[Path, ast.Module]]:
-    for path in sorted(TESTS.rglob("*.py")):
-        yield path, ast.parse(path.read_text(encoding="utf-8"), str(path))
+    yield from _parsed()
+
+
+@functools.cache
+def _parsed() -> tuple[tuple[Path, ast.Module], ...]:
+    """Every test-suite module, parsed once for all the rules."""
+    return tuple(
+        (path, ast.parse(path.read_text(encoding="utf-8"), str(path)))
+        for path in sorted(TESTS.rglob("*.py"))
+    )
 
 
 def where(path: Path, node: ast.AST) -> str:
