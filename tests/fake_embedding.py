@@ -107,12 +107,7 @@ class FakeEmbeddings:
         return scripted(inputs) if callable(scripted) else scripted
 
     def __enter__(self) -> FakeEmbeddings:
-        fake = self
-
-        class Handler(_Handler):
-            server_fake = fake
-
-        self._server = LoopbackServer(Handler)
+        self._server = LoopbackServer(_Handler, server_fake=self)
         return self
 
     def __exit__(self, *exc_info: object) -> None:

@@ -305,12 +305,7 @@ class _FakeServer:
         return f"http://127.0.0.1:{self.port}{self.endpoint}"
 
     def __enter__(self) -> _FakeServer:
-        fake = self
-
-        class Handler(_Handler):
-            server_fake = fake
-
-        self._server = LoopbackServer(Handler)
+        self._server = LoopbackServer(_Handler, server_fake=self)
         return self
 
     def __exit__(self, *exc_info: object) -> None:

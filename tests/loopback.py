@@ -14,8 +14,10 @@ class LoopbackServer:
     the poll interval is short because ``shutdown()`` waits up to one.
     """
 
-    def __init__(self, handler: type[BaseHTTPRequestHandler]) -> None:
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    def __init__(self, handler: type[BaseHTTPRequestHandler], **bound: object) -> None:
+        """*bound*: class attributes the handler sees (e.g. the fake it answers for)."""
+        served = type(handler.__name__, (handler,), bound) if bound else handler
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), served)
         self.httpd.daemon_threads = True
         self.httpd.block_on_close = False
         self._thread = threading.Thread(
