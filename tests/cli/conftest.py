@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -31,16 +31,10 @@ def _open_fds() -> dict[int, str]:
 class CleanCli(Cli):
     """``Cli`` that asserts each command left no thread and no open file behind."""
 
-    def __call__(
-        self,
-        *args: str,
-        cwd: Path | str | None = None,
-        env: Mapping[str, str | None] | None = None,
-        input: str | bytes | None = None,
-    ) -> CliResult:
+    def __call__(self, *args: str, **options: Any) -> CliResult:
         threads = set(threading.enumerate())
         fds = _open_fds() if os.path.isdir("/proc/self/fd") else None
-        result = super().__call__(*args, cwd=cwd, env=env, input=input)
+        result = super().__call__(*args, **options)
         left = [t.name for t in threading.enumerate() if t not in threads]
         assert not left, f"memlane {' '.join(args)} left threads running: {left}"
         if fds is not None:

@@ -134,6 +134,17 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return home
 
 
+def add_local_ssh_gotcha(store: Path) -> None:
+    """A topic entry of the store's own, titled like one the pi-memory tree brings."""
+    T.add(
+        store,
+        content="staging SSH is on port 22 now",
+        topic="debugging",
+        title="SSH Gotcha",
+        today=TOPIC_DAY,
+    )
+
+
 def write_tree(directory: Path, files: dict[str, str | bytes]) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     for name, content in files.items():
@@ -235,13 +246,7 @@ def test_same_title_other_content_is_suffixed_never_overwritten(
     source = pi_tree(tmp_path / "pi")
     with open_memory(project, clock=FixedClock(IMPORT_AT)) as mem:
         store = mem.scope.store
-        T.add(
-            store,
-            content="staging SSH is on port 22 now",
-            topic="debugging",
-            title="SSH Gotcha",
-            today=TOPIC_DAY,
-        )
+        add_local_ssh_gotcha(store)
         report = I.import_pi_memory(mem, source)
         renamed = report.of("renamed")
         assert [(r.original_title, r.title) for r in renamed] == [
@@ -379,13 +384,7 @@ def test_dry_run_writes_nothing(project: Path, tmp_path: Path) -> None:
     source = pi_tree(tmp_path / "pi", **{"notes.txt": "a loose note\n"})
     with open_memory(project, clock=FixedClock(IMPORT_AT)) as mem:
         store = mem.scope.store
-        T.add(
-            store,
-            content="staging SSH is on port 22 now",
-            topic="debugging",
-            title="SSH Gotcha",
-            today=TOPIC_DAY,
-        )
+        add_local_ssh_gotcha(store)
         before = snapshot(store)
         report = I.import_pi_memory(mem, source, dry_run=True)
         assert snapshot(store) == before

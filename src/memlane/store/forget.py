@@ -77,7 +77,7 @@ import re
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -101,10 +101,6 @@ _COMPACT_TITLE_RE = re.compile(r"^Memory Compact\b")
 Kind = Literal["entry", "compact"]
 
 
-def _nothing() -> None:
-    return None
-
-
 @dataclass(frozen=True)
 class RewriteHooks:
     """The fault hooks of a removal's rewrite (steps 2 to 4 above).
@@ -116,7 +112,7 @@ class RewriteHooks:
     around it (a late appender). The defaults are the real steps.
     """
 
-    temp_written: Callable[[], None] = _nothing
+    temp_written: Callable[[], None] = field(default=lambda: None)  # nothing, by default
     replace: Callable[[str, Path], None] = os.replace
 
 

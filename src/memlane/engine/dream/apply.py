@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from contextlib import suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
@@ -21,10 +21,6 @@ from memlane.store.durable import fsync_dirs
 from memlane.store.layout import TOPICS_DIR
 
 Replacer = Callable[[Path, Path], None]
-
-
-def _nothing() -> None:
-    return None
 
 
 @dataclass(frozen=True)
@@ -44,7 +40,7 @@ class ApplyHooks:
 
     replace: Replacer = os.replace
     unlink: Callable[[Path], None] = os.unlink
-    committed: Callable[[], None] = _nothing
+    committed: Callable[[], None] = field(default=lambda: None)  # nothing, by default
 
 
 def apply_plan(plan: DreamPlan, *, now: datetime, hooks: ApplyHooks | None = None) -> None:
