@@ -13,6 +13,7 @@ SCRIPTS = [
     "bench_index.py",
     "bench_cold.py",
     "bench_autocontext.py",
+    "bench_fresh.py",
     "bench_redaction.py",
 ]
 

@@ -219,6 +219,38 @@ def test_concurrent_calls_all_come_back_clean(
     assert "Traceback" not in capfd.readouterr().err
 
 
+@pytest.mark.usefixtures("lexical")
+def test_a_write_or_topic_add_is_the_first_hit_of_the_next_search(
+    project: Path, clock: FixedClock
+) -> None:
+    async def body() -> None:
+        async with connect(project, clock) as (session, _):
+            await _ok(session, "memory_write", text="The deploy script needs AWS_PROFILE=staging.")
+            await _ok(session, "memory_search", query="deploy script")  # indexed now
+            await _ok(session, "memory_write", text="Staging deploys need the release manager.")
+            found = await _ok(session, "memory_search", query="release manager staging deploy")
+            result = found.structured_content
+            assert isinstance(result, dict)
+            assert result["hits"] and "release manager" in result["hits"][0]["content"]
+
+            await _ok(
+                session,
+                "memory_topic",
+                action="add",
+                topic="release",
+                title="Release approval",
+                content="The release manager approves production deploys.",
+            )
+            topic = await _ok(
+                session, "memory_topic", action="search", query="who approves production deploys"
+            )
+            matches = topic.structured_content
+            assert isinstance(matches, dict)
+            assert matches["matches"] and matches["matches"][0]["title"] == "Release approval"
+
+    run(body)
+
+
 def test_hybrid_search_with_the_bundled_model(project: Path, clock: FixedClock) -> None:
     async def body() -> None:
         async with connect(project, clock) as (session, _):

@@ -8,8 +8,9 @@ pruned. Work is written in groups so a killed run keeps what it finished.
 from __future__ import annotations
 
 import hashlib
+import os
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,7 +23,14 @@ from memlane.engine.reports import FileFailure, IndexReport, Progress
 from memlane.index.base import FileRecord, IndexBackend, IndexedChunk, file_contexts
 from memlane.store.anchor import parse_anchor
 from memlane.store.chunker import chunk_markdown
-from memlane.store.layout import date_of, entry_time_of, kind_of, list_markdown_files
+from memlane.store.layout import (
+    MARKDOWN_SUFFIXES,
+    MEMORY_INDEX,
+    date_of,
+    entry_time_of,
+    kind_of,
+    list_markdown_files,
+)
 from memlane.store.section import read_markdown
 
 # New chunks embedded and written per group: big enough to batch the model
@@ -51,6 +59,37 @@ class SyncPlan:
     @property
     def idle(self) -> bool:
         return not (self.pending or self.gone or self.missing_vectors)
+
+    @property
+    def embedding_chars(self) -> int:
+        """How many characters applying the plan would embed (context included)."""
+        total = 0
+        for item in self.pending:
+            inputs = embedding_inputs(item.chunks)
+            total += sum(len(inputs[chunk.chunk_hash]) for chunk in item.new)
+        return total
+
+    @property
+    def sources(self) -> list[str]:
+        """The files applying the plan writes or removes."""
+        return [item.record.source for item in self.pending] + list(self.gone)
+
+    def changed_since(self) -> list[str]:
+        """The planned files that changed on disk after the plan read them.
+
+        Another writer may have indexed the newer text meanwhile, and this
+        plan's older one replaced it: such files still need an index run.
+        """
+        changed = []
+        for item in self.pending:
+            try:
+                st = os.stat(item.record.source)
+            except OSError:
+                changed.append(item.record.source)
+                continue
+            if (st.st_mtime_ns, st.st_size) != (item.record.mtime_ns, item.record.size):
+                changed.append(item.record.source)
+        return changed
 
 
 def describe_chunks(chunks: Sequence[Chunk], path: Path, store: Path) -> list[IndexedChunk]:
@@ -124,6 +163,53 @@ class Indexer:
         # A one-row probe: the full list of texts is only read when needed.
         plan.missing_vectors = self.vectors_expected and bool(self.index.missing_vectors(limit=1))
         return plan
+
+    def plan_files(self, sources: Iterable[str]) -> SyncPlan:
+        """``plan`` for just these files (the catch-up before a search): no
+        walk of the store. A file that is gone leaves the index; a path the
+        store walk would not list (``MEMORY.md``, a hidden or non-markdown
+        file, one outside the store) is left out, as the walk leaves it out.
+        """
+        started = time.monotonic()
+        recorded = self.index.files()
+        chosen = sorted({name for name in map(self.walk_name, sources) if name is not None})
+        plan = SyncPlan(total_files=len(chosen), started=started)
+        for source in chosen:
+            path = Path(source)
+            if path.is_file():
+                item = self._scan(path, recorded.get(source), plan.failed_files)
+                if item is not None:
+                    plan.pending.append(item)
+            elif source in recorded:
+                plan.gone.append(source)
+        return plan
+
+    def walk_name(self, source: str) -> str | None:
+        """*source* under the name the store walk lists it by, or None when
+        the walk skips it (``list_markdown_files``' rules for a plain file)."""
+        root = self.store.expanduser().resolve()
+        candidate = Path(source).expanduser().absolute()
+        for base in (root, self.store.expanduser().absolute()):
+            try:
+                relative = candidate.relative_to(base)
+            except ValueError:
+                continue
+            if not relative.parts or relative.parts == (MEMORY_INDEX,):
+                return None
+            if any(part.startswith(".") for part in relative.parts):
+                return None
+            if not relative.name.lower().endswith(MARKDOWN_SUFFIXES):
+                return None
+            listed = root / relative
+            try:
+                target = listed.resolve(strict=True)
+            except FileNotFoundError:
+                return str(listed)  # removed: its chunks leave the index
+            except (OSError, RuntimeError):
+                return None
+            # A symlink out of the store is never indexed (the walk's rule).
+            return str(listed) if target.is_relative_to(root) else None
+        return None
 
     def apply(
         self, plan: SyncPlan, operation: str = "index", progress: Progress | None = None

@@ -24,10 +24,12 @@ from memlane.core.paths import index_dir
 from memlane.core.scope import Scope, resolve_scope
 from memlane.core.settings import SEARCH_TOP_K
 from memlane.core.types import Anchor, Chunk, Entry, Hit, Kind, SearchResult, Section
+from memlane.engine.fresh import FreshWrites
 from memlane.engine.reports import IndexReport, Progress, Status
 
 if TYPE_CHECKING:
     from memlane.embed.base import Embedder, Vectors
+    from memlane.engine.indexer import Indexer
     from memlane.index.sqlite import SqliteIndex
     from memlane.llm.base import LLM
     from memlane.store.daily import DailyWriter
@@ -56,6 +58,7 @@ class Memory:
         config: Config,
         *,
         clock: Clock = SYSTEM_CLOCK,
+        catch_up_char_limit: int | None = None,
         _parts: _SharedParts | None = None,
     ) -> None:
         self.scope = scope
@@ -64,18 +67,29 @@ class Memory:
         # index state all read it, so they agree on the day (core/clock.py).
         self.clock = clock
         self.notices: list[str] = list(config.notices)
+        # A search without a full sync first indexes this process's fresh
+        # writes (``catch_up``); a handle that answers under a deadline
+        # (auto-context) skips that when it would embed more text than this.
+        self.catch_up_char_limit = catch_up_char_limit
         self._parts = _parts or _SharedParts()
         self._index: SqliteIndex | None = None
 
-    def fork(self) -> Memory:
+    def fork(self, *, catch_up_char_limit: int | None = None) -> Memory:
         """Another handle on the same memory for another thread.
 
         An index connection belongs to one thread, so each worker of a
         session (indexer, auto-context search) gets its own handle; the
-        embedder (one model load per process) and the daily-file writer (one
-        ``## Session`` decision per process) are shared.
+        embedder (one model load per process), the daily-file writer (one
+        ``## Session`` decision per process) and the record of fresh writes
+        (``fresh``) are shared. ``catch_up_char_limit``: see ``catch_up``.
         """
-        return Memory(self.scope, self.config, clock=self.clock, _parts=self._parts)
+        return Memory(
+            self.scope,
+            self.config,
+            clock=self.clock,
+            catch_up_char_limit=catch_up_char_limit,
+            _parts=self._parts,
+        )
 
     @classmethod
     def open(
@@ -232,9 +246,24 @@ class Memory:
                 "the text is not valid UTF-8, so it was not written",
                 "re-encode the input as UTF-8 and try again",
             ) from None
-        return self._parts.writer().append(
+        entry = self._parts.writer().append(
             self.scope.store, text, anchor, now or self.clock.now(), anchor.session
         )
+        self.note_written(entry.path)
+        return entry
+
+    @property
+    def fresh(self) -> FreshWrites:
+        """The store files this process wrote since they were last indexed."""
+        return self._parts.fresh
+
+    def note_written(self, *paths: str | Path) -> None:
+        """Store files were just written or removed: the next search indexes them first.
+
+        ``write`` notes its daily file itself; other writers of the store
+        (topic ``add``/``remove``) call this.
+        """
+        self._parts.fresh.note(paths)
 
     def require_store(self) -> None:
         """Raise a clear error when this project has no memory store yet."""
@@ -262,7 +291,6 @@ class Memory:
         not rewrite the index state file.
         """
         from memlane.embed.factory import vector_space
-        from memlane.engine.indexer import Indexer
         from memlane.index import state
 
         index = self.index
@@ -271,19 +299,17 @@ class Memory:
         space_changed = index.ensure_model(space, None)
         state_path = self.scope.state_path
         paths = [str(self.scope.store)]
-        vectors_expected = self.config.embedding.provider != "none"
-        indexer = Indexer(
-            self.scope.store,
-            index,
-            self.model,
-            lambda: self.embedder,
-            vectors_expected=vectors_expected,
-        )
+        indexer = self.indexer()
+        fresh = self._parts.fresh
+        # Writes up to here are covered by this run (it reads the files after).
+        written_upto, _ = fresh.snapshot()
         plan = indexer.plan(progress)
-        if quiet_when_idle and plan.idle and not rebuilt:
+        if quiet_when_idle and plan.idle and not rebuilt and not fresh.unrecorded:
             # A catch-up before a search found nothing to do: leave the
             # state file alone so it keeps describing the last real run.
-            return indexer.apply(plan, operation, progress)
+            report = indexer.apply(plan, operation, progress)
+            fresh.indexed(written_upto)
+            return report
 
         def record(event: Callable[..., None], *args: object) -> None:
             event(
@@ -302,11 +328,10 @@ class Memory:
         except MemlaneError as exc:
             record(state.record_error, exc)
             raise
-        problem = indexer.embedder_problem or self.embedder_problem
-        if problem and report.unembedded_chunks and report.vectors_expected:
-            report.notices.append(
-                f"semantic search unavailable ({problem}); chunks were stored for lexical search"
-            )
+        fresh.indexed(written_upto)
+        fresh.note(plan.changed_since())
+        fresh.recorded()
+        self.add_embedder_notice(indexer, report)
         if space_changed:
             report.notices.append(
                 f"the embedding setup changed (now {space}); every chunk was embedded again"
@@ -315,6 +340,39 @@ class Memory:
             report.notices.insert(0, f"the index was rebuilt from markdown: {rebuilt}")
         record(state.record_report, report)
         return report
+
+    def indexer(self) -> Indexer:
+        """An ``Indexer`` over this memory's store and this handle's index."""
+        from memlane.engine.indexer import Indexer
+
+        return Indexer(
+            self.scope.store,
+            self.index,
+            self.model,
+            lambda: self.embedder,
+            vectors_expected=self.config.embedding.provider != "none",
+        )
+
+    def add_embedder_notice(self, indexer: Indexer, report: IndexReport) -> None:
+        """Say so in *report* when its chunks were stored without vectors."""
+        problem = indexer.embedder_problem or self.embedder_problem
+        if problem and report.unembedded_chunks and report.vectors_expected:
+            report.notices.append(
+                f"semantic search unavailable ({problem}); chunks were stored for lexical search"
+            )
+
+    def catch_up(self, char_limit: int | None = None) -> IndexReport | None:
+        """Index only the files this process wrote since they were last indexed.
+
+        What a search runs first when a session's debounced indexer keeps
+        the index current: no walk of the store, None at once when nothing
+        was written; with ``char_limit``, None (the work left to the
+        indexer) when it would embed more characters than that. See
+        ``engine/fresh.py``.
+        """
+        from memlane.engine.fresh import catch_up
+
+        return catch_up(self, char_limit)
 
     def reindex(self, progress: Progress | None = None) -> IndexReport:
         """Drop the derived index and rebuild it from the markdown alone."""
@@ -344,6 +402,13 @@ class Memory:
         ``mode``: "hybrid" (BM25 + dense, fused by ``index.fusion``),
         "lexical" (BM25 only, no model load) or "semantic" (dense only;
         an error when no embedder is available).
+
+        ``sync``: bring the index in line with the whole store first (the
+        CLI, the MCP server: another process may have written). False when
+        a session's indexer keeps the index current: only what this process
+        wrote since the last index run is indexed first (``catch_up``,
+        bounded by ``catch_up_char_limit``), so a memory written a moment
+        ago is found.
         """
         from memlane.index.base import SearchFilters
 
@@ -357,6 +422,10 @@ class Memory:
         if sync:
             report = self.sync(quiet_when_idle=True)
             notices.extend(report.notices)
+        else:
+            from memlane.engine.fresh import catch_up_before_search
+
+            notices.extend(catch_up_before_search(self))
         vector = self.query_vector(query, mode, notices)
         filters = SearchFilters(
             kind=kind, source_prefix=source_prefix, after=after, before=before, session=session
@@ -644,6 +713,7 @@ class _SharedParts:
         self.warmed = False
         self._writer: DailyWriter | None = None
         self._writer_lock = threading.Lock()
+        self.fresh = FreshWrites()
 
     def writer(self) -> DailyWriter:
         with self._writer_lock:

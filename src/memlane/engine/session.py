@@ -484,7 +484,12 @@ class Session:
         warm_ups: tuple[Callable[[Memory], Any], ...] = ()
         if self.surfacer is not None:
             warm_ups = (self.surfacer.warm,)
-        return SearchWorker(self.memory.fork(), warm_ups)
+        from memlane.engine import fresh
+
+        # Its searches first index this session's fresh writes, unless that
+        # would embed more than the deadline allows (engine/fresh.py).
+        memory = self.memory.fork(catch_up_char_limit=fresh.AUTO_CONTEXT_CATCH_UP_CHARS)
+        return SearchWorker(memory, warm_ups)
 
     def wait_auto_context_ready(self, timeout_s: float) -> bool:
         """Start the auto-context worker if needed and wait until it is warm."""
@@ -733,5 +738,6 @@ class Session:
             "extraction": self.extraction.to_json(),
             "recall": self.recall.to_json(),
             "indexer": self.indexer.state.to_json(),
+            "fresh_writes": self.memory.fresh.to_json(),
             "pending_captures": self.pending_captures,
         }

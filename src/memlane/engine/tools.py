@@ -302,7 +302,9 @@ class Tools:
         k = args.get("k", self.memory.config.session.search_top_k)
         if args.get("scope") == "all":
             return self._search_all(query, k, args)
-        # A live session's indexer keeps the index current; without one, catch up first.
+        # In a live session its indexer keeps the index current and the search
+        # first indexes what the session wrote since (so a memory_write just
+        # made is found); without a session the whole store is synced first.
         result = self.memory.search(
             query,
             k,
@@ -480,8 +482,9 @@ class Tools:
     def _topic(self, args: dict[str, Any]) -> ToolResult:
         from memlane.engine.topics import topic_tool
 
-        # A live session's indexer picks the change up (debounced); without
-        # one the index is brought up to date before answering.
+        # A live session's indexer picks the change up (debounced), and a
+        # search before that indexes the changed file first; without a
+        # session the index is brought up to date before answering.
         result = topic_tool(self.memory, args, sync=self.session is None)
         if self.session is not None and args["action"] in ("add", "remove"):
             self.session.note_write()

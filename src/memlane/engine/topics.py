@@ -8,8 +8,9 @@
 
 After an add or a remove the index is brought up to date here
 (``Memory.sync``) unless the caller says a live session's indexer will do
-it (``sync=False``); an index failure never undoes the write, it only adds
-a notice.
+it (``sync=False``; the changed topic file is noted as a fresh write, so a
+search in the session indexes it first); an index failure never undoes the
+write, it only adds a notice.
 """
 
 from __future__ import annotations
@@ -147,6 +148,7 @@ def add_entry(
         max_lines=max_lines,
         max_bytes=max_bytes,
     )
+    mem.note_written(change.path)  # a search in this session indexes it first
     return change, _sync(mem, sync)
 
 
@@ -160,6 +162,7 @@ def remove_entry(mem: Memory, *, entry: str, sync: bool = True) -> tuple[TopicCh
         max_lines=max_lines,
         max_bytes=max_bytes,
     )
+    mem.note_written(change.path)
     return change, _sync(mem, sync)
 
 
