@@ -358,9 +358,12 @@ def test_the_sidecar_process_writes_only_protocol_lines_and_exits_0_at_eof(
             "tool", {"name": "memory_write", "arguments": {"text": "the queue is RabbitMQ"}}
         )
         assert "Saved to" in wrote["text"]
+        # The answer says more than the memory just written (an answer that
+        # only restated it would not be captured again: engine/echo.py).
+        answer = "RabbitMQ, listening on port 5672."
         host.result(
             "agent_settled",
-            {"exchange": {"user": "which queue?", "assistant": "RabbitMQ.", "entry_id": "e1"}},
+            {"exchange": {"user": "which queue?", "assistant": answer, "entry_id": "e1"}},
         )
         host.close_input()
         # Whatever comes until stdout closes is JSON-RPC too (the capture's llm.complete).
@@ -376,4 +379,4 @@ def test_the_sidecar_process_writes_only_protocol_lines_and_exits_0_at_eof(
         for stream in (proc.stdin, proc.stdout, proc.stderr):
             stream.close()
     text = _daily_text(project)
-    assert "the queue is RabbitMQ" in text and "which queue?" in text
+    assert "the queue is RabbitMQ" in text and "which queue?" in text and "5672" in text
