@@ -19,6 +19,7 @@ from memlane.engine.echo import (
     ALL_RESTATED,
     RECALL_PROMPT_PREFIX,
     Recalled,
+    Verdict,
     is_memlane_tool,
     judge,
 )
@@ -223,8 +224,8 @@ def test_the_pi_recall_command_sends_the_prefix_memlane_recognises() -> None:
 # -- the measure itself -------------------------------------------------------------------
 
 
-def _judge(user: str, assistant: str, *texts: str, tools: tuple[str, ...] = ("memory_search",)):  # type: ignore[no-untyped-def]
-    return judge(user, assistant, Recalled(tools, texts))
+def _judge(user: str, assistant: str, *texts: str) -> Verdict | None:
+    return judge(user, assistant, Recalled(("memory_search",), texts))
 
 
 def test_no_memlane_tool_no_verdict() -> None:
@@ -270,3 +271,11 @@ def test_a_sentence_that_only_shares_the_subject_is_kept() -> None:
 )
 def test_which_tool_calls_are_memlanes(name: object, ours: bool) -> None:
     assert is_memlane_tool(name) is ours
+
+
+def test_restating_the_question_adds_nothing() -> None:
+    # "sign off", "ship" and "prod" come from the question, the rest from memory.
+    verdict = _judge(
+        QUESTION, "The release manager has to sign off before you ship to prod.", DECISION
+    )
+    assert verdict is not None and verdict.restated == 1 and verdict.recall_only

@@ -16,9 +16,11 @@ itself. The rule (docs/session.md, "What is not captured again"):
   A sentence is **restated** when at least ``RESTATED_COVERAGE`` of its
   distinct content words (lower-cased, crudely stemmed, stopwords and
   recall chatter such as "memory", "found", "according" left out) occur in
-  the recalled text. Statements in the user's prompt are weighed the same
-  way (a new fact the user states is new); the prompt's questions and a
-  whole ``/recall`` request are not.
+  the recalled text or in the question it answers (the user's sentences
+  that end with ``?``, the query of a ``/recall``): restating the question
+  adds nothing either. Statements in the user's prompt are weighed the
+  same way (a new fact the user states is new); its questions and a whole
+  ``/recall`` request are not.
 * **Recall-only**: memlane's tools ran (or the prompt is a ``/recall``
   request), the host did not report any other tool call, and restated
   sentences hold at least ``ECHO_SHARE`` of the content words. Such an
@@ -85,12 +87,21 @@ based cite cited citing shows shown saved store stored expand transcript
 
 def _stem(word: str) -> str:
     # The crude suffix strip of topic surfacing: meets "deploys"/"deploy"
-    # and "approved"/"approve" without a stemmer dependency.
+    # and "approved"/"approve" without a stemmer dependency; a doubled final
+    # consonant is undone too ("shipping"/"ship").
     for suffix in ("ingly", "edly", "ing", "ies", "ied", "es", "ed", "ly", "s"):
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
             if suffix in ("ies", "ied"):
                 return word[: -len(suffix)] + "y"
-            return word[: -len(suffix)]
+            stem = word[: -len(suffix)]
+            if (
+                suffix in ("ing", "ed")
+                and len(stem) >= 4
+                and stem[-1] == stem[-2]
+                and stem[-1] not in "aeiouls"
+            ):
+                return stem[:-1]
+            return stem
     return word
 
 
@@ -226,13 +237,30 @@ def _sentences(line: str, known: set[str]) -> list[_Sentence]:
     return out
 
 
+def _is_question(sentence: str) -> bool:
+    return sentence.rstrip().endswith("?")
+
+
+def _asked(user: str) -> set[str]:
+    """The content words of what the user asked: questions, or a /recall query."""
+    if is_recall_prompt(user):
+        query = user.lstrip()[len(RECALL_PROMPT_PREFIX) :].split("\n\n", 1)[0]
+        return content_terms(query)
+    out: set[str] = set()
+    for line in user.splitlines():
+        for piece in _SENTENCE_END_RE.split(line.strip()):
+            if _is_question(piece):
+                out |= content_terms(piece)
+    return out
+
+
 def _user_statements(user: str, known: set[str]) -> list[_Sentence]:
     """The prompt's sentences that state something (its questions ask, they add nothing)."""
     return [
         sentence
         for line in user.splitlines()
         for sentence in _sentences(line, known)
-        if not sentence.text.rstrip().endswith("?")
+        if not _is_question(sentence.text)
     ]
 
 
@@ -252,7 +280,7 @@ def judge(
     recall_prompt = is_recall_prompt(user)
     if not recalled.tools and not recall_prompt:
         return None
-    known: set[str] = set()
+    known = _asked(user)
     for text in recalled.texts:
         known |= content_terms(text)
     measured = [] if recall_prompt else _user_statements(user, known)
