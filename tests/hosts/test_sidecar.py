@@ -239,6 +239,27 @@ def test_gated_exchange_is_not_queued(sidecar: InProcess, project: Path) -> None
     assert sidecar.llm_requests == []
 
 
+def test_an_exchange_that_only_restated_a_tools_answer_is_not_queued(
+    sidecar: InProcess, project: Path
+) -> None:
+    _start(sidecar, project)
+    fact = "the staging db is on port 5433"
+    sidecar.result("tool", {"name": "memory_write", "arguments": {"text": fact}})
+    exchange = {"user": "note that the staging db is on port 5433", "assistant": f"Saved: {fact}."}
+    reply = sidecar.call("agent_settled", {"exchange": {**exchange, "tools": "memory_write"}})
+    assert reply["error"]["code"] == -32602 and "exchange.tools" in reply["error"]["message"]
+    sidecar.result("tool", {"name": "memory_write", "arguments": {"text": fact}})
+    result = sidecar.result("agent_settled", {"exchange": {**exchange, "tools": ["memory_write"]}})
+    assert result["queued"] is False and "only restated" in result["reason"]
+    # The host reports another tool: the exchange did work and is captured.
+    sidecar.result("tool", {"name": "memory_write", "arguments": {"text": fact}})
+    result = sidecar.result(
+        "agent_settled", {"exchange": {**exchange, "tools": ["memory_write", "bash"]}}
+    )
+    assert result == {"queued": True}
+    sidecar.result("session_shutdown", {})
+
+
 def test_snapshot_and_tools(sidecar: InProcess, project: Path) -> None:
     _start(sidecar, project)
     injection = sidecar.result("before_agent_start", {"prompt": "hello"})

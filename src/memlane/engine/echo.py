@@ -85,6 +85,7 @@ based cite cited citing shows shown saved store stored expand transcript
 """
 
 
+@functools.lru_cache(maxsize=65536)
 def _stem(word: str) -> str:
     # The crude suffix strip of topic surfacing: meets "deploys"/"deploy"
     # and "approved"/"approve" without a stemmer dependency; a doubled final
