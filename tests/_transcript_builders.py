@@ -92,11 +92,19 @@ class PiSession:
         }
         return self.entry("message", entry_id, parent, message=message)
 
-    def tool_result(self, text: str, entry_id: str | None = None, parent: Any = _UNSET) -> str:
+    def tool_result(
+        self,
+        text: str,
+        entry_id: str | None = None,
+        parent: Any = _UNSET,
+        *,
+        tool_name: str = "bash",
+        call_id: str = "call_0",
+    ) -> str:
         message = {
             "role": "toolResult",
-            "toolCallId": "call_0",
-            "toolName": "bash",
+            "toolCallId": call_id,
+            "toolName": tool_name,
             "content": [{"type": "text", "text": text}],
             "isError": False,
             "timestamp": 0,

@@ -178,6 +178,12 @@ def test_2_snapshot_in_system_prompt_and_the_recall_ladder(
     assert REDIS_PROMPT in seen["transcript"], seen["transcript"]
     assert REDIS_ANSWER in seen["transcript"]
 
+    # the answer only restated what the ladder returned: pi's session ended
+    # (captures flushed) and it was never sent to be distilled into memory
+    asked = "What did we decide about the cache last time?"
+    assert not [r for r in fake_model.distill_requests if asked in "".join(r.texts())]
+    assert "Memory says" not in _daily(world).read_text()
+
 
 def _text_of(entry: dict[str, Any]) -> str:
     content = entry.get("message", {}).get("content")

@@ -239,6 +239,27 @@ def test_gated_exchange_is_not_queued(sidecar: InProcess, project: Path) -> None
     assert sidecar.llm_requests == []
 
 
+def test_an_exchange_that_only_restated_a_tools_answer_is_not_queued(
+    sidecar: InProcess, project: Path
+) -> None:
+    _start(sidecar, project)
+    fact = "the staging db is on port 5433"
+    sidecar.result("tool", {"name": "memory_write", "arguments": {"text": fact}})
+    exchange = {"user": "note that the staging db is on port 5433", "assistant": f"Saved: {fact}."}
+    reply = sidecar.call("agent_settled", {"exchange": {**exchange, "tools": "memory_write"}})
+    assert reply["error"]["code"] == -32602 and "exchange.tools" in reply["error"]["message"]
+    sidecar.result("tool", {"name": "memory_write", "arguments": {"text": fact}})
+    result = sidecar.result("agent_settled", {"exchange": {**exchange, "tools": ["memory_write"]}})
+    assert result["queued"] is False and "only restated" in result["reason"]
+    # The host reports another tool: the exchange did work and is captured.
+    sidecar.result("tool", {"name": "memory_write", "arguments": {"text": fact}})
+    result = sidecar.result(
+        "agent_settled", {"exchange": {**exchange, "tools": ["memory_write", "bash"]}}
+    )
+    assert result == {"queued": True}
+    sidecar.result("session_shutdown", {})
+
+
 def test_snapshot_and_tools(sidecar: InProcess, project: Path) -> None:
     _start(sidecar, project)
     injection = sidecar.result("before_agent_start", {"prompt": "hello"})
@@ -358,9 +379,12 @@ def test_the_sidecar_process_writes_only_protocol_lines_and_exits_0_at_eof(
             "tool", {"name": "memory_write", "arguments": {"text": "the queue is RabbitMQ"}}
         )
         assert "Saved to" in wrote["text"]
+        # The answer says more than the memory just written (an answer that
+        # only restated it would not be captured again: engine/echo.py).
+        answer = "RabbitMQ, listening on port 5672."
         host.result(
             "agent_settled",
-            {"exchange": {"user": "which queue?", "assistant": "RabbitMQ.", "entry_id": "e1"}},
+            {"exchange": {"user": "which queue?", "assistant": answer, "entry_id": "e1"}},
         )
         host.close_input()
         # Whatever comes until stdout closes is JSON-RPC too (the capture's llm.complete).
@@ -376,4 +400,4 @@ def test_the_sidecar_process_writes_only_protocol_lines_and_exits_0_at_eof(
         for stream in (proc.stdin, proc.stdout, proc.stderr):
             stream.close()
     text = _daily_text(project)
-    assert "the queue is RabbitMQ" in text and "which queue?" in text
+    assert "the queue is RabbitMQ" in text and "which queue?" in text and "5672" in text

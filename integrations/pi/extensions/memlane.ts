@@ -9,7 +9,7 @@
  * The protocol is DESIGN.md §9 of memlane:
  *   session_start {cwd, session_id, transcript_path, host, reason?} -> {snapshot, notices[]}
  *   before_agent_start {prompt} -> {system_append, message: {content} | null}
- *   agent_settled {exchange: {...}} -> {queued, reason?}
+ *   agent_settled {exchange: {..., tools: [names of the tools the run called]}} -> {queued, reason?}
  *   session_compact {} -> {snapshot}
  *   session_shutdown {} -> {flushed, pending}
  *   tool {name, arguments} -> {text, details}
@@ -339,22 +339,39 @@ function asObject(value: Json): JsonObject {
 	return value && typeof value === "object" && !Array.isArray(value) ? value : {};
 }
 
-/** The user prompt and final assistant text of the run that just settled, from the active branch. */
-function settledExchange(ctx: ExtensionContext): { user: string | null; assistant: string; entryId: string | null } {
+/** The names of the tools an assistant message calls. */
+function toolNames(content: unknown): string[] {
+	if (!Array.isArray(content)) return [];
+	return content
+		.filter((part): part is { type: "toolCall"; name: string } => part?.type === "toolCall" && typeof part.name === "string")
+		.map((part) => part.name);
+}
+
+/** The user prompt, final assistant text and tools called of the run that just settled, from the active branch. */
+function settledExchange(ctx: ExtensionContext): {
+	user: string | null;
+	assistant: string;
+	entryId: string | null;
+	tools: string[];
+} {
 	const branch = ctx.sessionManager.getBranch() as Array<{ type: string; id: string; message?: { role?: string; content?: unknown } }>;
 	let assistant = "";
 	let user: string | null = null;
+	const tools: string[] = [];
 	for (let i = branch.length - 1; i >= 0; i--) {
 		const entry = branch[i];
 		if (entry.type !== "message" || !entry.message) continue;
 		const role = entry.message.role;
-		if (role === "assistant" && !assistant) assistant = textOf(entry.message.content).trim();
+		if (role === "assistant") {
+			if (!assistant) assistant = textOf(entry.message.content).trim();
+			tools.unshift(...toolNames(entry.message.content));
+		}
 		if (role === "user") {
 			user = textOf(entry.message.content);
 			break;
 		}
 	}
-	return { user, assistant, entryId: ctx.sessionManager.getLeafId() ?? null };
+	return { user, assistant, entryId: ctx.sessionManager.getLeafId() ?? null, tools };
 }
 
 function modelCost(model: { cost?: { input?: number; output?: number } }): number {
@@ -556,7 +573,7 @@ export default function memlane(pi: ExtensionAPI): void {
 
 	pi.on("agent_settled", async (event, ctx) => {
 		currentCtx = ctx;
-		const { user, assistant, entryId } = settledExchange(ctx);
+		const { user, assistant, entryId, tools } = settledExchange(ctx);
 		if (user === null) return; // a run with no user prompt on the branch: nothing to capture
 		await forward("agent_settled", {
 			exchange: {
@@ -566,6 +583,7 @@ export default function memlane(pi: ExtensionAPI): void {
 				entry_id: entryId,
 				session_id: ctx.sessionManager.getSessionId(),
 				transcript_path: ctx.sessionManager.getSessionFile() ?? null,
+				tools,
 			},
 		});
 	});
@@ -768,6 +786,8 @@ export default function memlane(pi: ExtensionAPI): void {
 			const scope = all
 				? 'Search every project (memory_search with scope "all"; pass a hit\'s origin project back as project).'
 				: "Search this project's memory.";
+			// memlane knows a /recall exchange by this opening (RECALL_PROMPT_PREFIX in
+			// src/memlane/engine/echo.py): it is not captured again, nor indexed as a message.
 			const request = `Recall from long-term memory: ${query}\n\nUse the recall skill: start with memory_search, go to memory_expand and then memory_transcript only if the shallower layer does not answer. ${scope} Answer from what memory says and cite the chunk hashes you used.`;
 			if (ctx.isIdle()) pi.sendUserMessage(request);
 			else pi.sendUserMessage(request, { deliverAs: "followUp" });

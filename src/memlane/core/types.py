@@ -223,6 +223,10 @@ class Exchange:
     ``entry_id`` is the host's id for the exchange (pi's session entry id,
     Claude Code's message uuid); with ``session_id`` and ``transcript_path``
     it becomes the entry's anchor, which L3 recall follows back.
+    ``tools`` names every tool the agent called during the exchange, when
+    the host reports them (None when it does not): capture tells an answer
+    that only restated recalled memory from one that also did work
+    (engine/echo.py).
     """
 
     user: str
@@ -231,6 +235,7 @@ class Exchange:
     entry_id: str | None = None
     session_id: str | None = None
     transcript_path: str | None = None
+    tools: tuple[str, ...] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

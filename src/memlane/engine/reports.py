@@ -190,7 +190,9 @@ def render_status(st: Status) -> str:
             (
                 "captured",
                 f"{cap.get('written', 0)} written, {cap.get('failed', 0)} failed, "
-                f"{st.session.get('pending_captures', 0)} pending",
+                f"{st.session.get('pending_captures', 0)} pending, "
+                f"{cap.get('skipped_recall_only', 0)} only restated memory (not captured), "
+                f"{cap.get('restated_dropped', 0)} restated sentences left out",
             )
         )
     if st.sessions:

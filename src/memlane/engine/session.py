@@ -13,7 +13,9 @@ host. What happens, per reference/pi-memsearch-runtime.txt:
 * ``agent_settled(exchange)``: gates, then in the background redact →
   distil → append one anchored entry → debounced index, then the durable
   learnings as topic entries; the transcript's new messages are enqueued for
-  the sessions layer.
+  the sessions layer. What memlane's own tools returned during the exchange
+  is not captured again (engine/echo.py): an answer that only restated it is
+  skipped, any other loses its restated sentences.
 * ``compacted()`` / ``refresh_snapshot()``: rebuild the snapshot.
 * ``shutdown()``: flush pending captures (a capture that cannot finish in
   time is written as a digest, never dropped) and settle the indexer, racing
@@ -33,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from memlane.core.settings import SessionSettings
 from memlane.core.types import Anchor, Exchange, Hit
+from memlane.engine.echo import RecallLog, is_memlane_tool, judge
 from memlane.engine.schedule import IndexScheduler
 from memlane.engine.search_worker import SearchWorker
 from memlane.engine.session_state import (
@@ -143,6 +146,7 @@ class Session:
         self._sweeper: Sweeper | None = None
         self.recall = RecallState(mode=self.sessions_settings.auto_recall)
         self._primer_line: str | None = None
+        self._recall_log = RecallLog()  # what memlane handed the agent since the last exchange
         self._lock = threading.Lock()
         self._snapshot = self._build_snapshot()
         self._jobs: list[_CaptureJob] = []
@@ -356,9 +360,10 @@ class Session:
             if self.clock.today() != self._snapshot.day:
                 self._snapshot = self._build_snapshot()
             snapshot = self._snapshot
-        return Injection(
-            system_append=snapshot.text, message=self._hidden_message(prompt, snapshot)
-        )
+        message = self._hidden_message(prompt, snapshot)
+        if message:
+            self._recall_log.note_injection(message)
+        return Injection(system_append=snapshot.text, message=message)
 
     def _hidden_message(self, prompt: str, snapshot: Snapshot) -> str | None:
         """Auto-context hits and surfaced topics, found by one warm worker in one deadline."""
@@ -521,6 +526,7 @@ class Session:
 
     def agent_settled(self, exchange: Exchange) -> Queued:
         """Gate the exchange and queue it for capture (distillation runs in the background)."""
+        recalled = self._recall_log.take()  # whatever the outcome: the next exchange starts clean
         if self._closed:
             return Queued(False, "the session has shut down")
         if not self.capture.enabled:
@@ -538,6 +544,14 @@ class Session:
         transcript = exchange.transcript_path or self.transcript_path
         if layer is not None and transcript:
             layer.index_new(transcript)  # only enqueues: the host never waits
+        other_tools = [name for name in exchange.tools or () if not is_memlane_tool(name)]
+        verdict = judge(exchange.user, exchange.assistant, recalled, other_tools=other_tools)
+        if verdict is not None and verdict.recall_only:
+            self.capture.skipped_recall_only += 1
+            return Queued(False, verdict.reason)
+        if verdict is not None and verdict.restated:
+            self.capture.restated_dropped += verdict.restated
+            exchange = replace(exchange, assistant=verdict.assistant)
         job = _CaptureJob(exchange)
         with self._lock:
             if self._closed:  # shutdown began after the first check
@@ -617,14 +631,7 @@ class Session:
         user = redact(exchange.user)
         assistant = redact(exchange.assistant)
         self.capture.redactions += user.count + assistant.count
-        return Exchange(
-            user=user.text,
-            assistant=assistant.text,
-            aborted=exchange.aborted,
-            entry_id=exchange.entry_id,
-            session_id=exchange.session_id,
-            transcript_path=exchange.transcript_path,
-        )
+        return replace(exchange, user=user.text, assistant=assistant.text)
 
     def _write(self, job: _CaptureJob, bullets: list[str]) -> None:
         from memlane.core.errors import MemlaneError
@@ -676,6 +683,10 @@ class Session:
     def note_write(self) -> None:
         """A tool wrote to the store: schedule the debounced index."""
         self.indexer.note_write()
+
+    def note_tool(self, name: str, arguments: dict[str, Any], result_text: str) -> None:
+        """One of memlane's tools answered the agent: its text is recalled, not news."""
+        self._recall_log.note_tool(name, arguments, result_text)
 
     # -- shutdown -----------------------------------------------------------------------
 

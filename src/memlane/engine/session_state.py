@@ -153,6 +153,10 @@ class CaptureState:
     distilled: int = 0
     failed: int = 0
     skipped: int = 0
+    # Exchanges that only restated what memlane's tools returned (engine/echo.py).
+    skipped_recall_only: int = 0
+    # Restated sentences left out of the exchanges that were captured.
+    restated_dropped: int = 0
     redactions: int = 0
     last_failure: str | None = None
     write_errors: list[str] = field(default_factory=list)
@@ -166,6 +170,8 @@ class CaptureState:
             "distilled": self.distilled,
             "failed": self.failed,
             "skipped": self.skipped,
+            "skipped_recall_only": self.skipped_recall_only,
+            "restated_dropped": self.restated_dropped,
             "redactions": self.redactions,
             "last_failure": self.last_failure,
             "write_errors": list(self.write_errors),

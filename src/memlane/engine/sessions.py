@@ -49,6 +49,8 @@ from memlane.core.errors import EmbedderError, MemlaneError
 from memlane.core.settings import SessionsSettings
 from memlane.core.trace import trace
 from memlane.core.types import Hit, SearchResult
+from memlane.engine.echo import is_memlane_tool, is_recall_prompt
+from memlane.engine.own_messages import OwnCalls, may_hold_own_messages
 from memlane.index.sessions import (
     ROLES,
     BatchWrite,
@@ -101,6 +103,12 @@ META_SWEEP_INTERVAL_MS = "sweep.interval_ms"
 META_SWEEP_LAST_AT = "sweep.last_at"
 META_SWEEP_LAST_ADDED = "sweep.last_added"
 META_SWEEP_PID = "sweep.pid"
+# Which rules made the stored documents: bumped when a rule leaves out or
+# words differently what an earlier one stored (1: memlane's own tool calls,
+# results and /recall prompts are not documents). A store made under older
+# rules has its transcripts re-read once (engine/own_messages.py).
+DOCS_RULES_VERSION = 1
+META_DOCS_RULES = "docs.rules"
 
 # pi entry types that are never documents (known, so not "unknown").
 _PI_SILENT_TYPES = frozenset(
@@ -299,7 +307,10 @@ def pi_docs(obj: dict[str, Any]) -> list[_Doc] | None:
         stamp = stamp or utc_iso(message.get("timestamp"))
         content = message.get("content")
         if role == "user":
-            return [_Doc(entry_id, "user", _clip(text_of_blocks(content), MAX_TEXT_CHARS), stamp)]
+            text = text_of_blocks(content)
+            if is_recall_prompt(text):
+                return []  # memlane's own /recall prompt (engine/own_messages.py)
+            return [_Doc(entry_id, "user", _clip(text, MAX_TEXT_CHARS), stamp)]
         if role == "assistant":
             out = [
                 _Doc(entry_id, "assistant", _clip(text_of_blocks(content), MAX_TEXT_CHARS), stamp)
@@ -307,7 +318,9 @@ def pi_docs(obj: dict[str, Any]) -> list[_Doc] | None:
             calls = [
                 _call_text(block.get("name"), block.get("arguments"))
                 for block in content or []
-                if isinstance(block, dict) and block.get("type") == "toolCall"
+                if isinstance(block, dict)
+                and block.get("type") == "toolCall"
+                and not is_memlane_tool(block.get("name"))
             ]
             if calls:
                 out.append(
@@ -315,6 +328,8 @@ def pi_docs(obj: dict[str, Any]) -> list[_Doc] | None:
                 )
             return out
         if role == "toolResult":
+            if is_memlane_tool(message.get("toolName")):
+                return []  # memlane's own answer: recalled memory, not conversation
             text = f"{message.get('toolName') or 'tool'} result: {_blocks_text(content)}"
             return [_Doc(entry_id, "tool", _clip(text, MAX_TOOL_CHARS), stamp)]
         if role == "bashExecution":
@@ -335,8 +350,12 @@ def pi_docs(obj: dict[str, Any]) -> list[_Doc] | None:
     return None
 
 
-def claude_docs(obj: dict[str, Any]) -> list[_Doc] | None:
-    """Documents of one Claude Code line; None for a type we do not know."""
+def claude_docs(obj: dict[str, Any], own: OwnCalls | None = None) -> list[_Doc] | None:
+    """Documents of one Claude Code line; None for a type we do not know.
+
+    ``own`` knows memlane's tool calls met so far in the file (the caller
+    notes every line in it first): their results are left out.
+    """
     kind = obj.get("type")
     uuid = obj.get("uuid")
     stamp = utc_iso(obj.get("timestamp"))
@@ -355,14 +374,24 @@ def claude_docs(obj: dict[str, Any]) -> list[_Doc] | None:
             if isinstance(content, list) and content:
                 types = {b.get("type") for b in content if isinstance(b, dict)}
                 if types == {"tool_result"}:
-                    text = f"tool result: {_blocks_text(content)}"
+                    results = [
+                        b
+                        for b in content
+                        if isinstance(b, dict)
+                        and not (own is not None and own.owns(b.get("tool_use_id")))
+                    ]
+                    if not results:
+                        return []  # only memlane's own answers
+                    text = f"tool result: {_blocks_text(results)}"
                     return [_Doc(uuid, "tool", _clip(text, MAX_TOOL_CHARS), stamp)]
             return [_Doc(uuid, "user", _clip(text_of_blocks(content), MAX_TEXT_CHARS), stamp)]
         out = [_Doc(uuid, "assistant", _clip(text_of_blocks(content), MAX_TEXT_CHARS), stamp)]
         calls = [
             _call_text(block.get("name"), block.get("input"))
             for block in content or []
-            if isinstance(block, dict) and block.get("type") == "tool_use"
+            if isinstance(block, dict)
+            and block.get("type") == "tool_use"
+            and not is_memlane_tool(block.get("name"))
         ]
         if calls:
             out.append(_Doc(uuid, "tool", _clip("\n".join(calls), MAX_TOOL_CHARS), stamp, "tool"))
@@ -512,6 +541,7 @@ def read_source(
     transcript = str(path)
     docs: list[tuple[int, SessionDoc]] = []
     tails: dict[int, str] = {}
+    entries: list[tuple[int, dict[str, Any]]] = []
     position = offset
     for raw in raw_lines:
         position += len(raw) + 1
@@ -521,6 +551,9 @@ def read_source(
         if obj is None:
             garbage += 1
             continue
+        entries.append((position, obj))
+    own = _own_calls(path, offset, [obj for _, obj in entries]) if fmt == CLAUDE_CODE else None
+    for position, obj in entries:
         if fmt == PI:
             if obj.get("type") == "session" and session_id is None:
                 sid = obj.get("id")
@@ -529,7 +562,7 @@ def read_source(
         else:
             if session_id is None and isinstance(obj.get("sessionId"), str):
                 session_id = obj["sessionId"]
-            found = claude_docs(obj)
+            found = claude_docs(obj, own)
         if found is None:
             unknown += 1
             continue
@@ -584,6 +617,18 @@ def read_source(
         parsed_bytes=end,
         tails=tails,
     )
+
+
+def _own_calls(path: Path, offset: int, objs: Sequence[dict[str, Any]]) -> OwnCalls:
+    """memlane's tool calls among ``objs`` (Claude Code lines read from ``offset``),
+    and those before ``offset`` whose results are among them."""
+    own = OwnCalls()
+    answered: set[str] = set()
+    for obj in objs:
+        own.note(obj)
+        answered |= OwnCalls.result_ids(obj)
+    own.look_back(path, offset, answered)
+    return own
 
 
 # -- ingestion ---------------------------------------------------------------------------------
@@ -653,6 +698,7 @@ class SessionIngestor:
         self._lock = threading.Lock()
         self._model_bound = False
         self._bound_rebuilds = store.rebuilds
+        self._rules_current = False  # the store's documents follow DOCS_RULES_VERSION
         self.notices: list[str] = []
 
     def _bind_model(self) -> None:
@@ -704,7 +750,9 @@ class SessionIngestor:
                 # has no sources rows: every transcript is read from byte 0.
                 known = self.store.sources() if attempt == 0 else {}
                 rebuilds = self.store.rebuilds
-                reads = self._read(chosen, known, report)
+                reads = self._apply_rules(known, report) if attempt == 0 else []
+                redone = {str(read.source.path) for read in reads}
+                reads += self._read([s for s in chosen if str(s.path) not in redone], known, report)
                 total = sum(len(r.docs) for r in reads)
                 if reads:
                     trace("sessions", f"{operation}.start", files=len(reads), docs=total)
@@ -717,6 +765,9 @@ class SessionIngestor:
                 # the start (rows already in the fresh file are kept: OR IGNORE).
                 trace("sessions", f"{operation}.rebuilt", attempt=attempt)
             self._embed_pending(report, progress)
+            if not self._rules_current and self.store.rebuilds == rebuilds:
+                self.store.set_meta({META_DOCS_RULES: DOCS_RULES_VERSION})
+                self._rules_current = True
             if operation != "hook" and operation != "sweep" and report.activity:
                 self.store.checkpoint()
             if sources is None and self.store.rebuilds == rebuilds:
@@ -737,6 +788,46 @@ class SessionIngestor:
                 seconds=f"{report.seconds:.3f}",
             )
         return report
+
+    def _apply_rules(
+        self, known: Mapping[str, SourceState], report: BackfillReport
+    ) -> list[FileRead]:
+        """Bring a store made under older document rules up to the current ones.
+
+        Once per store: every indexed transcript that may hold documents the
+        current rules leave out (or word differently) is parsed again; those
+        documents are removed and the file is read whole in this pass, so
+        the rest keeps its rows and vectors (nothing is embedded twice).
+        """
+        if self._rules_current:
+            return []
+        if self.store.meta().get(META_DOCS_RULES) == DOCS_RULES_VERSION:
+            self._rules_current = True
+            return []
+        reads: list[FileRead] = []
+        for path, state in known.items():
+            source = Source(Path(path), state.format)
+            try:
+                if not may_hold_own_messages(source.path.read_bytes()):
+                    continue
+            except OSError:
+                continue  # a deleted transcript keeps its documents: history is history
+            read = read_source(source, None, self.settings)
+            if read is None:
+                continue
+            fresh = {doc.key: doc.text for _, doc in read.docs}
+            stored = self.store.docs_of(path)
+            stale = [doc.key for doc in stored if fresh.get(doc.key) != doc.text]
+            # Missing documents too: a pass killed after its removal must
+            # still read the file again to store their current wording.
+            if not stale and fresh.keys() <= {doc.key for doc in stored}:
+                continue
+            self.store.remove_docs(stale)
+            trace("sessions", "rules.reread", path=path, removed=len(stale))
+            reads.append(read)
+            report.files_read += 1
+            report.bytes_read += read.parsed_bytes
+        return reads
 
     def _batches(self, reads: Sequence[FileRead]) -> Iterator[BatchWrite]:
         """The pass cut into batches of ``batch_size`` documents, each with the

@@ -257,7 +257,13 @@ class Tools:
             raise MemlaneError(
                 f"unknown tool {name!r}", f"the tools are: {', '.join(self._handlers)}"
             )
-        return handler(check_arguments(spec, arguments))
+        checked = check_arguments(spec, arguments)
+        result = handler(checked)
+        if self.session is not None:
+            # What memlane handed the agent is recalled, not news: capture
+            # must not write it back as a new memory (engine/echo.py).
+            self.session.note_tool(name, checked, result.text)
+        return result
 
     def _base(self) -> str:
         return str(self.memory.scope.repository_dir)

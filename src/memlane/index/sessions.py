@@ -698,6 +698,19 @@ class SessionStore(SqliteFile):
 
         return self._run(op)
 
+    def remove_docs(self, keys: Iterable[str]) -> int:
+        """Delete these documents, vectors and all; returns how many were stored."""
+        targets = [(key,) for key in dict.fromkeys(keys)]
+        if not targets:
+            return 0
+
+        def op(conn: sqlite3.Connection) -> int:
+            with self._write(conn):
+                removed = conn.executemany("DELETE FROM chunks WHERE doc_key = ?", targets)
+            return max(removed.rowcount, 0)
+
+        return self._run(op)
+
     def set_vectors(self, vectors: Mapping[str, npt.ArrayLike]) -> None:
         arrays = {k: np.asarray(v, dtype=np.float32).reshape(-1) for k, v in vectors.items()}
         if arrays:

@@ -13,7 +13,7 @@ once and the model warms up in the background.
 |---|---|---|
 | session_start | {cwd, session_id, transcript_path, host, reason?} | {snapshot, notices[]} |
 | before_agent_start | {prompt} | {system_append, message: {content} or null} |
-| agent_settled | {exchange: {user, assistant, aborted, entry_id, session_id, transcript_path}} | {queued, reason?} |
+| agent_settled | {exchange: {user, assistant, aborted, entry_id, session_id, transcript_path, tools?}} | {queued, reason?} |
 | session_compact | {} | {snapshot} |
 | session_shutdown | {} | {flushed, pending} |
 | tool | {name, arguments} | {text, details} |
@@ -242,6 +242,14 @@ class Sidecar:
         aborted = raw.get("aborted", False)
         if not isinstance(aborted, bool):
             raise _ParamsError(f"{method}: exchange.aborted must be a boolean")
+        # The names of every tool the run called (optional): lets capture
+        # tell an answer that only restated recalled memory from one that
+        # also did work.
+        tools = raw.get("tools")
+        if tools is not None and not (
+            isinstance(tools, list) and all(isinstance(t, str) for t in tools)
+        ):
+            raise _ParamsError(f"{method}: exchange.tools must be a list of tool names")
         exchange = Exchange(
             user=_str(raw, "user", method) or "",
             assistant=_str(raw, "assistant", method) or "",
@@ -249,6 +257,7 @@ class Sidecar:
             entry_id=_str(raw, "entry_id", method),
             session_id=_str(raw, "session_id", method),
             transcript_path=_str(raw, "transcript_path", method),
+            tools=None if tools is None else tuple(tools),
         )
         return self._require_session(method).agent_settled(exchange).to_json()
 
