@@ -251,6 +251,8 @@ def test_memory_search_returns_five_hits_by_default(project: Path) -> None:
     assert len(hits) == 5
     assert all(len(h["chunk_hash"]) == 16 for h in hits)
     assert len(Tools(mem).call("memory_search", {"query": "zanzibar", "k": 7}).details["hits"]) == 7
+    # R45: the result says what a score means (calibrated relevance, ADR 0010)
+    assert "Scores estimate relevance in [0, 1]" in result.text
 
 
 def test_memory_expand_loads_no_embedder(project: Path, tmp_path: Path) -> None:

@@ -46,12 +46,12 @@ def vec_of(name: str) -> np.ndarray:
     return unit_vector(DOCS[name])
 
 
-def test_hybrid_best_in_both_scores_one(index: SqliteIndex, tmp_path: Path) -> None:
+def test_hybrid_match_in_both_legs_scores_near_one(index: SqliteIndex, tmp_path: Path) -> None:
     hashes = build(index, tmp_path)
     mode, hits = index.search("Redis cache TTL", vec_of("redis"), 3)
     assert mode == "hybrid"
     assert hits[0].chunk.chunk_hash == hashes["redis"]
-    assert hits[0].score == 1.0
+    assert hits[0].score > 0.99
     assert all(0.0 <= h.score <= 1.0 for h in hits)
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
     assert len(hits) == 3
@@ -62,14 +62,15 @@ def test_lexical_mode_without_vector(index: SqliteIndex, tmp_path: Path) -> None
     mode, hits = index.search("flaky webhook", None, 5)
     assert mode == "lexical"
     assert [h.chunk.chunk_hash for h in hits] == [hashes["webhook"]]
-    assert hits[0].score == 1.0
+    # every query word matched: full coverage, near-certain relevance
+    assert hits[0].score > 0.99
 
 
 def test_lexical_mode_when_index_holds_no_vectors(index: SqliteIndex, tmp_path: Path) -> None:
     hashes = build(index, tmp_path, with_vectors=False)
     mode, hits = index.search("postgres timeouts", unit_vector("q"), 5)
     assert mode == "lexical"
-    assert hits[0].chunk.chunk_hash == hashes["postgres"] and hits[0].score == 1.0
+    assert hits[0].chunk.chunk_hash == hashes["postgres"] and hits[0].score > 0.99
 
 
 def test_dense_only_match_is_found_in_hybrid(index: SqliteIndex, tmp_path: Path) -> None:
@@ -78,8 +79,9 @@ def test_dense_only_match_is_found_in_hybrid(index: SqliteIndex, tmp_path: Path)
     mode, hits = index.search("zzzz", vec_of("invoice"), 1)
     assert mode == "hybrid"
     assert hits[0].chunk.chunk_hash == hashes["invoice"]
-    # first in the dense leg only: the dense leg's weight, alpha
-    assert hits[0].score == pytest.approx(index.settings.alpha)
+    # the query's vector is the note's own (cosine 1): the lexical leg finding
+    # nothing does not make that match any less relevant
+    assert hits[0].score > 0.99
 
 
 def test_empty_query_and_k_zero_return_nothing(index: SqliteIndex, tmp_path: Path) -> None:
@@ -306,7 +308,7 @@ def test_semantic_mode_skips_the_lexical_leg(index: SqliteIndex, tmp_path: Path)
     mode, hits = index.search("Redis cache TTL", vec_of("invoice"), 2, lexical=False)
     assert mode == "semantic"
     assert hits[0].chunk.chunk_hash == hashes["invoice"]
-    assert hits[0].score == 1.0
+    assert hits[0].score > 0.99
     with pytest.raises(ValueError):
         index.search("redis", None, 2, lexical=False)
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from _builders import DIM, MODEL, make_file, src, unit_vector, vectors_for
 
-from memlane.core.types import contextual_embedding_text, embedding_text_of
+from memlane.core.types import embedding_text_of
 from memlane.index.base import DimensionMismatchError, FileRecord, IndexBusyError
 from memlane.index.sqlite import SqliteIndex, connection_hook
 
@@ -90,10 +90,9 @@ def test_missing_and_set_vectors(index: SqliteIndex, tmp_path: Path) -> None:
     index.replace_file(record, chunks, {first: unit_vector("x")})
     missing = index.missing_vectors()
     assert [h for h, _ in missing] == [c.chunk.chunk_hash for c in chunks[1:]]
-    # embedding text is the cleaned content (anchor comment removed), with
-    # the chunk before it (same file, same session) as context
-    assert missing[1][1] == contextual_embedding_text(TEXTS[2], TEXTS[1])
-    assert missing[1][1].startswith(embedding_text_of(TEXTS[2]) + "\n\n")
+    # embedding text is the cleaned content (anchor comment removed), the
+    # note as it stands: nothing of the chunk before it
+    assert missing[1][1] == embedding_text_of(TEXTS[2])
     assert "session:" not in missing[1][1]
     assert len(index.missing_vectors(limit=1)) == 1
     index.set_vectors({h: unit_vector(h) for h, _ in missing} | {"unknown": unit_vector("u")})

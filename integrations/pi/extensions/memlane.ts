@@ -627,7 +627,7 @@ export default function memlane(pi: ExtensionAPI): void {
 			name: "memory_search",
 			label: "Memory search",
 			snippet: "L1 recall: scored chunks of long-term memory for a query",
-			description: `L1 of the recall ladder. Search long-term memory (past sessions' distilled notes, topics, transcripts) and return the top-k scored chunks, each with a chunk hash. Most questions end here. ${LADDER} Scores are ranks in [0, 1], not confidence; an empty result means nothing was found. scope "all" widens to every project under the scan roots (each hit labeled with its origin project).`,
+			description: `L1 of the recall ladder. Search long-term memory (past sessions' distilled notes, topics, transcripts) and return the top-k scored chunks, each with a chunk hash. Most questions end here. ${LADDER} Scores estimate relevance in [0, 1]; hits below min_score (default search.min_score) are left out, and an empty result means nothing relevant is stored. scope "all" widens to every project under the scan roots (each hit labeled with its origin project).`,
 			parameters: Type.Object({
 				query: Type.String({ description: "What to look for, in natural language or keywords" }),
 				k: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, description: "How many chunks (default 5)" })),
@@ -642,6 +642,9 @@ export default function memlane(pi: ExtensionAPI): void {
 				after: Type.Optional(Type.String({ description: "Only memories on or after this date (YYYY-MM-DD)" })),
 				before: Type.Optional(Type.String({ description: "Only memories before this date (YYYY-MM-DD), not including it" })),
 				session: Type.Optional(Type.String({ description: "Only memories from this session id" })),
+				min_score: Type.Optional(
+					Type.Number({ minimum: 0, maximum: 1, description: "Only hits scoring at least this (relevance in [0, 1]); 0 returns every match" }),
+				),
 			}),
 		},
 		{

@@ -177,9 +177,23 @@ def search(
             help="Search every project under the scan roots (MEMLANE_SCAN_ROOTS), read-only.",
         ),
     ] = False,
+    min_score: Annotated[
+        float | None,
+        typer.Option(
+            "--min-score",
+            min=0.0,
+            max=1.0,
+            help="Only hits scoring at least this (relevance in [0, 1]; default "
+            "search.min_score). 0 shows every match.",
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
-    """L1 recall: the top chunks for a query (hybrid BM25 + dense)."""
+    """L1 recall: the top chunks for a query (hybrid BM25 + dense).
+
+    Only hits that score at least search.min_score are shown; when none
+    does, it says that nothing relevant was found.
+    """
     from memlane.core.errors import MemlaneError
     from memlane.core.render import render_search
 
@@ -202,13 +216,13 @@ def search(
         if batch is not None or source is not None or all_projects:
             raise MemlaneError(f"--kind {kind} takes one QUERY and no --batch, --source or --all")
         assert query is not None
-        _search_sessions(ctx, query, k, kind, after, before, session, chosen, as_json)
+        _search_sessions(ctx, query, k, kind, after, before, session, chosen, min_score, as_json)
         return
     if all_projects:
         if batch is not None or source is not None:
             raise MemlaneError("--all takes one QUERY and no --batch or --source")
         assert query is not None
-        _search_all(ctx, query, k, kind, after, before, session, chosen, as_json)
+        _search_all(ctx, query, k, kind, after, before, session, chosen, min_score, as_json)
         return
     with open_memory(ctx) as mem:
         mem.require_store()
@@ -226,6 +240,7 @@ def search(
                 source_prefix=prefix,
                 mode=chosen,
                 sync=sync,
+                min_score=min_score,
             )
 
         if batch is not None:
@@ -248,13 +263,15 @@ def _search_sessions(
     before: str | None,
     session: str | None,
     mode: str,
+    min_score: float | None,
     as_json: bool,
 ) -> None:
     """--kind session|all: the sessions layer (caught up first), alone or with the notes."""
     from memlane.cli.sessions_cmds import catch_up
 
     arguments: dict[str, object] = {"query": query, "kind": kind, "mode": mode}
-    for key, value in (("k", k), ("after", after), ("before", before), ("session", session)):
+    options = (("k", k), ("after", after), ("before", before), ("session", session))
+    for key, value in (*options, ("min_score", min_score)):
         if value is not None:
             arguments[key] = value
     _run_tool(ctx, "memory_search", arguments, as_json, prepare=catch_up)
@@ -269,6 +286,7 @@ def _search_all(
     before: str | None,
     session: str | None,
     mode: str,
+    min_score: float | None,
     as_json: bool,
 ) -> None:
     from memlane.core.render import render_search
@@ -284,6 +302,7 @@ def _search_all(
             before=before,
             session=session,
             mode=mode,
+            min_score=min_score,
         )
     if as_json:
         print_json(fan_out.to_json())

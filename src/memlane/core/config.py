@@ -101,11 +101,12 @@ KEYS: dict[str, Key] = {
         Key(
             "index.fusion",
             str,
-            "convex",
-            "how the lexical and dense legs are fused: rrf (memsearch's, k=index.rrf_k), "
-            "wrrf (rrf weighted by index.alpha), convex (alpha * dense + (1 - alpha) * "
-            "lexical on min-max normalised scores)",
-            choices=("rrf", "wrrf", "convex"),
+            "evidence",
+            "how the lexical and dense legs are fused: evidence (each leg weighed by how "
+            "well it matches this query; scores are calibrated relevance), rrf (memsearch's, "
+            "k=index.rrf_k), wrrf (rrf weighted by index.alpha), convex (alpha * dense + "
+            "(1 - alpha) * lexical on min-max normalised scores)",
+            choices=("evidence", "rrf", "wrrf", "convex"),
         ),
         Key("index.rrf_k", int, 60, "RRF constant k (fusion rrf and wrrf)"),
         Key(
@@ -190,6 +191,13 @@ KEYS: dict[str, Key] = {
             "BACKOFF_DELAYS_MS: retry delays for a locked-out index operation",
         ),
         Key("search.top_k", int, S.SEARCH_TOP_K, "SEARCH_TOP_K: default hits per search"),
+        Key(
+            "search.min_score",
+            float,
+            S.SEARCH_MIN_SCORE,
+            "hits scoring below this are not returned (calibrated relevance in [0, 1]; "
+            "0 returns every match)",
+        ),
         Key("transcript.context", int, S.TRANSCRIPT_CONTEXT, "TRANSCRIPT_CONTEXT"),
         Key("transcript.limit", int, S.TRANSCRIPT_LIMIT, "TRANSCRIPT_LIMIT"),
         Key("transcript.turn_char_cap", int, S.TURN_CHAR_CAP, "TURN_CHAR_CAP"),
@@ -514,6 +522,7 @@ class Config:
             shutdown_grace_ms=num("session.shutdown_grace_ms"),
             backoff_delays_ms=_delays(str(self.get("session.backoff_delays_ms") or "")),
             search_top_k=num("search.top_k"),
+            search_min_score=float(self.get("search.min_score") or 0.0),
             transcript_context=num("transcript.context"),
             transcript_limit=num("transcript.limit"),
             turn_char_cap=num("transcript.turn_char_cap"),

@@ -42,11 +42,28 @@ CLI_EXPAND_HINT = "memlane expand HASH"
 TOOL_EXPAND_HINT = "memory_expand(chunk_hash)"
 
 
+#: What a score means, said under every list of hits (index/relevance.py).
+SCORE_MEANING = (
+    "Scores estimate relevance in [0, 1]: about 0.5 and above the store likely holds "
+    "what was asked."
+)
+
+
 def render_search(
     result: SearchResult, base: str | None = None, expand_hint: str = CLI_EXPAND_HINT
 ) -> str:
     if not result.hits:
-        head = f"No memories match {result.query!r} ({result.mode} search); the result is empty."
+        if result.nothing_relevant:
+            weaker = result.below_min_score
+            head = (
+                f"Nothing relevant to {result.query!r} in memory ({result.mode} search): "
+                f"{weaker} weaker {'match' if weaker == 1 else 'matches'} scored below the "
+                f"minimum score {result.min_score:g}. Set min_score 0 to see them."
+            )
+        else:
+            head = (
+                f"No memories match {result.query!r} ({result.mode} search); the result is empty."
+            )
         return "\n".join([head, *(f"note: {n}" for n in result.notices)])
     count = len(result.hits)
     lines = [
@@ -54,7 +71,7 @@ def render_search(
     ]
     lines += [f"note: {n}" for n in result.notices]
     lines += [render_hit(h, base) for h in result.hits]
-    lines.append(f"Scores are ranks in [0, 1], not confidence. Expand a hash: {expand_hint}")
+    lines.append(f"{SCORE_MEANING} Expand a hash: {expand_hint}")
     return "\n".join(lines)
 
 

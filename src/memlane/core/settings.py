@@ -40,22 +40,22 @@ class EmbeddingSettings:
 class IndexSettings:
     backend: str = "sqlite"
     uri: str | None = None
-    # Defaults measured on the LoCoMo development split (ADR 0005); "rrf"
-    # (k=60) stays selectable for parity with memsearch.
-    fusion: str = "convex"
+    # "evidence": each leg weighed by its evidence for the query, calibrated
+    # scores (index/relevance.py, ADR 0010); "rrf" (k=60) stays selectable
+    # for parity with memsearch, "convex" and "wrrf" for comparison.
+    fusion: str = "evidence"
     rrf_k: int = 60
     alpha: float = 0.4  # dense leg weight for fusion wrrf/convex; lexical gets 1 - alpha
 
 
-# Auto-context (DESIGN §6) injects a hit only at or above this score: "clearly
-# relevant". With convex fusion at alpha 0.4 a hit found by one leg alone
-# scores at most 0.6 (lexical) or 0.4 (dense), so 0.65 asks both legs to
-# agree. On LoCoMo it keeps the gold turn among the top 3 for 0.58 of
-# questions (0.63 without a floor) while the questions of another
-# conversation, about people the store never mentions, pass it 0.52 of the
-# time (0.96 at the old floor of 0.5). Calibration: ADR 0005,
-# `python benchmarks/quality/locomo.py --calibrate`.
-AUTO_CONTEXT_SCORE_FLOOR = 0.65
+# Auto-context (DESIGN §6) injects a hit only at or above this score: "the
+# store likely holds what the prompt is about", on the calibrated scale of
+# search scores (index/relevance.py). On the quality sets it lets through
+# 0.99 of LoCoMo questions and the best-supported 0.37 of the coding
+# paraphrases, and stops 0.85-0.95 of the queries those stores cannot answer
+# (the former floor, 0.65 on convex scores, stopped 0.48 on LoCoMo).
+# Measured by `python benchmarks/quality/calibrate.py` (ADR 0010).
+AUTO_CONTEXT_SCORE_FLOOR = 0.5
 
 
 # Session lifecycle constants (DESIGN §6). Each is the default of a config key
@@ -74,6 +74,13 @@ MAX_SIDECAR_RESPAWNS = 2
 SHUTDOWN_GRACE_MS = 2000
 BACKOFF_DELAYS_MS: tuple[int, ...] = (200, 500, 1000, 2000)
 SEARCH_TOP_K = 5
+# Hits scoring below this are not returned: "nothing relevant" is an answer.
+# On the calibrated scale of the default fusion (index/relevance.py, ADR
+# 0010). Set low on purpose: an agent told "nothing stored" redoes work, so
+# it keeps a hit for every question of the three quality sets and silences
+# what has no evidence at all (gibberish, most everyday questions: 0.55 of
+# the coding set's unrelated queries).
+SEARCH_MIN_SCORE = 0.05
 TRANSCRIPT_CONTEXT = 3
 TRANSCRIPT_LIMIT = 20
 TURN_CHAR_CAP = 2000
@@ -126,6 +133,7 @@ class SessionSettings:
     shutdown_grace_ms: int = SHUTDOWN_GRACE_MS
     backoff_delays_ms: tuple[int, ...] = BACKOFF_DELAYS_MS
     search_top_k: int = SEARCH_TOP_K
+    search_min_score: float = SEARCH_MIN_SCORE
     transcript_context: int = TRANSCRIPT_CONTEXT
     transcript_limit: int = TRANSCRIPT_LIMIT
     turn_char_cap: int = TURN_CHAR_CAP

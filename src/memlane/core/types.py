@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 
 Kind = Literal["journal", "topic", "session"]
@@ -37,38 +37,21 @@ def embedding_text_of(content: str) -> str:
 
 #: Version of the rule that turns a chunk into the embedder's input. It is
 #: part of the vector-space id (embed/factory.py): changing the rule
-#: re-embeds every stored chunk. 2: the previous entry as context (ADR 0005).
-EMBED_INPUT_VERSION = 2
-#: How much of the previous chunk's text is added as context.
+#: re-embeds every stored chunk. 2: the previous entry as context; 3: a note
+#: as it stands (ADR 0010).
+EMBED_INPUT_VERSION = 3
+#: How much of the previous chunk's text its BM25 context column holds.
 EMBED_CONTEXT_CHARS = 300
 _HEADING_LINE_RE = re.compile(r"^#{1,6}[ \t]+.*$\n?", re.MULTILINE)
 
 
 def context_of(previous: str) -> str:
-    """What a chunk takes from the chunk before it as context: the start of
-    its cleaned text, headings dropped (embedding input and the BM25
-    context column share this rule; ADR 0005)."""
+    """What a chunk takes from the chunk before it for the BM25 context
+    column: the start of its cleaned text, headings dropped. A reply ("yes,
+    that one") is then found by the words of what it answers; the embedding
+    input never includes it (a note is embedded as it stands, ADR 0010)."""
     context = _HEADING_LINE_RE.sub("", embedding_text_of(previous)).strip()
     return context[:EMBED_CONTEXT_CHARS].strip()
-
-
-def contextual_embedding_text(content: str, previous: str | None = None) -> str:
-    """The embedder's input for a chunk: its cleaned text, then a blank line
-    and the start of the previous chunk's text (headings dropped).
-
-    Many entries only make sense after the one before ("yes, that one, at
-    2 pm"); the context lets the dense leg see what they answer. It is
-    embedding input only: what a hit returns, the chunk hash and the BM25
-    text never change. The caller passes ``previous`` only for the chunk
-    just before in the same file and the same anchor session (ADR 0005).
-    """
-    return embedding_input(content, context_of(previous) if previous else "")
-
-
-def embedding_input(content: str, context: str) -> str:
-    """The embedder's input from a chunk and its already-derived context."""
-    text = embedding_text_of(content)
-    return f"{text}\n\n{context}" if context else text
 
 
 @dataclass(frozen=True)
@@ -183,9 +166,32 @@ class SearchResult:
     mode: SearchMode
     hits: list[Hit]
     notices: list[str] = field(default_factory=list)
+    #: The floor the hits were held to, and how many fell below it.
+    min_score: float = 0.0
+    below_min_score: int = 0
+
+    def at_least(self, min_score: float) -> SearchResult:
+        """Only the hits scoring ``min_score`` or more (``search.min_score``)."""
+        kept = [h for h in self.hits if h.score >= min_score]
+        return replace(
+            self,
+            hits=kept,
+            min_score=max(self.min_score, min_score),
+            below_min_score=self.below_min_score + len(self.hits) - len(kept),
+        )
+
+    @property
+    def nothing_relevant(self) -> bool:
+        """Every match scored below the floor: the store holds nothing relevant."""
+        return not self.hits and self.below_min_score > 0
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {"mode": self.mode, "hits": [h.to_json() for h in self.hits]}
+        if self.min_score > 0:
+            data["min_score"] = self.min_score
+            data["below_min_score"] = self.below_min_score
+        if not self.hits:
+            data["nothing_relevant"] = True
         if self.notices:
             data["notices"] = list(self.notices)
         return data

@@ -261,27 +261,23 @@ class ScratchTokenizingLeg(lexical.LexicalLeg):
     def __init__(self) -> None:
         super().__init__()
         self._scratch = sqlite3.connect(":memory:", check_same_thread=False)
-        self._scratch.execute(
-            "CREATE VIRTUAL TABLE temp.memlane_qtok USING fts5(q, tokenize="
-            f"'{schema.FTS_TOKENIZER}')"
-        )
-        self._scratch.execute(
-            "CREATE VIRTUAL TABLE temp.memlane_qtok_terms "
-            "USING fts5vocab(temp, memlane_qtok, instance)"
-        )
+        for ddl in lexical.QUERY_TOKENIZER_DDL:
+            self._scratch.execute(ddl)
 
     def close(self) -> None:
         self._scratch.close()
 
-    def terms(self, conn: sqlite3.Connection, text: str, cache_key: object) -> list[str]:
+    def prepare(
+        self, conn: sqlite3.Connection, text: str, cache_key: object
+    ) -> lexical.LexicalQuery:
         # Only the tokenizing moves to the scratch connection; document
         # frequencies still come from the index (``conn``).
         routed = cast(sqlite3.Connection, _TokenizeElsewhere(conn, self._scratch))
-        return super().terms(routed, text, cache_key)
+        return super().prepare(routed, text, cache_key)
 
 
 class _TokenizeElsewhere:
-    """A connection stand-in for ``LexicalLeg.terms``: the query tokenizer's
+    """A connection stand-in for ``LexicalLeg.prepare``: the query tokenizer's
     scratch tables live on ``scratch``, everything else on ``index``."""
 
     def __init__(self, index: sqlite3.Connection, scratch: sqlite3.Connection) -> None:
@@ -417,6 +413,8 @@ class FanOutResult:
     collapsed: list[tuple[str, list[str]]] = field(default_factory=list)
     failed: list[tuple[str, str]] = field(default_factory=list)  # (project, why)
     notices: list[str] = field(default_factory=list)
+    min_score: float = 0.0
+    below_min_score: int = 0
 
     def fail(self, project: str, why: str) -> None:
         self.failed.append((project, why))
@@ -451,6 +449,8 @@ class FanOutResult:
             mode=self.mode,
             hits=list(self.hits),
             notices=[*self.notices, self.accounting],
+            min_score=self.min_score,
+            below_min_score=self.below_min_score,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -467,6 +467,9 @@ class FanOutResult:
             },
             "collapsed": [{"kept": kept, "collapsed": list(rest)} for kept, rest in self.collapsed],
         }
+        if self.min_score > 0:
+            data["min_score"] = self.min_score
+            data["below_min_score"] = self.below_min_score
         if self.failed:
             data["failed"] = [{"project": p, "error": e} for p, e in self.failed]
         if self.notices:
@@ -518,12 +521,14 @@ def search_all(
     session: str | None = None,
     mode: str = "hybrid",
     env: Mapping[str, str] | None = None,
+    min_score: float | None = None,
 ) -> FanOutResult:
     """``scope: "all"``: one read-only search per project, merged by score.
 
     ``k`` hits overall (default ``search.top_k``); each project is asked
     for ``k`` so the merge can take all of them from one project. Scores are
-    per-project ranks in [0, 1] (DESIGN §5), comparable but not confidence.
+    calibrated relevance (index/relevance.py), so projects merge on one
+    scale; hits below ``min_score`` (default ``search.min_score``) are left out.
     """
     from memlane.embed.factory import vector_space
     from memlane.engine.memory import SEARCH_K_MAX, SEARCH_MODES
@@ -537,8 +542,10 @@ def search_all(
         raise MemlaneError(
             f"unknown search mode {mode!r}", f"use one of: {', '.join(SEARCH_MODES)}"
         )
+    floor = mem.min_score(min_score)
     targets, collapsed = plan_targets(mem, env)
     result = FanOutResult(query=query, mode="lexical", hits=[], collapsed=collapsed)
+    result.min_score = floor
     filters = SearchFilters(kind=kind, after=after, before=before, session=session)
     space = vector_space(mem.config.embedding)
     vector: np.ndarray | None = None
@@ -576,6 +583,9 @@ def search_all(
             index.close()
         result.searched.append(target.label)
         for rank, item in enumerate(found):
+            if item.score < floor:
+                result.below_min_score += 1
+                continue
             hit = Hit.of(item.chunk, item.score, project=target.label)
             scored.append((item.score, order * 1_000_000 + rank, hit))
     # Ties keep fan-out order (current project first), then each project's rank.

@@ -329,8 +329,13 @@ def _similar_texts(memory: Memory, learning: Learning, existing: _Existing) -> l
     indexed)."""
     texts = list(existing.by_slug.get(learning.slug, []))
     try:
+        # min_score 0: the text overlap decides what is a near duplicate.
         hits = memory.search(
-            f"{learning.title}\n{learning.content}", SIMILAR_K, kind="topic", sync=False
+            f"{learning.title}\n{learning.content}",
+            SIMILAR_K,
+            kind="topic",
+            sync=False,
+            min_score=0.0,
         ).hits
     except Exception as exc:
         log.info("extraction: similarity search failed: %s", exc)

@@ -17,10 +17,10 @@ from pathlib import Path
 import numpy as np
 
 from memlane.core.errors import EmbedderError, StoreError
-from memlane.core.types import Chunk, embedding_input
+from memlane.core.types import Chunk, embedding_text_of
 from memlane.embed.base import Embedder
 from memlane.engine.reports import FileFailure, IndexReport, Progress
-from memlane.index.base import FileRecord, IndexBackend, IndexedChunk, file_contexts
+from memlane.index.base import FileRecord, IndexBackend, IndexedChunk
 from memlane.store.anchor import parse_anchor
 from memlane.store.chunker import chunk_markdown
 from memlane.store.layout import (
@@ -112,14 +112,12 @@ def describe_chunks(chunks: Sequence[Chunk], path: Path, store: Path) -> list[In
 
 
 def embedding_inputs(chunks: Sequence[IndexedChunk]) -> dict[str, str]:
-    """chunk hash -> embedder input for one file's chunks, in file order:
-    the chunk's text plus its context (``file_contexts``), the same context
-    the index stores for BM25 and for ``missing_vectors``."""
-    contexts = file_contexts(chunks)
-    return {
-        item.chunk.chunk_hash: embedding_input(item.chunk.content, contexts[item.chunk.chunk_hash])
-        for item in chunks
-    }
+    """chunk hash -> embedder input: a note as it stands (its cleaned text).
+
+    Journal and topic entries are written to be standalone; a neighbour's
+    text would give an entry the neighbour's topic (ADR 0010).
+    """
+    return {item.chunk.chunk_hash: embedding_text_of(item.chunk.content) for item in chunks}
 
 
 class Indexer:
@@ -253,9 +251,9 @@ class Indexer:
         chunks = chunk_markdown(text, str(path), self.model)
         described = describe_chunks(chunks, path, self.store)
         stored = self.index.chunk_contexts(str(path)) if known is not None else {}
-        contexts = file_contexts(described)
-        # New, or kept but with a changed neighbour: both need embedding.
-        new = [c for c in chunks if stored.get(c.chunk_hash) != contexts[c.chunk_hash]]
+        # Only chunks the index does not hold need embedding: one whose
+        # neighbour changed gets its new BM25 context and keeps its vector.
+        new = [c for c in chunks if c.chunk_hash not in stored]
         return _PendingFile(record, described, new)
 
     def _write(

@@ -396,12 +396,14 @@ class Memory:
         source_prefix: str | None = None,
         mode: str = "hybrid",
         sync: bool = True,
+        min_score: float | None = None,
     ) -> SearchResult:
         """L1 recall: the top-k chunks for a query, hybrid unless it cannot be.
 
         ``mode``: "hybrid" (BM25 + dense, fused by ``index.fusion``),
         "lexical" (BM25 only, no model load) or "semantic" (dense only;
-        an error when no embedder is available).
+        an error when no embedder is available). Only hits scoring
+        ``min_score`` or more are returned (default ``search.min_score``).
 
         ``sync``: bring the index in line with the whole store first (the
         CLI, the MCP server: another process may have written). False when
@@ -434,7 +436,18 @@ class Memory:
             return SearchResult(query=query, mode="semantic", hits=[], notices=notices)
         got_mode, scored = self.index.search(query, vector, k, filters, lexical=mode != "semantic")
         hits = [Hit.of(s.chunk, s.score) for s in scored]
-        return SearchResult(query=query, mode=got_mode, hits=hits, notices=notices)
+        result = SearchResult(query=query, mode=got_mode, hits=hits, notices=notices)
+        return result.at_least(self.min_score(min_score))
+
+    def min_score(self, chosen: float | None = None) -> float:
+        """The floor a search holds its hits to: ``chosen`` or ``search.min_score``."""
+        floor = self.config.session.search_min_score if chosen is None else chosen
+        if not 0.0 <= floor <= 1.0:
+            raise MemlaneError(
+                f"min_score must be between 0 and 1, got {floor}",
+                "0 returns every match; the default is search.min_score",
+            )
+        return floor
 
     def query_vector(self, query: str, mode: str, notices: list[str]) -> Vectors | None:
         """The query's vector for a search in *mode*, or None for a lexical one.

@@ -425,7 +425,13 @@ class Session:
             surfaced = surfacer.surface(memory, prompt, deadline=deadline) if surfacer else None
             recalled = None
             if want_recall and layer is not None:
-                recalled = layer.search(query, recall_k).to_search_result().hits
+                # On the search scale: what memory_search would show.
+                recalled = (
+                    layer.search(query, recall_k)
+                    .to_search_result()
+                    .at_least(memory.min_score())
+                    .hits
+                )
             return hits, surfaced, recalled
 
         reply = self._search_worker.submit(work)

@@ -573,7 +573,9 @@ def _embedder(memory: Memory, *, wait: bool = False) -> Any:
 
 def _chunk_scores(memory: Memory, query: str, cards: dict[str, _Card]) -> dict[str, float]:
     try:
-        hits = memory.search(query, SEARCH_K, kind="topic", sync=False).hits
+        # Every topic chunk that matches at all (min_score 0): surfacing's own
+        # floors, on the card's absolute evidence, decide what is injected.
+        hits = memory.search(query, SEARCH_K, kind="topic", sync=False, min_score=0.0).hits
     except Exception as exc:
         log.info("auto-surfacing search failed: %s", exc)
         return {}
@@ -581,11 +583,15 @@ def _chunk_scores(memory: Memory, query: str, cards: dict[str, _Card]) -> dict[s
     for slug, card in cards.items():
         by_path[card.real] = slug
         by_path[str(card.path)] = slug
+    # Relative to the best topic chunk: the chunk part says which topic the
+    # prompt is closest to; the card's evidence is the absolute gate.
+    best = max((hit.score for hit in hits), default=0.0)
     out: dict[str, float] = {}
     for hit in hits:
         found = by_path.get(hit.source) or by_path.get(os.path.realpath(hit.source))
-        if found is not None and hit.score > out.get(found, 0.0):
-            out[found] = hit.score
+        relative = hit.score / best if best > 0 else 0.0
+        if found is not None and relative > out.get(found, 0.0):
+            out[found] = relative
     return out
 
 

@@ -29,7 +29,7 @@ RECALL_LADDER = (
 @dataclass(frozen=True)
 class Param:
     name: str
-    type: str  # JSON schema type: string | integer | boolean
+    type: str  # JSON schema type: string | integer | number | boolean
     description: str
     required: bool = False
     enum: tuple[str, ...] = ()
@@ -124,6 +124,14 @@ SPECS: tuple[ToolSpec, ...] = (
                 "before", "string", "Only memories before this date (YYYY-MM-DD), not including it."
             ),
             Param("session", "string", "Only memories from this session id."),
+            Param(
+                "min_score",
+                "number",
+                "Only hits scoring at least this (calibrated relevance in [0, 1]; default "
+                "search.min_score, 0 returns every match).",
+                minimum=0,
+                maximum=1,
+            ),
         ),
     ),
     ToolSpec(
@@ -216,6 +224,8 @@ def check_arguments(spec: ToolSpec, arguments: Mapping[str, Any] | None) -> dict
             raise MemlaneError(f"{spec.name}: {p.name} must be a string, got {value!r}")
         if p.type == "integer" and (isinstance(value, bool) or not isinstance(value, int)):
             raise MemlaneError(f"{spec.name}: {p.name} must be an integer, got {value!r}")
+        if p.type == "number" and (isinstance(value, bool) or not isinstance(value, int | float)):
+            raise MemlaneError(f"{spec.name}: {p.name} must be a number, got {value!r}")
         if p.enum and value not in p.enum:
             raise MemlaneError(
                 f"{spec.name}: {p.name} must be one of {', '.join(p.enum)}, got {value!r}"
@@ -317,6 +327,7 @@ class Tools:
             kind=args.get("kind"),
             **_common_filters(args),
             sync=self.session is None,
+            min_score=args.get("min_score"),
         )
         return ToolResult(render_search(result, self._base(), TOOL_EXPAND_HINT), result.to_json())
 
@@ -329,7 +340,7 @@ class Tools:
             query,
             args.get("k", self.memory.config.sessions.recall_default_top_k),
             **_common_filters(args),
-        )
+        ).at_least(self.memory.min_score(args.get("min_score")))
         hint = "memory_transcript(transcript_path=source, turn) or " + TOOL_EXPAND_HINT
         return ToolResult(render_search(result, self._base(), hint), result.to_json())
 
@@ -340,24 +351,29 @@ class Tools:
         from memlane.engine.sessions import search_sessions
 
         k = args.get("k", self.memory.config.session.search_top_k)
+        floor = self.memory.min_score(args.get("min_score"))
         notes = self.memory.search(
             query,
             k,
             **_common_filters(args),
             sync=self.session is None,
+            min_score=floor,
         )
         sessions = search_sessions(
             self.memory,
             query,
             k,
             **_common_filters(args),
-        )
+        ).at_least(floor)
+        # One calibrated scale for every kind (index/relevance.py): merged by score.
         hits = sorted([*notes.hits, *sessions.hits], key=lambda h: -h.score)[:k]
         merged = SearchResult(
             query=query,
             mode=notes.mode,
             hits=hits,
             notices=[*notes.notices, *sessions.notices],
+            min_score=floor,
+            below_min_score=notes.below_min_score + sessions.below_min_score,
         )
         return ToolResult(render_search(merged, self._base(), TOOL_EXPAND_HINT), merged.to_json())
 
@@ -393,6 +409,7 @@ class Tools:
             k,
             kind=args.get("kind"),
             **_common_filters(args),
+            min_score=args.get("min_score"),
         )
         return ToolResult(
             render_search(

@@ -50,6 +50,15 @@ class DenseRow(NamedTuple):
     session: str | None
 
 
+class DenseResult(NamedTuple):
+    """A dense search: best-first (row id, cosine), and the mean cosine over
+    the ``rows`` searched (filters applied)."""
+
+    hits: list[tuple[int, float]]
+    mean_cosine: float
+    rows: int = 0
+
+
 _G = TypeVar("_G", bound=np.generic)
 
 
@@ -191,13 +200,21 @@ class DenseMatrix:
     def top_scored(
         self, query: npt.NDArray[np.float32], n: int, filters: SearchFilters | None = None
     ) -> list[tuple[int, float]]:
-        """(row id, cosine) of the ``n`` best matches, best first (ties by rowid).
+        """(row id, cosine) of the ``n`` best matches, best first (ties by rowid)."""
+        return self.search(query, n, filters).hits
+
+    def search(
+        self, query: npt.NDArray[np.float32], n: int, filters: SearchFilters | None = None
+    ) -> DenseResult:
+        """The ``n`` best matches and the mean cosine over every searched row.
 
         Vectors are stored L2-normalised, so the dot product is the cosine.
+        The mean is what a query scores against this collection by chance:
+        how far the best match stands above it is evidence (relevance.py).
         """
         rows = self._n
         if rows == 0 or n <= 0:
-            return []
+            return DenseResult([], 0.0, 0)
         mask = self._mask(filters)
         # einsum, not matmul: it runs on this thread with SIMD loops. BLAS
         # gemv wakes its thread pool per call, which between SQLite work on
@@ -206,10 +223,12 @@ class DenseMatrix:
         scores = np.einsum("ij,j->i", self._matrix[:rows], query)
         if mask is None:
             valid = rows
+            mean = float(scores.mean())
         else:
             valid = int(np.count_nonzero(mask))
             if valid == 0:
-                return []
+                return DenseResult([], 0.0, 0)
+            mean = float(scores[mask].mean())
             scores[~mask] = -np.inf
         take = min(n, valid)
         # argpartition is O(rows); only the `take` winners get sorted.
@@ -219,7 +238,17 @@ class DenseMatrix:
         order = np.lexsort((self._rowids[idx], -scores[idx]))
         best: list[int] = self._rowids[idx[order]].tolist()
         cosines: list[float] = scores[idx[order]].astype(np.float64).tolist()
-        return list(zip(best, cosines, strict=True))
+        return DenseResult(list(zip(best, cosines, strict=True)), mean, valid)
+
+    def cosines(self, query: npt.NDArray[np.float32], rowids: Iterable[int]) -> dict[int, float]:
+        """The cosine of each live row among ``rowids`` (rows without a vector
+        are left out): the dense evidence for a lexical-only candidate."""
+        positions = [(rowid, self._position[rowid]) for rowid in rowids if rowid in self._position]
+        if not positions:
+            return {}
+        picked = self._matrix[[pos for _, pos in positions]]
+        values: list[float] = (picked @ query).astype(np.float64).tolist()
+        return {rowid: value for (rowid, _), value in zip(positions, values, strict=True)}
 
     def _mask(self, filters: SearchFilters | None) -> npt.NDArray[np.bool_] | None:
         rows = self._n

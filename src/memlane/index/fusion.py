@@ -122,10 +122,19 @@ FUSION_METHODS: dict[str, FusionMethod] = {
 }
 
 
-def fusion_method(name: str) -> FusionMethod:
-    """The fusion function called ``name`` (settings ``[index] fusion``)."""
+#: The default fusion, ``index/relevance.py``: each leg weighed by its
+#: evidence for the query, scores calibrated. It needs each candidate's
+#: evidence, not only the legs' lists, so it has no entry in FUSION_METHODS.
+EVIDENCE = "evidence"
+
+
+def fusion_method(name: str) -> FusionMethod | None:
+    """The fusion function called ``name`` (settings ``[index] fusion``);
+    None for ``evidence``, which ranks by evidence instead (relevance.py)."""
+    if name == EVIDENCE:
+        return None
     try:
         return FUSION_METHODS[name]
     except KeyError:
-        known = ", ".join(sorted(FUSION_METHODS))
+        known = ", ".join([EVIDENCE, *sorted(FUSION_METHODS)])
         raise ConfigError(f"unknown index fusion {name!r}", hint=f"use one of: {known}") from None

@@ -1,38 +1,60 @@
 """The lexical leg: FTS5 bm25 over exactly-tokenized, frequency-pruned terms.
 
-Per connection it keeps two TEMP virtual tables (in memory, never in the
-index file):
+Per connection it keeps TEMP virtual tables (in memory, never in the index
+file):
 
-- ``memlane_qtok`` (+ its ``fts5vocab``): a scratch FTS5 table with the
-  index's tokenizer. The query is inserted and read back as tokens, so query
-  terms fold case, diacritics and punctuation exactly as the indexed text
-  did; a Python re-implementation of unicode61 would drift on edge cases
-  and silently lose terms.
+- ``memlane_qtok`` and ``memlane_qtok_raw`` (+ their ``fts5vocab``s):
+  scratch FTS5 tables with the index's tokenizer and with the same tokenizer
+  without porter. The query is inserted into both and read back as tokens,
+  so query terms fold case, diacritics and punctuation exactly as the
+  indexed text did; a Python re-implementation of unicode61 would drift on
+  edge cases and silently lose terms. The stemmed form is what the index
+  holds (document frequencies, stopwords); the unstemmed word is what goes
+  into MATCH, because FTS5 stems a query phrase itself: a stem sent to
+  MATCH is stemmed a second time ("agreed" -> "agre" -> "agr") and matches
+  nothing.
 - ``memlane_vocab``: ``fts5vocab(chunks_fts, row)``, the document frequency
-  of a term, used to prune terms (see ``query.prune_terms``). A lookup walks
-  the term's doclist, so frequencies are cached until the index generation
+  of a term, used to prune terms (see ``query.prune_terms``) and to weigh
+  the evidence of a match (``LexicalQuery.ideal``). A lookup walks the
+  term's doclist, so frequencies are cached until the index generation
   moves.
 """
 
 from __future__ import annotations
 
+import math
 import sqlite3
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from memlane.index.base import SearchFilters
 from memlane.index.query import STOPWORDS, match_expression, prune_terms, query_terms
-from memlane.index.schema import FTS_TOKENIZER
+from memlane.index.schema import FTS_BASE_TOKENIZER, FTS_TOKENIZER
 
 # Bound on the text tokenized per query; auto-context sends <= 500 chars.
 MAX_QUERY_CHARS = 8000
 DOC_FREQ_CACHE_MAX = 50_000  # terms; cleared wholesale when exceeded
 
-_TEMP_DDL = (
+#: The query tokenizer's scratch tables (a read-only index keeps them on a
+#: private connection: crossrepo's ScratchTokenizingLeg). Every name holds
+#: "memlane_qtok" so a connection router can tell them apart.
+QUERY_TOKENIZER_DDL = (
     f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.memlane_qtok USING fts5(q, tokenize='{FTS_TOKENIZER}')",
     "CREATE VIRTUAL TABLE IF NOT EXISTS temp.memlane_qtok_terms "
     "USING fts5vocab(temp, memlane_qtok, instance)",
+    "CREATE VIRTUAL TABLE IF NOT EXISTS temp.memlane_qtok_raw "
+    f"USING fts5(q, tokenize='{FTS_BASE_TOKENIZER}')",
+    "CREATE VIRTUAL TABLE IF NOT EXISTS temp.memlane_qtok_raw_terms "
+    "USING fts5vocab(temp, memlane_qtok_raw, instance)",
+)
+_TEMP_DDL = (
+    *QUERY_TOKENIZER_DDL,
     "CREATE VIRTUAL TABLE IF NOT EXISTS temp.memlane_vocab USING fts5vocab(main, chunks_fts, row)",
 )
+
+# FTS5's floor on a term's idf (fts5_aux.c): a term in over half of the
+# documents still counts, a little.
+BM25_MIN_IDF = 1e-6
 
 
 def install(conn: sqlite3.Connection) -> None:
@@ -41,12 +63,70 @@ def install(conn: sqlite3.Connection) -> None:
         conn.execute(ddl)
 
 
+def _tokens(conn: sqlite3.Connection, table: str, text: str) -> dict[int, str]:
+    conn.execute(f"DELETE FROM temp.{table}")
+    conn.execute(f"INSERT INTO temp.{table}(q) VALUES (?)", (text[:MAX_QUERY_CHARS],))
+    rows = conn.execute(f"SELECT offset, term FROM temp.{table}_terms")
+    return {int(row[0]): str(row[1]) for row in rows}
+
+
 def tokenize(conn: sqlite3.Connection, text: str) -> list[str]:
-    """``text`` as the index's tokenizer sees it, in order."""
-    conn.execute("DELETE FROM temp.memlane_qtok")
-    conn.execute("INSERT INTO temp.memlane_qtok(q) VALUES (?)", (text[:MAX_QUERY_CHARS],))
-    rows = conn.execute("SELECT term FROM temp.memlane_qtok_terms ORDER BY offset")
-    return [row[0] for row in rows]
+    """``text`` as the index's tokenizer sees it (stemmed), in order."""
+    stems = _tokens(conn, "memlane_qtok", text)
+    return [stems[offset] for offset in sorted(stems)]
+
+
+def words(conn: sqlite3.Connection, text: str) -> list[tuple[str, str]]:
+    """``(word, stem)`` for each token of ``text``, in order: the word as
+    unicode61 folds it, the stem as the index holds it. Porter stems each
+    unicode61 token in place, so the two token lists align by offset."""
+    stems = _tokens(conn, "memlane_qtok", text)
+    raw = _tokens(conn, "memlane_qtok_raw", text)
+    return [(raw.get(offset, stem), stem) for offset, stem in sorted(stems.items())]
+
+
+def idf(docs_with_term: int, total_docs: int) -> float:
+    """FTS5's bm25 idf: log((N - n + 0.5) / (n + 0.5)), floored at 1e-6."""
+    ratio = (total_docs - docs_with_term + 0.5) / (docs_with_term + 0.5)
+    return math.log(ratio) if ratio > 1 else BM25_MIN_IDF
+
+
+@dataclass(frozen=True)
+class LexicalQuery:
+    """What a query sends to FTS5 and what a perfect match would score.
+
+    ``ideal`` is the bm25 of a document of average length holding each of
+    the query's content terms once (each term then adds exactly its idf):
+    a chunk's bm25 over ``ideal`` says how much of the query it covers,
+    rare words counting more, on the same scale for every query. Terms the
+    index does not hold count in ``ideal`` (as a term of one chunk): a
+    query whose telling word is absent has weak lexical evidence, however
+    well its common words match.
+    """
+
+    words: tuple[str, ...]
+    ideal: float
+
+    @property
+    def match(self) -> str | None:
+        return match_expression(self.words)
+
+    def evidence(self, bm25: float) -> float:
+        """A chunk's bm25 (positive, higher is better) as coverage in [0, 1]."""
+        if self.ideal <= 0:
+            return 0.0
+        return min(1.0, max(0.0, bm25 / self.ideal))
+
+
+NO_QUERY = LexicalQuery((), 0.0)
+
+
+@dataclass(frozen=True)
+class LexicalRanking:
+    """Best-first ``(rowid, bm25)`` (bm25 negated: higher is better) and the query."""
+
+    hits: list[tuple[int, float]]
+    query: LexicalQuery
 
 
 class LexicalLeg:
@@ -69,16 +149,12 @@ class LexicalLeg:
             self._stopwords = frozenset(tokenize(conn, " ".join(sorted(STOPWORDS))))
         return self._stopwords
 
-    def terms(self, conn: sqlite3.Connection, text: str, cache_key: object) -> list[str]:
-        """The pruned terms that will be matched (empty: nothing to search)."""
-        terms = query_terms(tokenize(conn, text), self.stopwords(conn))
-        if not terms:
-            return []
+    def _frequencies(self, conn: sqlite3.Connection, stems: list[str], cache_key: object) -> None:
         if cache_key != self._cache_key or len(self._doc_freq) > DOC_FREQ_CACHE_MAX:
             self._doc_freq.clear()
             self._total_docs = int(conn.execute("SELECT count(*) FROM chunks").fetchone()[0])
             self._cache_key = cache_key
-        unknown = [t for t in terms if t not in self._doc_freq]
+        unknown = [t for t in stems if t not in self._doc_freq]
         if unknown:
             found = dict.fromkeys(unknown, 0)
             marks = ", ".join("?" * len(unknown))
@@ -87,7 +163,25 @@ class LexicalLeg:
             ):
                 found[term] = int(docs)
             self._doc_freq.update(found)
-        return prune_terms(terms, self._doc_freq, self._total_docs)
+
+    def prepare(self, conn: sqlite3.Connection, text: str, cache_key: object) -> LexicalQuery:
+        """The words to match (one per pruned stem) and the query's ideal bm25."""
+        pairs = words(conn, text)
+        word_of: dict[str, str] = {}
+        for word, stem in pairs:
+            word_of.setdefault(stem, word)
+        stems = query_terms([stem for _, stem in pairs], self.stopwords(conn))
+        if not stems:
+            return NO_QUERY
+        self._frequencies(conn, stems, cache_key)
+        total = self._total_docs
+        # A word the index does not hold counts like the rarest word it
+        # holds: as telling as a word in one chunk, never more (with FTS5's
+        # idf of n = 0 one absent word would outweigh every match in a
+        # small store).
+        ideal = sum(idf(max(self._doc_freq[t], 1), total) for t in stems)
+        kept = prune_terms(stems, self._doc_freq, total)
+        return LexicalQuery(tuple(word_of[t] for t in kept), ideal)
 
     def rank(
         self,
@@ -96,14 +190,15 @@ class LexicalLeg:
         n: int,
         filters: SearchFilters | None,
         cache_key: object,
-    ) -> list[tuple[int, float]]:
+    ) -> LexicalRanking:
         """Best-first (rowid, -bm25) by FTS5 ``rank``, ties by rowid.
 
         FTS5's bm25 is negative, better more so; negated, higher is better.
         """
-        match = match_expression(self.terms(conn, text, cache_key))
+        query = self.prepare(conn, text, cache_key)
+        match = query.match
         if match is None:
-            return []
+            return LexicalRanking([], query)
         if filters is None:
             # "ORDER BY rank, rowid" measured faster than FTS5's own
             # "ORDER BY rank" path, and it makes ties deterministic.
@@ -121,7 +216,8 @@ class LexicalLeg:
                 + " ORDER BY rank, chunks_fts.rowid LIMIT ?"
             )
             params = [match, *values, n]
-        return [(row[0], -float(row[1])) for row in conn.execute(sql, params)]
+        hits = [(row[0], -float(row[1])) for row in conn.execute(sql, params)]
+        return LexicalRanking(hits, query)
 
 
 def filter_sql(filters: SearchFilters) -> tuple[list[str], Sequence[object]]:

@@ -34,7 +34,8 @@ FTS_COLUMN_WEIGHTS = (1.0, 1.0, 0.3)
 # Latin text; porter stems English words on top of it (ADR 0005: BM25 turn
 # recall_any@10 on LoCoMo 0.64 -> 0.68). Queries go through the same
 # tokenizer, so query and index terms always agree.
-FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
+FTS_BASE_TOKENIZER = "unicode61 remove_diacritics 2"
+FTS_TOKENIZER = f"porter {FTS_BASE_TOKENIZER}"
 
 # meta keys
 META_SCHEMA_VERSION = "schema_version"

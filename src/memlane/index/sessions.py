@@ -50,12 +50,11 @@ from memlane.core.clock import SYSTEM_CLOCK, utc_z
 from memlane.core.errors import IndexCorruptError
 from memlane.core.settings import IndexSettings, SessionsSettings
 from memlane.core.types import SearchMode
-from memlane.index import lexical, schema
+from memlane.index import lexical, relevance, schema
 from memlane.index.base import DimensionMismatchError, IndexBusyError, SearchFilters
 from memlane.index.dense import DenseMatrix, vector_to_blob
 from memlane.index.dense_sync import synced_matrix
 from memlane.index.fusion import fusion_method
-from memlane.index.query import match_expression
 from memlane.index.sqlite import candidate_count
 from memlane.index.sqlite_file import BUSY_TIMEOUT_S as BUSY_TIMEOUT_S
 from memlane.index.sqlite_file import OPEN_RETRY_S as OPEN_RETRY_S
@@ -314,17 +313,16 @@ class _SessionLexicalLeg(lexical.LexicalLeg):
         n: int,
         filters: SearchFilters | None,
         cache_key: object,
-    ) -> list[tuple[int, float]]:
+    ) -> lexical.LexicalRanking:
         if filters is None or not filters.session:
             return super().rank(conn, text, n, filters, cache_key)
+        query = self.prepare(conn, text, cache_key)
         low, high = conn.execute(
             "SELECT min(id), max(id) FROM chunks WHERE session = ?", (filters.session,)
         ).fetchone()
-        if low is None:
-            return []
-        match = match_expression(self.terms(conn, text, cache_key))
-        if match is None:
-            return []
+        match = query.match
+        if low is None or match is None:
+            return lexical.LexicalRanking([], query)
         conditions, values = lexical.filter_sql(filters)
         sql = (
             "SELECT chunks_fts.rowid, rank FROM chunks_fts JOIN chunks INDEXED BY chunks_filter "
@@ -334,7 +332,8 @@ class _SessionLexicalLeg(lexical.LexicalLeg):
             + " ORDER BY rank, chunks_fts.rowid LIMIT ?"
         )
         params = [match, low, high, *values, n]
-        return [(row[0], -float(row[1])) for row in conn.execute(sql, params)]
+        hits = [(row[0], -float(row[1])) for row in conn.execute(sql, params)]
+        return lexical.LexicalRanking(hits, query)
 
 
 def _row_doc(row: Sequence[Any]) -> StoredDoc:
@@ -949,18 +948,29 @@ class SessionStore(SqliteFile):
             if k <= 0 or not query.strip():
                 return mode, []
             n_lex, n_sem = self.candidate_counts(k)
-            alpha = self.index_settings.alpha
-            legs: list[list[tuple[int, float]]] = []
-            weights: list[float] = []
+            dense_result = None
             if use_dense and dense is not None and qvec is not None:
-                legs.append(dense.top_scored(qvec, n_sem, filters))
-                weights.append(alpha if use_lexical else 1.0)
-            if use_lexical:
-                legs.append(self._lexical.rank(conn, query, n_lex, filters, cache_key))
-                weights.append(1.0 - alpha if use_dense else 1.0)
-            if not legs or sum(weights) <= 0:
-                return mode, []
-            fused = self._fuse(legs, weights, self.rrf_k)[:k]
+                dense_result = dense.search(qvec, n_sem, filters)
+            ranking = (
+                self._lexical.rank(conn, query, n_lex, filters, cache_key) if use_lexical else None
+            )
+            matrix, vector = dense, qvec
+
+            def cosines_of(rowids: Iterable[int]) -> dict[int, float]:
+                if matrix is None or vector is None:
+                    return {}
+                return matrix.cosines(vector, rowids)
+
+            fused = relevance.fuse(
+                self.index_settings.fusion,
+                self._fuse,
+                mode,
+                dense_result,
+                ranking,
+                cosines_of,
+                alpha=self.index_settings.alpha,
+                rrf_k=self.rrf_k,
+            )[:k]
             if not fused:
                 return mode, []
             rows = self._fetch(conn, [rowid for rowid, _ in fused])
@@ -986,8 +996,17 @@ class SessionStore(SqliteFile):
                     meta = self._meta(conn)
                     cache_key = (meta.get(schema.META_EPOCH), meta.get(schema.META_GENERATION))
                     n_lex, _ = self.candidate_counts(k + 1)
-                    leg = self._lexical.rank(conn, text, n_lex, shared, cache_key)
-                    fused = self._fuse([leg], [1.0], self.rrf_k)
+                    ranking = self._lexical.rank(conn, text, n_lex, shared, cache_key)
+                    fused = relevance.fuse(
+                        self.index_settings.fusion,
+                        self._fuse,
+                        "lexical",
+                        None,
+                        ranking,
+                        lambda rowids: {},
+                        alpha=self.index_settings.alpha,
+                        rrf_k=self.rrf_k,
+                    )
                 else:
                     dense, _ = self._sync_dense(conn, self._meta(conn))
                     if dense is None:

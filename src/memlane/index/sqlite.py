@@ -28,8 +28,8 @@ import numpy.typing as npt
 
 from memlane.core.errors import ConfigError, IndexCorruptError
 from memlane.core.settings import IndexSettings
-from memlane.core.types import Chunk, SearchMode, embedding_input
-from memlane.index import lexical, schema
+from memlane.core.types import Chunk, SearchMode, embedding_text_of
+from memlane.index import lexical, relevance, schema
 from memlane.index.base import (
     DimensionMismatchError,
     FileRecord,
@@ -414,20 +414,34 @@ class SqliteIndex(SqliteFile):
                 "SELECT chunk_hash, id, vector IS NOT NULL, context FROM chunks WHERE source = ?",
                 (record.source,),
             ).fetchall()
-            # A chunk whose neighbour changed keeps its hash but not its
-            # context: it is replaced, so its BM25 context and vector follow
-            # (the caller embedded it again with the new context).
+            # A chunk whose neighbour changed keeps its hash but not its BM25
+            # context: it is replaced, and keeps its vector (a note is
+            # embedded as it stands, so the vector does not depend on it).
             existing = {
                 chunk_hash: (rowid, has_vector)
                 for chunk_hash, rowid, has_vector, context in rows
                 if chunk_hash in wanted and context == contexts[chunk_hash]
             }
+            moved = [
+                rowid
+                for chunk_hash, rowid, has_vector, _ in rows
+                if chunk_hash in wanted and chunk_hash not in existing and has_vector
+            ]
+            kept_vectors: dict[str, bytes] = {}
+            for start in range(0, len(moved), 500):
+                part = moved[start : start + 500]
+                marks = ", ".join("?" * len(part))
+                kept_vectors.update(
+                    conn.execute(
+                        f"SELECT chunk_hash, vector FROM chunks WHERE id IN ({marks})", part
+                    ).fetchall()
+                )
             stale = [(rowid,) for chunk_hash, rowid, _, _ in rows if chunk_hash not in existing]
             conn.executemany("DELETE FROM chunks WHERE id = ?", stale)
             new_rows = []
             vector_updates = []
             for chunk_hash, item in wanted.items():
-                blob = blobs.get(chunk_hash)
+                blob = blobs.get(chunk_hash) or kept_vectors.get(chunk_hash)
                 if chunk_hash in existing:
                     rowid, has_vector = existing[chunk_hash]
                     if blob is not None and not has_vector:
@@ -531,14 +545,12 @@ class SqliteIndex(SqliteFile):
         def op(conn: sqlite3.Connection) -> list[tuple[str, str]]:
             with self._read(conn):
                 rows = conn.execute(
-                    "SELECT chunk_hash, content, context FROM chunks "
+                    "SELECT chunk_hash, content FROM chunks "
                     "WHERE vec_gen IS NULL ORDER BY id LIMIT ?",
                     (-1 if limit is None else max(limit, 0),),
                 ).fetchall()
-                # The stored context is the one the indexer embeds with.
-                return [
-                    (h, embedding_input(content, context or "")) for h, content, context in rows
-                ]
+                # The same input the indexer embeds: the note as it stands.
+                return [(h, embedding_text_of(content)) for h, content in rows]
 
         return self._run(op)
 
@@ -657,18 +669,29 @@ class SqliteIndex(SqliteFile):
             if k <= 0 or (use_lexical and not query.strip()):
                 return mode, []
             n = candidate_count(k)
-            alpha = self.settings.alpha
-            legs: list[list[tuple[int, float]]] = []
-            weights: list[float] = []
+            dense_result = None
             if use_dense and dense is not None and qvec is not None:
-                legs.append(dense.top_scored(qvec, n, filters))
-                weights.append(alpha if use_lexical else 1.0)
-            if use_lexical:
-                legs.append(self._lexical.rank(conn, query, n, filters, cache_key))
-                weights.append(1.0 - alpha if use_dense else 1.0)
-            if not legs or sum(weights) <= 0:
-                return mode, []
-            fused = self._fuse(legs, weights, self._rrf_k)[:k]
+                dense_result = dense.search(qvec, n, filters)
+            ranking = (
+                self._lexical.rank(conn, query, n, filters, cache_key) if use_lexical else None
+            )
+            matrix, vector = dense, qvec
+
+            def cosines_of(rowids: Iterable[int]) -> dict[int, float]:
+                if matrix is None or vector is None:
+                    return {}
+                return matrix.cosines(vector, rowids)
+
+            fused = relevance.fuse(
+                self.settings.fusion,
+                self._fuse,
+                mode,
+                dense_result,
+                ranking,
+                cosines_of,
+                alpha=self.settings.alpha,
+                rrf_k=self._rrf_k,
+            )[:k]
             if not fused:
                 return mode, []
             rows = self._fetch(conn, [rowid for rowid, _ in fused])

@@ -319,7 +319,10 @@ def _index_neighbours(
             searched += 1
             query = f"{entry.title} {entry.body[:200]}"
             try:
-                hits = mem.search(query, NEIGHBOURS_K + 2, kind="topic", sync=False).hits
+                # min_score 0: the shared-word test below decides, not relevance.
+                hits = mem.search(
+                    query, NEIGHBOURS_K + 2, kind="topic", sync=False, min_score=0.0
+                ).hits
             except MemlaneError:
                 return  # no index: the text comparison alone still runs
             for hit in hits:

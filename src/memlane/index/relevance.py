@@ -1,0 +1,221 @@
+"""The default fusion ("evidence") and what a hit's score means.
+
+Each candidate of a search carries two pieces of absolute evidence:
+
+- its **cosine** with the query (dense leg, the bundled model's raw cosine);
+- its **coverage** of the query (lexical leg): bm25 over the bm25 that a
+  document of average length holding each query term once would get
+  (``LexicalQuery.ideal``), clipped to [0, 1]. One shared word covers little
+  of a five-word question; all of its rare words cover it all.
+
+**Ranking.** The dense leg always counts; the lexical leg counts in
+proportion to how much of the query its best match covers (a logistic gate
+on the top coverage, midpoint ``COVERAGE_GATE_MIDPOINT``). So a paraphrase
+whose best lexical match is one incidental word ("slots", "job") is ranked
+by meaning, and a question that names what it wants (a person, a library, an
+error) is ranked by its words as well. Within a leg, candidates are placed
+relative to that leg's best (cosines min-max over the candidates, coverage
+over the top coverage), which keeps how far apart they are. A fixed weight
+on per-query min-max scores (the former default) lets a one-word lexical
+match outrank a clearly better semantic one.
+
+**Score.** A hit's score is ``relevance(query) * fused / fused_of_the_top``:
+the top hit's score is the calibrated probability that the store holds what
+the query asks for, from absolute evidence only (how far the best cosine
+stands above the collection's mean cosine for this query, the best cosine
+itself, the top coverage), fitted by ``benchmarks/quality/calibrate.py`` on
+the quality sets (real questions against queries the store does not answer,
+the classes weighted equally); the other hits scale down with their fused
+evidence, so scores fall with rank. The same evidence and curve serve
+journal, topic and session hits, so ``kind: all`` merges them on one scale.
+See docs/adr/0010-evidence-fusion.md for the measurements and what 0.3,
+0.5 and 0.8 mean.
+
+The other fusions (``rrf``, ``wrrf``, ``convex``) keep their rank-based
+scores (memsearch parity); ``search.min_score`` is on this module's scale.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+
+from memlane.core.types import SearchMode
+from memlane.index.dense import DenseResult
+from memlane.index.fusion import EVIDENCE, Fused, FusionMethod
+from memlane.index.lexical import LexicalRanking
+
+#: How much the lexical leg can count against the dense leg's 1.0, once its
+#: best match covers the query well.
+LEXICAL_LEG_WEIGHT = 1.5
+#: Top coverage at which the lexical leg gets half its weight, and how fast
+#: the gate opens around it.
+COVERAGE_GATE_MIDPOINT = 0.35
+COVERAGE_GATE_WIDTH = 0.075
+#: What the bundled model's cosine between a query and an unrelated note
+#: averages (the quality sets' collection means, calibrate.py), and how many
+#: rows' worth of weight that prior has. The chance level a best cosine is
+#: compared with is the mean over the *other* searched rows, pulled toward
+#: the prior: in a store of a few notes the mean says little (in a store of
+#: one it is the best cosine itself).
+PRIOR_MEAN_COSINE = 0.2
+PRIOR_ROWS = 20.0
+
+
+def _sigmoid(z: float) -> float:
+    if z < -60:
+        return 0.0
+    return 1.0 / (1.0 + math.exp(-z))
+
+
+@dataclass(frozen=True)
+class QueryCalibration:
+    """P(the store answers the query) =
+    sigmoid(bias + margin * (best cosine - chance cosine)
+            + cosine * best cosine + coverage * top coverage)."""
+
+    bias: float
+    margin: float
+    cosine: float
+    coverage: float
+
+    def __call__(self, top_cosine: float, chance_cosine: float, top_coverage: float) -> float:
+        return _sigmoid(
+            self.bias
+            + self.margin * (top_cosine - chance_cosine)
+            + self.cosine * top_cosine
+            + self.coverage * top_coverage
+        )
+
+
+# Fitted by benchmarks/quality/calibrate.py (ADR 0010). One curve per search
+# mode: a lexical-only search has no cosine to go on, a semantic-only one no
+# coverage.
+CALIBRATIONS: dict[SearchMode, QueryCalibration] = {
+    "hybrid": QueryCalibration(bias=-5.18, margin=8.47, cosine=7.44, coverage=1.94),
+    "semantic": QueryCalibration(bias=-5.12, margin=9.3, cosine=8.28, coverage=0.0),
+    "lexical": QueryCalibration(bias=-2.33, margin=0.0, cosine=0.0, coverage=7.59),
+}
+
+
+def lexical_gate(top_coverage: float) -> float:
+    """The lexical leg's weight for a query whose best match covers this much."""
+    return LEXICAL_LEG_WEIGHT * _sigmoid(
+        (top_coverage - COVERAGE_GATE_MIDPOINT) / COVERAGE_GATE_WIDTH
+    )
+
+
+def chance_cosine(top_cosine: float, mean_cosine: float, rows: int) -> float:
+    """The mean cosine of the searched rows other than the best, shrunk
+    toward ``PRIOR_MEAN_COSINE`` (see there)."""
+    others = mean_cosine * rows - top_cosine if rows > 0 else 0.0
+    return (others + PRIOR_MEAN_COSINE * PRIOR_ROWS) / (max(rows - 1, 0) + PRIOR_ROWS)
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """Every candidate of either leg: its cosine and its coverage, and the
+    searched rows' mean cosine (``rows`` of them)."""
+
+    cosine: dict[int, float]
+    coverage: dict[int, float]
+    mean_cosine: float
+    rows: int = 0
+    #: Each lexical candidate's bm25 (higher is better); it orders the
+    #: lexical leg where coverage, clipped at 1, would tie.
+    bm25: dict[int, float] = field(default_factory=dict)
+
+    @property
+    def candidates(self) -> list[int]:
+        return list(dict.fromkeys([*self.cosine, *self.coverage]))
+
+
+def gather(
+    dense: DenseResult | None,
+    lexical: LexicalRanking | None,
+    cosines_of: Callable[[Iterable[int]], dict[int, float]],
+) -> Evidence:
+    """Both pieces of evidence for every candidate of either leg: a lexical
+    candidate the dense leg did not return still has a cosine."""
+    cosine = dict(dense.hits) if dense is not None else {}
+    coverage: dict[int, float] = {}
+    bm25 = dict(lexical.hits) if lexical is not None else {}
+    if lexical is not None:
+        coverage = {rowid: lexical.query.evidence(score) for rowid, score in lexical.hits}
+        missing = [rowid for rowid in coverage if rowid not in cosine]
+        if missing and dense is not None:
+            cosine.update(cosines_of(missing))
+    if dense is None:
+        return Evidence(cosine, coverage, 0.0, 0, bm25)
+    return Evidence(cosine, coverage, dense.mean_cosine, dense.rows, bm25)
+
+
+def _relative(values: dict[int, float], low: float | None = None) -> dict[int, float]:
+    """Each value placed between the lowest (0) and the highest (1)."""
+    if not values:
+        return {}
+    top = max(values.values())
+    bottom = min(values.values()) if low is None else low
+    spread = top - bottom
+    if spread <= 0:
+        return dict.fromkeys(values, 1.0)
+    return {rowid: (value - bottom) / spread for rowid, value in values.items()}
+
+
+def evidence_ranking(evidence: Evidence, mode: SearchMode) -> Fused:
+    """(rowid, score) best first, ties by rowid (see the module docstring)."""
+    candidates = evidence.candidates
+    if not candidates:
+        return []
+    top_cosine = max(evidence.cosine.values(), default=0.0)
+    top_coverage = max(evidence.coverage.values(), default=0.0)
+    dense_part = _relative(evidence.cosine) if mode != "lexical" else {}
+    # bm25 is placed against its top with 0 as the bottom: a chunk sharing
+    # no term has no lexical evidence, however the others scored.
+    lexical_part = (
+        _relative(evidence.bm25 or evidence.coverage, low=0.0) if mode != "semantic" else {}
+    )
+    weight = 1.0 if mode == "lexical" else lexical_gate(top_coverage)
+    fused = {
+        rowid: dense_part.get(rowid, 0.0) + weight * lexical_part.get(rowid, 0.0)
+        for rowid in candidates
+    }
+    best = max(fused.values())
+    chance = chance_cosine(top_cosine, evidence.mean_cosine, evidence.rows)
+    relevance = CALIBRATIONS[mode](top_cosine, chance, top_coverage)
+    scored = [
+        (rowid, relevance * value / best if best > 0 else 0.0) for rowid, value in fused.items()
+    ]
+    scored.sort(key=lambda item: (-item[1], item[0]))
+    return scored
+
+
+def fuse(
+    fusion: str,
+    method: FusionMethod | None,
+    mode: SearchMode,
+    dense: DenseResult | None,
+    lexical: LexicalRanking | None,
+    cosines_of: Callable[[Iterable[int]], dict[int, float]],
+    *,
+    alpha: float,
+    rrf_k: int,
+) -> Fused:
+    """The ranked (rowid, score) of one search, whichever fusion is set.
+
+    ``dense`` / ``lexical`` are None for a leg that was not asked.
+    """
+    if fusion == EVIDENCE or method is None:
+        return evidence_ranking(gather(dense, lexical, cosines_of), mode)
+    legs: list[Sequence[tuple[int, float]]] = []
+    weights: list[float] = []
+    if dense is not None:
+        legs.append(dense.hits)
+        weights.append(alpha if lexical is not None else 1.0)
+    if lexical is not None:
+        legs.append(lexical.hits)
+        weights.append(1.0 - alpha if dense is not None else 1.0)
+    if not legs or sum(weights) <= 0:
+        return []
+    return method(legs, weights, rrf_k)
