@@ -243,11 +243,19 @@ def search(
                 min_score=min_score,
             )
 
-        if batch is not None:
-            _search_batch(mem, batch, one)
+        queries = _batch_queries(batch) if batch is not None else None
+        # The catch-up before the search shows a bar when it has much to do
+        # (a new store, or every note embedded again after an upgrade).
+        with ProgressBar("indexing") as bar:
+            caught_up = mem.sync(bar, quiet_when_idle=True)
+        if queries is not None:
+            for line in caught_up.notices:
+                notice(line)
+            _search_batch(queries, one)
             return
         assert query is not None
-        result = one(query, True)
+        result = one(query, False)
+        result.notices[:0] = caught_up.notices
     if as_json:
         print_json(result.to_json())
     else:
@@ -312,29 +320,28 @@ def _search_all(
         )
 
 
-def _search_batch(mem: Memory, batch: str, one: Callable[[str, bool], SearchResult]) -> None:
-    """One query per input line, one compact JSON object per output line.
-
-    The index catches up with the store once, before the first query; every
-    line gets an answer (a blank line an empty one) so outputs stay aligned
-    with inputs.
-    """
-    import json
+def _batch_queries(batch: str) -> list[str]:
+    """The lines of a --batch FILE (- for stdin)."""
     import sys
 
     from memlane.core.errors import MemlaneError
 
     if batch == "-":
-        text = sys.stdin.read()
-    else:
-        try:
-            text = Path(batch).expanduser().read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise MemlaneError(f"cannot read --batch file {batch}: {exc}") from None
-    report = mem.sync(quiet_when_idle=True)
-    for line in report.notices:
-        notice(line)
-    for query in text.splitlines():
+        return sys.stdin.read().splitlines()
+    try:
+        return Path(batch).expanduser().read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise MemlaneError(f"cannot read --batch file {batch}: {exc}") from None
+
+
+def _search_batch(queries: list[str], one: Callable[[str, bool], SearchResult]) -> None:
+    """One compact JSON object per query, in order; a blank line gets an
+    empty answer, so outputs stay aligned with inputs. The index caught up
+    once, before the first query."""
+    import json
+    import sys
+
+    for query in queries:
         data = {"query": query, **one(query, False).to_json()}
         sys.stdout.write(json.dumps(data, ensure_ascii=False) + "\n")
         sys.stdout.flush()
