@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test test-fast test-dates faketime lint bench bench-compare clean
+.PHONY: install demo test test-fast test-dates faketime lint bench bench-quality bench-compare clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -67,9 +67,16 @@ faketime:
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run_all.py
 
-# LoCoMo retrieval quality (data: ../shared/data/locomo-dev.json, never shipped)
+# Retrieval quality on three shapes of memory, each against bm25, dense and
+# rrf: LoCoMo turns and LoCoMo observations as notes (data:
+# ../shared/data/locomo-dev.json, never shipped), the coding-memory set
+# (benchmarks/quality/coding_memory.json, through the real CLI); then the
+# score calibration. JSON in benchmarks/results/.
 bench-quality: $(STAMP)
 	$(BIN)/python benchmarks/quality/locomo.py
+	$(BIN)/python benchmarks/quality/locomo.py --notes
+	$(BIN)/python benchmarks/quality/coding.py
+	$(BIN)/python benchmarks/quality/calibrate.py
 
 bench-compare: $(STAMP)
 	$(BIN)/python benchmarks/compare_memsearch.py

@@ -196,7 +196,8 @@ def run_conversation(
     home.mkdir(parents=True)
     os.environ["MEMLANE_HOME"] = str(home)
     project = root / sample / "project"
-    write_conversation_store(conv, project, notes=notes)
+    store = write_conversation_store(conv, project, notes=notes)
+    stored = {t for f in store.glob("*.md") for t in _TURN_RE.findall(f.read_text("utf-8"))}
     questions, skipped = questions_of(conv)
     scope = resolve_scope(project)
     out: dict[str, Any] = {"sample_id": sample, "questions": len(questions), "skipped": skipped}
@@ -218,7 +219,11 @@ def run_conversation(
                 result = mem.search(q.text, TOP_K, mode=system.mode, sync=False)
                 latencies.append((time.perf_counter() - t0) * 1000)
                 ranked = ranked_turns([h.content for h in result.hits])
-                rows.append((q.category, score_question(ranked, q.gold)))
+                row = score_question(ranked, q.gold)
+                # Notes: a question whose evidence turns got no observation
+                # cannot be answered at turn level by any retriever.
+                row["answerable"] = float(bool(stored & set(q.gold)))
+                rows.append((q.category, row))
                 top_scores.append(
                     [
                         (h.score, bool(set(ranked_turns([h.content])) & set(q.gold)))
@@ -276,8 +281,10 @@ def summarise(runs: Sequence[dict[str, Any]], systems: Sequence[System]) -> dict
             CATEGORIES.get(cat, str(cat)): aggregate([r for c, r in rows if c == cat])
             for cat in sorted({c for c, _ in rows})
         }
+        answerable = [r for _, r in rows if r["answerable"]]
         summary[system.name] = {
             "overall": aggregate([r for _, r in rows]),
+            "answerable": {**aggregate(answerable), "questions": len(answerable)},
             "by_category": by_cat,
             "questions": len(rows),
             "latency_ms": {"p50": percentile(latencies, 50), "p95": percentile(latencies, 95)},
@@ -303,6 +310,17 @@ def print_summary(summary: dict[str, Any], notes: bool, calibrate: bool = False)
             }
         )
     print_table(f"LoCoMo dev, documents = {label}, overall", rows)
+    if notes:
+        answerable = [
+            {
+                "system": name,
+                "questions": int(data["answerable"].get("questions", 0)),
+                **{f"r@{k}": data["answerable"].get(f"r@{k}", 0.0) for k in KS},
+                "s@1": data["answerable"].get("s@1", 0.0),
+            }
+            for name, data in summary.items()
+        ]
+        print_table("questions whose evidence turn has a note (the reachable ones)", answerable)
     for metric in ("r@10", "s@1"):
         cat_rows = []
         for name, data in summary.items():

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from fake_llm import FakeOpenAI
+from helpers import FixedClock
 from memlane.core.types import Exchange
 from memlane.engine.echo import (
     ALL_RESTATED,
@@ -279,3 +280,32 @@ def test_restating_the_question_adds_nothing() -> None:
         QUESTION, "The release manager has to sign off before you ship to prod.", DECISION
     )
     assert verdict is not None and verdict.restated == 1 and verdict.recall_only
+
+
+def test_auto_context_never_injects_what_this_session_captured(
+    project: Path, clock: FixedClock
+) -> None:
+    """A repeated question's own captures match it best; they are in the
+    model's context already, so auto-context injects the note that answers."""
+    from datetime import datetime
+
+    from helpers import open_memory, wait_for
+
+    mem = open_memory(project, clock=clock, MEMLANE_AUTO_CONTEXT="on")
+    answer = "the team pinned the Kafka client to 3.7 because 3.8 broke SASL authentication"
+    mem.write(answer, now=datetime(2026, 11, 20, 9, 0))
+    settings = replace(mem.config.session, auto_context_cap_ms=30_000, index_debounce_ms=10**9)
+    session = Session.start(mem, host="test", session_id="s-now", llm=None, settings=settings)
+    assert session.indexer.settle(30) and session.wait_auto_context_ready(60)
+    question = "Why is the Kafka client pinned to 3.7, what broke with SASL authentication?"
+    for n in range(4):  # the same question, captured each time (no LLM: a digest)
+        queued = session.agent_settled(
+            Exchange(user=question, assistant="Because 3.8 broke SASL.", entry_id=f"t{n}")
+        )
+        assert queued.queued
+    wait_for(lambda: session.pending_captures == 0, timeout=30, what="the captures")
+    assert len(_entries(mem)) == 4  # today: the four captures of the question
+    message = session.before_agent_start(question).message
+    assert message is not None and answer in message
+    assert "turn:t0" not in message and "session:s-now" not in message
+    session.shutdown()

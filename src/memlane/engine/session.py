@@ -72,6 +72,10 @@ SHUTDOWN_REASON = "the session ended before distillation finished"
 # How much of each text a shutdown digest redacts (the digest shows far less).
 DIGEST_SOURCE_CHARS = 4000
 
+# Auto-context asks for this many hits beyond its top k: the session's own
+# entries among them are dropped (Session._own_entry).
+OWN_ENTRY_ROOM = 5
+
 
 def _anchor_field(value: str) -> str:
     """An anchor value that cannot break the entry's comment line."""
@@ -418,7 +422,8 @@ class Session:
             memory: Memory,
         ) -> tuple[list[Hit] | None, Surfaced | None, list[Hit] | None]:
             hits = (
-                memory.search(query, top_k, mode="hybrid", sync=False).hits
+                # Room for this session's own entries, which are dropped below.
+                memory.search(query, top_k + OWN_ENTRY_ROOM, mode="hybrid", sync=False).hits
                 if want_context
                 else None
             )
@@ -466,8 +471,10 @@ class Session:
             kept = [
                 h
                 for h in hits
-                if h.score >= settings.auto_context_score_floor and not snapshot.contains(h.content)
-            ]
+                if h.score >= settings.auto_context_score_floor
+                and not snapshot.contains(h.content)
+                and not self._own_entry(h.content)
+            ][:top_k]
             text = render_injection(kept, settings.auto_context_char_budget, self._base())
             if text:
                 state.injected += 1
@@ -527,6 +534,15 @@ class Session:
 
     def _base(self) -> str | None:
         return str(self.memory.scope.repository_dir)
+
+    def _own_entry(self, content: str) -> bool:
+        """An entry this session captured: its exchange is in the model's
+        context already, and injecting it back (a repeated question outranks
+        the note that answers it) would make recall feed on itself."""
+        from memlane.store.anchor import parse_anchor
+
+        anchor = parse_anchor(content)
+        return anchor is not None and anchor.session == _anchor_field(self.session_id)
 
     # -- agent_settled ----------------------------------------------------------------
 
