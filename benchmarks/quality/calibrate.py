@@ -142,7 +142,17 @@ def collect(
                 if rowid not in cosine and rowid in position:
                     cosine[rowid] = float(scores[position[rowid]])
             out.append(
-                QueryEvidence(text, gold, category, cosine, coverage, float(scores.mean()), turn_of)
+                QueryEvidence(
+                    text,
+                    gold,
+                    category,
+                    cosine,
+                    coverage,
+                    float(scores.mean()),
+                    turn_of,
+                    len(ids),
+                    dict(ranking.hits),
+                )
             )
         return out
     finally:
@@ -317,11 +327,26 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"| {name} | {system} | {m['hit@1']:.3f} | {m['hit@3']:.3f} | "
                 f"{m['hit@10']:.3f} | {m['session@1']:.3f} |"
             )
-        entry["floors"] = floors(queries)
-        entry["bands"] = bands(queries)
         report["sets"][name] = entry
     for mode in FEATURES:
         report["fitted"][mode] = fit(sets, mode)
+    # The floors and bands below are those of the fitted curves (what the
+    # code holds once relevance.CALIBRATIONS is set to them).
+    from memlane.index import relevance
+
+    for mode, weights in report["fitted"].items():
+        named = dict(zip(["margin", "cosine", "coverage"], weights[:-1], strict=False))
+        if mode == "lexical":
+            named = {"coverage": weights[0]}
+        relevance.CALIBRATIONS[mode] = relevance.QueryCalibration(
+            bias=weights[-1],
+            margin=named.get("margin", 0.0),
+            cosine=named.get("cosine", 0.0),
+            coverage=named.get("coverage", 0.0),
+        )
+    for name, queries in sets.items():
+        report["sets"][name]["floors"] = floors(queries)
+        report["sets"][name]["bands"] = bands(queries)
     means = [q.mean_cosine for queries in sets.values() for q in queries]
     report["mean_cosine"] = round(float(np.mean(means)), 3)
     print("mean cosine of a query with a collection:", report["mean_cosine"])

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from helpers import FixedClock, IndexWriteLock, open_memory, wait_for
+from memlane.core.types import Anchor
 from memlane.engine.indexer import Indexer
 from memlane.engine.memory import Memory
 from memlane.engine.session import Session
@@ -160,7 +161,10 @@ def test_auto_context_finds_a_memory_written_a_moment_ago(project: Path, clock: 
     # A long deadline: this is about what is found, not how fast.
     session = _session(mem, auto_context_cap_ms=30_000)
     assert session.wait_auto_context_ready(60)
-    Tools(mem, session).call("memory_write", {"text": NEW_NOTE})
+    # Written through this process by another agent's session (as the MCP
+    # server does): this session's own entries are never injected back.
+    other = Anchor(session="other-agent", turn="t1", transcript="none")
+    mem.write(NEW_NOTE, other)
     message = session.before_agent_start(NEW_NOTE_QUERY).message
     assert message is not None and "release manager's approval" in message
     assert session.status_json()["fresh_writes"]["files"] == 1

@@ -93,8 +93,8 @@ class QueryCalibration:
 # mode: a lexical-only search has no cosine to go on, a semantic-only one no
 # coverage.
 CALIBRATIONS: dict[SearchMode, QueryCalibration] = {
-    "hybrid": QueryCalibration(bias=-5.18, margin=8.47, cosine=7.44, coverage=1.94),
-    "semantic": QueryCalibration(bias=-5.12, margin=9.3, cosine=8.28, coverage=0.0),
+    "hybrid": QueryCalibration(bias=-7.36, margin=9.33, cosine=11.37, coverage=1.71),
+    "semantic": QueryCalibration(bias=-7.48, margin=9.76, cosine=12.67, coverage=0.0),
     "lexical": QueryCalibration(bias=-2.33, margin=0.0, cosine=0.0, coverage=7.59),
 }
 
