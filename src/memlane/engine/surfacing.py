@@ -5,9 +5,9 @@ picks them by retrieval, which fits the auto-context deadline (300 ms) and
 needs no LLM:
 
 * **chunks**: ``Memory.search(kind="topic", sync=False)`` over the indexed
-  topic entries; a slug's chunk score is its best hit's fused score. Fused
-  scores are relative (min-max per leg, ADR 0005), so on their own they
-  cannot tell "nothing is relevant" from "this is the best of a bad lot";
+  topic entries; a slug's chunk score is its best hit's score relative to
+  the best topic hit, so on its own it cannot tell "nothing is relevant"
+  from "this is the best of a bad lot";
 * **cards**: each topic's ``name: description`` line plus its entry titles,
   cached per file (mtime, size) with its embedding. Against a card the
   prompt gets two *absolute* signals: the cosine of the two embeddings, and

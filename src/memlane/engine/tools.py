@@ -89,8 +89,9 @@ SPECS: tuple[ToolSpec, ...] = (
     ToolSpec(
         "memory_search",
         "L1 recall: the best-matching memory chunks for a query, each with a score and a "
-        "chunk hash. Start here. Scores are ranks in [0, 1], not confidence; an empty "
-        "result means nothing matched. " + RECALL_LADDER,
+        "chunk hash. Start here. Scores estimate relevance in [0, 1] (0.5 and above: "
+        "the store likely holds what you asked); hits below min_score are left out, and "
+        "an empty result means nothing relevant is stored. " + RECALL_LADDER,
         (
             _QUERY,
             Param(

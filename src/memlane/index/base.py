@@ -67,14 +67,14 @@ class SearchFilters:
 @dataclass(frozen=True)
 class ScoredChunk:
     chunk: Chunk
-    score: float  # in [0, 1]; 1.0 = best in every active leg
+    score: float  # in [0, 1]; calibrated relevance under the evidence fusion
 
 
 def file_contexts(chunks: Iterable[IndexedChunk]) -> dict[str, str]:
     """chunk hash -> context, for one file's chunks in file order: the start
     of the previous chunk when both belong to the same anchor session, else
-    "" (ADR 0005). The index's BM25 context column and the embedder's input
-    both follow this one rule."""
+    "": what the index's BM25 context column holds (the embedder never sees
+    it: a note is embedded as it stands, ADR 0010)."""
     out: dict[str, str] = {}
     previous: IndexedChunk | None = None
     for item in chunks:

@@ -27,13 +27,15 @@ SCHEMA_VERSION = 3
 SCHEMA_CHANGE = "porter-stemmed BM25 that also matches the previous entry's text"
 # BM25 column weights (heading, content, context): the previous entry's
 # text (``context``, see core/types.context_of) counts, but less than the
-# chunk's own words (ADR 0005: BM25 turn recall_any@10 0.68 -> 0.77).
+# chunk's own words (BM25 turn recall_any@10 on LoCoMo 0.68 -> 0.77; with
+# the evidence fusion it helps every quality set: docs/benchmarks.md).
 FTS_COLUMN_WEIGHTS = (1.0, 1.0, 0.3)
 
 # unicode61 folds case and (with 2) diacritics, including on CJK-adjacent
-# Latin text; porter stems English words on top of it (ADR 0005: BM25 turn
-# recall_any@10 on LoCoMo 0.64 -> 0.68). Queries go through the same
-# tokenizer, so query and index terms always agree.
+# Latin text; porter stems English words on top of it (BM25 turn
+# recall_any@10 on LoCoMo 0.64 -> 0.68). Query words are read back through
+# the same tokenizer without porter and sent unstemmed: FTS5 stems a query
+# phrase itself (lexical.py).
 FTS_BASE_TOKENIZER = "unicode61 remove_diacritics 2"
 FTS_TOKENIZER = f"porter {FTS_BASE_TOKENIZER}"
 
