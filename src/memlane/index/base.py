@@ -105,7 +105,7 @@ class IndexBackend(Protocol):
     def chunk_hashes(self, source: str) -> set[str]: ...
 
     def chunk_contexts(self, source: str) -> dict[str, str]:
-        """chunk hash -> the BM25/embedding context stored for it (``file_contexts``)."""
+        """chunk hash -> the BM25 context stored for it (``file_contexts``)."""
         ...
 
     def replace_file(
