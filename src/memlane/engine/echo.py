@@ -45,6 +45,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from memlane.core.words import FUNCTION_WORDS, light_stem
+
 #: The text pi's ``/recall <query>`` command sends as the user's prompt
 #: starts with this (integrations/pi/extensions/memlane.ts).
 RECALL_PROMPT_PREFIX = "Recall from long-term memory:"
@@ -66,47 +68,15 @@ _SENTENCE_END_RE = re.compile(r"(?<=[.!?])\s+")
 _MCP_NAME_RE = re.compile(r"^mcp__(?P<server>.+)__(?P<tool>[A-Za-z0-9_]+)$")
 # Words that carry no fact of their own: function words, and the words an
 # agent wraps recalled text in ("according to memory, ...", "I found ...").
-_IGNORED_TEXT = """
-a about above after again all also am an and any are as at be because been before being
-below between both but by can could did do does doing done down during each even every
-few for from further get gets got had has have having he her here hers him his how i if
-in into is it its itself just let lets like ll make me more most much must my need no
-nor not now of off on once only or other our ours out over own please re same see she
-should so some such than thank thanks that the their theirs them then there these they
-this those through to too under until up use used using ve very via want was way we well
-were what when where which while who whom why will with would yes yet you your yours
-something anything thing things help tell show give take know think look one two today
-still okay ok sure here's there's it's that's i'm
+_WRAPPING_TEXT = """
+okay ok sure here's there's it's that's i'm
 memory memories recall recalled remember remembered remind reminded search searched
 find found according note notes noted say says said mention mentioned record recorded
 earlier previous previously past last session sessions journal entry entries topic
 topics chunk chunks hash hashes result results match matched matches source sources
 based cite cited citing shows shown saved store stored expand transcript
 """
-
-
-@functools.lru_cache(maxsize=65536)
-def _stem(word: str) -> str:
-    # The crude suffix strip of topic surfacing: meets "deploys"/"deploy"
-    # and "approved"/"approve" without a stemmer dependency; a doubled final
-    # consonant is undone too ("shipping"/"ship").
-    for suffix in ("ingly", "edly", "ing", "ies", "ied", "es", "ed", "ly", "s"):
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            if suffix in ("ies", "ied"):
-                return word[: -len(suffix)] + "y"
-            stem = word[: -len(suffix)]
-            if (
-                suffix in ("ing", "ed")
-                and len(stem) >= 4
-                and stem[-1] == stem[-2]
-                and stem[-1] not in "aeiouls"
-            ):
-                return stem[:-1]
-            return stem
-    return word
-
-
-_IGNORED = frozenset(_stem(w) for w in _IGNORED_TEXT.split())
+_IGNORED = frozenset(light_stem(w) for w in (*FUNCTION_WORDS, *_WRAPPING_TEXT.split()))
 
 
 def content_terms(text: str) -> set[str]:
@@ -116,7 +86,7 @@ def content_terms(text: str) -> set[str]:
         for part in token.split("_"):
             if len(part) < 2 and not part.isdigit():
                 continue
-            stem = _stem(part)
+            stem = light_stem(part)
             if stem not in _IGNORED:
                 out.add(stem)
     return out

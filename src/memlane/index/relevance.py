@@ -38,13 +38,19 @@ scores (memsearch parity); ``search.min_score`` is on this module's scale.
 from __future__ import annotations
 
 import math
+import sqlite3
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
+import numpy.typing as npt
+
+from memlane.core.settings import IndexSettings
 from memlane.core.types import SearchMode
-from memlane.index.dense import DenseResult
+from memlane.index.base import SearchFilters
+from memlane.index.dense import DenseMatrix, DenseResult
 from memlane.index.fusion import EVIDENCE, Fused, FusionMethod
-from memlane.index.lexical import LexicalRanking
+from memlane.index.lexical import LexicalLeg, LexicalRanking
 
 #: How much the lexical leg can count against the dense leg's 1.0, once its
 #: best match covers the query well.
@@ -191,23 +197,50 @@ def evidence_ranking(evidence: Evidence, mode: SearchMode) -> Fused:
     return scored
 
 
-def fuse(
-    fusion: str,
-    method: FusionMethod | None,
+def search(
+    conn: sqlite3.Connection,
+    lexical_leg: LexicalLeg,
+    matrix: DenseMatrix | None,
+    vector: npt.NDArray[np.float32] | None,
+    query: str,
     mode: SearchMode,
+    *,
+    n_lexical: int,
+    n_dense: int,
+    filters: SearchFilters | None,
+    cache_key: object,
+    settings: IndexSettings,
+    method: FusionMethod | None,
+    rrf_k: int,
+) -> Fused:
+    """Run the legs ``mode`` asks for and fuse them (the notes and the
+    sessions index alike): the ranked (rowid, score), whichever fusion is set."""
+    dense = None
+    if mode != "lexical" and matrix is not None and vector is not None:
+        dense = matrix.search(vector, n_dense, filters)
+    ranking = None
+    if mode != "semantic":
+        ranking = lexical_leg.rank(conn, query, n_lexical, filters, cache_key)
+    if settings.fusion == EVIDENCE or method is None:
+
+        def cosines_of(rowids: Iterable[int]) -> dict[int, float]:
+            return (
+                matrix.cosines(vector, rowids) if matrix is not None and vector is not None else {}
+            )
+
+        return evidence_ranking(gather(dense, ranking, cosines_of), mode)
+    return rank_fusion(method, dense, ranking, alpha=settings.alpha, rrf_k=rrf_k)
+
+
+def rank_fusion(
+    method: FusionMethod,
     dense: DenseResult | None,
     lexical: LexicalRanking | None,
-    cosines_of: Callable[[Iterable[int]], dict[int, float]],
     *,
     alpha: float,
     rrf_k: int,
 ) -> Fused:
-    """The ranked (rowid, score) of one search, whichever fusion is set.
-
-    ``dense`` / ``lexical`` are None for a leg that was not asked.
-    """
-    if fusion == EVIDENCE or method is None:
-        return evidence_ranking(gather(dense, lexical, cosines_of), mode)
+    """rrf, wrrf or convex over the legs that were asked (their own scores)."""
     legs: list[Sequence[tuple[int, float]]] = []
     weights: list[float] = []
     if dense is not None:

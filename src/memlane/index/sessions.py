@@ -948,27 +948,19 @@ class SessionStore(SqliteFile):
             if k <= 0 or not query.strip():
                 return mode, []
             n_lex, n_sem = self.candidate_counts(k)
-            dense_result = None
-            if use_dense and dense is not None and qvec is not None:
-                dense_result = dense.search(qvec, n_sem, filters)
-            ranking = (
-                self._lexical.rank(conn, query, n_lex, filters, cache_key) if use_lexical else None
-            )
-            matrix, vector = dense, qvec
-
-            def cosines_of(rowids: Iterable[int]) -> dict[int, float]:
-                if matrix is None or vector is None:
-                    return {}
-                return matrix.cosines(vector, rowids)
-
-            fused = relevance.fuse(
-                self.index_settings.fusion,
-                self._fuse,
+            fused = relevance.search(
+                conn,
+                self._lexical,
+                dense if use_dense else None,
+                qvec,
+                query,
                 mode,
-                dense_result,
-                ranking,
-                cosines_of,
-                alpha=self.index_settings.alpha,
+                n_lexical=n_lex,
+                n_dense=n_sem,
+                filters=filters,
+                cache_key=cache_key,
+                settings=self.index_settings,
+                method=self._fuse,
                 rrf_k=self.rrf_k,
             )[:k]
             if not fused:
@@ -997,16 +989,13 @@ class SessionStore(SqliteFile):
                     cache_key = (meta.get(schema.META_EPOCH), meta.get(schema.META_GENERATION))
                     n_lex, _ = self.candidate_counts(k + 1)
                     ranking = self._lexical.rank(conn, text, n_lex, shared, cache_key)
-                    fused = relevance.fuse(
-                        self.index_settings.fusion,
-                        self._fuse,
-                        "lexical",
-                        None,
-                        ranking,
-                        lambda rowids: {},
-                        alpha=self.index_settings.alpha,
-                        rrf_k=self.rrf_k,
-                    )
+                    if self._fuse is None:  # the evidence fusion, lexical mode
+                        evidence = relevance.gather(None, ranking, lambda rowids: {})
+                        fused = relevance.evidence_ranking(evidence, "lexical")
+                    else:
+                        fused = relevance.rank_fusion(
+                            self._fuse, None, ranking, alpha=0.0, rrf_k=self.rrf_k
+                        )
                 else:
                     dense, _ = self._sync_dense(conn, self._meta(conn))
                     if dense is None:

@@ -669,27 +669,19 @@ class SqliteIndex(SqliteFile):
             if k <= 0 or (use_lexical and not query.strip()):
                 return mode, []
             n = candidate_count(k)
-            dense_result = None
-            if use_dense and dense is not None and qvec is not None:
-                dense_result = dense.search(qvec, n, filters)
-            ranking = (
-                self._lexical.rank(conn, query, n, filters, cache_key) if use_lexical else None
-            )
-            matrix, vector = dense, qvec
-
-            def cosines_of(rowids: Iterable[int]) -> dict[int, float]:
-                if matrix is None or vector is None:
-                    return {}
-                return matrix.cosines(vector, rowids)
-
-            fused = relevance.fuse(
-                self.settings.fusion,
-                self._fuse,
+            fused = relevance.search(
+                conn,
+                self._lexical,
+                dense if use_dense else None,
+                qvec,
+                query,
                 mode,
-                dense_result,
-                ranking,
-                cosines_of,
-                alpha=self.settings.alpha,
+                n_lexical=n,
+                n_dense=n,
+                filters=filters,
+                cache_key=cache_key,
+                settings=self.settings,
+                method=self._fuse,
                 rrf_k=self._rrf_k,
             )[:k]
             if not fused:
