@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from memlane.engine.memory import Memory
     from memlane.engine.reports import IndexReport
 
-# How much text (embedding input: chunk plus context, in characters) the
+# How much text (embedding input: the notes as they stand, in characters) the
 # auto-context worker may embed before its search, inside the
 # AUTO_CONTEXT_CAP_MS (300 ms) deadline. The cost grows with the text, not
 # with the number of chunks. Measured with the bundled model on 2 busy cores
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 # figures). The prompt's own search takes 11-17 ms and topic surfacing up to
 # ~50 ms (its p95 in docs/benchmarks.md), more on a loaded machine. 1,000
 # characters (~100 ms there) cover what usually lands between two prompts:
-# one captured entry with its context, or a few memory_write notes, and
+# one captured entry, or a few memory_write notes, and
 # leave the deadline room to spare. More is a burst: the debounced index
 # takes it in the background and the prompt goes on without the newest
 # entries. An explicit search (memory_search, memory_topic search) has no
