@@ -124,6 +124,10 @@ def test_ctrl_c_exits_130_saying_interrupted(project: Path, tmp_path: Path) -> N
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # A suite started in the background (`make test &`) runs with SIGINT
+        # ignored, and a child inherits that; a terminal's Ctrl-C is the
+        # default disposition, which is what this test is about.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
         wait_for(asked.exists, timeout=60, what="memlane runs the store command")
