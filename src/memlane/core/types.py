@@ -54,13 +54,54 @@ def context_of(previous: str) -> str:
     return context[:EMBED_CONTEXT_CHARS].strip()
 
 
+# Everything str.splitlines() breaks a line at: a field holding one could
+# start a forged line (a "### 00:00" heading) in the daily file.
+_LINE_BREAKS_RE = re.compile("[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
+_SPACE_RE = re.compile(r"\s")
+NO_ANCHOR_VALUE = "none"
+
+
+def anchor_field(value: str, *, spaces: bool) -> str:
+    """``value`` made safe for one field of an anchor comment.
+
+    The one sanitiser every anchor goes through (``Anchor`` applies it to
+    each field): lone surrogates become U+FFFD, "-->" (which would close the
+    comment) and line breaks are removed, and for the fields the anchor
+    pattern reads as one word (session, turn) whitespace becomes "_". Applied
+    twice it changes nothing, so a parsed anchor stays as it was read.
+    """
+    text = "".join("\ufffd" if 0xD800 <= ord(c) <= 0xDFFF else c for c in str(value))
+    text = _LINE_BREAKS_RE.sub(" ", text)
+    while "-->" in text:
+        text = text.replace("-->", "")
+    text = text.strip()
+    if not spaces:
+        text = _SPACE_RE.sub("_", text)
+    return text
+
+
 @dataclass(frozen=True)
 class Anchor:
-    """``<!-- session:<id> turn:<entry id> transcript:<path> -->``."""
+    """``<!-- session:<id> turn:<entry id> transcript:<path> -->``.
+
+    Whatever a host sends as a session id, entry id or transcript path, the
+    fields are sanitised here (``anchor_field``), so no value can end the
+    comment early or add a line to the file, and the rendered anchor parses
+    back to the same fields.
+    """
 
     session: str
     turn: str
     transcript: str
+
+    def __post_init__(self) -> None:
+        fields = {
+            "session": anchor_field(self.session, spaces=False) or NO_ANCHOR_VALUE,
+            "turn": anchor_field(self.turn, spaces=False),
+            "transcript": anchor_field(self.transcript, spaces=True) or NO_ANCHOR_VALUE,
+        }
+        for name, value in fields.items():
+            object.__setattr__(self, name, value)
 
     def render(self) -> str:
         return f"<!-- session:{self.session} turn:{self.turn} transcript:{self.transcript} -->"

@@ -77,13 +77,6 @@ DIGEST_SOURCE_CHARS = 4000
 OWN_ENTRY_ROOM = 5
 
 
-def _anchor_field(value: str) -> str:
-    """An anchor value that cannot break the entry's comment line."""
-    text = "".join("\ufffd" if 0xD800 <= ord(c) <= 0xDFFF else c for c in value)
-    text = text.replace("-->", "").replace("\r", " ").replace("\n", " ").strip()
-    return text or "none"
-
-
 def _with_llm(surfacer: TopicSurfacer, llm: LLM | None) -> TopicSurfacer:
     """The surfacer with its optional reranking LLM (only set when a model is configured)."""
     if llm is not None:
@@ -542,7 +535,8 @@ class Session:
         from memlane.store.anchor import parse_anchor
 
         anchor = parse_anchor(content)
-        return anchor is not None and anchor.session == _anchor_field(self.session_id)
+        own = Anchor(session=self.session_id, turn="", transcript="")
+        return anchor is not None and anchor.session == own.session
 
     # -- agent_settled ----------------------------------------------------------------
 
@@ -661,12 +655,11 @@ class Session:
         from memlane.store.daily import new_entry_id
 
         exchange = job.exchange
+        # Anchor sanitises every field (core/types.anchor_field).
         anchor = Anchor(
-            session=_anchor_field(exchange.session_id or self.session_id),
-            turn=_anchor_field(exchange.entry_id or new_entry_id()),
-            transcript=_anchor_field(
-                exchange.transcript_path or self.transcript_path or NO_TRANSCRIPT
-            ),
+            session=exchange.session_id or self.session_id,
+            turn=exchange.entry_id or new_entry_id(),
+            transcript=exchange.transcript_path or self.transcript_path or NO_TRANSCRIPT,
         )
         try:
             self.memory.write("\n".join(bullets), anchor)
