@@ -21,7 +21,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -29,6 +29,8 @@ from memlane.core.clock import FixedClock
 from memlane.core.config import load_config
 from memlane.core.scope import resolve_scope
 from memlane.engine.memory import Memory
+from memlane.engine.session import Session
+from memlane.llm.base import LLM
 
 __all__ = [
     "MEMLANE",
@@ -82,6 +84,18 @@ def open_memory(
     scope = resolve_scope(directory, env=merged)
     return Memory(
         scope, load_config(scope.repository_dir, env=merged), clock=clock or FixedClock(NOW)
+    )
+
+
+def start_session(mem: Memory, llm: LLM | None = None, **settings: object) -> Session:
+    """The test session "sess-1" over *mem*, its settings overridden by *settings*."""
+    return Session.start(
+        mem,
+        host="test",
+        session_id="sess-1",
+        transcript_path="/tmp/t/sess-1.jsonl",
+        llm=llm,
+        settings=replace(mem.config.session, **settings),  # type: ignore[arg-type]
     )
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from fake_llm import FakeOpenAI
-from helpers import FixedClock
+from helpers import FixedClock, start_session
 from memlane.core.types import Exchange
 from memlane.engine.echo import (
     ALL_RESTATED,
@@ -45,14 +45,7 @@ NEW_WORK = (
 
 
 def _session(mem: Memory, llm: LLM | None) -> Session:
-    return Session.start(
-        mem,
-        host="test",
-        session_id="sess-1",
-        transcript_path="/tmp/t/sess-1.jsonl",
-        llm=llm,
-        settings=replace(mem.config.session, auto_context_enabled=False),
-    )
+    return start_session(mem, llm, auto_context_enabled=False)
 
 
 def _entries(mem: Memory) -> list[str]:

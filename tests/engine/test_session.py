@@ -12,14 +12,13 @@ server still held its answer, never by timing the call.
 from __future__ import annotations
 
 import threading
-from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 
 import pytest
 
 from fake_llm import FakeOpenAI
-from helpers import FixedClock, IndexWriteLock, open_memory, wait_for
+from helpers import FixedClock, IndexWriteLock, open_memory, start_session, wait_for
 from memlane.core.types import Exchange
 from memlane.engine.memory import Memory
 from memlane.engine.session import SHUTDOWN_REASON, Session
@@ -33,15 +32,7 @@ SILENT_S = 60.0
 
 
 def _session(mem: Memory, llm: LLM | None = None, **kw: object) -> Session:
-    settings = replace(mem.config.session, **kw)  # type: ignore[arg-type]
-    return Session.start(
-        mem,
-        host="test",
-        session_id="sess-1",
-        transcript_path="/tmp/t/sess-1.jsonl",
-        llm=llm,
-        settings=settings,
-    )
+    return start_session(mem, llm, **kw)
 
 
 def _exchange(user: str, assistant: str, entry: str = "e1", **kw: object) -> Exchange:
