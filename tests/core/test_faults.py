@@ -1,0 +1,45 @@
+"""The fault steps: silent normally, a trace or a SIGKILL when asked (real processes)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+SCRIPT = (
+    "from memlane.core.faults import step\n"
+    "for i in range(3):\n"
+    "    step('demo.a'); step('demo.b')\n"
+    "print('finished')\n"
+)
+
+
+def _run(extra: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", SCRIPT],
+        env={**os.environ, **extra},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_steps_do_nothing_without_the_variables() -> None:
+    done = _run({})
+    assert done.returncode == 0 and done.stdout == "finished\n"
+
+
+def test_trace_lists_every_step_reached(tmp_path: Path) -> None:
+    trace = tmp_path / "trace"
+    done = _run({"MEMLANE_FAULT_TRACE": str(trace)})
+    assert done.returncode == 0
+    assert trace.read_text().split() == ["demo.a", "demo.b"] * 3
+
+
+def test_kill_at_the_nth_reach_of_a_step(tmp_path: Path) -> None:
+    trace = tmp_path / "trace"
+    done = _run({"MEMLANE_FAULT_TRACE": str(trace), "MEMLANE_FAULT_KILL": "demo.b@2"})
+    assert done.returncode == -signal.SIGKILL and done.stdout == ""
+    assert trace.read_text().split() == ["demo.a", "demo.b", "demo.a", "demo.b"]
