@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test test-fast test-dates faketime lint bench bench-quality bench-compare clean
+.PHONY: install demo test test-fast test-dates soak faketime lint bench bench-quality bench-compare clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -53,6 +53,13 @@ test-dates: $(STAMP) $(FAKETIME_SHIM)
 			LD_PRELOAD=$(abspath $(FAKETIME_SHIM)) \
 			faketime -m "$$moment" $(BIN)/pytest -q -p no:cacheprovider $(FAST_LANE) || exit 1; \
 	done
+
+# The long fault-injection run (tests/fault): every reach of every kill point
+# of every write path, and 10,000 captures through a flaky fake LLM; prints
+# the points tried and held per area (JSON in benchmarks/results/fault_soak.json).
+# `make test` runs its quick form.
+soak: $(STAMP)
+	$(PYTEST) -q tests/fault --soak
 
 $(FAKETIME_SHIM): tests/faketime/shim.c $(STAMP)
 	@command -v cc >/dev/null 2>&1 || { echo "test-dates builds $< and needs a C compiler (cc): install gcc" >&2; exit 1; }

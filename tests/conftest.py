@@ -29,6 +29,15 @@ from fake_llm import FakeAnthropic, FakeOpenAI
 from helpers import NOW, Cli, FixedClock, make_project, open_memory
 from memlane.engine.memory import Memory
 
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--soak",
+        action="store_true",
+        help="tests/fault's long run: every reach of every kill point, 10k captures (make soak)",
+    )
+
+
 _REDIRECTING_ENV = (
     "MEMSEARCH_DIR",
     "MEMLANE_STORE_CMD",

@@ -353,6 +353,7 @@ class SessionStore(SqliteFile):
     """FTS5 + numpy hybrid search over session documents, in one SQLite file."""
 
     _label = "session index"
+    FAULT_AREA = "sessions_index"
     # A lock error whose message reads like damage is still a lock here.
     _busy_before_damage = True
 

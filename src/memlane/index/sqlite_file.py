@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Self, TypeVar
 
 from memlane.core.errors import IndexCorruptError
+from memlane.core.faults import step
 from memlane.index import lexical, schema
 from memlane.index.base import IndexBusyError
 from memlane.index.dense import DenseMatrix
@@ -118,6 +119,8 @@ class SqliteFile:
 
     # How messages name the file ("index", "session index").
     _label: ClassVar[str] = "index"
+    # The fault steps of its write transactions (core/faults.py).
+    FAULT_AREA: ClassVar[str] = "index"
     # In ``_run``, test "busy" before "damaged": a lock error whose message
     # also reads like damage (a virtual table's constructor that met a lock)
     # is then reported busy instead of rebuilding the file.
@@ -381,7 +384,9 @@ class SqliteFile:
             yield generation
             if generation % self._tombstone_window()[1] == 0:
                 self._prune_tombstones(conn, generation)
+            step(f"{self.FAULT_AREA}.before_commit")
             conn.execute("COMMIT")
+            step(f"{self.FAULT_AREA}.committed")
         except BaseException:
             self._rollback(conn)
             raise

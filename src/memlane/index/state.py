@@ -34,6 +34,7 @@ from secrets import token_hex
 from typing import Any, Protocol
 
 from memlane.core.clock import SYSTEM_CLOCK, utc_z
+from memlane.core.faults import step
 
 STATE_FILENAME = ".index-state.json"
 STATE_SCHEMA_VERSION = 1
@@ -309,6 +310,7 @@ def save_state(state_path: Path, state: Mapping[str, Any]) -> bool:
         fd = os.open(tmp_name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
+        step("state.temp_written")
         os.replace(tmp_name, state_path)
         tmp_name = None
         return True

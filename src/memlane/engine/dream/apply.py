@@ -11,6 +11,7 @@ from datetime import datetime
 from pathlib import Path
 
 from memlane.core.errors import MemlaneError, StoreError
+from memlane.core.faults import step
 from memlane.engine.dream.errors import DreamError
 from memlane.engine.dream.meta import record_dream
 from memlane.engine.dream.plan import DreamPlan, FileChange
@@ -74,21 +75,25 @@ def apply_plan(plan: DreamPlan, *, now: datetime, hooks: ApplyHooks | None = Non
             # The journal first: from here on a crash at any point is
             # recoverable, and no side file exists that it does not name.
             J.begin(store, steps)
-            for change, step in zip(plan.changes, steps, strict=True):
-                if step.temp is not None and change.after is not None:
-                    _temp_write(step.temp, change.after)
-                if step.backup is not None:
-                    _backup(change.path, step.backup)
+            step("dream.journaled")
+            for change, one in zip(plan.changes, steps, strict=True):
+                if one.temp is not None and change.after is not None:
+                    _temp_write(one.temp, change.after)
+                if one.backup is not None:
+                    _backup(change.path, one.backup)
             # Backups and temporary files must be on disk before the first
             # rename makes an original reachable through its backup only.
             fsync_dirs(directories)
-            for change, step in zip(plan.changes, steps, strict=True):
-                if step.temp is not None:
-                    hooks.replace(step.temp, change.path)
+            step("dream.staged")
+            for change, one in zip(plan.changes, steps, strict=True):
+                if one.temp is not None:
+                    hooks.replace(one.temp, change.path)
                 else:
                     hooks.unlink(change.path)
+                step("dream.replaced")
             fsync_dirs(directories)
             J.commit(store, steps)
+            step("dream.committed")
         except BaseException as exc:
             try:
                 # The same rollback a crash gets, from the journal just written
@@ -112,6 +117,7 @@ def apply_plan(plan: DreamPlan, *, now: datetime, hooks: ApplyHooks | None = Non
         # Past the commit mark the dream stands, whatever happens next.
         hooks.committed()
         J.finish(store, steps)
+        step("dream.finished")
     record_dream(store, now)
 
 
