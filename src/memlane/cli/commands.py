@@ -400,10 +400,20 @@ def transcript(
 def forget(
     ctx: typer.Context,
     chunk_hash: Annotated[
-        str | None, typer.Argument(metavar="[HASH]", help="A chunk hash inside the entry.")
+        str | None,
+        typer.Argument(
+            metavar="[HASH]",
+            help="A chunk hash inside the entry, from search (its first 8 characters are "
+            "enough when unique).",
+        ),
     ] = None,
     date: Annotated[str | None, typer.Option(help="The entry's date, YYYY-MM-DD.")] = None,
-    time: Annotated[str | None, typer.Option(help="The entry's time, HH:MM.")] = None,
+    time: Annotated[
+        str | None,
+        typer.Option(
+            help="The entry's time, HH:MM; HH:MM#2 is the second entry written in that minute."
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Delete one memory entry (or compact block) for good; prints what was removed."""
