@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from memlane.cli.context import ProgressBar, notice, open_memory, print_json, state
+from memlane.cli.free_text import FreeTextCommand
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -506,4 +507,6 @@ def register(app: typer.Typer) -> None:
         status,
         demo,
     ):
-        app.command(fn.__name__)(fn)
+        # Commands that take the user's own words read "-----BEGIN ..." as text.
+        cls = FreeTextCommand if fn in (write, search) else None
+        app.command(fn.__name__, cls=cls)(fn)

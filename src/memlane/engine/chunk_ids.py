@@ -23,13 +23,14 @@ MIN_PREFIX_CHARS = 8
 #: A refusal lists at most this many of the chunks a prefix matches.
 LISTED_CANDIDATES = 10
 
-_ID_RE = re.compile(rf"^[0-9a-f]{{{MIN_PREFIX_CHARS},{HASH_CHARS}}}$")
+_HEX_RE = re.compile(r"^[0-9a-f]+$")
 
 
-def resolve_chunk(mem: Memory, given: str) -> Chunk:
-    """The indexed chunk of the store that *given* names (a hash or a unique prefix)."""
+def resolve_chunk(mem: Memory, given: str, *, min_chars: int = MIN_PREFIX_CHARS) -> Chunk:
+    """The indexed chunk of the store that *given* names (a hash, or a unique
+    prefix of at least *min_chars* characters)."""
     wanted = given.strip().lower()
-    if not _ID_RE.match(wanted):
+    if not (min_chars <= len(wanted) <= HASH_CHARS and _HEX_RE.match(wanted)):
         raise NotFoundError(
             f"{given[: HASH_CHARS + 4]!r} is not a chunk hash",
             f"a chunk hash is {HASH_CHARS} hex characters, as printed by `memlane search`; "
@@ -64,7 +65,7 @@ def resolve_chunk(mem: Memory, given: str) -> Chunk:
 
 def _no_chunk(mem: Memory, wanted: str) -> NotFoundError:
     return NotFoundError(
-        f"no chunk {'starts with' if len(wanted) < HASH_CHARS else 'is'} {wanted} in "
+        f"no chunk {'starts with ' if len(wanted) < HASH_CHARS else ''}{wanted} in "
         f"collection {mem.scope.collection}",
         "hashes change when a file is edited; run `memlane search` again for current ones",
     )
