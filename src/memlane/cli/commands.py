@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from memlane.cli.context import ProgressBar, notice, open_memory, print_json, state
+from memlane.cli.free_text import FreeTextCommand
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -400,10 +401,20 @@ def transcript(
 def forget(
     ctx: typer.Context,
     chunk_hash: Annotated[
-        str | None, typer.Argument(metavar="[HASH]", help="A chunk hash inside the entry.")
+        str | None,
+        typer.Argument(
+            metavar="[HASH]",
+            help="A chunk hash inside the entry, from search (its first 8 characters are "
+            "enough when unique).",
+        ),
     ] = None,
     date: Annotated[str | None, typer.Option(help="The entry's date, YYYY-MM-DD.")] = None,
-    time: Annotated[str | None, typer.Option(help="The entry's time, HH:MM.")] = None,
+    time: Annotated[
+        str | None,
+        typer.Option(
+            help="The entry's time, HH:MM; HH:MM#2 is the second entry written in that minute."
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Delete one memory entry (or compact block) for good; prints what was removed."""
@@ -496,4 +507,6 @@ def register(app: typer.Typer) -> None:
         status,
         demo,
     ):
-        app.command(fn.__name__)(fn)
+        # Commands that take the user's own words read "-----BEGIN ..." as text.
+        cls = FreeTextCommand if fn in (write, search) else None
+        app.command(fn.__name__, cls=cls)(fn)

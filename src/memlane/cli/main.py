@@ -133,13 +133,17 @@ def main(argv: Sequence[str] | None = None, *, clock: Clock | None = None) -> in
         # handlers below ("Exception ignored ... BrokenPipeError", status 120).
         sys.stdout.flush()
     except MemlaneError as exc:
-        sys.stderr.write(f"memlane: error: {exc.message}\n")
+        # Messages may quote what the user typed: never a secret on the terminal.
+        sys.stderr.write(f"memlane: error: {_redacted(exc.message)}\n")
         if exc.hint:
-            sys.stderr.write(f"  {exc.hint}\n")
+            sys.stderr.write(f"  {_redacted(exc.hint)}\n")
         return exc.exit_code
     except exits as exc:
         return int(getattr(exc, "exit_code", 0) or 0)
     except usage as exc:
+        from memlane.cli.free_text import safe_usage_message
+
+        exc.message = safe_usage_message(exc)  # type: ignore[attr-defined]
         exc.show()  # type: ignore[attr-defined]
         return int(getattr(exc, "exit_code", 2))
     except aborts:
@@ -206,6 +210,12 @@ def _discard_stdout() -> None:
 def run() -> None:
     """Console-script entry: the command line's command, its exit code as the process's."""
     sys.exit(main())
+
+
+def _redacted(text: str) -> str:
+    from memlane.store.redaction import redact
+
+    return redact(text).text
 
 
 def _fail(message: str, hint: str) -> int:

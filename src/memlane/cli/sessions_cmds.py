@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from memlane.cli.context import ProgressBar, notice, open_memory, print_json
+from memlane.cli.free_text import FreeTextCommand
 
 if TYPE_CHECKING:
     from memlane.engine.memory import Memory
@@ -137,7 +138,7 @@ def _render(result: SessionSearch) -> None:
         notice(text)
 
 
-@sessions_app.command("search")
+@sessions_app.command("search", cls=FreeTextCommand)
 def search(
     ctx: typer.Context,
     query: Annotated[str, typer.Argument(help="What to look for, in your own words.")],

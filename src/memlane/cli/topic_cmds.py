@@ -16,6 +16,7 @@ from typing import Annotated, Any
 import typer
 
 from memlane.cli.context import notice, open_memory, print_json, state
+from memlane.cli.free_text import FreeTextCommand
 
 topic_app = typer.Typer(
     help=(
@@ -46,7 +47,7 @@ def _run(ctx: typer.Context, arguments: dict[str, Any], as_json: bool) -> None:
         typer.echo(result.text)
 
 
-@topic_app.command("add")
+@topic_app.command("add", cls=FreeTextCommand)
 def add(
     ctx: typer.Context,
     content: Annotated[
@@ -76,7 +77,7 @@ def add(
     _run(ctx, arguments, as_json)
 
 
-@topic_app.command("remove")
+@topic_app.command("remove", cls=FreeTextCommand)
 def remove(
     ctx: typer.Context,
     entry: Annotated[str, typer.Argument(help="The exact title of the entry to delete.")],
@@ -92,7 +93,7 @@ def list_(ctx: typer.Context, as_json: _JSON = False) -> None:
     _run(ctx, {"action": "list"}, as_json)
 
 
-@topic_app.command("search")
+@topic_app.command("search", cls=FreeTextCommand)
 def search(
     ctx: typer.Context,
     query: Annotated[str, typer.Argument(help="What to look for.")],

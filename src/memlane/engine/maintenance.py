@@ -52,7 +52,6 @@ COMPACT_HEADING = "## Memory Compact"
 #: Checkpointing the WAL waits for readers of older snapshots this long.
 PURGE_WAIT_S = 2.0
 
-_CHUNK_HASH_RE = re.compile(r"^[0-9a-f]{16}$")
 _COMMENT_RE = re.compile(r"<!--.*?-->", re.DOTALL)
 _COMMENT_TOKEN_RE = re.compile(r"<!--|-->")
 _HIGH_HEADING_RE = re.compile(r"^\s{0,3}#{1,2}(?=\s)")
@@ -106,8 +105,9 @@ def forget(
 ) -> Removed:
     """Remove one entry or compact block; its chunks leave the index at once.
 
-    Addressed by *chunk_hash* (as printed by search) or by *date* and
-    *time* together, never both. The result echoes the removed markdown,
+    Addressed by *chunk_hash* (as printed by search, or its first 8 or more
+    characters) or by *date* and *time* (``HH:MM``, or ``HH:MM#N`` for the
+    N-th entry written that minute) together, never both. The result echoes the removed markdown,
     which is then the only copy (see the module docstring).
     """
     by_time = date is not None or time is not None
@@ -118,27 +118,18 @@ def forget(
         )
     store = mem.scope.store
     if chunk_hash is not None:
-        wanted = chunk_hash.strip().lower()
-        if not _CHUNK_HASH_RE.match(wanted):
-            raise NotFoundError(
-                f"{chunk_hash!r} is not a chunk hash",
-                "a chunk hash is 16 hex characters, as printed by `memlane search`",
-            )
-        chunk = mem.index.get(wanted)
-        if chunk is None:
-            raise NotFoundError(
-                f"no chunk {wanted} in collection {mem.scope.collection}",
-                "hashes change when a file is edited; run `memlane search` again for current ones",
-            )
+        from memlane.engine.chunk_ids import resolve_chunk
+
+        chunk = resolve_chunk(mem, chunk_hash)
         removed = forget_chunk(
-            store, chunk.source, chunk.start_line, chunk_hash=wanted, model=mem.model
+            store, chunk.source, chunk.start_line, chunk_hash=chunk.chunk_hash, model=mem.model
         )
     else:
         if date is None or time is None:
             raise MemlaneError(
                 "a date and a time are needed together", "e.g. date=2026-03-14 time=09:05"
             )
-        removed = forget_entry(store, date, time)
+        removed = forget_entry(store, date, time, model=mem.model)
     try:
         mem.sync(operation="forget")
     except MemlaneError as exc:

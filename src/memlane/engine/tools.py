@@ -176,9 +176,19 @@ SPECS: tuple[ToolSpec, ...] = (
         "date and time. No fuzzy matching. The result shows what was removed; it is the only "
         "copy left.",
         (
-            Param("chunk_hash", "string", "A chunk hash inside the entry to delete."),
+            Param(
+                "chunk_hash",
+                "string",
+                "A chunk hash inside the entry to delete (its first 8 characters are enough "
+                "when unique).",
+            ),
             Param("date", "string", "The entry's date, YYYY-MM-DD (with time)."),
-            Param("time", "string", "The entry's time, HH:MM (with date)."),
+            Param(
+                "time",
+                "string",
+                "The entry's time, HH:MM (with date); HH:MM#N for the N-th of several entries "
+                "written in that minute.",
+            ),
         ),
     ),
     ToolSpec(

@@ -17,8 +17,10 @@ An entry is addressed by a chunk (its source file and first line, plus its
 chunk hash, which is checked against the file as it is now, under the lock,
 so a stale index can never point the removal at another entry) or by
 ``(date, time)``: the ``### HH:MM`` (or ``## Memory Compact HH:MM``)
-heading in ``<store>/<date>.md``. Several headings with that time are
-refused, never guessed between; nothing is ever matched fuzzily.
+heading in ``<store>/<date>.md``; entries written in the same minute share
+their heading, so ``14:03#2`` names the second of them, and a bare time
+that several headings carry is refused with the list of them, never
+guessed between; nothing is ever matched fuzzily (store/forget_locate.py).
 
 Headings are left alone: a ``## Session HH:MM`` heading whose only entry
 was removed stays (memsearch parity, and it still records that the session
@@ -61,7 +63,8 @@ removal fail without changing anything.
 
 No copy of the removed text is written anywhere: the temp file holds only
 the text that stays, and is removed on every path (renamed over the daily
-file, or unlinked on error); the lock file stays empty. The returned
+file, or unlinked on error; after a ``kill -9`` by the next removal, when it
+takes the lock); the lock file stays empty. The returned
 ``Removed.markdown`` is the only record.
 
 ``RewriteHooks`` are the fault hooks of steps 2 to 4, for tests that widen
@@ -79,12 +82,14 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from memlane.core.errors import NotFoundError, StoreError
+from memlane.core.faults import step
 from memlane.store.chunker import chunk_markdown
 from memlane.store.durable import fsync_dirs
-from memlane.store.markdown import heading_of
+from memlane.store.forget_locate import Kind, Span, decode, locate_line, locate_time, parse_time
+from memlane.store.leftovers import sweep_forget_temps
 
 LOCK_NAME = ".forget.lock"
 #: The salvage (step 5) stops after the old inode has not grown for this long.
@@ -93,12 +98,7 @@ SALVAGE_QUIET_S = 0.05
 MAX_ROUNDS = 1000
 
 _DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
-_TIME_RE = re.compile(r"^([01]\d|2[0-3]):[0-5]\d$")
 _DAILY_NAME_RE = re.compile(r"^\d{4}-\d{2}-\d{2}\.md$")
-_ENTRY_TITLE_RE = re.compile(r"^(?:[01]\d|2[0-3]):[0-5]\d$")
-_COMPACT_TITLE_RE = re.compile(r"^Memory Compact\b")
-
-Kind = Literal["entry", "compact"]
 
 
 @dataclass(frozen=True)
@@ -146,158 +146,6 @@ class Removed:
         }
 
 
-@dataclass(frozen=True)
-class _Span:
-    """A located entry: lines ``[first, last]`` (0-based) and byte range."""
-
-    first: int
-    last: int
-    start: int  # byte offsets into the file's content
-    end: int
-    kind: Kind
-
-
-# -- locating --------------------------------------------------------------------
-
-
-def _lines(data: bytes) -> list[bytes]:
-    # Lines as the chunker numbers them: split on b"\n" only, each keeping
-    # its terminator so offsets add up to the file's bytes.
-    parts = data.split(b"\n")
-    out = [part + b"\n" for part in parts[:-1]]
-    if parts[-1]:
-        out.append(parts[-1])
-    return out
-
-
-def _decode(raw: bytes, path: Path) -> str:
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise StoreError(
-            f"{path} is not valid UTF-8", "re-save the file as UTF-8 before removing from it"
-        ) from None
-
-
-def _heading(line: bytes) -> tuple[int, str] | None:
-    text = line.rstrip(b"\n").decode("utf-8", errors="replace")
-    return heading_of(text.removesuffix("\r"))
-
-
-def _is_entry_heading(found: tuple[int, str] | None) -> bool:
-    return found is not None and found[0] == 3 and _ENTRY_TITLE_RE.match(found[1]) is not None
-
-
-def _is_compact_heading(found: tuple[int, str] | None) -> bool:
-    return found is not None and found[0] == 2 and _COMPACT_TITLE_RE.match(found[1]) is not None
-
-
-def _compact_block_at(headings: list[tuple[int, str] | None], index: int) -> int | None:
-    """The first line of the compact block holding line *index*, if any."""
-    for i in range(index, -1, -1):
-        found = headings[i]
-        if _is_entry_heading(found):
-            return None
-        if found is not None and found[0] <= 2:
-            return i if _is_compact_heading(found) else None
-    return None
-
-
-def _ends_block(found: tuple[int, str] | None, kind: Kind) -> bool:
-    if found is None:
-        return False
-    if kind == "entry":
-        return found[0] <= 3
-    # A compact block's own sub-headings stay inside it, but an entry
-    # appended after it (same session: no ``## Session`` heading between)
-    # is not part of it.
-    return found[0] <= 2 or _is_entry_heading(found)
-
-
-def _span(lines: list[bytes], headings: list[tuple[int, str] | None], first: int) -> _Span:
-    """The span of the entry or compact block whose heading is line *first*."""
-    found = headings[first]
-    kind: Kind = "compact" if _is_compact_heading(found) else "entry"
-    last = len(lines) - 1
-    for i in range(first + 1, len(lines)):
-        if _ends_block(headings[i], kind):
-            last = i - 1
-            break
-    lead = first
-    if last == len(lines) - 1:
-        # The last thing in the file: the blank line that an append put in
-        # front of it goes too (see the module docstring).
-        while lead > 0 and not lines[lead - 1].strip() and headings[lead - 1] is None:
-            lead -= 1
-        if lead == 0:
-            lead = first  # never eat into a file that is nothing but blank lines
-    start = sum(len(line) for line in lines[:lead])
-    end = start + sum(len(line) for line in lines[lead : last + 1])
-    return _Span(first=first, last=last, start=start, end=end, kind=kind)
-
-
-def _locate_line(data: bytes, line_number: int, path: Path) -> _Span:
-    lines = _lines(data)
-    if not 1 <= line_number <= len(lines):
-        raise NotFoundError(
-            f"line {line_number} is past the end of {path} ({len(lines)} lines)",
-            "run `memlane search` again for current chunk hashes",
-        )
-    headings = [_heading(line) for line in lines]
-    index = line_number - 1
-    block = _compact_block_at(headings, index)
-    if block is not None:
-        return _span(lines, headings, block)
-    for i in range(index, -1, -1):
-        found = headings[i]
-        if found is None or found[0] > 3:
-            continue
-        if _is_entry_heading(found):
-            return _span(lines, headings, i)
-        level, title = found
-        raise StoreError(
-            f"line {line_number} of {path} is not inside an entry: it belongs to the "
-            f"heading {'#' * level} {title!r} (line {i + 1})",
-            "memory_forget removes one whole `### HH:MM` entry or `## Memory Compact` "
-            "block; edit other text by hand",
-        )
-    raise StoreError(
-        f"line {line_number} of {path} is before the first entry",
-        "memory_forget removes one whole `### HH:MM` entry or `## Memory Compact` block",
-    )
-
-
-def _locate_time(data: bytes, hhmm: str, path: Path) -> _Span:
-    lines = _lines(data)
-    headings = [_heading(line) for line in lines]
-    matches: list[int] = []
-    times: list[str] = []
-    for i, found in enumerate(headings):
-        if _is_compact_heading(found):
-            assert found is not None
-            title_time = found[1].removeprefix("Memory Compact").strip()
-        elif _is_entry_heading(found) and _compact_block_at(headings, i) is None:
-            assert found is not None
-            title_time = found[1]
-        else:
-            continue
-        times.append(title_time)
-        if title_time == hhmm:
-            matches.append(i)
-    if not matches:
-        listed = ", ".join(dict.fromkeys(times)) or "none"
-        raise NotFoundError(
-            f"no entry at {hhmm} in {path} (entries there: {listed})",
-            "give the exact HH:MM of an entry heading, or a chunk hash from `memlane search`",
-        )
-    if len(matches) > 1:
-        raise StoreError(
-            f"{len(matches)} entries in {path} are at {hhmm}; refusing to guess which one",
-            "address the one you mean by its chunk hash (from `memlane search`)",
-        )
-    return _span(lines, headings, matches[0])
-
-
 # -- the rewrite -------------------------------------------------------------------
 
 
@@ -312,6 +160,10 @@ def _store_lock(store_dir: Path) -> Iterator[None]:
         ) from None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
+        step("forget.locked")
+        # A removal killed midway left its temporary file (only the text that
+        # stays); only a holder of this lock makes one, so it is a leftover.
+        sweep_forget_temps(store_dir)
         yield
     finally:
         os.close(fd)  # closing the descriptor releases the lock
@@ -379,7 +231,7 @@ def _daily_file(store_dir: Path, source: Path) -> Path:
 def _remove(
     store_dir: Path,
     source: Path,
-    locate: Callable[[bytes, Path], _Span],
+    locate: Callable[[bytes, Path], Span],
     hooks: RewriteHooks | None,
 ) -> Removed:
     hooks = hooks or RewriteHooks()
@@ -391,11 +243,11 @@ def _remove(
             raise NotFoundError(f"no daily memory file {path}") from None
         try:
             data = _read_fd(fd)
-            span: _Span = locate(data, path)
+            span: Span = locate(data, path)
             removed = data[span.start : span.end]
             # Decode before anything changes: the echo is the only copy left
             # of the removed text, so a file that cannot be shown is refused.
-            markdown = _decode(removed, path)
+            markdown = decode(removed, path)
             mode = os.fstat(fd).st_mode & 0o7777
             try:
                 temp_fd, temp_name = tempfile.mkstemp(
@@ -410,6 +262,7 @@ def _remove(
                 os.fchmod(temp_fd, mode)
                 for _ in range(MAX_ROUNDS):
                     _write_temp(temp_fd, data[: span.start] + data[span.end :])
+                    step("forget.temp_written")
                     hooks.temp_written()
                     now = _read_fd(fd)
                     if now == data:
@@ -427,12 +280,14 @@ def _remove(
                         "try again when fewer agents are writing",
                     )
                 hooks.replace(temp_name, path)
+                step("forget.rewritten")
             finally:
                 os.close(temp_fd)
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(temp_name)
             fsync_dirs([path.parent])
             _salvage(fd, len(data), path)
+            step("forget.salvaged")
         finally:
             os.close(fd)
     return Removed(
@@ -463,35 +318,48 @@ def forget_chunk(
     index is stale and nothing is removed. *hooks*: ``RewriteHooks``.
     """
 
-    def locate(data: bytes, path: Path) -> _Span:
+    def locate(data: bytes, path: Path) -> Span:
         if chunk_hash is not None:
-            current = chunk_markdown(_decode(data, path), str(source), model)
+            current = chunk_markdown(decode(data, path), str(source), model)
             if not any(c.chunk_hash == chunk_hash and c.start_line == start_line for c in current):
                 raise NotFoundError(
                     f"chunk {chunk_hash} no longer matches {path} (the file changed since "
                     "it was indexed); nothing was removed",
                     "run `memlane search` again for current chunk hashes",
                 )
-        return _locate_line(data, start_line, path)
+        return locate_line(data, start_line, path)
 
     return _remove(store_dir, Path(source), locate, hooks)
 
 
 def forget_entry(
-    store_dir: Path, date: str, hhmm: str, *, hooks: RewriteHooks | None = None
+    store_dir: Path,
+    date: str,
+    hhmm: str,
+    *,
+    model: str | None = None,
+    hooks: RewriteHooks | None = None,
 ) -> Removed:
     """Remove the one entry headed ``### HH:MM`` (or the compact block headed
     ``## Memory Compact HH:MM``) in ``<store>/<date>.md``.
 
-    Several headings at that time are refused: use a chunk hash instead.
-    *hooks*: ``RewriteHooks``.
+    *hhmm* ``"14:03#2"`` is the second of the entries headed 14:03; a bare
+    time that several headings carry is refused, listing them (with their
+    chunk hashes for *model*, when given). *hooks*: ``RewriteHooks``.
     """
-    date, hhmm = date.strip(), hhmm.strip()
+    date = date.strip()
     if not _DATE_RE.match(date):
-        raise StoreError(f"invalid date {date!r}", "use YYYY-MM-DD, e.g. 2026-03-14")
-    if not _TIME_RE.match(hhmm):
-        raise StoreError(f"invalid time {hhmm!r}", "use HH:MM, 24-hour, e.g. 09:05")
+        raise StoreError(f"invalid date {date[:20]!r}", "use YYYY-MM-DD, e.g. 2026-03-14")
+    address = parse_time(hhmm)
     path = store_dir / f"{date}.md"
     if not path.is_file():
         raise NotFoundError(f"no daily memory file for {date} ({path})")
-    return _remove(store_dir, path, lambda data, p: _locate_time(data, hhmm, p), hooks)
+    # The source string the indexer gives this file (store/layout.py), so the
+    # chunk hashes a refusal shows are the ones search shows.
+    source = str(store_dir.expanduser().resolve() / path.name)
+    return _remove(
+        store_dir,
+        path,
+        lambda data, p: locate_time(data, address, p, source=source, model=model),
+        hooks,
+    )

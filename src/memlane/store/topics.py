@@ -12,7 +12,9 @@ changes, so hand edits (extra blank lines, unknown keys) survive.
 Every rewrite happens under an exclusive ``flock`` on ``<store>/.topics.lock``
 and lands through a temporary file in the same directory plus
 ``os.replace``: two processes adding at once never lose an entry or an
-index line, and a reader never sees a half-written file.
+index line, and a reader never sees a half-written file. A writer killed
+between the two leaves its temporary file; whoever takes the lock next
+deletes it once its writer is gone (store/leftovers.py).
 
 A topic name can never reach outside ``<store>/topics/``: it is reduced to a
 slug ``[a-z0-9-]+`` (separators, ``..``, NUL, reserved and over-long names
@@ -39,9 +41,12 @@ from pathlib import Path
 from typing import Any
 
 from memlane.core.errors import MemlaneError, NotFoundError, StoreError
+from memlane.core.faults import step
 from memlane.core.settings import MEM_INDEX_MAX_BYTES, MEM_INDEX_MAX_LINES
 from memlane.store import dream_journal
+from memlane.store.durable import fsync_dirs
 from memlane.store.layout import MEMORY_INDEX, TOPICS_DIR
+from memlane.store.leftovers import sweep_writer_temps
 from memlane.store.redaction import UNSCANNABLE, redact
 
 log = logging.getLogger("memlane.dream")
@@ -470,6 +475,7 @@ def locked(store: Path, *, recover: bool = True) -> Iterator[None]:
         ) from None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
+        step("topic.locked")
         info = os.fstat(fd)
         key = (info.st_dev, info.st_ino)
         _held_keys().add(key)
@@ -478,11 +484,22 @@ def locked(store: Path, *, recover: bool = True) -> Iterator[None]:
                 message = dream_journal.recover(store).render()
                 if message:
                     log.warning("%s: %s", store, message)
+            sweep_writer_temps([store, store / TOPICS_DIR], _filesystem_now(fd))
             yield
         finally:
             _held_keys().discard(key)
     finally:
         os.close(fd)  # closing releases the lock
+
+
+def _filesystem_now(fd: int) -> float | None:
+    """Now, as the filesystem stamps files: the age of a leftover temporary file
+    is measured on the clock that dated it (a network share's may differ)."""
+    try:
+        os.utime(fd)
+        return os.fstat(fd).st_mtime
+    except OSError:
+        return None
 
 
 def settle_interrupted_dream(store: Path) -> None:
@@ -520,7 +537,10 @@ def write_atomic(path: Path, text: str, *, new_file_mode: int | None = None) -> 
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
+        step("topic.temp_written")
         os.replace(temp, path)
+        step("topic.renamed")
+        fsync_dirs([path.parent])
     except OSError as exc:
         with suppress(OSError):
             temp.unlink()
