@@ -82,6 +82,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from memlane.core.errors import NotFoundError, StoreError
+from memlane.store import safe_paths
 from memlane.store.chunker import chunk_markdown
 from memlane.store.durable import fsync_dirs
 from memlane.store.markdown import heading_of
@@ -304,7 +305,9 @@ def _locate_time(data: bytes, hhmm: str, path: Path) -> _Span:
 @contextlib.contextmanager
 def _store_lock(store_dir: Path) -> Iterator[None]:
     try:
-        fd = os.open(store_dir / LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        fd = safe_paths.open_store_file(
+            store_dir, store_dir / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644
+        )
     except OSError as exc:
         raise StoreError(
             f"cannot lock {store_dir} to remove an entry: {exc.strerror or exc}",
@@ -337,7 +340,7 @@ def _write_temp(fd: int, data: bytes) -> None:
 
 
 def _append(path: Path, data: bytes) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
+    fd = safe_paths.open_nofollow(path, os.O_WRONLY | os.O_APPEND)
     try:
         written = os.write(fd, data)
     finally:
@@ -363,9 +366,13 @@ def _salvage(old_fd: int, seen: int, new_path: Path) -> None:
 
 
 def _daily_file(store_dir: Path, source: Path) -> Path:
-    store = store_dir.resolve()
+    # A linked store or daily file is refused (store/safe_paths.py): the
+    # rewrite would otherwise read and replace a file outside the store.
+    store = safe_paths.check_store_root(store_dir)
     path = source.expanduser()
     path = (store / path) if not path.is_absolute() else path
+    if path.is_symlink():
+        raise safe_paths.link_error(path)
     real = path.resolve()
     if real.parent != store or not _DAILY_NAME_RE.match(real.name):
         raise StoreError(
@@ -386,7 +393,7 @@ def _remove(
     path = _daily_file(store_dir, source)
     with _store_lock(path.parent):
         try:
-            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+            fd = safe_paths.open_store_file(path.parent, path, os.O_RDONLY)
         except FileNotFoundError:
             raise NotFoundError(f"no daily memory file {path}") from None
         try:
@@ -492,6 +499,6 @@ def forget_entry(
     if not _TIME_RE.match(hhmm):
         raise StoreError(f"invalid time {hhmm!r}", "use HH:MM, 24-hour, e.g. 09:05")
     path = store_dir / f"{date}.md"
-    if not path.is_file():
+    if not path.is_file() and not path.is_symlink():
         raise NotFoundError(f"no daily memory file for {date} ({path})")
     return _remove(store_dir, path, lambda data, p: _locate_time(data, hhmm, p), hooks)
