@@ -314,3 +314,24 @@ def test_a_store_command_answer_through_a_link_is_followed_and_shown(
         st = mem.status()
     assert Path(entry.path).parent == real / "memory"
     assert st.store_link is not None and "configured by MEMLANE_STORE_CMD" in st.store_link
+
+
+def test_a_session_over_a_committed_store_link_starts_and_shows_nothing_of_it(
+    project: Path, clock: FixedClock, tmp_path: Path
+) -> None:
+    elsewhere = tmp_path / "home"
+    (elsewhere / "memory").mkdir(parents=True)
+    (elsewhere / "memory" / f"{TODAY.isoformat()}.md").write_text(
+        f"# {TODAY.isoformat()}\n\n### 09:00\n- {SECRET}", encoding="utf-8"
+    )
+    (elsewhere / "memory" / "MEMORY.md").write_text(f"- [Leak](topics/x.md) — {SECRET}")
+    (project / ".memsearch").symlink_to(elsewhere, target_is_directory=True)
+    before = _tree(elsewhere)
+    with open_memory(project, clock=clock) as mem:
+        session = start_session(mem)
+        try:
+            text = session.before_agent_start("hello").system_append
+        finally:
+            session.shutdown()
+    assert "AWS_PROFILE" not in text
+    assert _tree(elsewhere) == before
