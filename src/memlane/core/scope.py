@@ -252,6 +252,11 @@ def _state_dir(
     tree = memsearch_tree_root(store)
     if tree is not None:
         return tree, None
+    if command is None:
+        # The default store left its .memsearch tree through a link the
+        # repository made: store/safe_paths.py refuses that store, so no
+        # index runs and there is no state to record.
+        return None, None
     # Only reachable with a store command that declined state-dir: memsearch
     # writes no state file here, and neither do we (mesh parity).
     note = (
