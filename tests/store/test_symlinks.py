@@ -335,3 +335,11 @@ def test_a_session_over_a_committed_store_link_starts_and_shows_nothing_of_it(
             session.shutdown()
     assert "AWS_PROFILE" not in text
     assert _tree(elsewhere) == before
+
+
+def test_a_path_outside_the_store_is_refused_by_the_helper(store: Path, outside: Path) -> None:
+    with pytest.raises(UnsafePathError, match="outside the memory store"):
+        read_bytes(store, outside)
+    with pytest.raises(UnsafePathError, match="outside the memory store"):
+        read_bytes(store, store / ".." / "elsewhere.md")
+    assert read_bytes(store, daily_path(store, TODAY)).startswith(b"# ")

@@ -184,7 +184,7 @@ class DailyWriter:
                     and not self._seen_in_file(store_dir, path, key[1])
                 )
                 entry_text = "\n" + (f"## Session {time_hhmm}\n" if heading else "") + body
-                self._append(store_dir, path, entry_text.encode("utf-8"))
+                self._append(path, entry_text.encode("utf-8"))
             except OSError as error:
                 raise StoreError(
                     f"cannot write memory file {path}: {error.strerror or error}",
@@ -210,9 +210,10 @@ class DailyWriter:
         return session_marker(session_id).search(data) is not None
 
     @staticmethod
-    def _append(store_dir: Path, path: Path, data: bytes) -> None:
-        # O_NOFOLLOW (safe_paths): a daily file swapped for a link is refused.
-        fd = safe_paths.open_store_file(store_dir, path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+    def _append(path: Path, data: bytes) -> None:
+        # O_NOFOLLOW (safe_paths): the path was checked by append; a daily
+        # file swapped for a link since is refused all the same.
+        fd = safe_paths.open_nofollow(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
         try:
             _write_all_at_once(fd, data, path)
         finally:

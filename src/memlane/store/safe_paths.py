@@ -65,14 +65,30 @@ def link_error(path: Path) -> UnsafePathError:
     return UnsafePathError(f"{path} is a symbolic link (to {link_target(path)})", LINK_HINT)
 
 
-def first_link(path: Path) -> Path | None:
-    """The first component of *path* (absolute) that is a symbolic link, if any."""
-    current = Path(path.anchor)
-    for part in path.parts[1:]:
-        current = current / part
-        if os.path.islink(current):
+def _first_link(absolute: str) -> str | None:
+    """The first component of *absolute* that is a symbolic link, if any.
+
+    One ``lstat`` per component on plain strings: this runs on every store
+    read and write, so it is kept to a few microseconds.
+    """
+    current = ""
+    for part in absolute.split(os.sep)[1:]:
+        if not part:
+            continue
+        current = f"{current}{os.sep}{part}"
+        try:
+            mode = os.lstat(current).st_mode
+        except OSError:
+            return None  # nothing exists from here on, so nothing here is a link
+        if stat.S_ISLNK(mode):
             return current
     return None
+
+
+def first_link(path: Path) -> Path | None:
+    """The first component of *path* (made absolute) that is a symbolic link, if any."""
+    found = _first_link(str(_absolute(path)))
+    return Path(found) if found is not None else None
 
 
 def check_store_root(store: Path) -> Path:
@@ -83,13 +99,15 @@ def check_store_root(store: Path) -> Path:
     repository's committed ``.memsearch``, say).
     """
     absolute = _absolute(store)
-    if os.path.realpath(absolute) == str(absolute):
-        return absolute
-    link = first_link(absolute)
-    if link is None:  # resolved differently a moment ago: a race, refuse all the same
-        raise UnsafePathError(f"the memory store {absolute} moved while it was checked", "retry")
-    raise UnsafePathError(
-        f"the memory store {absolute} goes through a symbolic link: {link} -> {link_target(link)}",
+    link = _first_link(str(absolute))
+    if link is not None:
+        raise _root_error(absolute, Path(link))
+    return absolute
+
+
+def _root_error(root: Path, link: Path) -> UnsafePathError:
+    return UnsafePathError(
+        f"the memory store {root} goes through a symbolic link: {link} -> {link_target(link)}",
         ROOT_HINT,
     )
 
@@ -106,23 +124,23 @@ def store_root_problem(store: Path) -> str | None:
 def check_store_path(store: Path, path: Path) -> Path:
     """*path* (absolute) when it lies in *store* with no link on the way; else refused.
 
-    The store root is checked too, then every directory between it and the
-    file, then the file itself (a file that does not exist yet passes).
+    Every component is checked, from the filesystem root through the store
+    to the file itself (a file that does not exist yet passes).
     """
-    root = check_store_root(store)
+    root = _absolute(store)
     candidate = _absolute(path)
-    try:
-        relative = candidate.relative_to(root)
-    except ValueError:
+    root_text, text = str(root), str(candidate)
+    if not text.startswith(root_text.rstrip(os.sep) + os.sep):
+        check_store_root(root)
         raise UnsafePathError(
             f"{path} is outside the memory store {root}",
             "memlane only reads and writes files inside its store",
-        ) from None
-    current = root
-    for part in relative.parts:
-        current = current / part
-        if os.path.islink(current):
-            raise link_error(current)
+        )
+    link = _first_link(text)
+    if link is not None:
+        if len(link) <= len(root_text):
+            raise _root_error(root, Path(link))
+        raise link_error(Path(link))
     return candidate
 
 
