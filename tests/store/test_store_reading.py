@@ -21,7 +21,13 @@ from memlane.core.errors import StoreError
 from memlane.core.types import Anchor
 from memlane.store.anchor import ANCHOR_RE, parse_anchor
 from memlane.store.chunker import chunk_markdown
-from memlane.store.layout import date_of, entry_time_of, kind_of, list_markdown_files
+from memlane.store.layout import (
+    date_of,
+    entry_time_of,
+    kind_of,
+    list_markdown_files,
+    scan_markdown_files,
+)
 from memlane.store.section import extract_section, read_markdown, split_lines
 
 MS_ANCHOR = re.compile(r"<!--\s*session:(\S+)\s+turn:(\S+)\s+transcript:(\S+)\s*-->")
@@ -238,7 +244,7 @@ def test_listing_of_a_store(tmp_path: Path) -> None:
     assert all(p.is_absolute() for p in ours)
 
 
-def test_listing_skips_links_out_of_the_store_and_duplicates(tmp_path: Path) -> None:
+def test_listing_skips_every_link_and_reports_it(tmp_path: Path) -> None:
     store = make_store(tmp_path)
     outside = tmp_path / "elsewhere"
     outside.mkdir()
@@ -251,8 +257,12 @@ def test_listing_skips_links_out_of_the_store_and_duplicates(tmp_path: Path) -> 
     names = [p.relative_to(store.resolve()).as_posix() for p in list_markdown_files(store)]
     assert "leak.md" not in names and "broken.md" not in names
     assert not any(n.startswith("linked-dir") for n in names)
-    assert "alias.md" not in names and "2026-08-13.md" in names  # real path preferred
-    assert "topics/inside-link.md" in names  # target is inside the store
+    assert "alias.md" not in names and "2026-08-13.md" in names  # the real file, once
+    # A link is never followed, even one pointing inside the store; the scan reports each.
+    assert "topics/inside-link.md" not in names
+    scan = scan_markdown_files(store)
+    linked = {p.relative_to(store.resolve()).as_posix() for p in scan.links}
+    assert linked == {"leak.md", "linked-dir", "broken.md", "alias.md", "topics/inside-link.md"}
 
 
 def test_listing_of_missing_store_is_empty(tmp_path: Path) -> None:

@@ -52,6 +52,9 @@ class Scope:
     state_dir: Path | None
     store_command: str | None = None
     state_dir_note: str | None = None  # why no state file is written, when state_dir is None
+    # "store is a link to X (configured by ...)" when the user's setting went
+    # through a symbolic link; the store path itself is then the real one.
+    store_link_note: str | None = None
 
     @property
     def state_path(self) -> Path | None:
@@ -192,12 +195,25 @@ def resolve_scope(cwd: str | Path | None = None, env: Mapping[str, str] | None =
         else None
     )
     command = store_command(env)
+    link_note = None
+    if memsearch_dir is not None:
+        given = Path(os.path.abspath(repo / Path(memsearch_dir_raw).expanduser()))
+        if given != memsearch_dir:
+            link_note = _link_note(memsearch_dir / "memory", f"{MEMSEARCH_DIR_ENV}={given}")
 
     if command is not None:
         store_answer = run_store_command(command, "memory-dir", start)
         collection_answer = run_store_command(command, "collection", start)
         assert store_answer is not None and collection_answer is not None
-        store = Path(store_answer)
+        # The user's command chose this path, links and all: memlane uses its
+        # real path, so the only links left in a store path are ones the
+        # user did not configure (store/safe_paths.py refuses those).
+        store = Path(os.path.realpath(store_answer))
+        link_note = (
+            _link_note(store, f"{STORE_CMD_ENV}, which printed {store_answer}")
+            if str(store) != os.path.abspath(store_answer)
+            else None
+        )
         scope = store.parent if store.name == "memory" else store
         collection = collection_answer
         state_answer = run_store_command(command, "state-dir", start)
@@ -217,7 +233,12 @@ def resolve_scope(cwd: str | Path | None = None, env: Mapping[str, str] | None =
         state_dir=state_dir,
         store_command=command,
         state_dir_note=note,
+        store_link_note=link_note,
     )
+
+
+def _link_note(real_store: Path, configured_by: str) -> str:
+    return f"store is a link to {real_store} (configured by {configured_by})"
 
 
 def _state_dir(
@@ -231,6 +252,11 @@ def _state_dir(
     tree = memsearch_tree_root(store)
     if tree is not None:
         return tree, None
+    if command is None:
+        # The default store left its .memsearch tree through a link the
+        # repository made: store/safe_paths.py refuses that store, so no
+        # index runs and there is no state to record.
+        return None, None
     # Only reachable with a store command that declined state-dir: memsearch
     # writes no state file here, and neither do we (mesh parity).
     note = (

@@ -29,8 +29,9 @@ from memlane.store.layout import (
     date_of,
     entry_time_of,
     kind_of,
-    list_markdown_files,
+    scan_markdown_files,
 )
+from memlane.store.safe_paths import LINK_HINT, UnsafePathError, check_store_path, link_target
 from memlane.store.section import read_markdown
 
 # New chunks embedded and written per group: big enough to batch the model
@@ -148,9 +149,16 @@ class Indexer:
     def plan(self, progress: Progress | None = None) -> SyncPlan:
         """Read what changed (cheap: a stat per file, a read per changed file)."""
         started = time.monotonic()
-        files = list_markdown_files(self.store) if self.store.is_dir() else []
+        # A store reached through a link nobody configured raises here,
+        # before the index or its state file is touched.
+        scan = scan_markdown_files(self.store)
+        files = scan.files
         recorded = self.index.files()
         plan = SyncPlan(total_files=len(files), started=started)
+        for link in scan.links:
+            # Reported, not indexed: the user sees it in `memlane status`.
+            problem = f"a symbolic link (to {link_target(link)}), not indexed; {LINK_HINT}"
+            plan.failed_files.append(FileFailure(str(link), problem))
         for n, path in enumerate(files, 1):
             if progress:
                 progress(n, len(files), "scanning")
@@ -200,13 +208,11 @@ class Indexer:
                 return None
             listed = root / relative
             try:
-                target = listed.resolve(strict=True)
-            except FileNotFoundError:
-                return str(listed)  # removed: its chunks leave the index
-            except (OSError, RuntimeError):
+                # A link, or a path through one, is never indexed (the walk's rule).
+                check_store_path(self.store, listed)
+            except UnsafePathError:
                 return None
-            # A symlink out of the store is never indexed (the walk's rule).
-            return str(listed) if target.is_relative_to(root) else None
+            return str(listed)  # a removed file too: its chunks leave the index
         return None
 
     def apply(
@@ -242,7 +248,7 @@ class Indexer:
         if known is not None and known.mtime_ns == st.st_mtime_ns and known.size == st.st_size:
             return None
         try:
-            text = read_markdown(path)
+            text = read_markdown(path, self.store)
         except StoreError as exc:
             failures.append(FileFailure(str(path), exc.message))
             return None

@@ -387,11 +387,15 @@ def append_compact_block(store: Path, summary: str, now: datetime) -> Path:
     moment = local(now)
     path = daily_path(store, moment.date()).absolute()
     block = f"\n{COMPACT_HEADING} {moment.strftime('%H:%M')}\n{summary.strip()}\n".encode()
+    from memlane.store import safe_paths
+
     try:
+        # A linked store or daily file is refused before anything is created.
+        safe_paths.check_store_path(store, path)
         store.mkdir(parents=True, exist_ok=True)
-        if not path.exists():
+        if not os.path.lexists(path):
             create_with_title(path, moment.date())
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o666)
+        fd = safe_paths.open_store_file(store, path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
         try:
             written = os.write(fd, block)
         finally:

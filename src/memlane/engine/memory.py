@@ -523,7 +523,7 @@ class Memory:
                 "hashes change when a file is edited; run `memlane search` again for current ones",
             )
         try:
-            text = read_markdown(Path(chunk.source))
+            text = read_markdown(Path(chunk.source), self.scope.store)
         except StoreError as exc:
             raise NotFoundError(
                 f"chunk {wanted} came from {chunk.source}, which cannot be read: {exc.message}",
@@ -639,7 +639,12 @@ class Memory:
                 )
         else:
             embedder_state = f"{self.config.embedding.provider} (loads on first search)"
-        if not self.scope.store.is_dir():
+        from memlane.store.safe_paths import store_root_problem
+
+        refused = store_root_problem(self.scope.store)
+        if refused:
+            missing.append(f"store: {refused}")
+        elif not self.scope.store.is_dir():
             missing.append(
                 f"store: {self.scope.store} does not exist yet — it is created by the first "
                 "capture or `memlane write`"
@@ -662,7 +667,7 @@ class Memory:
         if "not usable" in llm_line:
             missing.append(f"llm: {llm_line}")
         sessions_stats = self._sessions_stats()
-        if self.scope.store.is_dir():
+        if not refused and self.scope.store.is_dir():
             from memlane.engine.dream import pending_recovery
 
             interrupted = pending_recovery(self.scope.store)
@@ -685,6 +690,7 @@ class Memory:
             missing=missing,
             config=self.config.changed(),
             state_note=self.scope.state_dir_note,
+            store_link=self.scope.store_link_note,
             capture={"enabled": session.capture_enabled, "llm": llm_line},
             auto_context={
                 "enabled": session.auto_context_enabled,

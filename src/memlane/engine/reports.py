@@ -87,6 +87,8 @@ class Status:
     state_note: str | None = None
     # The sessions layer's counts, when its index exists.
     sessions: dict[str, Any] | None = None
+    # "store is a link to X (configured by ...)" when the user's setting is a link.
+    store_link: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -102,6 +104,7 @@ class Status:
             "index_state_path": self.state_path,
             "index_state": self.state,
             "index_state_note": self.state_note,
+            "store_link": self.store_link,
             "sessions": self.sessions,
             "missing": list(self.missing),
             "config": list(self.config),
@@ -120,6 +123,7 @@ def render_status(st: Status) -> str:
         ("python / sqlite", f"{st.versions['python']} / {st.versions['sqlite']}"),
         ("scope", st.scope["scope"]),
         ("store", st.scope["store"]),
+        *([("store link", st.store_link)] if st.store_link else []),
         ("collection", st.scope["collection"]),
         ("backend", f"{st.backend} ({st.index_uri})"),
         ("model", f"{st.model} — embedder {st.embedder}"),

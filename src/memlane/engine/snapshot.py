@@ -10,6 +10,7 @@ building it is a pure function of the two files and the date.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -70,10 +71,12 @@ def tail_at_entry_boundary(text: str, limit: int) -> str:
 
 def _day_block(store_dir: Path, day: date, label: str, limit: int) -> str | None:
     path = daily_path(store_dir, day)
-    if not path.exists():
+    if not os.path.lexists(path):
         return None
     try:
-        text = read_markdown(path)
+        # A linked daily file is refused here, so no file outside the
+        # store ever reaches the system prompt (store/safe_paths.py).
+        text = read_markdown(path, store_dir)
     except StoreError as exc:
         return f"### {label} ({day.isoformat()})\n(could not be read: {exc.message})"
     # The file's own "# YYYY-MM-DD" title is redundant under our label.

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memlane.core.errors import MemlaneError
+from memlane.store import safe_paths
 from memlane.store import topics as store_topics
 from memlane.store.layout import MEMORY_INDEX, TOPICS_DIR
 
@@ -246,10 +247,11 @@ def search_memory(mem: Memory, query: str, *, sync: bool = True) -> TopicSearch:
             continue  # MEMORY.md only repeats titles
         if hit.source not in parsed_cache:
             try:
+                # Never through a link: the hit's file may have become one.
                 parsed_cache[hit.source] = store_topics.TopicFile.parse(
-                    Path(hit.source).read_text(encoding="utf-8")
+                    safe_paths.read_text(mem.scope.store, Path(hit.source))
                 )
-            except (OSError, UnicodeDecodeError):
+            except (OSError, UnicodeDecodeError, MemlaneError):
                 parsed_cache[hit.source] = None
         parsed = parsed_cache[hit.source]
         if parsed is None:

@@ -33,6 +33,7 @@ from pathlib import Path
 from memlane.core.clock import local as local_time
 from memlane.core.errors import StoreError
 from memlane.core.types import Anchor, Entry
+from memlane.store import safe_paths
 from memlane.store.anchor import session_marker
 
 _TIME_RE = re.compile(r"^([01]\d|2[0-3]):[0-5]\d$")
@@ -171,13 +172,16 @@ class DailyWriter:
         key = (str(path), session_id) if session_id is not None else None
         with self._lock:
             try:
+                # A store (or daily file) that is a link is refused before
+                # anything is created through it: a repository can commit one.
+                safe_paths.check_store_path(store_dir, path)
                 store_dir.mkdir(parents=True, exist_ok=True)
-                if not path.exists():
+                if not os.path.lexists(path):
                     create_with_title(path, local.date())
                 heading = (
                     key is not None
                     and key not in self._headed
-                    and not self._seen_in_file(path, key[1])
+                    and not self._seen_in_file(store_dir, path, key[1])
                 )
                 entry_text = "\n" + (f"## Session {time_hhmm}\n" if heading else "") + body
                 self._append(path, entry_text.encode("utf-8"))
@@ -197,17 +201,19 @@ class DailyWriter:
         )
 
     @staticmethod
-    def _seen_in_file(path: Path, session_id: str) -> bool:
+    def _seen_in_file(store_dir: Path, path: Path, session_id: str) -> bool:
         """The one seeding read: does the file already anchor this session?"""
         try:
-            data = path.read_bytes()
+            data = safe_paths.read_bytes(store_dir, path)
         except FileNotFoundError:
             return False
         return session_marker(session_id).search(data) is not None
 
     @staticmethod
     def _append(path: Path, data: bytes) -> None:
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o666)
+        # O_NOFOLLOW (safe_paths): the path was checked by append; a daily
+        # file swapped for a link since is refused all the same.
+        fd = safe_paths.open_nofollow(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
         try:
             _write_all_at_once(fd, data, path)
         finally:

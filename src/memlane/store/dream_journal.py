@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from memlane.core.errors import StoreError
+from memlane.store import safe_paths
 from memlane.store.durable import fsync_dirs
 from memlane.store.layout import MEMORY_INDEX, TOPICS_DIR
 
@@ -231,9 +232,17 @@ def read(store: Path) -> tuple[str, list[Step]] | None:
     """
     path = journal_path(store)
     try:
-        text = path.read_text(encoding="utf-8")
+        # Never through a link (store/safe_paths.py): a committed journal
+        # link must not make recovery act on another file's content.
+        fd = safe_paths.open_store_file(store, path, os.O_RDONLY)
+        try:
+            text = safe_paths.read_fd(fd).decode("utf-8")
+        finally:
+            os.close(fd)
     except FileNotFoundError:
         return None
+    except safe_paths.UnsafePathError:
+        raise
     except (OSError, UnicodeDecodeError) as exc:
         raise _damaged(store, str(getattr(exc, "strerror", None) or exc)) from None
     try:

@@ -86,6 +86,7 @@ from typing import Any
 
 from memlane.core.errors import NotFoundError, StoreError
 from memlane.core.faults import step
+from memlane.store import safe_paths
 from memlane.store.chunker import chunk_markdown
 from memlane.store.durable import fsync_dirs
 from memlane.store.forget_locate import Kind, Span, decode, locate_line, locate_time, parse_time
@@ -152,7 +153,9 @@ class Removed:
 @contextlib.contextmanager
 def _store_lock(store_dir: Path) -> Iterator[None]:
     try:
-        fd = os.open(store_dir / LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        fd = safe_paths.open_store_file(
+            store_dir, store_dir / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644
+        )
     except OSError as exc:
         raise StoreError(
             f"cannot lock {store_dir} to remove an entry: {exc.strerror or exc}",
@@ -189,7 +192,7 @@ def _write_temp(fd: int, data: bytes) -> None:
 
 
 def _append(path: Path, data: bytes) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
+    fd = safe_paths.open_nofollow(path, os.O_WRONLY | os.O_APPEND)
     try:
         written = os.write(fd, data)
     finally:
@@ -215,9 +218,13 @@ def _salvage(old_fd: int, seen: int, new_path: Path) -> None:
 
 
 def _daily_file(store_dir: Path, source: Path) -> Path:
-    store = store_dir.resolve()
+    # A linked store or daily file is refused (store/safe_paths.py): the
+    # rewrite would otherwise read and replace a file outside the store.
+    store = safe_paths.check_store_root(store_dir)
     path = source.expanduser()
     path = (store / path) if not path.is_absolute() else path
+    if path.is_symlink():
+        raise safe_paths.link_error(path)
     real = path.resolve()
     if real.parent != store or not _DAILY_NAME_RE.match(real.name):
         raise StoreError(
@@ -238,7 +245,7 @@ def _remove(
     path = _daily_file(store_dir, source)
     with _store_lock(path.parent):
         try:
-            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+            fd = safe_paths.open_store_file(path.parent, path, os.O_RDONLY)
         except FileNotFoundError:
             raise NotFoundError(f"no daily memory file {path}") from None
         try:
@@ -352,7 +359,7 @@ def forget_entry(
         raise StoreError(f"invalid date {date[:20]!r}", "use YYYY-MM-DD, e.g. 2026-03-14")
     address = parse_time(hhmm)
     path = store_dir / f"{date}.md"
-    if not path.is_file():
+    if not path.is_file() and not path.is_symlink():
         raise NotFoundError(f"no daily memory file for {date} ({path})")
     # The source string the indexer gives this file (store/layout.py), so the
     # chunk hashes a refusal shows are the ones search shows.

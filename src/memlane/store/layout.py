@@ -8,9 +8,13 @@ from __future__ import annotations
 
 import os
 import re
+import stat
+from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
 from typing import Literal
+
+from memlane.store import safe_paths
 
 MARKDOWN_SUFFIXES = (".md", ".markdown")
 TOPICS_DIR = "topics"
@@ -20,45 +24,66 @@ _DAILY_NAME_RE = re.compile(r"^(\d{4}-\d{2}-\d{2})\.md$")
 _ENTRY_HEADING_RE = re.compile(r"^(?:###[ \t]+)?([01]\d|2[0-3]):([0-5]\d)\s*$")
 
 
-def _inside(path: Path, root: Path) -> bool:
-    return path == root or root in path.parents
+@dataclass(frozen=True)
+class MarkdownScan:
+    """What a walk of the store found: the files to index, and the links it refused."""
+
+    files: list[Path] = field(default_factory=list)
+    # Symbolic links met in the store (markdown-named files and directories):
+    # never followed, never indexed, each reported so the user can remove it.
+    links: list[Path] = field(default_factory=list)
 
 
-def list_markdown_files(store_dir: Path) -> list[Path]:
-    """Every markdown file of the store, sorted, as absolute paths.
+def scan_markdown_files(store_dir: Path) -> MarkdownScan:
+    """Every markdown file of the store, sorted, as absolute paths, and the links met.
 
-    The walk matches memsearch's scanner so both index the same files under
-    the same source strings: the store directory is resolved, files below it
-    keep their names under it (a symlinked file is listed by its link path,
-    as memsearch lists it), suffixes compare case-insensitively, hidden files
-    and directories are skipped and symlinked directories are not followed.
-    Three memlane-specific rules: a symlink whose target lies outside the store
-    (or is broken) is skipped, so nothing outside the store is ever indexed;
-    a file reachable twice is listed once, under its real path when that
-    is itself listed; and the store's own ``MEMORY.md`` is left out, since it
-    only repeats the topic files' titles and would crowd their search hits.
+    The walk matches memsearch's scanner where it can, so both index the
+    same files under the same source strings: suffixes compare
+    case-insensitively, hidden files and directories are skipped and
+    symlinked directories are not followed. memlane departs from it on
+    links: memsearch lists a symlinked file by its link path, memlane never
+    reads one (a repository can commit ``2026-12-01.md -> ~/.bashrc``), so
+    every link, whatever it points at, is left out and reported in
+    ``links`` instead. A store whose own path goes through a link it was
+    not configured with is refused (``safe_paths.check_store_root``). The
+    store's own ``MEMORY.md`` is left out, since it only repeats the topic
+    files' titles and would crowd their search hits; anything that is not a
+    regular file (a FIFO, a device) is left out too.
     """
-    root = store_dir.expanduser().resolve()
+    root = safe_paths.check_store_root(store_dir)
+    scan = MarkdownScan()
     if not root.is_dir():
-        return []
-    by_target: dict[Path, list[Path]] = {}
+        return scan
     for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(name for name in dirnames if not name.startswith("."))
-        for name in filenames:
-            if name.startswith(".") or not name.lower().endswith(MARKDOWN_SUFFIXES):
+        kept = []
+        for name in sorted(dirnames):
+            if name.startswith("."):
                 continue
-            if name == MEMORY_INDEX and dirpath == str(root):
+            if os.path.islink(os.path.join(dirpath, name)):
+                scan.links.append(Path(dirpath) / name)
+            else:
+                kept.append(name)
+        dirnames[:] = kept
+        for name in sorted(filenames):
+            if name.startswith(".") or not name.lower().endswith(MARKDOWN_SUFFIXES):
                 continue
             candidate = Path(dirpath) / name
             try:
-                target = candidate.resolve(strict=True)
-            except (OSError, RuntimeError):
-                continue  # broken or looping symlink
-            if not target.is_file() or not _inside(target, root):
-                continue
-            by_target.setdefault(target, []).append(candidate)
-    chosen = [target if target in seen else min(seen) for target, seen in by_target.items()]
-    return sorted(chosen)
+                info = candidate.lstat()
+            except OSError:
+                continue  # removed since the directory was listed
+            if stat.S_ISLNK(info.st_mode):
+                scan.links.append(candidate)
+            elif stat.S_ISREG(info.st_mode) and not (name == MEMORY_INDEX and dirpath == str(root)):
+                scan.files.append(candidate)
+    scan.files.sort()
+    scan.links.sort()
+    return scan
+
+
+def list_markdown_files(store_dir: Path) -> list[Path]:
+    """The files ``scan_markdown_files`` would index, without the links it met."""
+    return scan_markdown_files(store_dir).files
 
 
 def kind_of(path: Path, store_dir: Path) -> Literal["journal", "topic"]:

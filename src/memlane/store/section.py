@@ -11,18 +11,21 @@ from __future__ import annotations
 from pathlib import Path
 
 from memlane.core.errors import StoreError
+from memlane.store import safe_paths
 from memlane.store.markdown import heading_of
 
 
-def read_markdown(path: Path) -> str:
+def read_markdown(path: Path, store: Path | None = None) -> str:
     """The file's text, decoded as strict UTF-8 with line endings untouched.
 
     Every failure becomes a one-line StoreError naming the file and what to
     do about it. Unlike memsearch (which silently replaces bad bytes) a
     non-UTF-8 file is refused, so nothing is indexed from a corrupted copy.
+    With *store*, *path* is a file of that store and is read by
+    ``safe_paths``' rules: a link, or a path through one, is refused.
     """
     try:
-        data = path.read_bytes()
+        data = path.read_bytes() if store is None else safe_paths.read_bytes(store, path)
     except FileNotFoundError:
         raise StoreError(
             f"memory file not found: {path}",

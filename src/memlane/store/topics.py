@@ -43,7 +43,7 @@ from typing import Any
 from memlane.core.errors import MemlaneError, NotFoundError, StoreError
 from memlane.core.faults import step
 from memlane.core.settings import MEM_INDEX_MAX_BYTES, MEM_INDEX_MAX_LINES
-from memlane.store import dream_journal
+from memlane.store import dream_journal, safe_paths
 from memlane.store.durable import fsync_dirs
 from memlane.store.layout import MEMORY_INDEX, TOPICS_DIR
 from memlane.store.leftovers import sweep_writer_temps
@@ -150,8 +150,9 @@ def display_name(topic: str, slug: str) -> str:
 
 
 def topics_dir(store: Path) -> Path:
-    """``<store>/topics``, refused when it is a link or resolves out of the store."""
-    root = store.expanduser().resolve()
+    """``<store>/topics``, refused when it is a link or resolves out of the store
+    (or the store itself is reached through a link, ``safe_paths.check_store_root``)."""
+    root = safe_paths.check_store_root(store)
     directory = store.expanduser() / TOPICS_DIR
     if directory.is_symlink():
         raise StoreError(
@@ -175,13 +176,16 @@ def topic_path(store: Path, slug: str) -> Path:
 
 
 def check_inside(path: Path, directory: Path) -> None:
+    """Refuse a topic file that is a link (wherever it points) or lies outside *directory*."""
     real_dir = directory.resolve()
     real = path.resolve()
     if real.parent != real_dir or (path.is_symlink() and not real.is_file()):
-        raise StoreError(
+        raise safe_paths.UnsafePathError(
             f"{path} points outside the topics directory ({real})",
             "topic files must be plain files in <store>/topics/; remove the link",
         )
+    if path.is_symlink():
+        raise safe_paths.link_error(path)
 
 
 # --- frontmatter ----------------------------------------------------------------------------
@@ -466,8 +470,10 @@ def locked(store: Path, *, recover: bool = True) -> Iterator[None]:
     itself to report what it did.
     """
     try:
+        safe_paths.check_store_root(store)
         store.mkdir(parents=True, exist_ok=True)
-        fd = os.open(store / LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+        # Never a link (safe_paths): the lock file is opened read-write.
+        fd = safe_paths.open_store_file(store, store / LOCK_NAME, os.O_RDWR | os.O_CREAT)
     except OSError as exc:
         raise StoreError(
             f"cannot lock the topic files in {store}: {exc.strerror or exc}",
@@ -551,9 +557,18 @@ def write_atomic(path: Path, text: str, *, new_file_mode: int | None = None) -> 
 
 
 def read_text_strict(path: Path) -> str:
+    """A topic file or ``MEMORY.md`` as text ("" when missing); a link is refused.
+
+    The directories on the way are the caller's to have checked
+    (``topic_path``, ``memory_index_path``); the file itself is opened with
+    ``O_NOFOLLOW``, so a link never puts another file's text in the store.
+    """
     try:
-        with open(path, encoding="utf-8", newline="") as handle:
-            return handle.read()
+        fd = safe_paths.open_nofollow(path, os.O_RDONLY)
+        try:
+            return safe_paths.read_fd(fd).decode("utf-8")
+        finally:
+            os.close(fd)
     except FileNotFoundError:
         return ""
     except UnicodeDecodeError:
@@ -569,7 +584,7 @@ def read_text_strict(path: Path) -> str:
 
 
 def topic_files(store: Path) -> list[tuple[str, Path]]:
-    """(slug, path) of every topic file, sorted; links out are skipped."""
+    """(slug, path) of every topic file, sorted; links are skipped (the index reports them)."""
     settle_interrupted_dream(store)
     directory = topics_dir(store)
     if not directory.is_dir():
@@ -606,7 +621,8 @@ def topic_info(slug: str, path: Path, parsed: TopicFile) -> TopicInfo:
 
 
 def memory_index_path(store: Path) -> Path:
-    return store / MEMORY_INDEX
+    """``<store>/MEMORY.md``; refused when it, or the store, is a link (safe_paths)."""
+    return safe_paths.check_store_path(store, store / MEMORY_INDEX)
 
 
 def index_line(name: str, slug: str, titles: list[str]) -> str:

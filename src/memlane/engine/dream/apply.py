@@ -130,7 +130,8 @@ def _why(exc: BaseException) -> str:
 
 
 def _check_unchanged(change: FileChange, plan_file: Path | None = None) -> None:
-    current: str | None = T.read_text_strict(change.path) if change.path.exists() else None
+    # lexists: a link (even a dangling one) is read, so that it is refused.
+    current: str | None = T.read_text_strict(change.path) if os.path.lexists(change.path) else None
     if current == change.before:
         return
     if plan_file is not None:

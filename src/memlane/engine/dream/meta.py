@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memlane.core.clock import from_epoch, local, utc_z
-from memlane.core.errors import MemlaneError
+from memlane.core.errors import MemlaneError, StoreError
+from memlane.store import safe_paths
 from memlane.store import topics as T
 
 if TYPE_CHECKING:
@@ -56,8 +57,9 @@ def _parse_time(value: Any) -> datetime | None:
 def read_meta(store: Path) -> DreamMeta:
     """The dream bookkeeping; a missing or damaged file reads as "never dreamt"."""
     try:
-        data = json.loads((store / DREAM_META).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        # Never through a link (store/safe_paths.py); a refused one reads as absent.
+        data = json.loads(safe_paths.read_text(store, store / DREAM_META))
+    except (OSError, ValueError, StoreError):
         return DreamMeta()
     if not isinstance(data, dict):
         return DreamMeta()

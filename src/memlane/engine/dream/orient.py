@@ -13,10 +13,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memlane.core.errors import MemlaneError
+from memlane.core.errors import MemlaneError, StoreError
 from memlane.engine.dream.errors import _bad_file
 from memlane.engine.dream.meta import _parse_time, read_meta
 from memlane.engine.dream.recovery import recover_interrupted_dream
+from memlane.store import safe_paths
 from memlane.store import topics as T
 
 if TYPE_CHECKING:
@@ -112,11 +113,11 @@ class Orientation:
     last_dream_at: str | None
 
 
-def _read_daily(path: Path) -> str:
+def _read_daily(store: Path, path: Path) -> str:
+    # Through safe_paths: a linked daily file must never reach the LLM.
     try:
-        with open(path, encoding="utf-8", errors="replace", newline="") as handle:
-            return handle.read()
-    except OSError:
+        return safe_paths.read_bytes(store, path).decode("utf-8", errors="replace")
+    except (OSError, StoreError):
         return ""
 
 
@@ -130,7 +131,7 @@ def journal_entries(
     if store.is_dir():
         for path in store.iterdir():
             match = _DAILY_RE.match(path.name)
-            if match and path.is_file():
+            if match and path.is_file() and not path.is_symlink():
                 days.append((match.group(1), path))
     days.sort(reverse=True)
     since_local = since.astimezone() if since is not None else None
@@ -140,7 +141,7 @@ def journal_entries(
     for day, path in days:
         if since_local is not None and day < since_local.date().isoformat():
             break
-        entries = _split_entries(day, path.name, _read_daily(path))
+        entries = _split_entries(day, path.name, _read_daily(store, path))
         for entry in reversed(entries):
             if since_local is not None:
                 at = datetime.fromisoformat(f"{entry.day}T{entry.time}").astimezone()

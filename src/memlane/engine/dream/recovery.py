@@ -56,7 +56,7 @@ def _lock_free(store: Path) -> bool | None:
     if T.holds_lock(store):
         return False
     try:
-        fd = os.open(store / T.LOCK_NAME, os.O_RDONLY | os.O_CLOEXEC)
+        fd = os.open(store / T.LOCK_NAME, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
     except FileNotFoundError:
         return True
     except OSError:
