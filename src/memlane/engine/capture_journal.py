@@ -248,7 +248,7 @@ class JournalFile:
             fd = os.open(path, flags, 0o600)
         except OSError as exc:
             raise JournalError(
-                f"cannot create a capture journal in {directory}: {exc.strerror or exc}"
+                f"cannot create a capture journal in {directory}: {_why(exc)}"
             ) from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -262,7 +262,7 @@ class JournalFile:
             with contextlib.suppress(OSError):
                 path.unlink()
             raise JournalError(
-                f"cannot write the capture journal {path}: {exc.strerror or exc}"
+                f"cannot write the capture journal {path}: {_why(exc)}"
             ) from None
         return cls(path, fd, Contents(record, {}, 0, 0), adopted=False, header_len=len(data))
 
@@ -282,7 +282,7 @@ class JournalFile:
                 os.fsync(fd)
             except OSError as exc:
                 raise JournalError(
-                    f"cannot append to the capture journal {self.path}: {exc.strerror or exc}"
+                    f"cannot append to the capture journal {self.path}: {_why(exc)}"
                 ) from None
             self._pending[item.key] = item
 
@@ -381,7 +381,13 @@ def _write_whole(fd: int, data: bytes, start: int) -> None:
     if written != len(data):
         with contextlib.suppress(OSError):
             os.ftruncate(fd, start)
-        raise OSError(errno.ENOSPC, "the disk is full (short write)")
+        raise OSError(errno.ENOSPC, "short write")
+
+
+def _why(exc: OSError) -> str:
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return "the disk is full (free some space)"
+    return str(exc.strerror or exc)
 
 
 # -- recovery ------------------------------------------------------------------------------
@@ -553,6 +559,26 @@ def summary(directory: Path) -> dict[str, Any]:
         "waiting": waiting,
         "queued": queued,
     }
+
+
+def status_line(journal: dict[str, Any]) -> str:
+    """``memlane status``'s line: e.g. ``recovered 3 (1 as digest), 2 waiting for the next session``."""
+    text = f"recovered {journal.get('recovered', 0)}"
+    details = []
+    if journal.get("recovered_as_digest"):
+        details.append(f"{journal['recovered_as_digest']} as digest")
+    if journal.get("found_written"):
+        details.append(f"{journal['found_written']} found already written")
+    if details:
+        text += f" ({', '.join(details)})"
+    if journal.get("waiting"):
+        text += (
+            f", {journal['waiting']} left by an ended session: written when the next "
+            "session starts"
+        )
+    if journal.get("queued"):
+        text += f", {journal['queued']} queued by running sessions"
+    return text
 
 
 def _alive(pid: int) -> bool:
