@@ -925,6 +925,7 @@ class Session:
             log.warning("recovering queued captures failed: %s", exc)
             self.capture.write_errors.append(f"recovery: {type(exc).__name__}: {exc}")
         finally:
+            self.capture.recovery_scanned = True
             self._recovery_scanned.set()
 
     def wait_recovery(self, timeout_s: float) -> bool:

@@ -167,6 +167,7 @@ class CaptureState:
     # Exchanges queued in memory only: the capture journal could not be written.
     unjournaled: int = 0
     journal_error: str | None = None
+    recovery_scanned: bool = False  # the start's look for ended sessions' journals is over
     last_failure: str | None = None
     write_errors: list[str] = field(default_factory=list)
 
@@ -187,6 +188,7 @@ class CaptureState:
             "found_written": self.found_written,
             "unjournaled": self.unjournaled,
             "journal_error": self.journal_error,
+            "recovery_scanned": self.recovery_scanned,
             "last_failure": self.last_failure,
             "write_errors": list(self.write_errors),
         }
