@@ -16,6 +16,7 @@ import pytest
 from helpers import NOW
 from memlane.core.types import Anchor
 from memlane.engine import capture_journal as cj
+from memlane.engine import capture_recovery as cr
 
 
 def _pending(n: int, text: str = "", *, at_offset_days: int = 0) -> cj.Pending:
@@ -49,7 +50,7 @@ def test_a_torn_last_line_is_skipped_not_fatal(tmp_path: Path) -> None:
     contents = cj.parse(path.read_bytes())
     assert list(contents.pending) == ["k1", "k2"] and contents.damaged == 1
 
-    [adopted] = cj.adopt_orphans(tmp_path)
+    [adopted] = cr.adopt_orphans(tmp_path)
     assert [p.key for p in adopted.pending] == ["k1", "k2"]
     adopted.mark_done("k1", cj.DISTILLED)
     # The done mark is a line of its own, after the torn fragment.
@@ -79,10 +80,10 @@ def test_a_journal_its_owner_holds_is_never_adopted(tmp_path: Path) -> None:
     journal.append(_pending(1))
     # flock locks belong to an open file: another session in this very
     # process is refused just as another process is.
-    assert list(cj.adopt_orphans(tmp_path)) == []
+    assert list(cr.adopt_orphans(tmp_path)) == []
     journal.close()
-    [adopted] = cj.adopt_orphans(tmp_path)
-    assert list(cj.adopt_orphans(tmp_path)) == []  # now the adopter holds it
+    [adopted] = cr.adopt_orphans(tmp_path)
+    assert list(cr.adopt_orphans(tmp_path)) == []  # now the adopter holds it
     adopted.close()
 
 
@@ -107,10 +108,10 @@ def test_a_journal_held_by_another_live_process_is_not_adopted(tmp_path: Path) -
     )
     try:
         assert holder.stdout is not None and holder.stdout.readline() == "locked\n"
-        assert list(cj.adopt_orphans(tmp_path)) == []
+        assert list(cr.adopt_orphans(tmp_path)) == []
         holder.send_signal(signal.SIGKILL)  # the kernel lets go of the lock with the process
         holder.wait(10)
-        [adopted] = cj.adopt_orphans(tmp_path)
+        [adopted] = cr.adopt_orphans(tmp_path)
         assert [p.key for p in adopted.pending] == ["k1"]
         adopted.close()
     finally:
@@ -152,9 +153,9 @@ def test_done_records_are_compacted_away_and_the_file_stays_bounded(
     path = _only_file(tmp_path)
     assert list(cj.parse(path.read_bytes()).pending) == ["k0"]
     # The rewritten file is still this owner's: nobody may adopt it.
-    assert list(cj.adopt_orphans(tmp_path)) == []
+    assert list(cr.adopt_orphans(tmp_path)) == []
     journal.close()
-    [adopted] = cj.adopt_orphans(tmp_path)
+    [adopted] = cr.adopt_orphans(tmp_path)
     assert [p.key for p in adopted.pending] == ["k0"]
     adopted.close()
 
@@ -168,7 +169,7 @@ def test_leftovers_of_a_dead_owner_are_cleaned(tmp_path: Path) -> None:
     # A compaction's temporary file whose writer died before the rename.
     temp = tmp_path / f".{empty.name}.abcd1234{cj.TEMP_SUFFIX}"
     temp.write_bytes(b"half a rewrite")
-    assert list(cj.adopt_orphans(tmp_path)) == []
+    assert list(cr.adopt_orphans(tmp_path)) == []
     assert not empty.exists() and not temp.exists()
     assert live_path.exists()
     live.close()
@@ -198,32 +199,32 @@ def test_an_entry_already_in_a_daily_file_is_recognised(tmp_path: Path) -> None:
     item = _pending(7)
     day = NOW.date()
     anchor = item.anchor.render()
-    assert not cj.already_written(store, item)
+    assert not cr.already_written(store, item)
     # An anchor of the same session with another turn is a different entry.
     other = Anchor(session="dead-session", turn="t77", transcript="/x").render()
     (store / f"{day.isoformat()}.md").write_text(f"# {day}\n\n### 10:00\n{other}\n- a\n")
-    assert not cj.already_written(store, item)
+    assert not cr.already_written(store, item)
     # A file of the day before the exchange cannot hold it.
     before = day - timedelta(days=1)
     (store / f"{before.isoformat()}.md").write_text(f"# {before}\n\n### 10:00\n{anchor}\n- a\n")
-    assert not cj.already_written(store, item)
+    assert not cr.already_written(store, item)
     after = day + timedelta(days=1)  # written just after midnight
     (store / f"{after.isoformat()}.md").write_text(f"# {after}\n\n### 00:01\n{anchor}\n- a\n")
-    assert cj.already_written(store, item)
+    assert cr.already_written(store, item)
 
 
 def test_recovered_counts_and_waiting_entries_make_the_status_line(tmp_path: Path) -> None:
     journal = _journal(tmp_path)
     journal.append(_pending(1))
-    assert cj.summary(tmp_path)["queued"] == 1  # its owner (this process) is alive
+    assert cr.summary(tmp_path)["queued"] == 1  # its owner (this process) is alive
     journal.close()
-    cj.note_recovered(tmp_path, cj.DISTILLED)
-    cj.note_recovered(tmp_path, cj.DIGEST)
-    cj.note_recovered(tmp_path, cj.FOUND)
-    summary = cj.summary(tmp_path)
+    cr.note_recovered(tmp_path, cj.DISTILLED)
+    cr.note_recovered(tmp_path, cj.DIGEST)
+    cr.note_recovered(tmp_path, cj.FOUND)
+    summary = cr.summary(tmp_path)
     assert summary["recovered"] == 2 and summary["recovered_as_digest"] == 1
     assert summary["found_written"] == 1 and summary["queued"] == 1
-    assert cj.status_line(summary).startswith("recovered 2 (1 as digest, 1 found already written)")
+    assert cr.status_line(summary).startswith("recovered 2 (1 as digest, 1 found already written)")
 
 
 @pytest.fixture

@@ -21,13 +21,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_sidecar import READ_TIMEOUT_S, Client
 
 from fake_llm import FakeOpenAI, Request
 from helpers import wait_for
 from memlane.core.faults import KILL_ENV
 from memlane.core.scope import resolve_scope
 from memlane.store.anchor import ANCHOR_RE
-from test_sidecar import READ_TIMEOUT_S, Client
 
 pytestmark = pytest.mark.subprocess
 

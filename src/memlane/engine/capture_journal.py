@@ -7,7 +7,8 @@ queue. So before the answer, the redacted exchange is appended to this
 session's journal and fsynced; once its entry is in the daily file (and that
 file is fsynced) the journal marks it done. The next session started on the
 project adopts the journal of any session that is gone and writes what it
-left (``Session`` distils it, or writes the digest form).
+left (engine/capture_recovery.py; ``Session`` distils it, or writes the
+digest form).
 
 Layout: ``<state dir>/.capture-journal/`` (the directory of
 ``.index-state.json``; ``$MEMLANE_HOME/capture/<collection>`` when the store
@@ -47,13 +48,11 @@ import os
 import re
 import secrets
 import threading
-from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memlane.core.clock import local as local_time
 from memlane.core.types import Anchor, Exchange
 from memlane.store.durable import fsync_dirs
 
@@ -65,11 +64,9 @@ JOURNAL_SUFFIX = ".jsonl"
 TEMP_SUFFIX = ".tmp"
 FORMAT_VERSION = 1
 #: A text up to this long is journaled whole; a longer one as its head.
-JOURNAL_TEXT_CHARS = 32_000
+JOURNAL_TEXT_CHARS = 12_000
 #: The owner rewrites its journal without done records past this many bytes of them.
 COMPACT_DONE_BYTES = 256 * 1024
-STATS_NAME = "recovered.json"
-STATS_LOCK_NAME = ".recovered.lock"
 CLIPPED_NOTE = "[… the rest was not kept in the capture journal]"
 
 # How an entry left the journal (``done`` records, the recovered counters).
@@ -78,7 +75,6 @@ DIGEST = "digest"
 FOUND = "found"  # already in the daily file: a kill came between the write and its mark
 
 _SURROGATE_RE = re.compile(r"[\ud800-\udfff]")
-_DAILY_NAME_RE = re.compile(r"^(\d{4}-\d{2}-\d{2})\.md$")
 
 
 def journal_dir(scope: Scope) -> Path:
@@ -261,9 +257,7 @@ class JournalFile:
             os.close(fd)
             with contextlib.suppress(OSError):
                 path.unlink()
-            raise JournalError(
-                f"cannot write the capture journal {path}: {_why(exc)}"
-            ) from None
+            raise JournalError(f"cannot write the capture journal {path}: {_why(exc)}") from None
         return cls(path, fd, Contents(record, {}, 0, 0), adopted=False, header_len=len(data))
 
     @property
@@ -390,105 +384,6 @@ def _why(exc: OSError) -> str:
     return str(exc.strerror or exc)
 
 
-# -- recovery ------------------------------------------------------------------------------
-
-
-def adopt_orphans(directory: Path) -> Iterator[JournalFile]:
-    """Every journal whose owner is gone, locked by this process, with entries pending.
-
-    A journal another open session holds is skipped. One left empty (its
-    owner died after writing everything) is deleted, as are temporary files
-    of a compaction that never finished (the journal they came from is intact).
-    """
-    try:
-        names = sorted(os.listdir(directory))
-    except OSError:
-        return
-    for name in names:
-        path = directory / name
-        if name.endswith(JOURNAL_SUFFIX) and not name.startswith("."):
-            adopted = _adopt(path)
-            if adopted is not None:
-                yield adopted
-        elif name.startswith(".") and name.endswith(TEMP_SUFFIX):
-            _remove_if_unlocked(path)
-
-
-def _adopt(path: Path) -> JournalFile | None:
-    try:
-        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CLOEXEC)
-    except OSError:
-        return None
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        if os.stat(path).st_ino != os.fstat(fd).st_ino:
-            raise FileNotFoundError(path)  # deleted or replaced since it was opened
-        data = _read_all(fd)
-        if data and not data.endswith(b"\n"):
-            # A torn last line: end it, so the done marks appended next are lines of their own.
-            os.write(fd, b"\n")
-        contents = parse(data)
-    except OSError:
-        os.close(fd)
-        return None
-    journal = JournalFile(path, fd, contents, adopted=True, header_len=0)
-    if not contents.pending:
-        journal.close()  # nothing left to write: deleted
-        return None
-    return journal
-
-
-def _remove_if_unlocked(path: Path) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    except OSError:
-        return
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        path.unlink(missing_ok=True)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-def _read_all(fd: int) -> bytes:
-    chunks: list[bytes] = []
-    offset = 0
-    while True:
-        chunk = os.pread(fd, 1 << 20, offset)
-        if not chunk:
-            return b"".join(chunks)
-        chunks.append(chunk)
-        offset += len(chunk)
-
-
-def already_written(store: Path, item: Pending) -> bool:
-    """Is *item*'s anchor (session and turn) in a daily file of its day or later?"""
-    marker = re.compile(
-        rb"<!--\s*session:"
-        + re.escape(item.anchor.session.encode("utf-8"))
-        + rb"\s+turn:"
-        + re.escape(item.anchor.turn.encode("utf-8"))
-        + rb"\s"
-    )
-    first_day = local_time(item.at).date().isoformat()
-    try:
-        names = os.listdir(store)
-    except OSError:
-        return False
-    for name in names:
-        match = _DAILY_NAME_RE.match(name)
-        if match is None or match.group(1) < first_day:
-            continue
-        try:
-            if marker.search((store / name).read_bytes()):
-                return True
-        except OSError:
-            continue
-    return False
-
-
 def fsync_file(path: str | Path) -> None:
     """Flush a file just appended to (the daily file, before its done mark)."""
     fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
@@ -496,96 +391,3 @@ def fsync_file(path: str | Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
-
-
-# -- counters for `memlane status` ------------------------------------------------------------
-
-
-def note_recovered(directory: Path, how: str) -> None:
-    """Count one recovered entry in ``recovered.json`` (shared by every process)."""
-    lock_fd = os.open(directory / STATS_LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-    try:
-        fcntl.flock(lock_fd, fcntl.LOCK_EX)
-        stats = read_stats(directory)
-        stats[how] = int(stats.get(how, 0)) + 1
-        temp = directory / f".{STATS_NAME}.{os.getpid()}.{secrets.token_hex(4)}{TEMP_SUFFIX}"
-        temp.write_text(json.dumps(stats, sort_keys=True) + "\n", encoding="utf-8")
-        os.replace(temp, directory / STATS_NAME)
-    finally:
-        os.close(lock_fd)
-
-
-def read_stats(directory: Path) -> dict[str, int]:
-    try:
-        data = json.loads((directory / STATS_NAME).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    if not isinstance(data, dict):
-        return {}
-    return {str(k): v for k, v in data.items() if isinstance(v, int)}
-
-
-def summary(directory: Path) -> dict[str, Any]:
-    """What ``memlane status`` shows: recovered counts and entries awaiting recovery.
-
-    Read only: it takes no lock (a lock taken here could make a starting
-    session skip a journal it should adopt), so whether an owner is alive is
-    judged by its pid, for display only.
-    """
-    stats = read_stats(directory)
-    waiting = 0
-    queued = 0
-    try:
-        names = sorted(os.listdir(directory))
-    except OSError:
-        names = []
-    for name in names:
-        if not name.endswith(JOURNAL_SUFFIX) or name.startswith("."):
-            continue
-        try:
-            contents = parse((directory / name).read_bytes())
-        except OSError:
-            continue
-        pid = (contents.header or {}).get("pid")
-        if isinstance(pid, int) and _alive(pid):
-            queued += len(contents.pending)
-        else:
-            waiting += len(contents.pending)
-    return {
-        "journal": str(directory),
-        "recovered": sum(stats.get(how, 0) for how in (DISTILLED, DIGEST)),
-        "recovered_as_digest": stats.get(DIGEST, 0),
-        "found_written": stats.get(FOUND, 0),
-        "waiting": waiting,
-        "queued": queued,
-    }
-
-
-def status_line(journal: dict[str, Any]) -> str:
-    """``memlane status``'s line: e.g. ``recovered 3 (1 as digest), 2 waiting for the next session``."""
-    text = f"recovered {journal.get('recovered', 0)}"
-    details = []
-    if journal.get("recovered_as_digest"):
-        details.append(f"{journal['recovered_as_digest']} as digest")
-    if journal.get("found_written"):
-        details.append(f"{journal['found_written']} found already written")
-    if details:
-        text += f" ({', '.join(details)})"
-    if journal.get("waiting"):
-        text += (
-            f", {journal['waiting']} left by an ended session: written when the next "
-            "session starts"
-        )
-    if journal.get("queued"):
-        text += f", {journal['queued']} queued by running sessions"
-    return text
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

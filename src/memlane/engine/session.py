@@ -4,15 +4,17 @@ Hosts translate their events into these calls; no business rule lives in a
 host. What happens, per reference/pi-memsearch-runtime.txt:
 
 * ``start``: catch-up index in the background, the embedder warmed once in
-  the background, the stable snapshot built (with the MEMORY.md topic index
+  the background, what killed sessions left in their capture journals
+  written in the background, the stable snapshot built (with the MEMORY.md topic index
   and the sessions-layer primer), the sessions layer caught up and swept.
 * ``before_agent_start(prompt)``: the snapshot (rebuilt first when the local
   date rolled over) and one hidden message gathering, within one hard
   deadline on a warm worker: auto-context hits over the score floor,
   surfaced topic files, and past messages when the prompt refers to the past.
-* ``agent_settled(exchange)``: gates, then in the background redact →
-  distil → append one anchored entry → debounced index, then the durable
-  learnings as topic entries; the transcript's new messages are enqueued for
+* ``agent_settled(exchange)``: gates, redact, and the exchange appended to
+  the capture journal (engine/capture_journal.py) before the answer; then in
+  the background distil → append one anchored entry → its journal record
+  done → debounced index, then the durable learnings as topic entries; the transcript's new messages are enqueued for
   the sessions layer. What memlane's own tools returned during the exchange
   is not captured again (engine/echo.py): an answer that only restated it is
   skipped, any other loses its restated sentences.
@@ -776,6 +778,7 @@ class Session:
     def _settle_journal(self, job: _CaptureJob, path: str, how: str) -> None:
         """The entry is in the daily file: flush it, then its journal record is done."""
         from memlane.engine import capture_journal as cj
+        from memlane.engine.capture_recovery import note_recovered
 
         if job.journal is None or job.key is None:
             return
@@ -793,7 +796,7 @@ class Session:
             if how == cj.DIGEST:
                 self.capture.recovered_as_digest += 1
             try:
-                cj.note_recovered(job.journal.path.parent, how)
+                note_recovered(job.journal.path.parent, how)
             except OSError as exc:  # a counter, never worth an entry
                 log.info("recovered count not saved: %s", exc)
         if self._closed and not job.journal.pending:
@@ -883,34 +886,34 @@ class Session:
 
     def _recover(self) -> None:
         """Adopt the capture journal of every session that is gone and queue what it left."""
-        from memlane.engine import capture_journal as cj
+        from memlane.engine.capture_journal import journal_dir
+        from memlane.engine.capture_recovery import orphaned
+        from memlane.store.redaction import redact
 
-        directory = cj.journal_dir(self.memory.scope)
+        directory = journal_dir(self.memory.scope)
         store = self.memory.scope.store
         try:
+            # agent_settled redacts before it answers: its first call should
+            # not also pay for loading the scanner.
+            redact("warm-up")
             if not directory.is_dir():
                 return
-            for journal in cj.adopt_orphans(directory):
-                jobs = []
-                for item in journal.pending:
-                    if cj.already_written(store, item):
-                        # Killed between the daily write and the done mark.
-                        journal.mark_done(item.key, cj.FOUND)
-                        self.capture.found_written += 1
-                        cj.note_recovered(directory, cj.FOUND)
-                        continue
-                    exchange = item.exchange()
-                    jobs.append(
-                        _CaptureJob(
-                            exchange,
-                            item.anchor,
-                            journal=journal,
-                            key=item.key,
-                            redacted=True,
-                            at=item.at,
-                            recovered=True,
-                        )
+            for journal, left, found in orphaned(directory, store):
+                self.capture.found_written += found
+                if not left:
+                    continue
+                jobs = [
+                    _CaptureJob(
+                        item.exchange(),
+                        item.anchor,
+                        journal=journal,
+                        key=item.key,
+                        redacted=True,
+                        at=item.at,
+                        recovered=True,
                     )
+                    for item in left
+                ]
                 with self._lock:
                     if self._closed:
                         journal.close()  # left as it is for the next session
