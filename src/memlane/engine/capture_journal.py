@@ -239,15 +239,12 @@ class JournalFile:
         """A new, locked journal for this session (its header written and fsynced)."""
         try:
             directory.mkdir(parents=True, exist_ok=True)
-            path = directory / f"{os.getpid()}-{secrets.token_hex(4)}{JOURNAL_SUFFIX}"
-            flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
-            fd = os.open(path, flags, 0o600)
+            path, fd = _create_locked(directory)
         except OSError as exc:
             raise JournalError(
                 f"cannot create a capture journal in {directory}: {_why(exc)}"
             ) from None
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             record = {"kind": "journal", "v": FORMAT_VERSION, **header, "pid": os.getpid()}
             data = _line(record)
             _write_whole(fd, data, 0)
@@ -318,8 +315,8 @@ class JournalFile:
                 return
             if not self._pending:
                 with contextlib.suppress(OSError):
-                    self._delete()
-                    return
+                    self._delete()  # closes it, even when the unlink fails
+                return
             os.close(self._fd)
             self._fd = None
 
@@ -362,6 +359,26 @@ class JournalFile:
         self._fd = fd
         self._header_len = len(header)
         self._done_bytes = 0
+
+
+def _create_locked(directory: Path) -> tuple[Path, int]:
+    """A new journal file, locked by this process, still linked under its name.
+
+    Between its creation and the lock, a session starting elsewhere may take
+    the empty file for a dead session's and delete it; then a new one is made.
+    """
+    for _attempt in range(5):
+        path = directory / f"{os.getpid()}-{secrets.token_hex(4)}{JOURNAL_SUFFIX}"
+        flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
+        fd = os.open(path, flags, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            if os.stat(path).st_ino == os.fstat(fd).st_ino:
+                return path, fd
+        except OSError:
+            pass
+        os.close(fd)
+    raise OSError(errno.EEXIST, "every new journal file was taken away at once")
 
 
 def _write_whole(fd: int, data: bytes, start: int) -> None:
