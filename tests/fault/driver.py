@@ -52,6 +52,9 @@ def _capture(project: Path, op: dict[str, Any], acks: Path) -> None:
 
     mem = Memory.open(project)
     session = Session.open(mem, host="test", session_id=op["session"])
+    # What a dead process left is taken over in the background.
+    if op.get("wait_recovery") and not session.wait_recovery(60):
+        raise SystemExit("the capture recovery did not finish within 60 s")
     for exchange in op["exchanges"]:
         queued = session.agent_settled(
             Exchange(

@@ -317,6 +317,58 @@ BACKFILL = Scenario(
 )
 
 
+# -- capture ----------------------------------------------------------------------------
+
+EXCHANGES = [
+    {"id": f"x{n}", "user": f"melon{n} why does the cache miss", "assistant": f"key {n} expires"}
+    for n in range(5)
+]
+
+
+def _check_capture(project: Path, run: Run) -> None:
+    text = journal(project)
+    for exchange in EXCHANGES:
+        count = text.count(f"turn:{exchange['id']} ")
+        if exchange["id"] in run.acks:
+            assert count == 1, f"acknowledged capture {exchange['id']} appears {count} times"
+        else:
+            assert count in (0, 1), f"unacknowledged capture {exchange['id']} appears {count} times"
+    capture_dir = [p for p in project.parent.rglob("*.jsonl") if "capture" in str(p)]
+    pending = [p for p in capture_dir if p.stat().st_size and "melon" in p.read_text()]
+    assert not pending, f"capture journals still hold exchanges: {pending}"
+
+
+def _capture_scenario(server: FakeOpenAI) -> Scenario:
+    return Scenario(
+        area="capture",
+        ops=[{"kind": "capture", "id": "shutdown", "session": "s1", "exchanges": EXCHANGES}],
+        # The next session start finishes what the killed one left.
+        recover=[
+            {
+                "kind": "capture",
+                "id": "next",
+                "session": "s2",
+                "exchanges": [],
+                "wait_recovery": True,
+            }
+        ],
+        check=_check_capture,
+        env={
+            "MEMLANE_LLM_PROVIDER": "openai",
+            "MEMLANE_LLM_BASE_URL": server.base_url,
+            "MEMLANE_LLM_MODEL": "fake-model",
+            "MEMLANE_EXTRACT_MEMORIES_ENABLED": "off",
+        },
+    )
+
+
+def test_a_capture_killed_at_any_step_is_written_once(
+    harness: FaultHarness, tally: Tally, soak: bool
+) -> None:
+    with FakeOpenAI(answer="- the cache key expires after an hour") as server:
+        _exercise(harness, _capture_scenario(server), tally, soak)
+
+
 # -- the runs ---------------------------------------------------------------------------------------
 
 

@@ -601,6 +601,7 @@ class Memory:
     def status(self, *, probe: bool = False, host_llm: bool = False) -> Status:
         """The doctor's report. ``probe`` loads the embedder to see that it works."""
         from memlane import __version__
+        from memlane.engine import capture_journal, capture_recovery
         from memlane.index import state
         from memlane.llm.factory import describe_llm
 
@@ -691,7 +692,11 @@ class Memory:
             config=self.config.changed(),
             state_note=self.scope.state_dir_note,
             store_link=self.scope.store_link_note,
-            capture={"enabled": session.capture_enabled, "llm": llm_line},
+            capture={
+                "enabled": session.capture_enabled,
+                "llm": llm_line,
+                "journal": capture_recovery.summary(capture_journal.journal_dir(self.scope)),
+            },
             auto_context={
                 "enabled": session.auto_context_enabled,
                 "top_k": session.auto_context_top_k,

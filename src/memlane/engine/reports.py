@@ -140,6 +140,10 @@ def render_status(st: Status) -> str:
     capture = st.capture
     rows.append(("capture", "on" if capture.get("enabled") else "off (MEMLANE_CAPTURE=off)"))
     rows.append(("capture llm", str(capture.get("llm", ""))))
+    if capture.get("journal"):
+        from memlane.engine.capture_recovery import status_line
+
+        rows.append(("capture journal", status_line(capture["journal"])))
     ac = st.auto_context
     if ac.get("enabled"):
         rows.append(

@@ -4,15 +4,17 @@ Hosts translate their events into these calls; no business rule lives in a
 host. What happens, per reference/pi-memsearch-runtime.txt:
 
 * ``start``: catch-up index in the background, the embedder warmed once in
-  the background, the stable snapshot built (with the MEMORY.md topic index
+  the background, what killed sessions left in their capture journals
+  written in the background, the stable snapshot built (with the MEMORY.md topic index
   and the sessions-layer primer), the sessions layer caught up and swept.
 * ``before_agent_start(prompt)``: the snapshot (rebuilt first when the local
   date rolled over) and one hidden message gathering, within one hard
   deadline on a warm worker: auto-context hits over the score floor,
   surfaced topic files, and past messages when the prompt refers to the past.
-* ``agent_settled(exchange)``: gates, then in the background redact →
-  distil → append one anchored entry → debounced index, then the durable
-  learnings as topic entries; the transcript's new messages are enqueued for
+* ``agent_settled(exchange)``: gates, redact, and the exchange appended to
+  the capture journal (engine/capture_journal.py) before the answer; then in
+  the background distil → append one anchored entry → its journal record
+  done → debounced index, then the durable learnings as topic entries; the transcript's new messages are enqueued for
   the sessions layer. What memlane's own tools returned during the exchange
   is not captured again (engine/echo.py): an answer that only restated it is
   skipped, any other loses its restated sentences.
@@ -30,9 +32,11 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import replace
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from memlane.core.faults import step
 from memlane.core.settings import SessionSettings
 from memlane.core.types import Anchor, Exchange, Hit
 from memlane.engine.echo import RecallLog, is_memlane_tool, judge
@@ -52,6 +56,7 @@ from memlane.engine.snapshot import Snapshot, build_snapshot
 
 if TYPE_CHECKING:
     from memlane.core.clock import Clock
+    from memlane.engine.capture_journal import JournalFile
     from memlane.engine.memory import Memory
     from memlane.engine.reports import Status
     from memlane.engine.sessions import SessionsLayer, Sweeper
@@ -67,6 +72,10 @@ HostCall = Callable[[dict[str, Any], float], dict[str, Any]]
 # indexer keeps the rest of the cap to make those entries searchable.
 CAPTURE_SHARE_OF_SHUTDOWN = 0.6
 SHUTDOWN_REASON = "the session ended before distillation finished"
+RECOVERY_REASON = (
+    "recovered after the session that captured it ended; the LLM had failed another "
+    "recovered exchange"
+)
 
 
 # How much of each text a shutdown digest redacts (the digest shows far less).
@@ -85,10 +94,32 @@ def _with_llm(surfacer: TopicSurfacer, llm: LLM | None) -> TopicSurfacer:
 
 
 class _CaptureJob:
-    """One exchange on its way to the daily file; written exactly once."""
+    """One exchange on its way to the daily file; written exactly once.
 
-    def __init__(self, exchange: Exchange) -> None:
+    ``journal``/``key`` name its capture-journal record (None when the journal
+    could not be written); ``redacted`` says the exchange already is;
+    ``recovered`` jobs come from the journal of a session that is gone and
+    are written at the moment that session acknowledged them (``at``).
+    """
+
+    def __init__(
+        self,
+        exchange: Exchange,
+        anchor: Anchor,
+        *,
+        journal: JournalFile | None = None,
+        key: str | None = None,
+        redacted: bool = False,
+        at: datetime | None = None,
+        recovered: bool = False,
+    ) -> None:
         self.exchange = exchange
+        self.anchor = anchor
+        self.journal = journal
+        self.key = key
+        self.redacted = redacted
+        self.at = at
+        self.recovered = recovered
         self._claimed = threading.Lock()
         self.done = threading.Event()
 
@@ -147,6 +178,10 @@ class Session:
         self._lock = threading.Lock()
         self._snapshot = self._build_snapshot()
         self._jobs: list[_CaptureJob] = []
+        self._journal: JournalFile | None = None  # created by the first queued exchange
+        self._adopted: list[JournalFile] = []  # journals of ended sessions, being recovered
+        self._recovery_scanned = threading.Event()
+        self._recovery_llm_failed = False
         self._capture_queue: queue.Queue[_CaptureJob | None] = queue.Queue()
         self._capture_thread: threading.Thread | None = None
         self._search_worker: SearchWorker | None = None
@@ -180,6 +215,11 @@ class Session:
             settings=settings,
         )
         session.indexer.run_soon()
+        # What a killed session left in its capture journal: in the background,
+        # so a start never waits for it.
+        threading.Thread(
+            target=session._recover, name="memlane-capture-recovery", daemon=True
+        ).start()
         if memory.config.embedding.provider != "none":
             threading.Thread(
                 target=memory.warm_embedder, name="memlane-embedder-warmup", daemon=True
@@ -568,19 +608,73 @@ class Session:
         if verdict is not None and verdict.restated:
             self.capture.restated_dropped += verdict.restated
             exchange = replace(exchange, assistant=verdict.assistant)
-        job = _CaptureJob(exchange)
+        job = self._new_job(exchange)
         with self._lock:
             if self._closed:  # shutdown began after the first check
                 return Queued(False, "the session has shut down")
-            self._jobs.append(job)
+            # On disk before the answer: a kill from here on loses nothing.
+            unjournaled = self._journal_locked(job)
+            self._enqueue_locked(job)
             self.capture.queued += 1
-            if self._capture_thread is None:
-                self._capture_thread = threading.Thread(
-                    target=self._capture_loop, name="memlane-capture", daemon=True
-                )
-                self._capture_thread.start()
         self._capture_queue.put(job)
+        if unjournaled:
+            return Queued(True, f"queued in memory only ({unjournaled})")
+        step("capture.journaled")
         return Queued(True)
+
+    def _new_job(self, exchange: Exchange) -> _CaptureJob:
+        """The job of a gated exchange: its anchor fixed now, redacted when short enough
+        to journal whole (a longer one is redacted in the background, its head journaled)."""
+        from memlane.core.types import anchor_field
+        from memlane.engine.capture_journal import JOURNAL_TEXT_CHARS
+        from memlane.engine.memory import NO_TRANSCRIPT
+        from memlane.store.daily import new_entry_id
+
+        # Fixed before the journal record: the turn in the daily file's anchor
+        # is how a recovery sees that a killed process had written the entry.
+        anchor = Anchor(
+            session=exchange.session_id or self.session_id,
+            turn=anchor_field(exchange.entry_id or "", spaces=False) or new_entry_id(),
+            transcript=exchange.transcript_path or self.transcript_path or NO_TRANSCRIPT,
+        )
+        short = max(len(exchange.user), len(exchange.assistant)) <= JOURNAL_TEXT_CHARS
+        if short:
+            exchange = self._redacted(exchange)
+        return _CaptureJob(exchange, anchor, redacted=short, at=self.clock.now())
+
+    def _journal_locked(self, job: _CaptureJob) -> str | None:
+        """Append *job* to this session's capture journal; why not, when it could not be."""
+        from memlane.engine import capture_journal as cj
+
+        assert job.at is not None
+        if job.redacted:
+            user, assistant, clipped = job.exchange.user, job.exchange.assistant, False
+        else:
+            user, user_clipped = cj.journal_copy(job.exchange.user)
+            assistant, answer_clipped = cj.journal_copy(job.exchange.assistant)
+            clipped = user_clipped or answer_clipped
+        item = cj.Pending(cj.new_key(), job.anchor, job.at, user, assistant, clipped)
+        try:
+            if self._journal is None:
+                header = {"session": self.session_id, "host": self.host}
+                header["opened"] = job.at.isoformat()
+                self._journal = cj.JournalFile.create(cj.journal_dir(self.memory.scope), header)
+            self._journal.append(item)
+        except cj.JournalError as exc:
+            self.capture.unjournaled += 1
+            self.capture.journal_error = exc.message
+            log.warning("%s", exc.message)
+            return exc.message
+        job.journal, job.key = self._journal, item.key
+        return None
+
+    def _enqueue_locked(self, job: _CaptureJob) -> None:
+        self._jobs.append(job)
+        if self._capture_thread is None:
+            self._capture_thread = threading.Thread(
+                target=self._capture_loop, name="memlane-capture", daemon=True
+            )
+            self._capture_thread.start()
 
     def _capture_loop(self) -> None:
         while True:
@@ -596,25 +690,36 @@ class Session:
             finally:
                 job.done.set()
             # After done: shutdown waits for the journal entry, never for this.
-            if captured is not None and self.extraction.enabled and not self._closed:
+            wanted = self.extraction.enabled and not self._closed and not job.recovered
+            if captured is not None and wanted:
                 self._extract(captured)
 
     def _capture(self, job: _CaptureJob) -> Exchange | None:
         """Distil and write one exchange; the redacted exchange when distilled."""
-        from memlane.engine.distill import distill
+        from memlane.engine.capture_journal import DIGEST, DISTILLED
+        from memlane.engine.distill import digest, distill, failure_marker
 
-        exchange = self._redacted(job.exchange)
+        exchange = job.exchange if job.redacted else self._redacted(job.exchange)
         if job.done.is_set():
             return None
+        if job.recovered and self._recovery_llm_failed:
+            # The LLM failed a recovered exchange already: the rest go in as
+            # digests instead of each waiting out the distillation timeout.
+            if job.claim():
+                self.capture.failed += 1
+                self._write(job, [failure_marker(RECOVERY_REASON), *digest(exchange)], DIGEST)
+            return None
         result = distill(exchange, self.llm, timeout_s=self.settings.distill_timeout_ms / 1000)
+        step("capture.distilled")
         if not job.claim():
             return None  # shutdown wrote it as a digest meanwhile
         if result.failed:
             self.capture.failed += 1
             self.capture.last_failure = result.failed
+            self._recovery_llm_failed = self._recovery_llm_failed or job.recovered
         elif self.llm is not None:
             self.capture.distilled += 1
-        self._write(job, result.bullets)
+        self._write(job, result.bullets, DISTILLED if result.distilled else DIGEST)
         return None if result.failed else exchange
 
     def _extract(self, exchange: Exchange) -> None:
@@ -649,20 +754,14 @@ class Session:
         self.capture.redactions += user.count + assistant.count
         return replace(exchange, user=user.text, assistant=assistant.text)
 
-    def _write(self, job: _CaptureJob, bullets: list[str]) -> None:
+    def _write(self, job: _CaptureJob, bullets: list[str], how: str) -> None:
         from memlane.core.errors import MemlaneError
-        from memlane.engine.memory import NO_TRANSCRIPT
-        from memlane.store.daily import new_entry_id
 
-        exchange = job.exchange
-        # Anchor sanitises every field (core/types.anchor_field).
-        anchor = Anchor(
-            session=exchange.session_id or self.session_id,
-            turn=exchange.entry_id or new_entry_id(),
-            transcript=exchange.transcript_path or self.transcript_path or NO_TRANSCRIPT,
-        )
+        # A recovered exchange is written at the moment it was acknowledged,
+        # into that day's file, as its own session would have written it.
+        at = job.at if job.recovered else None
         try:
-            self.memory.write("\n".join(bullets), anchor)
+            entry = self.memory.write("\n".join(bullets), job.anchor, now=at)
         except MemlaneError as exc:
             self.capture.write_errors.append(exc.message)
             self._unwritten += 1
@@ -674,26 +773,53 @@ class Session:
             return
         self.capture.written += 1
         self.indexer.note_write()
+        self._settle_journal(job, entry.path, how)
+
+    def _settle_journal(self, job: _CaptureJob, path: str, how: str) -> None:
+        """The entry is in the daily file: flush it, then its journal record is done."""
+        from memlane.engine import capture_journal as cj
+        from memlane.engine.capture_recovery import note_recovered
+
+        if job.journal is None or job.key is None:
+            return
+        try:
+            cj.fsync_file(path)
+        except OSError as exc:
+            # Not marked done: a recovery finds the entry's anchor instead.
+            log.warning("cannot flush %s: %s", path, exc)
+            return
+        step("capture.written")
+        job.journal.mark_done(job.key, how)
+        step("capture.done")
+        if job.recovered:
+            self.capture.recovered += 1
+            if how == cj.DIGEST:
+                self.capture.recovered_as_digest += 1
+            try:
+                note_recovered(job.journal.path.parent, how)
+            except OSError as exc:  # a counter, never worth an entry
+                log.info("recovered count not saved: %s", exc)
+        if self._closed and not job.journal.pending:
+            job.journal.close()  # shutdown left it open while this write was under way
 
     def _write_digest_now(self, job: _CaptureJob, reason: str) -> None:
+        from memlane.engine.capture_journal import DIGEST
         from memlane.engine.distill import digest, failure_marker
 
-        # Only the start of each text makes the digest: redacting megabytes of
-        # pasted logs here would overrun the shutdown cap.
-        source = job.exchange
-        exchange = self._redacted(
-            Exchange(
-                user=source.user[:DIGEST_SOURCE_CHARS],
-                assistant=source.assistant[:DIGEST_SOURCE_CHARS],
-                aborted=source.aborted,
-                entry_id=source.entry_id,
-                session_id=source.session_id,
-                transcript_path=source.transcript_path,
+        exchange = job.exchange
+        if not job.redacted:
+            # Only the start of each text makes the digest: redacting megabytes
+            # of pasted logs here would overrun the shutdown cap.
+            exchange = self._redacted(
+                replace(
+                    exchange,
+                    user=exchange.user[:DIGEST_SOURCE_CHARS],
+                    assistant=exchange.assistant[:DIGEST_SOURCE_CHARS],
+                )
             )
-        )
         self.capture.failed += 1
         self.capture.last_failure = reason
-        self._write(job, [failure_marker(reason), *digest(exchange)])
+        self._write(job, [failure_marker(reason), *digest(exchange)], DIGEST)
 
     def note_write(self) -> None:
         """A tool wrote to the store: schedule the debounced index."""
@@ -727,6 +853,7 @@ class Session:
                 self._write_digest_now(job, SHUTDOWN_REASON)
                 job.done.set()
         self._capture_queue.put(None)
+        self._close_journals(jobs)
         if self._sweeper is not None:
             self._sweeper.stop(timeout=0.5)
         if self._sessions_layer is not None:
@@ -739,6 +866,79 @@ class Session:
             self._search_worker = None
         pending = sum(1 for j in jobs if not j.done.is_set())
         return Flush(flushed=settled and pending == 0 and self._unwritten == 0, pending=pending)
+
+    def _close_journals(self, jobs: list[_CaptureJob]) -> None:
+        """Release every journal whose jobs are settled (what is pending waits for recovery).
+
+        One with a write still under way stays locked until that write marks
+        it (``_settle_journal``): a session starting meanwhile must not
+        recover an entry that is being written.
+        """
+        with self._lock:
+            journals = [*self._adopted, *([self._journal] if self._journal else [])]
+        # Every job still not done now is one the capture thread is writing.
+        busy = {id(j.journal) for j in jobs if not j.done.is_set()}
+        for journal in journals:
+            if id(journal) not in busy:
+                journal.close()
+
+    # -- recovery of what a killed process left -------------------------------------------
+
+    def _recover(self) -> None:
+        """Adopt the capture journal of every session that is gone and queue what it left."""
+        from memlane.engine.capture_journal import journal_dir
+        from memlane.engine.capture_recovery import orphaned
+        from memlane.store.redaction import redact
+
+        directory = journal_dir(self.memory.scope)
+        store = self.memory.scope.store
+        try:
+            # agent_settled redacts before it answers: its first call should
+            # not also pay for loading the scanner.
+            redact("warm-up")
+            if not directory.is_dir():
+                return
+            for journal, left, found in orphaned(directory, store):
+                self.capture.found_written += found
+                if not left:
+                    continue
+                jobs = [
+                    _CaptureJob(
+                        item.exchange(),
+                        item.anchor,
+                        journal=journal,
+                        key=item.key,
+                        redacted=True,
+                        at=item.at,
+                        recovered=True,
+                    )
+                    for item in left
+                ]
+                with self._lock:
+                    if self._closed:
+                        journal.close()  # left as it is for the next session
+                        return
+                    self._adopted.append(journal)
+                    for job in jobs:
+                        self._enqueue_locked(job)
+                for job in jobs:
+                    self._capture_queue.put(job)
+                step("capture.recovered")
+        except Exception as exc:  # recovery must never stop a session
+            log.warning("recovering queued captures failed: %s", exc)
+            self.capture.write_errors.append(f"recovery: {type(exc).__name__}: {exc}")
+        finally:
+            self.capture.recovery_scanned = True
+            self._recovery_scanned.set()
+
+    def wait_recovery(self, timeout_s: float) -> bool:
+        """Wait until what ended sessions left is written (True) or *timeout_s* passes."""
+        deadline = time.monotonic() + timeout_s
+        if not self._recovery_scanned.wait(timeout_s):
+            return False
+        with self._lock:
+            jobs = [j for j in self._jobs if j.recovered]
+        return all(j.done.wait(max(0.0, deadline - time.monotonic())) for j in jobs)
 
     # -- status -------------------------------------------------------------------------
 

@@ -158,6 +158,16 @@ class CaptureState:
     # Restated sentences left out of the exchanges that were captured.
     restated_dropped: int = 0
     redactions: int = 0
+    # Exchanges a session that is gone left in its capture journal, written
+    # by this one (recovered_as_digest of them without distillation), and
+    # those found already written (a kill came between the write and its mark).
+    recovered: int = 0
+    recovered_as_digest: int = 0
+    found_written: int = 0
+    # Exchanges queued in memory only: the capture journal could not be written.
+    unjournaled: int = 0
+    journal_error: str | None = None
+    recovery_scanned: bool = False  # the start's look for ended sessions' journals is over
     last_failure: str | None = None
     write_errors: list[str] = field(default_factory=list)
 
@@ -173,6 +183,12 @@ class CaptureState:
             "skipped_recall_only": self.skipped_recall_only,
             "restated_dropped": self.restated_dropped,
             "redactions": self.redactions,
+            "recovered": self.recovered,
+            "recovered_as_digest": self.recovered_as_digest,
+            "found_written": self.found_written,
+            "unjournaled": self.unjournaled,
+            "journal_error": self.journal_error,
+            "recovery_scanned": self.recovery_scanned,
             "last_failure": self.last_failure,
             "write_errors": list(self.write_errors),
         }

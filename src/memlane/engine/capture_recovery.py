@@ -1,0 +1,250 @@
+"""Finishing what a killed session left in its capture journal (engine/capture_journal.py).
+
+``Session.start`` calls ``orphaned`` in the background: it adopts (locks)
+every journal whose owner is gone, skips the entries a kill caught between
+their daily write and their done mark (``already_written``: the anchor is in
+a daily file), and hands the rest to the session's capture queue. A journal
+held by a live session is never adopted: its owner's ``flock`` refuses the
+non-blocking lock, whichever process it is in.
+
+``recovered.json`` in the journal directory counts what every session
+recovered, for ``memlane status`` (``summary``, ``status_line``).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import re
+import secrets
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from memlane.core.clock import local as local_time
+from memlane.engine.capture_journal import (
+    DIGEST,
+    DISTILLED,
+    FOUND,
+    JOURNAL_SUFFIX,
+    TEMP_SUFFIX,
+    JournalFile,
+    Pending,
+    parse,
+)
+
+STATS_NAME = "recovered.json"
+STATS_LOCK_NAME = ".recovered.lock"
+
+_DAILY_NAME_RE = re.compile(r"^(\d{4}-\d{2}-\d{2})\.md$")
+
+
+def orphaned(directory: Path, store: Path) -> Iterator[tuple[JournalFile, list[Pending], int]]:
+    """Each adopted journal of a session that is gone, the entries still to
+    write, and how many were found already written.
+
+    Those found are marked done (and counted in ``recovered.json``) here; a
+    journal left with nothing to write is deleted.
+    """
+    for journal in adopt_orphans(directory):
+        left = []
+        found = 0
+        for item in journal.pending:
+            if already_written(store, item):
+                journal.mark_done(item.key, FOUND)
+                note_recovered(directory, FOUND)
+                found += 1
+            else:
+                left.append(item)
+        if not left:
+            journal.close()
+        yield journal, left, found
+
+
+def adopt_orphans(directory: Path) -> Iterator[JournalFile]:
+    """Every journal whose owner is gone, locked by this process, with entries pending.
+
+    A journal another open session holds is skipped. One left empty (its
+    owner died after writing everything) is deleted, as are temporary files
+    of a compaction that never finished (the journal they came from is intact).
+    """
+    try:
+        names = sorted(os.listdir(directory))
+    except OSError:
+        return
+    for name in names:
+        path = directory / name
+        if name.endswith(JOURNAL_SUFFIX) and not name.startswith("."):
+            adopted = _adopt(path)
+            if adopted is not None:
+                yield adopted
+        elif name.startswith(".") and name.endswith(TEMP_SUFFIX):
+            _remove_if_unlocked(path)
+
+
+def _adopt(path: Path) -> JournalFile | None:
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        if os.stat(path).st_ino != os.fstat(fd).st_ino:
+            raise FileNotFoundError(path)  # deleted or replaced since it was opened
+        data = _read_all(fd)
+        if data and not data.endswith(b"\n"):
+            # A torn last line: end it, so the done marks appended next are lines of their own.
+            os.write(fd, b"\n")
+        contents = parse(data)
+    except OSError:
+        os.close(fd)
+        return None
+    journal = JournalFile(path, fd, contents, adopted=True, header_len=0)
+    if not contents.pending:
+        journal.close()  # nothing left to write: deleted
+        return None
+    return journal
+
+
+def _remove_if_unlocked(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        path.unlink(missing_ok=True)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _read_all(fd: int) -> bytes:
+    chunks: list[bytes] = []
+    offset = 0
+    while True:
+        chunk = os.pread(fd, 1 << 20, offset)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+        offset += len(chunk)
+
+
+def already_written(store: Path, item: Pending) -> bool:
+    """Is *item*'s anchor (session and turn) in a daily file of its day or later?"""
+    marker = re.compile(
+        rb"<!--\s*session:"
+        + re.escape(item.anchor.session.encode("utf-8"))
+        + rb"\s+turn:"
+        + re.escape(item.anchor.turn.encode("utf-8"))
+        + rb"\s"
+    )
+    first_day = local_time(item.at).date().isoformat()
+    try:
+        names = os.listdir(store)
+    except OSError:
+        return False
+    for name in names:
+        match = _DAILY_NAME_RE.match(name)
+        if match is None or match.group(1) < first_day:
+            continue
+        try:
+            if marker.search((store / name).read_bytes()):
+                return True
+        except OSError:
+            continue
+    return False
+
+
+# -- counters for `memlane status` ------------------------------------------------------------
+
+
+def note_recovered(directory: Path, how: str) -> None:
+    """Count one recovered entry in ``recovered.json`` (shared by every process)."""
+    lock_fd = os.open(directory / STATS_LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(lock_fd, fcntl.LOCK_EX)
+        stats = read_stats(directory)
+        stats[how] = int(stats.get(how, 0)) + 1
+        temp = directory / f".{STATS_NAME}.{os.getpid()}.{secrets.token_hex(4)}{TEMP_SUFFIX}"
+        temp.write_text(json.dumps(stats, sort_keys=True) + "\n", encoding="utf-8")
+        os.replace(temp, directory / STATS_NAME)
+    finally:
+        os.close(lock_fd)
+
+
+def read_stats(directory: Path) -> dict[str, int]:
+    try:
+        data = json.loads((directory / STATS_NAME).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    return {str(k): v for k, v in data.items() if isinstance(v, int)}
+
+
+def summary(directory: Path) -> dict[str, Any]:
+    """What ``memlane status`` shows: recovered counts and entries awaiting recovery.
+
+    Read only: it takes no lock (a lock taken here could make a starting
+    session skip a journal it should adopt), so whether an owner is alive is
+    judged by its pid, for display only.
+    """
+    stats = read_stats(directory)
+    waiting = 0
+    queued = 0
+    try:
+        names = sorted(os.listdir(directory))
+    except OSError:
+        names = []
+    for name in names:
+        if not name.endswith(JOURNAL_SUFFIX) or name.startswith("."):
+            continue
+        try:
+            contents = parse((directory / name).read_bytes())
+        except OSError:
+            continue
+        pid = (contents.header or {}).get("pid")
+        if isinstance(pid, int) and _alive(pid):
+            queued += len(contents.pending)
+        else:
+            waiting += len(contents.pending)
+    return {
+        "journal": str(directory),
+        "recovered": sum(stats.get(how, 0) for how in (DISTILLED, DIGEST)),
+        "recovered_as_digest": stats.get(DIGEST, 0),
+        "found_written": stats.get(FOUND, 0),
+        "waiting": waiting,
+        "queued": queued,
+    }
+
+
+def status_line(journal: dict[str, Any]) -> str:
+    """``memlane status``'s line: e.g. ``recovered 3 (1 as digest), 2 waiting for the next session``."""
+    text = f"recovered {journal.get('recovered', 0)}"
+    details = []
+    if journal.get("recovered_as_digest"):
+        details.append(f"{journal['recovered_as_digest']} as digest")
+    if journal.get("found_written"):
+        details.append(f"{journal['found_written']} found already written")
+    if details:
+        text += f" ({', '.join(details)})"
+    if journal.get("waiting"):
+        text += (
+            f", {journal['waiting']} left by an ended session: written when the next session starts"
+        )
+    if journal.get("queued"):
+        text += f", {journal['queued']} queued by running sessions"
+    return text
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
