@@ -208,7 +208,5 @@ def test_chunks_of_a_device_is_a_one_line_error(project: Path) -> None:
 def test_the_cli_transcript_of_a_fifo_is_a_one_line_error(
     project: Path, world: dict[str, Path]
 ) -> None:
-    done = run_memlane(
-        "transcript", str(world["fifo"]), cwd=project, timeout=PROCESS_DEADLINE_S
-    )
+    done = run_memlane("transcript", str(world["fifo"]), cwd=project, timeout=PROCESS_DEADLINE_S)
     assert done.returncode == 1 and "is a FIFO (named pipe)" in done.stderr.splitlines()[0]
