@@ -26,10 +26,11 @@ from memlane.core import settings as S
 from memlane.core.config import load_config, set_trusted
 from memlane.core.errors import NotFoundError, StoreError
 from memlane.core.scope import collection_name, resolve_scope
-from memlane.core.types import Exchange
+from memlane.core.types import Anchor, Exchange
 from memlane.engine.maintenance import COMPACT_HEADING
 from memlane.engine.memory import Memory
 from memlane.engine.session import Session
+from memlane.engine.sessions import pi_session_dir_name
 from memlane.engine.tools import Tools
 from memlane.index.state import STATE_FILENAME
 from memlane.llm.base import LLM
@@ -275,9 +276,14 @@ def test_memory_expand_loads_no_embedder(project: Path, tmp_path: Path) -> None:
     assert mem.embedder_problem is None
 
 
-def test_memory_transcript_is_a_pure_file_read(project: Path, tmp_path: Path) -> None:
+def test_memory_transcript_is_a_pure_file_read(
+    project: Path, tmp_path: Path, isolated_home: Path
+) -> None:
     """L3 never touches the backend: no index is opened or created, no embedder loaded."""
-    transcript = tmp_path / "session.jsonl"
+    # One of this project's pi sessions (an agent is shown no other transcript).
+    sessions = isolated_home / "pi-agent" / "sessions" / pi_session_dir_name(str(project))
+    sessions.mkdir(parents=True)
+    transcript = sessions / "session.jsonl"
     ids = _pi_session(transcript)
     mem = _memory(
         project,
@@ -335,6 +341,8 @@ def test_memory_transcript_takes_a_cross_repo_label(
     cur, other = _scan_world(tmp_path, monkeypatch)
     transcript = tmp_path / "other-session.jsonl"
     ids = _pi_session(transcript)
+    with _memory(other) as mem:  # the other project's memory anchors that transcript
+        mem.write("the queue decision", Anchor("019a-conf", "a0000003", str(transcript)))
     tools = Tools(_memory(cur))
     hit = next(
         h

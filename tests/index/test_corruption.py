@@ -1,4 +1,4 @@
-"""A damaged index file is moved aside and replaced, never raised to the caller."""
+"""A damaged index file is moved aside, replaced and deleted, never raised to the caller."""
 
 from __future__ import annotations
 
@@ -47,9 +47,9 @@ def test_garbage_file_is_rebuilt_at_open(index_path: Path, tmp_path: Path) -> No
     idx = SqliteIndex(index_path)
     try:
         assert idx.rebuilt_reason is not None
-        assert "moved aside" in idx.rebuilt_reason
-        moved = aside_files(index_path)
-        assert len(moved) == 1 and moved[0].name.startswith(index_path.name + ".corrupt-")
+        assert "damaged file was deleted" in idx.rebuilt_reason
+        # Nothing is salvaged from it, and no copy may outlive a forget.
+        assert aside_files(index_path) == []
         assert_fresh_and_usable(idx, tmp_path)
         assert idx.pop_rebuilt_reason() is not None and idx.rebuilt_reason is None
     finally:
@@ -145,15 +145,17 @@ def test_healthy_open_reports_nothing(index_path: Path, tmp_path: Path) -> None:
     assert aside_files(index_path) == []
 
 
-def test_stale_wal_goes_aside_with_the_damaged_file(index_path: Path, tmp_path: Path) -> None:
+def test_stale_wal_goes_with_the_damaged_file(index_path: Path, tmp_path: Path) -> None:
     populated(index_path, tmp_path, files=1)
     wal = Path(str(index_path) + "-wal")
-    wal.write_bytes(os.urandom(8192))
+    stale = os.urandom(8192)
+    wal.write_bytes(stale)
     index_path.write_bytes(os.urandom(8192))
     with SqliteIndex(index_path) as idx:
         assert idx.rebuilt_reason is not None
         assert_fresh_and_usable(idx, tmp_path)
-    assert any(p.name.endswith("-wal") for p in aside_files(index_path))
+    assert aside_files(index_path) == []  # deleted with the damaged file...
+    assert not wal.exists() or wal.read_bytes() != stale  # ...never replayed onto the fresh one
 
 
 def test_other_process_rebuild_is_noticed(index_path: Path, tmp_path: Path) -> None:
@@ -170,8 +172,8 @@ def test_other_process_rebuild_is_noticed(index_path: Path, tmp_path: Path) -> N
         # ...b still holds the old file open: it must switch to a's fresh one
         assert b.count() == 1
         assert b.rebuilt_reason is not None
-        # b did not move a's fresh file aside
-        assert len([p for p in aside_files(index_path) if not p.name.endswith("-wal")]) == 1
+        # b did not move a's fresh file aside (that would have emptied it)
+        assert aside_files(index_path) == []
     finally:
         a.close()
         b.close()
@@ -201,7 +203,14 @@ def test_concurrent_detection_moves_aside_once(index_path: Path, tmp_path: Path)
     try:
         assert errors == []
         assert len(opened) == 4
-        assert len([p for p in aside_files(index_path) if not p.name.endswith("-wal")]) == 1
+        assert aside_files(index_path) == []
+        # Only one thread rebuilt: the others found the fresh file.
+        assert (
+            sum(
+                idx.rebuilt_reason is not None and "deleted" in idx.rebuilt_reason for idx in opened
+            )
+            == 1
+        )
         # a thread that opened after the rebuild finished found a healthy file
         assert any(idx.rebuilt_reason is not None for idx in opened)
         # every thread ended up on the one fresh file: a write by one is seen by
@@ -231,8 +240,8 @@ def test_scribbled_pages(index_path: Path, tmp_path: Path, offset: int) -> None:
         idx.files()
         record, chunks = make_file(src(tmp_path, "z.md"), ["- z"])
         idx.replace_file(record, chunks, vectors_for(chunks))
-        assert idx.rebuilt_reason is not None and "moved aside" in idx.rebuilt_reason
-        assert len([p for p in aside_files(index_path) if not p.name.endswith("-wal")]) == 1
+        assert idx.rebuilt_reason is not None and "damaged file was deleted" in idx.rebuilt_reason
+        assert aside_files(index_path) == []
         # the old rows are gone with the damaged file; the write after it landed
         assert idx.files() == {record.source: record}
         assert idx.count() == 1

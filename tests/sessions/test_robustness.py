@@ -53,7 +53,7 @@ def one_session(agent_project: Project) -> Path:
 # -- 1. a damaged file -------------------------------------------------------------------
 
 
-def test_a_damaged_file_is_moved_aside_rebuilt_and_read_again(agent_project: Project) -> None:
+def test_a_damaged_file_is_deleted_rebuilt_and_read_again(agent_project: Project) -> None:
     one_session(agent_project)
     layer = layer_for(agent_project)
     assert layer.backfill().documents_added == 2
@@ -62,7 +62,7 @@ def test_a_damaged_file_is_moved_aside_rebuilt_and_read_again(agent_project: Pro
     corrupt(path)
 
     layer = layer_for(agent_project)  # opening the store finds the damage
-    assert len(quarantined(path)) == 1
+    assert quarantined(path) == []  # the damaged copy was deleted
     status = layer.status()
     assert "damaged and rebuilt" in status["notice"]
     assert "memlane sessions backfill" in status["notice"]
@@ -92,7 +92,7 @@ def test_damage_found_by_a_later_call_rebuilds_and_the_notice_says_reread(
     assert result.hits
     assert any("read again from the transcripts" in n for n in result.notices)
     assert not layer.search("invoice", mode="lexical").notices  # popped once shown
-    assert len(quarantined(path)) == 1
+    assert quarantined(path) == []  # the damaged copy was deleted
 
 
 def tear_pages(path: Path, *, keep: int = 1) -> None:
@@ -118,7 +118,8 @@ def test_damage_met_by_a_query_rebuilds_and_runs_it_again(tmp_path: Path) -> Non
     tear_pages(path)  # behind the open connection's back: the next query meets it
     assert store.count() == 0  # answered, from the fresh file
     assert store.rebuilds == 1 and store.rebuilt_reason is not None
-    assert "malformed" in store.rebuilt_reason and len(quarantined(store.path)) == 1
+    assert "malformed" in store.rebuilt_reason and "deleted" in store.rebuilt_reason
+    assert quarantined(store.path) == []
     store.set_meta({"probe": 1})  # the fresh file takes writes
     assert store.meta()["probe"] == 1
     store.close()
@@ -218,7 +219,7 @@ def test_cli_commands_survive_a_damaged_file(agent_project: Project, cli: Cli) -
         (("search", "invoice", "--kind", "session"), "damaged and rebuilt"),
         (("status", "--no-probe"), None),
     ]
-    for n, (args, expected) in enumerate(commands, start=1):
+    for args, expected in commands:
         # Each command as a fresh process meets it: nothing of the last one stays open.
         close_stores()
         corrupt(path)
@@ -228,7 +229,7 @@ def test_cli_commands_survive_a_damaged_file(agent_project: Project, cli: Cli) -
         assert "Traceback" not in output and "DatabaseError" not in output, (args, output)
         if expected is not None:
             assert expected in output, (args, output)
-        assert len(quarantined(path)) == n, args
+        assert quarantined(path) == [], args  # each damaged copy deleted after the rebuild
     # The search commands caught up first: the messages are back.
     found = cli("sessions", "search", "invoice", "--json")
     assert json.loads(found.stdout)["hits"]

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -189,12 +190,15 @@ def test_permission_denied_is_a_store_error(
     path.write_text("x", encoding="utf-8")
     if os.geteuid() != 0:
         path.chmod(0)
-    else:  # root reads anything: simulate the refusal
+    else:  # root reads anything: simulate the refusal (read_markdown opens with os.open)
+        real_open = os.open
 
-        def refuse(self: Path) -> bytes:
-            raise PermissionError(13, "Permission denied", str(self))
+        def refuse(name: Any, *args: Any, **kwargs: Any) -> int:
+            if Path(name) == path:
+                raise PermissionError(13, "Permission denied", str(name))
+            return real_open(name, *args, **kwargs)
 
-        monkeypatch.setattr(Path, "read_bytes", refuse)
+        monkeypatch.setattr(os, "open", refuse)
     with pytest.raises(StoreError, match=r"permission denied reading .*locked\.md"):
         read_markdown(path)
 

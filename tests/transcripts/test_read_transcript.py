@@ -399,15 +399,15 @@ def test_unreadable_file_names_the_path(tmp_path: Path, monkeypatch: pytest.Monk
     path = PiSession().write(tmp_path / "locked.jsonl")
     if os.geteuid() != 0:
         path.chmod(0)
-    else:  # root reads anything: simulate the refusal
-        real_open = Path.open
+    else:  # root reads anything: simulate the refusal (the reader opens with os.open)
+        real_open = os.open
 
-        def refuse(self: Path, *args: Any, **kwargs: Any) -> Any:
-            if self == path:
-                raise PermissionError(13, "Permission denied", str(self))
-            return real_open(self, *args, **kwargs)
+        def refuse(name: Any, *args: Any, **kwargs: Any) -> Any:
+            if Path(name) == path:
+                raise PermissionError(13, "Permission denied", str(name))
+            return real_open(name, *args, **kwargs)
 
-        monkeypatch.setattr(Path, "open", refuse)
+        monkeypatch.setattr(os, "open", refuse)
     try:
         _expect_error(path, StoreError, ["cannot read", "Permission denied"])
     finally:

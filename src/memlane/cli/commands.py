@@ -453,7 +453,10 @@ def _run_tool(
     with open_memory(ctx) as mem:
         if prepare is not None:
             prepare(mem)
-        result = Tools(mem).call(name, arguments)
+        # A person at the CLI: L3 opens any transcript they name (a file they
+        # can read anyway); agents over MCP or the sidecar are held to the
+        # project's own sessions and anchors (engine/transcript_access.py).
+        result = Tools(mem, caller_is_person=True).call(name, arguments)
         for text in mem.notices:
             notice(text)
     if as_json:

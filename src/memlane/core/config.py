@@ -22,6 +22,7 @@ from typing import Any
 from memlane.core import settings as S
 from memlane.core.errors import ConfigError
 from memlane.core.paths import global_config_path, trust_file_path
+from memlane.core.regular_file import FileTooLargeError, NotRegularFileError, read_regular_file
 from memlane.core.settings import (
     BUNDLED_MODEL_NAME,
     DEFAULT_EMBED_BATCH_SIZE,
@@ -35,6 +36,8 @@ from memlane.core.settings import (
 )
 
 PROJECT_CONFIG_NAME = ".memlane.toml"
+# A project config is a few hundred bytes; anything past this is not one.
+CONFIG_MAX_BYTES = 1 << 20
 SECRET_PREFIX = "env:"
 
 Scalar = str | int | float | bool
@@ -684,12 +687,17 @@ def _layer_from_env(env: Mapping[str, str]) -> dict[str, Scalar]:
 
 def _file_digest(project_dir: str | Path) -> str | None:
     """sha256 of the project's .memlane.toml, or None when there is none."""
+    path = Path(project_dir) / PROJECT_CONFIG_NAME
     try:
-        data = (Path(project_dir) / PROJECT_CONFIG_NAME).read_bytes()
+        # A repository can commit .memlane.toml as a link to /dev/zero or a
+        # FIFO: read only a regular file, never blocking, capped.
+        data = read_regular_file(path, max_bytes=CONFIG_MAX_BYTES, what="project config")
     except (FileNotFoundError, NotADirectoryError):
         return None
+    except (NotRegularFileError, FileTooLargeError) as exc:
+        raise ConfigError(exc.message, exc.hint) from None
     except OSError as exc:
-        raise ConfigError(f"cannot read {Path(project_dir) / PROJECT_CONFIG_NAME}: {exc}") from None
+        raise ConfigError(f"cannot read {path}: {exc}") from None
     return hashlib.sha256(data).hexdigest()
 
 

@@ -40,10 +40,12 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 from memlane.core.errors import MemlaneError, NotFoundError
+from memlane.core.regular_file import FileTooLargeError, NotRegularFileError, read_regular_file
 from memlane.core.scope import repository_dir_of
 from memlane.store import topics as store_topics
 from memlane.store.layout import MEMORY_INDEX, TOPICS_DIR
 from memlane.store.redaction import redact
+from memlane.store.section import MARKDOWN_MAX_BYTES
 
 if TYPE_CHECKING:
     from memlane.engine.memory import Memory
@@ -276,9 +278,12 @@ def _parse_front(lines: list[str]) -> tuple[dict[str, str], list[str], list[str]
 
 
 def _read_text(path: Path) -> tuple[str | None, str | None]:
-    """(text, problem): text None when the file is binary or unreadable."""
+    """(text, problem): text None when the file is binary, unreadable, too
+    large, or no regular file (a FIFO or device would block the import)."""
     try:
-        data = path.read_bytes()
+        data = read_regular_file(path, max_bytes=MARKDOWN_MAX_BYTES, what="file")
+    except (NotRegularFileError, FileTooLargeError) as exc:
+        return None, exc.message.replace(f"file {path} is ", "", 1)
     except OSError as exc:
         return None, f"unreadable ({exc.strerror or exc})"
     if b"\x00" in data:

@@ -573,10 +573,29 @@ class Memory:
     def forget(
         self, chunk_hash: str | None = None, date: str | None = None, time: str | None = None
     ) -> Removed:
-        """Delete one entry or compact block by chunk hash or (date, time)."""
+        """Delete one entry or compact block by chunk hash or (date, time).
+
+        Then every derived copy of the index that could still hold its text
+        goes too: a damaged index moved aside by a rebuild (and its -wal)
+        of this collection's markdown or sessions index (docs/hardening/copies.md).
+        """
+        from memlane.core.faults import step
         from memlane.engine.maintenance import forget
 
-        return forget(self, chunk_hash=chunk_hash, date=date, time=time)
+        removed = forget(self, chunk_hash=chunk_hash, date=date, time=time)
+        self.purge_damaged_copies()
+        step("forget.purged")
+        return removed
+
+    def purge_damaged_copies(self) -> list[Path]:
+        """Delete the moved-aside damaged copies of this collection's indexes."""
+        from memlane.index.recovery import remove_damaged_copies
+        from memlane.index.sessions import sessions_path_for
+
+        index_path = self.index_path
+        purged = remove_damaged_copies(index_path)
+        purged += remove_damaged_copies(sessions_path_for(index_path))
+        return purged
 
     def compact(self, source: str | None = None, llm: LLM | None = None) -> str:
         """Memory compaction with ``llm`` (default: the configured ``[llm]``)."""

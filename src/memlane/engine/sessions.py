@@ -46,6 +46,12 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 from memlane.core.clock import SYSTEM_CLOCK, Clock, from_epoch
 from memlane.core.errors import EmbedderError, MemlaneError
+from memlane.core.regular_file import (
+    FileTooLargeError,
+    NotRegularFileError,
+    open_regular_file,
+    read_regular_file,
+)
 from memlane.core.settings import SessionsSettings
 from memlane.core.trace import trace
 from memlane.core.types import Hit, SearchResult
@@ -65,7 +71,7 @@ from memlane.index.sessions import (
 )
 from memlane.transcripts import claude as claude_format
 from memlane.transcripts.draft import text_of_blocks
-from memlane.transcripts.jsonl import parse_line
+from memlane.transcripts.jsonl import TRANSCRIPT_MAX_BYTES, parse_line
 from memlane.transcripts.model import CLAUDE_CODE, PI
 
 if TYPE_CHECKING:
@@ -153,6 +159,12 @@ def claude_dir(env: Mapping[str, str]) -> Path:
     return _expand(raw) if raw else Path.home() / ".claude"
 
 
+def open_transcript_file(path: Path) -> BinaryIO:
+    """A transcript opened the safe way: a regular file only, never blocking,
+    at most ``TRANSCRIPT_MAX_BYTES`` (core/regular_file.py)."""
+    return open_regular_file(path, max_bytes=TRANSCRIPT_MAX_BYTES, what="transcript")
+
+
 def _jsonl_files(directory: Path) -> list[Path]:
     try:
         return sorted(p for p in directory.glob("*.jsonl") if p.is_file())
@@ -162,9 +174,9 @@ def _jsonl_files(directory: Path) -> list[Path]:
 
 def _pi_header_cwd(path: Path) -> str | None:
     try:
-        with path.open("rb") as handle:
+        with open_transcript_file(path) as handle:
             obj = parse_line(handle.readline(64 * 1024))
-    except OSError:
+    except (OSError, NotRegularFileError, FileTooLargeError):
         return None
     if obj is None or obj.get("type") != "session":
         return None
@@ -494,8 +506,10 @@ def read_source(
     (or gone: a deleted transcript keeps its documents, history is history)."""
     path = source.path
     try:
-        handle = path.open("rb")
-    except OSError:
+        handle = open_transcript_file(path)
+    except (OSError, NotRegularFileError, FileTooLargeError):
+        # Gone, unreadable, too large, or a FIFO/device put where a
+        # transcript was (it would block the sweep): nothing to read.
         return None
     with handle:
         st = os.fstat(handle.fileno())
@@ -808,9 +822,12 @@ class SessionIngestor:
         for path, state in known.items():
             source = Source(Path(path), state.format)
             try:
-                if not may_hold_own_messages(source.path.read_bytes()):
+                data = read_regular_file(
+                    source.path, max_bytes=TRANSCRIPT_MAX_BYTES, what="transcript"
+                )
+                if not may_hold_own_messages(data):
                     continue
-            except OSError:
+            except (OSError, NotRegularFileError, FileTooLargeError):
                 continue  # a deleted transcript keeps its documents: history is history
             read = read_source(source, None, self.settings)
             if read is None:

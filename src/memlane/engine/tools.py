@@ -252,9 +252,15 @@ def check_arguments(spec: ToolSpec, arguments: Mapping[str, Any] | None) -> dict
 class Tools:
     """Dispatches tool calls to one project's Memory (and live Session, if any)."""
 
-    def __init__(self, memory: Memory, session: Session | None = None) -> None:
+    def __init__(
+        self, memory: Memory, session: Session | None = None, *, caller_is_person: bool = False
+    ) -> None:
+        """``caller_is_person``: a person at the CLI, not an agent over MCP or the
+        sidecar; memory_transcript then opens any transcript path they name
+        (engine/transcript_access.py), still only a regular file."""
         self.memory = memory
         self.session = session
+        self.caller_is_person = caller_is_person
         self._handlers: dict[str, Callable[[dict[str, Any]], ToolResult]] = {
             "memory_write": self._write,
             "memory_search": self._search,
@@ -459,13 +465,24 @@ class Tools:
                 "this memory has no transcript: it was written outside an agent session",
                 "memory_expand shows everything that was kept of it",
             )
-        project = args.get("project")
-        if project and not self._is_own_project(project):
+        project: str | None = args.get("project") or None
+        foreign = project is not None and not self._is_own_project(project)
+        if project is not None and foreign:
             from memlane.engine.crossrepo import resolve_project
 
             # The transcript path is absolute; the label is checked through the
             # same seam as expansion so a bad label fails the same way.
             resolve_project(self.memory, project)
+        if not self.caller_is_person:
+            from memlane.engine.transcript_access import check_transcript_allowed
+
+            # An agent sees only this project's sessions and anchored transcripts.
+            check_transcript_allowed(
+                self.memory,
+                args["transcript_path"],
+                session_transcript=self.session.transcript_path if self.session else None,
+                project=project if foreign else None,
+            )
         settings = self.memory.config.session
         transcript = read_transcript(
             args["transcript_path"],

@@ -21,9 +21,10 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from memlane.core.errors import MemlaneError
+from memlane.core.regular_file import FileTooLargeError, NotRegularFileError, open_regular_file
 from memlane.store import safe_paths
 from memlane.store import topics as store_topics
 from memlane.store.layout import MEMORY_INDEX, TOPICS_DIR
@@ -335,11 +336,18 @@ def session_files(cwds: list[str], env: Mapping[str, str] | None = None) -> list
     return [(host, path) for path, host in sorted(found.items(), key=mtime, reverse=True)]
 
 
+def _open_transcript(path: Path) -> BinaryIO:
+    """A regular file only, never blocking, size capped (core/regular_file.py)."""
+    from memlane.transcripts.jsonl import TRANSCRIPT_MAX_BYTES
+
+    return open_regular_file(path, max_bytes=TRANSCRIPT_MAX_BYTES, what="transcript")
+
+
 def _pi_header_cwd(path: Path) -> str | None:
     try:
-        with path.open("rb") as handle:
+        with _open_transcript(path) as handle:
             obj = json.loads(handle.readline())
-    except (OSError, ValueError):
+    except (OSError, ValueError, NotRegularFileError, FileTooLargeError):
         return None
     if isinstance(obj, dict) and obj.get("type") == "session" and isinstance(obj.get("cwd"), str):
         return os.path.realpath(str(obj["cwd"]))
@@ -490,7 +498,7 @@ def search_sessions(
         out.scanned.append(str(path))
         found: list[SessionMatch] = []
         try:
-            with path.open("rb") as handle:
+            with _open_transcript(path) as handle:
                 for raw in handle:
                     try:
                         obj = json.loads(raw)
@@ -509,8 +517,8 @@ def search_sessions(
                                 host, str(path), entry_id, when, role, _snippet(text, terms)
                             )
                         )
-        except OSError:
-            continue
+        except (OSError, NotRegularFileError, FileTooLargeError):
+            continue  # gone, unreadable, or a FIFO/device that would block the search
         for match in reversed(found):
             if len(out.matches) >= max_matches:
                 out.truncated = True

@@ -2,8 +2,15 @@
 
 The index is derived data (markdown is the source of truth), so the answer
 to corruption is never a repair attempt: the damaged file is renamed to
-``<name>.corrupt-<UTC timestamp>`` (kept for a bug report), a fresh empty
-index takes its place, and the engine re-indexes from markdown.
+``<name>.corrupt-<UTC timestamp>``, a fresh empty index takes its place, and
+the engine re-indexes from markdown. Once the fresh file is open the damaged
+one is deleted (``discard_moved_aside``): nothing is salvaged from it that
+the markdown (or, for the sessions index, the transcripts) does not hold,
+and a copy kept "for a bug report" would keep every entry it held,
+including entries ``forget`` later removes (ADR 0011). A copy left behind
+anyway (a process killed between the rename and the delete, or an older
+memlane) goes at the next open of that index and at every ``forget``
+(``remove_damaged_copies``).
 
 Two processes may detect the same damage at once. The move-aside runs under
 an exclusive ``flock`` on ``<path>.lock`` and only moves the file if it is
@@ -106,3 +113,43 @@ def move_aside(path: Path, expected: FileId | None) -> Path | None:
     with contextlib.suppress(FileNotFoundError):
         os.unlink(path.with_name(path.name + "-shm"))
     return target
+
+
+#: What follows ``<index name>`` in the name of a moved-aside damaged copy.
+MOVED_ASIDE_MARK = ".corrupt-"
+# The files SQLite keeps beside a database, moved or deleted with it.
+_SIDE_FILES = ("-wal", "-shm", "-journal")
+
+
+def discard_moved_aside(target: Path) -> None:
+    """Delete a moved-aside damaged index and the files beside it."""
+    for name in (target.name, *(target.name + suffix for suffix in _SIDE_FILES)):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(target.with_name(name))
+
+
+def remove_damaged_copies(path: Path) -> list[Path]:
+    """Delete every moved-aside copy of the index at ``path``; what was removed.
+
+    Safe while another process rebuilds: it deletes its own copy a moment
+    later and never reads it. A directory that cannot be listed or written
+    (read-only) leaves the copies where they are and returns what went.
+    """
+    prefix = path.name + MOVED_ASIDE_MARK
+    removed: list[Path] = []
+    try:
+        entries = [entry.name for entry in os.scandir(path.parent)]
+    except OSError:
+        return removed
+    for name in sorted(entries):
+        if not name.startswith(prefix):
+            continue
+        copy = path.with_name(name)
+        try:
+            os.unlink(copy)
+        except FileNotFoundError:
+            continue
+        except OSError:
+            continue  # read-only or not ours: status reports the directory
+        removed.append(copy)
+    return removed

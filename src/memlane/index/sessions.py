@@ -25,7 +25,8 @@ assistant entry carries (stored apart so they can stay unembedded).
 
 A damaged file is handled like the main index's (same machinery,
 ``sqlite_file.py`` and ``recovery.py``): moved aside to
-``<name>.corrupt-<UTC stamp>`` and recreated empty, never repaired.
+``<name>.corrupt-<UTC stamp>``, recreated empty, never repaired, and the
+damaged copy deleted once the fresh file is open.
 Every source's offset goes with it, so the next backfill or sweep reads
 every transcript again from its first byte; ``rebuilt_reason`` says why
 until a user-facing surface shows it.
@@ -432,7 +433,7 @@ class SessionStore(SqliteFile):
 
     def _record_rebuild(self, reason: str, target: Path | None) -> None:
         if target is not None:
-            detail = f"{reason}; moved aside to {target.name}"
+            detail = f"{reason}; the damaged file was deleted"
         else:
             detail = f"{reason}; another process had already recreated it"
         self._mark_rebuilt(detail)

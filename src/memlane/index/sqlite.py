@@ -239,8 +239,8 @@ class SqliteIndex(SqliteFile):
     def _record_rebuild(self, reason: str, target: Path | None) -> None:
         if target is not None:
             self.rebuilt_reason = (
-                f"index {self.path.name} was damaged ({reason}); moved aside to "
-                f"{target.name} and recreated empty"
+                f"index {self.path.name} was damaged ({reason}); the damaged file was "
+                "deleted and a fresh one created, to be rebuilt from the markdown"
             )
         else:
             self.rebuilt_reason = (

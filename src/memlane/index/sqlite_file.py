@@ -11,7 +11,8 @@ CLI). ``SqliteFile`` is what they share:
 - identity: before every operation, reopen when another process replaced
   the file (it moved a damaged one aside);
 - ``_run``: run an operation; on a moved file reconnect and retry; on damage
-  move the file aside (``recovery.py``), recreate it and retry once; a lock
+  move the file aside (``recovery.py``), recreate it, delete the damaged
+  copy and retry once; a lock
   held past the busy timeout becomes ``IndexBusyError``;
 - ``_write``/``_read``: short transactions; every write bumps the generation
   counter (``dense_sync``) and now and then prunes old tombstones.
@@ -53,10 +54,12 @@ from memlane.index.recovery import (
     SQLITE_READONLY_DBMOVED,
     FileId,
     corruption_reason,
+    discard_moved_aside,
     file_id,
     file_lock,
     is_busy,
     move_aside,
+    remove_damaged_copies,
 )
 
 log = logging.getLogger(__name__)
@@ -142,6 +145,8 @@ class SqliteFile:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self._lock:
             self._open()
+        # A damaged copy a killed rebuild (or an older memlane) left behind.
+        remove_damaged_copies(self.path)
 
     # -- hooks -------------------------------------------------------------------
 
@@ -256,6 +261,10 @@ class SqliteFile:
             except (sqlite3.DatabaseError, _DamagedIndex) as exc:
                 self._close_connection()
                 raise self._recreate_failed(exc) from exc
+            if target is not None:
+                # The fresh file works: the damaged one holds nothing the
+                # markdown does not, and must not outlive a forget (ADR 0011).
+                discard_moved_aside(target)
         self._record_rebuild(reason, target)
         self._rebuild_count += 1
 

@@ -32,6 +32,7 @@ import stat
 from pathlib import Path
 
 from memlane.core.errors import StoreError
+from memlane.core.regular_file import read_fd_bounded
 
 LINK_HINT = (
     "memlane never follows a link in the memory store (a repository could commit one "
@@ -162,11 +163,17 @@ def _not_regular(path: Path) -> UnsafePathError:
     )
 
 
-def read_bytes(store: Path, path: Path) -> bytes:
-    """The whole content of a store file (``open_store_file``'s rules)."""
+def read_bytes(store: Path, path: Path, *, max_bytes: int | None = None) -> bytes:
+    """The whole content of a store file (``open_store_file``'s rules).
+
+    With *max_bytes*, a larger file is refused (``FileTooLargeError``) and
+    reading stops at the size the file had when it was opened.
+    """
     fd = open_store_file(store, path, os.O_RDONLY)
     try:
-        return read_fd(fd)
+        if max_bytes is None:
+            return read_fd(fd)
+        return read_fd_bounded(fd, path, max_bytes=max_bytes, what="memory file")
     finally:
         os.close(fd)
 

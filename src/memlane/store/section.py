@@ -11,8 +11,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from memlane.core.errors import StoreError
+from memlane.core.regular_file import read_regular_file
 from memlane.store import safe_paths
 from memlane.store.markdown import heading_of
+
+# The largest markdown file memlane reads (store files, ``memlane chunks``).
+# A daily file grows by a few KiB per entry; 128 MiB is tens of thousands of
+# days of heavy use, and a bound against a store file that is a link to
+# /dev/zero or to a huge unrelated file.
+MARKDOWN_MAX_BYTES = 128 << 20
 
 
 def read_markdown(path: Path, store: Path | None = None) -> str:
@@ -21,11 +28,16 @@ def read_markdown(path: Path, store: Path | None = None) -> str:
     Every failure becomes a one-line StoreError naming the file and what to
     do about it. Unlike memsearch (which silently replaces bad bytes) a
     non-UTF-8 file is refused, so nothing is indexed from a corrupted copy.
-    With *store*, *path* is a file of that store and is read by
-    ``safe_paths``' rules: a link, or a path through one, is refused.
+    Only a regular file up to ``MARKDOWN_MAX_BYTES`` is read, never blocking
+    (a FIFO or a device is refused: core/regular_file.py). With *store*,
+    *path* is a file of that store and is read by ``safe_paths``' rules too:
+    a link, or a path through one, is refused.
     """
     try:
-        data = path.read_bytes() if store is None else safe_paths.read_bytes(store, path)
+        if store is None:
+            data = read_regular_file(path, max_bytes=MARKDOWN_MAX_BYTES, what="memory file")
+        else:
+            data = safe_paths.read_bytes(store, path, max_bytes=MARKDOWN_MAX_BYTES)
     except FileNotFoundError:
         raise StoreError(
             f"memory file not found: {path}",

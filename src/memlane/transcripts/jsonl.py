@@ -10,28 +10,42 @@ from pathlib import Path
 from typing import IO, Any
 
 from memlane.core.errors import NotFoundError, StoreError
+from memlane.core.regular_file import open_regular_file
 
 # Sniffing the format reads at most this many leading lines; a Claude Code
 # file can open with metadata lines (summaries, snapshots) before any entry.
 SNIFF_LINES = 50
+# The largest transcript L3 reads. The reader keeps offsets, not lines, so
+# memory stays small, but it scans the whole file to follow the entry tree:
+# real long pi and Claude Code sessions reach 100-300 MB (pasted logs,
+# base64 screenshots), so 1 GiB leaves them room and still bounds a scan to
+# a few seconds. A larger file is refused with its size.
+TRANSCRIPT_MAX_BYTES = 1 << 30
 
 
 def open_transcript(path: Path) -> IO[bytes]:
-    """Open *path* for binary reading, or raise an error that names it."""
+    """Open *path* for binary reading, or raise an error that names it.
+
+    Only a regular file of at most ``TRANSCRIPT_MAX_BYTES`` is opened, never
+    blocking (core/regular_file.py): a FIFO or a device named as a transcript
+    would otherwise hang the engine and every request after it. The handle
+    ends at the file's size at open, so a session appending meanwhile does
+    not keep the reader going.
+    """
     shown = str(path)
-    if not path.exists():
+    try:
+        handle = open_regular_file(path, max_bytes=TRANSCRIPT_MAX_BYTES, what="transcript")
+    except FileNotFoundError:
         raise NotFoundError(
             f"transcript not found: {shown}",
             "the session file may have been moved or deleted, or the anchor comes from "
             "another machine",
-        )
-    if path.is_dir():
+        ) from None
+    except IsADirectoryError:
         raise StoreError(
             f"transcript path is a directory: {shown}",
             "pass the session's .jsonl file, as the anchor's transcript: field names it",
-        )
-    try:
-        handle = path.open("rb")
+        ) from None
     except OSError as exc:
         raise StoreError(
             f"cannot read transcript {shown}: {exc.strerror or exc}",
