@@ -90,6 +90,11 @@ _NETRC_RE = re.compile(
     r"password[ \t]+(?P<v>\S+)(?P<rest>[^\n]*)",
     re.MULTILINE,
 )
+# The one-line form anywhere in a line ("add this to ~/.netrc: machine …").
+_NETRC_INLINE_RE = re.compile(
+    r"\bmachine[ \t]+(?:\S*[.:]\S*|localhost)(?:[ \t]+(?:login|account|port)[ \t]+\S+)*"
+    r"[ \t]+password[ \t]+(?P<v>\S+)"
+)
 _NETRC_HOST_RE = re.compile(r"(?:^|\s)machine[ \t]+(?:\S*[.:]\S*|localhost)(?:\s|$)")
 _NETRC_REST_RE = re.compile(r"(?:[ \t]+(?:machine|login|account|port)[ \t]+\S+)*[ \t]*\r?")
 
@@ -141,6 +146,9 @@ def context_spans(text: str, looks_secret: Callable[[str], bool]) -> Iterator[Sp
             if value.isalpha() and (value.islower() or value.isupper() or value.istitle()):
                 continue
         yield (*match.span("v"), "password")
+    for match in _NETRC_INLINE_RE.finditer(text):
+        if looks_secret(match.group("v")):
+            yield (*match.span("v"), "password")
     for match in _DOCKER_AUTH_RE.finditer(text):
         value = match.group("v")
         if match.group("key").lower() == "auth":
@@ -194,7 +202,8 @@ def _b64decode(value: str) -> bytes | None:
 
 # A quoted run of token characters: no spaces, dots or colons (prose, paths
 # with extensions, URLs, versions and "sha256:…" digests never qualify).
-_LITERAL_RE = re.compile(r"(?<![\w\\])([\"'`])(?P<v>[A-Za-z0-9+/_-]{20,256}={0,2})\1(?![\w])")
+# The quotes may be escaped, as in a JSON-encoded tool call (\"…\").
+_LITERAL_RE = re.compile(r"(?<![\w\\])(\\?[\"'`])(?P<v>[A-Za-z0-9+/_-]{20,256}={0,2})\1(?![\w])")
 _DIGEST_PREFIX_RE = re.compile(r"(?:sha(?:1|224|256|384|512)|md5|blake2b?)[-_]", re.IGNORECASE)
 MIN_LITERAL_CHARS = 20
 # Shannon entropy (bits per character) must reach this share of log2(length)
