@@ -110,7 +110,12 @@ CASES: list[tuple[str, str, str, str]] = [
     ("anthropic-key", 'client = Anthropic(api_key="', ANTHROPIC, '")'),
     ("google-api-key", "https://maps.googleapis.com/maps/api/geocode/json?key=", GOOGLE, "&q=x"),
     ("jwt", "The cookie session=", JWT, "; Path=/; HttpOnly was rejected."),
-    ("bearer-token", "curl -H 'Authorization: Bearer ", BEARER, "' https://api.example.com/v1"),
+    (
+        "google-oauth-token",
+        "curl -H 'Authorization: Bearer ",
+        BEARER,
+        "' https://api.example.com/v1",
+    ),
     ("bearer-token", "> Authorization: token ", rnd(40, "0123456789abcdef"), "\n"),
     ("npm-token", "//registry.npmjs.org/:_authToken=", NPM, "\n"),
     ("npm-token", "the CI secret is ", NPM, ", rotate it monthly"),
@@ -205,7 +210,7 @@ def test_several_secrets_in_one_exchange() -> None:
     )
     result = redact(text)
     assert result.count == 3
-    assert result.kinds == ("bearer-token", "github-token", "stripe-key")
+    assert result.kinds == ("github-token", "google-oauth-token", "stripe-key")
     for secret in (STRIPE, GHP, BEARER):
         assert secret not in result.text
     assert result.text.startswith("## Deploy\n- set `STRIPE_KEY=[REDACTED:stripe-key]` and")

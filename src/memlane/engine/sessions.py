@@ -259,8 +259,21 @@ def normalize_bound(text: str | None, name: str) -> str | None:
     return shown
 
 
+# Redaction scans this much past a document's limit, so that a secret the
+# cut would halve is still recognised whole (and no half of it is kept).
+CLIP_SCAN_MARGIN = 512
+
+
+def redact_text(text: str) -> str:
+    """*text* with its secrets replaced (store/redaction.py), as the index keeps it."""
+    from memlane.store.redaction import redact
+
+    return redact(text).text
+
+
 def _clip(text: str, limit: int) -> str:
-    text = text.strip()
+    """The document text: redacted, then cut to *limit* characters."""
+    text = redact_text(text.strip()[: limit + CLIP_SCAN_MARGIN]).strip()
     return text if len(text) <= limit else text[:limit] + " …"
 
 
@@ -282,7 +295,20 @@ def _blocks_text(content: Any) -> str:
     return "\n".join(p for p in parts if p)
 
 
+def _redacted_values(value: object) -> object:
+    """*value* with every string in it redacted: scanned as text (real line
+    breaks, plain quotes), before JSON escapes hide a secret's context."""
+    if isinstance(value, str):
+        return redact_text(value[: MAX_TOOL_CHARS + CLIP_SCAN_MARGIN])
+    if isinstance(value, dict):
+        return {key: _redacted_values(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_redacted_values(item) for item in value]
+    return value
+
+
 def _call_text(name: object, args: object) -> str:
+    args = _redacted_values(args)
     shown = json.dumps(args, ensure_ascii=False, sort_keys=True) if args else ""
     return f"{name or '?'}({shown})"
 
@@ -760,6 +786,9 @@ class SessionIngestor:
                 # Bound before reading: a changed model drops the old vectors,
                 # and the pending pass below then re-embeds every document.
                 self._bind_model()
+                # Rows stored before redaction (an older memlane) are
+                # rescanned once, before anything reads or embeds them.
+                self.store.redact_stored()
                 # A store recreated after damage (here or by another process)
                 # has no sources rows: every transcript is read from byte 0.
                 known = self.store.sources() if attempt == 0 else {}
@@ -1200,7 +1229,7 @@ def open_store(mem: Memory) -> SessionStore:
     with _stores_lock:
         store = _stores.get(path)
         if store is None:
-            store = SessionStore(path, mem.config.index, mem.config.sessions)
+            store = SessionStore(path, mem.config.index, mem.config.sessions, redact=redact_text)
             _stores[path] = store
         return store
 

@@ -35,11 +35,12 @@ until a user-facing surface shows it.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import logging
 import secrets
 import sqlite3
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,6 +50,7 @@ import numpy.typing as npt
 
 from memlane.core.clock import SYSTEM_CLOCK, utc_z
 from memlane.core.errors import IndexCorruptError
+from memlane.core.faults import step
 from memlane.core.settings import IndexSettings, SessionsSettings
 from memlane.core.types import SearchMode
 from memlane.index import lexical, relevance, schema
@@ -163,6 +165,18 @@ _SOURCE_COLUMNS = (
 )
 
 _DOC_COLUMNS = "id, doc_key, transcript, entry_id, part, source, date, session, content"
+
+# Which secret redaction the stored texts went through (meta key
+# ``docs.redaction``): rows stored before it (or under an older number) are
+# rescanned once and rewritten where a secret is found, and until then every
+# text read out of the store is redacted on its way out. Bump it when the
+# redaction rules learn a kind that old rows may hold.
+META_REDACTION = "docs.redaction"
+REDACTION_VERSION = 1
+_REDACT_BATCH = 200
+_REWRITE_COLUMNS = (
+    "doc_key, transcript, entry_id, part, kind, source, date, session, content_hash, content, embed"
+)
 
 
 def doc_key(transcript: str, entry_id: str, part: str = "") -> str:
@@ -363,8 +377,13 @@ class SessionStore(SqliteFile):
         path: Path | str,
         index_settings: IndexSettings | None = None,
         sessions_settings: SessionsSettings | None = None,
+        redact: Callable[[str], str] | None = None,
     ) -> None:
+        """``redact``: the secret redaction the stored texts must have been
+        through (None: texts are stored and shown as given)."""
         self.index_settings = index_settings or IndexSettings()
+        self._redact = redact
+        self._rows_redacted = redact is None
         self.settings = sessions_settings or SessionsSettings()
         self._fuse = fusion_method(self.index_settings.fusion)
         # Damage bookkeeping, per process (the store is one per process, see
@@ -491,6 +510,98 @@ class SessionStore(SqliteFile):
                 raise
 
         self._run(op)
+
+    # -- redaction of stored texts ---------------------------------------------------
+
+    def rows_redacted(self) -> bool:
+        """Whether every stored text went through the current redaction."""
+        return self._rows_redacted or self._run(self._redacted_in)
+
+    def _redacted_in(self, conn: sqlite3.Connection) -> bool:
+        if not self._rows_redacted:
+            # Once true it stays true: new rows come redacted, and a cleared
+            # or recreated file is rescanned (empty) before it is written.
+            row = conn.execute("SELECT value FROM meta WHERE key = ?", (META_REDACTION,)).fetchone()
+            self._rows_redacted = row is not None and row[0] == REDACTION_VERSION
+        return self._rows_redacted
+
+    def _shown(self, conn: sqlite3.Connection, text: str) -> str:
+        """*text* as a reader may see it: redacted while old rows may hold secrets."""
+        if self._redact is None or self._redacted_in(conn):
+            return text
+        return self._redact(text)
+
+    def redact_stored(self) -> int:
+        """Rescan every stored text and rewrite the rows that hold a secret.
+
+        Returns how many rows were rewritten. A rewritten row is deleted and
+        inserted again (the triggers drop its old FTS entry and tombstone its
+        vector) without a vector, so the next embedding pass embeds the
+        redacted text. Batches commit one by one: a kill keeps what is done
+        and the next pass goes on (rows already redacted do not change).
+        With ``secure_delete`` the freed pages are zeroed; the FTS segments
+        are merged and the WAL checkpointed, so the old text is gone from
+        the file, not only from search.
+        """
+        redact = self._redact
+        if redact is None or self.rows_redacted():
+            return 0
+
+        def op(conn: sqlite3.Connection) -> int:
+            previous = conn.execute("PRAGMA secure_delete").fetchone()[0]
+            conn.execute("PRAGMA secure_delete=ON")
+            try:
+                rewritten = self._rewrite_redacted(conn, redact)
+                if rewritten:
+                    with self._write(conn):
+                        conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('optimize')")
+                conn.execute(
+                    "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
+                    (META_REDACTION, REDACTION_VERSION),
+                )
+                step("sessions.redact.done")
+                with contextlib.suppress(sqlite3.OperationalError):
+                    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+            finally:
+                conn.execute(f"PRAGMA secure_delete={int(previous)}")
+            return rewritten
+
+        rewritten = self._run(op)
+        self._rows_redacted = True
+        return rewritten
+
+    def _rewrite_redacted(self, conn: sqlite3.Connection, redact: Callable[[str], str]) -> int:
+        rewritten = 0
+        last = 0
+        while True:
+            rows = conn.execute(
+                "SELECT id, content FROM chunks WHERE id > ? ORDER BY id LIMIT ?",
+                (last, _REDACT_BATCH),
+            ).fetchall()
+            if not rows:
+                return rewritten
+            last = rows[-1][0]
+            read = dict(rows)
+            changed = [
+                (rowid, new) for rowid, text in read.items() if (new := redact(text)) != text
+            ]
+            if not changed:
+                continue
+            with self._write(conn):
+                for rowid, new in changed:
+                    old = conn.execute(
+                        f"SELECT {_REWRITE_COLUMNS} FROM chunks WHERE id = ?", (rowid,)
+                    ).fetchone()
+                    if old is None or old[9] != read[rowid]:
+                        continue  # changed by another process since the read
+                    conn.execute("DELETE FROM chunks WHERE id = ?", (rowid,))
+                    conn.execute(
+                        f"INSERT INTO chunks({_REWRITE_COLUMNS}) VALUES "
+                        "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        (*old[:8], content_hash(new), new, old[10]),
+                    )
+                    rewritten += 1
+            step("sessions.redact.batch")
 
     def ensure_model(self, model: str, dimension: int | None) -> bool:
         """Bind the vectors to ``model``; another model drops every vector
@@ -755,7 +866,7 @@ class SessionStore(SqliteFile):
                 "ORDER BY id LIMIT ?",
                 (-1 if limit is None else max(limit, 0),),
             ).fetchall()
-            return [(row[0], row[1]) for row in rows]
+            return [(row[0], self._shown(conn, row[1])) for row in rows]
 
         return self._run(op)
 
@@ -767,7 +878,7 @@ class SessionStore(SqliteFile):
             row = conn.execute(
                 f"SELECT {_DOC_COLUMNS} FROM chunks WHERE doc_key = ?", (key,)
             ).fetchone()
-            return _row_doc(row) if row is not None else None
+            return self._doc(conn, row) if row is not None else None
 
         return self._run(op)
 
@@ -779,7 +890,7 @@ class SessionStore(SqliteFile):
                 f"SELECT {_DOC_COLUMNS} FROM chunks WHERE entry_id = ? ORDER BY part, id",
                 (entry_id,),
             ).fetchall()
-            return [_row_doc(row) for row in rows]
+            return [self._doc(conn, row) for row in rows]
 
         return self._run(op)
 
@@ -789,7 +900,7 @@ class SessionStore(SqliteFile):
                 f"SELECT {_DOC_COLUMNS} FROM chunks WHERE transcript = ? ORDER BY id",
                 (transcript,),
             ).fetchall()
-            return [_row_doc(row) for row in rows]
+            return [self._doc(conn, row) for row in rows]
 
         return self._run(op)
 
@@ -823,8 +934,8 @@ class SessionStore(SqliteFile):
                             first_at=first_at,
                             last_at=last_at,
                             messages=int(messages),
-                            first_user=first[0] if first else "",
-                            last_summary=summary[0] if summary else None,
+                            first_user=self._shown(conn, first[0]) if first else "",
+                            last_summary=self._shown(conn, summary[0]) if summary else None,
                         )
                     )
                 return out
@@ -1015,8 +1126,12 @@ class SessionStore(SqliteFile):
 
         return self._run(op)
 
-    @staticmethod
-    def _fetch(conn: sqlite3.Connection, rowids: Sequence[int]) -> dict[int, StoredDoc]:
+    def _fetch(self, conn: sqlite3.Connection, rowids: Sequence[int]) -> dict[int, StoredDoc]:
         marks = ", ".join("?" * len(rowids))
         rows = conn.execute(f"SELECT {_DOC_COLUMNS} FROM chunks WHERE id IN ({marks})", rowids)
-        return {row[0]: _row_doc(row) for row in rows}
+        return {row[0]: self._doc(conn, row) for row in rows}
+
+    def _doc(self, conn: sqlite3.Connection, row: Sequence[Any]) -> StoredDoc:
+        doc = _row_doc(row)
+        shown = self._shown(conn, doc.text)
+        return doc if shown is doc.text else dataclasses.replace(doc, text=shown)

@@ -37,6 +37,8 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 
+from memlane.store import redaction_rules as rules
+
 PRIVATE_MARKER = "[private]"
 MARKER_PREFIX = "[REDACTED:"
 
@@ -148,6 +150,30 @@ _TYPE_NAMES = frozenset(
 )
 _NON_SECRET_VALUES = frozenset({"none", "null", "nil", "true", "false", "undefined"})
 _SECRET_ROOT_RE = re.compile(r"pass|pwd|secret|token|key|cred", re.IGNORECASE)
+# What follows "=" in code and starts an expression, not a value: token = await get_token().
+_CODE_WORDS = frozenset(
+    {"await", "new", "yield", "lambda", "async", "not", "typeof", "function", "require"}
+)
+# An unquoted identifier of words: a variable (token = user_input, password = newPassword).
+_WORDS_IDENTIFIER_RE = re.compile(r"[a-z]+(?:_[a-z]+)+|[a-z]+(?:[A-Z][a-z]+)+")
+# A header name (X-API-Key, Proxy-Authorization) or a short word ("admin", "none").
+_HEADER_NAME_RE = re.compile(r"[A-Z][A-Za-z]*(?:-[A-Z][A-Za-z]*)+|Authorization")
+_SHORT_WORD_RE = re.compile(r"[A-Za-z]{1,5}")
+# A quoted name of a field or storage key: TOKEN_KEY = "auth_token".
+_FIELD_NAME_RE = re.compile(
+    r"[a-z]+(?:[_-][a-z]+)*[_-](?:token|key|secret|password|passwd|pwd|credentials?)"
+)
+# A keyword-table name ending in one of these names a secret's header, file,
+# variable or shape, not the secret: api_key_header, DB_PASSWORD_FILE, token_type.
+_NOT_SECRET_SUFFIX_RE = re.compile(
+    r"(?:pass|pwd|secret|token|key|cred|credentials?)[_.-]?(?:header|headers|name|names|field"
+    r"|env|var|variable|path|file|dir|url|uri|endpoint|prefix|suffix|type|kind|length|len"
+    r"|size|count|policy|format|pattern|regex|label|hint|prompt|placeholder|ttl|timeout"
+    r"|expiry|expires|param|arg|attr|column|query|location|mode|scope|scopes|version"
+    r"|enabled|required|min|max)s?\Z",
+    re.IGNORECASE,
+)
+_WORD_RE = re.compile(r"\w+")
 
 _AUTH_HEADER_RE = re.compile(
     r"\b(?:proxy-)?authorization[\"']?[ \t]*[:=][ \t]*[\"']?"
@@ -162,14 +188,6 @@ _URL_PASSWORD_RE = re.compile(
     r"\b[A-Za-z][A-Za-z0-9+.-]*://[^\s:/@?#]*:(?P<v>[^\s/?#]+)@(?=[^\s@/?#]*[A-Za-z0-9])"
 )
 
-_OWN_TOKENS: tuple[tuple[str, str], ...] = (
-    ("github-token", r"github_pat_[A-Za-z0-9_]{22,}"),
-    ("anthropic-key", r"sk-ant-[A-Za-z0-9_-]{20,}"),
-    ("openai-key", r"sk-(?:proj|svcacct|admin)-[A-Za-z0-9_-]{20,}"),
-    ("google-api-key", r"AIza[0-9A-Za-z_-]{35}"),
-    ("npm-token", r"npm_[A-Za-z0-9]{36}"),
-)
-
 _TOKEN_TAIL_RE = re.compile(r"[A-Za-z0-9_-]*")
 _JWT_TAIL_RE = re.compile(r"[A-Za-z0-9_=-]*")
 _ALNUM_BEFORE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
@@ -177,7 +195,9 @@ _LINE_RE = re.compile(r"[^\n]*\n?")
 _MAX_ROUNDS = 8
 
 # Specific formats win a tie over generic assignments when spans merge.
-_GENERIC_KINDS = frozenset({"password", "secret", "token", "api-key", "bearer-token"})
+_GENERIC_KINDS = frozenset(
+    {"password", "secret", "token", "api-key", "bearer-token", "high-entropy"}
+)
 
 
 @dataclass(frozen=True)
@@ -258,8 +278,16 @@ def _pattern_set() -> _PatternSet:
     add(IbmCosHmacDetector, "ibm-cos-key", tail=None)
     add(CloudantDetector, "cloudant-key", tail=None)
     add(SoftlayerDetector, "softlayer-key", tail=None)
-    for kind, pattern in _OWN_TOKENS:
+    for kind, pattern in rules.OWN_TOKENS:
         tokens.append(_Pattern(kind, re.compile(pattern), _TOKEN_TAIL_RE, word_start=True))
+    tokens.append(
+        _Pattern(
+            "kubernetes-token",
+            re.compile(rules.BOOTSTRAP_TOKEN),
+            None,
+            valid=rules.is_bootstrap_token,
+        )
+    )
 
     return _PatternSet(
         tokens=tuple(tokens),
@@ -364,6 +392,8 @@ def _secret_spans(text: str, patterns: _PatternSet) -> list[_Span]:
         *_assignment_spans(text),
         *_header_spans(text),
         *_group_spans(_URL_PASSWORD_RE, text, "v", "password"),
+        *(_Span(*span) for span in rules.context_spans(text, _looks_secret)),
+        *(_Span(*span) for span in rules.high_entropy_literals(text, _holds_secret)),
     ]
     return [s for s in spans if not any(s.start < b and a < s.end for a, b in taken)]
 
@@ -399,6 +429,8 @@ def _keyword_spans(text: str, table: tuple[tuple[re.Pattern[str], int], ...]) ->
                     continue
                 start, end = match.span(group)
                 around = match.string[match.start() : start] + match.string[end : match.end()]
+                if any(_NOT_SECRET_SUFFIX_RE.search(w) for w in _WORD_RE.findall(around)):
+                    continue
                 yield _Span(line.start() + start, line.start() + end, _kind_of(around))
 
 
@@ -437,6 +469,8 @@ def _is_code(value: str, text: str, end: int) -> bool:
         return True  # attribute access: self.token, settings.SECRET_KEY
     if value.lower() in _TYPE_NAMES:
         return True  # annotations: token: str
+    if value in _CODE_WORDS or _WORDS_IDENTIFIER_RE.fullmatch(value):
+        return True
     # token=token, api_key=api_key, password=new_password: a variable, not a value.
     return value.isidentifier() and bool(_SECRET_ROOT_RE.search(value))
 
@@ -446,9 +480,18 @@ def _looks_secret(value: str) -> bool:
         return False  # "", "***", "..."
     if value.lower() in _NON_SECRET_VALUES:
         return False
+    if _HEADER_NAME_RE.fullmatch(value) or _SHORT_WORD_RE.fullmatch(value):
+        return False
+    if _FIELD_NAME_RE.fullmatch(value):
+        return False
     # References and placeholders: $VAR, ${VAR}, {{ var }}, %(var)s, <your-token>, [PAD],
     # memlane's own "env:VAR" (DESIGN §4b), and markers of an earlier redaction.
     return not value.startswith(("$", "{{", "%(", "<", "[", "env:"))
+
+
+def _holds_secret(text: str) -> bool:
+    """Whether *text* (say, decoded base64) holds anything ``redact`` would replace."""
+    return bool(_redact_once(text)[1])
 
 
 def _header_spans(text: str) -> Iterator[_Span]:

@@ -1,0 +1,102 @@
+"""Every way text enters memlane redacts the same secret kinds (issue 14 item 4).
+
+A few rows of the redaction table (tests/secret_fakes.py: one per family of
+the kinds that used to leak) pushed through each channel: ``memlane write``
+(argument and stdin), ``memlane topic add``, capture (``agent_settled``
+through memlane's OpenAI provider and a fake server, whose recorded
+requests are the LLM prompts of distillation and extraction) and the dream
+prompt. The MCP channel is tests/hosts/test_mcp_secrets.py; the sessions
+index tests/sessions/test_session_redaction.py.
+"""
+
+from __future__ import annotations
+
+from datetime import date
+from pathlib import Path
+
+from fake_llm import FakeOpenAI
+from helpers import TOPIC_DAY, Cli, start_session
+from memlane.core.types import Exchange
+from memlane.engine.dream import build_prompt, orient
+from memlane.engine.memory import Memory
+from memlane.store import topics
+from memlane.store.section import read_markdown
+from secret_fakes import CHANNEL_SAMPLE, ORDINARY
+
+LEXICAL = {"MEMLANE_EMBEDDING_PROVIDER": "none"}
+SAMPLE_TEXT = "\n".join(case.text for case in CHANNEL_SAMPLE)
+
+
+def _store_text(store: Path) -> str:
+    return "\n".join(read_markdown(path) for path in sorted(store.rglob("*.md")))
+
+
+def _assert_redacted(text: str) -> None:
+    for case in CHANNEL_SAMPLE:
+        assert case.secret not in text, case.name
+        assert f"[REDACTED:{case.kind}]" in text, case.name
+
+
+def test_cli_write_redacts_an_argument_and_stdin(cli: Cli, memory: Memory) -> None:
+    first, second = CHANNEL_SAMPLE[:3], CHANNEL_SAMPLE[3:]
+    argument = "\n".join(case.text for case in first)
+    assert cli("write", argument, env=LEXICAL).returncode == 0
+    piped = "\n".join(case.text for case in second)
+    assert cli("write", "-", input=piped, env=LEXICAL).returncode == 0
+    _assert_redacted(_store_text(memory.scope.store))
+
+
+def test_cli_topic_add_redacts_title_and_content(cli: Cli, memory: Memory) -> None:
+    title = "deploy " + CHANNEL_SAMPLE[0].secret
+    out = cli("topic", "add", "-t", "deploy", "--title", title, SAMPLE_TEXT, env=LEXICAL)
+    assert out.returncode == 0, out.stderr
+    text = _store_text(memory.scope.store)
+    _assert_redacted(text)
+    assert CHANNEL_SAMPLE[0].secret not in out.stdout + out.stderr
+
+
+def test_ordinary_lines_are_written_as_they_are(cli: Cli, memory: Memory) -> None:
+    lines = [line for line in ORDINARY if "\n" not in line][:12]
+    assert cli("write", "-", input="\n".join(lines), env=LEXICAL).returncode == 0
+    text = _store_text(memory.scope.store)
+    for line in lines:
+        assert line in text
+
+
+def test_capture_sends_no_secret_to_the_llm_and_stores_none(
+    memory: Memory, fake_openai: FakeOpenAI
+) -> None:
+    fake_openai.set(answer="- the deploy checklist was updated")
+    session = start_session(memory, fake_openai.llm())
+    user = "update the deploy checklist:\n" + SAMPLE_TEXT
+    assistant = "Done. I kept these:\n" + SAMPLE_TEXT
+    assert session.agent_settled(Exchange(user=user, assistant=assistant, entry_id="e1")).queued
+    session.shutdown()
+    prompts = "\n".join(r.system + r.prompt for r in fake_openai.requests)
+    assert "update the deploy checklist" in prompts  # the exchange was sent, redacted
+    _assert_redacted(prompts)
+    for case in CHANNEL_SAMPLE:
+        assert case.secret not in _store_text(memory.scope.store), case.name
+
+
+def test_capture_digest_without_an_llm_stores_no_secret(memory: Memory) -> None:
+    session = start_session(memory, None)
+    user = "update the deploy checklist:\n" + SAMPLE_TEXT
+    session.agent_settled(Exchange(user=user, assistant="done", entry_id="e1"))
+    session.shutdown()
+    text = _store_text(memory.scope.store)
+    assert "update the deploy checklist" in text
+    for case in CHANNEL_SAMPLE:
+        assert case.secret not in text, case.name
+
+
+def test_hand_written_secrets_never_reach_the_dream_prompt(memory: Memory) -> None:
+    store = memory.scope.store
+    topics.add(
+        store, content="the deploy uses staging", topic="deploy", title="Profile", today=TOPIC_DAY
+    )
+    path = store / "topics" / "deploy.md"
+    path.write_text(path.read_text() + "\n## Pasted\n" + SAMPLE_TEXT + "\n")
+    _, prompt, _ = build_prompt(orient(store), [], today=date(2026, 11, 30))
+    assert "the deploy uses staging" in prompt
+    _assert_redacted(prompt)
