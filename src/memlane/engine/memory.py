@@ -33,7 +33,9 @@ if TYPE_CHECKING:
     from memlane.index.sqlite import SqliteIndex
     from memlane.llm.base import LLM
     from memlane.store.daily import DailyWriter
+    from memlane.store.damage import DamagedLine
     from memlane.store.forget import Removed
+    from memlane.store.repair import SetAside
     from memlane.transcripts.model import Transcript
 
 SEARCH_K_MAX = 100
@@ -598,14 +600,47 @@ class Memory:
 
     # -- status ---------------------------------------------------------------------
 
+    def damaged_lines(self) -> list[DamagedLine]:
+        """Every damaged line of the store's markdown files (store/damage.py)."""
+        from memlane.store.damage import damage_in
+        from memlane.store.layout import list_markdown_files
+
+        return damage_in(list_markdown_files(self.scope.store))
+
+    def set_aside_damage(self) -> list[SetAside]:
+        """Move every damaged line into ``<file>.damaged``, then index those files.
+
+        What moves is exactly what ``damaged_lines`` lists plus the headings
+        left without text (store/repair.py); the intact entries stay.
+        """
+        from memlane.store.layout import list_markdown_files
+        from memlane.store.repair import set_aside_damage
+
+        moved = set_aside_damage(
+            self.scope.store, list_markdown_files(self.scope.store), self.clock.now()
+        )
+        if moved:
+            self.sync()
+        return moved
+
     def status(self, *, probe: bool = False, host_llm: bool = False) -> Status:
         """The doctor's report. ``probe`` loads the embedder to see that it works."""
+        import sqlite3
+
         from memlane import __version__
         from memlane.index import state
         from memlane.llm.factory import describe_llm
 
-        index = self.index
-        stats = index.stats()
+        # The doctor answers whatever state the index is in: a read-only or
+        # full index disk is a problem to report, not a reason to fail.
+        index_uri = f"sqlite://{self.index_path}"
+        index_problem: str | None = None
+        stats: dict[str, Any] = {}
+        try:
+            stats = self.index.stats()
+            index_uri = self.index.uri
+        except (MemlaneError, sqlite3.Error, OSError) as exc:
+            index_problem = _index_problem(exc, self.index_path)
         versions = {
             "memlane": __version__,
             "python": sys.version.split()[0],
@@ -615,7 +650,7 @@ class Memory:
         departure = self.clock.departure()
         if departure:
             notices.append(f"clock: {departure}")
-        missing: list[str] = []
+        missing: list[str] = [index_problem] if index_problem else []
         state_data = state.load(self.scope.state_path)
         if self.scope.state_path is not None and not state_data:
             notices.append("index: no state recorded yet (it is written by the next index)")
@@ -650,6 +685,14 @@ class Memory:
                 f"index: {len(failed)} file(s) could not be indexed (listed below); fix them "
                 "and run `memlane index`"
             )
+        damaged = self.damaged_lines()
+        if damaged:
+            files = len({line.path for line in damaged})
+            missing.append(
+                f"store: {len(damaged)} damaged line(s) in {files} file(s) are left out of "
+                "search (listed below; their intact entries are indexed); "
+                "`memlane status --fix` moves them into <file>.damaged"
+            )
         chunks = int(stats.get("chunks", 0))
         vectors = int(stats.get("vectors", 0))
         if vectors < chunks and self.config.embedding.provider != "none":
@@ -673,7 +716,7 @@ class Memory:
             versions=versions,
             scope=self.scope.to_json(),
             backend=self.config.index.backend,
-            index_uri=index.uri,
+            index_uri=index_uri,
             model=self.model,
             embedder=embedder_state,
             chunks=chunks,
@@ -681,6 +724,7 @@ class Memory:
             files=int(stats.get("files", 0)),
             state_path=str(self.scope.state_path) if self.scope.state_path else None,
             state=state_data,
+            damaged=damaged,
             notices=notices,
             missing=missing,
             config=self.config.changed(),
@@ -694,6 +738,29 @@ class Memory:
                 "cap_ms": session.auto_context_cap_ms,
             },
         )
+
+
+def _index_problem(exc: BaseException, path: Path) -> str:
+    """One line for status: why the index cannot be opened and what to do."""
+    import errno
+
+    if isinstance(exc, OSError) and exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+        return (
+            f"index: {path.parent} is not writable ({exc.strerror}), so the index cannot be "
+            "opened or updated — make it writable, or set MEMLANE_HOME (or index.uri) to a "
+            "writable directory; your memory files are not affected"
+        )
+    text = (
+        exc.message
+        if isinstance(exc, MemlaneError)
+        else (getattr(exc, "strerror", None) or str(exc))
+    )
+    hint = (
+        exc.hint
+        if isinstance(exc, MemlaneError) and exc.hint
+        else ("`memlane reindex` rebuilds it from markdown once the cause is fixed")
+    )
+    return f"index: {text} — {hint}"
 
 
 def _sessions_stats_of(memory: Memory) -> dict[str, Any] | None:

@@ -82,8 +82,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 from memlane.core.errors import NotFoundError, StoreError
+from memlane.core.locks import flocked
 from memlane.store.chunker import chunk_markdown
-from memlane.store.durable import fsync_dirs
+from memlane.store.damage import check_bytes
+from memlane.store.durable import append_whole, fsync_dirs
 from memlane.store.markdown import heading_of
 
 LOCK_NAME = ".forget.lock"
@@ -337,23 +339,18 @@ def _write_temp(fd: int, data: bytes) -> None:
 
 
 def _append(path: Path, data: bytes) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
-    try:
-        written = os.write(fd, data)
-    finally:
-        os.close(fd)
-    if written != len(data):
-        raise StoreError(
-            f"short write while restoring appends to {path}: {written} of {len(data)} bytes",
-            "the disk may be full; check the end of the file",
-        )
+    # All or nothing, under the file's lock, like every appender (store/durable.py).
+    append_whole(path, data, what="the appends being restored")
 
 
 def _salvage(old_fd: int, seen: int, new_path: Path) -> None:
     """Step 5: move appends that reached the replaced inode to the new file."""
     quiet_since = time.monotonic()
     while time.monotonic() - quiet_since < SALVAGE_QUIET_S:
-        late = _read_fd(old_fd, seen)
+        # Read under the old file's lock: an append cut short by a full disk
+        # is rolled back under that lock, so its torn bytes are never copied.
+        with flocked(old_fd, exclusive=False):
+            late = _read_fd(old_fd, seen)
         if late:
             _append(new_path, late)
             seen += len(late)
@@ -465,7 +462,9 @@ def forget_chunk(
 
     def locate(data: bytes, path: Path) -> _Span:
         if chunk_hash is not None:
-            current = chunk_markdown(_decode(data, path), str(source), model)
+            # Read as the indexer reads it (damaged lines empty), so an intact
+            # entry of a damaged file has the hash the index holds.
+            current = chunk_markdown(check_bytes(data, path).text, str(source), model)
             if not any(c.chunk_hash == chunk_hash and c.start_line == start_line for c in current):
                 raise NotFoundError(
                     f"chunk {chunk_hash} no longer matches {path} (the file changed since "

@@ -2,8 +2,9 @@
 
 Line numbers must mean the same thing here as in the chunker, which counts
 ``\\n``-separated lines of the text as memsearch's indexer decoded it (bytes
-→ strict UTF-8, no newline translation). ``read_markdown`` therefore returns
-the text untranslated, and ``split_lines`` splits on ``\\n`` only.
+→ UTF-8, no newline translation). ``read_markdown`` therefore returns
+the text untranslated (damaged lines left empty, so numbering is kept), and
+``split_lines`` splits on ``\\n`` only.
 """
 
 from __future__ import annotations
@@ -11,18 +12,33 @@ from __future__ import annotations
 from pathlib import Path
 
 from memlane.core.errors import StoreError
+from memlane.store.damage import CheckedText, check_bytes
 from memlane.store.markdown import heading_of
 
 
 def read_markdown(path: Path) -> str:
-    """The file's text, decoded as strict UTF-8 with line endings untouched.
+    """The file's text, line endings untouched, damaged lines left empty.
 
-    Every failure becomes a one-line StoreError naming the file and what to
-    do about it. Unlike memsearch (which silently replaces bad bytes) a
-    non-UTF-8 file is refused, so nothing is indexed from a corrupted copy.
+    Every failure to read becomes a one-line StoreError naming the file and
+    what to do about it. A line that is not UTF-8 or that opens a comment
+    never closed (store/damage.py) reads as an empty line: unlike memsearch,
+    which silently replaces bad bytes, nothing is indexed from a damaged
+    line, and unlike a strict reader, one damaged line does not cost the
+    file its intact entries (ADR 0002). ``read_markdown_checked`` also says
+    which lines those were.
     """
+    return read_markdown_checked(path).text
+
+
+def read_markdown_checked(path: Path) -> CheckedText:
+    """``read_markdown``'s text plus the damaged lines it left empty."""
+    return check_bytes(read_bytes(path), path)
+
+
+def read_bytes(path: Path) -> bytes:
+    """The file's bytes; every failure is a one-line StoreError."""
     try:
-        data = path.read_bytes()
+        return path.read_bytes()
     except FileNotFoundError:
         raise StoreError(
             f"memory file not found: {path}",
@@ -42,13 +58,6 @@ def read_markdown(path: Path) -> str:
         raise StoreError(
             f"cannot read {path}: {error.strerror or error}",
             "check the file and the disk it lives on",
-        ) from None
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise StoreError(
-            f"{path} is not valid UTF-8 (byte 0x{data[error.start]:02x} at offset {error.start})",
-            "re-save the file as UTF-8 or remove the bad bytes",
         ) from None
 
 
