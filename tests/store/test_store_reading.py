@@ -170,7 +170,6 @@ def test_read_errors_are_one_line_store_errors(tmp_path: Path) -> None:
         read_markdown(tmp_path)
 
 
-
 def test_a_line_that_is_not_utf8_reads_empty_and_is_reported(tmp_path: Path) -> None:
     # ADR 0002: the damaged line is left out, the file's other lines are not.
     bad = tmp_path / "bad.md"

@@ -157,7 +157,7 @@ class Status:
 
 def describe_damage(line: DamagedLine) -> str:
     """``path:line: why: "how it starts"`` for one damaged line."""
-    return f"{line.where}: {line.reason}: \"{line.preview}\""
+    return f'{line.where}: {line.reason}: "{line.preview}"'
 
 
 def render_status(st: Status) -> str:

@@ -93,6 +93,8 @@ def _write_or_roll_back(fd: int, data: bytes, path: Path, what: str) -> None:
         raise disk_full_error(path, f"{what} was not written; the file is unchanged") from None
     if written == len(data):
         return
+    # Asked before the cut, which frees the space again.
+    full = filesystem_full(path)
     end = os.fstat(fd).st_size
     if end == start + written:
         try:
@@ -100,7 +102,7 @@ def _write_or_roll_back(fd: int, data: bytes, path: Path, what: str) -> None:
         except OSError:
             pass
         else:
-            if filesystem_full(path):
+            if full:
                 raise disk_full_error(path, f"{what} was not written; the file is unchanged")
             raise StoreError(
                 f"short write to {path} ({written} of {len(data)} bytes): "
