@@ -68,6 +68,8 @@ def chunks(
         base = state(ctx).directory
         target = file if file.is_absolute() or base is None else base / file
         found = mem.chunks_of(target)
+        for text in mem.notices:
+            notice(text)
     if as_json:
         print_json([c.to_json() for c in found])
         return

@@ -591,12 +591,19 @@ class Memory:
         return compact(self, llm, source=source)
 
     def chunks_of(self, path: Path) -> list[Chunk]:
-        """How a markdown file is chunked (with this model's chunk hashes)."""
+        """How a markdown file is chunked (with this model's chunk hashes).
+
+        Damaged lines are left out, as the indexer leaves them out; each one
+        is named in ``notices``.
+        """
+        from memlane.engine.reports import describe_damage
         from memlane.store.chunker import chunk_markdown
-        from memlane.store.section import read_markdown
+        from memlane.store.section import read_markdown_checked
 
         real = path.expanduser().resolve()
-        return chunk_markdown(read_markdown(real), str(real), self.model)
+        checked = read_markdown_checked(real)
+        self.notices.extend(f"left out damaged {describe_damage(d)}" for d in checked.damaged)
+        return chunk_markdown(checked.text, str(real), self.model)
 
     # -- status ---------------------------------------------------------------------
 
@@ -750,16 +757,12 @@ def _index_problem(exc: BaseException, path: Path) -> str:
             "opened or updated — make it writable, or set MEMLANE_HOME (or index.uri) to a "
             "writable directory; your memory files are not affected"
         )
-    text = (
-        exc.message
-        if isinstance(exc, MemlaneError)
-        else (getattr(exc, "strerror", None) or str(exc))
-    )
-    hint = (
-        exc.hint
-        if isinstance(exc, MemlaneError) and exc.hint
-        else ("`memlane reindex` rebuilds it from markdown once the cause is fixed")
-    )
+    if isinstance(exc, MemlaneError):
+        text = exc.message
+        hint = exc.hint or "`memlane reindex` rebuilds it from markdown once the cause is fixed"
+    else:
+        text = getattr(exc, "strerror", None) or str(exc)
+        hint = "`memlane reindex` rebuilds it from markdown once the cause is fixed"
     return f"index: {text} — {hint}"
 
 

@@ -96,11 +96,12 @@ def _write_or_roll_back(fd: int, data: bytes, path: Path, what: str) -> None:
     # Asked before the cut, which frees the space again.
     full = filesystem_full(path)
     end = os.fstat(fd).st_size
+    why = "another program wrote after them"
     if end == start + written:
         try:
             os.ftruncate(fd, start)
-        except OSError:
-            pass
+        except OSError as error:
+            why = f"cutting them off failed: {error.strerror or error}"
         else:
             if full:
                 raise disk_full_error(path, f"{what} was not written; the file is unchanged")
@@ -109,10 +110,9 @@ def _write_or_roll_back(fd: int, data: bytes, path: Path, what: str) -> None:
                 f"{what} was not written; the file is unchanged",
                 "check the free space and the file size limit (`ulimit -f`), then try again",
             )
-    # Someone outside memlane wrote after the torn bytes (or the cut failed):
-    # they stay; the indexer skips them and status --fix sets them aside.
+    # The torn bytes stay: the indexer leaves them out and status --fix sets them aside.
     raise StoreError(
-        f"{path}: the disk filled up in the middle of {what} and its first {written} bytes "
-        "could not be taken back",
+        f"{path}: {what} was cut short after {written} of {len(data)} bytes, and those could "
+        f"not be taken back ({why})",
         "free some space, then run `memlane status --fix` to set the torn lines aside",
     )
