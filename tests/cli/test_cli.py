@@ -106,14 +106,18 @@ def test_errors_are_one_clear_line(cli: Cli, args: tuple[str, ...], message: str
     assert out.stdout == ""
 
 
-def test_non_utf8_chunks_file_is_a_clear_error(cli: Cli, project: Path) -> None:
+def test_chunks_of_a_file_with_a_non_utf8_line_leaves_the_line_out_and_says_so(
+    cli: Cli, project: Path
+) -> None:
     bad = project / "bad.md"
-    bad.write_bytes(b"# title\n\nsome \xff\xfe bytes\n")
-    out = cli("chunks", str(bad))
-    assert out.returncode == 1, out
-    assert out.stderr.startswith("memlane: error: ")
-    assert "UTF-8" in out.stderr or "utf-8" in out.stderr
-    assert "Traceback" not in out.stderr
+    bad.write_bytes(b"# title\n\nsome \xff\xfe bytes\nan intact line\n")
+    out = cli("chunks", str(bad), "--json")
+    assert out.returncode == 0, out
+    assert [c["content"] for c in json.loads(out.stdout)] == ["# title\n\n\nan intact line"]
+    assert out.stderr == (
+        f"memlane: left out damaged {bad}:3: not valid UTF-8 (byte 0xff at offset 14): "
+        '"some \\xff\\xfe bytes"\n'
+    )
 
 
 def test_store_command_failure_names_command_and_mode(cli: Cli) -> None:

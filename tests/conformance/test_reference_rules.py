@@ -688,8 +688,9 @@ def test_no_state_file_message_needs_every_condition(tmp_path: Path, absent: str
 # -- Degradation and the doctor -------------------------------------------------------------------------
 
 
-def test_memory_status_reports_failed_files_and_auto_context_counters(project: Path) -> None:
-    """memory_status: index state with per-file failures, chunk count, auto-context counters."""
+def test_memory_status_reports_damaged_lines_and_auto_context_counters(project: Path) -> None:
+    """memory_status: index state with per-file problems (here a line that is not UTF-8,
+    which the index leaves out: ADR 0002), chunk count, auto-context counters."""
     mem = _memory(project, MEMLANE_AUTO_CONTEXT="on")
     mem.write("the zanzibar queue retries failed jobs", now=PAST)
     (mem.scope.store / "2026-11-01.md").write_bytes(b"# 2026-11-01\n\n- caf\xe9 in latin-1\n")
@@ -705,8 +706,9 @@ def test_memory_status_reports_failed_files_and_auto_context_counters(project: P
         if sep
     }
     assert rows["index status"] == "degraded"
-    assert "2026-11-01.md" in rows["failed file"]
-    assert rows["chunks"].startswith("1 in 1 files")
+    assert "2026-11-01.md:3: not valid UTF-8 (byte 0xe9" in rows["damaged line"]
+    # the damaged file is indexed too: without its one line it has no chunk left
+    assert rows["chunks"].startswith("1 in 2 files")
     row = next(line for line in text.splitlines() if line.startswith("auto-context counts"))
     assert "injected 1" in row and "skippedEmpty 1" in row
     assert "skippedBudget 0" in row and "skippedError 0" in row

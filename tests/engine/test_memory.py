@@ -71,21 +71,30 @@ def test_edits_and_deletions_follow_the_markdown(memory: Memory) -> None:
     assert memory.search("hotel").hits
 
 
-def test_unreadable_file_is_recorded_and_indexing_continues(project: Path, memory: Memory) -> None:
+def test_a_damaged_line_is_reported_and_the_rest_of_its_file_indexed(
+    project: Path, memory: Memory
+) -> None:
+    # ADR 0002: one line in Latin-1 no longer costs the file its other entries.
     store = memory.scope.store
     store.mkdir(parents=True)
-    (store / "2026-01-01.md").write_bytes(b"# bad\n\n- caf\xe9 latin-1 bytes\n")
+    damaged = store / "2026-01-01.md"
+    damaged.write_bytes(
+        b"# 2026-01-01\n\n### 08:00\n- caf\xe9 latin-1 bytes\n\n### 08:30\n- intact walrus note\n"
+    )
     (store / "2026-01-02.md").write_text("# 2026-01-02\n\n### 09:00\n- good entry here\n")
     report = memory.sync()
-    assert report.status == "degraded"
-    assert [f.path for f in report.failed_files] == [str(store / "2026-01-01.md")]
-    assert "UTF-8" in report.failed_files[0].error or "utf-8" in report.failed_files[0].error
+    assert report.status == "degraded" and report.failed_files == []
+    assert [(d.path, d.line) for d in report.damaged_lines] == [(str(damaged), 4)]
+    assert "not valid UTF-8 (byte 0xe9" in report.damaged_lines[0].reason
+    assert any(str(damaged) in text and "--fix" in text for text in report.notices)
     assert memory.search("good entry").hits
+    assert [hit.source for hit in memory.search("walrus").hits] == [str(damaged)]
+    assert memory.search("latin").hits == []  # nothing indexed from the damaged line
     state = json.loads((project / ".memsearch" / ".index-state.json").read_text())
     assert state["schema_version"] == 1
     assert state["status"] == "degraded"
     assert state["collection"] == memory.scope.collection
-    assert state["failed_files"][0]["path"] == str(store / "2026-01-01.md")
+    assert state["failed_files"] == []
 
 
 def test_state_file_records_success(project: Path, memory: Memory) -> None:

@@ -216,9 +216,11 @@ def test_short_write_is_an_error_not_a_second_write(
         return real_write(fd, data[:3])
 
     monkeypatch.setattr(daily.os, "write", short_write)
-    with pytest.raises(StoreError, match="short write"):
+    with pytest.raises(StoreError, match=r"short write.*the file is unchanged"):
         DailyWriter().append(tmp_path, "x", None, NOW, None)
     assert len(calls) == 1
+    # the three bytes that were written are rolled back (store/durable.append_whole)
+    assert (tmp_path / "2026-08-13.md").read_text(encoding="utf-8") == "# 2026-08-13\n"
 
 
 # --- real processes racing on one file ---------------------------------------

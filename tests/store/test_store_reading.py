@@ -29,7 +29,7 @@ from memlane.store.layout import (
     list_markdown_files,
     scan_markdown_files,
 )
-from memlane.store.section import extract_section, read_markdown, split_lines
+from memlane.store.section import extract_section, read_markdown, read_markdown_checked, split_lines
 
 MS_ANCHOR = re.compile(r"<!--\s*session:(\S+)\s+turn:(\S+)\s+transcript:(\S+)\s*-->")
 FAST = settings(max_examples=80, deadline=None)
@@ -176,11 +176,17 @@ def test_read_errors_are_one_line_store_errors(tmp_path: Path) -> None:
     with pytest.raises(StoreError, match=r"found a directory"):
         read_markdown(tmp_path)
 
+
+def test_a_line_that_is_not_utf8_reads_empty_and_is_reported(tmp_path: Path) -> None:
+    # ADR 0002: the damaged line is left out, the file's other lines are not.
     bad = tmp_path / "bad.md"
-    bad.write_bytes(b"# ok\n- caf\xe9\n")
-    with pytest.raises(StoreError, match=r"not valid UTF-8 \(byte 0xe9 at offset 10\)") as err:
-        read_markdown(bad)
-    assert "bad.md" in str(err.value) and "UTF-8" in (err.value.hint or "")
+    bad.write_bytes(b"# ok\n- caf\xe9\n- fine\n")
+    assert read_markdown(bad) == "# ok\n\n- fine\n"
+    checked = read_markdown_checked(bad)
+    assert [(d.line, d.reason) for d in checked.damaged] == [
+        (2, "not valid UTF-8 (byte 0xe9 at offset 10)")
+    ]
+    assert checked.damaged[0].where == f"{bad}:2"
 
 
 def test_permission_denied_is_a_store_error(

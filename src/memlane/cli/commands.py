@@ -69,6 +69,8 @@ def chunks(
         base = state(ctx).directory
         target = file if file.is_absolute() or base is None else base / file
         found = mem.chunks_of(target)
+        for text in mem.notices:
+            notice(text)
     if as_json:
         print_json([c.to_json() for c in found])
         return
@@ -471,16 +473,18 @@ def status(
     no_probe: Annotated[
         bool, typer.Option("--no-probe", help="Do not load the embedder to check that it works.")
     ] = False,
+    fix: Annotated[
+        bool,
+        typer.Option("--fix", help="Move damaged lines into <file>.damaged (asks first)."),
+    ] = False,
+    yes: Annotated[
+        bool, typer.Option("--yes", "-y", help="With --fix: move them without asking.")
+    ] = False,
 ) -> None:
     """Doctor: what is missing and how to fix it, config, scope, index state, capture and auto-context."""
-    with open_memory(ctx) as mem:
-        st = mem.status(probe=not no_probe)
-    from memlane.engine.reports import render_status
+    from memlane.cli.repair_cmds import run_status
 
-    if as_json:
-        print_json(st.to_json())
-        return
-    typer.echo(render_status(st))
+    run_status(ctx, as_json=as_json, no_probe=no_probe, fix=fix, yes=yes)
 
 
 def demo(

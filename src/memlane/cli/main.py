@@ -24,6 +24,7 @@ from memlane.cli import (
     import_cmds,
     install_cmds,
     mcp_cmds,
+    repair_cmds,
     sessions_cmds,
     topic_cmds,
 )
@@ -78,6 +79,7 @@ topic_cmds.register(app)
 import_cmds.register(app)
 dream_cmds.register(app)
 sessions_cmds.register(app)
+repair_cmds.register(app)
 app.add_typer(config_cmds.config_app, name="config")
 app.command("trust", help="Trust this project so its .memlane.toml is read.")(config_cmds.trust)
 
@@ -165,6 +167,11 @@ def main(argv: Sequence[str] | None = None, *, clock: Clock | None = None) -> in
         )
     except OSError as exc:
         # The environment, not memlane: a read-only or missing directory, a full disk.
+        from memlane.core.diskspace import disk_full_error, is_disk_full
+
+        if is_disk_full(exc) and exc.filename:
+            full = disk_full_error(exc.filename, "it could not be written")
+            return _fail(full.message, full.hint or "")
         where = f": {exc.filename}" if exc.filename else ""
         return _fail(
             f"{exc.strerror or exc}{where}",

@@ -37,6 +37,14 @@ class StoreError(MemlaneError):
     """A markdown store file is missing, unreadable or malformed."""
 
 
+class DiskFullError(StoreError):
+    """A file could not be written: its disk (or the user's quota) is full.
+
+    Built by ``core/diskspace.disk_full_error``; the message names the file
+    and what the failure left behind, the hint how to see the free space.
+    """
+
+
 class NotFoundError(MemlaneError):
     """A chunk hash, file or entry that was asked for does not exist."""
 

@@ -45,7 +45,7 @@ from memlane.core.scope import repository_dir_of
 from memlane.store import topics as store_topics
 from memlane.store.layout import MEMORY_INDEX, TOPICS_DIR
 from memlane.store.redaction import redact
-from memlane.store.section import MARKDOWN_MAX_BYTES
+from memlane.store.safe_paths import MARKDOWN_MAX_BYTES
 
 if TYPE_CHECKING:
     from memlane.engine.memory import Memory

@@ -23,6 +23,7 @@ from memlane.engine.reports import FileFailure, IndexReport, Progress
 from memlane.index.base import FileRecord, IndexBackend, IndexedChunk
 from memlane.store.anchor import parse_anchor
 from memlane.store.chunker import chunk_markdown
+from memlane.store.damage import DamagedLine
 from memlane.store.layout import (
     MARKDOWN_SUFFIXES,
     MEMORY_INDEX,
@@ -32,7 +33,7 @@ from memlane.store.layout import (
     scan_markdown_files,
 )
 from memlane.store.safe_paths import LINK_HINT, UnsafePathError, check_store_path, link_target
-from memlane.store.section import read_markdown
+from memlane.store.section import read_markdown_checked
 
 # New chunks embedded and written per group: big enough to batch the model
 # well, small enough that a kill loses little work.
@@ -55,6 +56,8 @@ class SyncPlan:
     pending: list[_PendingFile] = field(default_factory=list)
     gone: list[str] = field(default_factory=list)
     failed_files: list[FileFailure] = field(default_factory=list)
+    # Lines left out of files that were indexed without them (store/damage.py).
+    damaged_lines: list[DamagedLine] = field(default_factory=list)
     missing_vectors: bool = False
 
     @property
@@ -162,7 +165,7 @@ class Indexer:
         for n, path in enumerate(files, 1):
             if progress:
                 progress(n, len(files), "scanning")
-            item = self._scan(path, recorded.get(str(path)), plan.failed_files)
+            item = self._scan(path, recorded.get(str(path)), plan)
             if item is not None:
                 plan.pending.append(item)
         plan.gone = sorted(set(recorded) - {str(p) for p in files})
@@ -183,7 +186,7 @@ class Indexer:
         for source in chosen:
             path = Path(source)
             if path.is_file():
-                item = self._scan(path, recorded.get(source), plan.failed_files)
+                item = self._scan(path, recorded.get(source), plan)
                 if item is not None:
                     plan.pending.append(item)
             elif source in recorded:
@@ -224,6 +227,7 @@ class Indexer:
             vectors_expected=self.vectors_expected,
         )
         report.failed_files.extend(plan.failed_files)
+        report.add_damage(plan.damaged_lines)
         if plan.gone:
             self.index.remove_files(plan.gone)
             report.removed_files = len(plan.gone)
@@ -237,21 +241,23 @@ class Indexer:
     def sync(self, operation: str = "index", progress: Progress | None = None) -> IndexReport:
         return self.apply(self.plan(progress), operation, progress)
 
-    def _scan(
-        self, path: Path, known: FileRecord | None, failures: list[FileFailure]
-    ) -> _PendingFile | None:
+    def _scan(self, path: Path, known: FileRecord | None, plan: SyncPlan) -> _PendingFile | None:
         try:
             st = path.stat()
         except OSError as exc:
-            failures.append(FileFailure(str(path), exc.strerror or str(exc)))
+            plan.failed_files.append(FileFailure(str(path), exc.strerror or str(exc)))
             return None
         if known is not None and known.mtime_ns == st.st_mtime_ns and known.size == st.st_size:
             return None
         try:
-            text = read_markdown(path, self.store)
+            checked = read_markdown_checked(path, self.store)
         except StoreError as exc:
-            failures.append(FileFailure(str(path), exc.message))
+            plan.failed_files.append(FileFailure(str(path), exc.message))
             return None
+        # A damaged line never costs the file its intact entries: it reads
+        # as an empty line and is reported (ADR 0002).
+        text = checked.text
+        plan.damaged_lines.extend(checked.damaged)
         digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
         record = FileRecord(str(path), st.st_mtime_ns, st.st_size, digest)
         chunks = chunk_markdown(text, str(path), self.model)

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import os
 import re
 import sqlite3
 import unicodedata
@@ -378,36 +377,32 @@ def sanitise_summary(text: str) -> str:
 def append_compact_block(store: Path, summary: str, now: datetime) -> Path:
     """Append ``## Memory Compact HH:MM`` and *summary* to today's daily file.
 
-    One ``O_APPEND`` write, after the file is created with its title by the
-    same rule every appender uses (store/daily.py), so concurrent entries
-    never interleave with the block.
+    One ``O_APPEND`` write, all or nothing (store/durable.append_whole),
+    after the file is created with its title by the same rule every appender
+    uses (store/daily.py), so concurrent entries never interleave with the
+    block and a full disk leaves no half block behind.
     """
+    from memlane.core.diskspace import disk_full_error, is_disk_full
+    from memlane.store import safe_paths
     from memlane.store.daily import create_with_title, daily_path
+    from memlane.store.durable import append_whole
 
     moment = local(now)
     path = daily_path(store, moment.date()).absolute()
     block = f"\n{COMPACT_HEADING} {moment.strftime('%H:%M')}\n{summary.strip()}\n".encode()
-    from memlane.store import safe_paths
 
     try:
         # A linked store or daily file is refused before anything is created.
         safe_paths.check_store_path(store, path)
         store.mkdir(parents=True, exist_ok=True)
-        if not os.path.lexists(path):
+        if not path.is_symlink() and not path.exists():
             create_with_title(path, moment.date())
-        fd = safe_paths.open_store_file(store, path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
-        try:
-            written = os.write(fd, block)
-        finally:
-            os.close(fd)
+        append_whole(path, block, what="the compact block", store=store)
     except OSError as error:
+        if is_disk_full(error):
+            raise disk_full_error(path, "the compact block was not written") from None
         raise StoreError(
             f"cannot write memory file {path}: {error.strerror or error}",
             "check that the store directory is writable",
         ) from None
-    if written != len(block):
-        raise StoreError(
-            f"short write to {path}: {written} of {len(block)} bytes",
-            "the disk may be full; check the end of the file",
-        )
     return path

@@ -33,7 +33,9 @@ if TYPE_CHECKING:
     from memlane.index.sqlite import SqliteIndex
     from memlane.llm.base import LLM
     from memlane.store.daily import DailyWriter
+    from memlane.store.damage import DamagedLine
     from memlane.store.forget import Removed
+    from memlane.store.repair import SetAside
     from memlane.transcripts.model import Transcript
 
 SEARCH_K_MAX = 100
@@ -608,24 +610,64 @@ class Memory:
         return compact(self, llm, source=source)
 
     def chunks_of(self, path: Path) -> list[Chunk]:
-        """How a markdown file is chunked (with this model's chunk hashes)."""
+        """How a markdown file is chunked (with this model's chunk hashes).
+
+        Damaged lines are left out, as the indexer leaves them out; each one
+        is named in ``notices``.
+        """
+        from memlane.engine.reports import describe_damage
         from memlane.store.chunker import chunk_markdown
-        from memlane.store.section import read_markdown
+        from memlane.store.section import read_markdown_checked
 
         real = path.expanduser().resolve()
-        return chunk_markdown(read_markdown(real), str(real), self.model)
+        checked = read_markdown_checked(real)
+        self.notices.extend(f"left out damaged {describe_damage(d)}" for d in checked.damaged)
+        return chunk_markdown(checked.text, str(real), self.model)
 
     # -- status ---------------------------------------------------------------------
 
+    def damaged_lines(self) -> list[DamagedLine]:
+        """Every damaged line of the store's markdown files (store/damage.py)."""
+        from memlane.store.damage import damage_in
+        from memlane.store.layout import list_markdown_files
+
+        return damage_in(self.scope.store, list_markdown_files(self.scope.store))
+
+    def set_aside_damage(self) -> list[SetAside]:
+        """Move every damaged line into ``<file>.damaged``, then index those files.
+
+        What moves is exactly what ``damaged_lines`` lists plus the headings
+        left without text (store/repair.py); the intact entries stay.
+        """
+        from memlane.store.layout import list_markdown_files
+        from memlane.store.repair import set_aside_damage
+
+        moved = set_aside_damage(
+            self.scope.store, list_markdown_files(self.scope.store), self.clock.now()
+        )
+        if moved:
+            self.sync()
+        return moved
+
     def status(self, *, probe: bool = False, host_llm: bool = False) -> Status:
         """The doctor's report. ``probe`` loads the embedder to see that it works."""
+        import sqlite3
+
         from memlane import __version__
         from memlane.engine import capture_journal, capture_recovery
         from memlane.index import state
         from memlane.llm.factory import describe_llm
 
-        index = self.index
-        stats = index.stats()
+        # The doctor answers whatever state the index is in: a read-only or
+        # full index disk is a problem to report, not a reason to fail.
+        index_uri = f"sqlite://{self.index_path}"
+        index_problem: str | None = None
+        stats: dict[str, Any] = {}
+        try:
+            stats = self.index.stats()
+            index_uri = self.index.uri
+        except (MemlaneError, sqlite3.Error, OSError) as exc:
+            index_problem = _index_problem(exc, self.index_path)
         versions = {
             "memlane": __version__,
             "python": sys.version.split()[0],
@@ -635,7 +677,7 @@ class Memory:
         departure = self.clock.departure()
         if departure:
             notices.append(f"clock: {departure}")
-        missing: list[str] = []
+        missing: list[str] = [index_problem] if index_problem else []
         state_data = state.load(self.scope.state_path)
         if self.scope.state_path is not None and not state_data:
             notices.append("index: no state recorded yet (it is written by the next index)")
@@ -675,6 +717,15 @@ class Memory:
                 f"index: {len(failed)} file(s) could not be indexed (listed below); fix them "
                 "and run `memlane index`"
             )
+        # A refused store is not read at all (its files may be anyone's).
+        damaged = [] if refused else self.damaged_lines()
+        if damaged:
+            files = len({line.path for line in damaged})
+            missing.append(
+                f"store: {len(damaged)} damaged line(s) in {files} file(s) are left out of "
+                "search (listed below; their intact entries are indexed); "
+                "`memlane status --fix` moves them into <file>.damaged"
+            )
         chunks = int(stats.get("chunks", 0))
         vectors = int(stats.get("vectors", 0))
         if vectors < chunks and self.config.embedding.provider != "none":
@@ -698,7 +749,7 @@ class Memory:
             versions=versions,
             scope=self.scope.to_json(),
             backend=self.config.index.backend,
-            index_uri=index.uri,
+            index_uri=index_uri,
             model=self.model,
             embedder=embedder_state,
             chunks=chunks,
@@ -706,6 +757,7 @@ class Memory:
             files=int(stats.get("files", 0)),
             state_path=str(self.scope.state_path) if self.scope.state_path else None,
             state=state_data,
+            damaged=damaged,
             notices=notices,
             missing=missing,
             config=self.config.changed(),
@@ -724,6 +776,25 @@ class Memory:
                 "cap_ms": session.auto_context_cap_ms,
             },
         )
+
+
+def _index_problem(exc: BaseException, path: Path) -> str:
+    """One line for status: why the index cannot be opened and what to do."""
+    import errno
+
+    if isinstance(exc, OSError) and exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+        return (
+            f"index: {path.parent} is not writable ({exc.strerror}), so the index cannot be "
+            "opened or updated — make it writable, or set MEMLANE_HOME (or index.uri) to a "
+            "writable directory; your memory files are not affected"
+        )
+    if isinstance(exc, MemlaneError):
+        text = exc.message
+        hint = exc.hint or "`memlane reindex` rebuilds it from markdown once the cause is fixed"
+    else:
+        text = getattr(exc, "strerror", None) or str(exc)
+        hint = "`memlane reindex` rebuilds it from markdown once the cause is fixed"
+    return f"index: {text} — {hint}"
 
 
 def _sessions_stats_of(memory: Memory) -> dict[str, Any] | None:

@@ -2,8 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from memlane.store.damage import DamagedLine
+
+# How many damaged lines a report or status names one by one before it sums
+# up the rest (a file in the wrong encoding can have thousands).
+DAMAGE_SHOWN = 20
+FIX_HINT = "`memlane status --fix` moves them into <file>.damaged"
 
 
 class Progress(Protocol):
@@ -33,6 +42,8 @@ class IndexReport:
     total_chunks: int = 0
     seconds: float = 0.0
     failed_files: list[FileFailure] = field(default_factory=list)
+    # Lines left out of files whose intact entries were indexed (store/damage.py).
+    damaged_lines: list[DamagedLine] = field(default_factory=list)
     notices: list[str] = field(default_factory=list)
     # False when the user chose lexical-only search (embedding.provider none):
     # chunks without vectors are then the intended state, not a degradation.
@@ -40,9 +51,25 @@ class IndexReport:
 
     @property
     def status(self) -> str:
-        if self.failed_files or (self.unembedded_chunks and self.vectors_expected):
+        if (
+            self.failed_files
+            or self.damaged_lines
+            or (self.unembedded_chunks and self.vectors_expected)
+        ):
             return "degraded"
         return "ok"
+
+    def add_damage(self, damaged: Iterable[DamagedLine]) -> None:
+        """Record damaged lines, with one notice per file saying what was kept."""
+        by_file: dict[str, list[DamagedLine]] = {}
+        for line in damaged:
+            by_file.setdefault(line.path, []).append(line)
+            self.damaged_lines.append(line)
+        for path, lines in by_file.items():
+            self.notices.append(
+                f"{path}: indexed its intact entries without {len(lines)} damaged line(s) "
+                f"({damage_lines_text(lines)}); `memlane status` lists them, {FIX_HINT}"
+            )
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -57,8 +84,21 @@ class IndexReport:
             "total_chunks": self.total_chunks,
             "seconds": round(self.seconds, 3),
             "failed_files": [f.to_json() for f in self.failed_files],
+            "damaged_lines": [line.to_json() for line in self.damaged_lines],
             "notices": list(self.notices),
         }
+
+
+def damage_lines_text(lines: list[DamagedLine]) -> str:
+    """``line 12, 40 and 41`` for lines of one file (capped at DAMAGE_SHOWN)."""
+    numbers = [str(line.line) for line in lines[:DAMAGE_SHOWN]]
+    more = len(lines) - len(numbers)
+    if more:
+        numbers.append(f"{more} more")
+    label = "line" if len(lines) == 1 else "lines"
+    if len(numbers) == 1:
+        return f"{label} {numbers[0]}"
+    return f"{label} {', '.join(numbers[:-1])} and {numbers[-1]}"
 
 
 @dataclass
@@ -89,6 +129,8 @@ class Status:
     sessions: dict[str, Any] | None = None
     # "store is a link to X (configured by ...)" when the user's setting is a link.
     store_link: str | None = None
+    # Lines of store files left out of the index as damaged (store/damage.py).
+    damaged: list[DamagedLine] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -111,8 +153,14 @@ class Status:
             "capture": dict(self.capture),
             "auto_context": dict(self.auto_context),
             "session": self.session,
+            "damaged_lines": [line.to_json() for line in self.damaged],
             "notices": list(self.notices),
         }
+
+
+def describe_damage(line: DamagedLine) -> str:
+    """``path:line: why: "how it starts"`` for one damaged line."""
+    return f'{line.where}: {line.reason}: "{line.preview}"'
 
 
 def render_status(st: Status) -> str:
@@ -137,6 +185,11 @@ def render_status(st: Status) -> str:
         rows.append(("last error", str(st.state["last_error"])))
     for failure in st.state.get("failed_files") or []:
         rows.append(("failed file", f"{failure.get('path')}: {failure.get('error')}"))
+    rows += [("damaged line", describe_damage(line)) for line in st.damaged[:DAMAGE_SHOWN]]
+    if len(st.damaged) > DAMAGE_SHOWN:
+        rows.append(
+            ("damaged line", f"and {len(st.damaged) - DAMAGE_SHOWN} more (`--json` lists them all)")
+        )
     capture = st.capture
     rows.append(("capture", "on" if capture.get("enabled") else "off (MEMLANE_CAPTURE=off)"))
     rows.append(("capture llm", str(capture.get("llm", ""))))

@@ -21,18 +21,21 @@ of the race reopens the winner's fresh index instead of moving it aside too.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
 from memlane.core.clock import SYSTEM_CLOCK
+from memlane.core.diskspace import filesystem_full
+from memlane.core.locks import lock_file
 
 # SQLite primary result codes (the low byte of the extended code).
 SQLITE_BUSY = 5
 SQLITE_LOCKED = 6
+SQLITE_IOERR = 10
 SQLITE_CORRUPT = 11
+SQLITE_FULL = 13
 SQLITE_NOTADB = 26
 SQLITE_READONLY_DBMOVED = 8 | (4 << 8)  # extended code: the file was moved
 
@@ -67,6 +70,22 @@ def is_busy(exc: sqlite3.DatabaseError) -> bool:
     return "database is locked" in str(exc).lower()
 
 
+def is_full(exc: sqlite3.DatabaseError, path: Path) -> bool:
+    """Whether ``exc`` means the disk holding the database at *path* is full.
+
+    SQLITE_FULL says so; an I/O error (the WAL index cannot grow on a full
+    tmpfs: SQLITE_IOERR_SHMSIZE, "disk I/O error") counts when the
+    filesystem has no room left.
+    """
+    code = getattr(exc, "sqlite_errorcode", None)
+    primary = code & 0xFF if isinstance(code, int) else None
+    message = str(exc).lower()
+    if primary == SQLITE_FULL or "database or disk is full" in message:
+        return True
+    io_error = primary == SQLITE_IOERR or "disk i/o error" in message
+    return io_error and filesystem_full(path)
+
+
 def file_id(path: Path) -> FileId | None:
     try:
         st = os.stat(path)
@@ -82,14 +101,10 @@ def lock_path_of(path: Path) -> Path:
 @contextlib.contextmanager
 def file_lock(path: Path, *, exclusive: bool) -> Iterator[None]:
     """``flock`` on ``<path>.lock``: shared for opening, exclusive for rebuilds."""
-    lock_file = lock_path_of(path)
-    lock_file.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(lock_file, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+    lock = lock_path_of(path)
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with lock_file(lock, exclusive=exclusive):
         yield
-    finally:
-        os.close(fd)  # closing the descriptor releases the lock
 
 
 def move_aside(path: Path, expected: FileId | None) -> Path | None:

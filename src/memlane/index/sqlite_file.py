@@ -45,6 +45,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, ClassVar, Self, TypeVar
 
+from memlane.core.diskspace import disk_full_error
 from memlane.core.errors import IndexCorruptError
 from memlane.core.faults import step
 from memlane.index import lexical, schema
@@ -58,6 +59,7 @@ from memlane.index.recovery import (
     file_id,
     file_lock,
     is_busy,
+    is_full,
     move_aside,
     remove_damaged_copies,
 )
@@ -338,6 +340,11 @@ class SqliteFile:
     def _translate(self, exc: BaseException) -> BaseException:
         if isinstance(exc, sqlite3.DatabaseError) and is_busy(exc):
             return self._busy_error()
+        if isinstance(exc, sqlite3.DatabaseError) and is_full(exc, self.path):
+            return disk_full_error(
+                self.path,
+                f"the {self._label} could not be written (your memory files are not affected)",
+            )
         return exc
 
     def _run(self, op: Callable[[sqlite3.Connection], T]) -> T:

@@ -8,6 +8,11 @@ concurrency contract (reference: pi-memsearch "Degradation"):
   ``os.write`` on a descriptor opened with ``O_APPEND``. The kernel places
   every such write at the end of the file atomically with respect to other
   appenders.
+* An entry is written whole or not at all: a write cut short by a full disk
+  is cut back off under the file's ``flock``, which every memlane appender
+  holds for its write (store/durable.append_whole), and the caller is told
+  that the disk is full. So a full disk never leaves half an anchor or half
+  a UTF-8 character in the file.
 * A session never duplicates its own ``## Session HH:MM`` heading: the
   decision is process state (``DailyWriter``), seeded by one read of the
   file at the session's first write to it.
@@ -31,10 +36,12 @@ from datetime import date, datetime
 from pathlib import Path
 
 from memlane.core.clock import local as local_time
+from memlane.core.diskspace import disk_full_error, is_disk_full
 from memlane.core.errors import StoreError
 from memlane.core.types import Anchor, Entry
 from memlane.store import safe_paths
 from memlane.store.anchor import session_marker
+from memlane.store.durable import append_whole
 
 _TIME_RE = re.compile(r"^([01]\d|2[0-3]):[0-5]\d$")
 _BULLET_PREFIXES = ("- ", "* ", "+ ")
@@ -100,10 +107,10 @@ def create_with_title(path: Path, day: date) -> None:
     temp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
     try:
-        _write_all_at_once(fd, title, temp)
-    finally:
-        os.close(fd)
-    try:
+        try:
+            _write_all_at_once(fd, title, temp)
+        finally:
+            os.close(fd)
         os.link(temp, path)
     except FileExistsError:
         pass
@@ -112,6 +119,7 @@ def create_with_title(path: Path, day: date) -> None:
             raise
         _create_exclusive(path, title)
     finally:
+        # Also when the title did not fit (a full disk): no temp file is left.
         os.unlink(temp)
 
 
@@ -131,10 +139,7 @@ def _write_all_at_once(fd: int, data: bytes, path: Path) -> None:
     # so a short write is an error, not something to finish.
     written = os.write(fd, data)
     if written != len(data):
-        raise StoreError(
-            f"short write to {path}: {written} of {len(data)} bytes",
-            "the disk may be full; check the end of the file",
-        )
+        raise disk_full_error(path, f"only {written} of {len(data)} bytes were written")
 
 
 class DailyWriter:
@@ -186,6 +191,8 @@ class DailyWriter:
                 entry_text = "\n" + (f"## Session {time_hhmm}\n" if heading else "") + body
                 self._append(path, entry_text.encode("utf-8"))
             except OSError as error:
+                if is_disk_full(error):
+                    raise disk_full_error(path, "the entry was not written") from None
                 raise StoreError(
                     f"cannot write memory file {path}: {error.strerror or error}",
                     "check that the store directory is writable",
@@ -211,10 +218,6 @@ class DailyWriter:
 
     @staticmethod
     def _append(path: Path, data: bytes) -> None:
-        # O_NOFOLLOW (safe_paths): the path was checked by append; a daily
-        # file swapped for a link since is refused all the same.
-        fd = safe_paths.open_nofollow(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
-        try:
-            _write_all_at_once(fd, data, path)
-        finally:
-            os.close(fd)
+        # All or nothing, under the file's lock, never through a link
+        # (store/durable.append_whole); append checked the directories.
+        append_whole(path, data)

@@ -86,9 +86,11 @@ from typing import Any
 
 from memlane.core.errors import NotFoundError, StoreError
 from memlane.core.faults import step
+from memlane.core.locks import flocked
 from memlane.store import safe_paths
 from memlane.store.chunker import chunk_markdown
-from memlane.store.durable import fsync_dirs
+from memlane.store.damage import check_bytes
+from memlane.store.durable import append_whole, fsync_dirs
 from memlane.store.forget_locate import Kind, Span, decode, locate_line, locate_time, parse_time
 from memlane.store.leftovers import sweep_forget_temps
 
@@ -192,23 +194,19 @@ def _write_temp(fd: int, data: bytes) -> None:
 
 
 def _append(path: Path, data: bytes) -> None:
-    fd = safe_paths.open_nofollow(path, os.O_WRONLY | os.O_APPEND)
-    try:
-        written = os.write(fd, data)
-    finally:
-        os.close(fd)
-    if written != len(data):
-        raise StoreError(
-            f"short write while restoring appends to {path}: {written} of {len(data)} bytes",
-            "the disk may be full; check the end of the file",
-        )
+    # All or nothing, under the file's lock, never through a link, like every
+    # appender (store/durable.py).
+    append_whole(path, data, what="the appends being restored")
 
 
 def _salvage(old_fd: int, seen: int, new_path: Path) -> None:
     """Step 5: move appends that reached the replaced inode to the new file."""
     quiet_since = time.monotonic()
     while time.monotonic() - quiet_since < SALVAGE_QUIET_S:
-        late = _read_fd(old_fd, seen)
+        # Read under the old file's lock: an append cut short by a full disk
+        # is rolled back under that lock, so its torn bytes are never copied.
+        with flocked(old_fd, exclusive=False):
+            late = _read_fd(old_fd, seen)
         if late:
             _append(new_path, late)
             seen += len(late)
@@ -327,7 +325,9 @@ def forget_chunk(
 
     def locate(data: bytes, path: Path) -> Span:
         if chunk_hash is not None:
-            current = chunk_markdown(decode(data, path), str(source), model)
+            # Read as the indexer reads it (damaged lines empty), so an intact
+            # entry of a damaged file has the hash the index holds.
+            current = chunk_markdown(check_bytes(data, path).text, str(source), model)
             if not any(c.chunk_hash == chunk_hash and c.start_line == start_line for c in current):
                 raise NotFoundError(
                     f"chunk {chunk_hash} no longer matches {path} (the file changed since "

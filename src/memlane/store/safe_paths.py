@@ -49,6 +49,13 @@ class UnsafePathError(StoreError):
     """A store path that is a link, goes through one, or is not a regular file."""
 
 
+# The largest markdown file memlane reads (store files, ``memlane chunks``).
+# A daily file grows by a few KiB per entry; 128 MiB is tens of thousands of
+# days of heavy use, and a bound against a store file that is a link to
+# /dev/zero or to a huge unrelated file.
+MARKDOWN_MAX_BYTES = 128 << 20
+
+
 def _absolute(path: Path) -> Path:
     return Path(os.path.abspath(path.expanduser()))
 

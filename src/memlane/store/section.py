@@ -2,8 +2,9 @@
 
 Line numbers must mean the same thing here as in the chunker, which counts
 ``\\n``-separated lines of the text as memsearch's indexer decoded it (bytes
-→ strict UTF-8, no newline translation). ``read_markdown`` therefore returns
-the text untranslated, and ``split_lines`` splits on ``\\n`` only.
+→ UTF-8, no newline translation). ``read_markdown`` therefore returns
+the text untranslated (damaged lines left empty, so numbering is kept), and
+``split_lines`` splits on ``\\n`` only.
 """
 
 from __future__ import annotations
@@ -13,31 +14,41 @@ from pathlib import Path
 from memlane.core.errors import StoreError
 from memlane.core.regular_file import read_regular_file
 from memlane.store import safe_paths
+from memlane.store.damage import CheckedText, check_bytes
 from memlane.store.markdown import heading_of
-
-# The largest markdown file memlane reads (store files, ``memlane chunks``).
-# A daily file grows by a few KiB per entry; 128 MiB is tens of thousands of
-# days of heavy use, and a bound against a store file that is a link to
-# /dev/zero or to a huge unrelated file.
-MARKDOWN_MAX_BYTES = 128 << 20
+from memlane.store.safe_paths import MARKDOWN_MAX_BYTES
 
 
 def read_markdown(path: Path, store: Path | None = None) -> str:
-    """The file's text, decoded as strict UTF-8 with line endings untouched.
+    """The file's text, line endings untouched, damaged lines left empty.
 
-    Every failure becomes a one-line StoreError naming the file and what to
-    do about it. Unlike memsearch (which silently replaces bad bytes) a
-    non-UTF-8 file is refused, so nothing is indexed from a corrupted copy.
+    Every failure to read becomes a one-line StoreError naming the file and
+    what to do about it. A line that is not UTF-8 or that opens a comment
+    never closed (store/damage.py) reads as an empty line: unlike memsearch,
+    which silently replaces bad bytes, nothing is indexed from a damaged
+    line, and unlike a strict reader, one damaged line does not cost the
+    file its intact entries (ADR 0002). ``read_markdown_checked`` also says
+    which lines those were.
+
     Only a regular file up to ``MARKDOWN_MAX_BYTES`` is read, never blocking
     (a FIFO or a device is refused: core/regular_file.py). With *store*,
     *path* is a file of that store and is read by ``safe_paths``' rules too:
     a link, or a path through one, is refused.
     """
+    return read_markdown_checked(path, store).text
+
+
+def read_markdown_checked(path: Path, store: Path | None = None) -> CheckedText:
+    """``read_markdown``'s text plus the damaged lines it left empty."""
+    return check_bytes(read_bytes(path, store), path)
+
+
+def read_bytes(path: Path, store: Path | None = None) -> bytes:
+    """The file's bytes (``read_markdown``'s rules); every failure is a one-line StoreError."""
     try:
         if store is None:
-            data = read_regular_file(path, max_bytes=MARKDOWN_MAX_BYTES, what="memory file")
-        else:
-            data = safe_paths.read_bytes(store, path, max_bytes=MARKDOWN_MAX_BYTES)
+            return read_regular_file(path, max_bytes=MARKDOWN_MAX_BYTES, what="memory file")
+        return safe_paths.read_bytes(store, path, max_bytes=MARKDOWN_MAX_BYTES)
     except FileNotFoundError:
         raise StoreError(
             f"memory file not found: {path}",
@@ -57,13 +68,6 @@ def read_markdown(path: Path, store: Path | None = None) -> str:
         raise StoreError(
             f"cannot read {path}: {error.strerror or error}",
             "check the file and the disk it lives on",
-        ) from None
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise StoreError(
-            f"{path} is not valid UTF-8 (byte 0x{data[error.start]:02x} at offset {error.start})",
-            "re-save the file as UTF-8 or remove the bad bytes",
         ) from None
 
 
