@@ -1,0 +1,224 @@
+"""``memlane mcp``'s stdio transport: the SDK's, behind a reader that checks every line.
+
+The SDK's own stdin reader drops what it cannot parse without a word (bad
+JSON, a batch, a NaN id, a lone surrogate, 200+ levels of nesting), and
+reads a line of any length into memory. Here each line is read with the
+shared cap and checked by the shared rules (``hosts/wire.py``) first: a
+malformed line is answered with its JSON-RPC error at once, a well-formed
+one goes on to the SDK, lone surrogates replaced. Going out, a message the
+SDK could not serialise (a lone surrogate in a tool's text) is cleaned the
+same way instead of ending the server.
+
+The SDK does the rest (stdout, the handshake, dispatch). As the SDK does
+for its own reader, fd 0 is pointed at the null device while serving, so
+nothing but this reader can consume the client's messages.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import sys
+import threading
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager, suppress
+from types import TracebackType
+from typing import IO, Any, cast
+
+import anyio
+import anyio.to_thread
+import mcp_types
+from mcp.server.stdio import stdio_server
+from mcp.shared.message import SessionMessage
+from pydantic import ValidationError
+from pydantic_core import PydanticSerializationError
+
+from memlane.hosts.wire import (
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    Message,
+    Refused,
+    check_line,
+    encode_message,
+    error_response,
+    read_line,
+    without_lone_surrogates,
+)
+
+log = logging.getLogger("memlane.mcp")
+
+
+class LineWriter:
+    """The client's stdout, shared by the SDK's writer and our error replies.
+
+    The SDK writes one whole line per ``write`` call, then ``flush`` (as it
+    would an anyio file); a lock keeps the two writers' lines apart.
+    """
+
+    def __init__(self, stream: IO[bytes]) -> None:
+        self._stream = stream
+        self._lock = threading.Lock()
+
+    async def write(self, text: str) -> None:
+        await anyio.to_thread.run_sync(self._write, text.encode("utf-8"), False)
+
+    async def flush(self) -> None:
+        await anyio.to_thread.run_sync(self._write, b"", True)
+
+    async def write_line(self, line: bytes) -> None:
+        """One of our own replies; a client already gone is no error here
+        (the reader sees EOF next)."""
+        with suppress(OSError, ValueError):
+            await anyio.to_thread.run_sync(self._write, line, True)
+
+    def _write(self, data: bytes, flush: bool) -> None:
+        with self._lock:
+            if data:
+                self._stream.write(data)
+            if flush:
+                self._stream.flush()
+
+
+class CheckedLines:
+    """The client's stdin as the SDK reads it: only well-formed messages, one per line."""
+
+    def __init__(self, stream: IO[bytes], out: LineWriter) -> None:
+        self._stream = stream
+        self._out = out
+
+    def __aiter__(self) -> CheckedLines:
+        return self
+
+    async def __anext__(self) -> str:
+        while True:
+            # abandon_on_cancel: a server that stops for another reason does
+            # not wait for the client's next line.
+            line = await anyio.to_thread.run_sync(read_line, self._stream, abandon_on_cancel=True)
+            if line is None:
+                raise StopAsyncIteration
+            if isinstance(line, bytes) and not line.strip():
+                continue
+            checked = check_line(line)
+            if isinstance(checked, Message):
+                checked = _check_mcp(checked)
+            if isinstance(checked, Refused):
+                log.warning("refused a malformed message: %s", checked.reason)
+                if checked.reply is not None:
+                    await self._out.write_line(encode_message(checked.reply))
+                continue
+            return encode_message(checked.body).decode("utf-8")
+
+
+def _check_mcp(message: Message) -> Message | Refused:
+    """The shape MCP adds to JSON-RPC: params, when given, are an object."""
+    body = message.body
+    if "method" in body and isinstance(body.get("params"), list):
+        text = f"{body['method']}: MCP params are an object (named arguments), not an array"
+        reply = error_response(body.get("id"), INVALID_PARAMS, text) if "id" in body else None
+        return Refused(reply, text)
+    try:
+        mcp_types.jsonrpc_message_adapter.validate_python(body)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"][1:]) or "message"
+        text = f"not an MCP message ({where}: {first['msg']})"
+        return Refused(error_response(body.get("id"), INVALID_REQUEST, text), text)
+    return message
+
+
+class CleanWriteStream:
+    """The server's side of the write stream; a message the SDK's writer
+    could not serialise (a lone surrogate) is sent with it replaced instead."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    async def send(self, item: SessionMessage, /) -> None:
+        try:
+            item.message.model_dump_json(by_alias=True, exclude_unset=True)
+        except PydanticSerializationError:
+            item = SessionMessage(_cleaned(item.message), metadata=item.metadata)
+        await self._inner.send(item)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> CleanWriteStream:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc_val: BaseException | None,
+        exc_tb: TracebackType | None,
+    ) -> bool | None:
+        await self.aclose()
+        return None
+
+
+def _cleaned(message: mcp_types.JSONRPCMessage) -> mcp_types.JSONRPCMessage:
+    dumped = message.model_dump(by_alias=True, exclude_unset=True)
+    try:
+        cleaned = mcp_types.jsonrpc_message_adapter.validate_python(without_lone_surrogates(dumped))
+        cleaned.model_dump_json(by_alias=True, exclude_unset=True)
+    except (ValidationError, PydanticSerializationError) as exc:
+        log.error("an answer could not be written as JSON: %s", exc)
+        request_id = getattr(message, "id", None)
+        return mcp_types.JSONRPCError(
+            jsonrpc="2.0",
+            id=request_id,
+            error=mcp_types.ErrorData(
+                code=mcp_types.INTERNAL_ERROR,
+                message="memlane could not write its answer as JSON; this is a memlane bug, "
+                "the server log has the details",
+            ),
+        )
+    return cleaned
+
+
+def _take_fd(
+    fd: int, stand_in: Callable[[], int], mode: str
+) -> tuple[IO[bytes], Callable[[], None]]:
+    """The wire behind *fd* as a private stream, *fd* itself pointed at *stand_in*.
+
+    Falls back to the process's own stream where descriptors cannot be moved.
+    """
+    fallback = sys.stdin.buffer if fd == 0 else sys.stdout.buffer
+    try:
+        private = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3)
+    except OSError:
+        return fallback, lambda: None
+    try:
+        replacement = stand_in()
+        os.dup2(replacement, fd)
+        os.close(replacement)
+    except OSError:
+        os.close(private)
+        return fallback, lambda: None
+
+    def restore() -> None:
+        with suppress(OSError):
+            os.dup2(private, fd)
+
+    # closefd=False: a reader thread may still block on the descriptor after
+    # serving ends; it must never be closed and reused under it.
+    return cast(IO[bytes], os.fdopen(private, mode, closefd=False)), restore
+
+
+@asynccontextmanager
+async def checked_stdio() -> AsyncIterator[tuple[Any, CleanWriteStream]]:
+    """The SDK's stdio transport with checked lines in and clean messages out."""
+    wire_in, restore_in = _take_fd(0, lambda: os.open(os.devnull, os.O_RDONLY), "rb")
+    # Stray output from any library lands on stderr, never in the protocol.
+    wire_out, restore_out = _take_fd(1, lambda: os.dup(2), "wb")
+    try:
+        out = LineWriter(wire_out)
+        # The SDK only iterates stdin and calls write/flush on stdout.
+        async with stdio_server(
+            stdin=cast(Any, CheckedLines(wire_in, out)), stdout=cast(Any, out)
+        ) as (read_stream, write_stream):
+            yield read_stream, CleanWriteStream(write_stream)
+    finally:
+        restore_out()
+        restore_in()
