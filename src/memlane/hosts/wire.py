@@ -13,7 +13,8 @@ specification names for it, so every request gets an answer:
   over ``MAX_LINE_BYTES``, nesting deeper than ``MAX_NESTING``, a batch).
 
 A reply names the request's id when the request had a valid one and
-``null`` otherwise: an id that cannot be written back as JSON (NaN) or read
+``null`` otherwise (always for a broken response, whose id may equal one
+of the other side's pending requests): an id that cannot be written back as JSON (NaN) or read
 by a JavaScript client (an integer past 2^53) is never echoed.
 
 Batches are not supported. MCP removed them in its 2025-06-18 revision and
@@ -185,7 +186,10 @@ def check_value(value: Any) -> Message | Refused:
         )
     problem = _envelope_problem(value)
     if problem is not None:
-        return _refuse(_echoable(value.get("id")), INVALID_REQUEST, problem)
+        # Only a request's id is named back: the id of a broken response is
+        # one of our own, and the other side may be waiting on that number.
+        request_id = _echoable(value.get("id")) if "method" in value else None
+        return _refuse(request_id, INVALID_REQUEST, problem)
     return Message(without_lone_surrogates(value))
 
 
@@ -318,7 +322,7 @@ def encode_message(message: dict[str, Any] | list[dict[str, Any]]) -> bytes:
     """
     try:
         return _dumps(message)
-    except (UnicodeEncodeError, ValueError):
+    except (TypeError, ValueError, RecursionError):  # UnicodeEncodeError is a ValueError
         pass
     try:
         return _dumps(without_lone_surrogates(_finite(message)))

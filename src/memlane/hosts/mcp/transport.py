@@ -111,20 +111,41 @@ class CheckedLines:
 
 
 def _check_mcp(message: Message) -> Message | Refused:
-    """The shape MCP adds to JSON-RPC: params, when given, are an object."""
+    """The shape MCP adds to JSON-RPC, checked here so the error can say what
+    to send (the SDK answers only "Invalid request parameters")."""
     body = message.body
-    if "method" in body and isinstance(body.get("params"), list):
-        text = f"{body['method']}: MCP params are an object (named arguments), not an array"
-        reply = error_response(body.get("id"), INVALID_PARAMS, text) if "id" in body else None
-        return Refused(reply, text)
-    try:
-        mcp_types.jsonrpc_message_adapter.validate_python(body)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"][1:]) or "message"
-        text = f"not an MCP message ({where}: {first['msg']})"
-        return Refused(error_response(body.get("id"), INVALID_REQUEST, text), text)
+    request_id = body.get("id")
+    if "method" in body:
+        method, params = body["method"], body.get("params")
+        problem: str | None = None
+        if isinstance(params, list):
+            problem = f"{method}: MCP params are an object (named arguments), not an array"
+        elif method == "tools/call":
+            problem = _tool_call_problem(params)
+        if problem is None:
+            return message
+        reply = error_response(request_id, INVALID_PARAMS, problem) if "id" in body else None
+        return Refused(reply, problem)
+    if "result" in body and not isinstance(body["result"], dict):
+        problem = "a response's result must be an object in MCP"
+        return Refused(error_response(None, INVALID_REQUEST, problem), problem)
+    if "error" in body:
+        try:
+            mcp_types.ErrorData.model_validate(body["error"])
+        except ValidationError:
+            problem = 'an error response needs "error": {"code": <integer>, "message": <string>}'
+            return Refused(error_response(None, INVALID_REQUEST, problem), problem)
     return message
+
+
+def _tool_call_problem(params: Any) -> str | None:
+    usage = 'send "params": {"name": "<tool>", "arguments": {...}}'
+    if not isinstance(params, dict) or not isinstance(params.get("name"), str):
+        return f"tools/call needs the tool's name as a string; {usage}"
+    arguments = params.get("arguments")
+    if arguments is not None and not isinstance(arguments, dict):
+        return f"tools/call: arguments must be an object; {usage}"
+    return None
 
 
 class CleanWriteStream:
@@ -138,7 +159,10 @@ class CleanWriteStream:
         try:
             item.message.model_dump_json(by_alias=True, exclude_unset=True)
         except PydanticSerializationError:
-            item = SessionMessage(_cleaned(item.message), metadata=item.metadata)
+            cleaned = _cleaned(item.message)
+            if cleaned is None:
+                return
+            item = SessionMessage(cleaned, metadata=item.metadata)
         await self._inner.send(item)
 
     async def aclose(self) -> None:
@@ -157,17 +181,20 @@ class CleanWriteStream:
         return None
 
 
-def _cleaned(message: mcp_types.JSONRPCMessage) -> mcp_types.JSONRPCMessage:
+def _cleaned(message: mcp_types.JSONRPCMessage) -> mcp_types.JSONRPCMessage | None:
+    """*message* with its lone surrogates replaced; if even that is not JSON,
+    an internal error for the request it answers (None: it answered none)."""
     dumped = message.model_dump(by_alias=True, exclude_unset=True)
     try:
         cleaned = mcp_types.jsonrpc_message_adapter.validate_python(without_lone_surrogates(dumped))
         cleaned.model_dump_json(by_alias=True, exclude_unset=True)
     except (ValidationError, PydanticSerializationError) as exc:
-        log.error("an answer could not be written as JSON: %s", exc)
-        request_id = getattr(message, "id", None)
+        log.error("a message could not be written as JSON: %s", exc)
+        if not isinstance(message, mcp_types.JSONRPCResponse | mcp_types.JSONRPCError):
+            return None
         return mcp_types.JSONRPCError(
             jsonrpc="2.0",
-            id=request_id,
+            id=message.id,
             error=mcp_types.ErrorData(
                 code=mcp_types.INTERNAL_ERROR,
                 message="memlane could not write its answer as JSON; this is a memlane bug, "
