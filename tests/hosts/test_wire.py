@@ -16,10 +16,12 @@ from typing import Any
 import anyio
 import mcp_types
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from mcp.shared.message import SessionMessage
 
 from memlane.hosts.jsonrpc import Connection, Request
-from memlane.hosts.mcp.transport import CleanWriteStream
+from memlane.hosts.mcp.transport import CleanWriteStream, check_mcp_line
 from memlane.hosts.wire import (
     INTERNAL_ERROR,
     INVALID_REQUEST,
@@ -163,3 +165,57 @@ def test_the_mcp_write_side_cleans_a_lone_surrogate_instead_of_failing() -> None
     first = json.loads(lines[0])
     assert first["id"] == 5 and first["result"]["content"][0]["text"] == "cut \ufffd"
     assert json.loads(lines[1]) == {"jsonrpc": "2.0", "id": 6, "result": {}}
+
+
+# -- what passes the checks, the MCP SDK accepts ---------------------------------------
+
+_ids = st.one_of(
+    st.integers(min_value=-(2**60), max_value=2**60),
+    st.text(max_size=4),
+    st.none(),
+    st.booleans(),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.just([1]),
+    st.just({"a": 1}),
+)
+_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+_members = st.fixed_dictionaries(
+    {},
+    optional={
+        "jsonrpc": st.sampled_from(["2.0", "1.0", 2]),
+        "id": _ids,
+        "method": st.sampled_from(["ping", "tools/call", "tools/list", 5, None]),
+        "params": _values,
+        "result": _values,
+        "error": st.one_of(_values, st.just({"code": 1, "message": "m"})),
+    },
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(message=st.one_of(_members, st.lists(_members, max_size=3), _values))
+def test_whatever_the_checks_pass_the_sdk_accepts_and_whatever_they_refuse_is_answered(
+    message: Any,
+) -> None:
+    line = json.dumps(message).encode()  # allow_nan: NaN and Infinity go on the wire too
+    checked = check_mcp_line(line)
+    if isinstance(checked, Message):
+        mcp_types.jsonrpc_message_adapter.validate_json(encode_message(checked.body))
+        return
+    if isinstance(checked.reply, dict):
+        _strict(encode_message(checked.reply))
+        return
+    # Nothing to answer only for a batch (or one with no request in it).
+    assert isinstance(message, list) and message, checked
+    if checked.reply is None:
+        # No element was a request: each, sent alone, is a notification or a response.
+        alone = [check_mcp_line(json.dumps(m).encode()) for m in message]
+        assert all(isinstance(a, Message) and not a.is_request for a in alone), alone
+    else:
+        assert all(r["error"]["code"] < 0 for r in _strict(encode_message(checked.reply)))

@@ -5,6 +5,9 @@ the engine may ask the host (``llm.complete``). One reader thread reads
 every line; answers to our own requests complete their waiters, incoming
 requests go to ``on_request``. Writes are serialised so two threads never
 interleave a line.
+
+What a line may hold, and the error a malformed one is answered with, are
+the wire rules of ``hosts/wire.py``, shared with ``memlane mcp``.
 """
 
 from __future__ import annotations

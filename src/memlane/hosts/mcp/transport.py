@@ -38,6 +38,7 @@ from memlane.hosts.wire import (
     INVALID_PARAMS,
     INVALID_REQUEST,
     Message,
+    OversizedLine,
     Refused,
     check_line,
     encode_message,
@@ -92,22 +93,35 @@ class CheckedLines:
 
     async def __anext__(self) -> str:
         while True:
-            # abandon_on_cancel: a server that stops for another reason does
-            # not wait for the client's next line.
-            line = await anyio.to_thread.run_sync(read_line, self._stream, abandon_on_cancel=True)
-            if line is None:
+            # Read and check off the event loop: a 4 MiB line takes a while to
+            # parse. abandon_on_cancel: a server that stops for another reason
+            # does not wait for the client's next line.
+            checked = await anyio.to_thread.run_sync(
+                _next_checked, self._stream, abandon_on_cancel=True
+            )
+            if checked is None:
                 raise StopAsyncIteration
-            if isinstance(line, bytes) and not line.strip():
-                continue
-            checked = check_line(line)
-            if isinstance(checked, Message):
-                checked = _check_mcp(checked)
             if isinstance(checked, Refused):
                 log.warning("refused a malformed message: %s", checked.reason)
                 if checked.reply is not None:
                     await self._out.write_line(encode_message(checked.reply))
                 continue
             return encode_message(checked.body).decode("utf-8")
+
+
+def _next_checked(stream: IO[bytes]) -> Message | Refused | None:
+    """The next non-blank line, checked (None at EOF)."""
+    while (line := read_line(stream)) is not None:
+        if isinstance(line, bytes) and not line.strip():
+            continue
+        return check_mcp_line(line)
+    return None
+
+
+def check_mcp_line(line: bytes | OversizedLine) -> Message | Refused:
+    """``wire.check_line`` plus MCP's own shape: what passes, the SDK accepts."""
+    checked = check_line(line)
+    return _check_mcp(checked) if isinstance(checked, Message) else checked
 
 
 def _check_mcp(message: Message) -> Message | Refused:
@@ -123,7 +137,7 @@ def _check_mcp(message: Message) -> Message | Refused:
         elif method == "tools/call":
             problem = _tool_call_problem(params)
         if problem is None:
-            return message
+            return _sdk_accepts(message)
         reply = error_response(request_id, INVALID_PARAMS, problem) if "id" in body else None
         return Refused(reply, problem)
     if "result" in body and not isinstance(body["result"], dict):
@@ -135,6 +149,19 @@ def _check_mcp(message: Message) -> Message | Refused:
         except ValidationError:
             problem = 'an error response needs "error": {"code": <integer>, "message": <string>}'
             return Refused(error_response(None, INVALID_REQUEST, problem), problem)
+    return _sdk_accepts(message)
+
+
+def _sdk_accepts(message: Message) -> Message | Refused:
+    # The SDK's reader drops what its models refuse without a reply: anything
+    # the checks above missed is refused here instead, with a reply.
+    body = message.body
+    try:
+        mcp_types.jsonrpc_message_adapter.validate_python(body)
+    except ValidationError as exc:
+        text = f"not an MCP message: {exc.errors()[0]['msg']}"
+        request_id = body.get("id") if "method" in body else None
+        return Refused(error_response(request_id, INVALID_REQUEST, text), text)
     return message
 
 
