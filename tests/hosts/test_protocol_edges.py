@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import select
+import signal
 import subprocess
 import threading
 import time
@@ -66,6 +67,9 @@ class Server:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             env=env,
+            # A suite run in the background ignores SIGINT and its children
+            # inherit that; a terminal's Ctrl-C is the default disposition.
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
         )
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self._stdin = self.proc.stdin
@@ -315,3 +319,17 @@ def test_a_line_just_under_the_limit_is_read_whole(server: Server) -> None:
     reply = server.read()
     writer.join(REPLY_TIMEOUT_S)
     assert reply["id"] == 51 and "result" in reply, str(reply)[:500]
+
+
+def test_ctrl_c_ends_the_mcp_server_while_its_reader_waits_for_the_client(project: Path) -> None:
+    # The reader is blocked on stdin, which the client keeps open: Ctrl-C must
+    # still end the process (it used to wait for the client's next line).
+    env = {**os.environ, "MEMLANE_EMBEDDING_PROVIDER": "none", "MEMLANE_NOW": NOW.isoformat()}
+    running = Server("mcp", project, env)
+    try:
+        running.still_serving()
+        running.proc.send_signal(signal.SIGINT)
+        assert running.proc.wait(REPLY_TIMEOUT_S) == 130
+        assert "Traceback" not in running.stderr()
+    finally:
+        running.close()

@@ -27,6 +27,8 @@ from types import TracebackType
 from typing import IO, Any, cast
 
 import anyio
+import anyio.from_thread
+import anyio.lowlevel
 import anyio.to_thread
 import mcp_types
 from mcp.server.stdio import stdio_server
@@ -82,23 +84,36 @@ class LineWriter:
 
 
 class CheckedLines:
-    """The client's stdin as the SDK reads it: only well-formed messages, one per line."""
+    """The client's stdin as the SDK reads it: only well-formed messages, one per line.
+
+    Lines are read and checked on a daemon thread of their own (a 4 MiB line
+    takes a while to parse): a read blocked on the client never holds up the
+    event loop, nor the process's exit on Ctrl-C, as a blocked worker thread
+    of the event loop would.
+    """
 
     def __init__(self, stream: IO[bytes], out: LineWriter) -> None:
         self._stream = stream
         self._out = out
+        send, receive = anyio.create_memory_object_stream[Message | Refused | None](1)
+        self._send = send
+        self._receive = receive
+        self._reader: threading.Thread | None = None
 
     def __aiter__(self) -> CheckedLines:
         return self
 
     async def __anext__(self) -> str:
-        while True:
-            # Read and check off the event loop: a 4 MiB line takes a while to
-            # parse. abandon_on_cancel: a server that stops for another reason
-            # does not wait for the client's next line.
-            checked = await anyio.to_thread.run_sync(
-                _next_checked, self._stream, abandon_on_cancel=True
+        if self._reader is None:
+            self._reader = threading.Thread(
+                target=self._read,
+                args=(anyio.lowlevel.current_token(),),
+                name="memlane-mcp-stdin",
+                daemon=True,
             )
+            self._reader.start()
+        while True:
+            checked = await self._receive.receive()
             if checked is None:
                 raise StopAsyncIteration
             if isinstance(checked, Refused):
@@ -107,6 +122,18 @@ class CheckedLines:
                     await self._out.write_line(encode_message(checked.reply))
                 continue
             return encode_message(checked.body).decode("utf-8")
+
+    def _read(self, token: anyio.lowlevel.EventLoopToken) -> None:
+        try:
+            while True:
+                checked = _next_checked(self._stream)
+                anyio.from_thread.run(self._send.send, checked, token=token)
+                if checked is None:
+                    return
+        except Exception as exc:  # the loop is gone (serving ended) or stdin broke
+            log.debug("stdin reader stopped: %s", exc)
+            with suppress(Exception):
+                anyio.from_thread.run(self._send.send, None, token=token)
 
 
 def _next_checked(stream: IO[bytes]) -> Message | Refused | None:
