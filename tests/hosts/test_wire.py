@@ -211,11 +211,19 @@ def test_whatever_the_checks_pass_the_sdk_accepts_and_whatever_they_refuse_is_an
     if isinstance(checked.reply, dict):
         _strict(encode_message(checked.reply))
         return
-    # Nothing to answer only for a batch (or one with no request in it).
+    if isinstance(message, dict):
+        # Nothing to answer only for a notification (JSON-RPC never answers one).
+        assert checked.reply is None and "id" not in message and "method" in message, checked
+        return
+    # Or for a batch with no request in it.
     assert isinstance(message, list) and message, checked
     if checked.reply is None:
-        # No element was a request: each, sent alone, is a notification or a response.
+        # No element was a request: each, sent alone, gets no answer either.
         alone = [check_mcp_line(json.dumps(m).encode()) for m in message]
-        assert all(isinstance(a, Message) and not a.is_request for a in alone), alone
+        assert all(
+            (isinstance(a, Message) and not a.is_request)
+            or (isinstance(a, Refused) and a.reply is None)
+            for a in alone
+        ), alone
     else:
         assert all(r["error"]["code"] < 0 for r in _strict(encode_message(checked.reply)))

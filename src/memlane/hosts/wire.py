@@ -31,6 +31,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import IO, Any
 
@@ -136,8 +137,15 @@ class Refused:
     reason: str
 
 
-def check_line(line: bytes | OversizedLine) -> Message | Refused:
-    """What one line of input is: a message to hand on, or a refusal to send."""
+MessageCheck = Callable[[Message], "Message | Refused"]
+
+
+def check_line(line: bytes | OversizedLine, also: MessageCheck | None = None) -> Message | Refused:
+    """What one line of input is: a message to hand on, or a refusal to send.
+
+    *also* adds a protocol's own rules (MCP's), applied to each message that
+    passes these, alone or inside a batch.
+    """
     if isinstance(line, OversizedLine):
         return _refuse(
             None,
@@ -166,17 +174,17 @@ def check_line(line: bytes | OversizedLine) -> Message | Refused:
         return _refuse(None, PARSE_ERROR, f"the message is not valid JSON: {_short(exc)}")
     except ValueError:  # an integer of thousands of digits
         return _refuse(None, PARSE_ERROR, "the message holds a number too long to read")
-    return check_value(value)
+    return check_value(value, also)
 
 
-def check_value(value: Any) -> Message | Refused:
+def check_value(value: Any, also: MessageCheck | None = None) -> Message | Refused:
     """Check one parsed JSON value against the JSON-RPC 2.0 envelope."""
     problem = _shape_problem(value)
     if problem is not None:
         request_id = value.get("id") if isinstance(value, dict) else None
         return _refuse(_echoable(request_id), INVALID_REQUEST, problem)
     if isinstance(value, list):
-        return _refuse_batch(value)
+        return _refuse_batch(value, also)
     if not isinstance(value, dict):
         return _refuse(
             None,
@@ -190,21 +198,22 @@ def check_value(value: Any) -> Message | Refused:
         # one of our own, and the other side may be waiting on that number.
         request_id = _echoable(value.get("id")) if "method" in value else None
         return _refuse(request_id, INVALID_REQUEST, problem)
-    return Message(without_lone_surrogates(value))
+    message = Message(without_lone_surrogates(value))
+    return also(message) if also is not None else message
 
 
 def _refuse(request_id: Any, code: int, message: str) -> Refused:
     return Refused(error_response(request_id, code, message), message)
 
 
-def _refuse_batch(batch: list[Any]) -> Refused:
+def _refuse_batch(batch: list[Any], also: MessageCheck | None) -> Refused:
     if not batch:
         return _refuse(
             None, INVALID_REQUEST, "an empty batch is not a request; send one request object"
         )
     replies: list[dict[str, Any]] = []
     for element in batch:
-        checked = check_value(element)
+        checked = check_value(element, also)
         if isinstance(checked, Refused):
             # A nested batch is refused as a whole; its element replies join ours.
             if isinstance(checked.reply, list):

@@ -147,8 +147,7 @@ def _next_checked(stream: IO[bytes]) -> Message | Refused | None:
 
 def check_mcp_line(line: bytes | OversizedLine) -> Message | Refused:
     """``wire.check_line`` plus MCP's own shape: what passes, the SDK accepts."""
-    checked = check_line(line)
-    return _check_mcp(checked) if isinstance(checked, Message) else checked
+    return check_line(line, also=_check_mcp)
 
 
 def _check_mcp(message: Message) -> Message | Refused:
