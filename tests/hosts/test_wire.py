@@ -11,6 +11,8 @@ from __future__ import annotations
 import io
 import json
 import math
+import os
+import threading
 from typing import Any
 
 import anyio
@@ -20,7 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from mcp.shared.message import SessionMessage
 
-from memlane.hosts.jsonrpc import Connection, Request
+from memlane.hosts.jsonrpc import Connection, RemoteError, Request
 from memlane.hosts.mcp.transport import CleanWriteStream, check_mcp_line
 from memlane.hosts.wire import (
     INTERNAL_ERROR,
@@ -227,3 +229,38 @@ def test_whatever_the_checks_pass_the_sdk_accepts_and_whatever_they_refuse_is_an
         ), alone
     else:
         assert all(r["error"]["code"] < 0 for r in _strict(encode_message(checked.reply)))
+
+
+def test_a_malformed_answer_to_our_own_request_fails_it_at_once() -> None:
+    to_us_read, to_us_write = os.pipe()
+    from_us_read, from_us_write = os.pipe()
+    with (
+        os.fdopen(to_us_read, "rb") as reader,
+        os.fdopen(from_us_write, "wb") as writer,
+        os.fdopen(to_us_write, "wb") as host_out,
+        os.fdopen(from_us_read, "rb") as host_in,
+    ):
+        connection = Connection(reader, writer)
+        serving = threading.Thread(target=connection.serve, args=(lambda request: None,))
+        serving.start()
+        outcome: list[BaseException] = []
+
+        def ask() -> None:
+            try:
+                connection.request("llm.complete", {"prompt": "hi"}, timeout_s=60)
+            except BaseException as exc:  # what the caller sees
+                outcome.append(exc)
+
+        asking = threading.Thread(target=ask)
+        asking.start()
+        request = json.loads(host_in.readline())
+        # An answer with neither result nor error (JavaScript dropped an undefined result).
+        host_out.write(json.dumps({"jsonrpc": "2.0", "id": request["id"]}).encode() + b"\n")
+        host_out.flush()
+        asking.join(30)
+        refusal = _strict(host_in.readline())
+        host_out.close()
+        serving.join(30)
+    assert refusal["id"] is None and refusal["error"]["code"] == INVALID_REQUEST
+    assert len(outcome) == 1 and isinstance(outcome[0], RemoteError), outcome
+    assert "malformed" in str(outcome[0])

@@ -166,6 +166,10 @@ class Connection:
             log.warning("refused a malformed message: %s", checked.reason)
             if checked.reply is not None:
                 self.send(checked.reply)
+            if checked.answers is not None:
+                # A broken answer to our own request: fail it now, not at its deadline.
+                error = RpcError(INVALID_REQUEST, f"the answer was malformed: {checked.reason}")
+                self._complete({"id": checked.answers, "error": error.to_json()})
             return
         message = checked.body
         if "method" not in message:

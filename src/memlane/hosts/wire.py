@@ -32,7 +32,7 @@ import json
 import logging
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import IO, Any
 
 log = logging.getLogger("memlane.wire")
@@ -135,6 +135,9 @@ class Refused:
 
     reply: dict[str, Any] | list[dict[str, Any]] | None
     reason: str
+    # A malformed answer to one of our own requests names it here, so that
+    # request fails at once instead of waiting out its deadline.
+    answers: Any = None
 
 
 MessageCheck = Callable[[Message], "Message | Refused"]
@@ -196,8 +199,10 @@ def check_value(value: Any, also: MessageCheck | None = None) -> Message | Refus
     if problem is not None:
         # Only a request's id is named back: the id of a broken response is
         # one of our own, and the other side may be waiting on that number.
-        request_id = _echoable(value.get("id")) if "method" in value else None
-        return _refuse(request_id, INVALID_REQUEST, problem)
+        if "method" in value:
+            return _refuse(_echoable(value.get("id")), INVALID_REQUEST, problem)
+        refused = _refuse(None, INVALID_REQUEST, problem)
+        return replace(refused, answers=_echoable(value.get("id")))
     message = Message(without_lone_surrogates(value))
     return also(message) if also is not None else message
 
