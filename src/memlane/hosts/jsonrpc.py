@@ -5,23 +5,48 @@ the engine may ask the host (``llm.complete``). One reader thread reads
 every line; answers to our own requests complete their waiters, incoming
 requests go to ``on_request``. Writes are serialised so two threads never
 interleave a line.
+
+What a line may hold, and the error a malformed one is answered with, are
+the wire rules of ``hosts/wire.py``, shared with ``memlane mcp``.
 """
 
 from __future__ import annotations
 
 import itertools
-import json
+import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import IO, Any
 
-PARSE_ERROR = -32700
-INVALID_REQUEST = -32600
-METHOD_NOT_FOUND = -32601
-INVALID_PARAMS = -32602
-INTERNAL_ERROR = -32603
-APPLICATION_ERROR = -32000  # an expected failure: the message says what to do
+from memlane.hosts.wire import (
+    APPLICATION_ERROR,
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    PARSE_ERROR,
+    OversizedLine,
+    Refused,
+    check_line,
+    encode_message,
+    read_line,
+)
+
+__all__ = [
+    "APPLICATION_ERROR",
+    "INTERNAL_ERROR",
+    "INVALID_PARAMS",
+    "INVALID_REQUEST",
+    "METHOD_NOT_FOUND",
+    "PARSE_ERROR",
+    "Connection",
+    "RemoteError",
+    "Request",
+    "RpcError",
+]
+
+log = logging.getLogger("memlane.jsonrpc")
 
 
 class RpcError(Exception):
@@ -64,23 +89,6 @@ class _Waiter:
         self.answered = False
 
 
-def _without_lone_surrogates(value: Any) -> Any:
-    """JSON text from JavaScript may carry a lone surrogate (``\\ud83d``, half
-    an emoji cut by a slice); it cannot be written as UTF-8 anywhere, so it
-    becomes U+FFFD on the way in."""
-    if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            return "".join("\ufffd" if 0xD800 <= ord(c) <= 0xDFFF else c for c in value)
-        return value
-    if isinstance(value, list):
-        return [_without_lone_surrogates(v) for v in value]
-    if isinstance(value, dict):
-        return {_without_lone_surrogates(k): _without_lone_surrogates(v) for k, v in value.items()}
-    return value
-
-
 class Connection:
     def __init__(self, reader: IO[bytes], writer: IO[bytes]) -> None:
         self._reader = reader
@@ -93,17 +101,13 @@ class Connection:
 
     # -- sending ------------------------------------------------------------------
 
-    def send(self, message: dict[str, Any]) -> None:
-        try:
-            line = json.dumps(message, ensure_ascii=False, separators=(",", ":")) + "\n"
-            line.encode("utf-8")
-        except UnicodeEncodeError:
-            # A lone surrogate (a string cut inside an emoji): escaped, it is
-            # still valid JSON, and the reply must never be dropped.
-            line = json.dumps(message, ensure_ascii=True, separators=(",", ":")) + "\n"
+    def send(self, message: dict[str, Any] | list[dict[str, Any]]) -> None:
+        # Strict JSON whatever the message holds (wire.encode_message): the
+        # other side must never get a line it cannot parse, nor no line.
+        line = encode_message(message)
         with self._write_lock:
             try:
-                self._writer.write(line.encode("utf-8"))
+                self._writer.write(line)
                 self._writer.flush()
             except (BrokenPipeError, ValueError, OSError):
                 self.closed.set()  # the host is gone; the reader will see EOF
@@ -140,12 +144,15 @@ class Connection:
     # -- receiving ------------------------------------------------------------------
 
     def serve(self, on_request: Callable[[Request], None]) -> None:
-        """Read until EOF; each incoming request is handed to ``on_request``."""
+        """Read until EOF; each incoming request is handed to ``on_request``.
+
+        A malformed line is answered here with the JSON-RPC error it calls
+        for (wire.check_line), and reading goes on.
+        """
         try:
-            for raw in self._reader:
-                line = raw.strip()
-                if not line:
-                    continue
+            while (line := read_line(self._reader)) is not None:
+                if isinstance(line, bytes) and not line.strip():
+                    continue  # a blank line between messages
                 self._dispatch(line, on_request)
         finally:
             self.closed.set()
@@ -153,31 +160,22 @@ class Connection:
                 for waiter in self._waiters.values():
                     waiter.event.set()
 
-    def _dispatch(self, line: bytes, on_request: Callable[[Request], None]) -> None:
-        try:
-            message = _without_lone_surrogates(json.loads(line))
-        except (ValueError, UnicodeDecodeError) as exc:
-            self.reply_error(None, RpcError(PARSE_ERROR, f"not a JSON object: {exc}"))
+    def _dispatch(self, line: bytes | OversizedLine, on_request: Callable[[Request], None]) -> None:
+        checked = check_line(line)
+        if isinstance(checked, Refused):
+            log.warning("refused a malformed message: %s", checked.reason)
+            if checked.reply is not None:
+                self.send(checked.reply)
+            if checked.answers is not None:
+                # A broken answer to our own request: fail it now, not at its deadline.
+                error = RpcError(INVALID_REQUEST, f"the answer was malformed: {checked.reason}")
+                self._complete({"id": checked.answers, "error": error.to_json()})
             return
-        except RecursionError:
-            self.reply_error(None, RpcError(PARSE_ERROR, "not a JSON object: nested too deeply"))
-            return
-        if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
-            self.reply_error(
-                message.get("id") if isinstance(message, dict) else None,
-                RpcError(INVALID_REQUEST, 'expected a JSON-RPC 2.0 object ("jsonrpc": "2.0")'),
-            )
-            return
+        message = checked.body
         if "method" not in message:
             self._complete(message)
             return
-        method = message.get("method")
-        if not isinstance(method, str):
-            self.reply_error(
-                message.get("id"), RpcError(INVALID_REQUEST, "method must be a string")
-            )
-            return
-        on_request(Request(message.get("id"), method, message.get("params")))
+        on_request(Request(message.get("id"), message["method"], message.get("params")))
 
     def _complete(self, message: dict[str, Any]) -> None:
         request_id = message.get("id")

@@ -33,11 +33,11 @@ from typing import TYPE_CHECKING, Any
 import mcp.types as types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
-from mcp.server.stdio import stdio_server
 
 from memlane.core.clock import SYSTEM_CLOCK, Clock
 from memlane.core.errors import MemlaneError
 from memlane.engine.tools import RECALL_LADDER, SPECS, ToolResult
+from memlane.hosts.mcp.transport import checked_stdio
 
 if TYPE_CHECKING:
     from memlane.engine.memory import Memory
@@ -217,9 +217,10 @@ async def serve(directory: Path | None, clock: Clock = SYSTEM_CLOCK) -> None:
     engine.start()
     server = build_server(engine)
     try:
-        # stdio_server points fd 1 at stderr while serving: stray output from any
-        # library cannot corrupt the protocol stream.
-        async with stdio_server() as (read_stream, write_stream):
+        # Malformed lines are answered with their JSON-RPC error before the SDK
+        # sees them, and fd 1 points at stderr while serving: stray output from
+        # any library cannot corrupt the protocol stream.
+        async with checked_stdio() as (read_stream, write_stream):
             await server.run(read_stream, write_stream, server.create_initialization_options())
     finally:
         # The client closed stdin: finish the call in progress, close the index, exit.
