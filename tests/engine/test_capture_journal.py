@@ -267,3 +267,20 @@ def test_a_full_disk_rolls_the_append_back_and_says_so(tiny_tmpfs: Path) -> None
     journal.append(_pending(3))
     assert list(cj.parse(path.read_bytes()).pending) == ["k1", "k3"]
     journal.close()
+
+
+def test_a_written_exchange_leaves_no_copy_of_its_text_in_the_journal(tmp_path: Path) -> None:
+    # Forget promises no copy anywhere: once an entry is in the daily file,
+    # the journal blanks its record out, even while others are pending.
+    journal = _journal(tmp_path)
+    journal.append(_pending(1, "kumquat-one"))
+    journal.append(_pending(2, "kumquat-two"))
+    journal.mark_done("k1", cj.DISTILLED)
+    data = _only_file(tmp_path).read_bytes()
+    assert b"kumquat-one" not in data and b"kumquat-two" in data
+    contents = cj.parse(data)
+    assert list(contents.pending) == ["k2"] and contents.damaged == 0
+    journal.close()
+    [adopted] = cr.adopt_orphans(tmp_path)  # what a kill now would leave
+    assert [p.key for p in adopted.pending] == ["k2"]
+    adopted.mark_done("k2", cj.DIGEST)

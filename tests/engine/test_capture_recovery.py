@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from fake_llm import FakeOpenAI, Request
-from helpers import NOW, Cli, open_memory, start_session
+from helpers import NOW, Cli, open_memory, start_session, wait_for
 from memlane.core.types import Anchor, Exchange
 from memlane.engine import capture_journal as cj
 from memlane.engine.memory import Memory
@@ -183,6 +183,10 @@ def test_recovered_entries_still_distilling_at_shutdown_become_digests_once(
     server, _release = stalled
     _leave_dead_journal(memory, 2)
     session = start_session(memory, server.llm())
+    # The scan runs in the background (after loading the redaction scanner):
+    # a shutdown before it would leave the journal to the next session, so
+    # nothing would be lost, but this test is about the digests.
+    wait_for(lambda: session.capture.recovery_scanned, WAIT_S, "the recovery scan")
     flush = session.shutdown(cap_ms=300)
     assert flush.pending == 0
     text = _daily_texts(memory)

@@ -100,3 +100,20 @@ def test_hand_written_secrets_never_reach_the_dream_prompt(memory: Memory) -> No
     _, prompt, _ = build_prompt(orient(store), [], today=date(2026, 11, 30))
     assert "the deploy uses staging" in prompt
     _assert_redacted(prompt)
+
+
+def test_a_tool_error_quoting_an_argument_carries_no_secret(memory: Memory) -> None:
+    # "no topic entry is titled '<what you passed>'": the title was a key.
+    from memlane.core.errors import MemlaneError
+    from memlane.engine.tools import Tools
+
+    tools = Tools(memory)
+    for case in CHANNEL_SAMPLE:
+        try:
+            tools.call("memory_topic", {"action": "remove", "entry": case.text})
+        except MemlaneError as exc:
+            shown = str(exc)
+        else:
+            raise AssertionError("removing an entry that does not exist succeeded")
+        assert case.secret not in shown, f"{case.name} echoed by a tool error"
+        assert "no topic entry is titled" in shown

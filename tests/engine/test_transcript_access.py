@@ -121,3 +121,29 @@ def test_the_cli_shows_any_regular_file_a_person_names(cli: Cli, tmp_path: Path)
     path = _pi_transcript(tmp_path / "anywhere" / "s.jsonl", "a person asked")
     shown = cli("transcript", str(path))
     assert shown.returncode == 0 and "a person asked it is." in shown.stdout
+
+
+def test_a_transcript_is_shown_with_its_secrets_redacted(
+    memory: Memory, project: Path, isolated_home: Path, cli: Cli
+) -> None:
+    # The host writes the conversation verbatim; L3 shows it through the scanner.
+    from secret_fakes import CHANNEL_SAMPLE
+
+    session = PiSession("sess-secrets")
+    for n, case in enumerate(CHANNEL_SAMPLE):
+        session.user(f"here it is: {case.text}", f"u{n:07d}")
+        session.assistant(
+            "done", f"a{n:07d}", tool_calls=[("bash", {"command": case.text, "cwd": "/srv"})]
+        )
+    directory = pi_dir(isolated_home, project)
+    directory.mkdir(parents=True)
+    path = session.write(directory / "secrets.jsonl")
+    tools = Tools(memory)
+    for shown in (
+        _show(tools, path),
+        str(tools.call("memory_transcript", {"transcript_path": str(path)}).details),
+        cli("transcript", str(path), "--json").stdout,
+    ):
+        for case in CHANNEL_SAMPLE:
+            assert case.secret not in shown, f"{case.name} shown by L3"
+        assert "[REDACTED:" in shown

@@ -191,6 +191,9 @@ def _check_topics(project: Path, run: Run) -> None:
             assert count in (0, 1)
         if count:
             assert content in text, f"entry t{n} has its title but not its content"
+            # Whole: the next lock brought MEMORY.md up to date with the file.
+            assert title in index, f"MEMORY.md misses entry t{n} its topic file holds"
+    assert not (store / ".topics-index-pending.json").exists()
     assert_no_temp_files(project)
 
 

@@ -6,6 +6,7 @@ failures print one clear line and exit non-zero; tracebacks are for bugs.
 
 from __future__ import annotations
 
+import errno
 import functools
 import sqlite3
 import sys
@@ -172,6 +173,17 @@ def main(argv: Sequence[str] | None = None, *, clock: Clock | None = None) -> in
         if is_disk_full(exc) and exc.filename:
             full = disk_full_error(exc.filename, "it could not be written")
             return _fail(full.message, full.hint or "")
+        if is_disk_full(exc):
+            return _fail(
+                "the disk is full: the command could not write what it needed",
+                "free some space (`df -h` shows how much is left) and try again",
+            )
+        if exc.errno == errno.EROFS:
+            where = f" ({exc.filename})" if exc.filename else ""
+            return _fail(
+                f"the file system is read-only{where}: the command could not write",
+                "remount it writable, or set MEMLANE_HOME / MEMSEARCH_DIR to a writable place",
+            )
         where = f": {exc.filename}" if exc.filename else ""
         return _fail(
             f"{exc.strerror or exc}{where}",

@@ -48,7 +48,7 @@ import os
 import re
 import secrets
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -63,6 +63,8 @@ JOURNAL_DIR_NAME = ".capture-journal"
 JOURNAL_SUFFIX = ".jsonl"
 TEMP_SUFFIX = ".tmp"
 FORMAT_VERSION = 1
+# The kind of a record blanked out once its entry was written.
+SCRUBBED = "scrubbed"
 #: A text up to this long is journaled whole; a longer one as its head.
 JOURNAL_TEXT_CHARS = 12_000
 #: The owner rewrites its journal without done records past this many bytes of them.
@@ -165,12 +167,15 @@ class Contents:
     pending: dict[str, Pending]
     done_bytes: int
     damaged: int
+    # Where each pending record's line is in the file: (offset, length).
+    spans: dict[str, tuple[int, int]] = field(default_factory=dict)
 
 
 def parse(data: bytes) -> Contents:
     """Every intact line of a journal; a torn or garbled line is counted, not fatal."""
     header: dict[str, Any] | None = None
     pending: dict[str, Pending] = {}
+    spans: dict[str, tuple[int, int]] = {}
     done_bytes = 0
     damaged = 0
     lines = data.split(b"\n")
@@ -179,7 +184,9 @@ def parse(data: bytes) -> Contents:
     elif lines:
         lines.pop()  # no line break after it: a write cut short by a kill
         damaged += 1
+    offset = 0
     for line in lines:
+        start, offset = offset, offset + len(line) + 1
         try:
             record = json.loads(line)
             kind = record["kind"]
@@ -188,15 +195,37 @@ def parse(data: bytes) -> Contents:
             elif kind == "pending":
                 item = Pending.from_json(record)
                 pending[item.key] = item
+                spans[item.key] = (start, len(line) + 1)
             elif kind == "done":
                 gone = pending.pop(str(record["key"]), None)
+                spans.pop(str(record["key"]), None)
                 if gone is not None:
                     done_bytes += len(line) + 1 + _line_size(gone)
+            elif kind == SCRUBBED:
+                pass  # a written exchange whose text was blanked out
             else:
                 damaged += 1
         except (ValueError, KeyError, TypeError):
             damaged += 1
-    return Contents(header, pending, done_bytes, damaged)
+    return Contents(header, pending, done_bytes, damaged, spans)
+
+
+def _overwrite(fd: int, data: bytes, offset: int) -> None:
+    """pwrite at *offset* on a descriptor opened ``O_APPEND`` (where Linux's
+    pwrite would append): the flag is lifted for the write, under the
+    journal's lock, since only its owner writes to it."""
+    flags = fcntl.fcntl(fd, fcntl.F_GETFL)
+    fcntl.fcntl(fd, fcntl.F_SETFL, flags & ~os.O_APPEND)
+    try:
+        os.pwrite(fd, data, offset)
+    finally:
+        fcntl.fcntl(fd, fcntl.F_SETFL, flags)
+
+
+def _scrubbed(length: int) -> bytes:
+    """A line of exactly *length* bytes (its newline included) that holds nothing."""
+    filler = _line({"kind": SCRUBBED})
+    return filler[:-1] + b" " * (length - len(filler)) + b"\n"
 
 
 def _line(record: dict[str, Any]) -> bytes:
@@ -230,6 +259,7 @@ class JournalFile:
         self.header = contents.header or {}
         self._fd: int | None = fd
         self._pending = dict(contents.pending)
+        self._spans = dict(contents.spans)
         self._done_bytes = contents.done_bytes
         self._header_len = header_len
         self._lock = threading.Lock()
@@ -276,6 +306,7 @@ class JournalFile:
                     f"cannot append to the capture journal {self.path}: {_why(exc)}"
                 ) from None
             self._pending[item.key] = item
+            self._spans[item.key] = (start, len(data))
 
     def mark_done(self, key: str, how: str) -> None:
         """*key*'s entry is in the daily file (fsynced): it leaves the journal.
@@ -285,6 +316,7 @@ class JournalFile:
         """
         with self._lock:
             item = self._pending.pop(key, None)
+            span = self._spans.pop(key, None)
             fd = self._fd
             if item is None or fd is None:
                 return
@@ -293,6 +325,10 @@ class JournalFile:
                 if self.adopted and not self._pending:
                     self._delete()
                     return
+                if span is not None and span[1] >= len(_line({"kind": SCRUBBED})):
+                    # The entry is in the daily file now: no second copy of
+                    # its text stays here (a later forget must find none).
+                    _overwrite(fd, _scrubbed(span[1]), span[0])
                 start = os.fstat(fd).st_size
                 _write_whole(fd, record, start)
                 self._done_bytes += len(record) + _line_size(item)
@@ -345,7 +381,8 @@ class JournalFile:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             header = _line(self.header)
-            data = header + b"".join(_line(p.to_json()) for p in self._pending.values())
+            lines = [_line(p.to_json()) for p in self._pending.values()]
+            data = header + b"".join(lines)
             _write_whole(fd, data, 0)
             os.fsync(fd)
             os.rename(temp, self.path)  # the new inode is locked before anyone can see it
@@ -359,6 +396,10 @@ class JournalFile:
         self._fd = fd
         self._header_len = len(header)
         self._done_bytes = 0
+        offset, self._spans = len(header), {}
+        for key, line in zip(self._pending, lines, strict=True):
+            self._spans[key] = (offset, len(line))
+            offset += len(line)
 
 
 def _create_locked(directory: Path) -> tuple[Path, int]:

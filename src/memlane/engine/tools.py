@@ -284,8 +284,14 @@ class Tools:
             raise MemlaneError(
                 f"unknown tool {name!r}", f"the tools are: {', '.join(self._handlers)}"
             )
-        checked = check_arguments(spec, arguments)
-        result = handler(checked)
+        try:
+            checked = check_arguments(spec, arguments)
+            result = handler(checked)
+        except MemlaneError as exc:
+            # An error may quote an argument (a title, a path, a value): what
+            # goes back to the agent or the MCP client carries no secret.
+            _redact_error(exc)
+            raise
         if self.session is not None:
             # What memlane handed the agent is recalled, not news: capture
             # must not write it back as a new memory (engine/echo.py).
@@ -491,6 +497,10 @@ class Tools:
             limit=settings.transcript_limit,
             turn_char_cap=settings.turn_char_cap,
         )
+        from memlane.engine.transcript_redaction import redacted_transcript
+
+        # The host wrote the file verbatim; what memlane shows of it is redacted.
+        transcript = redacted_transcript(transcript)
         return ToolResult(transcript.render(), transcript.to_json())
 
     def _forget(self, args: dict[str, Any]) -> ToolResult:
@@ -566,3 +576,12 @@ def _common_filters(args: dict[str, Any]) -> dict[str, Any]:
         "session": args.get("session"),
         "mode": args.get("mode", "hybrid"),
     }
+
+
+def _redact_error(exc: MemlaneError) -> None:
+    from memlane.store.redaction import redact
+
+    exc.message = redact(exc.message).text
+    if exc.hint:
+        exc.hint = redact(exc.hint).text
+    exc.args = (exc.message,)

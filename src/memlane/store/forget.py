@@ -84,6 +84,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from memlane.core.diskspace import disk_full_error, is_disk_full
 from memlane.core.errors import NotFoundError, StoreError
 from memlane.core.faults import step
 from memlane.core.locks import flocked
@@ -259,6 +260,8 @@ def _remove(
                     prefix=f".{path.name}.forget-", suffix=".tmp", dir=path.parent
                 )
             except OSError as exc:
+                if is_disk_full(exc):
+                    raise disk_full_error(path, "nothing was removed") from None
                 raise StoreError(
                     f"cannot write in {path.parent}: {exc.strerror or exc}",
                     "check that the store directory is writable by your user; nothing was removed",
@@ -266,7 +269,15 @@ def _remove(
             try:
                 os.fchmod(temp_fd, mode)
                 for _ in range(MAX_ROUNDS):
-                    _write_temp(temp_fd, data[: span.start] + data[span.end :])
+                    try:
+                        _write_temp(temp_fd, data[: span.start] + data[span.end :])
+                    except OSError as exc:
+                        if is_disk_full(exc):
+                            raise disk_full_error(path, "nothing was removed") from None
+                        raise StoreError(
+                            f"cannot write the new copy of {path}: {exc.strerror or exc}",
+                            "check the store directory and the disk; nothing was removed",
+                        ) from None
                     step("forget.temp_written")
                     hooks.temp_written()
                     now = _read_fd(fd)

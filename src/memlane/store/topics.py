@@ -54,6 +54,10 @@ log = logging.getLogger("memlane.dream")
 TOPIC_TYPES = ("user", "feedback", "project", "reference")
 DEFAULT_TYPE = "feedback"
 LOCK_NAME = ".topics.lock"
+# Names the topics whose file was (or is being) rewritten while their
+# MEMORY.md line may not be yet: a kill between the two writes leaves it,
+# and the next lock brings those lines up to date (``_settle_index_lines``).
+INDEX_PENDING_NAME = ".topics-index-pending.json"
 TRUNCATED_MARKER = "[truncated]"
 # One MEMORY.md line at most this many characters, hook included.
 INDEX_LINE_MAX_CHARS = 150
@@ -491,11 +495,50 @@ def locked(store: Path, *, recover: bool = True) -> Iterator[None]:
                 if message:
                     log.warning("%s: %s", store, message)
             sweep_writer_temps([store, store / TOPICS_DIR], _filesystem_now(fd))
+            _settle_index_lines(store)
             yield
         finally:
             _held_keys().discard(key)
     finally:
         os.close(fd)  # closing releases the lock
+
+
+def _pending_index_path(store: Path) -> Path:
+    return store / INDEX_PENDING_NAME
+
+
+def _begin_index_change(store: Path, slug: str) -> None:
+    """Before a topic file changes: say that its MEMORY.md line must follow."""
+    write_atomic(_pending_index_path(store), json.dumps({"topics": [slug]}) + "\n")
+    step("topic.index_pending")
+
+
+def _end_index_change(store: Path) -> None:
+    with suppress(FileNotFoundError):
+        _pending_index_path(store).unlink()
+
+
+def _settle_index_lines(store: Path) -> None:
+    """Under the lock: give each topic a killed add or remove left behind the
+    MEMORY.md line its file now calls for (or none, when the file is gone)."""
+    path = _pending_index_path(store)
+    try:
+        slugs = [str(slug) for slug in json.loads(safe_paths.read_text(store, path))["topics"]]
+    except FileNotFoundError:
+        return
+    except (OSError, ValueError, KeyError, TypeError, StoreError) as exc:
+        log.warning("%s: cannot read %s: %s", store, path.name, exc)
+        return
+    for slug in slugs:
+        topic = topic_path(store, slug)
+        line: str | None = None
+        if topic.exists():
+            parsed = TopicFile.parse(read_text_strict(topic))
+            if parsed.entries:
+                info = topic_info(slug, topic, parsed)
+                line = index_line(info.name, slug, info.titles)
+        update_index_line(store, slug, line)
+    _end_index_change(store)
 
 
 def _filesystem_now(fd: int) -> float | None:
@@ -806,10 +849,12 @@ def add(
         entry = parsed.append_entry(clean_title, clean_content)
         path.parent.mkdir(parents=True, exist_ok=True)
         check_inside(path, path.parent)
+        _begin_index_change(store, slug)
         write_atomic(path, parsed.render())
         info = topic_info(slug, path, parsed)
         line = index_line(info.name, slug, info.titles)
         update_index_line(store, slug, line)
+        _end_index_change(store)
     return TopicChange(
         action="added",
         name=info.name,
@@ -880,6 +925,7 @@ def remove(
         slug, path, parsed, i = found[0]
         info_before = topic_info(slug, path, parsed)
         removed = parsed.remove_entry(i)
+        _begin_index_change(store, slug)
         if parsed.entries:
             if parsed.get("description") == first_line(removed.body):
                 # The description was taken from the removed entry: it would
@@ -896,6 +942,7 @@ def remove(
                 raise StoreError(f"cannot delete {path}: {exc.strerror or exc}") from None
             line = None
         update_index_line(store, slug, line)
+        _end_index_change(store)
     return TopicChange(
         action="removed",
         name=info_before.name,
