@@ -181,3 +181,28 @@ def _all_found(disk: Disk, skip: str | None) -> None:
         assert result.returncode == 0, result.stderr
         hits = json.loads(result.stdout)["hits"]
         assert any(word in hit["content"] for hit in hits), f"{word} is no longer found"
+
+
+def test_a_running_server_still_searches_when_the_index_disk_fills(
+    small_tmpfs: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A long-lived engine (the MCP server, the sidecar) holds its index
+    # open. When the index's disk fills, bringing the index up to date fails,
+    # but search still answers from the index as it was, and says so.
+    from helpers import make_project, open_memory
+
+    home = small_tmpfs("2m")
+    monkeypatch.setenv("MEMLANE_HOME", str(home.path / "home"))
+    project = make_project(tmp_path)
+    with open_memory(project) as mem:
+        for n in range(3):
+            mem.write(f"otter{n} indexed before the disk filled")
+        assert mem.search("otter1", mode="lexical", min_score=0).hits
+        home.fill()
+        mem.write("otter7 written after the disk filled " + "lorem " * 4000)
+        result = mem.search("otter1", mode="lexical", min_score=0)
+        assert any("otter1" in hit.content for hit in result.hits)
+        assert any("is full" in notice for notice in result.notices), result.notices
+        home.free()
+        later = mem.search("otter7", mode="lexical", min_score=0)
+        assert any("otter7" in hit.content for hit in later.hits)

@@ -19,7 +19,13 @@ from typing import TYPE_CHECKING, Any
 
 from memlane.core.clock import SYSTEM_CLOCK, Clock
 from memlane.core.config import Config, load_config
-from memlane.core.errors import EmbedderError, MemlaneError, NotFoundError, StoreError
+from memlane.core.errors import (
+    DiskFullError,
+    EmbedderError,
+    MemlaneError,
+    NotFoundError,
+    StoreError,
+)
 from memlane.core.paths import index_dir
 from memlane.core.scope import Scope, resolve_scope
 from memlane.core.settings import SEARCH_TOP_K
@@ -424,8 +430,16 @@ class Memory:
             )
         notices: list[str] = []
         if sync:
-            report = self.sync(quiet_when_idle=True)
-            notices.extend(report.notices)
+            try:
+                report = self.sync(quiet_when_idle=True)
+                notices.extend(report.notices)
+            except DiskFullError as exc:
+                # The index as it stands still answers: what changed since
+                # the last index run is missing until the disk has room.
+                notices.append(
+                    f"{exc.message}; these results come from the index as it was, "
+                    "without what changed since it was last updated"
+                )
         else:
             from memlane.engine.fresh import catch_up_before_search
 
