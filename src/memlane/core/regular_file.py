@@ -211,6 +211,18 @@ def _read_upto(fd: int, size: int) -> bytes:
     return b"".join(parts)
 
 
+def read_all_from(fd: int, offset: int = 0) -> bytes:
+    """Everything in the open file *fd* from *offset* to its end now (pread: the
+    descriptor's own position is left alone)."""
+    parts: list[bytes] = []
+    while True:
+        piece = os.pread(fd, _READ_BLOCK, offset)
+        if not piece:
+            return b"".join(parts)
+        parts.append(piece)
+        offset += len(piece)
+
+
 def is_regular_file(path: Path) -> bool:
     """Whether ``path`` (after symlinks) is a regular file; never opens it."""
     try:

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from memlane.core.clock import local as local_time
+from memlane.core.regular_file import read_all_from
 from memlane.engine.capture_journal import (
     DIGEST,
     DISTILLED,
@@ -33,6 +34,7 @@ from memlane.engine.capture_journal import (
     Pending,
     parse,
 )
+from memlane.store.leftovers import pid_alive
 
 STATS_NAME = "recovered.json"
 STATS_LOCK_NAME = ".recovered.lock"
@@ -92,7 +94,7 @@ def _adopt(path: Path) -> JournalFile | None:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         if os.stat(path).st_ino != os.fstat(fd).st_ino:
             raise FileNotFoundError(path)  # deleted or replaced since it was opened
-        data = _read_all(fd)
+        data = read_all_from(fd)
         if data and not data.endswith(b"\n"):
             # A torn last line: end it, so the done marks appended next are lines of their own.
             os.write(fd, b"\n")
@@ -119,17 +121,6 @@ def _remove_if_unlocked(path: Path) -> None:
         pass
     finally:
         os.close(fd)
-
-
-def _read_all(fd: int) -> bytes:
-    chunks: list[bytes] = []
-    offset = 0
-    while True:
-        chunk = os.pread(fd, 1 << 20, offset)
-        if not chunk:
-            return b"".join(chunks)
-        chunks.append(chunk)
-        offset += len(chunk)
 
 
 def already_written(store: Path, item: Pending) -> bool:
@@ -207,7 +198,7 @@ def summary(directory: Path) -> dict[str, Any]:
         except OSError:
             continue
         pid = (contents.header or {}).get("pid")
-        if isinstance(pid, int) and _alive(pid):
+        if isinstance(pid, int) and pid_alive(pid):
             queued += len(contents.pending)
         else:
             waiting += len(contents.pending)
@@ -238,13 +229,3 @@ def status_line(journal: dict[str, Any]) -> str:
     if journal.get("queued"):
         text += f", {journal['queued']} queued by running sessions"
     return text
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

@@ -88,6 +88,7 @@ from memlane.core.diskspace import disk_full_error, is_disk_full
 from memlane.core.errors import NotFoundError, StoreError
 from memlane.core.faults import step
 from memlane.core.locks import flocked
+from memlane.core.regular_file import read_all_from
 from memlane.store import safe_paths
 from memlane.store.chunker import chunk_markdown
 from memlane.store.damage import check_bytes
@@ -175,16 +176,6 @@ def _store_lock(store_dir: Path) -> Iterator[None]:
         os.close(fd)  # closing the descriptor releases the lock
 
 
-def _read_fd(fd: int, offset: int = 0) -> bytes:
-    chunks: list[bytes] = []
-    while True:
-        piece = os.pread(fd, 1 << 20, offset)
-        if not piece:
-            return b"".join(chunks)
-        chunks.append(piece)
-        offset += len(piece)
-
-
 def _write_temp(fd: int, data: bytes) -> None:
     os.ftruncate(fd, 0)
     view = memoryview(data)
@@ -207,7 +198,7 @@ def _salvage(old_fd: int, seen: int, new_path: Path) -> None:
         # Read under the old file's lock: an append cut short by a full disk
         # is rolled back under that lock, so its torn bytes are never copied.
         with flocked(old_fd, exclusive=False):
-            late = _read_fd(old_fd, seen)
+            late = read_all_from(old_fd, seen)
         if late:
             _append(new_path, late)
             seen += len(late)
@@ -248,7 +239,7 @@ def _remove(
         except FileNotFoundError:
             raise NotFoundError(f"no daily memory file {path}") from None
         try:
-            data = _read_fd(fd)
+            data = read_all_from(fd)
             span: Span = locate(data, path)
             removed = data[span.start : span.end]
             # Decode before anything changes: the echo is the only copy left
@@ -280,7 +271,7 @@ def _remove(
                         ) from None
                     step("forget.temp_written")
                     hooks.temp_written()
-                    now = _read_fd(fd)
+                    now = read_all_from(fd)
                     if now == data:
                         break
                     if not now.startswith(data):

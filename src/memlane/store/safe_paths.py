@@ -32,7 +32,7 @@ import stat
 from pathlib import Path
 
 from memlane.core.errors import StoreError
-from memlane.core.regular_file import read_fd_bounded
+from memlane.core.regular_file import read_all_from, read_fd_bounded
 
 LINK_HINT = (
     "memlane never follows a link in the memory store (a repository could commit one "
@@ -219,10 +219,5 @@ def open_nofollow(path: Path, flags: int, mode: int = 0o666) -> int:
 
 
 def read_fd(fd: int) -> bytes:
-    """Everything left to read from *fd*."""
-    chunks: list[bytes] = []
-    while True:
-        piece = os.read(fd, 1 << 20)
-        if not piece:
-            return b"".join(chunks)
-        chunks.append(piece)
+    """Everything in the open store file *fd*, from its start."""
+    return read_all_from(fd)
