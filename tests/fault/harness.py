@@ -139,6 +139,7 @@ class FaultHarness:
         *,
         kill: KillPoint | None = None,
         trace: bool = False,
+        timeout_s: float = DRIVER_TIMEOUT_S,
     ) -> Run:
         self.runs += 1
         logs = self.workdir / "logs"
@@ -158,7 +159,7 @@ class FaultHarness:
             cwd=project,
             capture_output=True,
             text=True,
-            timeout=DRIVER_TIMEOUT_S,
+            timeout=timeout_s,
             check=False,
         )
         return Run(

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from harness import Tally
 
 from helpers import Cli, CliResult
 
@@ -105,8 +106,9 @@ def _day(disk: Disk) -> str:
 
 @pytest.mark.parametrize("operation", ["write", "topic add", "forget", "reindex", "dream apply"])
 def test_a_full_disk_fails_each_write_cleanly_and_loses_nothing(
-    cli: Cli, small_tmpfs: Any, tmp_path: Path, operation: str
+    cli: Cli, small_tmpfs: Any, tmp_path: Path, operation: str, tally: Tally
 ) -> None:
+    tally.tried["full disk"] += 1
     disk = Disk(cli, small_tmpfs("2m"))
     plan = tmp_path / "plan.json"
     _seed(disk, plan)
@@ -126,12 +128,14 @@ def test_a_full_disk_fails_each_write_cleanly_and_loses_nothing(
     done = disk(*args)
     assert done.returncode == 0, f"{operation} after freeing the disk: {done.stderr}"
     _all_found(disk, skip="otter0" if operation == "forget" else None)
+    tally.held["full disk"] += 1
 
 
 @pytest.mark.parametrize("operation", ["write", "topic add", "forget", "reindex", "dream apply"])
 def test_a_read_only_disk_fails_each_write_cleanly_and_loses_nothing(
-    cli: Cli, small_tmpfs: Any, tmp_path: Path, operation: str
+    cli: Cli, small_tmpfs: Any, tmp_path: Path, operation: str, tally: Tally
 ) -> None:
+    tally.tried["read-only"] += 1
     disk = Disk(cli, small_tmpfs("4m"))
     plan = tmp_path / "plan.json"
     _seed(disk, plan)
@@ -152,6 +156,7 @@ def test_a_read_only_disk_fails_each_write_cleanly_and_loses_nothing(
     done = disk(*args)
     assert done.returncode == 0, f"{operation} once writable again: {done.stderr}"
     _all_found(disk, skip="otter0" if operation == "forget" else None)
+    tally.held["read-only"] += 1
 
 
 def _saved_plan(disk: Disk, plan: Path) -> Path:

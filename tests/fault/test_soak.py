@@ -25,9 +25,10 @@ pytestmark = pytest.mark.subprocess
 
 QUICK_CAPTURES = 300
 SOAK_CAPTURES = 10_000
-# RSS may grow while caches warm (the first samples); after that, growth
-# beyond this over the rest of the run is a leak.
-RSS_GROWTH_LIMIT_KIB = 64 * 1024
+# RSS may grow while caches warm (the first fifth of the run); after that,
+# growth beyond this over the rest of the run is a leak (finished capture
+# jobs kept their exchanges once: ~2.7 MiB per 1,000 captures).
+RSS_GROWTH_LIMIT_KIB = 8 * 1024
 DISTILL_TIMEOUT_MS = 400
 
 
@@ -112,7 +113,8 @@ def test_captures_through_a_flaky_llm_lose_nothing(
         )
         project = harness.fresh_project(scenario)
         tally.tried["soak"] += n
-        run = harness.run(project, scenario, scenario.ops)
+        # About 30 captures a second on 2 busy cores; ample room above that.
+        run = harness.run(project, scenario, scenario.ops, timeout_s=120 + n / 10)
         assert run.returncode == 0, run.stderr
         assert run.acks[-1] == "done"
         scenario.check(project, run)

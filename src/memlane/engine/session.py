@@ -669,6 +669,9 @@ class Session:
         return None
 
     def _enqueue_locked(self, job: _CaptureJob) -> None:
+        # Only unfinished jobs are kept: a long session settles thousands of
+        # exchanges, and each finished one would hold its text for good.
+        self._jobs = [j for j in self._jobs if not j.done.is_set()]
         self._jobs.append(job)
         if self._capture_thread is None:
             self._capture_thread = threading.Thread(
