@@ -31,6 +31,7 @@ import logging
 import os
 import re
 import secrets
+import stat
 import threading
 import unicodedata
 from collections.abc import Iterator
@@ -543,10 +544,14 @@ def _settle_index_lines(store: Path) -> None:
 
 def _filesystem_now(fd: int) -> float | None:
     """Now, as the filesystem stamps files: the age of a leftover temporary file
-    is measured on the clock that dated it (a network share's may differ)."""
+    is measured on the clock that dated it (a network share's may differ).
+
+    A change of mode (to the same mode) makes the kernel stamp the lock
+    file's ctime with its own clock; unlike ``utime``, nothing in user space
+    chooses that time (a time-shifting library rewrites utime's "now")."""
     try:
-        os.utime(fd)
-        return os.fstat(fd).st_mtime
+        os.fchmod(fd, stat.S_IMODE(os.fstat(fd).st_mode))
+        return os.fstat(fd).st_ctime
     except OSError:
         return None
 
