@@ -161,8 +161,9 @@ def test_twenty_queued_exchanges_survive_a_kill_9(
         wait_for(
             lambda: len(_turns(project, "s-killed")) == 20, READ_TIMEOUT_S * 2, "all 20 entries"
         )
-        capture = second.capture_status()
-        assert capture["recovered"] == 20 and capture["recovered_as_digest"] == 0
+        # Counted once each entry is flushed and marked done, just after it appears.
+        wait_for(lambda: second.capture_status()["recovered"] == 20, READ_TIMEOUT_S, "20 recovered")
+        assert second.capture_status()["recovered_as_digest"] == 0
         second.stop()
     assert sorted(_turns(project, "s-killed")) == sorted(expected)  # each exactly once
     text = _daily(project)
@@ -187,8 +188,8 @@ def test_a_kill_between_the_daily_write_and_the_done_mark_writes_no_duplicate(
     with sidecar(project, server) as second:
         second.start("s-next")
         wait_for(lambda: len(_turns(project, "s-killed")) >= 5, READ_TIMEOUT_S, "t3 and t4")
-        capture = second.capture_status()
-        assert capture["recovered"] == 2 and capture["found_written"] == 1
+        wait_for(lambda: second.capture_status()["recovered"] == 2, READ_TIMEOUT_S, "2 recovered")
+        assert second.capture_status()["found_written"] == 1
         second.stop()
     assert sorted(_turns(project, "s-killed")) == ["t0", "t1", "t2", "t3", "t4"]
 
@@ -210,6 +211,9 @@ def test_a_live_sidecar_keeps_its_queue_until_it_is_killed(
         # The next session start in the other sidecar takes the dead one's queue.
         other.start("s-other-2")
         wait_for(lambda: len(_turns(project, "s-live")) == 3, READ_TIMEOUT_S, "the three entries")
-        assert other.capture_status()["recovered"] == 3
+        # Counted once each entry is flushed and marked done, just after it appears.
+        wait_for(
+            lambda: other.capture_status()["recovered"] == 3, READ_TIMEOUT_S, "three recovered"
+        )
         other.stop()
     assert sorted(_turns(project, "s-live")) == ["t0", "t1", "t2"]
