@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from memlane.core import settings as S
+from memlane.core.atomic import write_atomic
 from memlane.core.errors import ConfigError
 from memlane.core.paths import global_config_path, trust_file_path
 from memlane.core.regular_file import FileTooLargeError, NotRegularFileError, read_regular_file
@@ -737,9 +738,7 @@ def set_trusted(project_dir: Path, trusted: bool) -> None:
     else:
         current.pop(real, None)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(dict(sorted(current.items())), indent=2) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    write_atomic(path, json.dumps(dict(sorted(current.items())), indent=2) + "\n")
 
 
 def load_config(repository_dir: Path | None = None, env: Mapping[str, str] | None = None) -> Config:
@@ -818,6 +817,4 @@ def set_value(path: Path, name: str, raw: str | None) -> None:
         data.setdefault(section, {})[key] = value
     data = {s: b for s, b in data.items() if b}
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(render_toml(data), encoding="utf-8")
-    os.replace(tmp, path)
+    write_atomic(path, render_toml(data))

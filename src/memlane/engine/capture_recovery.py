@@ -17,12 +17,13 @@ import fcntl
 import json
 import os
 import re
-import secrets
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from memlane.core.atomic import write_atomic
 from memlane.core.clock import local as local_time
+from memlane.core.locks import lock_file
 from memlane.core.regular_file import read_all_from
 from memlane.engine.capture_journal import (
     DIGEST,
@@ -154,16 +155,10 @@ def already_written(store: Path, item: Pending) -> bool:
 
 def note_recovered(directory: Path, how: str) -> None:
     """Count one recovered entry in ``recovered.json`` (shared by every process)."""
-    lock_fd = os.open(directory / STATS_LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-    try:
-        fcntl.flock(lock_fd, fcntl.LOCK_EX)
+    with lock_file(directory / STATS_LOCK_NAME, exclusive=True, mode=0o600):
         stats = read_stats(directory)
         stats[how] = int(stats.get(how, 0)) + 1
-        temp = directory / f".{STATS_NAME}.{os.getpid()}.{secrets.token_hex(4)}{TEMP_SUFFIX}"
-        temp.write_text(json.dumps(stats, sort_keys=True) + "\n", encoding="utf-8")
-        os.replace(temp, directory / STATS_NAME)
-    finally:
-        os.close(lock_fd)
+        write_atomic(directory / STATS_NAME, json.dumps(stats, sort_keys=True) + "\n")
 
 
 def read_stats(directory: Path) -> dict[str, int]:

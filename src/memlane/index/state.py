@@ -23,18 +23,15 @@ Field semantics:
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from secrets import token_hex
 from typing import Any, Protocol
 
+from memlane.core.atomic import write_atomic
 from memlane.core.clock import SYSTEM_CLOCK, utc_z
-from memlane.core.faults import step
 
 STATE_FILENAME = ".index-state.json"
 STATE_SCHEMA_VERSION = 1
@@ -300,26 +297,12 @@ def save_state(state_path: Path, state: Mapping[str, Any]) -> bool:
     """Atomically write ``state`` (only the known fields); False on I/O failure."""
     data = {key: state[key] for key in STATE_FIELDS if key in state}
     text = json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
-    tmp_name: str | None = None
     try:
         state_path.parent.mkdir(parents=True, exist_ok=True)
-        # Same directory, so os.replace is an atomic rename: a reader sees
-        # the old file or the new one, never a torn write.
-        # (not mkstemp: its 0600 mode would stick to the state file.)
-        tmp_name = str(state_path.with_name(f"{state_path.name}.{os.getpid()}.{token_hex(4)}.tmp"))
-        fd = os.open(tmp_name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        step("state.temp_written")
-        os.replace(tmp_name, state_path)
-        tmp_name = None
+        write_atomic(state_path, text, fault_prefix="state")
         return True
     except OSError:
         return False
-    finally:
-        if tmp_name is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp_name)
 
 
 def _carry(

@@ -3,11 +3,11 @@ new files that survive a power cut (fsync the directory too)."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 from collections.abc import Iterable
 from pathlib import Path
 
+from memlane.core.atomic import fsync_directory
 from memlane.core.diskspace import disk_full_error, filesystem_full, is_disk_full
 from memlane.core.errors import StoreError
 from memlane.core.faults import step
@@ -21,12 +21,7 @@ def fsync_dirs(directories: Iterable[Path]) -> None:
     Best effort: not every filesystem lets a directory be opened or synced.
     """
     for directory in directories:
-        with contextlib.suppress(OSError):
-            fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+        fsync_directory(directory)
 
 
 # How often an appender reopens a file that was replaced (a forget or a

@@ -74,7 +74,6 @@ the race with appenders or fail the rename; memlane itself never passes any.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import re
 import tempfile
@@ -166,14 +165,14 @@ def _store_lock(store_dir: Path) -> Iterator[None]:
             "check that the store directory is writable by your user; nothing was removed",
         ) from None
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        step("forget.locked")
-        # A removal killed midway left its temporary file (only the text that
-        # stays); only a holder of this lock makes one, so it is a leftover.
-        sweep_forget_temps(store_dir)
-        yield
+        with flocked(fd):
+            step("forget.locked")
+            # A removal killed midway left its temporary file (only the text that
+            # stays); only a holder of this lock makes one, so it is a leftover.
+            sweep_forget_temps(store_dir)
+            yield
     finally:
-        os.close(fd)  # closing the descriptor releases the lock
+        os.close(fd)
 
 
 def _write_temp(fd: int, data: bytes) -> None:

@@ -30,12 +30,12 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from memlane.core.atomic import write_atomic
 from memlane.core.clock import utc_z
 from memlane.core.diskspace import disk_full_error, is_disk_full
 from memlane.core.errors import StoreError
@@ -43,7 +43,7 @@ from memlane.core.faults import step
 from memlane.core.locks import flocked, lock_file
 from memlane.store import topics
 from memlane.store.damage import check_bytes, lines_to_set_aside
-from memlane.store.durable import append_whole, fsync_dirs
+from memlane.store.durable import append_whole
 from memlane.store.forget import LOCK_NAME as REWRITE_LOCK_NAME
 from memlane.store.layout import TOPICS_DIR
 
@@ -150,27 +150,9 @@ def _rewrite(path: Path, fd: int, now: datetime) -> SetAside | None:
     _fsync_path(target)
     step("repair.damaged_written")
 
+    # The mode of the file under the lock (fd), not of whatever the name holds.
     mode = os.fstat(fd).st_mode & 0o7777
-    temp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-    try:
-        out = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
-        try:
-            view = memoryview(kept)
-            written = 0
-            while written < len(view):
-                written += os.write(out, view[written:])
-            os.fchmod(out, mode)
-            os.fsync(out)
-        finally:
-            os.close(out)
-        step("repair.temp_written")
-        os.replace(temp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temp)
-        raise
-    fsync_dirs([path.parent])
-    step("repair.renamed")
+    write_atomic(path, kept, mode=mode, fault_prefix="repair")
     return SetAside(str(path), str(target), numbers)
 
 

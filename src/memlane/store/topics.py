@@ -25,12 +25,10 @@ topics directory of the real store.
 from __future__ import annotations
 
 import difflib
-import fcntl
 import json
 import logging
 import os
 import re
-import secrets
 import stat
 import threading
 import unicodedata
@@ -41,11 +39,12 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
+from memlane.core import atomic
 from memlane.core.errors import MemlaneError, NotFoundError, StoreError
 from memlane.core.faults import step
+from memlane.core.locks import flocked
 from memlane.core.settings import MEM_INDEX_MAX_BYTES, MEM_INDEX_MAX_LINES
 from memlane.store import dream_journal, safe_paths
-from memlane.store.durable import fsync_dirs
 from memlane.store.layout import MEMORY_INDEX, TOPICS_DIR
 from memlane.store.leftovers import sweep_writer_temps
 from memlane.store.redaction import UNSCANNABLE, redact
@@ -485,23 +484,23 @@ def locked(store: Path, *, recover: bool = True) -> Iterator[None]:
             "check that the store directory is writable",
         ) from None
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        step("topic.locked")
-        info = os.fstat(fd)
-        key = (info.st_dev, info.st_ino)
-        _held_keys().add(key)
-        try:
-            if recover and dream_journal.journal_path(store).exists():
-                message = dream_journal.recover(store).render()
-                if message:
-                    log.warning("%s: %s", store, message)
-            sweep_writer_temps([store, store / TOPICS_DIR], _filesystem_now(fd))
-            _settle_index_lines(store)
-            yield
-        finally:
-            _held_keys().discard(key)
+        with flocked(fd):
+            step("topic.locked")
+            info = os.fstat(fd)
+            key = (info.st_dev, info.st_ino)
+            _held_keys().add(key)
+            try:
+                if recover and dream_journal.journal_path(store).exists():
+                    message = dream_journal.recover(store).render()
+                    if message:
+                        log.warning("%s: %s", store, message)
+                sweep_writer_temps([store, store / TOPICS_DIR], _filesystem_now(fd))
+                _settle_index_lines(store)
+                yield
+            finally:
+                _held_keys().discard(key)
     finally:
-        os.close(fd)  # closing releases the lock
+        os.close(fd)
 
 
 def _pending_index_path(store: Path) -> Path:
@@ -565,12 +564,12 @@ def settle_interrupted_dream(store: Path) -> None:
 
 
 def write_atomic(path: Path, text: str, *, new_file_mode: int | None = None) -> None:
-    """Replace *path* with *text* in one rename; the file keeps its permissions.
+    """Replace *path* with *text* in one rename (``core/atomic``); the file keeps
+    its permissions, and errors are worded for the store.
 
     ``new_file_mode`` sets the permissions of a file that does not exist yet
     (a dream plan holds topic text: owner only).
     """
-    temp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
     try:
         data = text.encode("utf-8")
     except UnicodeError:
@@ -578,26 +577,9 @@ def write_atomic(path: Path, text: str, *, new_file_mode: int | None = None) -> 
             f"cannot write {path}: the text is not valid UTF-8",
             "re-encode the input as UTF-8 and try again; nothing was changed",
         ) from None
-    mode: int | None
     try:
-        mode = path.stat().st_mode & 0o7777
-    except FileNotFoundError:
-        mode = new_file_mode
-    try:
-        with open(temp, "wb") as handle:
-            # A file the user made private (chmod 600) must stay private.
-            if mode is not None:
-                os.fchmod(handle.fileno(), mode)
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        step("topic.temp_written")
-        os.replace(temp, path)
-        step("topic.renamed")
-        fsync_dirs([path.parent])
+        atomic.write_atomic(path, data, new_file_mode=new_file_mode, fault_prefix="topic")
     except OSError as exc:
-        with suppress(OSError):
-            temp.unlink()
         raise StoreError(
             f"cannot write {path}: {exc.strerror or exc}",
             "check that the store directory is writable and the disk is not full",

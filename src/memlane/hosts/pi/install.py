@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from memlane.core.atomic import write_atomic
 from memlane.core.errors import ConfigError, MemlaneError
 
 #: The file beside pi's settings that names the memlane the package runs.
@@ -123,9 +124,7 @@ def _read_settings(path: Path) -> tuple[dict[str, Any], int | str, bool]:
 
 def _write_json(path: Path, data: Any, indent: int | str = 2) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.memlane-tmp")
-    tmp.write_text(json.dumps(data, indent=indent, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    write_atomic(path, json.dumps(data, indent=indent, ensure_ascii=False) + "\n")
 
 
 def _source_of(entry: Any) -> str | None:

@@ -1,0 +1,94 @@
+"""Replace a file with new bytes in one rename: readers see the old file or the
+new one, never a torn write, and the new one survives a power cut.
+
+The temporary file gets a name no other writer can pick,
+``.<name>.<pid>.<8 hex>.tmp`` in the target's directory (a rename is atomic
+only within one filesystem), so two processes replacing the same file at
+once never write into each other's temp file; the last rename wins whole.
+``store/leftovers.py`` sweeps temp files of that shape whose writer is gone.
+
+Errors are ``OSError``, raised through once the temp file is removed: each
+caller words its own one-line message.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+from pathlib import Path
+
+from memlane.core.faults import step
+
+# Created private, then given its final mode before any byte is written.
+_TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def temp_path_for(path: Path) -> Path:
+    """A fresh ``.<name>.<pid>.<8 hex>.tmp`` name beside *path*."""
+    return path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+
+
+def write_atomic(
+    path: Path,
+    data: bytes | str,
+    *,
+    mode: int | None = None,
+    new_file_mode: int | None = None,
+    fault_prefix: str | None = None,
+) -> None:
+    """Replace *path* with *data* (``str`` is written as UTF-8) atomically.
+
+    Permissions: *mode* when given; else the existing file's (a file the user
+    made private stays private); else *new_file_mode*; else the usual
+    ``0o666`` less the umask. *fault_prefix* names the fault steps
+    ``<prefix>.temp_written`` (before the rename) and ``<prefix>.renamed``
+    (after it) that the fault suite kills at.
+    """
+    payload = data.encode("utf-8") if isinstance(data, str) else data
+    final_mode = mode if mode is not None else _existing_mode(path, new_file_mode)
+    temp = temp_path_for(path)
+    fd = os.open(temp, _TEMP_FLAGS, 0o600 if final_mode is not None else 0o666)
+    try:
+        try:
+            if final_mode is not None:
+                os.fchmod(fd, final_mode)
+            _write_all(fd, payload)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        if fault_prefix is not None:
+            step(f"{fault_prefix}.temp_written")
+        os.replace(temp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
+    if fault_prefix is not None:
+        step(f"{fault_prefix}.renamed")
+    fsync_directory(path.parent)
+
+
+def fsync_directory(directory: Path) -> None:
+    """fsync *directory*, so a rename in it is on disk (best effort: not every
+    filesystem lets a directory be opened or synced)."""
+    with contextlib.suppress(OSError):
+        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def _existing_mode(path: Path, new_file_mode: int | None) -> int | None:
+    try:
+        return path.stat().st_mode & 0o7777
+    except FileNotFoundError:
+        return new_file_mode
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    written = 0
+    while written < len(view):
+        written += os.write(fd, view[written:])
