@@ -17,7 +17,6 @@ beside it and checked at load like the bundled file's.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import logging
 import os
@@ -27,7 +26,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from memlane.core.atomic import write_atomic
 from memlane.core.errors import EmbedderError
+from memlane.core.locks import lock_file
 
 #: Bumped whenever the derivation changes: it names the vector space, so a
 #: new recipe re-embeds every chunk instead of mixing vectors.
@@ -53,15 +54,12 @@ def quantized_model(source: Path, source_sha256: str, cache_dir: Path) -> tuple[
             return target, digest_file.read_text(encoding="ascii").strip()
     target.parent.mkdir(parents=True, exist_ok=True)
     lock_path = target.with_name(target.name + ".lock")
-    with lock_path.open("a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with lock_file(lock_path, exclusive=True):
         if target.is_file() and digest_file.is_file():
             return target, digest_file.read_text(encoding="ascii").strip()
         _build(source, target)
         digest = _sha256(target)
-        tmp_digest = digest_file.with_name(digest_file.name + ".tmp")
-        tmp_digest.write_text(digest + "\n", encoding="ascii")
-        os.replace(tmp_digest, digest_file)
+        write_atomic(digest_file, digest + "\n")
         return target, digest
 
 
