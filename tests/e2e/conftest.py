@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from pi_harness import NpmUnavailable, PiInstall, ensure_pi
+from pi_harness import NpmUnavailable, PiInstall, ensure_pi, ensure_typescript
 
 from fake_llm import FakeModel
 
@@ -28,6 +28,15 @@ def pi_install() -> PiInstall:
         return ensure_pi(CACHE)
     except NpmUnavailable as exc:
         pytest.skip(f"pi e2e tests skipped: {exc}")
+
+
+@pytest.fixture(scope="session")
+def tsc(pi_install: PiInstall) -> Path:
+    """The TypeScript compiler from the npm registry, cached in $MEMLANE_E2E_CACHE."""
+    try:
+        return ensure_typescript(CACHE)
+    except NpmUnavailable as exc:
+        pytest.skip(f"type check skipped: {exc}")
 
 
 @pytest.fixture(scope="module")

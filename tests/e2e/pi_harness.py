@@ -32,6 +32,7 @@ from typing import Any
 from helpers import NOW
 
 PI_PACKAGE = "@earendil-works/pi-coding-agent@1"
+TYPESCRIPT_PACKAGE = "typescript@5"
 NODE_MIN = (22, 19)
 NODE_PACKAGE = "node-linux-{arch}@22"
 INSTALL_TIMEOUT_S = 600
@@ -150,30 +151,7 @@ def ensure_pi(cache: Path) -> PiInstall:
             shutil.rmtree(target)
         target.mkdir(parents=True)
         (target / "package.json").write_text('{"name": "memlane-e2e-pi", "private": true}\n')
-        out = subprocess.run(
-            [
-                npm,
-                "install",
-                "--no-audit",
-                "--no-fund",
-                "--ignore-scripts",
-                "--loglevel=error",
-                *specs,
-            ],
-            cwd=target,
-            capture_output=True,
-            text=True,
-            timeout=INSTALL_TIMEOUT_S,
-        )
-        if out.returncode != 0:
-            reason = _npm_reason(out.stderr)
-            if re.search(
-                r"E(AI_AGAIN|NOTFOUND|CONNREFUSED|TIMEDOUT|CONNRESET)|network", out.stderr
-            ):
-                raise NpmUnavailable(f"npm install could not reach the registry: {reason}")
-            raise RuntimeError(
-                f"npm install {' '.join(specs)} failed: {reason}\n{out.stderr[-2000:]}"
-            )
+        _npm_install(npm, target, specs)
         node = system_node or next((target / "node_modules").glob("node-linux-*/bin/node"))
         pkg = target / "node_modules" / "@earendil-works" / "pi-coding-agent"
         manifest = json.loads((pkg / "package.json").read_text())
@@ -182,6 +160,47 @@ def ensure_pi(cache: Path) -> PiInstall:
             json.dumps({"node": str(node), "cli": str(cli), "version": manifest["version"]})
         )
         return PiInstall(node, cli, manifest["version"])
+
+
+def _npm_install(npm: str, target: Path, specs: list[str]) -> None:
+    """``npm install specs`` into *target*; NpmUnavailable when the registry cannot be reached."""
+    out = subprocess.run(
+        [npm, "install", "--no-audit", "--no-fund", "--ignore-scripts", "--loglevel=error", *specs],
+        cwd=target,
+        capture_output=True,
+        text=True,
+        timeout=INSTALL_TIMEOUT_S,
+    )
+    if out.returncode != 0:
+        reason = _npm_reason(out.stderr)
+        if re.search(r"E(AI_AGAIN|NOTFOUND|CONNREFUSED|TIMEDOUT|CONNRESET)|network", out.stderr):
+            raise NpmUnavailable(f"npm install could not reach the registry: {reason}")
+        raise RuntimeError(f"npm install {' '.join(specs)} failed: {reason}\n{out.stderr[-2000:]}")
+
+
+def ensure_typescript(cache: Path) -> Path:
+    """The TypeScript compiler (``tsc``'s JavaScript entry) installed under *cache*, reused between runs.
+
+    A directory of its own beside pi's: reinstalling pi (which wipes ``pi-1``)
+    keeps it, and the type check reads pi's type definitions from ``pi-1``.
+    """
+    target = cache / "typescript-5"
+    tsc = target / "node_modules" / "typescript" / "bin" / "tsc"
+    stamp = target / ".memlane-ready"
+    with _locked(cache / ".install.lock"):
+        if stamp.exists() and tsc.exists():
+            return tsc
+        npm = _npm()
+        _registry_reachable(npm)
+        if target.exists():
+            shutil.rmtree(target)
+        target.mkdir(parents=True)
+        (target / "package.json").write_text(
+            '{"name": "memlane-e2e-typescript", "private": true}\n'
+        )
+        _npm_install(npm, target, [TYPESCRIPT_PACKAGE])
+        stamp.write_text("")
+        return tsc
 
 
 # -- one isolated pi setup -------------------------------------------------------

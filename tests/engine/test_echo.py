@@ -210,7 +210,7 @@ def test_a_recall_command_prompt_is_not_counted_as_news(
 
 
 def test_the_pi_recall_command_sends_the_prefix_memlane_recognises() -> None:
-    shim = (REPO / "integrations" / "pi" / "extensions" / "memlane.ts").read_text()
+    shim = (REPO / "integrations" / "pi" / "extensions" / "memlane" / "commands.ts").read_text()
     (template,) = re.findall(r"const request = `([^`]*)`", shim)
     assert template.startswith(RECALL_PROMPT_PREFIX + " ${query}")
 

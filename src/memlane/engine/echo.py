@@ -48,7 +48,7 @@ from typing import Any
 from memlane.core.words import FUNCTION_WORDS, light_stem
 
 #: The text pi's ``/recall <query>`` command sends as the user's prompt
-#: starts with this (integrations/pi/extensions/memlane.ts).
+#: starts with this (integrations/pi/extensions/memlane/commands.ts).
 RECALL_PROMPT_PREFIX = "Recall from long-term memory:"
 #: A sentence whose distinct content words occur in the recalled text at
 #: least this much is a restatement. High on purpose: new work on a

@@ -1,0 +1,144 @@
+/** The slash commands: /recall (a prompt for the agent), /memory (sidecar or CLI), /dream (the CLI, confirmed). */
+
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
+import { type Shim, tell } from "./host.ts";
+import { cliFailure, runMemlane } from "./memlane-cli.ts";
+import { asObject, DREAM_TIMEOUT_MS, type Json, type JsonObject } from "./protocol.ts";
+
+// /memory [status|stats|search <query>|reindex|on|off]: status goes through the sidecar;
+// the sessions-layer and on/off subcommands are the CLI's (`memlane sessions …`,
+// `memlane memory on|off`), run as a child so pi shows exactly what the CLI prints.
+const MEMORY_CLI: Record<string, { args: string[]; timeoutMs: number }> = {
+	stats: { args: ["sessions", "stats"], timeoutMs: 30_000 },
+	reindex: { args: ["sessions", "reindex"], timeoutMs: 30 * 60_000 },
+	on: { args: ["memory", "on"], timeoutMs: 30_000 },
+	off: { args: ["memory", "off"], timeoutMs: 30_000 },
+};
+
+export function registerCommands(pi: ExtensionAPI, shim: Shim): void {
+	pi.registerCommand("recall", {
+		description: "Recall from long-term memory: /recall <query>, or /recall --all <query> across projects",
+		handler: async (args, ctx) => {
+			let query = (args ?? "").trim();
+			let all = false;
+			if (query.startsWith("--all")) {
+				all = true;
+				query = query.slice("--all".length).trim();
+			}
+			if (!query) {
+				if (ctx.hasUI) ctx.ui.notify("Usage: /recall [--all] <query>", "warning");
+				return;
+			}
+			const scope = all
+				? 'Search every project (memory_search with scope "all"; pass a hit\'s origin project back as project).'
+				: "Search this project's memory.";
+			// memlane knows a /recall exchange by this opening (RECALL_PROMPT_PREFIX in
+			// src/memlane/engine/echo.py): it is not captured again, nor indexed as a message.
+			const request = `Recall from long-term memory: ${query}\n\nUse the recall skill: start with memory_search, go to memory_expand and then memory_transcript only if the shallower layer does not answer. ${scope} Answer from what memory says and cite the chunk hashes you used.`;
+			if (ctx.isIdle()) pi.sendUserMessage(request);
+			else pi.sendUserMessage(request, { deliverAs: "followUp" });
+		},
+	});
+
+	// /memory [status|stats|search <query>|reindex|on|off]: status goes through the sidecar;
+	// the sessions-layer and on/off subcommands are the CLI's (`memlane sessions …`,
+
+	pi.registerCommand("memory", {
+		description:
+			"memlane: status (default), stats (sessions index), search <query> (past sessions), reindex (sessions), on|off (topic memory)",
+		handler: async (args, ctx) => {
+			shim.ctx = ctx;
+			const [sub = "status", ...rest] = String(args ?? "").trim().split(/\s+/).filter(Boolean);
+			let text: string;
+			const cli = MEMORY_CLI[sub];
+			if (cli) {
+				const result = await runMemlane(ctx.cwd, cli.args, cli.timeoutMs);
+				text = result.code === 0 && !result.failure ? result.stdout.trim() : cliFailure(result);
+			} else if (sub === "status" || sub === "search") {
+				const child = await shim.connection.ensure();
+				if (!child) text = shim.connection.unavailableText();
+				else {
+					const call =
+						sub === "status"
+							? { name: "memory_status", arguments: {} }
+							: { name: "memory_search", arguments: { query: rest.join(" "), kind: "session" } };
+					try {
+						if (sub === "search" && rest.length === 0) throw new Error("usage: /memory search <query>");
+						const result = asObject(await child.request("tool", call as JsonObject));
+						text = typeof result.text === "string" ? result.text : JSON.stringify(result);
+					} catch (err) {
+						text = `/memory ${sub} failed: ${err instanceof Error ? err.message : String(err)}`;
+					}
+				}
+			} else {
+				text = `unknown /memory subcommand ${JSON.stringify(sub)}: use status, stats, search <query>, reindex, on or off`;
+			}
+			if (ctx.hasUI) ctx.ui.notify(text, "info");
+			else if (ctx.mode === "print") process.stdout.write(`${text}\n`);
+			else process.stderr.write(`${text}\n`); // json mode: stdout carries only events
+		},
+	});
+
+	pi.registerCommand("dream", {
+		description: "Consolidate topic memory (merge duplicates, settle contradictions); shows the diff and asks first",
+		handler: async (_args, ctx) => {
+			// The plan goes through a private temp dir: it holds the topic files' text.
+			const dir = mkdtempSync(join(tmpdir(), "memlane-dream-"));
+			const planFile = join(dir, "plan.json");
+			try {
+				if (ctx.hasUI) ctx.ui.notify("memlane dream: planning the consolidation with the LLM…", "info");
+				const planned = await runMemlane(ctx.cwd, ["dream", "--dry-run", "--save-plan", planFile, "--json"], DREAM_TIMEOUT_MS);
+				if (planned.code !== 0 || planned.failure) {
+					tell(ctx, `memlane dream failed: ${cliFailure(planned)}`, "error");
+					return;
+				}
+				let plan: JsonObject;
+				try {
+					plan = asObject(JSON.parse(planned.stdout) as Json);
+				} catch {
+					tell(ctx, `memlane dream printed no plan: ${planned.stdout.slice(0, 200)}`, "error");
+					return;
+				}
+				const rendered = typeof plan.rendered === "string" ? plan.rendered.trimEnd() : "";
+				const changes = Array.isArray(plan.changes) ? plan.changes.length : 0;
+				if (changes === 0) {
+					tell(ctx, rendered || "Nothing to consolidate.", "info");
+					return;
+				}
+				if (!ctx.hasUI) {
+					tell(
+						ctx,
+						`${rendered}\n\n/dream cannot ask for confirmation in ${ctx.mode} mode: nothing was changed. Run \`memlane dream\` in a terminal (or /dream in pi's interactive mode) to apply it.`,
+						"warning",
+					);
+					return;
+				}
+				const confirmed = await ctx.ui.confirm("Apply this dream plan?", rendered);
+				if (!confirmed) {
+					ctx.ui.notify("memlane dream: declined, nothing was changed.", "info");
+					return;
+				}
+				const applied = await runMemlane(ctx.cwd, ["dream", "--apply-plan", planFile, "--yes", "--json"], DREAM_TIMEOUT_MS);
+				if (applied.code !== 0 || applied.failure) {
+					ctx.ui.notify(`memlane dream did not apply: ${cliFailure(applied)}`, "error");
+					return;
+				}
+				let notices: string[] = [];
+				try {
+					const done = asObject(JSON.parse(applied.stdout) as Json);
+					if (Array.isArray(done.notices)) notices = done.notices.filter((n): n is string => typeof n === "string");
+				} catch {
+					// applied (exit 0); only the notices are lost
+				}
+				ctx.ui.notify([`memlane dream applied: ${changes} file(s) changed.`, ...notices].join("\n"), "info");
+			} catch (err) {
+				tell(ctx, `memlane dream failed: ${err instanceof Error ? err.message : String(err)}`, "error");
+			} finally {
+				rmSync(dir, { recursive: true, force: true });
+			}
+		},
+	});
+}

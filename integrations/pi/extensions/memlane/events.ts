@@ -1,0 +1,66 @@
+/** pi's lifecycle events, forwarded to the sidecar. */
+
+import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
+import { settledExchange, type Shim } from "./host.ts";
+import { asObject, CONTEXT_MESSAGE_TYPE, type JsonObject } from "./protocol.ts";
+
+export function registerEvents(pi: ExtensionAPI, shim: Shim): void {
+	const { connection } = shim;
+
+	pi.on("session_start", async (event, ctx) => {
+		shim.ctx = ctx;
+		shim.mode = ctx.mode;
+		const sm = ctx.sessionManager;
+		const sessionParams: JsonObject = {
+			cwd: ctx.cwd,
+			session_id: sm.getSessionId(),
+			transcript_path: sm.getSessionFile() ?? null,
+			host: "pi",
+		};
+		if (event.reason) sessionParams.reason = event.reason;
+		await connection.begin(sessionParams);
+	});
+
+	pi.on("before_agent_start", async (event, ctx) => {
+		shim.ctx = ctx;
+		const prompt = event.messageType === "user" ? event.prompt : "";
+		const result = await connection.forward("before_agent_start", { prompt });
+		if (!result) return;
+		const append = typeof result.system_append === "string" ? result.system_append : "";
+		const message = asObject(result.message ?? null);
+		const content = typeof message.content === "string" ? message.content : "";
+		const out: { systemPrompt?: string; message?: { customType: string; content: string; display: boolean } } = {};
+		if (append) out.systemPrompt = `${event.systemPrompt}\n\n${append}`;
+		if (content && event.messageType === "user") {
+			out.message = { customType: CONTEXT_MESSAGE_TYPE, content, display: false };
+		}
+		return out;
+	});
+
+	pi.on("agent_settled", async (event, ctx) => {
+		shim.ctx = ctx;
+		const { user, assistant, entryId, tools } = settledExchange(ctx);
+		if (user === null) return; // a run with no user prompt on the branch: nothing to capture
+		await connection.forward("agent_settled", {
+			exchange: {
+				user,
+				assistant,
+				aborted: event.aborted,
+				entry_id: entryId,
+				session_id: ctx.sessionManager.getSessionId(),
+				transcript_path: ctx.sessionManager.getSessionFile() ?? null,
+				tools,
+			},
+		});
+	});
+
+	pi.on("session_compact", async (_event, ctx) => {
+		shim.ctx = ctx;
+		await connection.forward("session_compact", {});
+	});
+
+	pi.on("session_shutdown", async () => {
+		// The context stays set while the sidecar flushes: its distillation asks llm.complete.
+		if (await connection.end()) shim.ctx = null;
+	});
+}

@@ -1,0 +1,47 @@
+/**
+ * The sidecar protocol's shapes and the shim's deadlines and messages.
+ *
+ * The protocol itself is memlane's (src/memlane/hosts/pi/sidecar.py): JSON-RPC 2.0,
+ * one JSON object per line over stdio.
+ */
+
+export const SHUTDOWN_GRACE_MS = 2000;
+export const MAX_SIDECAR_RESPAWNS = 2;
+// Consecutive unanswered requests of one method after which the child counts as crashed
+// (killed, then respawned lazily).
+export const TIMEOUT_CRASH_THRESHOLD = 3;
+
+// Per-request deadlines (ms). The sidecar enforces the real budgets (auto-context
+// 300 ms, shutdown flush 15 s); these only keep pi from hanging on a stuck child.
+export const TIMEOUT_MS: Record<string, number> = {
+	session_start: 30_000,
+	before_agent_start: 5_000,
+	agent_settled: 10_000,
+	session_compact: 10_000,
+	session_shutdown: 20_000,
+	tool: 300_000,
+};
+export const DEFAULT_TIMEOUT_MS = 30_000;
+// One `memlane dream` run: the LLM restates every topic it changes (memlane allows it
+// at least 180 s); past this the child is killed.
+export const DREAM_TIMEOUT_MS = 600_000;
+export const LLM_COMPLETE_MAX_TOKENS = 1024;
+
+export const INSTALL_HINT =
+	"memlane is not on PyPI: install it from a memlane checkout with `pip install .` (or `pipx install <checkout or git URL>`), then run `memlane install pi` (it records which memlane pi should run).";
+export const STATUS_HINT = "Run `memlane status` in the project for what is wrong, then restart pi.";
+export const CONTEXT_MESSAGE_TYPE = "memlane-context";
+export const LOG_PREFIX = "[memlane]";
+
+export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+export type JsonObject = { [key: string]: Json };
+
+export interface RpcError {
+	code: number;
+	message: string;
+	data?: Json;
+}
+
+export function asObject(value: Json): JsonObject {
+	return value && typeof value === "object" && !Array.isArray(value) ? value : {};
+}

@@ -1,0 +1,201 @@
+// The pi extension's own logic under a fake pi, with node's test runner (`node --test`):
+// degradation when memlane is missing or broken, the respawn cap, request deadlines and
+// the kill after repeated misses. Run by tests/e2e/test_pi_shim.py with the e2e cache's
+// Node 22 and `--import ./resolve_pi.mjs` (pi's packages from the cached pi install).
+import assert from "node:assert/strict";
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, beforeEach, test } from "node:test";
+import { setTimeout as sleep } from "node:timers/promises";
+import { fileURLToPath } from "node:url";
+
+import memlane from "../../../integrations/pi/extensions/memlane.ts";
+import { SidecarConnection } from "../../../integrations/pi/extensions/memlane/connection.ts";
+import { TIMEOUT_MS } from "../../../integrations/pi/extensions/memlane/protocol.ts";
+import { Sidecar, SidecarError } from "../../../integrations/pi/extensions/memlane/sidecar.ts";
+
+const FAKE_SIDECAR = fileURLToPath(new URL("./fake_sidecar.mjs", import.meta.url));
+
+let dir;
+let wrapper;
+let startLog;
+
+beforeEach(() => {
+	dir = mkdtempSync(join(tmpdir(), "memlane-shim-test-"));
+	wrapper = join(dir, "memlane");
+	startLog = join(dir, "starts.log");
+	writeFileSync(wrapper, `#!/bin/sh\nexec "${process.execPath}" "${FAKE_SIDECAR}" "$@"\n`);
+	chmodSync(wrapper, 0o755);
+	writeFileSync(startLog, "");
+	process.env.FAKE_SIDECAR_LOG = startLog;
+	process.env.PI_CODING_AGENT_DIR = join(dir, "agent");
+});
+
+afterEach(() => {
+	delete process.env.MEMLANE_COMMAND;
+	delete process.env.FAKE_SIDECAR_MODE;
+	rmSync(dir, { recursive: true, force: true });
+});
+
+const starts = () => readFileSync(startLog, "utf8").split("\n").filter(Boolean).length;
+
+/** The extension loaded into a fake pi that keeps what it registers. */
+function loadShim() {
+	const handlers = new Map();
+	const tools = new Map();
+	const api = {
+		on: (event, handler) => handlers.set(event, handler),
+		registerTool: (tool) => tools.set(tool.name, tool),
+		registerCommand: () => {},
+		sendUserMessage: () => {},
+	};
+	memlane(api);
+	const ctx = {
+		cwd: dir,
+		mode: "print",
+		hasUI: false,
+		ui: { notify: () => {} },
+		sessionManager: {
+			getSessionId: () => "session-1",
+			getSessionFile: () => undefined,
+			getBranch: () => [],
+			getLeafId: () => null,
+		},
+	};
+	return {
+		handlers,
+		sessionStart: () => handlers.get("session_start")({ type: "session_start", reason: "startup" }, ctx),
+		beforeAgentStart: () =>
+			handlers.get("before_agent_start")({ prompt: "hi", messageType: "user", systemPrompt: "SYSTEM" }, ctx),
+		shutdown: () => handlers.get("session_shutdown")({}, ctx),
+		callTool: async (name, params = {}) => {
+			const result = await tools.get(name).execute("call-1", params, undefined, undefined, ctx);
+			return { text: result.content[0].text, details: result.details };
+		},
+	};
+}
+
+/** Collect the shim's stderr log lines while `body` runs. */
+async function capturingStderr(body) {
+	const lines = [];
+	const write = process.stderr.write;
+	process.stderr.write = (chunk, ...rest) => {
+		if (String(chunk).startsWith("[memlane]")) lines.push(String(chunk).trimEnd());
+		else return write.call(process.stderr, chunk, ...rest);
+		return true;
+	};
+	try {
+		await body();
+	} finally {
+		process.stderr.write = write;
+	}
+	return lines;
+}
+
+test("a missing memlane: tools say how to install it, events pass through, nothing is retried", async () => {
+	process.env.MEMLANE_COMMAND = join(dir, "no-such-memlane");
+	const shim = loadShim();
+	let first;
+	let second;
+	let hook;
+	const log = await capturingStderr(async () => {
+		await shim.sessionStart();
+		hook = await shim.beforeAgentStart();
+		first = await shim.callTool("memory_search", { query: "x" });
+		second = await shim.callTool("memory_status");
+		await shim.shutdown();
+	});
+	assert.equal(hook, undefined, "before_agent_start leaves pi's prompt alone");
+	assert.match(first.text, /^memlane is not available in this pi session: cannot run .*no-such-memlane: spawn .* ENOENT before answering session_start\.\n/);
+	assert.match(first.text, /memlane is not on PyPI/);
+	assert.doesNotMatch(first.text, /memlane status/);
+	assert.deepEqual(first.details, { unavailable: true });
+	assert.equal(second.text, first.text);
+	assert.equal(log.filter((line) => line.includes("memlane is unavailable")).length, 1, log.join("\n"));
+});
+
+test("a memlane that cannot start: its error is logged, tools point at memlane status, one attempt", async () => {
+	process.env.MEMLANE_COMMAND = wrapper;
+	process.env.FAKE_SIDECAR_MODE = "broken";
+	const shim = loadShim();
+	let answer;
+	const log = await capturingStderr(async () => {
+		await shim.sessionStart();
+		await shim.beforeAgentStart();
+		answer = await shim.callTool("memory_status");
+		await shim.shutdown();
+	});
+	assert.match(answer.text, /^memlane is not available in this pi session: memlane sidecar exited \(code 1\) before answering session_start\.\n/);
+	assert.match(answer.text, /Run `memlane status` in the project/);
+	assert.ok(log.includes("[memlane] memlane: error: the config is broken"), log.join("\n"));
+	assert.equal(starts(), 1);
+});
+
+test("a sidecar that keeps dying is respawned twice, then memory is off until the next session", async () => {
+	process.env.MEMLANE_COMMAND = wrapper;
+	process.env.FAKE_SIDECAR_MODE = "crash";
+	const shim = loadShim();
+	let answer;
+	const log = await capturingStderr(async () => {
+		await shim.sessionStart();
+		for (let i = 0; i < 4; i++) assert.equal(await shim.beforeAgentStart(), undefined);
+		answer = await shim.callTool("memory_status");
+	});
+	assert.equal(starts(), 3, log.join("\n"));
+	assert.ok(log.includes("[memlane] respawning the sidecar (1/2) after: memlane sidecar exited (code 3)"), log.join("\n"));
+	assert.ok(log.includes("[memlane] respawning the sidecar (2/2) after: memlane sidecar exited (code 3)"), log.join("\n"));
+	assert.match(answer.text, /the memlane sidecar died 3 times this session \(memlane sidecar exited \(code 3\)\)/);
+
+	await capturingStderr(async () => {
+		await shim.shutdown();
+		await shim.sessionStart(); // a new session starts over
+		await shim.shutdown();
+	});
+	assert.equal(starts(), 4);
+});
+
+test("a request past its deadline fails as timed out, and the child stays up", async () => {
+	process.env.FAKE_SIDECAR_MODE = "mute";
+	const log = [];
+	const sidecar = new Sidecar(wrapper, ["sidecar", "-C", dir], dir, async () => null, (line) => log.push(line), {
+		...TIMEOUT_MS,
+		before_agent_start: 100,
+	});
+	await sidecar.request("session_start", { cwd: dir });
+	const started = performance.now();
+	await assert.rejects(sidecar.request("before_agent_start", { prompt: "hi" }), (err) => {
+		assert.ok(err instanceof SidecarError);
+		assert.equal(err.timedOut, true);
+		assert.equal(err.message, "memlane sidecar did not answer before_agent_start within 100 ms");
+		return true;
+	});
+	const waited = performance.now() - started;
+	assert.ok(waited >= 95 && waited < 2000, `waited ${waited} ms`);
+	assert.equal(sidecar.alive, true);
+	await sidecar.close(2000);
+	assert.equal(sidecar.alive, false);
+});
+
+test("three missed deadlines of one method in a row kill the child; the next event respawns it", async () => {
+	process.env.FAKE_SIDECAR_MODE = "mute";
+	const log = [];
+	const connection = new SidecarConnection({
+		spawn: (cwd) =>
+			new Sidecar(wrapper, ["sidecar", "-C", cwd], cwd, async () => null, (line) => log.push(line), {
+				...TIMEOUT_MS,
+				before_agent_start: 100,
+				session_shutdown: 100,
+			}),
+		log: (line) => log.push(line),
+		notify: () => {},
+	});
+	await connection.begin({ cwd: dir, session_id: "s", transcript_path: null, host: "pi" });
+	for (let i = 0; i < 3; i++) assert.equal(await connection.forward("before_agent_start", { prompt: "hi" }), null);
+	assert.ok(log.includes("3 before_agent_start requests in a row went unanswered; restarting the sidecar"), log.join("\n"));
+	await sleep(300); // the SIGKILL lands
+	assert.equal(await connection.forward("before_agent_start", { prompt: "hi" }), null);
+	assert.equal(starts(), 2, log.join("\n"));
+	assert.ok(log.includes("respawning the sidecar (1/2) after: memlane sidecar exited (SIGKILL)"), log.join("\n"));
+	assert.equal(await connection.end(), true);
+});
