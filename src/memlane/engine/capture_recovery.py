@@ -82,7 +82,9 @@ def adopt_orphans(directory: Path) -> Iterator[JournalFile]:
             adopted = _adopt(path)
             if adopted is not None:
                 yield adopted
-        elif name.startswith(".") and name.endswith(TEMP_SUFFIX):
+        elif name.startswith(".") and name.endswith(TEMP_SUFFIX) and JOURNAL_SUFFIX in name:
+            # A compaction's temporary copy of a journal (``.<journal>.<hex>.tmp``);
+            # the counters file's temporary copy is its writer's, never swept here.
             _remove_if_unlocked(path)
 
 
