@@ -88,8 +88,8 @@ def journal(size: int, prompt_count: int) -> bool:
         project.mkdir()
         from memlane.core.config import load_config
         from memlane.core.scope import resolve_scope
-        from memlane.engine.memory import Memory
-        from memlane.engine.session import Session
+        from memlane.engine.live.session import Session
+        from memlane.engine.project import Memory
 
         mem = Memory(resolve_scope(project), load_config(None))
         mem.index_path.parent.mkdir(parents=True, exist_ok=True)
@@ -182,8 +182,8 @@ def surfacing(topic_count: int, prompt_count: int) -> bool:
         project = root / "project"
         (project / ".git").mkdir(parents=True)
         from memlane.core.settings import TopicSettings
-        from memlane.engine.memory import Memory
-        from memlane.engine.surfacing import EMBED_PER_PROMPT, TopicSurfacer
+        from memlane.engine.project import Memory
+        from memlane.engine.topics.surfacing import EMBED_PER_PROMPT, TopicSurfacer
 
         mem = Memory.open(project)
         assert mem.embedder is not None, mem.embedder_problem

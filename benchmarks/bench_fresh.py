@@ -87,9 +87,9 @@ def main() -> int:
 
 
 def run(project: Path, chunks: int, runs: int) -> int:
-    from memlane.engine.memory import Memory
-    from memlane.engine.session import Session
-    from memlane.engine.tools import Tools
+    from memlane.engine.live.session import Session
+    from memlane.engine.project import Memory
+    from memlane.engine.tools.dispatch import Tools
 
     mem = Memory.open(project)
     make_store(mem.scope.store, chunks, 300)

@@ -51,7 +51,7 @@ def child(chunks: int, chars: int) -> None:
     os.environ["MEMLANE_HOME"] = str(root / "home")
     project = root / "proj"
     make_store(project / ".memsearch" / "memory", chunks, chars)
-    from memlane.engine.memory import Memory
+    from memlane.engine.project import Memory
 
     mem = Memory.open(project)
     t0 = time.perf_counter()

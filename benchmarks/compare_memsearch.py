@@ -598,7 +598,7 @@ def _warm_row(run: Run, corpus: Corpus) -> dict[str, Any]:
 
 def child_warm(qfile: Path) -> None:
     """memlane's warm search: one process, one Memory, many queries."""
-    from memlane.engine.memory import Memory
+    from memlane.engine.project import Memory
 
     cfg = json.loads(qfile.read_text())
     mem = Memory.open(cfg["project"])

@@ -34,7 +34,7 @@ import pytest
 from fake_embedding import FakeEmbeddings
 from fake_llm import FakeAnthropic, FakeOpenAI
 from helpers import NOW, Cli, FixedClock, make_project, open_memory
-from memlane.engine.memory import Memory
+from memlane.engine.project import Memory
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

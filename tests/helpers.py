@@ -28,8 +28,8 @@ from pathlib import Path
 from memlane.core.clock import FixedClock
 from memlane.core.config import load_config
 from memlane.core.scope import resolve_scope
-from memlane.engine.memory import Memory
-from memlane.engine.session import Session
+from memlane.engine.live.session import Session
+from memlane.engine.project import Memory
 from memlane.llm.base import LLM
 
 __all__ = [

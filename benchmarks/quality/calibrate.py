@@ -112,7 +112,7 @@ def collect(
     """Index ``project``'s store and gather every query's evidence."""
     from memlane.core.config import load_config
     from memlane.core.scope import resolve_scope
-    from memlane.engine.memory import Memory
+    from memlane.engine.project import Memory
     from memlane.index import lexical
 
     config = load_config(None, env={})

@@ -189,7 +189,7 @@ def run_conversation(
     """
     from memlane.core.config import load_config
     from memlane.core.scope import resolve_scope
-    from memlane.engine.memory import Memory
+    from memlane.engine.project import Memory
 
     sample = str(conv["sample_id"])
     home = root / sample / "home"

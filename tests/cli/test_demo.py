@@ -10,7 +10,7 @@ from pathlib import Path
 
 from helpers import FixedClock
 from memlane.cli.demo import build_project, fixtures_dir
-from memlane.engine.memory import Memory
+from memlane.engine.project import Memory
 
 
 def test_the_demo_project_holds_the_fixtures_as_its_store(tmp_path: Path) -> None:

@@ -9,9 +9,9 @@ import pytest
 
 from helpers import NOW, Cli
 from memlane.core.errors import NotFoundError
-from memlane.engine.chunk_ids import resolve_chunk
-from memlane.engine.memory import Memory
-from memlane.engine.tools import SPECS, Tools
+from memlane.engine.project import Memory
+from memlane.engine.recall.chunk_ids import resolve_chunk
+from memlane.engine.tools.dispatch import SPECS, Tools
 
 LEXICAL = {"MEMLANE_EMBEDDING_PROVIDER": "none"}
 DAY = NOW.date().isoformat()

@@ -194,7 +194,7 @@ def test_a_reader_that_went_away_ends_the_command_quietly(
 def test_concurrent_writers_and_indexers_lose_nothing(project: Path, clock: FixedClock) -> None:
     script = (
         "import sys\n"
-        "from memlane.engine.memory import Memory\n"
+        "from memlane.engine.project import Memory\n"
         "tag = sys.argv[1]\n"
         "with Memory.open(sys.argv[2]) as mem:\n"
         "    for i in range(15):\n"

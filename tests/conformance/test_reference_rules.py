@@ -27,11 +27,11 @@ from memlane.core.config import load_config, set_trusted
 from memlane.core.errors import NotFoundError, StoreError
 from memlane.core.scope import collection_name, resolve_scope
 from memlane.core.types import Anchor, Exchange
-from memlane.engine.maintenance import COMPACT_HEADING
-from memlane.engine.memory import Memory
-from memlane.engine.session import Session
-from memlane.engine.sessions import pi_session_dir_name
-from memlane.engine.tools import Tools
+from memlane.engine.journal.maintenance import COMPACT_HEADING
+from memlane.engine.live.session import Session
+from memlane.engine.project import Memory
+from memlane.engine.sessions.layer import pi_session_dir_name
+from memlane.engine.tools.dispatch import Tools
 from memlane.index.state import STATE_FILENAME
 from memlane.llm.base import LLM
 from memlane.store.anchor import parse_anchor
@@ -438,7 +438,7 @@ def test_a_later_compact_regenerates_a_fresh_summary_after_forget(
     tools = Tools(mem)
     fake_openai.answer("- first summary mentions zanzibar", "- second summary, fresh")
     llm = fake_openai.llm()
-    from memlane.engine.maintenance import compact
+    from memlane.engine.journal.maintenance import compact
 
     mem.clock.set(TODAY.replace(hour=9))
     compact(mem, llm)

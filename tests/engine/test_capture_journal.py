@@ -1,4 +1,4 @@
-"""The capture journal file (engine/capture_journal.py): what a kill leaves is read back safely."""
+"""The capture journal file (engine/journal/capture_journal.py): what a kill leaves is read back safely."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ import pytest
 
 from helpers import NOW
 from memlane.core.types import Anchor
-from memlane.engine import capture_journal as cj
-from memlane.engine import capture_recovery as cr
+from memlane.engine.journal import capture_journal as cj
+from memlane.engine.journal import capture_recovery as cr
 
 
 def _pending(n: int, text: str = "", *, at_offset_days: int = 0) -> cj.Pending:

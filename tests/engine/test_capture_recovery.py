@@ -18,9 +18,9 @@ import pytest
 from fake_llm import FakeOpenAI, Request
 from helpers import NOW, Cli, open_memory, start_session, wait_for
 from memlane.core.types import Anchor, Exchange
-from memlane.engine import capture_journal as cj
-from memlane.engine.memory import Memory
-from memlane.engine.session import RECOVERY_REASON, SHUTDOWN_REASON
+from memlane.engine.journal import capture_journal as cj
+from memlane.engine.live.session import RECOVERY_REASON, SHUTDOWN_REASON
+from memlane.engine.project import Memory
 from memlane.store.anchor import ANCHOR_RE
 from memlane.store.section import read_markdown
 

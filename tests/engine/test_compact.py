@@ -16,14 +16,14 @@ from fake_llm import FakeOpenAI
 from helpers import NOW, TOPIC_DAY
 from memlane.core.errors import ConfigError, LlmError, NotFoundError, StoreError
 from memlane.core.settings import LlmSettings
-from memlane.engine.maintenance import (
+from memlane.engine.journal.maintenance import (
     COMPACT_HEADING,
     NOTHING_TO_COMPACT,
     compact,
     forget,
     sanitise_summary,
 )
-from memlane.engine.memory import Memory
+from memlane.engine.project import Memory
 from memlane.llm.base import DEFAULT_MAX_TOKENS
 from memlane.llm.factory import make_llm
 

@@ -19,8 +19,8 @@ import pytest
 from helpers import open_memory
 from memlane.core.errors import ConfigError, NotFoundError
 from memlane.core.scope import collection_name, resolve_scope
-from memlane.engine import crossrepo
-from memlane.engine.crossrepo import (
+from memlane.engine.project import Memory
+from memlane.engine.recall.crossrepo import (
     FanOutResult,
     collection_for_project,
     discover_projects,
@@ -29,7 +29,7 @@ from memlane.engine.crossrepo import (
     resolve_project,
     search_all,
 )
-from memlane.engine.memory import Memory
+from memlane.engine.sessions.primer import crossrepo
 
 TOPIC = "the user and the agent moved the hot cache to Redis with 5 minute TTLs"
 

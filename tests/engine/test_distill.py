@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from fake_llm import FakeOpenAI
 from memlane.core.types import Anchor, Exchange
-from memlane.engine.distill import (
+from memlane.engine.journal.distill import (
     MAX_BULLET_CHARS,
     MAX_BULLETS,
     NO_LLM_MARKER,
@@ -221,7 +221,7 @@ def test_what_a_provider_should_never_raise_is_contained(
     def host_call(params: dict[str, Any], timeout_s: float) -> dict[str, Any]:
         raise raised
 
-    with caplog.at_level(logging.ERROR, logger="memlane.engine.distill"):
+    with caplog.at_level(logging.ERROR, logger="memlane.engine.journal.distill"):
         result = distill(EXCHANGE, HostLLM(host_call), timeout_s=5)
     name = type(raised).__name__
     assert result.failed == f"internal error: {name}"

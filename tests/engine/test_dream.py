@@ -1,4 +1,4 @@
-"""memlane dream (engine/dream/, cli/dream_cmds.py): a store with planted
+"""memlane dream (engine/topics/dream/, cli/dream_cmds.py): a store with planted
 duplicates and contradictions, a plan from a fake OpenAI server on 127.0.0.1
 (memlane's own provider over real HTTP), the diff, the atomic apply, the nudge."""
 
@@ -20,8 +20,8 @@ from fake_llm import FakeOpenAI
 from helpers import TOPIC_DAY, Cli, CliResult, FixedClock, open_memory
 from memlane.core.errors import ConfigError, MemlaneError
 from memlane.core.settings import TopicSettings
-from memlane.engine import dream as D
-from memlane.engine.memory import Memory
+from memlane.engine.project import Memory
+from memlane.engine.topics.ops import dream as D
 from memlane.llm.base import LLM
 from memlane.store import topics
 
@@ -849,7 +849,7 @@ def test_cli_apply_plan_refuses_a_tampered_plan_and_a_declined_one(
 _KILL = """\
 import os, signal, sys
 from pathlib import Path
-from memlane.engine import dream as D
+from memlane.engine.topics.ops import dream as D
 store, plan_file, when = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
 plan = D.load_plan(plan_file, store)
 last = sum(c.after is not None for c in plan.changes)
@@ -1070,7 +1070,7 @@ def test_leftovers_without_a_journal_are_reported_not_silently_left(store: Path)
 
 def test_hand_written_secrets_never_reach_the_dream_llm(project: Path) -> None:
     """Text typed into a topic file by hand is redacted before the dream prompt leaves."""
-    from memlane.engine.dream import build_prompt, orient
+    from memlane.engine.topics.dream import build_prompt, orient
 
     store = dreaming(project).scope.store
     topics.add(

@@ -16,7 +16,7 @@ import pytest
 from fake_llm import FakeOpenAI
 from helpers import FixedClock, start_session
 from memlane.core.types import Exchange
-from memlane.engine.echo import (
+from memlane.engine.journal.echo import (
     ALL_RESTATED,
     RECALL_PROMPT_PREFIX,
     Recalled,
@@ -24,10 +24,10 @@ from memlane.engine.echo import (
     is_memlane_tool,
     judge,
 )
-from memlane.engine.memory import Memory
+from memlane.engine.live.session import Session
+from memlane.engine.project import Memory
 from memlane.engine.reports import render_status
-from memlane.engine.session import Session
-from memlane.engine.tools import Tools
+from memlane.engine.tools.dispatch import Tools
 from memlane.llm.base import LLM
 from memlane.store.section import read_markdown
 

@@ -1,4 +1,4 @@
-"""The memory_topic tool (engine/topics.py) on a real Memory, lexical only (no model).
+"""The memory_topic tool (engine/topics/ops.py) on a real Memory, lexical only (no model).
 
 The root fixtures isolate the agents' session directories (``PI_CODING_AGENT_DIR``
 and ``CLAUDE_CONFIG_DIR`` point into the test's ``MEMLANE_HOME``).
@@ -15,9 +15,9 @@ import pytest
 
 from helpers import NOW, FixedClock, IndexWriteLock, open_memory
 from memlane.core.errors import MemlaneError, NotFoundError
-from memlane.engine import topics as E
-from memlane.engine.memory import Memory
-from memlane.engine.tools import Tools
+from memlane.engine.project import Memory
+from memlane.engine.tools.dispatch import Tools
+from memlane.engine.topics.ops import ops as E
 
 
 def call(mem: Memory, **arguments: Any) -> tuple[str, dict[str, Any]]:

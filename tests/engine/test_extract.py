@@ -1,4 +1,4 @@
-"""Extraction (engine/extract.py) with a real fake LLM server on 127.0.0.1.
+"""Extraction (engine/topics/extraction.py) with a real fake LLM server on 127.0.0.1.
 
 ``DUPLICATE_PAIRS`` is the calibration set for ``DUPLICATE_COSINE`` and
 ``DUPLICATE_OVERLAP``: an existing entry and a proposal that restates it
@@ -19,8 +19,8 @@ from fake_llm import FakeOpenAI
 from helpers import TOPIC_DAY, FixedClock, open_memory
 from memlane.core.settings import LlmSettings, TopicSettings
 from memlane.core.types import Exchange
-from memlane.engine import extract as X
-from memlane.engine.memory import Memory
+from memlane.engine.project import Memory
+from memlane.engine.topics.ops import extraction as X
 from memlane.llm.base import LLM
 from memlane.llm.factory import make_llm
 from memlane.store import topics as store_topics

@@ -15,8 +15,8 @@ import pytest
 
 from helpers import FixedClock, IndexWriteLock, open_memory
 from memlane.core.errors import MemlaneError, NotFoundError, StoreError
-from memlane.engine.maintenance import forget
-from memlane.engine.memory import Memory
+from memlane.engine.journal.maintenance import forget
+from memlane.engine.project import Memory
 from memlane.index.sqlite import connection_hook
 from memlane.store.forget import LOCK_NAME, RewriteHooks, forget_chunk, forget_entry
 

@@ -1,5 +1,5 @@
 """Fresh writes are findable: a search in a session first indexes what the
-session wrote since the last index run (``engine/fresh.py``), so a memory
+session wrote since the last index run (``engine/journal/fresh.py``), so a memory
 written a moment ago is found before the debounced index comes; a burst is
 still the debounced indexer's work, and nothing is walked when nothing was
 written."""
@@ -15,10 +15,10 @@ import pytest
 
 from helpers import FixedClock, IndexWriteLock, open_memory, wait_for
 from memlane.core.types import Anchor
-from memlane.engine.indexer import Indexer
-from memlane.engine.memory import Memory
-from memlane.engine.session import Session
-from memlane.engine.tools import Tools
+from memlane.engine.journal.indexer import Indexer
+from memlane.engine.live.session import Session
+from memlane.engine.project import Memory
+from memlane.engine.tools.dispatch import Tools
 
 # Far beyond any test: the debounced index never runs on its own, so what a
 # search finds, its catch-up indexed.
@@ -174,10 +174,10 @@ def test_auto_context_finds_a_memory_written_a_moment_ago(project: Path, clock: 
 def test_auto_context_leaves_more_than_its_limit_to_the_indexer(
     project: Path, clock: FixedClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import memlane.engine.fresh
+    import memlane.engine.journal.fresh
 
     # Less than one note with its context: auto-context leaves every note to the indexer.
-    monkeypatch.setattr(memlane.engine.fresh, "AUTO_CONTEXT_CATCH_UP_CHARS", 40)
+    monkeypatch.setattr(memlane.engine.journal.fresh, "AUTO_CONTEXT_CATCH_UP_CHARS", 40)
     mem = _seeded(project, clock, lexical=False, MEMLANE_AUTO_CONTEXT="on")
     session = _session(mem, auto_context_cap_ms=30_000)
     assert session.wait_auto_context_ready(60)

@@ -1,4 +1,4 @@
-"""memlane import pi-memory / claude-code (engine/importers.py) on a real store, lexical only."""
+"""memlane import pi-memory / claude-code (engine/topics/importers.py) on a real store, lexical only."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 
 from helpers import TOPIC_DAY, Cli, FixedClock, open_memory
 from memlane.core.errors import NotFoundError
-from memlane.engine import importers as I
+from memlane.engine.topics.ops import importers as I
 from memlane.store import topics as T
 
 TODAY = date(2026, 11, 30)

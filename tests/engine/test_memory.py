@@ -15,7 +15,7 @@ import pytest
 from helpers import FixedClock, open_memory
 from memlane.core.errors import NotFoundError
 from memlane.core.types import Anchor
-from memlane.engine.memory import Memory
+from memlane.engine.project import Memory
 
 
 def test_write_then_search_then_expand(memory: Memory) -> None:
@@ -209,7 +209,7 @@ def test_a_failed_embedder_load_is_re_probed_after_the_negative_cache(
     """Fixing the model setup mid-session is picked up without a restart."""
     import shutil
 
-    import memlane.engine.memory as memory_module
+    import memlane.engine.project as memory_module
     from memlane.embed.factory import bundled_model_files
 
     model_dir = tmp_path / "model"
@@ -262,7 +262,7 @@ def test_similar_returns_a_notes_real_neighbours_and_never_the_chunk_itself(
 def test_similar_on_a_topic_chunk_finds_the_journal_note_it_restates(
     project: Path, clock: FixedClock
 ) -> None:
-    from memlane.engine.topics import add_entry
+    from memlane.engine.topics.ops import add_entry
 
     mem = open_memory(project, clock=clock, lexical=False)
     mem.write("the deploy script needs AWS_PROFILE=staging before it runs")

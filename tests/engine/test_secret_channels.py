@@ -17,8 +17,8 @@ from pathlib import Path
 from fake_llm import FakeOpenAI
 from helpers import TOPIC_DAY, Cli, start_session
 from memlane.core.types import Exchange
-from memlane.engine.dream import build_prompt, orient
-from memlane.engine.memory import Memory
+from memlane.engine.project import Memory
+from memlane.engine.topics.dream import build_prompt, orient
 from memlane.store import topics
 from memlane.store.section import read_markdown
 from secret_fakes import CHANNEL_SAMPLE, ORDINARY
@@ -105,7 +105,7 @@ def test_hand_written_secrets_never_reach_the_dream_prompt(memory: Memory) -> No
 def test_a_tool_error_quoting_an_argument_carries_no_secret(memory: Memory) -> None:
     # "no topic entry is titled '<what you passed>'": the title was a key.
     from memlane.core.errors import MemlaneError
-    from memlane.engine.tools import Tools
+    from memlane.engine.tools.dispatch import Tools
 
     tools = Tools(memory)
     for case in CHANNEL_SAMPLE:

@@ -20,8 +20,8 @@ import pytest
 from fake_llm import FakeOpenAI
 from helpers import FixedClock, IndexWriteLock, open_memory, start_session, wait_for
 from memlane.core.types import Exchange
-from memlane.engine.memory import Memory
-from memlane.engine.session import SHUTDOWN_REASON, Session
+from memlane.engine.live.session import SHUTDOWN_REASON, Session
+from memlane.engine.project import Memory
 from memlane.llm.base import LLM
 from memlane.store.anchor import parse_anchor
 from memlane.store.section import read_markdown

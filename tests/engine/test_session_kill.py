@@ -23,8 +23,8 @@ _SCRIPT = textwrap.dedent(
     """
     import sys, time
     from memlane.core.types import Exchange
-    from memlane.engine.memory import Memory
-    from memlane.engine.session import Session
+    from memlane.engine.project import Memory
+    from memlane.engine.live.session import Session
 
     mem = Memory.open(sys.argv[1])
     session = Session.open(mem, host="test", session_id="killed")

@@ -10,9 +10,9 @@ from pathlib import Path
 from fake_llm import FakeOpenAI, Request
 from helpers import TOPIC_DAY, FixedClock, open_memory, wait_for
 from memlane.core.types import Exchange
-from memlane.engine.extract import SYSTEM_PROMPT as EXTRACT_SYSTEM
-from memlane.engine.memory import Memory
-from memlane.engine.session import Session
+from memlane.engine.live.session import Session
+from memlane.engine.project import Memory
+from memlane.engine.topics.extraction import SYSTEM_PROMPT as EXTRACT_SYSTEM
 from memlane.store import topics
 
 DISTILLED = "- the user said they prefer uv over pip for installs"

@@ -1,4 +1,4 @@
-"""Auto-surfacing (engine/surfacing.py) on a realistic topic store, with the bundled model.
+"""Auto-surfacing (engine/topics/surfacing.py) on a realistic topic store, with the bundled model.
 
 ``TOPICS`` is a small project memory on varied subjects; ``RELEVANT`` maps
 prompts to the topics they should surface and ``IRRELEVANT`` lists prompts
@@ -22,8 +22,8 @@ import pytest
 from fake_llm import FakeOpenAI
 from helpers import TOPIC_DAY, FixedClock, make_project, open_memory
 from memlane.core.settings import TopicSettings
-from memlane.engine import surfacing as S
-from memlane.engine.memory import Memory
+from memlane.engine.project import Memory
+from memlane.engine.topics.ops import surfacing as S
 from memlane.store import topics as store_topics
 
 # (topic, type, description, [(title, content)])

@@ -1,5 +1,5 @@
 """memory_transcript for an agent: only this project's sessions and anchored
-transcripts (engine/transcript_access.py); a person at the CLI names any file."""
+transcripts (engine/recall/transcript_access.py); a person at the CLI names any file."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ import pytest
 from _transcript_builders import ClaudeSession, PiSession
 from helpers import Cli, make_project, open_memory
 from memlane.core.types import Anchor
-from memlane.engine.memory import Memory
-from memlane.engine.session import Session
-from memlane.engine.sessions import claude_project_dir_name, pi_session_dir_name
-from memlane.engine.tools import Tools
-from memlane.engine.transcript_access import TranscriptNotAllowedError
+from memlane.engine.live.session import Session
+from memlane.engine.project import Memory
+from memlane.engine.recall.transcript_access import TranscriptNotAllowedError
+from memlane.engine.sessions.layer import claude_project_dir_name, pi_session_dir_name
+from memlane.engine.tools.dispatch import Tools
 
 
 def _pi_transcript(path: Path, words: str) -> Path:

@@ -47,8 +47,8 @@ def _cli(project: Path, op: dict[str, Any]) -> bool:
 
 def _capture(project: Path, op: dict[str, Any], acks: Path) -> None:
     from memlane.core.types import Exchange
-    from memlane.engine.memory import Memory
-    from memlane.engine.session import Session
+    from memlane.engine.live.session import Session
+    from memlane.engine.project import Memory
 
     mem = Memory.open(project)
     session = Session.open(mem, host="test", session_id=op["session"])
@@ -86,8 +86,8 @@ def _capture_many(project: Path, op: dict[str, Any], acks: Path) -> None:
     import time
 
     from memlane.core.types import Exchange
-    from memlane.engine.memory import Memory
-    from memlane.engine.session import Session
+    from memlane.engine.live.session import Session
+    from memlane.engine.project import Memory
 
     mem = Memory.open(project)
     session = Session.open(mem, host="test", session_id=op["session"])

@@ -25,7 +25,7 @@ import pytest
 from fake_llm import FakeOpenAI
 from helpers import FixedClock, wait_for
 from memlane.core.scope import resolve_scope
-from memlane.engine.sessions import close_stores
+from memlane.engine.sessions.layer import close_stores
 from memlane.hosts.jsonrpc import Connection
 from memlane.hosts.pi.sidecar import Sidecar
 from memlane.store.anchor import parse_anchor
@@ -380,7 +380,7 @@ def test_the_sidecar_process_writes_only_protocol_lines_and_exits_0_at_eof(
         )
         assert "Saved to" in wrote["text"]
         # The answer says more than the memory just written (an answer that
-        # only restated it would not be captured again: engine/echo.py).
+        # only restated it would not be captured again: engine/journal/echo.py).
         answer = "RabbitMQ, listening on port 5672."
         host.result(
             "agent_settled",

@@ -15,7 +15,7 @@ from memlane.core.types import (
     embedding_text_of,
 )
 from memlane.embed.factory import vector_space
-from memlane.engine.indexer import embedding_inputs
+from memlane.engine.journal.indexer import embedding_inputs
 from memlane.index.sqlite import SqliteIndex
 
 FIRST = "### 10:00\n<!-- session:s1 turn:t1 transcript:none -->\n- we adopted a cat last week"

@@ -13,7 +13,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from helpers import NOW, FixedClock, open_memory
-from memlane.engine.memory import Memory
+from memlane.engine.project import Memory
 from memlane.index.sessions import sessions_path_for
 
 SECRET = b"quokkazanzibar"

@@ -12,8 +12,8 @@ from pathlib import Path
 
 from _fixtures import HashEmbedder
 
-from memlane.engine.memory import Memory
-from memlane.engine.sessions import SessionsLayer
+from memlane.engine.project import Memory
+from memlane.engine.sessions.layer import SessionsLayer
 
 
 def main() -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from _fixtures import Project
 
-from memlane.engine.sessions import claude_project_dir_name, close_stores, pi_session_dir_name
+from memlane.engine.sessions.layer import claude_project_dir_name, close_stores, pi_session_dir_name
 
 
 @pytest.fixture

@@ -16,8 +16,8 @@ from _fixtures import ClaudeSession, HashEmbedder, PiSession, Project, chat
 
 from helpers import NOW, FixedClock, wait_for
 from memlane.core.settings import SessionsSettings
-from memlane.engine.memory import Memory
-from memlane.engine.sessions import (
+from memlane.engine.project import Memory
+from memlane.engine.sessions.layer import (
     BATCH_SIZE,
     EMBED_GROUP,
     SessionIngestor,

@@ -12,9 +12,9 @@ from pathlib import Path
 from _fixtures import ClaudeSession, HashEmbedder, PiSession, Project
 
 from helpers import NOW, FixedClock
-from memlane.engine.echo import RECALL_PROMPT_PREFIX
-from memlane.engine.memory import Memory
-from memlane.engine.sessions import DOCS_RULES_VERSION, META_DOCS_RULES, SessionsLayer
+from memlane.engine.journal.echo import RECALL_PROMPT_PREFIX
+from memlane.engine.project import Memory
+from memlane.engine.sessions.layer import DOCS_RULES_VERSION, META_DOCS_RULES, SessionsLayer
 from memlane.index.sessions import BatchWrite, SessionDoc, StoredDoc
 
 RECALL_PROMPT = (

@@ -9,8 +9,8 @@ from _fixtures import ClaudeSession, HashEmbedder, PiSession, Project
 
 from helpers import Cli, FixedClock
 from memlane.core.errors import MemlaneError, NotFoundError
-from memlane.engine.memory import Memory
-from memlane.engine.sessions import (
+from memlane.engine.project import Memory
+from memlane.engine.sessions.layer import (
     SessionsLayer,
     recent_sessions,
     search_sessions,

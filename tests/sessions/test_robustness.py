@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from _fixtures import HashEmbedder, PiSession, Project, chat
 
-import memlane.engine.sessions as engine_sessions
+import memlane.engine.sessions.layer as engine_sessions
 from helpers import Cli
-from memlane.engine.memory import Memory
-from memlane.engine.sessions import (
+from memlane.engine.project import Memory
+from memlane.engine.sessions.layer import (
     HEAD_BYTES,
     TAIL_BYTES,
     SessionsLayer,

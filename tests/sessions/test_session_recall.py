@@ -11,10 +11,10 @@ from _fixtures import PiSession, Project, chat
 
 from helpers import Cli, FixedClock, open_memory, wait_for
 from memlane.core.errors import MemlaneError
-from memlane.engine.recall import primer, refers_to_the_past, render_recall
-from memlane.engine.session import Session
-from memlane.engine.sessions import SessionsLayer
-from memlane.engine.tools import Tools
+from memlane.engine.live.session import Session
+from memlane.engine.sessions.layer import SessionsLayer
+from memlane.engine.sessions.primer import primer, refers_to_the_past, render_recall
+from memlane.engine.tools.dispatch import Tools
 
 
 def _past_session(agent_project: Project) -> Path:

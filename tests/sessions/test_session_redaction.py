@@ -18,9 +18,9 @@ import numpy.typing as npt
 from _fixtures import HashEmbedder, PiSession, Project
 
 from helpers import NOW, FixedClock
-from memlane.engine.memory import Memory
-from memlane.engine.sessions import SessionsLayer, close_stores, sessions_path
-from memlane.engine.tools import Tools
+from memlane.engine.project import Memory
+from memlane.engine.sessions.layer import SessionsLayer, close_stores, sessions_path
+from memlane.engine.tools.dispatch import Tools
 from memlane.index.sessions import META_REDACTION, BatchWrite, SessionDoc, SessionStore
 from secret_fakes import CHANNEL_SAMPLE
 

@@ -23,7 +23,7 @@ from helpers import wait_for
 from memlane.core.errors import DiskFullError
 from memlane.core.locks import flocked
 from memlane.core.types import Anchor
-from memlane.engine.maintenance import append_compact_block
+from memlane.engine.journal.maintenance import append_compact_block
 from memlane.store.daily import DailyWriter, daily_path
 from memlane.store.damage import check_bytes
 

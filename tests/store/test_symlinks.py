@@ -20,11 +20,11 @@ import pytest
 from helpers import NOW, FixedClock, open_memory, start_session
 from memlane.core.clock import local
 from memlane.core.errors import StoreError
-from memlane.engine.dream.orient import journal_entries
-from memlane.engine.maintenance import append_compact_block
-from memlane.engine.memory import Memory
+from memlane.engine.journal.maintenance import append_compact_block
+from memlane.engine.project import Memory
 from memlane.engine.reports import render_status
-from memlane.engine.surfacing import memory_index_block
+from memlane.engine.topics.dream.orient import journal_entries
+from memlane.engine.topics.surfacing import memory_index_block
 from memlane.store import topics as T
 from memlane.store.daily import daily_path
 from memlane.store.forget import forget_entry

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
 
     from memlane.core.types import SearchResult
-    from memlane.engine.memory import Memory
+    from memlane.engine.project import Memory
     from memlane.engine.reports import IndexReport
 
 
@@ -301,7 +301,7 @@ def _search_all(
     as_json: bool,
 ) -> None:
     from memlane.core.render import render_search
-    from memlane.engine.crossrepo import search_all
+    from memlane.engine.recall.crossrepo import search_all
 
     with open_memory(ctx) as mem:
         fan_out = search_all(
@@ -450,14 +450,14 @@ def _run_tool(
 
     ``prepare`` runs first on the opened memory (e.g. a sessions catch-up).
     """
-    from memlane.engine.tools import Tools
+    from memlane.engine.tools.dispatch import Tools
 
     with open_memory(ctx) as mem:
         if prepare is not None:
             prepare(mem)
         # A person at the CLI: L3 opens any transcript they name (a file they
         # can read anyway); agents over MCP or the sidecar are held to the
-        # project's own sessions and anchors (engine/transcript_access.py).
+        # project's own sessions and anchors (engine/recall/transcript_access.py).
         result = Tools(mem, caller_is_person=True).call(name, arguments)
         for text in mem.notices:
             notice(text)

@@ -14,7 +14,7 @@ import typer
 from memlane.core.clock import SYSTEM_CLOCK, Clock
 
 if TYPE_CHECKING:
-    from memlane.engine.memory import Memory
+    from memlane.engine.project import Memory
     from memlane.engine.reports import Progress
 
 
@@ -35,7 +35,7 @@ def state(ctx: typer.Context) -> CliState:
 
 
 def open_memory(ctx: typer.Context) -> Memory:
-    from memlane.engine.memory import Memory
+    from memlane.engine.project import Memory
 
     current = state(ctx)
     return Memory.open(current.directory, clock=current.clock)

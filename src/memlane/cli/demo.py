@@ -51,7 +51,7 @@ def run_demo(keep: bool = False) -> None:
 
     from memlane.cli.context import ProgressBar
     from memlane.core.render import render_search, render_section
-    from memlane.engine.memory import Memory
+    from memlane.engine.project import Memory
 
     out = Console(highlight=False)
     root = Path(tempfile.mkdtemp(prefix="memlane-demo-"))

@@ -1,6 +1,6 @@
 """``memlane dream``: consolidate the topic files, shown as a diff first.
 
-The plan (engine/dream/) is printed as a unified diff of every file that
+The plan (engine/topics/dream/) is printed as a unified diff of every file that
 would change; it is applied only after a yes at the prompt, or with
 ``--yes``. ``--dry-run`` prints and stops. Declining, or no answer at all
 (standard input closed), changes nothing and exits 1.
@@ -51,7 +51,7 @@ def dream(
 ) -> None:
     """Consolidate the topic files with the LLM: merge duplicates, keep the newer of
     contradicting facts, rebuild descriptions and MEMORY.md. Shows a diff and asks first."""
-    from memlane.engine import dream as D
+    from memlane.engine.topics.ops import dream as D
 
     if as_json and not (yes or dry_run):
         raise typer.BadParameter("--json needs --yes or --dry-run (it cannot prompt)")

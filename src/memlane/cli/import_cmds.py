@@ -10,7 +10,7 @@ import typer
 from memlane.cli.context import notice, open_memory, print_json
 
 if TYPE_CHECKING:
-    from memlane.engine.importers import ImportReport
+    from memlane.engine.topics.importers import ImportReport
 
 import_app = typer.Typer(
     help=(
@@ -48,7 +48,7 @@ def pi_memory(
     as_json: _JSON = False,
 ) -> None:
     """Import pi-memory's topic files (and MEMORY.md notes) of this project."""
-    from memlane.engine.importers import import_pi_memory
+    from memlane.engine.topics.importers import import_pi_memory
 
     with open_memory(ctx) as mem:
         report = import_pi_memory(mem, directory, dry_run=dry_run)
@@ -72,7 +72,7 @@ def claude_code(
     as_json: _JSON = False,
 ) -> None:
     """Import Claude Code's auto memory (~/.claude/projects/<project>/memory/)."""
-    from memlane.engine.importers import import_claude_code
+    from memlane.engine.topics.importers import import_claude_code
 
     with open_memory(ctx) as mem:
         report = import_claude_code(mem, project, dry_run=dry_run)

@@ -18,7 +18,7 @@ from memlane.cli.context import notice, open_memory, print_json
 from memlane.core.errors import MemlaneError
 
 if TYPE_CHECKING:
-    from memlane.engine.memory import Memory
+    from memlane.engine.project import Memory
     from memlane.store.damage import DamagedLine
 
 YesOpt = Annotated[

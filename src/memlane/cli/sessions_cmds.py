@@ -13,8 +13,8 @@ from memlane.cli.context import ProgressBar, notice, open_memory, print_json
 from memlane.cli.free_text import FreeTextCommand
 
 if TYPE_CHECKING:
-    from memlane.engine.memory import Memory
-    from memlane.engine.sessions import BackfillReport, SessionSearch, SessionsLayer
+    from memlane.engine.project import Memory
+    from memlane.engine.sessions.layer import BackfillReport, SessionSearch, SessionsLayer
 
 sessions_app = typer.Typer(
     name="sessions",
@@ -51,7 +51,7 @@ def _echo_report(report: BackfillReport) -> None:
 
 def catch_up(mem: Memory) -> SessionsLayer:
     """The project's sessions layer with every new message indexed (progress on stderr)."""
-    from memlane.engine.sessions import SessionsLayer
+    from memlane.engine.sessions.layer import SessionsLayer
 
     layer = SessionsLayer(mem)
     with ProgressBar("sessions") as progress:
@@ -64,7 +64,7 @@ def catch_up(mem: Memory) -> SessionsLayer:
 @sessions_app.command("backfill")
 def backfill(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     """Index every message not indexed yet (resumable; safe to interrupt)."""
-    from memlane.engine.sessions import SessionsLayer
+    from memlane.engine.sessions.layer import SessionsLayer
 
     with open_memory(ctx) as mem, ProgressBar("sessions") as progress:
         report = SessionsLayer(mem).backfill(progress)
@@ -77,7 +77,7 @@ def backfill(ctx: typer.Context, as_json: JsonOpt = False) -> None:
 @sessions_app.command("reindex")
 def reindex(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     """Wipe the session index and rebuild it from the transcripts (re-embeds everything)."""
-    from memlane.engine.sessions import SessionsLayer
+    from memlane.engine.sessions.layer import SessionsLayer
 
     with open_memory(ctx) as mem, ProgressBar("sessions") as progress:
         report = SessionsLayer(mem).reindex(progress)
@@ -96,7 +96,7 @@ def _kv(data: dict[str, Any]) -> None:
 @sessions_app.command("stats")
 def stats(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     """Documents, embedded, sessions, sources, model, dimensions, DB size."""
-    from memlane.engine.sessions import SessionsLayer
+    from memlane.engine.sessions.layer import SessionsLayer
 
     with open_memory(ctx) as mem:
         data = SessionsLayer(mem, embedder=None).stats()
@@ -113,7 +113,7 @@ def stats(ctx: typer.Context, as_json: JsonOpt = False) -> None:
 @sessions_app.command("status")
 def status(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     """The sweeper: cycles, busy flag, last error, current interval."""
-    from memlane.engine.sessions import SessionsLayer
+    from memlane.engine.sessions.layer import SessionsLayer
 
     with open_memory(ctx) as mem:
         data = SessionsLayer(mem, embedder=None).status()
@@ -184,7 +184,7 @@ def similar(
     as_json: JsonOpt = False,
 ) -> None:
     """Messages closest to a stored one (itself excluded)."""
-    from memlane.engine.sessions import SessionsLayer
+    from memlane.engine.sessions.layer import SessionsLayer
 
     with open_memory(ctx) as mem:
         result = SessionsLayer(mem).similar(key, k)

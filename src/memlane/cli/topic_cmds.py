@@ -35,7 +35,7 @@ _JSON = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 
 
 def _run(ctx: typer.Context, arguments: dict[str, Any], as_json: bool) -> None:
-    from memlane.engine.topics import topic_tool
+    from memlane.engine.topics.ops import topic_tool
 
     with open_memory(ctx) as mem:
         result = topic_tool(mem, arguments)

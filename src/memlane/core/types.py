@@ -273,7 +273,7 @@ class Exchange:
     ``tools`` names every tool the agent called during the exchange, when
     the host reports them (None when it does not): capture tells an answer
     that only restated recalled memory from one that also did work
-    (engine/echo.py).
+    (engine/journal/echo.py).
     """
 
     user: str

@@ -1,5 +1,5 @@
 """The engine: one Memory per project scope, shared by every host."""
 
-from memlane.engine.memory import Memory
+from memlane.engine.project import Memory
 
 __all__ = ["Memory"]

@@ -194,7 +194,7 @@ def render_status(st: Status) -> str:
     rows.append(("capture", "on" if capture.get("enabled") else "off (MEMLANE_CAPTURE=off)"))
     rows.append(("capture llm", str(capture.get("llm", ""))))
     if capture.get("journal"):
-        from memlane.engine.capture_recovery import status_line
+        from memlane.engine.journal.capture_recovery import status_line
 
         rows.append(("capture journal", status_line(capture["journal"])))
     ac = st.auto_context

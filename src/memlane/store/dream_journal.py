@@ -1,6 +1,6 @@
 """The intent journal that makes a dream apply all-or-nothing across a crash.
 
-``engine/dream/apply.py`` (``apply_plan``) rewrites several files (topic files, ``MEMORY.md``)
+``engine/topics/dream/apply.py`` (``apply_plan``) rewrites several files (topic files, ``MEMORY.md``)
 with one rename each. An in-process ``try``/``except`` can undo a failure,
 but not a SIGKILL or a power cut between two renames; so before the first
 side file exists, ``begin`` writes ``<store>/.dream-journal.json`` (temporary

@@ -11,7 +11,7 @@ What is removed
   ends the block, because a session that keeps writing after a compaction
   appends its entries without a new ``## Session`` heading, and those must
   never be swallowed (compact summaries never contain such a heading:
-  engine/maintenance.py rewrites one).
+  engine/journal/maintenance.py rewrites one).
 
 An entry is addressed by a chunk (its source file and first line, plus its
 chunk hash, which is checked against the file as it is now, under the lock,

@@ -36,7 +36,7 @@ export function registerCommands(pi: ExtensionAPI, shim: Shim): void {
 				? 'Search every project (memory_search with scope "all"; pass a hit\'s origin project back as project).'
 				: "Search this project's memory.";
 			// memlane knows a /recall exchange by this opening (RECALL_PROMPT_PREFIX in
-			// src/memlane/engine/echo.py): it is not captured again, nor indexed as a message.
+			// src/memlane/engine/journal/echo.py): it is not captured again, nor indexed as a message.
 			const request = `Recall from long-term memory: ${query}\n\nUse the recall skill: start with memory_search, go to memory_expand and then memory_transcript only if the shallower layer does not answer. ${scope} Answer from what memory says and cite the chunk hashes you used.`;
 			if (ctx.isIdle()) pi.sendUserMessage(request);
 			else pi.sendUserMessage(request, { deliverAs: "followUp" });

@@ -36,13 +36,13 @@ from mcp.server.lowlevel import Server
 
 from memlane.core.clock import SYSTEM_CLOCK, Clock
 from memlane.core.errors import MemlaneError
-from memlane.engine.tools import RECALL_LADDER, SPECS, ToolResult
+from memlane.engine.tools.dispatch import RECALL_LADDER, SPECS, ToolResult
 from memlane.hosts.mcp.transport import checked_stdio
 
 if TYPE_CHECKING:
-    from memlane.engine.memory import Memory
-    from memlane.engine.sessions import Sweeper
-    from memlane.engine.tools import Tools
+    from memlane.engine.project import Memory
+    from memlane.engine.sessions.layer import Sweeper
+    from memlane.engine.tools.dispatch import Tools
 
 log = logging.getLogger("memlane.mcp")
 
@@ -137,8 +137,8 @@ class Engine:
         # Retried on each call until it succeeds, so fixing the problem the error
         # names (trust, config, store command) needs no client restart.
         if self._tools is None:
-            from memlane.engine.memory import Memory
-            from memlane.engine.tools import Tools
+            from memlane.engine.project import Memory
+            from memlane.engine.tools.dispatch import Tools
 
             memory = Memory.open(self.directory, clock=self.clock)
             self._memory = memory
@@ -162,7 +162,7 @@ class Engine:
         return self._tools
 
     def _sweep_sessions(self, memory: Memory) -> None:
-        from memlane.engine.sessions import SessionsLayer
+        from memlane.engine.sessions.layer import SessionsLayer
 
         try:
             layer = SessionsLayer(memory)

@@ -45,9 +45,9 @@ from memlane.hosts.jsonrpc import (
 )
 
 if TYPE_CHECKING:
-    from memlane.engine.memory import Memory
-    from memlane.engine.session import Session
-    from memlane.engine.tools import Tools
+    from memlane.engine.live.session import Session
+    from memlane.engine.project import Memory
+    from memlane.engine.tools.dispatch import Tools
 
 log = logging.getLogger("memlane.sidecar")
 
@@ -156,14 +156,14 @@ class Sidecar:
     # -- engine objects ---------------------------------------------------------------
 
     def _memory(self) -> Memory:
-        from memlane.engine.memory import Memory
+        from memlane.engine.project import Memory
 
         if self.memory is None:
             self.memory = Memory.open(self.directory, clock=self.clock)
         return self.memory
 
     def _tools(self) -> Tools:
-        from memlane.engine.tools import Tools
+        from memlane.engine.tools.dispatch import Tools
 
         if self.tools is None or self.tools.session is not self.session:
             self.tools = Tools(self._memory(), self.session)
@@ -188,8 +188,8 @@ class Sidecar:
     # -- methods ------------------------------------------------------------------------
 
     def session_start(self, params: dict[str, Any]) -> dict[str, Any]:
-        from memlane.engine.memory import Memory
-        from memlane.engine.session import Session
+        from memlane.engine.live.session import Session
+        from memlane.engine.project import Memory
 
         method = "session_start"
         cwd = _str(params, "cwd", method) or str(self.directory)

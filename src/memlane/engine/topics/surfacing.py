@@ -63,7 +63,7 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-    from memlane.engine.memory import Memory
+    from memlane.engine.project import Memory
     from memlane.llm.base import LLM
 
 log = logging.getLogger(__name__)

@@ -47,11 +47,11 @@ from typing import TYPE_CHECKING, Any
 from memlane.core.errors import MemlaneError
 from memlane.core.settings import TopicSettings
 from memlane.core.types import Exchange
-from memlane.engine.distill import clip
+from memlane.engine.journal.distill import clip
 from memlane.store import topics as store_topics
 
 if TYPE_CHECKING:
-    from memlane.engine.memory import Memory
+    from memlane.engine.project import Memory
     from memlane.llm.base import LLM
 
 log = logging.getLogger(__name__)
@@ -478,7 +478,7 @@ def extract(
 
 
 def _write(memory: Memory, items: list[Any], report: ExtractReport) -> None:
-    from memlane.engine.topics import add_entry
+    from memlane.engine.topics.ops import add_entry
 
     existing: _Existing | None = None
     for n, item in enumerate(items):

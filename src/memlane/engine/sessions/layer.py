@@ -55,8 +55,8 @@ from memlane.core.regular_file import (
 from memlane.core.settings import SessionsSettings
 from memlane.core.trace import trace
 from memlane.core.types import Hit, SearchResult
-from memlane.engine.echo import is_memlane_tool, is_recall_prompt
-from memlane.engine.own_messages import OwnCalls, may_hold_own_messages
+from memlane.engine.journal.echo import is_memlane_tool, is_recall_prompt
+from memlane.engine.sessions.own_messages import OwnCalls, may_hold_own_messages
 from memlane.index.sessions import (
     ROLES,
     BatchWrite,
@@ -76,7 +76,7 @@ from memlane.transcripts.model import CLAUDE_CODE, PI
 
 if TYPE_CHECKING:
     from memlane.embed.base import Embedder
-    from memlane.engine.memory import Memory
+    from memlane.engine.project import Memory
     from memlane.engine.reports import Progress
 
 PI_AGENT_DIR_ENV = "PI_CODING_AGENT_DIR"
@@ -112,7 +112,7 @@ META_SWEEP_PID = "sweep.pid"
 # Which rules made the stored documents: bumped when a rule leaves out or
 # words differently what an earlier one stored (1: memlane's own tool calls,
 # results and /recall prompts are not documents). A store made under older
-# rules has its transcripts re-read once (engine/own_messages.py).
+# rules has its transcripts re-read once (engine/sessions/own_messages.py).
 DOCS_RULES_VERSION = 1
 META_DOCS_RULES = "docs.rules"
 
@@ -347,7 +347,7 @@ def pi_docs(obj: dict[str, Any]) -> list[_Doc] | None:
         if role == "user":
             text = text_of_blocks(content)
             if is_recall_prompt(text):
-                return []  # memlane's own /recall prompt (engine/own_messages.py)
+                return []  # memlane's own /recall prompt (engine/sessions/own_messages.py)
             return [_Doc(entry_id, "user", _clip(text, MAX_TEXT_CHARS), stamp)]
         if role == "assistant":
             out = [

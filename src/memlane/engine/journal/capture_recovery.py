@@ -1,4 +1,4 @@
-"""Finishing what a killed session left in its capture journal (engine/capture_journal.py).
+"""Finishing what a killed session left in its capture journal (engine/journal/capture_journal.py).
 
 ``Session.start`` calls ``orphaned`` in the background: it adopts (locks)
 every journal whose owner is gone, skips the entries a kill caught between
@@ -25,7 +25,7 @@ from memlane.core.atomic import write_atomic
 from memlane.core.clock import local as local_time
 from memlane.core.locks import lock_file
 from memlane.core.regular_file import read_all_from
-from memlane.engine.capture_journal import (
+from memlane.engine.journal.capture_journal import (
     DIGEST,
     DISTILLED,
     FOUND,

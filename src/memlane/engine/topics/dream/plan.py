@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from memlane.core.errors import MemlaneError, StoreError
-from memlane.engine.dream.consolidate import RawPlan
-from memlane.engine.dream.errors import DreamError, _bad_file
-from memlane.engine.dream.orient import Orientation, Signal
+from memlane.engine.topics.dream.consolidate import RawPlan
+from memlane.engine.topics.dream.errors import DreamError, _bad_file
+from memlane.engine.topics.dream.orient import Orientation, Signal
 from memlane.store import topics as T
 from memlane.store.layout import MEMORY_INDEX, TOPICS_DIR
 

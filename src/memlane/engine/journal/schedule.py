@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from memlane.core.errors import MemlaneError
 
 if TYPE_CHECKING:
-    from memlane.engine.memory import Memory
+    from memlane.engine.project import Memory
     from memlane.engine.reports import IndexReport
 
 log = logging.getLogger("memlane.schedule")

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 from memlane.core.errors import MemlaneError
 
 if TYPE_CHECKING:
-    from memlane.engine.memory import Memory
-    from memlane.engine.session import Session
+    from memlane.engine.live.session import Session
+    from memlane.engine.project import Memory
 
 RECALL_LADDER = (
     "Recall works in three steps; stop at the first that answers: memory_search (L1, "
@@ -205,7 +205,7 @@ SPECS: tuple[ToolSpec, ...] = (
         (),
     ),
 )
-from memlane.engine.topics import MEMORY_TOPIC_SPEC  # noqa: E402 - needs ToolSpec above
+from memlane.engine.topics.ops import MEMORY_TOPIC_SPEC  # noqa: E402 - needs ToolSpec above
 
 SPECS = (*SPECS, MEMORY_TOPIC_SPEC)
 SPEC_BY_NAME = {spec.name: spec for spec in SPECS}
@@ -257,7 +257,7 @@ class Tools:
     ) -> None:
         """``caller_is_person``: a person at the CLI, not an agent over MCP or the
         sidecar; memory_transcript then opens any transcript path they name
-        (engine/transcript_access.py), still only a regular file."""
+        (engine/recall/transcript_access.py), still only a regular file."""
         self.memory = memory
         self.session = session
         self.caller_is_person = caller_is_person
@@ -294,7 +294,7 @@ class Tools:
             raise
         if self.session is not None:
             # What memlane handed the agent is recalled, not news: capture
-            # must not write it back as a new memory (engine/echo.py).
+            # must not write it back as a new memory (engine/journal/echo.py).
             self.session.note_tool(name, checked, result.text)
         return result
 
@@ -356,7 +356,7 @@ class Tools:
 
     def _search_sessions(self, query: str, args: dict[str, Any]) -> ToolResult:
         from memlane.core.render import TOOL_EXPAND_HINT, render_search
-        from memlane.engine.sessions import search_sessions
+        from memlane.engine.sessions.layer import search_sessions
 
         result = search_sessions(
             self.memory,
@@ -371,7 +371,7 @@ class Tools:
         """Journal, topics and sessions in one list, merged by score (all in [0, 1])."""
         from memlane.core.render import TOOL_EXPAND_HINT, render_search
         from memlane.core.types import SearchResult
-        from memlane.engine.sessions import search_sessions
+        from memlane.engine.sessions.layer import search_sessions
 
         k = args.get("k", self.memory.config.session.search_top_k)
         floor = self.memory.min_score(args.get("min_score"))
@@ -410,7 +410,7 @@ class Tools:
             result = self.memory.similar(args["chunk_hash"], k)
         except NotFoundError:
             hint = "memory_transcript(transcript_path=source, turn)"
-            from memlane.engine.sessions import similar_sessions
+            from memlane.engine.sessions.layer import similar_sessions
 
             try:
                 result = similar_sessions(self.memory, args["chunk_hash"], k)
@@ -424,7 +424,7 @@ class Tools:
 
     def _search_all(self, query: str, k: int, args: dict[str, Any]) -> ToolResult:
         from memlane.core.render import render_search
-        from memlane.engine.crossrepo import search_all
+        from memlane.engine.recall.crossrepo import search_all
 
         fan_out = search_all(
             self.memory,
@@ -448,7 +448,7 @@ class Tools:
 
         project = args.get("project")
         if project and not self._is_own_project(project):
-            from memlane.engine.crossrepo import expand_in_project
+            from memlane.engine.recall.crossrepo import expand_in_project
 
             section = expand_in_project(self.memory, args["chunk_hash"], project)
             return ToolResult(render_section(section, project), section.to_json())
@@ -463,7 +463,7 @@ class Tools:
         return os.path.realpath(project) in own
 
     def _transcript(self, args: dict[str, Any]) -> ToolResult:
-        from memlane.engine.memory import NO_TRANSCRIPT
+        from memlane.engine.project import NO_TRANSCRIPT
         from memlane.transcripts import read_transcript
 
         if args["transcript_path"].strip() in ("", NO_TRANSCRIPT):
@@ -474,13 +474,13 @@ class Tools:
         project: str | None = args.get("project") or None
         foreign = project is not None and not self._is_own_project(project)
         if project is not None and foreign:
-            from memlane.engine.crossrepo import resolve_project
+            from memlane.engine.recall.crossrepo import resolve_project
 
             # The transcript path is absolute; the label is checked through the
             # same seam as expansion so a bad label fails the same way.
             resolve_project(self.memory, project)
         if not self.caller_is_person:
-            from memlane.engine.transcript_access import check_transcript_allowed
+            from memlane.engine.recall.transcript_access import check_transcript_allowed
 
             # An agent sees only this project's sessions and anchored transcripts.
             check_transcript_allowed(
@@ -497,14 +497,14 @@ class Tools:
             limit=settings.transcript_limit,
             turn_char_cap=settings.turn_char_cap,
         )
-        from memlane.engine.transcript_redaction import redacted_transcript
+        from memlane.engine.recall.transcript_redaction import redacted_transcript
 
         # The host wrote the file verbatim; what memlane shows of it is redacted.
         transcript = redacted_transcript(transcript)
         return ToolResult(transcript.render(), transcript.to_json())
 
     def _forget(self, args: dict[str, Any]) -> ToolResult:
-        from memlane.engine.maintenance import forget
+        from memlane.engine.journal.maintenance import forget
 
         chunk_hash, date, time = args.get("chunk_hash"), args.get("date"), args.get("time")
         if not chunk_hash and not (date and time):
@@ -524,7 +524,7 @@ class Tools:
         return ToolResult(text, removed.to_json())
 
     def _compact(self, args: dict[str, Any]) -> ToolResult:
-        from memlane.engine.maintenance import compact
+        from memlane.engine.journal.maintenance import compact
 
         llm = self.session.llm if self.session is not None else None
         if llm is None:
@@ -541,7 +541,7 @@ class Tools:
         return ToolResult(render_status(status), status.to_json())
 
     def _topic(self, args: dict[str, Any]) -> ToolResult:
-        from memlane.engine.topics import topic_tool
+        from memlane.engine.topics.ops import topic_tool
 
         # A live session's indexer picks the change up (debounced), and a
         # search before that indexes the changed file first; without a

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from memlane.core.errors import MemlaneError
 
 if TYPE_CHECKING:
-    from memlane.engine.memory import Memory
+    from memlane.engine.project import Memory
     from memlane.engine.reports import IndexReport
 
 # How much text (embedding input: the notes as they stand, in characters) the

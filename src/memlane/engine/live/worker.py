@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from memlane.engine.memory import Memory
+    from memlane.engine.project import Memory
 
 
 class SearchWorker:

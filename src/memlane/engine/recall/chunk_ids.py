@@ -16,7 +16,7 @@ from memlane.core.types import Chunk
 from memlane.store.layout import list_markdown_files
 
 if TYPE_CHECKING:
-    from memlane.engine.memory import Memory
+    from memlane.engine.project import Memory
 
 HASH_CHARS = 16
 MIN_PREFIX_CHARS = 8

@@ -30,8 +30,8 @@ from memlane.store import topics as store_topics
 from memlane.store.layout import MEMORY_INDEX, TOPICS_DIR
 
 if TYPE_CHECKING:
-    from memlane.engine.memory import Memory
-    from memlane.engine.tools import ToolResult, ToolSpec
+    from memlane.engine.project import Memory
+    from memlane.engine.tools.dispatch import ToolResult, ToolSpec
     from memlane.store.topics import TopicChange, TopicInfo
 
 ACTIONS = ("add", "remove", "list", "search")
@@ -46,7 +46,7 @@ CLAUDE_CONFIG_DIR_ENV = "CLAUDE_CONFIG_DIR"
 
 
 def _build_spec() -> ToolSpec:
-    from memlane.engine.tools import Param, ToolSpec
+    from memlane.engine.tools.dispatch import Param, ToolSpec
 
     return ToolSpec(
         "memory_topic",
@@ -611,7 +611,7 @@ def topic_tool(
 
     ``sync=False`` when a live session's indexer keeps the index current.
     """
-    from memlane.engine.tools import ToolResult, check_arguments
+    from memlane.engine.tools.dispatch import ToolResult, check_arguments
 
     args = check_arguments(_spec(), arguments)
     action = args["action"]

@@ -66,7 +66,7 @@ from memlane.index.sqlite import BUSY_TIMEOUT_S, CACHE_SIZE_KIB, SqliteIndex
 
 if TYPE_CHECKING:
     from memlane.core.config import Config
-    from memlane.engine.memory import Memory
+    from memlane.engine.project import Memory
 
 SCAN_ROOTS_KEY = "cross_repo.scan_roots"
 SCAN_ROOTS_ENV = "MEMLANE_SCAN_ROOTS"
@@ -531,7 +531,7 @@ def search_all(
     scale; hits below ``min_score`` (default ``search.min_score``) are left out.
     """
     from memlane.embed.factory import vector_space
-    from memlane.engine.memory import SEARCH_K_MAX, SEARCH_MODES
+    from memlane.engine.project import SEARCH_K_MAX, SEARCH_MODES
     from memlane.index.base import SearchFilters
 
     if k is None:
@@ -677,7 +677,7 @@ def expand_in_project(
     Read-only, through the same seam as the fan-out. The section's anchor
     carries the transcript path, so L3 follows across projects too.
     """
-    from memlane.engine.memory import Memory as MemoryClass
+    from memlane.engine.project import Memory as MemoryClass
 
     collection, store_dir, path = resolve_project(mem, project, env=env)
     try:

@@ -48,7 +48,7 @@ from memlane.store.redaction import redact
 from memlane.store.safe_paths import MARKDOWN_MAX_BYTES
 
 if TYPE_CHECKING:
-    from memlane.engine.memory import Memory
+    from memlane.engine.project import Memory
 
 PI_MEMORY = "pi-memory"
 CLAUDE_CODE = "claude-code"

@@ -153,7 +153,7 @@ class CaptureState:
     distilled: int = 0
     failed: int = 0
     skipped: int = 0
-    # Exchanges that only restated what memlane's tools returned (engine/echo.py).
+    # Exchanges that only restated what memlane's tools returned (engine/journal/echo.py).
     skipped_recall_only: int = 0
     # Restated sentences left out of the exchanges that were captured.
     restated_dropped: int = 0

@@ -58,8 +58,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from memlane.core.errors import ConfigError, MemlaneError
-from memlane.engine.dream.apply import ApplyHooks, Replacer, apply_plan
-from memlane.engine.dream.consolidate import (
+from memlane.engine.topics.dream.apply import ApplyHooks, Replacer, apply_plan
+from memlane.engine.topics.dream.consolidate import (
     DREAM_MAX_TOKENS,
     DREAM_MIN_TIMEOUT_S,
     SYSTEM_PROMPT,
@@ -72,8 +72,8 @@ from memlane.engine.dream.consolidate import (
     consolidate,
     parse_plan,
 )
-from memlane.engine.dream.errors import DreamError, DreamPlanError
-from memlane.engine.dream.meta import (
+from memlane.engine.topics.dream.errors import DreamError, DreamPlanError
+from memlane.engine.topics.dream.meta import (
     DREAM_META,
     DreamMeta,
     note_session_start,
@@ -81,7 +81,7 @@ from memlane.engine.dream.meta import (
     read_meta,
     record_dream,
 )
-from memlane.engine.dream.orient import (
+from memlane.engine.topics.dream.orient import (
     COMPARED_CHARS,
     CONTENT_SIMILARITY,
     JOURNAL_BUDGET_CHARS,
@@ -99,7 +99,7 @@ from memlane.engine.dream.orient import (
     normalise,
     orient,
 )
-from memlane.engine.dream.plan import (
+from memlane.engine.topics.dream.plan import (
     PLAN_FORMAT_VERSION,
     DreamPlan,
     FileChange,
@@ -108,11 +108,11 @@ from memlane.engine.dream.plan import (
     rebuild_index_text,
     save_plan,
 )
-from memlane.engine.dream.recovery import log, pending_recovery, recover_interrupted_dream
+from memlane.engine.topics.dream.recovery import log, pending_recovery, recover_interrupted_dream
 
 if TYPE_CHECKING:
     from memlane.core.config import Config
-    from memlane.engine.memory import Memory
+    from memlane.engine.project import Memory
     from memlane.llm.base import LLM
 
 __all__ = [

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING
 from memlane.core.errors import MemlaneError, StoreError
 
 if TYPE_CHECKING:
-    from memlane.engine.memory import Memory
+    from memlane.engine.project import Memory
 
 
 class TranscriptNotAllowedError(MemlaneError):
@@ -87,7 +87,7 @@ def check_transcript_allowed(
 
 
 def _is_project_session(mem: Memory, wanted: str, env: Mapping[str, str]) -> bool:
-    from memlane.engine.sessions import discover_sources
+    from memlane.engine.sessions.layer import discover_sources
 
     scope = mem.scope
     sources = discover_sources([scope.repository_dir, scope.scope], env)
@@ -122,7 +122,7 @@ def _names(transcripts: Iterable[str], names: set[str], wanted: str) -> bool:
 
 def _configured_project_store(mem: Memory, project: str, env: Mapping[str, str]) -> Path:
     """The store of ``project`` when it is a project under the scan roots."""
-    from memlane.engine.crossrepo import (
+    from memlane.engine.recall.crossrepo import (
         discover_projects,
         resolve_project,
         scan_roots,

@@ -14,14 +14,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memlane.core.errors import MemlaneError, StoreError
-from memlane.engine.dream.errors import _bad_file
-from memlane.engine.dream.meta import _parse_time, read_meta
-from memlane.engine.dream.recovery import recover_interrupted_dream
+from memlane.engine.topics.dream.errors import _bad_file
+from memlane.engine.topics.dream.meta import _parse_time, read_meta
+from memlane.engine.topics.dream.recovery import recover_interrupted_dream
 from memlane.store import safe_paths
 from memlane.store import topics as T
 
 if TYPE_CHECKING:
-    from memlane.engine.memory import Memory
+    from memlane.engine.project import Memory
 
 #: Journal text (entries since the last dream) sent to the LLM.
 JOURNAL_BUDGET_CHARS = 12_000

@@ -7,7 +7,7 @@ queue. So before the answer, the redacted exchange is appended to this
 session's journal and fsynced; once its entry is in the daily file (and that
 file is fsynced) the journal marks it done. The next session started on the
 project adopts the journal of any session that is gone and writes what it
-left (engine/capture_recovery.py; ``Session`` distils it, or writes the
+left (engine/journal/capture_recovery.py; ``Session`` distils it, or writes the
 digest form).
 
 Layout: ``<state dir>/.capture-journal/`` (the directory of

@@ -11,8 +11,8 @@ from datetime import date
 from typing import TYPE_CHECKING, Any
 
 from memlane.core.errors import LlmError, MemlaneError
-from memlane.engine.dream.errors import DreamError, DreamPlanError
-from memlane.engine.dream.orient import Orientation, Signal, TopicState
+from memlane.engine.topics.dream.errors import DreamError, DreamPlanError
+from memlane.engine.topics.dream.orient import Orientation, Signal, TopicState
 from memlane.store import topics as T
 from memlane.store.redaction import redact
 

@@ -12,11 +12,11 @@ host. What happens, per reference/pi-memsearch-runtime.txt:
   deadline on a warm worker: auto-context hits over the score floor,
   surfaced topic files, and past messages when the prompt refers to the past.
 * ``agent_settled(exchange)``: gates, redact, and the exchange appended to
-  the capture journal (engine/capture_journal.py) before the answer; then in
+  the capture journal (engine/journal/capture_journal.py) before the answer; then in
   the background distil → append one anchored entry → its journal record
   done → debounced index, then the durable learnings as topic entries; the transcript's new messages are enqueued for
   the sessions layer. What memlane's own tools returned during the exchange
-  is not captured again (engine/echo.py): an answer that only restated it is
+  is not captured again (engine/journal/echo.py): an answer that only restated it is
   skipped, any other loses its restated sentences.
 * ``compacted()`` / ``refresh_snapshot()``: rebuild the snapshot.
 * ``shutdown()``: flush pending captures (a capture that cannot finish in
@@ -39,10 +39,10 @@ from typing import TYPE_CHECKING, Any
 from memlane.core.faults import step
 from memlane.core.settings import SessionSettings
 from memlane.core.types import Anchor, Exchange, Hit
-from memlane.engine.echo import RecallLog, is_memlane_tool, judge
-from memlane.engine.schedule import IndexScheduler
-from memlane.engine.search_worker import SearchWorker
-from memlane.engine.session_state import (
+from memlane.engine.journal.echo import RecallLog, is_memlane_tool, judge
+from memlane.engine.journal.schedule import IndexScheduler
+from memlane.engine.journal.snapshot import Snapshot, build_snapshot
+from memlane.engine.live.state import (
     AutoContextState,
     CaptureState,
     ExtractionState,
@@ -52,15 +52,15 @@ from memlane.engine.session_state import (
     RecallState,
     SurfacingState,
 )
-from memlane.engine.snapshot import Snapshot, build_snapshot
+from memlane.engine.live.worker import SearchWorker
 
 if TYPE_CHECKING:
     from memlane.core.clock import Clock
-    from memlane.engine.capture_journal import JournalFile
-    from memlane.engine.memory import Memory
+    from memlane.engine.journal.capture_journal import JournalFile
+    from memlane.engine.project import Memory
     from memlane.engine.reports import Status
-    from memlane.engine.sessions import SessionsLayer, Sweeper
-    from memlane.engine.surfacing import Surfaced, TopicSurfacer
+    from memlane.engine.sessions.layer import SessionsLayer, Sweeper
+    from memlane.engine.topics.surfacing import Surfaced, TopicSurfacer
     from memlane.llm.base import LLM
 
 log = logging.getLogger("memlane.session")
@@ -158,7 +158,7 @@ class Session:
         self.topic_settings = memory.config.topics
         self.surfacer: TopicSurfacer | None = None
         if self.topic_settings.enabled and self.topic_settings.auto_surfacing_enabled:
-            from memlane.engine.surfacing import TopicSurfacer
+            from memlane.engine.topics.surfacing import TopicSurfacer
 
             self.surfacer = TopicSurfacer(self.topic_settings)
         self.surfacing = SurfacingState(enabled=self.surfacer is not None)
@@ -233,7 +233,7 @@ class Session:
         if session._primer_line:
             session.notices.append(session._primer_line)
         if session.topic_settings.enabled:
-            from memlane.engine.dream import note_session_start, nudge
+            from memlane.engine.topics.dream import note_session_start, nudge
 
             try:
                 note_session_start(memory.scope.store)
@@ -329,7 +329,7 @@ class Session:
         return self._snapshot
 
     def _build_snapshot(self) -> Snapshot:
-        from memlane.engine.surfacing import memory_index_block
+        from memlane.engine.topics.surfacing import memory_index_block
 
         extra = []
         primer_block = self._primer_block()
@@ -351,8 +351,8 @@ class Session:
         settings = self.memory.config.sessions
         if not (settings.enabled and settings.primer):
             return None
-        from memlane.engine.recall import primer
-        from memlane.engine.sessions import open_store
+        from memlane.engine.sessions.layer import open_store
+        from memlane.engine.sessions.primer import primer
 
         try:
             recent = open_store(self.memory).recent_sessions(settings.primer_top_k, self.session_id)
@@ -365,7 +365,7 @@ class Session:
 
     def _start_sessions_layer(self) -> None:
         """Catch up with the project's transcripts, then sweep for new ones."""
-        from memlane.engine.sessions import SessionsLayer
+        from memlane.engine.sessions.layer import SessionsLayer
 
         try:
             layer = SessionsLayer(self.memory)
@@ -405,7 +405,7 @@ class Session:
     def _hidden_message(self, prompt: str, snapshot: Snapshot) -> str | None:
         """Auto-context hits and surfaced topics, found by one warm worker in one deadline."""
         from memlane.core.render import render_injection
-        from memlane.engine.recall import render_recall, wants_recall
+        from memlane.engine.sessions.primer import render_recall, wants_recall
 
         state = self.auto_context
         settings = self.settings
@@ -535,10 +535,10 @@ class Session:
         warm_ups: tuple[Callable[[Memory], Any], ...] = ()
         if self.surfacer is not None:
             warm_ups = (self.surfacer.warm,)
-        from memlane.engine import fresh
+        from memlane.engine.journal import fresh
 
         # Its searches first index this session's fresh writes, unless that
-        # would embed more than the deadline allows (engine/fresh.py).
+        # would embed more than the deadline allows (engine/journal/fresh.py).
         memory = self.memory.fork(catch_up_char_limit=fresh.AUTO_CONTEXT_CATCH_UP_CHARS)
         return SearchWorker(memory, warm_ups)
 
@@ -626,8 +626,8 @@ class Session:
         """The job of a gated exchange: its anchor fixed now, redacted when short enough
         to journal whole (a longer one is redacted in the background, its head journaled)."""
         from memlane.core.types import anchor_field
-        from memlane.engine.capture_journal import JOURNAL_TEXT_CHARS
-        from memlane.engine.memory import NO_TRANSCRIPT
+        from memlane.engine.journal.capture_journal import JOURNAL_TEXT_CHARS
+        from memlane.engine.project import NO_TRANSCRIPT
         from memlane.store.daily import new_entry_id
 
         # Fixed before the journal record: the turn in the daily file's anchor
@@ -644,7 +644,7 @@ class Session:
 
     def _journal_locked(self, job: _CaptureJob) -> str | None:
         """Append *job* to this session's capture journal; why not, when it could not be."""
-        from memlane.engine import capture_journal as cj
+        from memlane.engine.journal import capture_journal as cj
 
         assert job.at is not None
         if job.redacted:
@@ -699,8 +699,8 @@ class Session:
 
     def _capture(self, job: _CaptureJob) -> Exchange | None:
         """Distil and write one exchange; the redacted exchange when distilled."""
-        from memlane.engine.capture_journal import DIGEST, DISTILLED
-        from memlane.engine.distill import digest, distill, failure_marker
+        from memlane.engine.journal.capture_journal import DIGEST, DISTILLED
+        from memlane.engine.journal.distill import digest, distill, failure_marker
 
         exchange = job.exchange if job.redacted else self._redacted(job.exchange)
         if job.done.is_set():
@@ -727,7 +727,7 @@ class Session:
 
     def _extract(self, exchange: Exchange) -> None:
         """Durable learnings of a distilled exchange become topic entries."""
-        from memlane.engine.extract import extract
+        from memlane.engine.topics.extraction import extract
 
         if self._capture_memory is None:
             # The similarity check opens the index: this thread's own handle.
@@ -780,8 +780,8 @@ class Session:
 
     def _settle_journal(self, job: _CaptureJob, path: str, how: str) -> None:
         """The entry is in the daily file: flush it, then its journal record is done."""
-        from memlane.engine import capture_journal as cj
-        from memlane.engine.capture_recovery import note_recovered
+        from memlane.engine.journal import capture_journal as cj
+        from memlane.engine.journal.capture_recovery import note_recovered
 
         if job.journal is None or job.key is None:
             return
@@ -806,8 +806,8 @@ class Session:
             job.journal.close()  # shutdown left it open while this write was under way
 
     def _write_digest_now(self, job: _CaptureJob, reason: str) -> None:
-        from memlane.engine.capture_journal import DIGEST
-        from memlane.engine.distill import digest, failure_marker
+        from memlane.engine.journal.capture_journal import DIGEST
+        from memlane.engine.journal.distill import digest, failure_marker
 
         exchange = job.exchange
         if not job.redacted:
@@ -889,8 +889,8 @@ class Session:
 
     def _recover(self) -> None:
         """Adopt the capture journal of every session that is gone and queue what it left."""
-        from memlane.engine.capture_journal import journal_dir
-        from memlane.engine.capture_recovery import orphaned
+        from memlane.engine.journal.capture_journal import journal_dir
+        from memlane.engine.journal.capture_recovery import orphaned
         from memlane.store.redaction import redact
 
         directory = journal_dir(self.memory.scope)

@@ -12,10 +12,10 @@ from pathlib import Path
 
 from memlane.core.errors import MemlaneError, StoreError
 from memlane.core.faults import step
-from memlane.engine.dream.errors import DreamError
-from memlane.engine.dream.meta import record_dream
-from memlane.engine.dream.plan import DreamPlan, FileChange
-from memlane.engine.dream.recovery import recover_interrupted_dream
+from memlane.engine.topics.dream.errors import DreamError
+from memlane.engine.topics.dream.meta import record_dream
+from memlane.engine.topics.dream.plan import DreamPlan, FileChange
+from memlane.engine.topics.dream.recovery import recover_interrupted_dream
 from memlane.store import dream_journal as J
 from memlane.store import topics as T
 from memlane.store.durable import fsync_dirs

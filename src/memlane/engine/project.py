@@ -30,12 +30,12 @@ from memlane.core.paths import index_dir
 from memlane.core.scope import Scope, resolve_scope
 from memlane.core.settings import SEARCH_TOP_K
 from memlane.core.types import Anchor, Chunk, Entry, Hit, Kind, SearchResult, Section
-from memlane.engine.fresh import FreshWrites
+from memlane.engine.journal.fresh import FreshWrites
 from memlane.engine.reports import IndexReport, Progress, Status
 
 if TYPE_CHECKING:
     from memlane.embed.base import Embedder, Vectors
-    from memlane.engine.indexer import Indexer
+    from memlane.engine.journal.indexer import Indexer
     from memlane.index.sqlite import SqliteIndex
     from memlane.llm.base import LLM
     from memlane.store.daily import DailyWriter
@@ -351,7 +351,7 @@ class Memory:
 
     def indexer(self) -> Indexer:
         """An ``Indexer`` over this memory's store and this handle's index."""
-        from memlane.engine.indexer import Indexer
+        from memlane.engine.journal.indexer import Indexer
 
         return Indexer(
             self.scope.store,
@@ -376,9 +376,9 @@ class Memory:
         the index current: no walk of the store, None at once when nothing
         was written; with ``char_limit``, None (the work left to the
         indexer) when it would embed more characters than that. See
-        ``engine/fresh.py``.
+        ``engine/journal/fresh.py``.
         """
-        from memlane.engine.fresh import catch_up
+        from memlane.engine.journal.fresh import catch_up
 
         return catch_up(self, char_limit)
 
@@ -441,7 +441,7 @@ class Memory:
                     "without what changed since it was last updated"
                 )
         else:
-            from memlane.engine.fresh import catch_up_before_search
+            from memlane.engine.journal.fresh import catch_up_before_search
 
             notices.extend(catch_up_before_search(self))
         vector = self.query_vector(query, mode, notices)
@@ -596,7 +596,7 @@ class Memory:
         of this collection's markdown or sessions index (docs/hardening/copies.md).
         """
         from memlane.core.faults import step
-        from memlane.engine.maintenance import forget
+        from memlane.engine.journal.maintenance import forget
 
         removed = forget(self, chunk_hash=chunk_hash, date=date, time=time)
         self.purge_damaged_copies()
@@ -615,7 +615,7 @@ class Memory:
 
     def compact(self, source: str | None = None, llm: LLM | None = None) -> str:
         """Memory compaction with ``llm`` (default: the configured ``[llm]``)."""
-        from memlane.engine.maintenance import compact
+        from memlane.engine.journal.maintenance import compact
 
         if llm is None:
             from memlane.llm.factory import make_llm
@@ -668,7 +668,7 @@ class Memory:
         import sqlite3
 
         from memlane import __version__
-        from memlane.engine import capture_journal, capture_recovery
+        from memlane.engine.journal import capture_journal, capture_recovery
         from memlane.index import state
         from memlane.llm.factory import describe_llm
 
@@ -753,7 +753,7 @@ class Memory:
             missing.append(f"llm: {llm_line}")
         sessions_stats = self._sessions_stats()
         if not refused and self.scope.store.is_dir():
-            from memlane.engine.dream import pending_recovery
+            from memlane.engine.topics.dream import pending_recovery
 
             interrupted = pending_recovery(self.scope.store)
             if interrupted:
@@ -814,7 +814,7 @@ def _index_problem(exc: BaseException, path: Path) -> str:
 def _sessions_stats_of(memory: Memory) -> dict[str, Any] | None:
     import sqlite3
 
-    from memlane.engine.sessions import open_store, sessions_path
+    from memlane.engine.sessions.layer import open_store, sessions_path
 
     if not sessions_path(memory).exists():
         return None  # never created by a status call

@@ -1,0 +1,1 @@
+"""Live: one agent session's lifecycle, its auto-context and its warm worker."""

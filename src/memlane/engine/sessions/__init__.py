@@ -1,0 +1,1 @@
+"""The sessions layer: every past message of the project's agent transcripts, indexed."""

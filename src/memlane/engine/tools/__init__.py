@@ -1,0 +1,1 @@
+"""The agent-facing tools: one implementation for every host."""

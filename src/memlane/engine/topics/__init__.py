@@ -1,0 +1,1 @@
+"""Topics: curated knowledge files, auto-surfacing, extraction, dream and importers."""
