@@ -20,6 +20,7 @@ from helpers import open_memory
 from memlane.core.errors import ConfigError, NotFoundError
 from memlane.core.scope import collection_name, resolve_scope
 from memlane.engine.project import Memory
+from memlane.engine.recall import crossrepo
 from memlane.engine.recall.crossrepo import (
     FanOutResult,
     collection_for_project,
@@ -29,7 +30,6 @@ from memlane.engine.recall.crossrepo import (
     resolve_project,
     search_all,
 )
-from memlane.engine.sessions.primer import crossrepo
 
 TOPIC = "the user and the agent moved the hot cache to Redis with 5 minute TTLs"
 

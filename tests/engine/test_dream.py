@@ -21,7 +21,7 @@ from helpers import TOPIC_DAY, Cli, CliResult, FixedClock, open_memory
 from memlane.core.errors import ConfigError, MemlaneError
 from memlane.core.settings import TopicSettings
 from memlane.engine.project import Memory
-from memlane.engine.topics.ops import dream as D
+from memlane.engine.topics import dream as D
 from memlane.llm.base import LLM
 from memlane.store import topics
 
@@ -849,7 +849,7 @@ def test_cli_apply_plan_refuses_a_tampered_plan_and_a_declined_one(
 _KILL = """\
 import os, signal, sys
 from pathlib import Path
-from memlane.engine.topics.ops import dream as D
+from memlane.engine.topics import dream as D
 store, plan_file, when = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
 plan = D.load_plan(plan_file, store)
 last = sum(c.after is not None for c in plan.changes)

@@ -17,7 +17,7 @@ from helpers import NOW, FixedClock, IndexWriteLock, open_memory
 from memlane.core.errors import MemlaneError, NotFoundError
 from memlane.engine.project import Memory
 from memlane.engine.tools.dispatch import Tools
-from memlane.engine.topics.ops import ops as E
+from memlane.engine.topics import ops as E
 
 
 def call(mem: Memory, **arguments: Any) -> tuple[str, dict[str, Any]]:

@@ -20,7 +20,7 @@ from helpers import TOPIC_DAY, FixedClock, open_memory
 from memlane.core.settings import LlmSettings, TopicSettings
 from memlane.core.types import Exchange
 from memlane.engine.project import Memory
-from memlane.engine.topics.ops import extraction as X
+from memlane.engine.topics import extraction as X
 from memlane.llm.base import LLM
 from memlane.llm.factory import make_llm
 from memlane.store import topics as store_topics

@@ -12,7 +12,7 @@ import pytest
 
 from helpers import TOPIC_DAY, Cli, FixedClock, open_memory
 from memlane.core.errors import NotFoundError
-from memlane.engine.topics.ops import importers as I
+from memlane.engine.topics import importers as I
 from memlane.store import topics as T
 
 TODAY = date(2026, 11, 30)

@@ -23,7 +23,7 @@ from fake_llm import FakeOpenAI
 from helpers import TOPIC_DAY, FixedClock, make_project, open_memory
 from memlane.core.settings import TopicSettings
 from memlane.engine.project import Memory
-from memlane.engine.topics.ops import surfacing as S
+from memlane.engine.topics import surfacing as S
 from memlane.store import topics as store_topics
 
 # (topic, type, description, [(title, content)])

@@ -51,7 +51,7 @@ def dream(
 ) -> None:
     """Consolidate the topic files with the LLM: merge duplicates, keep the newer of
     contradicting facts, rebuild descriptions and MEMORY.md. Shows a diff and asks first."""
-    from memlane.engine.topics.ops import dream as D
+    from memlane.engine.topics import dream as D
 
     if as_json and not (yes or dry_run):
         raise typer.BadParameter("--json needs --yes or --dry-run (it cannot prompt)")
