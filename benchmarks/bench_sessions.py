@@ -155,7 +155,8 @@ def child_backfill(messages: int, lengths: str) -> dict[str, Any]:
     project = root / "proj"
     project.mkdir()
     from memlane.engine.project import Memory
-    from memlane.engine.sessions.layer import SessionsLayer, pi_session_dir_name
+    from memlane.engine.sessions.layer import SessionsLayer
+    from memlane.transcripts.locate import pi_session_dir_name
 
     cwd = str(project.resolve())
     sessions_dir = root / "pi-agent" / "sessions" / pi_session_dir_name(cwd)

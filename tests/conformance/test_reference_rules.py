@@ -30,12 +30,12 @@ from memlane.core.types import Anchor, Exchange
 from memlane.engine.journal.maintenance import COMPACT_HEADING
 from memlane.engine.live.session import Session
 from memlane.engine.project import Memory
-from memlane.engine.sessions.layer import pi_session_dir_name
 from memlane.engine.tools.dispatch import Tools
 from memlane.index.state import STATE_FILENAME
 from memlane.llm.base import LLM
 from memlane.store.anchor import parse_anchor
 from memlane.store.section import read_markdown
+from memlane.transcripts.locate import pi_session_dir_name
 
 TODAY = datetime(2026, 11, 30, 10, 0)
 DAY = "2026-11-30"

@@ -18,6 +18,7 @@ from memlane.core.errors import MemlaneError, NotFoundError
 from memlane.engine.project import Memory
 from memlane.engine.tools.dispatch import Tools
 from memlane.engine.topics import ops as E
+from memlane.transcripts.locate import claude_project_dir_name, pi_session_dir_name
 
 
 def call(mem: Memory, **arguments: Any) -> tuple[str, dict[str, Any]]:
@@ -200,9 +201,9 @@ def _pi_session(path: Path, cwd: str, messages: list[tuple[str, str, str]]) -> N
 
 
 def test_session_dir_encodings() -> None:
-    assert E.pi_session_dir_name("/home/dev/fernbill") == "--home-dev-fernbill--"
-    assert E.pi_session_dir_name("C:\\work\\app") == "--C--work-app--"
-    assert E.claude_project_dir_name("/home/u/my.proj_x") == "-home-u-my-proj-x"
+    assert pi_session_dir_name("/home/dev/fernbill") == "--home-dev-fernbill--"
+    assert pi_session_dir_name("C:\\work\\app") == "--C--work-app--"
+    assert claude_project_dir_name("/home/u/my.proj_x") == "-home-u-my-proj-x"
 
 
 def test_sessions_scope_finds_messages_newest_first_and_chains_into_transcript(
@@ -213,7 +214,7 @@ def test_sessions_scope_finds_messages_newest_first_and_chains_into_transcript(
     claude = tmp_path / "claude"
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(claude))
     cwd = str(project)
-    pi_dir = agent / "sessions" / E.pi_session_dir_name(cwd)
+    pi_dir = agent / "sessions" / pi_session_dir_name(cwd)
     old = pi_dir / "2026-11-29T10-00-00_old.jsonl"
     _pi_session(old, cwd, [("aaaa0001", "user", "why is the Redis cache slow?")])
     new = pi_dir / "2026-11-30T10-00-00_new.jsonl"
@@ -235,7 +236,7 @@ def test_sessions_scope_finds_messages_newest_first_and_chains_into_transcript(
         "/other",
         [("cccc0001", "user", "redis elsewhere")],
     )
-    claude_file = claude / "projects" / E.claude_project_dir_name(cwd) / "c.jsonl"
+    claude_file = claude / "projects" / claude_project_dir_name(cwd) / "c.jsonl"
     claude_file.parent.mkdir(parents=True)
     claude_file.write_text(
         json.dumps(

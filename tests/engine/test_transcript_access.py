@@ -13,8 +13,8 @@ from memlane.core.types import Anchor
 from memlane.engine.live.session import Session
 from memlane.engine.project import Memory
 from memlane.engine.recall.transcript_access import TranscriptNotAllowedError
-from memlane.engine.sessions.layer import claude_project_dir_name, pi_session_dir_name
 from memlane.engine.tools.dispatch import Tools
+from memlane.transcripts.locate import claude_project_dir_name, pi_session_dir_name
 
 
 def _pi_transcript(path: Path, words: str) -> Path:

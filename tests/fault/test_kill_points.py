@@ -20,7 +20,7 @@ from harness import FaultHarness, Run, Scenario, Tally, files_holding, temp_left
 
 from fake_llm import FakeOpenAI
 from helpers import open_memory
-from memlane.engine.sessions.layer import pi_session_dir_name
+from memlane.transcripts.locate import pi_session_dir_name
 
 pytestmark = pytest.mark.subprocess
 

@@ -23,7 +23,8 @@ import pytest
 from _transcript_builders import PiSession
 from helpers import make_project, open_memory, run_memlane
 from memlane.core.types import Anchor
-from memlane.engine.sessions.layer import close_stores, pi_session_dir_name
+from memlane.engine.sessions.registry import close_stores
+from memlane.transcripts.locate import pi_session_dir_name
 
 # Long enough for a cold interpreter on a busy 2-core machine; a hang blows it.
 REPLY_DEADLINE_S = 60.0

@@ -29,7 +29,7 @@ from mcp.shared.memory import create_client_server_memory_streams
 from mcp.types import LATEST_PROTOCOL_VERSION, CallToolResult, InitializeResult, TextContent
 
 from helpers import Cli, FixedClock
-from memlane.engine.sessions.layer import close_stores
+from memlane.engine.sessions.registry import close_stores
 from memlane.engine.tools.dispatch import SPECS
 from memlane.hosts.mcp.config import memlane_command, render_config
 from memlane.hosts.mcp.server import Engine, build_server

@@ -25,7 +25,7 @@ import pytest
 from fake_llm import FakeOpenAI
 from helpers import FixedClock, wait_for
 from memlane.core.scope import resolve_scope
-from memlane.engine.sessions.layer import close_stores
+from memlane.engine.sessions.registry import close_stores
 from memlane.hosts.jsonrpc import Connection
 from memlane.hosts.pi.sidecar import Sidecar
 from memlane.store.anchor import parse_anchor

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 from _fixtures import Project
 
-from memlane.engine.sessions.layer import claude_project_dir_name, close_stores, pi_session_dir_name
+from memlane.engine.sessions.registry import close_stores
+from memlane.transcripts.locate import claude_project_dir_name, pi_session_dir_name
 
 
 @pytest.fixture

@@ -17,17 +17,14 @@ from _fixtures import ClaudeSession, HashEmbedder, PiSession, Project, chat
 from helpers import NOW, FixedClock, wait_for
 from memlane.core.settings import SessionsSettings
 from memlane.engine.project import Memory
-from memlane.engine.sessions.layer import (
-    BATCH_SIZE,
-    EMBED_GROUP,
-    SessionIngestor,
-    SessionsLayer,
+from memlane.engine.sessions.ingest import BATCH_SIZE, EMBED_GROUP, SessionIngestor
+from memlane.engine.sessions.layer import SessionsLayer, project_sources
+from memlane.engine.sessions.sweep import Sweeper
+from memlane.transcripts.locate import (
     Source,
-    Sweeper,
     claude_project_dir_name,
     discover_sources,
     pi_session_dir_name,
-    project_sources,
 )
 from memlane.transcripts.model import CLAUDE_CODE, PI
 

@@ -14,7 +14,8 @@ from _fixtures import ClaudeSession, HashEmbedder, PiSession, Project
 from helpers import NOW, FixedClock
 from memlane.engine.journal.echo import RECALL_PROMPT_PREFIX
 from memlane.engine.project import Memory
-from memlane.engine.sessions.layer import DOCS_RULES_VERSION, META_DOCS_RULES, SessionsLayer
+from memlane.engine.sessions.ingest import DOCS_RULES_VERSION, META_DOCS_RULES
+from memlane.engine.sessions.layer import SessionsLayer
 from memlane.index.sessions import BatchWrite, SessionDoc, StoredDoc
 
 RECALL_PROMPT = (

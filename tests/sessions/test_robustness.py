@@ -11,20 +11,16 @@ from pathlib import Path
 import pytest
 from _fixtures import HashEmbedder, PiSession, Project, chat
 
-import memlane.engine.sessions.layer as engine_sessions
 from helpers import Cli
 from memlane.engine.project import Memory
-from memlane.engine.sessions.layer import (
-    HEAD_BYTES,
-    TAIL_BYTES,
-    SessionsLayer,
-    Source,
-    close_stores,
-    read_source,
-)
+from memlane.engine.sessions.ingest import SessionIngestor
+from memlane.engine.sessions.layer import SessionsLayer, project_sources
+from memlane.engine.sessions.reader import HEAD_BYTES, TAIL_BYTES, read_source
+from memlane.engine.sessions.registry import close_stores, open_store
 from memlane.index import schema
 from memlane.index.recovery import file_id, file_lock, move_aside
 from memlane.index.sessions import SESSIONS_SCHEMA_VERSION, SessionStore
+from memlane.transcripts.locate import Source
 from memlane.transcripts.model import PI
 
 
@@ -131,12 +127,12 @@ def test_a_rebuild_in_the_middle_of_a_pass_reads_its_files_again(agent_project: 
         chat(session, 3, topic=f"topic {name}")
         session.write(agent_project.pi_file(name))
     mem = Memory.open(agent_project.root)
-    store = engine_sessions.open_store(mem)
-    ingestor = engine_sessions.SessionIngestor(
+    store = open_store(mem)
+    ingestor = SessionIngestor(
         store,
         None,
         mem.config.sessions,
-        lambda: engine_sessions.project_sources(mem),
+        lambda: project_sources(mem),
         batch_size=2,
     )
     rebuilt: list[int] = []

@@ -19,7 +19,8 @@ from _fixtures import HashEmbedder, PiSession, Project
 
 from helpers import NOW, FixedClock
 from memlane.engine.project import Memory
-from memlane.engine.sessions.layer import SessionsLayer, close_stores, sessions_path
+from memlane.engine.sessions.layer import SessionsLayer
+from memlane.engine.sessions.registry import close_stores, sessions_path
 from memlane.engine.tools.dispatch import Tools
 from memlane.index.sessions import META_REDACTION, BatchWrite, SessionDoc, SessionStore
 from secret_fakes import CHANNEL_SAMPLE

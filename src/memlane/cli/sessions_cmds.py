@@ -14,7 +14,9 @@ from memlane.cli.free_text import FreeTextCommand
 
 if TYPE_CHECKING:
     from memlane.engine.project import Memory
-    from memlane.engine.sessions.layer import BackfillReport, SessionSearch, SessionsLayer
+    from memlane.engine.sessions.hits import SessionSearch
+    from memlane.engine.sessions.ingest import BackfillReport
+    from memlane.engine.sessions.layer import SessionsLayer
 
 sessions_app = typer.Typer(
     name="sessions",

@@ -814,7 +814,7 @@ def _index_problem(exc: BaseException, path: Path) -> str:
 def _sessions_stats_of(memory: Memory) -> dict[str, Any] | None:
     import sqlite3
 
-    from memlane.engine.sessions.layer import open_store, sessions_path
+    from memlane.engine.sessions.registry import open_store, sessions_path
 
     if not sessions_path(memory).exists():
         return None  # never created by a status call

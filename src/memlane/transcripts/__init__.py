@@ -17,6 +17,7 @@ from memlane.core.errors import StoreError
 from memlane.core.settings import TRANSCRIPT_CONTEXT, TRANSCRIPT_LIMIT, TURN_CHAR_CAP
 from memlane.transcripts import claude, model, pi
 from memlane.transcripts.draft import Draft
+from memlane.transcripts.formats import format_of
 from memlane.transcripts.jsonl import SNIFF_LINES, open_transcript, parse_line, read_at, scan
 from memlane.transcripts.model import ToolCall, Transcript, Turn
 from memlane.transcripts.render import build_turn
@@ -149,17 +150,14 @@ def _build_index(stream: IO[bytes], shown_path: str) -> Index:
                 break
             continue
         if indexer is None:
-            if pi.is_header(obj):
-                index = Index(shown_path, model.PI)
-                indexer = pi.PiIndexer(index)
-            elif claude.looks_like_claude(obj):
-                index = Index(shown_path, model.CLAUDE_CODE)
-                indexer = claude.ClaudeIndexer(index)
-            elif lines >= SNIFF_LINES:
-                break
-            else:
+            fmt = format_of(obj)
+            if fmt is None:
+                if lines >= SNIFF_LINES:
+                    break
                 undecided.append(str(obj.get("type")))
                 continue
+            index = Index(shown_path, fmt)
+            indexer = pi.PiIndexer(index) if fmt == model.PI else claude.ClaudeIndexer(index)
         indexer.add(obj, order, offset)
     if index is None:
         raise StoreError(

@@ -23,10 +23,11 @@ publishes no schema):
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, TypeGuard
 
+from memlane.transcripts import message as m
 from memlane.transcripts import model
-from memlane.transcripts.draft import Draft, text_of_blocks
+from memlane.transcripts.draft import Draft, text_of_blocks, text_with_results
 from memlane.transcripts.tree import (
     K_ASSISTANT,
     K_MARKER,
@@ -53,6 +54,10 @@ METADATA_TYPES = frozenset(
         "pr-link",
     }
 )
+
+
+# Known lines that are never conversation.
+_SILENT_TYPES = METADATA_TYPES | CHAIN_TYPES | {"system"}
 
 
 def looks_like_claude(obj: dict[str, Any]) -> bool:
@@ -108,11 +113,52 @@ def _user_kind(obj: dict[str, Any]) -> str:
         return K_SILENT
     message = obj.get("message")
     content = message.get("content") if isinstance(message, dict) else None
-    if isinstance(content, list) and content:
-        types = {block.get("type") for block in content if isinstance(block, dict)}
-        if types == {"tool_result"}:
-            return K_TOOL
-    return K_USER
+    return K_TOOL if _is_tool_results(content) else K_USER
+
+
+def message(obj: dict[str, Any]) -> m.Message | m.Skip:
+    """One line as conversation, for reading a transcript message by message.
+
+    Sidechain lines are messages too (``Message.sidechain`` says so); meta
+    lines (harness chatter) are silent.
+    """
+    kind = obj.get("type")
+    if kind not in ("user", "assistant"):
+        return m.Skip.SILENT if kind in _SILENT_TYPES else m.Skip.UNKNOWN
+    uuid = obj.get("uuid")
+    if not isinstance(uuid, str) or not uuid:
+        return m.Skip.UNKNOWN
+    raw = obj.get("message")
+    content = raw.get("content") if isinstance(raw, dict) else None
+    stamps = (obj.get("timestamp"),)
+    sidechain = bool(obj.get("isSidechain"))
+    if kind == "assistant":
+        calls = tuple(
+            m.ToolUse(block.get("name"), block.get("input"))
+            for block in content or []
+            if isinstance(block, dict) and block.get("type") == "tool_use"
+        )
+        text = text_of_blocks(content)
+        return m.Message(uuid, m.ASSISTANT, text, stamps, calls, sidechain=sidechain)
+    if obj.get("isCompactSummary"):
+        return m.Message(uuid, m.SUMMARY, text_of_blocks(content), stamps, sidechain=sidechain)
+    if obj.get("isMeta"):
+        return m.Skip.SILENT
+    if _is_tool_results(content):
+        outputs = tuple(
+            m.ToolOutput(text_with_results(block.get("content")), block.get("tool_use_id"))
+            for block in content
+            if isinstance(block, dict)
+        )
+        return m.Message(uuid, m.TOOL, "", stamps, outputs=outputs, sidechain=sidechain)
+    return m.Message(uuid, m.USER, text_of_blocks(content), stamps, sidechain=sidechain)
+
+
+def _is_tool_results(content: Any) -> TypeGuard[list[Any]]:
+    """Whether a user line's content is tool results only (the harness's reply)."""
+    if not isinstance(content, list) or not content:
+        return False
+    return {block.get("type") for block in content if isinstance(block, dict)} == {"tool_result"}
 
 
 def draft(obj: dict[str, Any]) -> Draft:

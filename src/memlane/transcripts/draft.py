@@ -35,3 +35,21 @@ def text_of_blocks(content: Any) -> str:
         and isinstance(block.get("text"), str)
     ]
     return "\n".join(part for part in parts if part)
+
+
+def text_with_results(content: Any) -> str:
+    """Text of any content shape, tool results included (their content may
+    itself be a string or blocks)."""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return ""
+    parts: list[str] = []
+    for block in content:
+        if not isinstance(block, dict):
+            continue
+        if block.get("type") == "text" and isinstance(block.get("text"), str):
+            parts.append(block["text"])
+        elif block.get("type") == "tool_result":
+            parts.append(text_with_results(block.get("content")))
+    return "\n".join(p for p in parts if p)

@@ -7,7 +7,7 @@ import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, BinaryIO
 
 from memlane.core.errors import NotFoundError, StoreError
 from memlane.core.regular_file import open_regular_file
@@ -21,6 +21,13 @@ SNIFF_LINES = 50
 # base64 screenshots), so 1 GiB leaves them room and still bounds a scan to
 # a few seconds. A larger file is refused with its size.
 TRANSCRIPT_MAX_BYTES = 1 << 30
+
+
+def open_transcript_file(path: Path) -> BinaryIO:
+    """*path* opened the safe way (a regular file only, never blocking, at most
+    ``TRANSCRIPT_MAX_BYTES``), its errors left to the caller: a scan over many
+    transcripts skips the ones it cannot read."""
+    return open_regular_file(path, max_bytes=TRANSCRIPT_MAX_BYTES, what="transcript")
 
 
 def open_transcript(path: Path) -> IO[bytes]:

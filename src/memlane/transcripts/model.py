@@ -2,13 +2,16 @@
 
 Plain frozen dataclasses with ``to_json()`` (DESIGN §6b) so the CLI, the
 sidecar and MCP all show the same thing; ``Transcript.render()`` is the text
-the agent sees as memory_transcript's answer.
+the agent sees as memory_transcript's answer (laid out here, next to the
+values, so the layout needs no module that imports these back).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
+
+from memlane.transcripts.times import local_time
 
 # Roles of a Turn. "user" and "assistant" are the conversation; the others are
 # one-line markers that sit between turns without counting toward the window.
@@ -93,8 +96,6 @@ class Transcript:
     notes: tuple[str, ...] = field(default_factory=tuple)
 
     def render(self) -> str:
-        from memlane.transcripts.render import render_transcript
-
         return render_transcript(self)
 
     def to_json(self) -> dict[str, Any]:
@@ -109,3 +110,58 @@ class Transcript:
             "turns": [turn.to_json() for turn in self.turns],
             "notes": list(self.notes),
         }
+
+
+_LABELS = {
+    USER: "user",
+    ASSISTANT: "assistant",
+    COMPACTION: "compaction",
+    BRANCH_SUMMARY: "branch summary",
+    BASH: "bash",
+    CUSTOM: "extension",
+    EVENT: "entry",
+}
+
+
+def render_transcript(transcript: Transcript) -> str:
+    where = f"{transcript.format} session {transcript.session_id or '?'}"
+    lines = [f"Transcript {transcript.path} ({where})"]
+    if transcript.parent_session:
+        lines.append(f"Forked from {transcript.parent_session}")
+    shown = sum(1 for t in transcript.turns if t.role in CONVERSATION_ROLES)
+    if transcript.target:
+        lines.append(
+            f"Around entry {transcript.target}: {shown} of {transcript.branch_turns} turns "
+            f"on its branch"
+        )
+    else:
+        lines.append(f"Live branch: last {shown} of {transcript.branch_turns} turns")
+    # Turns show HH:MM only, so the local dates they span go in the header.
+    dates = sorted({d for t in transcript.turns if (d := local_time(t.timestamp, "%Y-%m-%d"))})
+    if dates:
+        lines.append(f"Local date: {dates[0]}" + (f" to {dates[-1]}" if len(dates) > 1 else ""))
+    lines.extend(f"Note: {note}" for note in transcript.notes)
+    if not transcript.turns:
+        lines.append("")
+        lines.append("(no user or assistant turns on this branch)")
+    for turn in transcript.turns:
+        lines.append("")
+        lines.append(_render_turn(turn))
+    return "\n".join(lines)
+
+
+def _render_turn(turn: Turn) -> str:
+    when = f"[{turn.time}] " if turn.time else ""
+    target = "  ◀ target" if turn.is_target else ""
+    label = _LABELS.get(turn.role, turn.role)
+    if turn.role not in CONVERSATION_ROLES:
+        return f"{when}── {label}: {turn.text} ({turn.id}){target}"
+    out = [f"{when}{label} ({turn.id}){target}"]
+    out.extend(f"  {line}" for line in turn.text.splitlines())
+    if not turn.text and not turn.tool_calls:
+        out.append("  (no text)")
+    out.extend(f"  → {call.render()}" for call in turn.tool_calls)
+    if turn.folded_results:
+        plural = "s" if turn.folded_results != 1 else ""
+        out.append(f"  ({turn.folded_results} tool result{plural} folded)")
+    return "\n".join(out)

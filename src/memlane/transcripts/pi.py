@@ -20,8 +20,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from memlane.transcripts import message as m
 from memlane.transcripts import model
-from memlane.transcripts.draft import Draft, text_of_blocks
+from memlane.transcripts.draft import Draft, text_of_blocks, text_with_results
 from memlane.transcripts.tree import (
     K_ASSISTANT,
     K_MARKER,
@@ -52,6 +53,13 @@ _TYPE_KINDS = {
     "label": K_SILENT,
     "session_info": K_SILENT,
 }
+
+
+# Roles and entry types that are never conversation (known, so not "unknown").
+_SILENT_ROLES = frozenset({"custom", "hookMessage"})
+_SILENT_TYPES = frozenset(
+    {"model_change", "thinking_level_change", "custom", "label", "session_info", "custom_message"}
+)
 
 
 def is_header(obj: dict[str, Any]) -> bool:
@@ -102,6 +110,47 @@ class PiIndexer:
             kind = known
         index.add(Node(entry_id, parent, order, offset, kind))
         self.previous = entry_id
+
+
+def message(obj: dict[str, Any]) -> m.Message | m.Skip:
+    """One entry as conversation, for reading a session message by message."""
+    kind = obj.get("type")
+    entry_id = obj.get("id")
+    if kind == "session":
+        return m.Skip.SILENT
+    if not isinstance(entry_id, str) or not entry_id:
+        return m.Skip.UNKNOWN
+    if kind == "message":
+        raw = obj.get("message")
+        if not isinstance(raw, dict):
+            return m.Skip.UNKNOWN
+        role = raw.get("role")
+        stamps = (obj.get("timestamp"), raw.get("timestamp"))
+        content = raw.get("content")
+        if role == "user":
+            return m.Message(entry_id, m.USER, text_of_blocks(content), stamps)
+        if role == "assistant":
+            calls = tuple(
+                m.ToolUse(block.get("name"), block.get("arguments"))
+                for block in content or []
+                if isinstance(block, dict) and block.get("type") == "toolCall"
+            )
+            return m.Message(entry_id, m.ASSISTANT, text_of_blocks(content), stamps, calls)
+        if role == "toolResult":
+            output = m.ToolOutput(text_with_results(content))
+            return m.Message(
+                entry_id, m.TOOL, "", stamps, outputs=(output,), tool=raw.get("toolName")
+            )
+        if role == "bashExecution":
+            text = f"!{raw.get('command')}\n{raw.get('output') or ''}"
+            return m.Message(entry_id, m.BASH, text, stamps)
+        if role in ("branchSummary", "compactionSummary"):
+            return m.Message(entry_id, m.SUMMARY, str(raw.get("summary") or ""), stamps)
+        return m.Skip.SILENT if role in _SILENT_ROLES else m.Skip.UNKNOWN
+    if kind in ("compaction", "branch_summary"):
+        summary = str(obj.get("summary") or "")
+        return m.Message(entry_id, m.SUMMARY, summary, (obj.get("timestamp"),))
+    return m.Skip.SILENT if kind in _SILENT_TYPES else m.Skip.UNKNOWN
 
 
 def draft(obj: dict[str, Any]) -> Draft:

@@ -1,5 +1,4 @@
-"""Clipping and layout: drafts become Turns, a Transcript becomes the text the
-agent reads.
+"""Clipping: the drafts of a window's entries become Turns.
 
 Everything here bounds output size: a turn is capped, a tool call is one line
 with at most MAX_TOOL_ARGS short args, tool results are only counted, and
@@ -14,9 +13,9 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from memlane.transcripts import model
 from memlane.transcripts.draft import Draft
-from memlane.transcripts.model import ToolCall, Transcript, Turn
+from memlane.transcripts.model import ToolCall, Turn
+from memlane.transcripts.times import local_time
 
 MAX_TOOL_ARGS = 3
 TOOL_ARG_CHARS = 60
@@ -46,27 +45,6 @@ def tool_call(name: str, args: dict[str, Any]) -> ToolCall:
     items = list(args.items())
     clipped = tuple((str(key), _arg_value(value)) for key, value in items[:MAX_TOOL_ARGS])
     return ToolCall(one_line(name, TOOL_ARG_CHARS), clipped, len(items) > MAX_TOOL_ARGS)
-
-
-def local_time(stamp: str | float | None, fmt: str = "%H:%M") -> str | None:
-    """HH:MM (or *fmt*) in the machine's local zone, from an ISO string or epoch ms."""
-    moment: datetime | None = None
-    if isinstance(stamp, str) and stamp:
-        try:
-            moment = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
-        except ValueError:
-            return None
-        if moment.tzinfo is None:
-            # A naive stamp is already local time: nothing to convert.
-            return moment.strftime(fmt)
-    elif isinstance(stamp, int | float) and not isinstance(stamp, bool):
-        try:
-            moment = datetime.fromtimestamp(stamp / 1000, tz=UTC)
-        except (OverflowError, OSError, ValueError):
-            return None
-    if moment is None:
-        return None
-    return moment.astimezone().strftime(fmt)
 
 
 def build_turn(
@@ -102,58 +80,3 @@ def _iso(stamp: float | None) -> str | None:
         return datetime.fromtimestamp(stamp / 1000, tz=UTC).isoformat()
     except (OverflowError, OSError, ValueError):
         return None
-
-
-_LABELS = {
-    model.USER: "user",
-    model.ASSISTANT: "assistant",
-    model.COMPACTION: "compaction",
-    model.BRANCH_SUMMARY: "branch summary",
-    model.BASH: "bash",
-    model.CUSTOM: "extension",
-    model.EVENT: "entry",
-}
-
-
-def render_transcript(transcript: Transcript) -> str:
-    where = f"{transcript.format} session {transcript.session_id or '?'}"
-    lines = [f"Transcript {transcript.path} ({where})"]
-    if transcript.parent_session:
-        lines.append(f"Forked from {transcript.parent_session}")
-    shown = sum(1 for t in transcript.turns if t.role in model.CONVERSATION_ROLES)
-    if transcript.target:
-        lines.append(
-            f"Around entry {transcript.target}: {shown} of {transcript.branch_turns} turns "
-            f"on its branch"
-        )
-    else:
-        lines.append(f"Live branch: last {shown} of {transcript.branch_turns} turns")
-    # Turns show HH:MM only, so the local dates they span go in the header.
-    dates = sorted({d for t in transcript.turns if (d := local_time(t.timestamp, "%Y-%m-%d"))})
-    if dates:
-        lines.append(f"Local date: {dates[0]}" + (f" to {dates[-1]}" if len(dates) > 1 else ""))
-    lines.extend(f"Note: {note}" for note in transcript.notes)
-    if not transcript.turns:
-        lines.append("")
-        lines.append("(no user or assistant turns on this branch)")
-    for turn in transcript.turns:
-        lines.append("")
-        lines.append(_render_turn(turn))
-    return "\n".join(lines)
-
-
-def _render_turn(turn: Turn) -> str:
-    when = f"[{turn.time}] " if turn.time else ""
-    target = "  ◀ target" if turn.is_target else ""
-    label = _LABELS.get(turn.role, turn.role)
-    if turn.role not in model.CONVERSATION_ROLES:
-        return f"{when}── {label}: {turn.text} ({turn.id}){target}"
-    out = [f"{when}{label} ({turn.id}){target}"]
-    out.extend(f"  {line}" for line in turn.text.splitlines())
-    if not turn.text and not turn.tool_calls:
-        out.append("  (no text)")
-    out.extend(f"  → {call.render()}" for call in turn.tool_calls)
-    if turn.folded_results:
-        plural = "s" if turn.folded_results != 1 else ""
-        out.append(f"  ({turn.folded_results} tool result{plural} folded)")
-    return "\n".join(out)

@@ -59,7 +59,8 @@ if TYPE_CHECKING:
     from memlane.engine.journal.capture_journal import JournalFile
     from memlane.engine.project import Memory
     from memlane.engine.reports import Status
-    from memlane.engine.sessions.layer import SessionsLayer, Sweeper
+    from memlane.engine.sessions.layer import SessionsLayer
+    from memlane.engine.sessions.sweep import Sweeper
     from memlane.engine.topics.surfacing import Surfaced, TopicSurfacer
     from memlane.llm.base import LLM
 
@@ -351,8 +352,8 @@ class Session:
         settings = self.memory.config.sessions
         if not (settings.enabled and settings.primer):
             return None
-        from memlane.engine.sessions.layer import open_store
         from memlane.engine.sessions.primer import primer
+        from memlane.engine.sessions.registry import open_store
 
         try:
             recent = open_store(self.memory).recent_sessions(settings.primer_top_k, self.session_id)

@@ -87,7 +87,7 @@ def check_transcript_allowed(
 
 
 def _is_project_session(mem: Memory, wanted: str, env: Mapping[str, str]) -> bool:
-    from memlane.engine.sessions.layer import discover_sources
+    from memlane.transcripts.locate import discover_sources
 
     scope = mem.scope
     sources = discover_sources([scope.repository_dir, scope.scope], env)

@@ -4,7 +4,7 @@ A transcript records every memlane tool call the agent made and every result
 memlane returned (search hits, expanded sections, transcript windows), and,
 in pi, the prompt the ``/recall`` command sent. Indexed as session messages,
 they come back in later searches as if they were conversation: recall would
-find its own earlier answers. The sessions layer (engine/sessions/layer.py) leaves
+find its own earlier answers. The sessions layer (engine/sessions/docs.py) leaves
 them out:
 
 - a tool call is memlane's when ``engine.echo.is_memlane_tool`` says so

@@ -15,16 +15,14 @@ write, it only adds a notice.
 
 from __future__ import annotations
 
-import json
 import os
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, Any
 
 from memlane.core.errors import MemlaneError
-from memlane.core.regular_file import FileTooLargeError, NotRegularFileError, open_regular_file
+from memlane.core.regular_file import FileTooLargeError, NotRegularFileError
 from memlane.store import safe_paths
 from memlane.store import topics as store_topics
 from memlane.store.layout import MEMORY_INDEX, TOPICS_DIR
@@ -33,6 +31,7 @@ if TYPE_CHECKING:
     from memlane.engine.project import Memory
     from memlane.engine.tools.dispatch import ToolResult, ToolSpec
     from memlane.store.topics import TopicChange, TopicInfo
+    from memlane.transcripts.message import Message, Skip
 
 ACTIONS = ("add", "remove", "list", "search")
 SEARCH_SCOPES = ("memory", "sessions")
@@ -40,9 +39,6 @@ SEARCH_SCOPES = ("memory", "sessions")
 # collapse into one result.
 TOPIC_SEARCH_K = 20
 SNIPPET_CHARS = 240
-PI_AGENT_DIR_ENV = "PI_CODING_AGENT_DIR"
-PI_SESSION_DIR_ENV = "PI_CODING_AGENT_SESSION_DIR"
-CLAUDE_CONFIG_DIR_ENV = "CLAUDE_CONFIG_DIR"
 
 
 def _build_spec() -> ToolSpec:
@@ -290,42 +286,31 @@ def search_memory(mem: Memory, query: str, *, sync: bool = True) -> TopicSearch:
 # --- search: past sessions ------------------------------------------------------------------
 
 
-def pi_session_dir_name(cwd: str) -> str:
-    """pi's per-project session directory name (session-manager.js getDefaultSessionDir):
-    ``--`` + cwd without its leading separator, ``/ \\ :`` turned into ``-``, + ``--``."""
-    return "--" + re.sub(r"[/\\:]", "-", re.sub(r"^[/\\]", "", cwd)) + "--"
-
-
-def claude_project_dir_name(cwd: str) -> str:
-    """Claude Code's project directory name: every non-alphanumeric character → ``-``."""
-    return re.sub(r"[^A-Za-z0-9]", "-", cwd)
-
-
 def session_files(cwds: list[str], env: Mapping[str, str] | None = None) -> list[tuple[str, Path]]:
     """(host, file) of every transcript of these project directories, newest first."""
+    # Imported here: the tool catalog imports this module at start-up, and
+    # only a session search reads transcripts.
+    from memlane.transcripts import locate
+    from memlane.transcripts.model import CLAUDE_CODE, PI
+
     environ = os.environ if env is None else env
-    home = Path(environ.get("HOME") or Path.home())
-    agent = environ.get(PI_AGENT_DIR_ENV)
-    pi_root = Path(agent).expanduser() if agent else home / ".pi" / "agent"
-    claude = environ.get(CLAUDE_CONFIG_DIR_ENV)
-    claude_root = Path(claude).expanduser() if claude else home / ".claude"
     found: dict[Path, str] = {}
     for cwd in dict.fromkeys(cwds):
         for host, directory in (
-            ("pi", pi_root / "sessions" / pi_session_dir_name(cwd)),
-            ("claude-code", claude_root / "projects" / claude_project_dir_name(cwd)),
+            (PI, locate.pi_project_dir(cwd, environ)),
+            (CLAUDE_CODE, locate.claude_project_dir(cwd, environ)),
         ):
-            if directory.is_dir():
-                for path in directory.glob("*.jsonl"):
-                    found.setdefault(path, host)
-    custom = environ.get(PI_SESSION_DIR_ENV)
-    if custom and Path(custom).expanduser().is_dir():
+            for path in locate.jsonl_files(directory):
+                found.setdefault(path, host)
+    custom = locate.pi_flat_session_dir(environ)
+    if custom is not None:
         # A custom pi session directory is shared by every project: keep the
         # files whose header names one of ours.
         wanted = {os.path.realpath(c) for c in cwds}
-        for path in Path(custom).expanduser().glob("*.jsonl"):
-            if _pi_header_cwd(path) in wanted:
-                found.setdefault(path, "pi")
+        for path in locate.jsonl_files(custom):
+            header_cwd = locate.pi_header_cwd(path)
+            if header_cwd is not None and os.path.realpath(header_cwd) in wanted:
+                found.setdefault(path, PI)
 
     def mtime(item: tuple[Path, str]) -> float:
         try:
@@ -334,24 +319,6 @@ def session_files(cwds: list[str], env: Mapping[str, str] | None = None) -> list
             return 0.0
 
     return [(host, path) for path, host in sorted(found.items(), key=mtime, reverse=True)]
-
-
-def _open_transcript(path: Path) -> BinaryIO:
-    """A regular file only, never blocking, size capped (core/regular_file.py)."""
-    from memlane.transcripts.jsonl import TRANSCRIPT_MAX_BYTES
-
-    return open_regular_file(path, max_bytes=TRANSCRIPT_MAX_BYTES, what="transcript")
-
-
-def _pi_header_cwd(path: Path) -> str | None:
-    try:
-        with _open_transcript(path) as handle:
-            obj = json.loads(handle.readline())
-    except (OSError, ValueError, NotRegularFileError, FileTooLargeError):
-        return None
-    if isinstance(obj, dict) and obj.get("type") == "session" and isinstance(obj.get("cwd"), str):
-        return os.path.realpath(str(obj["cwd"]))
-    return None
 
 
 @dataclass(frozen=True)
@@ -419,34 +386,17 @@ class SessionSearch:
         return "\n".join(lines)
 
 
-def _message_of(obj: dict[str, Any]) -> tuple[str, str, str, str] | None:
-    """(role, entry id, time, text) of a user/assistant message line, else None."""
-    from memlane.transcripts.draft import text_of_blocks
+def _message_of(read: Message | Skip) -> tuple[str, str, str, str] | None:
+    """(role, entry id, time, text) of a user/assistant message with text
+    (not a subagent's), else None."""
+    from memlane.transcripts.message import ASSISTANT, USER, Skip
 
-    kind = obj.get("type")
-    if kind == "message":  # pi
-        message = obj.get("message")
-        if not isinstance(message, dict) or message.get("role") not in ("user", "assistant"):
-            return None
-        entry_id = obj.get("id")
-        role = str(message["role"])
-    elif kind in ("user", "assistant"):  # Claude Code
-        if obj.get("isSidechain") or obj.get("isMeta") or obj.get("isCompactSummary"):
-            return None
-        message = obj.get("message")
-        if not isinstance(message, dict):
-            return None
-        entry_id = obj.get("uuid")
-        role = str(kind)
-    else:
+    if isinstance(read, Skip) or read.role not in (USER, ASSISTANT) or read.sidechain:
         return None
-    if not isinstance(entry_id, str) or not entry_id:
+    if not read.text.strip():
         return None
-    text = text_of_blocks(message.get("content"))
-    if not text.strip():
-        return None
-    stamp = obj.get("timestamp")
-    return role, entry_id, _format_time(stamp), text
+    stamp = read.timestamps[0] if read.timestamps else None
+    return read.role, read.entry_id, _format_time(stamp), read.text
 
 
 def _format_time(stamp: object) -> str:
@@ -485,6 +435,9 @@ def search_sessions(
 ) -> SessionSearch:
     """Messages of this project's newest sessions that contain every query word
     (case-insensitive), newest first."""
+    from memlane.transcripts.formats import message_reader
+    from memlane.transcripts.jsonl import open_transcript_file, parse_line
+
     settings = mem.config.topics
     max_sessions = settings.session_search_max_sessions if max_sessions is None else max_sessions
     max_matches = settings.session_search_max_matches if max_matches is None else max_matches
@@ -497,16 +450,14 @@ def search_sessions(
     for host, path in session_files(cwds, env)[: max(max_sessions, 0)]:
         out.scanned.append(str(path))
         found: list[SessionMatch] = []
+        read = message_reader(host)
         try:
-            with _open_transcript(path) as handle:
+            with open_transcript_file(path) as handle:
                 for raw in handle:
-                    try:
-                        obj = json.loads(raw)
-                    except ValueError:
+                    obj = parse_line(raw)
+                    if obj is None:
                         continue
-                    if not isinstance(obj, dict):
-                        continue
-                    message = _message_of(obj)
+                    message = _message_of(read(obj))
                     if message is None:
                         continue
                     role, entry_id, when, text = message

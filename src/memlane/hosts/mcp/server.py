@@ -41,7 +41,7 @@ from memlane.hosts.mcp.transport import checked_stdio
 
 if TYPE_CHECKING:
     from memlane.engine.project import Memory
-    from memlane.engine.sessions.layer import Sweeper
+    from memlane.engine.sessions.sweep import Sweeper
     from memlane.engine.tools.dispatch import Tools
 
 log = logging.getLogger("memlane.mcp")

@@ -1,0 +1,57 @@
+"""The project's session store, one per process, and its damage notice."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from memlane.engine.sessions.docs import redact_text
+from memlane.index.sessions import SessionStore, sessions_path_for
+
+if TYPE_CHECKING:
+    from memlane.engine.project import Memory
+
+
+_stores: dict[Path, SessionStore] = {}
+_stores_lock = threading.Lock()
+
+
+def sessions_path(mem: Memory) -> Path:
+    return sessions_path_for(mem.index_path)
+
+
+def open_store(mem: Memory) -> SessionStore:
+    """The project's session store, one per process (its vector matrix stays warm)."""
+    path = sessions_path(mem)
+    with _stores_lock:
+        store = _stores.get(path)
+        if store is None:
+            store = SessionStore(path, mem.config.index, mem.config.sessions, redact=redact_text)
+            _stores[path] = store
+        return store
+
+
+def damage_notice(store: SessionStore, *, pop: bool) -> str | None:
+    """The line telling the user the store was recreated after damage, or None.
+
+    ``pop`` clears it (shown once per process): search, similar, status and
+    stats pop it; ingestion only adds it to its report, since `sessions
+    search` catches up first and shows the search's notices, not the report's.
+    """
+    reason = store.pop_rebuilt_reason() if pop else store.rebuilt_reason
+    if reason is None:
+        return None
+    head = f"the sessions index was damaged and rebuilt: {reason}"
+    if store.reread_since_rebuild:
+        return f"{head}; its messages were read again from the transcripts"
+    # Every source's offset went with the file, so the next backfill (or
+    # sweep) re-reads every transcript without being told to.
+    return f"{head}; run `memlane sessions backfill` to re-read the transcripts"
+
+
+def close_stores() -> None:
+    with _stores_lock:
+        for store in _stores.values():
+            store.close()
+        _stores.clear()

@@ -1,0 +1,146 @@
+"""Where pi and Claude Code keep a project's transcripts: the one copy.
+
+- pi: ``$PI_CODING_AGENT_DIR`` (default ``~/.pi/agent``) ``/sessions/--<cwd>--/*.jsonl``,
+  or one flat ``$PI_CODING_AGENT_SESSION_DIR`` for every project, where a
+  file's header line names the cwd it was started in;
+- Claude Code: ``$CLAUDE_CONFIG_DIR`` (default ``~/.claude``)
+  ``/projects/<cwd, non-alphanumerics as '-'>/*.jsonl``.
+
+``env`` is the process environment unless given; its ``HOME`` is the home
+the defaults and ``~`` start from.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from memlane.core.regular_file import FileTooLargeError, NotRegularFileError
+from memlane.transcripts.jsonl import open_transcript_file, parse_line
+from memlane.transcripts.model import CLAUDE_CODE, PI
+
+PI_AGENT_DIR_ENV = "PI_CODING_AGENT_DIR"
+PI_SESSION_DIR_ENV = "PI_CODING_AGENT_SESSION_DIR"
+CLAUDE_CONFIG_DIR_ENV = "CLAUDE_CONFIG_DIR"
+
+
+@dataclass(frozen=True)
+class Source:
+    """One transcript file and its format."""
+
+    path: Path
+    format: str  # PI | CLAUDE_CODE
+
+
+def pi_session_dir_name(cwd: str) -> str:
+    """pi's directory name for a cwd (session-manager.js getDefaultSessionDir):
+    one leading separator dropped, every ``/``, ``\\`` and ``:`` → ``-``,
+    wrapped in ``--``."""
+    return "--" + re.sub(r"[/\\:]", "-", re.sub(r"^[/\\]", "", cwd)) + "--"
+
+
+def claude_project_dir_name(cwd: str) -> str:
+    """Claude Code's directory name for a cwd: every non-alphanumeric → ``-``."""
+    return re.sub(r"[^A-Za-z0-9]", "-", cwd)
+
+
+def home_dir(env: Mapping[str, str] | None = None) -> Path:
+    environ = os.environ if env is None else env
+    return Path(environ.get("HOME") or Path.home())
+
+
+def expand(value: str, env: Mapping[str, str] | None = None) -> Path:
+    """*value* with a leading ``~`` read as ``env``'s home."""
+    if value == "~" or value.startswith("~/"):
+        return home_dir(env) / value[2:]
+    return Path(value).expanduser()
+
+
+def pi_agent_dir(env: Mapping[str, str] | None = None) -> Path:
+    environ = os.environ if env is None else env
+    raw = environ.get(PI_AGENT_DIR_ENV)
+    return expand(raw, environ) if raw else home_dir(environ) / ".pi" / "agent"
+
+
+def pi_flat_session_dir(env: Mapping[str, str] | None = None) -> Path | None:
+    """``$PI_CODING_AGENT_SESSION_DIR``: one directory for every project, or None."""
+    environ = os.environ if env is None else env
+    raw = environ.get(PI_SESSION_DIR_ENV)
+    return expand(raw, environ) if raw else None
+
+
+def claude_dir(env: Mapping[str, str] | None = None) -> Path:
+    environ = os.environ if env is None else env
+    raw = environ.get(CLAUDE_CONFIG_DIR_ENV)
+    return expand(raw, environ) if raw else home_dir(environ) / ".claude"
+
+
+def pi_project_dir(cwd: str, env: Mapping[str, str] | None = None) -> Path:
+    """pi's default session directory for sessions started in *cwd*."""
+    return pi_agent_dir(env) / "sessions" / pi_session_dir_name(cwd)
+
+
+def claude_project_dir(cwd: str, env: Mapping[str, str] | None = None) -> Path:
+    """Claude Code's project directory for sessions started in *cwd*."""
+    return claude_dir(env) / "projects" / claude_project_dir_name(cwd)
+
+
+def format_of_path(path: Path) -> str:
+    """The format a transcript's location suggests (Claude Code's under a
+    ``.claude`` directory, else pi's): a fallback for when no line tells."""
+    return CLAUDE_CODE if "/.claude" in str(path) else PI
+
+
+def jsonl_files(directory: Path) -> list[Path]:
+    """The ``*.jsonl`` files of *directory*, sorted; none when it is missing."""
+    try:
+        return sorted(p for p in directory.glob("*.jsonl") if p.is_file())
+    except OSError:
+        return []
+
+
+def pi_header_cwd(path: Path) -> str | None:
+    """The cwd a pi session file's header names, as written; None when the
+    file is unreadable or does not open with a pi header."""
+    try:
+        with open_transcript_file(path) as handle:
+            obj = parse_line(handle.readline(64 * 1024))
+    except (OSError, NotRegularFileError, FileTooLargeError):
+        return None
+    if obj is None or obj.get("type") != "session":
+        return None
+    cwd = obj.get("cwd")
+    return cwd if isinstance(cwd, str) else None
+
+
+def discover_sources(
+    project_dirs: Iterable[str | Path], env: Mapping[str, str] | None = None
+) -> list[Source]:
+    """Transcript files of agent sessions started in any of ``project_dirs``
+    (each as given made absolute, and resolved), sorted by path.
+
+    With a flat pi session directory set, pi writes there only: its files
+    whose header names one of the project's cwds are the pi sources.
+    """
+    cwds: list[str] = []
+    for directory in project_dirs:
+        for form in (str(Path(directory).absolute()), os.path.realpath(directory)):
+            if form not in cwds:
+                cwds.append(form)
+    found: dict[Path, Source] = {}
+    flat = pi_flat_session_dir(env)
+    if flat is not None:
+        for path in jsonl_files(flat):
+            if pi_header_cwd(path) in cwds:
+                found[path] = Source(path, PI)
+    else:
+        for cwd in cwds:
+            for path in jsonl_files(pi_project_dir(cwd, env)):
+                found[path] = Source(path, PI)
+    for cwd in cwds:
+        for path in jsonl_files(claude_project_dir(cwd, env)):
+            found.setdefault(path, Source(path, CLAUDE_CODE))
+    return sorted(found.values(), key=lambda s: str(s.path))
