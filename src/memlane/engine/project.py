@@ -353,7 +353,8 @@ class Memory:
         index current: only this process's fresh writes are indexed first).
         See engine/recall/router.py.
         """
-        from memlane.engine.recall.router import SearchRequest, search
+        from memlane.engine.recall.request import SearchRequest
+        from memlane.engine.recall.router import search
 
         request = SearchRequest(
             query,
@@ -372,7 +373,7 @@ class Memory:
 
     def min_score(self, chosen: float | None = None) -> float:
         """The floor a search holds its hits to: ``chosen`` or ``search.min_score``."""
-        from memlane.engine.recall.router import check_min_score
+        from memlane.engine.recall.request import check_min_score
 
         floor = self.config.session.search_min_score if chosen is None else chosen
         check_min_score(floor)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from memlane.core.errors import NotFoundError, StoreError
 from memlane.core.types import Hit, SearchResult, Section
-from memlane.engine.recall.router import check_k
+from memlane.engine.recall.request import check_k
 
 if TYPE_CHECKING:
     from memlane.core.scope import Scope

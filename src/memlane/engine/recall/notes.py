@@ -15,7 +15,7 @@ from memlane.core.types import Hit, SearchResult
 
 if TYPE_CHECKING:
     from memlane.engine.ports import ProjectMemory
-    from memlane.engine.recall.router import SearchRequest
+    from memlane.engine.recall.request import SearchRequest
 
 
 def search_notes(memory: ProjectMemory, request: SearchRequest) -> SearchResult:
@@ -26,7 +26,7 @@ def search_notes(memory: ProjectMemory, request: SearchRequest) -> SearchResult:
     indexed first (``catch_up``, bounded by the handle's
     ``catch_up_char_limit``), so a memory written a moment ago is found.
     """
-    from memlane.engine.recall.router import notes_kind
+    from memlane.engine.recall.request import notes_kind
     from memlane.index.base import SearchFilters
 
     k = request.k or memory.config.session.search_top_k
