@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from memlane.store import redaction_rules as rules
+from memlane.store.private_keys import ANY_PEM_KEY_HEADER_RE, private_key_blocks
 
 PRIVATE_MARKER = "[private]"
 MARKER_PREFIX = "[REDACTED:"
@@ -116,20 +117,6 @@ def scanner_failure(error: Exception | None = None) -> Iterator[None]:
 
 _EXISTING_MARKER_RE = re.compile(r"\[REDACTED:[a-z0-9-]+\]|\[private\]")
 _PRIVATE_RE = re.compile(r"<private\s*>.*?(?:</private\s*>|\Z)", re.IGNORECASE | re.DOTALL)
-
-# Cut after the header's own dashes; the END line may use any label (PKCS#8 vs PKCS#1).
-_PEM_END_RE = re.compile(
-    r"-{2,}[ \t]*END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?[ \t]*-{2,}|\bBEGIN [A-Z0-9 ]*PRIVATE KEY"
-)
-_ANY_PEM_KEY_HEADER_RE = re.compile(r"BEGIN [A-Z0-9 ]*PRIVATE KEY")
-_PEM_HEADER_TAIL_RE = re.compile(r"[ \t]*-*")
-_NEWLINE_RE = re.compile(r"\r?\n")
-# What the rest of an unclosed key looks like: base64 (possibly with literal \n escapes,
-# as in a JSON service-account file) or RFC 1421 / PuTTY "Name: value" header lines.
-_PEM_REST_OF_LINE_RE = re.compile(r"(?:[A-Za-z0-9+/=]|\\n)*")
-_PEM_BODY_LINE_RE = re.compile(
-    r"[ \t]*(?:[A-Za-z0-9+/=]{8,}|[A-Za-z][A-Za-z0-9-]*:[^\r\n]*)[ \t]*(?=\r?\n|\Z)"
-)
 
 _SECRET_WORD = (
     r"(?:passw(?:or)?d|pwd|secret|token|api[_-]?key|apikey|access[_-]?key|private[_-]?key"
@@ -292,7 +279,7 @@ def _pattern_set() -> _PatternSet:
     return _PatternSet(
         tokens=tuple(tokens),
         # detect-secrets' list has no "BEGIN ENCRYPTED PRIVATE KEY" (PKCS#8, passphrase-protected).
-        private_key_headers=(*PrivateKeyDetector.denylist, _ANY_PEM_KEY_HEADER_RE),
+        private_key_headers=(*PrivateKeyDetector.denylist, ANY_PEM_KEY_HEADER_RE),
         keyword=tuple(ds_keyword.QUOTES_REQUIRED_DENYLIST_REGEX_TO_GROUP.items()),
     )
 
@@ -363,25 +350,8 @@ def _merge(spans: Iterable[_Span]) -> list[_Span]:
 
 
 def _private_key_blocks(text: str, headers: tuple[re.Pattern[str], ...]) -> Iterator[_Span]:
-    for header in headers:
-        for match in header.finditer(text):
-            start = match.start()
-            while start > 0 and text[start - 1] == "-":
-                start -= 1
-            yield _Span(start, _private_key_end(text, match.end()), "private-key")
-
-
-def _private_key_end(text: str, header_end: int) -> int:
-    end = _PEM_END_RE.search(text, header_end)
-    if end is not None and not end.group().startswith("BEGIN"):
-        return end.end()
-    pos = _PEM_HEADER_TAIL_RE.match(text, header_end).end()  # type: ignore[union-attr]
-    pos = _PEM_REST_OF_LINE_RE.match(text, pos).end()  # type: ignore[union-attr]
-    while (newline := _NEWLINE_RE.match(text, pos)) is not None and (
-        line := _PEM_BODY_LINE_RE.match(text, newline.end())
-    ) is not None:
-        pos = line.end()  # the line break after the key stays in the text
-    return pos
+    for start, end in private_key_blocks(text, headers):
+        yield _Span(start, end, "private-key")
 
 
 def _secret_spans(text: str, patterns: _PatternSet) -> list[_Span]:

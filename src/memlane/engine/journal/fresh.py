@@ -5,7 +5,7 @@ writes costs one run; a search in between would not see the memory written a
 moment ago. So every write through ``Memory`` (``memory_write``, captures,
 topic ``add``/``remove``) notes the file it touched here, and a search that
 relies on the session's indexer first indexes just those files
-(``Memory.catch_up``): no walk of the store, and nothing at all when nothing
+(``Memory.catch_up``, journal/catch_up.py): no walk of the store, and nothing at all when nothing
 was written. A full index run clears what it covered, so after the debounced
 run has picked a burst up the searches that follow cost nothing extra.
 
@@ -18,16 +18,12 @@ so a write that lands while it runs stays noted for the next one.
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memlane.core.errors import MemlaneError
-
 if TYPE_CHECKING:
-    from memlane.engine.project import Memory
     from memlane.engine.reports import IndexReport
 
 # How much text (embedding input: the notes as they stand, in characters) the
@@ -144,53 +140,3 @@ class FreshWrites:
         with self._lock:
             stats = self.stats.to_json()
             return {"waiting_files": len(self._pending), **stats}
-
-
-def catch_up(memory: Memory, char_limit: int | None) -> IndexReport | None:
-    """Index the files *memory*'s process wrote since they were last indexed.
-
-    A few stat calls, a read of each written file and the embedding of its
-    new chunks. Index writes go through the index's own write transactions,
-    so a catch-up is safe beside the session's background indexer and other
-    processes, and writing a file another writer has just indexed is
-    idempotent. It leaves the index state file alone (it covers a few files,
-    not the store): the next full run records its report.
-    """
-    from memlane.embed.factory import vector_space
-
-    fresh = memory.fresh
-    written_upto, sources = fresh.snapshot()
-    if not sources:
-        return None
-    started = time.perf_counter()
-    index = memory.index
-    if index.rebuilt_reason is not None:
-        # Rebuilt empty from damage: the fresh files are not all it lacks.
-        return memory.sync(quiet_when_idle=True)
-    if index.ensure_model(vector_space(memory.config.embedding), None):
-        report = memory.sync(quiet_when_idle=True)  # wiped for a new model: the same
-        report.notices.append("the embedding setup changed; every chunk was embedded again")
-        return report
-    indexer = memory.indexer()
-    plan = indexer.plan_files(sources)
-    embeds = memory.config.embedding.provider != "none"
-    if embeds and char_limit is not None and plan.embedding_chars > char_limit:
-        fresh.left_to_indexer()
-        return None
-    report = indexer.apply(plan, "catch-up")
-    fresh.indexed(written_upto, sources)
-    fresh.note(plan.changed_since())
-    memory.add_embedder_notice(indexer, report)
-    if plan.sources:
-        fresh.caught_up(report, len(plan.sources), (time.perf_counter() - started) * 1000)
-    return report
-
-
-def catch_up_before_search(memory: Memory) -> list[str]:
-    """``catch_up`` within the handle's limit; a failure is a notice, never a failed search."""
-    try:
-        report = catch_up(memory, memory.catch_up_char_limit)
-    except MemlaneError as exc:
-        memory.fresh.failed()
-        return [f"the newest memories may be missing: indexing them failed ({exc.message})"]
-    return list(report.notices) if report is not None else []

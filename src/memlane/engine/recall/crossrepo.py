@@ -66,7 +66,7 @@ from memlane.index.sqlite import BUSY_TIMEOUT_S, CACHE_SIZE_KIB, SqliteIndex
 
 if TYPE_CHECKING:
     from memlane.core.config import Config
-    from memlane.engine.project import Memory
+    from memlane.engine.ports import ProjectMemory
 
 SCAN_ROOTS_KEY = "cross_repo.scan_roots"
 SCAN_ROOTS_ENV = "MEMLANE_SCAN_ROOTS"
@@ -478,7 +478,7 @@ class FanOutResult:
 
 
 def plan_targets(
-    mem: Memory, env: Mapping[str, str] | None = None
+    mem: ProjectMemory, env: Mapping[str, str] | None = None
 ) -> tuple[list[ProjectTarget], list[tuple[str, list[str]]]]:
     """The legs of a fan-out (current project first) and the collapsed groups."""
     env = os.environ if env is None else env
@@ -511,7 +511,7 @@ def plan_targets(
 
 
 def search_all(
-    mem: Memory,
+    mem: ProjectMemory,
     query: str,
     k: int | None = None,
     *,
@@ -531,17 +531,11 @@ def search_all(
     scale; hits below ``min_score`` (default ``search.min_score``) are left out.
     """
     from memlane.embed.factory import vector_space
-    from memlane.engine.project import SEARCH_K_MAX, SEARCH_MODES
     from memlane.index.base import SearchFilters
 
+    # k, mode and the bounds were checked by the router (recall/router.py).
     if k is None:
         k = mem.config.session.search_top_k or SEARCH_TOP_K
-    if not 1 <= k <= SEARCH_K_MAX:
-        raise MemlaneError(f"k must be between 1 and {SEARCH_K_MAX}, got {k}")
-    if mode not in SEARCH_MODES:
-        raise MemlaneError(
-            f"unknown search mode {mode!r}", f"use one of: {', '.join(SEARCH_MODES)}"
-        )
     floor = mem.min_score(min_score)
     targets, collapsed = plan_targets(mem, env)
     result = FanOutResult(query=query, mode="lexical", hits=[], collapsed=collapsed)
@@ -602,7 +596,9 @@ def _mode_of(vector: np.ndarray | None) -> SearchMode:
     return "hybrid" if vector is not None else "lexical"
 
 
-def _embed_query(mem: Memory, query: str, mode: str, notices: list[str]) -> np.ndarray | None:
+def _embed_query(
+    mem: ProjectMemory, query: str, mode: str, notices: list[str]
+) -> np.ndarray | None:
     """The query vector (once per fan-out), or None for a lexical search."""
     vector = mem.query_vector(query, mode, notices)
     return None if vector is None else np.asarray(vector, dtype=np.float32).reshape(-1)
@@ -643,7 +639,7 @@ def _vector_for(
 
 
 def resolve_project(
-    mem: Memory, project: str, *, env: Mapping[str, str] | None = None
+    mem: ProjectMemory, project: str, *, env: Mapping[str, str] | None = None
 ) -> tuple[str, Path, Path]:
     """(collection, store directory, index path) for a hit's ``project`` label.
 
@@ -670,14 +666,14 @@ def resolve_project(
 
 
 def expand_in_project(
-    mem: Memory, chunk_hash: str, project: str, *, env: Mapping[str, str] | None = None
+    mem: ProjectMemory, chunk_hash: str, project: str, *, env: Mapping[str, str] | None = None
 ) -> Section:
     """L2 recall of a cross-repo hit: ``memory_expand`` with ``project``.
 
     Read-only, through the same seam as the fan-out. The section's anchor
     carries the transcript path, so L3 follows across projects too.
     """
-    from memlane.engine.project import Memory as MemoryClass
+    from memlane.engine.recall.expand import expand_section
 
     collection, store_dir, path = resolve_project(mem, project, env=env)
     try:
@@ -699,11 +695,9 @@ def expand_in_project(
         collection=collection,
         state_dir=None,
     )
-    # A Memory bound to the read-only index: expansion is Memory.expand's own
-    # code (hash check, section extraction, anchor), never a copy of it.
-    foreign = MemoryClass(scope, mem.config)
-    foreign._index = index
+    # Expansion over the read-only index is expand's own code (hash check,
+    # section extraction, anchor), never a copy of it.
     try:
-        return foreign.expand(chunk_hash)
+        return expand_section(index, scope, chunk_hash, mem.notices)
     finally:
-        foreign.close()
+        index.close()

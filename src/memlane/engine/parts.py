@@ -1,0 +1,155 @@
+"""What every handle of one project's memory shares: the embedder, the writer, fresh writes.
+
+An index connection belongs to one thread, so each worker of a session gets
+its own ``Memory`` handle (``Memory.fork``); the embedder (one model load per
+process), the daily-file writer (one ``## Session`` decision per process)
+and the record of fresh writes are held here, once, for all of them.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import TYPE_CHECKING
+
+from memlane.core.errors import EmbedderError
+from memlane.engine.journal.fresh import FreshWrites
+
+if TYPE_CHECKING:
+    from memlane.core.settings import EmbeddingSettings
+    from memlane.embed.base import Embedder, Vectors
+    from memlane.store.daily import DailyWriter
+
+#: A failed embedder load is retried after this long (the negative cache). A
+#: tuning knob read at call time, so a host (or a test) may shorten it.
+EMBEDDER_RETRY_S = 30.0
+
+
+class SharedParts:
+    """The embedder (loaded lazily, with a negative cache), the writer and fresh writes."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.embedder: Embedder | None = None
+        self.embedder_loaded = False
+        self.embedder_problem: str | None = None
+        self.embedder_failed_at = 0.0
+        self.loading = False
+        self.warmed = False
+        self._writer: DailyWriter | None = None
+        self._writer_lock = threading.Lock()
+        self.fresh = FreshWrites()
+
+    def writer(self) -> DailyWriter:
+        with self._writer_lock:
+            if self._writer is None:
+                from memlane.store.daily import DailyWriter
+
+                self._writer = DailyWriter()
+            return self._writer
+
+    def load_embedder(self, settings: EmbeddingSettings) -> Embedder | None:
+        """The embedder, or None (with ``embedder_problem`` saying why).
+
+        Loads on first use. A failed load is retried after
+        ``EMBEDDER_RETRY_S`` (a short negative cache), so a provider that
+        comes back mid-session is picked up without a restart.
+        """
+        with self.lock:
+            stale = (
+                self.embedder_loaded
+                and self.embedder is None
+                and settings.provider != "none"
+                and time.monotonic() - self.embedder_failed_at >= EMBEDDER_RETRY_S
+            )
+            if not self.embedder_loaded or stale:
+                from memlane.embed.factory import make_embedder
+
+                self.embedder_problem = None
+                self.loading = True
+                try:
+                    self.embedder = make_embedder(settings)
+                    if self.embedder is None:
+                        self.embedder_problem = "embedding.provider is none"
+                except EmbedderError as exc:
+                    self.embedder = None
+                    self.embedder_problem = exc.message
+                    self.embedder_failed_at = time.monotonic()
+                finally:
+                    self.loading = False
+                self.embedder_loaded = True
+            return self.embedder
+
+    @property
+    def embedder_ready(self) -> bool:
+        """True when a search would not wait for the model to load."""
+        if not self.embedder_loaded or self.loading:
+            return False
+        # Lazy providers say whether their model is in memory yet (indexing may
+        # have loaded it); the others are ready once they exist.
+        return self.warmed or bool(getattr(self.embedder, "loaded", True))
+
+    def warm(self, settings: EmbeddingSettings) -> None:
+        """Load the model now (a session does this in the background at start).
+
+        Providers load lazily, so a broken model or an unreachable server
+        only shows at the first embedding; found here, it enters the
+        negative cache instead of costing the first search its wait.
+        """
+        embedder = self.load_embedder(settings)
+        if embedder is None:
+            return
+        try:
+            warm = getattr(embedder, "warm", None)
+            if callable(warm):
+                warm()
+            else:
+                embedder.embed_query("memlane warm-up")
+        except EmbedderError as exc:
+            self.failed(exc)
+            return
+        self.warmed = True
+
+    def failed(self, exc: EmbedderError) -> None:
+        """An embedding call failed: skip the dense leg until the retry time."""
+        with self.lock:
+            self.embedder = None
+            self.embedder_problem = exc.message
+            self.embedder_failed_at = time.monotonic()
+            self.embedder_loaded = True
+            self.warmed = False
+
+    def query_vector(
+        self, settings: EmbeddingSettings, query: str, mode: str, notices: list[str]
+    ) -> Vectors | None:
+        """The query's vector for a search in *mode*, or None for a lexical one.
+
+        Hybrid falls back to lexical with a notice when the embedder is
+        missing or fails (a failure enters the negative cache); semantic
+        raises instead, since it has no fallback. Shared by every search that
+        embeds a query: this project's, the sessions layer's, the fan-out's.
+        """
+        if mode == "lexical" or not query.strip():
+            return None
+        embedder = self.load_embedder(settings)
+        if embedder is None:
+            if mode == "semantic":
+                raise EmbedderError(f"semantic search needs an embedder ({self.embedder_problem})")
+            if settings.provider != "none":  # none: lexical by choice
+                notices.append(
+                    f"semantic search unavailable ({self.embedder_problem}); "
+                    "showing lexical (BM25) results"
+                )
+            return None
+        try:
+            vector = embedder.embed_query(query)
+        except EmbedderError as exc:
+            self.failed(exc)
+            if mode == "semantic":
+                raise
+            notices.append(
+                f"semantic search unavailable ({exc.message}); showing lexical (BM25) results"
+            )
+            return None
+        self.warmed = True
+        return vector

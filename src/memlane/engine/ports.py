@@ -1,0 +1,120 @@
+"""``ProjectMemory``: what the parts of the engine may use of a project's memory.
+
+``Memory`` (engine/project.py) is the composition root: it calls forget,
+compaction, dream, the sessions layer, the status report and the search
+router. Those in turn need the memory they work on — its scope, settings,
+clock, index, embedder and sync. Typed against ``Memory`` itself, every such
+pair would be an import cycle (project → service → project). They are typed
+against this protocol instead, a leaf that imports nothing of the engine's
+services; ``Memory`` satisfies it structurally, and mypy checks that at every
+call that hands a ``Memory`` over.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from memlane.core.clock import Clock
+    from memlane.core.config import Config
+    from memlane.core.errors import EmbedderError
+    from memlane.core.scope import Scope
+    from memlane.core.types import Anchor, Entry, SearchResult
+    from memlane.embed.base import Embedder, Vectors
+    from memlane.engine.journal.fresh import FreshWrites
+    from memlane.engine.journal.indexer import Indexer
+    from memlane.engine.parts import SharedParts
+    from memlane.engine.reports import IndexReport, Progress
+    from memlane.index.sqlite import SqliteIndex
+
+
+class ProjectMemory(Protocol):
+    """One project's memory as its services see it (``Memory`` implements it)."""
+
+    scope: Scope
+    config: Config
+    clock: Clock
+    notices: list[str]
+    catch_up_char_limit: int | None
+
+    @property
+    def model(self) -> str: ...
+
+    @property
+    def parts(self) -> SharedParts: ...
+
+    @property
+    def embedder(self) -> Embedder | None: ...
+
+    @property
+    def embedder_problem(self) -> str | None: ...
+
+    @property
+    def embedder_ready(self) -> bool: ...
+
+    @property
+    def index_path(self) -> Path: ...
+
+    @property
+    def index(self) -> SqliteIndex: ...
+
+    @property
+    def fresh(self) -> FreshWrites: ...
+
+    def fork(self, *, catch_up_char_limit: int | None = None) -> ProjectMemory: ...
+
+    def close(self) -> None: ...
+
+    def require_store(self) -> None: ...
+
+    def write(
+        self, text: str, anchor: Anchor | None = None, *, now: datetime | None = None
+    ) -> Entry: ...
+
+    def note_written(self, *paths: str | Path) -> None: ...
+
+    def sync(
+        self,
+        progress: Progress | None = None,
+        *,
+        operation: str = "index",
+        quiet_when_idle: bool = False,
+    ) -> IndexReport: ...
+
+    def indexer(self) -> Indexer: ...
+
+    def add_embedder_notice(self, indexer: Indexer, report: IndexReport) -> None: ...
+
+    def catch_up(self, char_limit: int | None = None) -> IndexReport | None: ...
+
+    def warm_embedder(self) -> None: ...
+
+    def embedder_failed(self, exc: EmbedderError) -> None: ...
+
+    def query_vector(self, query: str, mode: str, notices: list[str]) -> Vectors | None: ...
+
+    def min_score(self, chosen: float | None = None) -> float: ...
+
+    def search(
+        self,
+        query: str,
+        k: int | None = None,
+        *,
+        kind: str | None = None,
+        scope: str = "project",
+        after: str | None = None,
+        before: str | None = None,
+        session: str | None = None,
+        source_prefix: str | None = None,
+        mode: str = "hybrid",
+        sync: bool = True,
+        min_score: float | None = None,
+    ) -> SearchResult: ...
+
+
+#: How a service opens another project's memory (cross-repo recall) without
+#: importing ``Memory``: the composition root passes ``Memory.open``.
+OpenMemory = Callable[[Path], ProjectMemory]

@@ -1,0 +1,65 @@
+"""The notes leg of the router: L1 recall over this project's markdown index.
+
+Hybrid unless it cannot be: "hybrid" (BM25 + dense, fused by
+``index.fusion``), "lexical" (BM25 only, no model load) or "semantic" (dense
+only; an error when no embedder is available). Only hits scoring the floor
+(``min_score``, default ``search.min_score``) or more are returned.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from memlane.core.errors import DiskFullError
+from memlane.core.types import Hit, SearchResult
+
+if TYPE_CHECKING:
+    from memlane.engine.ports import ProjectMemory
+    from memlane.engine.recall.request import SearchRequest
+
+
+def search_notes(memory: ProjectMemory, request: SearchRequest) -> SearchResult:
+    """The top ``request.k`` chunks of the notes (journal and topics) for a checked request.
+
+    With ``request.sync`` the index is first brought in line with the whole
+    store; without, only what this process wrote since the last index run is
+    indexed first (``catch_up``, bounded by the handle's
+    ``catch_up_char_limit``), so a memory written a moment ago is found.
+    """
+    from memlane.engine.recall.request import notes_kind
+    from memlane.index.base import SearchFilters
+
+    k = request.k or memory.config.session.search_top_k
+    notices: list[str] = []
+    if request.sync:
+        try:
+            report = memory.sync(quiet_when_idle=True)
+            notices.extend(report.notices)
+        except DiskFullError as exc:
+            # The index as it stands still answers: what changed since
+            # the last index run is missing until the disk has room.
+            notices.append(
+                f"{exc.message}; these results come from the index as it was, "
+                "without what changed since it was last updated"
+            )
+    else:
+        from memlane.engine.journal.catch_up import catch_up_before_search
+
+        notices.extend(catch_up_before_search(memory))
+    mode = request.mode
+    vector = memory.query_vector(request.query, mode, notices)
+    filters = SearchFilters(
+        kind=notes_kind(request.kind),
+        source_prefix=request.source_prefix,
+        after=request.after,
+        before=request.before,
+        session=request.session,
+    )
+    if mode == "semantic" and vector is None:
+        return SearchResult(query=request.query, mode="semantic", hits=[], notices=notices)
+    got_mode, scored = memory.index.search(
+        request.query, vector, k, filters, lexical=mode != "semantic"
+    )
+    hits = [Hit.of(s.chunk, s.score) for s in scored]
+    result = SearchResult(query=request.query, mode=got_mode, hits=hits, notices=notices)
+    return result.at_least(memory.min_score(request.min_score))

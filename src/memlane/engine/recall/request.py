@@ -1,0 +1,126 @@
+"""A search request and its checks: what every caller of the router hands it.
+
+Kept apart from the router (recall/router.py) so that the legs it calls can
+use the same checks and kinds without importing the router back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Literal
+
+from memlane.core.errors import MemlaneError
+from memlane.core.types import Kind
+
+SEARCH_K_MAX = 100
+SEARCH_MODES = ("hybrid", "lexical", "semantic")
+SEARCH_KINDS = ("journal", "topic", "session", "all")
+SEARCH_SCOPES = ("project", "all")
+DATE_FORMATS = ("%Y-%m-%d", "%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S")
+
+Route = Literal["notes", "sessions", "everything", "projects"]
+
+
+@dataclass(frozen=True)
+class SearchRequest:
+    """One search, as every caller describes it.
+
+    ``k`` None takes the kind's default (``search.top_k``; the sessions
+    layer's ``sessions.recall_default_top_k`` for ``kind: "session"``).
+    ``sync``: bring the notes index in line with the whole store first
+    (the CLI, the MCP server: another process may have written); False in a
+    live session, whose indexer keeps it current — then only what this
+    process wrote since the last index run is indexed first.
+    """
+
+    query: str
+    k: int | None = None
+    kind: str | None = None
+    scope: str = "project"
+    after: str | None = None
+    before: str | None = None
+    session: str | None = None
+    source_prefix: str | None = None
+    role: str | None = None
+    mode: str = "hybrid"
+    min_score: float | None = None
+    sync: bool = True
+    env: Mapping[str, str] | None = None
+
+    @property
+    def route(self) -> Route:
+        if self.scope == "all":
+            return "projects"
+        if self.kind == "session":
+            return "sessions"
+        if self.kind == "all":
+            return "everything"
+        return "notes"
+
+
+def check_request(request: SearchRequest) -> None:
+    """Raise a MemlaneError naming the first thing wrong with *request*."""
+    if request.kind is not None and request.kind not in SEARCH_KINDS:
+        raise MemlaneError(
+            f"unknown kind {request.kind!r}", f"use one of: {', '.join(SEARCH_KINDS)}"
+        )
+    if request.scope not in SEARCH_SCOPES:
+        raise MemlaneError(
+            f"unknown scope {request.scope!r}", f"use one of: {', '.join(SEARCH_SCOPES)}"
+        )
+    if request.scope == "all" and request.kind in ("session", "all"):
+        raise MemlaneError(
+            'scope "all" searches notes and topics of every project; '
+            f'kind "{request.kind}" searches this project\'s sessions',
+            "use one of them at a time",
+        )
+    if request.k is not None:
+        check_k(request.k)
+    if request.mode not in SEARCH_MODES:
+        raise MemlaneError(
+            f"unknown search mode {request.mode!r}", f"use one of: {', '.join(SEARCH_MODES)}"
+        )
+    for name, value in (("after", request.after), ("before", request.before)):
+        if value is not None:
+            check_date(name, value)
+    if request.min_score is not None:
+        check_min_score(request.min_score)
+
+
+def check_k(k: int) -> None:
+    """How many hits a search (or ``similar``) may ask for."""
+    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= SEARCH_K_MAX:
+        raise MemlaneError(f"k must be between 1 and {SEARCH_K_MAX}, got {k}")
+
+
+def check_min_score(floor: float) -> None:
+    if not 0.0 <= floor <= 1.0:
+        raise MemlaneError(
+            f"min_score must be between 0 and 1, got {floor}",
+            "0 returns every match; the default is search.min_score",
+        )
+
+
+def check_date(name: str, value: str) -> None:
+    """A date bound that cannot match anything is a mistake worth saying."""
+    for fmt in DATE_FORMATS:
+        try:
+            datetime.strptime(value, fmt)
+            return
+        except ValueError:
+            continue
+    raise MemlaneError(
+        f"{name} {value!r} is not a date",
+        "use YYYY-MM-DD, e.g. 2026-11-30 (or YYYY-MM-DDTHH:MM)",
+    )
+
+
+def notes_kind(kind: str | None) -> Kind | None:
+    """The notes' kind filter: journal, topic, or None for both."""
+    if kind == "journal":
+        return "journal"
+    if kind == "topic":
+        return "topic"
+    return None

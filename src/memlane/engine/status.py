@@ -1,0 +1,193 @@
+"""The doctor's report (``memlane status``, ``memory_status``): every part of a project's memory.
+
+It answers whatever state the parts are in: an index that cannot be opened,
+a missing store, damaged lines, an embedder that fails — each becomes a line
+of what is missing, with what to do, never a failure of the report itself.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from memlane.core.errors import EmbedderError, MemlaneError
+from memlane.engine.reports import Status
+
+if TYPE_CHECKING:
+    from memlane.engine.ports import ProjectMemory
+
+
+def project_status(memory: ProjectMemory, *, probe: bool = False, host_llm: bool = False) -> Status:
+    """The doctor's report. ``probe`` loads the embedder to see that it works."""
+    import sqlite3
+
+    from memlane import __version__
+    from memlane.engine.journal import capture_journal, capture_recovery
+    from memlane.index import state
+    from memlane.llm.factory import describe_llm
+
+    # The doctor answers whatever state the index is in: a read-only or
+    # full index disk is a problem to report, not a reason to fail.
+    index_uri = f"sqlite://{memory.index_path}"
+    index_problem: str | None = None
+    stats: dict[str, Any] = {}
+    try:
+        stats = memory.index.stats()
+        index_uri = memory.index.uri
+    except (MemlaneError, sqlite3.Error, OSError) as exc:
+        index_problem = _index_problem(exc, memory.index_path)
+    versions = {
+        "memlane": __version__,
+        "python": sys.version.split()[0],
+        "sqlite": _sqlite_version(),
+    }
+    notices = list(memory.notices)
+    departure = memory.clock.departure()
+    if departure:
+        notices.append(f"clock: {departure}")
+    missing: list[str] = [index_problem] if index_problem else []
+    state_data = state.load(memory.scope.state_path)
+    if memory.scope.state_path is not None and not state_data:
+        notices.append("index: no state recorded yet (it is written by the next index)")
+    parts = memory.parts
+    problem: str | None = None
+    if probe and memory.config.embedding.provider != "none":
+        embedder = memory.embedder
+        problem = parts.embedder_problem
+        if embedder is not None:
+            try:
+                embedder.embed_query("memlane status probe")
+            except EmbedderError as exc:
+                problem = exc.message
+    if parts.embedder_loaded:
+        problem = problem or (None if parts.embedder else parts.embedder_problem)
+        embedder_state = f"unavailable: {problem}" if problem else "ready"
+        if problem and memory.config.embedding.provider != "none":
+            missing.append(
+                f"embedder: {problem} — search falls back to BM25; fix "
+                "embedding.* (`memlane config list`) or set embedding.provider none"
+            )
+    else:
+        embedder_state = f"{memory.config.embedding.provider} (loads on first search)"
+    from memlane.store.damage import damage_in
+    from memlane.store.layout import list_markdown_files
+    from memlane.store.safe_paths import store_root_problem
+
+    refused = store_root_problem(memory.scope.store)
+    if refused:
+        missing.append(f"store: {refused}")
+    elif not memory.scope.store.is_dir():
+        missing.append(
+            f"store: {memory.scope.store} does not exist yet — it is created by the first "
+            "capture or `memlane write`"
+        )
+    failed = state_data.get("failed_files") or []
+    if failed:
+        missing.append(
+            f"index: {len(failed)} file(s) could not be indexed (listed below); fix them "
+            "and run `memlane index`"
+        )
+    # A refused store is not read at all (its files may be anyone's).
+    damaged = (
+        [] if refused else damage_in(memory.scope.store, list_markdown_files(memory.scope.store))
+    )
+    if damaged:
+        files = len({line.path for line in damaged})
+        missing.append(
+            f"store: {len(damaged)} damaged line(s) in {files} file(s) are left out of "
+            "search (listed below; their intact entries are indexed); "
+            "`memlane status --fix` moves them into <file>.damaged"
+        )
+    chunks = int(stats.get("chunks", 0))
+    vectors = int(stats.get("vectors", 0))
+    if vectors < chunks and memory.config.embedding.provider != "none":
+        missing.append(
+            f"vectors: {chunks - vectors} chunk(s) have no vector yet (lexical only); "
+            "`memlane index` embeds them once the embedder works"
+        )
+    session = memory.config.session
+    llm_line = describe_llm(memory.config.llm, host_available=host_llm)
+    if "not usable" in llm_line:
+        missing.append(f"llm: {llm_line}")
+    sessions_stats = _sessions_stats_of(memory) if memory.config.sessions.enabled else None
+    if not refused and memory.scope.store.is_dir():
+        from memlane.engine.topics.dream import pending_recovery
+
+        interrupted = pending_recovery(memory.scope.store)
+        if interrupted:
+            missing.append(f"topics: {interrupted}")
+    return Status(
+        sessions=sessions_stats,
+        versions=versions,
+        scope=memory.scope.to_json(),
+        backend=memory.config.index.backend,
+        index_uri=index_uri,
+        model=memory.model,
+        embedder=embedder_state,
+        chunks=chunks,
+        vectors=vectors,
+        files=int(stats.get("files", 0)),
+        state_path=str(memory.scope.state_path) if memory.scope.state_path else None,
+        state=state_data,
+        damaged=damaged,
+        notices=notices,
+        missing=missing,
+        config=memory.config.changed(),
+        state_note=memory.scope.state_dir_note,
+        store_link=memory.scope.store_link_note,
+        capture={
+            "enabled": session.capture_enabled,
+            "llm": llm_line,
+            "journal": capture_recovery.summary(capture_journal.journal_dir(memory.scope)),
+        },
+        auto_context={
+            "enabled": session.auto_context_enabled,
+            "top_k": session.auto_context_top_k,
+            "score_floor": session.auto_context_score_floor,
+            "char_budget": session.auto_context_char_budget,
+            "cap_ms": session.auto_context_cap_ms,
+        },
+    )
+
+
+def _index_problem(exc: BaseException, path: Path) -> str:
+    """One line for status: why the index cannot be opened and what to do."""
+    import errno
+
+    if isinstance(exc, OSError) and exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+        return (
+            f"index: {path.parent} is not writable ({exc.strerror}), so the index cannot be "
+            "opened or updated — make it writable, or set MEMLANE_HOME (or index.uri) to a "
+            "writable directory; your memory files are not affected"
+        )
+    if isinstance(exc, MemlaneError):
+        text = exc.message
+        hint = exc.hint or "`memlane reindex` rebuilds it from markdown once the cause is fixed"
+    else:
+        text = getattr(exc, "strerror", None) or str(exc)
+        hint = "`memlane reindex` rebuilds it from markdown once the cause is fixed"
+    return f"index: {text} — {hint}"
+
+
+def _sessions_stats_of(memory: ProjectMemory) -> dict[str, Any] | None:
+    import sqlite3
+
+    from memlane.engine.sessions.registry import open_store, sessions_path
+
+    if not sessions_path(memory).exists():
+        return None  # never created by a status call
+    try:
+        return open_store(memory).stats()
+    except (MemlaneError, sqlite3.Error, OSError):
+        # The doctor must answer whatever state the derived sessions file is
+        # in. Damage is moved aside and rebuilt by the store (or raised as
+        # IndexCorruptError), busy is IndexBusyError; the rest (unreadable
+        # directory, I/O error) must not take `memlane status` down either.
+        return None
+
+
+def _sqlite_version() -> str:
+    import sqlite3
+
+    return sqlite3.sqlite_version

@@ -1,0 +1,168 @@
+"""The package's import graph has no cycle and its layers point one way.
+
+Every ``import`` counts: at module level, inside functions (a lazy import is
+for start-up speed, never to hide a cycle) and under ``TYPE_CHECKING`` (a
+type is a dependency too). The graph is built from the source with ``ast``,
+so nothing is imported to test it.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from collections.abc import Iterator
+from pathlib import Path
+
+import memlane
+
+PACKAGE_DIR = Path(memlane.__file__).parent
+#: hosts → engine → (store, index, llm, embed, transcripts) → core; cli sits with hosts.
+LAYER_OF = {
+    "cli": 3,
+    "hosts": 3,
+    "demo": 3,
+    "engine": 2,
+    "store": 1,
+    "index": 1,
+    "llm": 1,
+    "embed": 1,
+    "transcripts": 1,
+    "core": 0,
+}
+#: Packages of one layer that must not import each other.
+SIBLINGS_APART = {("store", "index"), ("index", "store")}
+MAX_MODULE_LINES = 520
+
+
+def _modules() -> dict[str, Path]:
+    found: dict[str, Path] = {}
+    for path in PACKAGE_DIR.rglob("*.py"):
+        parts = list(path.relative_to(PACKAGE_DIR.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        found[".".join(parts)] = path
+    return found
+
+
+def _imported_names(tree: ast.Module, module: str, is_package: bool) -> Iterator[str]:
+    """Every memlane module name *tree* imports, wherever the import statement is."""
+    base = module if is_package else module.rpartition(".")[0]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                anchor = base.split(".")[: len(base.split(".")) - (node.level - 1)]
+                target = ".".join([*anchor, *([node.module] if node.module else [])])
+            else:
+                target = node.module or ""
+            for alias in node.names:
+                # A submodule when there is one, else (a name in it) the module.
+                yield f"{target}.{alias.name}"
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module → the memlane modules it imports (submodules resolved, parents not implied)."""
+    modules = _modules()
+    graph: dict[str, set[str]] = defaultdict(set)
+    for name, path in modules.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        for target in _imported_names(tree, name, path.name == "__init__.py"):
+            if not target.startswith("memlane"):
+                continue
+            while target not in modules and "." in target:
+                target = target.rpartition(".")[0]
+            if target in modules and target != name:
+                graph[name].add(target)
+    for name in modules:
+        graph.setdefault(name, set())
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    counter = 0
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work: list[tuple[str, Iterator[str]]] = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = counter
+                    counter += 1
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def _describe(component: list[str], graph: dict[str, set[str]]) -> str:
+    members = set(component)
+    lines = [f"cycle of {len(component)} modules:"]
+    for name in component:
+        inside = sorted(graph[name] & members)
+        path = _modules()[name].relative_to(PACKAGE_DIR.parent.parent)
+        lines.append(f"  {path} imports {', '.join(inside)}")
+    return "\n".join(lines)
+
+
+def test_no_import_cycle() -> None:
+    graph = import_graph()
+    found = cycles(graph)
+    assert not found, "\n".join(_describe(component, graph) for component in found)
+
+
+def test_cycle_finder_reports_a_cycle() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": set()}
+    assert cycles(graph) == [["a", "b", "c"]]
+
+
+def test_layers_point_one_way() -> None:
+    wrong = []
+    for name, targets in import_graph().items():
+        source = name.split(".")[1] if "." in name else ""
+        for target in targets:
+            aimed = target.split(".")[1] if "." in target else ""
+            if source not in LAYER_OF or aimed not in LAYER_OF or source == aimed:
+                continue
+            if LAYER_OF[aimed] > LAYER_OF[source] or (source, aimed) in SIBLINGS_APART:
+                wrong.append(f"{name} imports {target}")
+    assert not wrong, "imports against the layering:\n  " + "\n  ".join(sorted(wrong))
+
+
+def test_no_module_is_too_long() -> None:
+    long = {
+        str(path.relative_to(PACKAGE_DIR.parent.parent)): lines
+        for path in PACKAGE_DIR.rglob("*.py")
+        if (lines := len(path.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES
+    }
+    assert not long, f"modules over {MAX_MODULE_LINES} lines: {long}"
