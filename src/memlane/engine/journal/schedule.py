@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from memlane.core.errors import MemlaneError
 
 if TYPE_CHECKING:
-    from memlane.engine.project import Memory
+    from memlane.engine.ports import ProjectMemory
     from memlane.engine.reports import IndexReport
 
 log = logging.getLogger("memlane.schedule")
@@ -56,7 +56,7 @@ class IndexScheduler:
 
     def __init__(
         self,
-        memory_factory: Callable[[], Memory],
+        memory_factory: Callable[[], ProjectMemory],
         *,
         debounce_s: float,
         backoff_delays_s: tuple[float, ...],
@@ -124,7 +124,7 @@ class IndexScheduler:
     # -- worker ---------------------------------------------------------------
 
     def _run(self) -> None:
-        memory: Memory | None = None
+        memory: ProjectMemory | None = None
         try:
             while True:
                 with self._cond:
@@ -148,7 +148,7 @@ class IndexScheduler:
             if memory is not None:
                 memory.close()
 
-    def _index_once(self, memory: Memory) -> None:
+    def _index_once(self, memory: ProjectMemory) -> None:
         from memlane.index.base import IndexBusyError
 
         delays = list(self._backoff)

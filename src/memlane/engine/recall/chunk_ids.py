@@ -16,7 +16,7 @@ from memlane.core.types import Chunk
 from memlane.store.layout import list_markdown_files
 
 if TYPE_CHECKING:
-    from memlane.engine.project import Memory
+    from memlane.engine.ports import ProjectMemory
 
 HASH_CHARS = 16
 MIN_PREFIX_CHARS = 8
@@ -26,7 +26,7 @@ LISTED_CANDIDATES = 10
 _HEX_RE = re.compile(r"^[0-9a-f]+$")
 
 
-def resolve_chunk(mem: Memory, given: str, *, min_chars: int = MIN_PREFIX_CHARS) -> Chunk:
+def resolve_chunk(mem: ProjectMemory, given: str, *, min_chars: int = MIN_PREFIX_CHARS) -> Chunk:
     """The indexed chunk of the store that *given* names (a hash, or a unique
     prefix of at least *min_chars* characters)."""
     wanted = given.strip().lower()
@@ -63,7 +63,7 @@ def resolve_chunk(mem: Memory, given: str, *, min_chars: int = MIN_PREFIX_CHARS)
     return found[0]
 
 
-def _no_chunk(mem: Memory, wanted: str) -> NotFoundError:
+def _no_chunk(mem: ProjectMemory, wanted: str) -> NotFoundError:
     return NotFoundError(
         f"no chunk {'starts with ' if len(wanted) < HASH_CHARS else ''}{wanted} in "
         f"collection {mem.scope.collection}",

@@ -78,10 +78,9 @@ def check_request(request: SearchRequest) -> None:
         )
     if request.k is not None:
         check_k(request.k)
-    if request.mode not in SEARCH_MODES:
-        raise MemlaneError(
-            f"unknown search mode {request.mode!r}", f"use one of: {', '.join(SEARCH_MODES)}"
-        )
+    check_mode(request.mode)
+    if request.role is not None:
+        check_role(request.role)
     for name, value in (("after", request.after), ("before", request.before)):
         if value is not None:
             check_date(name, value)
@@ -93,6 +92,21 @@ def check_k(k: int) -> None:
     """How many hits a search (or ``similar``) may ask for."""
     if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= SEARCH_K_MAX:
         raise MemlaneError(f"k must be between 1 and {SEARCH_K_MAX}, got {k}")
+
+
+def check_mode(mode: str) -> None:
+    if mode not in SEARCH_MODES:
+        raise MemlaneError(
+            f"unknown search mode {mode!r}", f"use one of: {', '.join(SEARCH_MODES)}"
+        )
+
+
+def check_role(role: str) -> None:
+    """A sessions search's role filter: one of the roles the sessions index stores."""
+    from memlane.index.sessions import ROLES
+
+    if role not in ROLES:
+        raise MemlaneError(f"unknown role {role!r}", f"use one of: {', '.join(ROLES)}")
 
 
 def check_min_score(floor: float) -> None:

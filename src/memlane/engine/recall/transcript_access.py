@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING
 from memlane.core.errors import MemlaneError, StoreError
 
 if TYPE_CHECKING:
-    from memlane.engine.project import Memory
+    from memlane.engine.ports import ProjectMemory
 
 
 class TranscriptNotAllowedError(MemlaneError):
@@ -48,7 +48,7 @@ def _canonical(path: str | Path) -> str:
 
 
 def check_transcript_allowed(
-    mem: Memory,
+    mem: ProjectMemory,
     requested: str,
     *,
     session_transcript: str | None = None,
@@ -86,7 +86,7 @@ def check_transcript_allowed(
     )
 
 
-def _is_project_session(mem: Memory, wanted: str, env: Mapping[str, str]) -> bool:
+def _is_project_session(mem: ProjectMemory, wanted: str, env: Mapping[str, str]) -> bool:
     from memlane.transcripts.locate import discover_sources
 
     scope = mem.scope
@@ -120,7 +120,7 @@ def _names(transcripts: Iterable[str], names: set[str], wanted: str) -> bool:
     return any(os.path.basename(t) in names and _canonical(t) == wanted for t in transcripts if t)
 
 
-def _configured_project_store(mem: Memory, project: str, env: Mapping[str, str]) -> Path:
+def _configured_project_store(mem: ProjectMemory, project: str, env: Mapping[str, str]) -> Path:
     """The store of ``project`` when it is a project under the scan roots."""
     from memlane.engine.recall.crossrepo import (
         discover_projects,

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from memlane.core.errors import EmbedderError, MemlaneError
 from memlane.core.types import SearchResult
+from memlane.engine.recall.request import check_k, check_mode, check_role
 from memlane.engine.sessions.docs import utc_iso
 from memlane.engine.sessions.hits import SessionHit, SessionSearch
 from memlane.engine.sessions.indexer import SessionIndexer
@@ -25,17 +26,13 @@ from memlane.engine.sessions.sweep import (
     META_SWEEP_PID,
     Sweeper,
 )
-from memlane.index.sessions import ROLES, SessionFilters, SessionInfo, StoredDoc
+from memlane.index.sessions import SessionFilters, SessionInfo, StoredDoc
 from memlane.transcripts.locate import Source, discover_sources
 
 if TYPE_CHECKING:
     from memlane.embed.base import Embedder
-    from memlane.engine.project import Memory
+    from memlane.engine.ports import ProjectMemory
     from memlane.engine.reports import Progress
-
-
-SEARCH_K_MAX = 100
-SEARCH_MODES = ("hybrid", "lexical", "semantic")
 
 
 def normalize_bound(text: str | None, name: str) -> str | None:
@@ -58,14 +55,14 @@ def normalize_bound(text: str | None, name: str) -> str | None:
     return shown
 
 
-def project_sources(mem: Memory, env: Mapping[str, str] | None = None) -> list[Source]:
+def project_sources(mem: ProjectMemory, env: Mapping[str, str] | None = None) -> list[Source]:
     dirs = [mem.scope.repository_dir]
     if mem.scope.cwd != mem.scope.repository_dir:
         dirs.append(mem.scope.cwd)
     return discover_sources(dirs, env)
 
 
-def _vector_space(mem: Memory) -> str:
+def _vector_space(mem: ProjectMemory) -> str:
     from memlane.embed.factory import vector_space
 
     return vector_space(mem.config.embedding)
@@ -74,7 +71,7 @@ def _vector_space(mem: Memory) -> str:
 class SessionsLayer:
     """The sessions layer of one project: ingestion, sweep and recall."""
 
-    def __init__(self, mem: Memory, *, embedder: Embedder | str | None = "memory") -> None:
+    def __init__(self, mem: ProjectMemory, *, embedder: Embedder | str | None = "memory") -> None:
         """``embedder``: "memory" uses the Memory's (shared, loaded on first
         embed); an Embedder, or None (lexical only), overrides it."""
         self.mem = mem
@@ -139,14 +136,12 @@ class SessionsLayer:
         role: str | None = None,
     ) -> SessionSearch:
         k = self.settings.recall_default_top_k if k is None else k
-        if not 1 <= k <= SEARCH_K_MAX:
-            raise MemlaneError(f"k must be between 1 and {SEARCH_K_MAX}, got {k}")
-        if mode not in SEARCH_MODES:
-            raise MemlaneError(
-                f"unknown search mode {mode!r}", f"use one of: {', '.join(SEARCH_MODES)}"
-            )
-        if role is not None and role not in ROLES:
-            raise MemlaneError(f"unknown role {role!r}", f"use one of: {', '.join(ROLES)}")
+        # The router checked its requests already; `memlane sessions search` and
+        # the session's auto-recall call here directly, with the same checks.
+        check_k(k)
+        check_mode(mode)
+        if role is not None:
+            check_role(role)
         filters = SessionFilters(
             session=session or None,
             after=normalize_bound(after, "after"),
@@ -186,8 +181,7 @@ class SessionsLayer:
         return found[0] if found else None
 
     def similar(self, key_or_entry: str, k: int = 10) -> SessionSearch:
-        if not 1 <= k <= SEARCH_K_MAX:
-            raise MemlaneError(f"k must be between 1 and {SEARCH_K_MAX}, got {k}")
+        check_k(k)
         doc = self.resolve(key_or_entry)
         if doc is None:
             from memlane.core.errors import NotFoundError
@@ -233,7 +227,7 @@ class SessionsLayer:
 
 
 def search_sessions(
-    mem: Memory,
+    mem: ProjectMemory,
     query: str,
     k: int | None = None,
     mode: str = "hybrid",
@@ -251,13 +245,13 @@ def search_sessions(
     ).to_search_result()
 
 
-def similar_sessions(mem: Memory, key_or_entry: str, k: int = 10) -> SearchResult:
+def similar_sessions(mem: ProjectMemory, key_or_entry: str, k: int = 10) -> SearchResult:
     """memory_similar on a session document (key or message id), itself excluded."""
     return SessionsLayer(mem).similar(key_or_entry, k).to_search_result()
 
 
 def recent_sessions(
-    mem: Memory, n: int | None = None, exclude: str | None = None
+    mem: ProjectMemory, n: int | None = None, exclude: str | None = None
 ) -> list[SessionInfo]:
     """The primer's input: the latest sessions, newest first."""
     return SessionsLayer(mem).recent(n, exclude)

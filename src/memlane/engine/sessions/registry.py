@@ -10,18 +10,18 @@ from memlane.engine.sessions.docs import redact_text
 from memlane.index.sessions import SessionStore, sessions_path_for
 
 if TYPE_CHECKING:
-    from memlane.engine.project import Memory
+    from memlane.engine.ports import ProjectMemory
 
 
 _stores: dict[Path, SessionStore] = {}
 _stores_lock = threading.Lock()
 
 
-def sessions_path(mem: Memory) -> Path:
+def sessions_path(mem: ProjectMemory) -> Path:
     return sessions_path_for(mem.index_path)
 
 
-def open_store(mem: Memory) -> SessionStore:
+def open_store(mem: ProjectMemory) -> SessionStore:
     """The project's session store, one per process (its vector matrix stays warm)."""
     path = sessions_path(mem)
     with _stores_lock:

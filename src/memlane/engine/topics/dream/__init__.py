@@ -112,7 +112,7 @@ from memlane.engine.topics.dream.recovery import log, pending_recovery, recover_
 
 if TYPE_CHECKING:
     from memlane.core.config import Config
-    from memlane.engine.project import Memory
+    from memlane.engine.ports import ProjectMemory
     from memlane.llm.base import LLM
 
 __all__ = [
@@ -197,7 +197,7 @@ def dream_llm(config: Config) -> LLM:
 
 
 def make_plan(
-    mem: Memory,
+    mem: ProjectMemory,
     llm: LLM,
     *,
     journal_budget: int = JOURNAL_BUDGET_CHARS,
@@ -211,7 +211,7 @@ def make_plan(
         return DreamPlan(store=store, model=_name(llm))
     try:
         mem.sync(quiet_when_idle=True)
-        searchable: Memory | None = mem
+        searchable: ProjectMemory | None = mem
     except MemlaneError:
         searchable = None  # the index is optional here; text comparison still runs
     signals = gather(orientation, searchable)
@@ -223,7 +223,7 @@ def make_plan(
     return plan
 
 
-def sync_index(mem: Memory) -> list[str]:
+def sync_index(mem: ProjectMemory) -> list[str]:
     """Bring the index up to date after an apply; a failure is a notice only."""
     try:
         return list(mem.sync(operation="dream").notices)
@@ -242,7 +242,7 @@ class DreamOutcome:
 
 
 def run(
-    mem: Memory,
+    mem: ProjectMemory,
     confirm: Callable[[DreamPlan], bool],
     *,
     llm: LLM | None = None,

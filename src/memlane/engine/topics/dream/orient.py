@@ -21,7 +21,7 @@ from memlane.store import safe_paths
 from memlane.store import topics as T
 
 if TYPE_CHECKING:
-    from memlane.engine.project import Memory
+    from memlane.engine.ports import ProjectMemory
 
 #: Journal text (entries since the last dream) sent to the LLM.
 JOURNAL_BUDGET_CHARS = 12_000
@@ -261,7 +261,7 @@ def _similar(a: str, b: str, threshold: float) -> float:
     return ratio if ratio >= threshold else 0.0
 
 
-def gather(orientation: Orientation, mem: Memory | None = None) -> list[Signal]:
+def gather(orientation: Orientation, mem: ProjectMemory | None = None) -> list[Signal]:
     """Phase 2: duplicate candidates by normalised text, related entries by
     the index. The LLM judges both; these only point it at what to check."""
     entries = [
@@ -303,7 +303,7 @@ def gather(orientation: Orientation, mem: Memory | None = None) -> list[Signal]:
 
 def _index_neighbours(
     orientation: Orientation,
-    mem: Memory,
+    mem: ProjectMemory,
     add: Callable[[str, tuple[str, str], tuple[str, str], str], None],
 ) -> None:
     by_source = {os.path.realpath(state.path): state for state in orientation.topics.values()}
