@@ -197,130 +197,80 @@ def search(
     Only hits that score at least search.min_score are shown; when none
     does, it says that nothing relevant was found.
     """
+    from dataclasses import replace
+
     from memlane.core.errors import MemlaneError
     from memlane.core.render import render_search
+    from memlane.engine.recall.request import SearchRequest, check_request
+    from memlane.engine.recall.router import search as route_search
 
-    if kind is not None and kind not in ("journal", "topic", "session", "all"):
-        raise MemlaneError(f"unknown kind {kind!r}", "use journal, topic, session or all")
-    for label, value in (("after", after), ("before", before)):
-        if value is not None:
-            _check_date(label, value)
     if lexical and mode not in (None, "lexical"):
         raise MemlaneError(f"--lexical contradicts --mode {mode}", "give one of them")
-    chosen = "lexical" if lexical else mode or "hybrid"
     if (query is None) == (batch is None):
         raise MemlaneError(
             "give either a QUERY or --batch FILE", "memlane search 'what to look for'"
         )
     if batch is not None and not as_json:
         raise MemlaneError("--batch prints JSON lines", "add --json")
-    prefix = str(Path(source).expanduser().resolve()) if source else None
-    if kind in ("session", "all"):
-        if batch is not None or source is not None or all_projects:
-            raise MemlaneError(f"--kind {kind} takes one QUERY and no --batch, --source or --all")
-        assert query is not None
-        _search_sessions(ctx, query, k, kind, after, before, session, chosen, min_score, as_json)
-        return
-    if all_projects:
-        if batch is not None or source is not None:
-            raise MemlaneError("--all takes one QUERY and no --batch or --source")
-        assert query is not None
-        _search_all(ctx, query, k, kind, after, before, session, chosen, min_score, as_json)
-        return
+    if kind in ("session", "all") and (batch is not None or source is not None or all_projects):
+        raise MemlaneError(f"--kind {kind} takes one QUERY and no --batch, --source or --all")
+    if all_projects and (batch is not None or source is not None):
+        raise MemlaneError("--all takes one QUERY and no --batch or --source")
+    request = SearchRequest(
+        query or "",
+        k,
+        kind=kind,
+        scope="all" if all_projects else "project",
+        after=after,
+        before=before,
+        session=session,
+        source_prefix=str(Path(source).expanduser().resolve()) if source else None,
+        mode="lexical" if lexical else mode or "hybrid",
+        min_score=min_score,
+        # The notes are synced once below, with a progress bar, before any query.
+        sync=False,
+    )
+    check_request(request)  # a bad argument is said before anything is indexed
+    hint = None
     with open_memory(ctx) as mem:
-        mem.require_store()
+        if request.route in ("sessions", "everything"):
+            from memlane.cli.sessions_cmds import catch_up
 
-        top_k = k if k is not None else mem.config.session.search_top_k
-
-        def one(text: str, sync: bool) -> SearchResult:
-            return mem.search(
-                text,
-                top_k,
-                kind=kind,  # type: ignore[arg-type]
-                after=after,
-                before=before,
-                session=session,
-                source_prefix=prefix,
-                mode=chosen,
-                sync=sync,
-                min_score=min_score,
-            )
-
-        queries = _batch_queries(batch) if batch is not None else None
-        # The catch-up before the search shows a bar when it has much to do
-        # (a new store, or every note embedded again after an upgrade).
-        with ProgressBar("indexing") as bar:
-            caught_up = mem.sync(bar, quiet_when_idle=True)
-        if queries is not None:
-            for line in caught_up.notices:
+            catch_up(mem)
+            hint = "memlane transcript SOURCE --turn ID, or memlane expand HASH"
+        caught_up: list[str] = []
+        if request.route in ("notes", "everything"):
+            if request.route == "notes":
+                mem.require_store()
+            # The catch-up before the search shows a bar when it has much to do
+            # (a new store, or every note embedded again after an upgrade).
+            with ProgressBar("indexing") as bar:
+                caught_up = mem.sync(bar, quiet_when_idle=True).notices
+        if batch is not None:
+            for line in caught_up:
                 notice(line)
-            _search_batch(queries, one)
+            _search_batch(
+                _batch_queries(batch),
+                lambda text: route_search(mem, replace(request, query=text)).result,
+            )
             return
-        assert query is not None
-        result = one(query, False)
-        result.notices[:0] = caught_up.notices
+        recalled = route_search(mem, request)
+        for text in mem.notices:
+            notice(text)
+    result = recalled.result
+    result.notices[:0] = caught_up
+    if recalled.fan_out is not None:
+        if as_json:
+            print_json(recalled.fan_out.to_json())
+        else:
+            typer.echo(render_search(result, None, "memlane expand HASH --project PROJECT"))
+        return
     if as_json:
         print_json(result.to_json())
+    elif hint is not None:
+        typer.echo(render_search(result, os.getcwd(), hint))
     else:
         typer.echo(render_search(result, os.getcwd()))
-
-
-def _search_sessions(
-    ctx: typer.Context,
-    query: str,
-    k: int | None,
-    kind: str,
-    after: str | None,
-    before: str | None,
-    session: str | None,
-    mode: str,
-    min_score: float | None,
-    as_json: bool,
-) -> None:
-    """--kind session|all: the sessions layer (caught up first), alone or with the notes."""
-    from memlane.cli.sessions_cmds import catch_up
-
-    arguments: dict[str, object] = {"query": query, "kind": kind, "mode": mode}
-    options = (("k", k), ("after", after), ("before", before), ("session", session))
-    for key, value in (*options, ("min_score", min_score)):
-        if value is not None:
-            arguments[key] = value
-    _run_tool(ctx, "memory_search", arguments, as_json, prepare=catch_up)
-
-
-def _search_all(
-    ctx: typer.Context,
-    query: str,
-    k: int | None,
-    kind: str | None,
-    after: str | None,
-    before: str | None,
-    session: str | None,
-    mode: str,
-    min_score: float | None,
-    as_json: bool,
-) -> None:
-    from memlane.core.render import render_search
-    from memlane.engine.recall.crossrepo import search_all
-
-    with open_memory(ctx) as mem:
-        fan_out = search_all(
-            mem,
-            query,
-            k if k is not None else mem.config.session.search_top_k,
-            kind=kind,  # type: ignore[arg-type]
-            after=after,
-            before=before,
-            session=session,
-            mode=mode,
-            min_score=min_score,
-        )
-    if as_json:
-        print_json(fan_out.to_json())
-    else:
-        typer.echo(
-            render_search(fan_out.to_search_result(), None, "memlane expand HASH --project PROJECT")
-        )
 
 
 def _batch_queries(batch: str) -> list[str]:
@@ -337,7 +287,7 @@ def _batch_queries(batch: str) -> list[str]:
         raise MemlaneError(f"cannot read --batch file {batch}: {exc}") from None
 
 
-def _search_batch(queries: list[str], one: Callable[[str, bool], SearchResult]) -> None:
+def _search_batch(queries: list[str], one: Callable[[str], SearchResult]) -> None:
     """One compact JSON object per query, in order; a blank line gets an
     empty answer, so outputs stay aligned with inputs. The index caught up
     once, before the first query."""
@@ -345,23 +295,9 @@ def _search_batch(queries: list[str], one: Callable[[str, bool], SearchResult]) 
     import sys
 
     for query in queries:
-        data = {"query": query, **one(query, False).to_json()}
+        data = {"query": query, **one(query).to_json()}
         sys.stdout.write(json.dumps(data, ensure_ascii=False) + "\n")
         sys.stdout.flush()
-
-
-def _check_date(label: str, value: str) -> None:
-    from datetime import datetime
-
-    from memlane.core.errors import MemlaneError
-
-    for fmt in ("%Y-%m-%d", "%Y-%m-%dT%H:%M"):
-        try:
-            datetime.strptime(value, fmt)
-            return
-        except ValueError:
-            continue
-    raise MemlaneError(f"--{label} {value!r} is not a date", "use YYYY-MM-DD or YYYY-MM-DDTHH:MM")
 
 
 def expand(
