@@ -573,9 +573,12 @@ def test_modes_and_bounds(world: dict[str, Path], session: Memory) -> None:
     assert search_all(session, "redis", mode="lexical").mode == "lexical"
     with pytest.raises(EmbedderError, match="semantic search needs an embedder"):
         search_all(session, "redis", mode="semantic")
+    # The bounds are the router's, checked before any project is searched.
     for k in (0, 1000):
         with pytest.raises(MemlaneError, match="k must be"):
-            search_all(session, "redis", k=k)
+            session.search("redis", k, scope="all")
     with pytest.raises(MemlaneError, match="unknown search mode"):
-        search_all(session, "redis", mode="fuzzy")
+        session.search("redis", scope="all", mode="fuzzy")
+    with pytest.raises(MemlaneError, match='scope "all" searches notes'):
+        session.search("redis", kind="session", scope="all")
     assert search_all(session, "   ").hits == []

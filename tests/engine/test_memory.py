@@ -209,7 +209,7 @@ def test_a_failed_embedder_load_is_re_probed_after_the_negative_cache(
     """Fixing the model setup mid-session is picked up without a restart."""
     import shutil
 
-    import memlane.engine.project as memory_module
+    import memlane.engine.parts as memory_module
     from memlane.embed.factory import bundled_model_files
 
     model_dir = tmp_path / "model"
