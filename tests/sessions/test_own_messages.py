@@ -15,7 +15,7 @@ from helpers import NOW, FixedClock
 from memlane.engine.journal.echo import RECALL_PROMPT_PREFIX
 from memlane.engine.project import Memory
 from memlane.engine.sessions.layer import DOCS_RULES_VERSION, META_DOCS_RULES, SessionsLayer
-from memlane.index.sessions import BatchWrite, SessionDoc, StoredDoc
+from memlane.index.session_docs import BatchWrite, SessionDoc, StoredDoc
 
 RECALL_PROMPT = (
     f"{RECALL_PROMPT_PREFIX} deploy approvals\n\nUse the recall skill: start with memory_search."

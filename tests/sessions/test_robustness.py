@@ -22,9 +22,10 @@ from memlane.engine.sessions.layer import (
     close_stores,
     read_source,
 )
-from memlane.index import schema
-from memlane.index.recovery import file_id, file_lock, move_aside
-from memlane.index.sessions import SESSIONS_SCHEMA_VERSION, SessionStore
+from memlane.index.sqlite import schema
+from memlane.index.sqlite.recovery import file_id, file_lock, move_aside
+from memlane.index.sqlite.session_schema import SESSIONS_SCHEMA_VERSION
+from memlane.index.sqlite.sessions import SessionStore
 from memlane.transcripts.model import PI
 
 

@@ -36,7 +36,7 @@ from memlane.engine.reports import IndexReport, Progress, Status
 if TYPE_CHECKING:
     from memlane.embed.base import Embedder, Vectors
     from memlane.engine.journal.indexer import Indexer
-    from memlane.index.sqlite import SqliteIndex
+    from memlane.index.sqlite.notes import SqliteIndex
     from memlane.llm.base import LLM
     from memlane.store.daily import DailyWriter
     from memlane.store.damage import DamagedLine
@@ -206,7 +206,7 @@ class Memory:
     @property
     def index(self) -> SqliteIndex:
         if self._index is None:
-            from memlane.index.sqlite import SqliteIndex
+            from memlane.index.sqlite.notes import SqliteIndex
 
             self._index = SqliteIndex(self.index_path, self.config.index)
         return self._index
@@ -385,7 +385,7 @@ class Memory:
     def reindex(self, progress: Progress | None = None) -> IndexReport:
         """Drop the derived index and rebuild it from the markdown alone."""
         self.close()
-        from memlane.index.sqlite import SqliteIndex
+        from memlane.index.sqlite.notes import SqliteIndex
 
         SqliteIndex.destroy(self.index_path)
         return self.sync(progress, operation="reindex")
@@ -420,7 +420,7 @@ class Memory:
         bounded by ``catch_up_char_limit``), so a memory written a moment
         ago is found.
         """
-        from memlane.index.base import SearchFilters
+        from memlane.index.protocol import SearchFilters
 
         if not 1 <= k <= SEARCH_K_MAX:
             raise MemlaneError(f"k must be between 1 and {SEARCH_K_MAX}, got {k}")
@@ -605,8 +605,8 @@ class Memory:
 
     def purge_damaged_copies(self) -> list[Path]:
         """Delete the moved-aside damaged copies of this collection's indexes."""
-        from memlane.index.recovery import remove_damaged_copies
-        from memlane.index.sessions import sessions_path_for
+        from memlane.index.sqlite.recovery import remove_damaged_copies
+        from memlane.index.sqlite.sessions import sessions_path_for
 
         index_path = self.index_path
         purged = remove_damaged_copies(index_path)

@@ -1,7 +1,7 @@
 """The sessions layer's ingestion: the project's agent transcripts, message by message.
 
 pi-lcm-memory (reference/pi-lcm-memory-readme.txt) re-implemented on
-memlane's own session store (``index/sessions.py``), reading the
+memlane's own session store (``index/sqlite/sessions.py``), reading the
 transcripts directly instead of pi-lcm's database:
 
 - **sources**: pi's session files (``<agent dir>/sessions/--<cwd>--/*.jsonl``,
@@ -57,18 +57,17 @@ from memlane.core.trace import trace
 from memlane.core.types import Hit, SearchResult
 from memlane.engine.journal.echo import is_memlane_tool, is_recall_prompt
 from memlane.engine.sessions.own_messages import OwnCalls, may_hold_own_messages
-from memlane.index.sessions import (
+from memlane.index.session_docs import (
     ROLES,
     BatchWrite,
     ScoredDoc,
     SessionDoc,
     SessionFilters,
     SessionInfo,
-    SessionStore,
     SourceState,
     StoredDoc,
-    sessions_path_for,
 )
+from memlane.index.sqlite.sessions import SessionStore, sessions_path_for
 from memlane.transcripts import claude as claude_format
 from memlane.transcripts.draft import text_of_blocks
 from memlane.transcripts.jsonl import TRANSCRIPT_MAX_BYTES, parse_line
@@ -954,7 +953,7 @@ class SessionIngestor:
         if self.embedder is None or any("embedding failed" in n for n in self.notices):
             return
         while True:
-            pending = self.store.pending_vectors(self.batch_size)
+            pending = self.store.missing_vectors(self.batch_size)
             if not pending:
                 return
             try:
