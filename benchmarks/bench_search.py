@@ -40,8 +40,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 from _common import bullet, percentile, print_table, write_json
 from memlane.core.settings import IndexSettings
 from memlane.core.types import Chunk, Kind, chunk_id_of, content_hash_of
-from memlane.index.base import FileRecord, IndexedChunk, SearchFilters
-from memlane.index.sqlite import SqliteIndex
+from memlane.index.protocol import FileRecord, IndexedChunk, SearchFilters
+from memlane.index.sqlite.notes import SqliteIndex
 
 MODEL = "bench-model"
 DIM = 384

@@ -226,7 +226,8 @@ def child_recall(docs: int) -> dict[str, Any]:
     root = Path(tempfile.mkdtemp(prefix="memlane-bench-sessions-recall-"))
     _env(root)
     from memlane.core.settings import IndexSettings, SessionsSettings
-    from memlane.index.sessions import BatchWrite, SessionDoc, SessionFilters, SessionStore
+    from memlane.index.session_docs import BatchWrite, SessionDoc, SessionFilters
+    from memlane.index.sqlite.sessions import SessionStore
 
     rng = random.Random(3)
     nrng = np.random.default_rng(3)

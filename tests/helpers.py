@@ -188,7 +188,7 @@ class IndexWriteLock:
 
     ``with IndexWriteLock(memory.index_path):`` — a real lock, not a stub,
     so memlane's own code meets ``SQLITE_BUSY`` and takes its busy path.
-    Pair it with a short ``memlane.index.sqlite.BUSY_TIMEOUT_S``
+    Pair it with a short ``memlane.index.sqlite.notes.BUSY_TIMEOUT_S``
     (monkeypatch) so that wait ends soon. ``release()`` lets go early (e.g.
     from a ``threading.Timer``); leaving the block always does.
     """

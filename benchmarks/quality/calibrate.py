@@ -10,7 +10,7 @@ another conversation) gathers the evidence the default fusion sees:
 cosines of the dense candidates (and of every lexical candidate), the
 collection's mean cosine, coverage of the lexical candidates. Then it
 
-1. ranks each query with ``index/relevance.py`` itself (and by each leg
+1. ranks each query with ``index/legs/relevance.py`` itself (and by each leg
    alone) and reports hit@1/3/10 and session hit@1;
 2. fits, per search mode, the logistic curve of "the store answers this
    query" on (best cosine - mean cosine, best cosine, top coverage), real
@@ -75,7 +75,7 @@ class QueryEvidence:
 
     @property
     def evidence(self) -> Any:
-        from memlane.index.relevance import Evidence
+        from memlane.index.legs.relevance import Evidence
 
         return Evidence(
             dict(self.cosine), dict(self.coverage), self.mean_cosine, self.rows, dict(self.bm25)
@@ -83,7 +83,7 @@ class QueryEvidence:
 
     @property
     def margin(self) -> float:
-        from memlane.index.relevance import chance_cosine
+        from memlane.index.legs.relevance import chance_cosine
 
         top = max(self.cosine.values(), default=0.0)
         return top - chance_cosine(top, self.mean_cosine, self.rows)
@@ -113,7 +113,7 @@ def collect(
     from memlane.core.config import load_config
     from memlane.core.scope import resolve_scope
     from memlane.engine.project import Memory
-    from memlane.index import lexical
+    from memlane.index.legs import lexical
 
     config = load_config(None, env={})
     with Memory(resolve_scope(project), config) as mem:
@@ -191,7 +191,7 @@ def coding_set(root: Path) -> list[QueryEvidence]:
 
 
 def ranked(q: QueryEvidence, system: str) -> list[int]:
-    from memlane.index.relevance import evidence_ranking
+    from memlane.index.legs.relevance import evidence_ranking
 
     if system == "bm25":
         return sorted(q.coverage, key=lambda r: (-q.coverage[r], r))
@@ -255,7 +255,7 @@ def fit(sets: dict[str, list[QueryEvidence]], mode: str) -> list[float]:
 
 
 def top_score(q: QueryEvidence) -> float:
-    from memlane.index.relevance import evidence_ranking
+    from memlane.index.legs.relevance import evidence_ranking
 
     ranking = evidence_ranking(q.evidence, "hybrid")
     return ranking[0][1] if ranking else 0.0
@@ -278,7 +278,7 @@ def floors(queries: Sequence[QueryEvidence]) -> list[dict[str, float]]:
 def bands(queries: Sequence[QueryEvidence]) -> list[dict[str, float]]:
     """Per band of the top hit's score: how many real questions, and the
     share whose top hit is the gold entry."""
-    from memlane.index.relevance import evidence_ranking
+    from memlane.index.legs.relevance import evidence_ranking
 
     out = []
     rows = []
@@ -332,7 +332,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         report["fitted"][mode] = fit(sets, mode)
     # The floors and bands below are those of the fitted curves (what the
     # code holds once relevance.CALIBRATIONS is set to them).
-    from memlane.index import relevance
+    from memlane.index.legs import relevance
 
     for mode, weights in report["fitted"].items():
         named = dict(zip(["margin", "cosine", "coverage"], weights[:-1], strict=False))

@@ -155,10 +155,10 @@ def test_bad_calls_get_clear_errors(
 
 
 def test_an_index_failure_keeps_the_write(memory: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
-    import memlane.index.sqlite
+    import memlane.index.sqlite.notes
 
     # Set before the index is opened: its connection takes the busy wait then.
-    monkeypatch.setattr(memlane.index.sqlite, "BUSY_TIMEOUT_S", 0.2)
+    monkeypatch.setattr(memlane.index.sqlite.notes, "BUSY_TIMEOUT_S", 0.2)
     memory.sync()  # the index exists; another process now holds its write lock
     with IndexWriteLock(memory.index_path):
         text, _ = call(memory, action="add", content="kept", topic="t", title="K")

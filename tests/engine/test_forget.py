@@ -17,7 +17,7 @@ from helpers import FixedClock, IndexWriteLock, open_memory
 from memlane.core.errors import MemlaneError, NotFoundError, StoreError
 from memlane.engine.journal.maintenance import forget
 from memlane.engine.project import Memory
-from memlane.index.sqlite import connection_hook
+from memlane.index.sqlite.notes import connection_hook
 from memlane.store.forget import LOCK_NAME, RewriteHooks, forget_chunk, forget_entry
 
 SECRET = "zanzibarquokka"  # one token that the porter stemmer leaves alone
@@ -381,10 +381,10 @@ def test_append_that_reaches_the_replaced_file_is_salvaged(memory: Memory) -> No
 def test_index_failure_after_the_removal_still_echoes_it(
     memory: Memory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import memlane.index.sqlite
+    import memlane.index.sqlite.notes
 
     # Set before the index is opened: its connection takes the busy wait then.
-    monkeypatch.setattr(memlane.index.sqlite, "BUSY_TIMEOUT_S", 0.2)
+    monkeypatch.setattr(memlane.index.sqlite.notes, "BUSY_TIMEOUT_S", 0.2)
     memory.write(f"doomed {SECRET}", now=at("09:05"))
     memory.sync()
     with IndexWriteLock(memory.index_path):  # another process holds the index

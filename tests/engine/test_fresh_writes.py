@@ -199,9 +199,9 @@ def test_auto_context_leaves_more_than_its_limit_to_the_indexer(
 def test_a_locked_index_costs_the_search_only_the_newest_entry(
     project: Path, clock: FixedClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import memlane.index.sqlite
+    import memlane.index.sqlite.notes
 
-    monkeypatch.setattr(memlane.index.sqlite, "BUSY_TIMEOUT_S", 0.2)
+    monkeypatch.setattr(memlane.index.sqlite.notes, "BUSY_TIMEOUT_S", 0.2)
     mem = _seeded(project, clock)
     session = _session(mem)
     tools = Tools(mem, session)

@@ -355,11 +355,11 @@ def test_auto_context_is_off_by_default(memory: Memory) -> None:
 def test_a_locked_index_is_retried_on_the_backoff_delays(
     project: Path, clock: FixedClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import memlane.index.sqlite
+    import memlane.index.sqlite.notes
 
     # SQLite's own busy wait absorbs short locks; shorten it so the lock
     # outlasts it and the scheduler's backoff has to take over.
-    monkeypatch.setattr(memlane.index.sqlite, "BUSY_TIMEOUT_S", 0.2)
+    monkeypatch.setattr(memlane.index.sqlite.notes, "BUSY_TIMEOUT_S", 0.2)
     mem = _seeded(project, clock, lexical=True)
     mem.write("- a new note while the index is locked", now=datetime(2026, 11, 30, 9, 0))
     with IndexWriteLock(mem.index_path) as lock:

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from memlane.core.types import Chunk, Kind, chunk_id_of, content_hash_of
-from memlane.index.base import FileRecord, IndexedChunk
+from memlane.index.protocol import FileRecord, IndexedChunk
 
 MODEL = "test-model"
 DIM = 16

@@ -11,8 +11,8 @@ from pathlib import Path
 
 from _builders import DIM, MODEL, make_file, unit_vector, vectors_for
 
-from memlane.index.base import SearchFilters
-from memlane.index.sqlite import SqliteIndex
+from memlane.index.protocol import SearchFilters
+from memlane.index.sqlite.notes import SqliteIndex
 
 VARIANTS = 4
 SHARED_FILES = 3

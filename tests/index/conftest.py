@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from _builders import DIM, MODEL
 
-from memlane.index.sqlite import SqliteIndex
+from memlane.index.sqlite.notes import SqliteIndex
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ import pytest
 from _builders import make_file
 from _worker import VARIANTS, file_names, variant_texts
 
-from memlane.index.sqlite import SqliteIndex
+from memlane.index.sqlite.notes import SqliteIndex
 
 WORKERS = 4
 SECONDS = 3.0

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from _builders import DIM, MODEL, make_file, src, unit_vector, vectors_for
 
-from memlane.index import schema
-from memlane.index.sqlite import SqliteIndex
+from memlane.index.sqlite import schema
+from memlane.index.sqlite.notes import SqliteIndex
 
 
 def populated(path: Path, tmp_path: Path, files: int = 40) -> None:

@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 from _builders import DIM, MODEL, make_file, src, unit_vector, vectors_for
 
-from memlane.index import dense as dense_mod
-from memlane.index import sqlite as sqlite_mod
-from memlane.index.base import SearchFilters
-from memlane.index.dense import DenseMatrix, DenseRow, vector_to_blob
-from memlane.index.sqlite import SqliteIndex
+from memlane.index.legs import dense as dense_mod
+from memlane.index.legs.dense import DenseMatrix, DenseRow, vector_to_blob
+from memlane.index.protocol import SearchFilters
+from memlane.index.sqlite import notes as sqlite_mod
+from memlane.index.sqlite.notes import SqliteIndex
 
 NO_WORDS = "zzzqqq"  # matches nothing lexically: results come from the dense leg only
 

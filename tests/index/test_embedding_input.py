@@ -16,7 +16,7 @@ from memlane.core.types import (
 )
 from memlane.embed.factory import vector_space
 from memlane.engine.journal.indexer import embedding_inputs
-from memlane.index.sqlite import SqliteIndex
+from memlane.index.sqlite.notes import SqliteIndex
 
 FIRST = "### 10:00\n<!-- session:s1 turn:t1 transcript:none -->\n- we adopted a cat last week"
 SECOND = "### 10:01\n<!-- session:s1 turn:t2 transcript:none -->\n- her name is Miso"

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from helpers import NOW, FixedClock, open_memory
 from memlane.engine.project import Memory
-from memlane.index.sessions import sessions_path_for
+from memlane.index.sqlite.sessions import sessions_path_for
 
 SECRET = b"quokkazanzibar"
 ENTRY = "the vault passphrase hint is quokkazanzibar, kept in the team safe"

@@ -3,7 +3,14 @@ from __future__ import annotations
 import pytest
 
 from memlane.core.errors import ConfigError
-from memlane.index.fusion import FUSION_METHODS, RRF_K, convex, fusion_method, rrf, weighted_rrf
+from memlane.index.legs.fusion import (
+    FUSION_METHODS,
+    RRF_K,
+    convex,
+    fusion_method,
+    rrf,
+    weighted_rrf,
+)
 
 
 def test_best_in_both_legs_scores_exactly_one() -> None:

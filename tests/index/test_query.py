@@ -5,8 +5,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from memlane.index import lexical
-from memlane.index.query import (
+from memlane.index.legs import lexical
+from memlane.index.legs.query import (
     LEXICAL_DOC_BUDGET,
     MAX_QUERY_TERMS,
     STOPWORDS,

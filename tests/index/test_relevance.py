@@ -1,4 +1,4 @@
-"""The evidence fusion and its calibrated score (index/relevance.py)."""
+"""The evidence fusion and its calibrated score (index/legs/relevance.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from _builders import make_file, src
 
 from memlane.core.settings import AUTO_CONTEXT_SCORE_FLOOR, SEARCH_MIN_SCORE
-from memlane.index.relevance import (
+from memlane.index.legs.relevance import (
     CALIBRATIONS,
     LEXICAL_LEG_WEIGHT,
     PRIOR_MEAN_COSINE,
@@ -17,7 +17,7 @@ from memlane.index.relevance import (
     evidence_ranking,
     lexical_gate,
 )
-from memlane.index.sqlite import SqliteIndex
+from memlane.index.sqlite.notes import SqliteIndex
 
 # A collection of 500 notes whose cosines with the query average 0.2.
 ROWS, MEAN = 500, 0.2

@@ -11,9 +11,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memlane.core.types import Kind
-from memlane.index import query as query_mod
-from memlane.index.base import FileRecord, IndexedChunk, SearchFilters
-from memlane.index.sqlite import SqliteIndex
+from memlane.index.legs import query as query_mod
+from memlane.index.protocol import FileRecord, IndexedChunk, SearchFilters
+from memlane.index.sqlite.notes import SqliteIndex
 
 DOCS = {
     "redis": "- the user and the agent moved the hot cache to Redis with 5 minute TTLs",

@@ -10,8 +10,8 @@ import pytest
 from _builders import DIM, MODEL, make_file, src, unit_vector, vectors_for
 
 from memlane.core.types import embedding_text_of
-from memlane.index.base import DimensionMismatchError, FileRecord, IndexBusyError
-from memlane.index.sqlite import SqliteIndex, connection_hook
+from memlane.index.protocol import DimensionMismatchError, FileRecord, IndexBusyError
+from memlane.index.sqlite.notes import SqliteIndex, connection_hook
 
 TEXTS = [
     "- the user and the agent moved the hot cache to Redis with 5 minute TTLs",

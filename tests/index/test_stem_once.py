@@ -14,8 +14,9 @@ from _builders import make_file, src
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memlane.index.sessions import BatchWrite, SessionDoc, SessionStore
-from memlane.index.sqlite import SqliteIndex
+from memlane.index.session_docs import BatchWrite, SessionDoc
+from memlane.index.sqlite.notes import SqliteIndex
+from memlane.index.sqlite.sessions import SessionStore
 
 # Words whose porter stem stems again to something else, ordinary words of
 # every length and shape, and words porter leaves alone.
@@ -117,7 +118,7 @@ def test_every_word_of_a_session_message_is_found_lexically(tmp_path: Path) -> N
     )
 )
 def test_any_word_of_an_entry_finds_it(tmp_path_factory: object, words: list[str]) -> None:
-    from memlane.index.query import STOPWORDS
+    from memlane.index.legs.query import STOPWORDS
 
     tmp = Path(str(tmp_path_factory.mktemp("stem")))  # type: ignore[attr-defined]
     with _notes_index(tmp, "- " + " ".join(words)) as index:

@@ -16,7 +16,7 @@ from memlane.engine.journal.echo import RECALL_PROMPT_PREFIX
 from memlane.engine.project import Memory
 from memlane.engine.sessions.ingest import DOCS_RULES_VERSION, META_DOCS_RULES
 from memlane.engine.sessions.layer import SessionsLayer
-from memlane.index.sessions import BatchWrite, SessionDoc, StoredDoc
+from memlane.index.session_docs import BatchWrite, SessionDoc, StoredDoc
 
 RECALL_PROMPT = (
     f"{RECALL_PROMPT_PREFIX} deploy approvals\n\nUse the recall skill: start with memory_search."

@@ -16,7 +16,8 @@ from memlane.engine.sessions.layer import (
     search_sessions,
     similar_sessions,
 )
-from memlane.index.sessions import SessionFilters, SessionStore, sessions_path_for
+from memlane.index.session_docs import SessionFilters
+from memlane.index.sqlite.sessions import SessionStore, sessions_path_for
 from memlane.transcripts import read_transcript
 
 

@@ -22,7 +22,9 @@ from memlane.engine.project import Memory
 from memlane.engine.sessions.layer import SessionsLayer
 from memlane.engine.sessions.registry import close_stores, sessions_path
 from memlane.engine.tools.dispatch import Tools
-from memlane.index.sessions import META_REDACTION, BatchWrite, SessionDoc, SessionStore
+from memlane.index.session_docs import BatchWrite, SessionDoc
+from memlane.index.sqlite.session_schema import META_REDACTION
+from memlane.index.sqlite.sessions import SessionStore
 from secret_fakes import CHANNEL_SAMPLE
 
 

@@ -42,7 +42,7 @@ CLI_EXPAND_HINT = "memlane expand HASH"
 TOOL_EXPAND_HINT = "memory_expand(chunk_hash)"
 
 
-#: What a score means, said under every list of hits (index/relevance.py).
+#: What a score means, said under every list of hits (index/legs/relevance.py).
 SCORE_MEANING = (
     "Scores estimate relevance in [0, 1]: about 0.5 and above the store likely holds "
     "what was asked."

@@ -41,7 +41,7 @@ class IndexSettings:
     backend: str = "sqlite"
     uri: str | None = None
     # "evidence": each leg weighed by its evidence for the query, calibrated
-    # scores (index/relevance.py, ADR 0010); "rrf" (k=60) stays selectable
+    # scores (index/legs/relevance.py, ADR 0010); "rrf" (k=60) stays selectable
     # for parity with memsearch, "convex" and "wrrf" for comparison.
     fusion: str = "evidence"
     rrf_k: int = 60
@@ -50,7 +50,7 @@ class IndexSettings:
 
 # Auto-context (DESIGN §6) injects a hit only at or above this score: "the
 # store likely holds what the prompt is about", on the calibrated scale of
-# search scores (index/relevance.py). On the quality sets it lets through
+# search scores (index/legs/relevance.py). On the quality sets it lets through
 # 0.99 of LoCoMo questions and the best-supported 0.37 of the coding
 # paraphrases, and stops 0.85-0.95 of the queries those stores cannot answer
 # (the former floor, 0.65 on convex scores, stopped 0.48 on LoCoMo).
@@ -75,7 +75,7 @@ SHUTDOWN_GRACE_MS = 2000
 BACKOFF_DELAYS_MS: tuple[int, ...] = (200, 500, 1000, 2000)
 SEARCH_TOP_K = 5
 # Hits scoring below this are not returned: "nothing relevant" is an answer.
-# On the calibrated scale of the default fusion (index/relevance.py, ADR
+# On the calibrated scale of the default fusion (index/legs/relevance.py, ADR
 # 0010). Set low on purpose: an agent told "nothing stored" redoes work, so
 # it keeps a hit for every question of the three quality sets and silences
 # what has no evidence at all (gibberish, most everyday questions: 0.55 of

@@ -4,7 +4,7 @@ Topic surfacing (prompt against topic cards) and the echo check (an answer
 against what memlane's tools returned) compare the words of two texts
 without an index. They share this list of words that say nothing about a
 subject and this light suffix strip; the index itself uses FTS5's porter
-tokenizer (index/lexical.py).
+tokenizer (index/legs/lexical.py).
 """
 
 from __future__ import annotations

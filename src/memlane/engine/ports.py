@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from memlane.engine.journal.indexer import Indexer
     from memlane.engine.parts import SharedParts
     from memlane.engine.reports import IndexReport, Progress
-    from memlane.index.sqlite import SqliteIndex
+    from memlane.index.sqlite.notes import SqliteIndex
 
 
 class ProjectMemory(Protocol):

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from memlane.embed.base import Embedder, Vectors
     from memlane.engine.journal.fresh import FreshWrites
     from memlane.engine.journal.indexer import Indexer
-    from memlane.index.sqlite import SqliteIndex
+    from memlane.index.sqlite.notes import SqliteIndex
     from memlane.llm.base import LLM
     from memlane.store.damage import DamagedLine
     from memlane.store.forget import Removed
@@ -140,7 +140,7 @@ class Memory:
     @property
     def index(self) -> SqliteIndex:
         if self._index is None:
-            from memlane.index.sqlite import SqliteIndex
+            from memlane.index.sqlite.notes import SqliteIndex
 
             self._index = SqliteIndex(self.index_path, self.config.index)
         return self._index
@@ -319,7 +319,7 @@ class Memory:
     def reindex(self, progress: Progress | None = None) -> IndexReport:
         """Drop the derived index and rebuild it from the markdown alone."""
         self.close()
-        from memlane.index.sqlite import SqliteIndex
+        from memlane.index.sqlite.notes import SqliteIndex
 
         SqliteIndex.destroy(self.index_path)
         return self.sync(progress, operation="reindex")
@@ -434,8 +434,8 @@ class Memory:
 
     def purge_damaged_copies(self) -> list[Path]:
         """Delete the moved-aside damaged copies of this collection's indexes."""
-        from memlane.index.recovery import remove_damaged_copies
-        from memlane.index.sessions import sessions_path_for
+        from memlane.index.sqlite.recovery import remove_damaged_copies
+        from memlane.index.sqlite.sessions import sessions_path_for
 
         index_path = self.index_path
         purged = remove_damaged_copies(index_path)

@@ -1,8 +1,11 @@
-"""Index backends behind one protocol (``base.IndexBackend``), fusion, state."""
+"""Indexes behind one protocol (``protocol.HybridIndex``; the notes index's
+``protocol.IndexBackend``): SQLite backends (``sqlite/``), the search legs
+(``legs/``), the memsearch state file (``state``)."""
 
-from memlane.index.base import (
+from memlane.index.protocol import (
     DimensionMismatchError,
     FileRecord,
+    HybridIndex,
     IndexBackend,
     IndexBusyError,
     IndexedChunk,
@@ -13,6 +16,7 @@ from memlane.index.base import (
 __all__ = [
     "DimensionMismatchError",
     "FileRecord",
+    "HybridIndex",
     "IndexBackend",
     "IndexBusyError",
     "IndexedChunk",

@@ -20,7 +20,7 @@ from memlane.core.errors import EmbedderError, StoreError
 from memlane.core.types import Chunk, embedding_text_of
 from memlane.embed.base import Embedder
 from memlane.engine.reports import FileFailure, IndexReport, Progress
-from memlane.index.base import FileRecord, IndexBackend, IndexedChunk
+from memlane.index.protocol import FileRecord, IndexBackend, IndexedChunk
 from memlane.store.anchor import parse_anchor
 from memlane.store.chunker import chunk_markdown
 from memlane.store.damage import DamagedLine

@@ -20,12 +20,10 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import re
-import sqlite3
 import unicodedata
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
-from time import monotonic, sleep
 from typing import TYPE_CHECKING
 
 from memlane.core.clock import local
@@ -146,36 +144,18 @@ def forget(
 
 
 def _purge_index(path: Path) -> list[str]:
-    """Make deleted rows' text unrecoverable from the index file and its WAL.
+    """Make deleted rows' text unrecoverable from the index file and its WAL
+    (``SqliteIndex.purge_deleted_text``); returns notices for what could not
+    be done now (another process reading an old snapshot)."""
+    from memlane.index.sqlite.notes import SqliteIndex
 
-    A separate connection, so nothing depends on the index object's
-    internals; its connection sits outside any transaction between calls.
-    ``optimize`` merges the FTS5 segments (dropping deleted documents),
-    ``VACUUM`` rewrites the file without freed pages (rowids are explicit
-    primary keys, so they survive), and the TRUNCATE checkpoint empties the
-    WAL that held the old page images. Returns notices for what could not
-    be done now (another process reading an old snapshot).
-    """
-    if not path.exists():
-        return []
-    conn = sqlite3.connect(str(path), timeout=10.0, isolation_level=None)
-    try:
-        conn.execute("PRAGMA secure_delete=ON")
-        conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('optimize')")
-        conn.execute("VACUUM")
-        deadline = monotonic() + PURGE_WAIT_S
-        while True:
-            busy = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
-            if not busy or monotonic() >= deadline:
-                break
-            sleep(0.05)
-    except sqlite3.Error as exc:
+    purge = SqliteIndex.purge_deleted_text(path, checkpoint_wait_s=PURGE_WAIT_S)
+    if purge.error is not None:
         return [
-            f"the index could not be compacted after the removal ({exc}); run `memlane reindex`"
+            f"the index could not be compacted after the removal ({purge.error}); "
+            "run `memlane reindex`"
         ]
-    finally:
-        conn.close()
-    if busy:
+    if purge.wal_busy:
         return [
             "another process is reading the index, so its write-ahead log still holds "
             "old pages until its next checkpoint; run `memlane reindex` to purge them now"

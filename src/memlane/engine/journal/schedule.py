@@ -149,7 +149,7 @@ class IndexScheduler:
                 memory.close()
 
     def _index_once(self, memory: ProjectMemory) -> None:
-        from memlane.index.base import IndexBusyError
+        from memlane.index.protocol import IndexBusyError
 
         delays = list(self._backoff)
         while True:

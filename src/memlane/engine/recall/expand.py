@@ -13,7 +13,7 @@ from memlane.engine.recall.request import check_k
 if TYPE_CHECKING:
     from memlane.core.scope import Scope
     from memlane.engine.ports import ProjectMemory
-    from memlane.index.sqlite import SqliteIndex
+    from memlane.index.sqlite.notes import SqliteIndex
 
 _CHUNK_HASH_RE = re.compile(r"^[0-9a-f]{16}$")
 

@@ -27,7 +27,7 @@ def search_notes(memory: ProjectMemory, request: SearchRequest) -> SearchResult:
     ``catch_up_char_limit``), so a memory written a moment ago is found.
     """
     from memlane.engine.recall.request import notes_kind
-    from memlane.index.base import SearchFilters
+    from memlane.index.protocol import SearchFilters
 
     k = request.k or memory.config.session.search_top_k
     notices: list[str] = []

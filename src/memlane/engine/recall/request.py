@@ -103,7 +103,7 @@ def check_mode(mode: str) -> None:
 
 def check_role(role: str) -> None:
     """A sessions search's role filter: one of the roles the sessions index stores."""
-    from memlane.index.sessions import ROLES
+    from memlane.index.session_docs import ROLES
 
     if role not in ROLES:
         raise MemlaneError(f"unknown role {role!r}", f"use one of: {', '.join(ROLES)}")

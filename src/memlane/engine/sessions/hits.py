@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memlane.core.types import Hit, SearchResult
-from memlane.index.sessions import ScoredDoc, StoredDoc
+from memlane.index.session_docs import ScoredDoc, StoredDoc
 
 
 @dataclass(frozen=True)

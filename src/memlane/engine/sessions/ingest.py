@@ -42,7 +42,8 @@ from memlane.core.trace import trace
 from memlane.engine.sessions.own_messages import may_hold_own_messages
 from memlane.engine.sessions.reader import FileRead, read_source
 from memlane.engine.sessions.registry import damage_notice
-from memlane.index.sessions import BatchWrite, SessionDoc, SessionStore, SourceState
+from memlane.index.session_docs import BatchWrite, SessionDoc, SourceState
+from memlane.index.sqlite.sessions import SessionStore
 from memlane.transcripts.jsonl import TRANSCRIPT_MAX_BYTES
 from memlane.transcripts.locate import Source
 
@@ -343,7 +344,7 @@ class SessionIngestor:
         if self.embedder is None or any("embedding failed" in n for n in self.notices):
             return
         while True:
-            pending = self.store.pending_vectors(self.batch_size)
+            pending = self.store.missing_vectors(self.batch_size)
             if not pending:
                 return
             try:

@@ -26,7 +26,7 @@ from memlane.engine.sessions.sweep import (
     META_SWEEP_PID,
     Sweeper,
 )
-from memlane.index.sessions import SessionFilters, SessionInfo, StoredDoc
+from memlane.index.session_docs import SessionFilters, SessionInfo, StoredDoc
 from memlane.transcripts.locate import Source, discover_sources
 
 if TYPE_CHECKING:

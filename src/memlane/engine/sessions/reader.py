@@ -21,7 +21,7 @@ from memlane.core.regular_file import FileTooLargeError, NotRegularFileError
 from memlane.core.settings import SessionsSettings
 from memlane.engine.sessions.docs import documents, embeds
 from memlane.engine.sessions.own_messages import OwnCalls
-from memlane.index.sessions import SessionDoc, SourceState
+from memlane.index.session_docs import SessionDoc, SourceState
 from memlane.transcripts.formats import message_reader, sniff
 from memlane.transcripts.jsonl import open_transcript_file, parse_line
 from memlane.transcripts.locate import Source

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memlane.engine.sessions.docs import redact_text
-from memlane.index.sessions import SessionStore, sessions_path_for
+from memlane.index.sqlite.sessions import SessionStore, sessions_path_for
 
 if TYPE_CHECKING:
     from memlane.engine.ports import ProjectMemory

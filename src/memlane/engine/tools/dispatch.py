@@ -388,7 +388,7 @@ class Tools:
             k,
             **_common_filters(args),
         ).at_least(floor)
-        # One calibrated scale for every kind (index/relevance.py): merged by score.
+        # One calibrated scale for every kind (index/legs/relevance.py): merged by score.
         hits = sorted([*notes.hits, *sessions.hits], key=lambda h: -h.score)[:k]
         merged = SearchResult(
             query=query,

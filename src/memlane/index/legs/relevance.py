@@ -47,10 +47,10 @@ import numpy.typing as npt
 
 from memlane.core.settings import IndexSettings
 from memlane.core.types import SearchMode
-from memlane.index.base import SearchFilters
-from memlane.index.dense import DenseMatrix, DenseResult
-from memlane.index.fusion import EVIDENCE, Fused, FusionMethod
-from memlane.index.lexical import LexicalLeg, LexicalRanking
+from memlane.index.legs.dense import DenseMatrix, DenseResult
+from memlane.index.legs.fusion import EVIDENCE, Fused, FusionMethod
+from memlane.index.legs.lexical import LexicalLeg, LexicalRanking
+from memlane.index.protocol import SearchFilters
 
 #: How much the lexical leg can count against the dense leg's 1.0, once its
 #: best match covers the query well.

@@ -1,7 +1,7 @@
 """One SQLite index file shared by many processes: the common machinery.
 
 Both SQLite files memlane keeps per collection, the markdown index
-(``sqlite.SqliteIndex``) and the sessions index (``sessions.SessionStore``),
+(``notes.SqliteIndex``) and the sessions index (``sessions.SessionStore``),
 are derived data opened by many processes at once (sidecars, hooks, the
 CLI). ``SqliteFile`` is what they share:
 
@@ -48,10 +48,11 @@ from typing import Any, ClassVar, Self, TypeVar
 from memlane.core.diskspace import disk_full_error
 from memlane.core.errors import IndexCorruptError
 from memlane.core.faults import step
-from memlane.index import lexical, schema
-from memlane.index.base import IndexBusyError
-from memlane.index.dense import DenseMatrix
-from memlane.index.recovery import (
+from memlane.index.legs import lexical
+from memlane.index.legs.dense import DenseMatrix
+from memlane.index.protocol import IndexBusyError
+from memlane.index.sqlite import schema
+from memlane.index.sqlite.recovery import (
     SQLITE_READONLY_DBMOVED,
     FileId,
     corruption_reason,

@@ -19,7 +19,7 @@ from typing import NamedTuple, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from memlane.index.base import SearchFilters
+from memlane.index.protocol import SearchFilters
 
 VECTOR_DTYPE = np.dtype("<f4")  # BLOB layout: little-endian float32
 

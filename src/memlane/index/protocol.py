@@ -1,4 +1,12 @@
-"""The index backend protocol and the value types it trades in.
+"""The index protocol and the value types it trades in.
+
+``HybridIndex`` is the one protocol every index satisfies: the notes index
+(``sqlite.notes.SqliteIndex``), the sessions index
+(``sqlite.sessions.SessionStore``) and a Milvus backend next. It covers
+what the engine asks of any index: bind a model, search (BM25 + vectors,
+fused, scored in [0, 1]), read one item, count, stats, fill the vectors
+still missing, close. ``IndexBackend`` adds what the notes indexer needs to
+keep a collection in step with its markdown files.
 
 The engine hands chunks (from the store) and vectors (from the embedder) to
 a backend; the backend never reads markdown and never embeds.
@@ -8,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 
@@ -84,8 +92,26 @@ def file_contexts(chunks: Iterable[IndexedChunk]) -> dict[str, str]:
     return out
 
 
-class IndexBackend(Protocol):
-    """One collection's derived index."""
+class Scored(Protocol):
+    """A search hit: whatever it holds, a calibrated score in [0, 1]."""
+
+    @property
+    def score(self) -> float: ...
+
+
+HitT = TypeVar("HitT", bound=Scored)
+ItemT = TypeVar("ItemT", covariant=True)
+
+
+@runtime_checkable
+class HybridIndex(Protocol[HitT, ItemT]):
+    """One derived index of one kind of memory: items stored with their
+    text (BM25) and, once embedded, their vector (cosine).
+
+    ``HitT`` is what a search returns (``ScoredChunk``, ``ScoredDoc``),
+    ``ItemT`` what ``get`` reads (``Chunk``, ``StoredDoc``). Filters are
+    ``SearchFilters``: a sessions index reads a role as ``source_prefix``.
+    """
 
     @property
     def uri(self) -> str:
@@ -95,10 +121,53 @@ class IndexBackend(Protocol):
     def ensure_model(self, model: str, dimension: int | None) -> bool:
         """Bind the index to an embedding model.
 
-        When the stored model differs, every chunk is dropped (never mixed
-        vector spaces) and True is returned so the caller re-indexes.
+        When the stored model (or dimension) differs, the old vectors go
+        (never mixed vector spaces) and True is returned so the caller
+        embeds again; what else goes is the backend's (the notes index drops
+        its chunks and re-indexes from markdown).
         """
         ...
+
+    def missing_vectors(self, limit: int | None = None) -> list[tuple[str, str]]:
+        """(key, embedding text) of items that should have a vector and do not."""
+        ...
+
+    def set_vectors(self, vectors: Mapping[str, np.ndarray]) -> None:
+        """Store the vectors of existing items; unknown keys are ignored."""
+        ...
+
+    def count(self) -> int:
+        """How many items are stored."""
+        ...
+
+    def stats(self) -> dict[str, Any]:
+        """Counts and sizes for ``memlane status``: at least ``path`` and ``model``."""
+        ...
+
+    def get(self, key: str, /) -> ItemT | None:
+        """The item stored under ``key`` (a chunk hash, a document key)."""
+        ...
+
+    def search(
+        self,
+        query: str,
+        vector: np.ndarray | None,
+        k: int,
+        filters: SearchFilters | None = None,
+        *,
+        lexical: bool = True,
+    ) -> tuple[SearchMode, list[HitT]]:
+        """Hybrid search; with ``vector`` None the dense leg is skipped, with
+        ``lexical`` False the BM25 leg (mode semantic)."""
+        ...
+
+    def close(self) -> None: ...
+
+
+@runtime_checkable
+class IndexBackend(HybridIndex[ScoredChunk, Chunk], Protocol):
+    """The notes index: one collection's chunks, kept in step with its
+    markdown files by the indexer."""
 
     def files(self) -> dict[str, FileRecord]: ...
 
@@ -125,34 +194,3 @@ class IndexBackend(Protocol):
     def remove_files(self, sources: Iterable[str]) -> int:
         """Drop every chunk and file record of ``sources``; returns chunks removed."""
         ...
-
-    def missing_vectors(self, limit: int | None = None) -> list[tuple[str, str]]:
-        """(chunk_hash, embedding text) of chunks stored without a vector."""
-        ...
-
-    def set_vectors(self, vectors: Mapping[str, np.ndarray]) -> None:
-        """Store (or overwrite) the vectors of existing chunks; unknown hashes are ignored."""
-        ...
-
-    def count(self) -> int: ...
-
-    def stats(self) -> dict[str, Any]:
-        """Counts for status: at least ``chunks``, ``vectors`` and ``files``."""
-        ...
-
-    def get(self, chunk_hash: str) -> Chunk | None: ...
-
-    def search(
-        self,
-        query: str,
-        vector: np.ndarray | None,
-        k: int,
-        filters: SearchFilters | None = None,
-        *,
-        lexical: bool = True,
-    ) -> tuple[SearchMode, list[ScoredChunk]]:
-        """Hybrid search; with ``vector`` None the dense leg is skipped, with
-        ``lexical`` False the BM25 leg (mode semantic)."""
-        ...
-
-    def close(self) -> None: ...

@@ -122,7 +122,7 @@ FUSION_METHODS: dict[str, FusionMethod] = {
 }
 
 
-#: The default fusion, ``index/relevance.py``: each leg weighed by its
+#: The default fusion, ``index/legs/relevance.py``: each leg weighed by its
 #: evidence for the query, scores calibrated. It needs each candidate's
 #: evidence, not only the legs' lists, so it has no entry in FUSION_METHODS.
 EVIDENCE = "evidence"

@@ -27,9 +27,9 @@ import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from memlane.index.base import SearchFilters
-from memlane.index.query import STOPWORDS, match_expression, prune_terms, query_terms
-from memlane.index.schema import FTS_BASE_TOKENIZER, FTS_TOKENIZER
+from memlane.index.legs.query import STOPWORDS, match_expression, prune_terms, query_terms
+from memlane.index.protocol import SearchFilters
+from memlane.index.sqlite.schema import FTS_BASE_TOKENIZER, FTS_TOKENIZER
 
 # Bound on the text tokenized per query; auto-context sends <= 500 chars.
 MAX_QUERY_CHARS = 8000

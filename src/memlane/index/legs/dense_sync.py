@@ -15,8 +15,8 @@ import sqlite3
 from collections.abc import Mapping
 from typing import Any
 
-from memlane.index import schema
-from memlane.index.dense import DenseMatrix, DenseRow
+from memlane.index.legs.dense import DenseMatrix, DenseRow
+from memlane.index.sqlite import schema
 
 LOAD_BATCH_ROWS = 4096  # rows per fetchmany while (re)loading vectors
 
