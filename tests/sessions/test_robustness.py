@@ -17,7 +17,7 @@ from memlane.engine.sessions.ingest import SessionIngestor
 from memlane.engine.sessions.layer import SessionsLayer, project_sources
 from memlane.engine.sessions.reader import HEAD_BYTES, TAIL_BYTES, read_source
 from memlane.engine.sessions.registry import close_stores, open_store
-from memlane.index import schema
+from memlane.index.sqlite import schema
 from memlane.index.sqlite.recovery import file_id, file_lock, move_aside
 from memlane.index.sqlite.session_schema import SESSIONS_SCHEMA_VERSION
 from memlane.index.sqlite.sessions import SessionStore
