@@ -1,6 +1,6 @@
 """``memlane mcp``: the agent tools of DESIGN §7 over MCP on stdio.
 
-The tool definitions are generated from ``engine.tools.SPECS`` (name,
+The tool definitions are generated from ``engine.tools.catalog.SPECS`` (name,
 description, input schema), so MCP clients see exactly what pi and the CLI
 see, recall ladder included. A call goes through ``Tools.call``; its result
 becomes text content (what the agent reads) plus ``structuredContent`` (the
@@ -36,7 +36,8 @@ from mcp.server.lowlevel import Server
 
 from memlane.core.clock import SYSTEM_CLOCK, Clock
 from memlane.core.errors import MemlaneError
-from memlane.engine.tools.dispatch import RECALL_LADDER, SPECS, ToolResult
+from memlane.engine.tools.catalog import SPECS
+from memlane.engine.tools.spec import RECALL_LADDER, ToolResult
 from memlane.hosts.mcp.transport import checked_stdio
 
 if TYPE_CHECKING:
