@@ -34,7 +34,6 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -57,6 +56,7 @@ from memlane.engine.live.state import (
     RecallState,
     SurfacingState,
 )
+from memlane.llm.host import HostCall  # the host's llm.complete, as Session.open takes it
 
 if TYPE_CHECKING:
     from memlane.core.clock import Clock
@@ -71,19 +71,10 @@ __all__ = ["RECOVERY_REASON", "SHUTDOWN_REASON", "HostCall", "Session"]
 
 log = logging.getLogger("memlane.session")
 
-HostCall = Callable[[dict[str, Any], float], dict[str, Any]]
-
 # Shutdown gives pending captures this share of the cap to finish their
 # distillation; what is still running then is written as a digest, so the
 # indexer keeps the rest of the cap to make those entries searchable.
 CAPTURE_SHARE_OF_SHUTDOWN = 0.6
-
-
-def _with_llm(surfacer: TopicSurfacer, llm: LLM | None) -> TopicSurfacer:
-    """The surfacer with its optional reranking LLM (only set when a model is configured)."""
-    if llm is not None:
-        surfacer.llm = llm
-    return surfacer
 
 
 class Session:
@@ -219,16 +210,14 @@ class Session:
         falls back to verbatim digests: a session never fails to start
         because of its LLM.
         """
-        from memlane.core.errors import ConfigError
-        from memlane.llm.factory import make_llm
+        from memlane.engine.live.llms import capture_llm, task_llm
 
         notices: list[str] = []
-        llm: LLM | None = None
-        if memory.config.session.capture_enabled:
-            try:
-                llm = make_llm(memory.config.llm, host_call=host_call)
-            except ConfigError as exc:
-                notices.append(f"capture LLM unusable ({exc}); entries are verbatim digests")
+        llm = (
+            capture_llm(memory, host_call, notices)
+            if memory.config.session.capture_enabled
+            else None
+        )
         session = cls.start(
             memory,
             host=host,
@@ -238,25 +227,13 @@ class Session:
         )
         session.host_llm_available = host_call is not None
         session.notices.extend(notices)
-        # Per-task models of the topic layer (pi-memory's autoSurfacing.model,
-        # extractMemories.model), on the same provider as capture.
-        topics = memory.config.topics
-
-        def task_llm(task: str) -> LLM | None:
-            model = topics.model_for(task)
-            if not model:
-                return None
-            try:
-                return make_llm(
-                    replace(memory.config.llm, capture_model=model), host_call=host_call
-                )
-            except ConfigError as exc:
-                session.notices.append(f"{task} model {model!r} unusable ({exc})")
-                return None
-
-        if session.surfacer is not None:
-            session._auto.surfacer = _with_llm(session.surfacer, task_llm("auto_surfacing"))
-        session.extract_llm = task_llm("extract_memories") or session.llm
+        surfacer = session.surfacer
+        if surfacer is not None:
+            rerank = task_llm(memory, "auto_surfacing", host_call, session.notices)
+            if rerank is not None:  # the surfacer reranks only when a model is configured
+                surfacer.llm = rerank
+        extract = task_llm(memory, "extract_memories", host_call, session.notices)
+        session.extract_llm = extract or session.llm
         return session
 
     @property
