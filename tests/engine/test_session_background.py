@@ -11,8 +11,11 @@ from helpers import FixedClock, open_memory, wait_for
 from memlane.engine.live.background import start_background
 
 
-def _sweeping() -> bool:
-    return any(t.name == "memlane-sessions-sweep" for t in threading.enumerate())
+def _sweepers(since: set[threading.Thread]) -> list[threading.Thread]:
+    """Sweeper threads started after *since* was taken (other tests may leave their own)."""
+    return [
+        t for t in threading.enumerate() if t.name == "memlane-sessions-sweep" and t not in since
+    ]
 
 
 def test_catches_the_sessions_layer_up_then_sweeps_until_stopped(
@@ -20,13 +23,14 @@ def test_catches_the_sessions_layer_up_then_sweeps_until_stopped(
 ) -> None:
     mem = open_memory(project, clock=clock)
     assert mem.config.sessions.enabled
+    before = set(threading.enumerate())
     background = start_background(mem)
     try:
         wait_for(lambda: background.sessions_layer is not None, 20, "the sessions layer")
-        wait_for(_sweeping, 20, "the sweeper after the catch-up")
+        wait_for(lambda: _sweepers(before), 20, "the sweeper after the catch-up")
     finally:
         background.stop(timeout_s=5)
-    wait_for(lambda: not _sweeping(), 5, "the sweeper stopped")
+    wait_for(lambda: not _sweepers(before), 5, "the sweeper stopped")
     assert background.notices == []
     layer = background.sessions_layer
     assert layer is not None
@@ -48,14 +52,15 @@ def test_stopped_before_the_catch_up_ends_starts_no_sweeper(
 
     monkeypatch.setattr(SessionsLayer, "backfill", slow_backfill)
     mem = open_memory(project, clock=clock)
+    before = set(threading.enumerate())
     background = start_background(mem)
     wait_for(lambda: background.sessions_layer is not None, 20, "the sessions layer")
     background.stop()
     release.set()
-    threads = [t for t in threading.enumerate() if t.name == "memlane-sessions-start"]
-    for thread in threads:
-        thread.join(10)
-    assert not _sweeping()
+    for thread in set(threading.enumerate()) - before:
+        if thread.name == "memlane-sessions-start":
+            thread.join(10)
+    assert not _sweepers(before)
     layer = background.sessions_layer
     assert layer is not None
     layer.close()
