@@ -11,7 +11,8 @@ from helpers import NOW, Cli
 from memlane.core.errors import NotFoundError
 from memlane.engine.project import Memory
 from memlane.engine.recall.chunk_ids import resolve_chunk
-from memlane.engine.tools.dispatch import SPECS, Tools
+from memlane.engine.tools.catalog import SPECS
+from memlane.engine.tools.dispatch import Tools
 
 LEXICAL = {"MEMLANE_EMBEDDING_PROVIDER": "none"}
 DAY = NOW.date().isoformat()

@@ -213,7 +213,7 @@ def test_pi_tool_schemas_match_the_sidecar_tool_layer(
     world: PiWorld, fake_model: FakeModel
 ) -> None:
     """The TypeBox schemas pi declares to the model accept exactly what the engine's tools take."""
-    from memlane.engine.tools.dispatch import SPECS
+    from memlane.engine.tools.catalog import SPECS
 
     start = len(fake_model.agent_requests)
     fake_model.agent(Reply.say("ok"))

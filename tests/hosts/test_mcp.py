@@ -30,7 +30,7 @@ from mcp.types import LATEST_PROTOCOL_VERSION, CallToolResult, InitializeResult,
 
 from helpers import Cli, FixedClock
 from memlane.engine.sessions.registry import close_stores
-from memlane.engine.tools.dispatch import SPECS
+from memlane.engine.tools.catalog import SPECS
 from memlane.hosts.mcp.config import memlane_command, render_config
 from memlane.hosts.mcp.server import Engine, build_server
 
@@ -356,7 +356,7 @@ def test_the_server_exits_0_when_the_client_closes_stdin(project: Path) -> None:
 
 
 def test_results_map_to_text_structured_content_and_is_error() -> None:
-    from memlane.engine.tools.dispatch import ToolResult
+    from memlane.engine.tools.spec import ToolResult
     from memlane.hosts.mcp.server import error_result, success_result
 
     ok = success_result(ToolResult("two hits", {"path": Path("/m/x.md"), "hits": [1, 2]}))

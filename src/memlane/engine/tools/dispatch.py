@@ -1,259 +1,36 @@
-"""The agent-facing tools (DESIGN §7), one implementation for every host.
+"""What the agent tools do (DESIGN §7), one implementation for every host.
 
 pi's sidecar, the MCP server and the CLI all call ``Tools.call(name,
 arguments)`` and get a ``ToolResult``: ``text`` is what the agent reads (the
-same rendering everywhere), ``details`` the structured form. Argument
-checking lives here too, so a bad call gets the same clear error on every
-surface.
+same rendering everywhere), ``details`` the structured form. The tools'
+specs are in tools/spec.py, which ones exist in tools/catalog.py; a call is
+checked against its spec first, so a bad call gets the same clear error on
+every surface.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from memlane.core.errors import MemlaneError
+from memlane.engine.tools.catalog import SPEC_BY_NAME
+from memlane.engine.tools.spec import ToolResult, check_arguments
 
 if TYPE_CHECKING:
     from memlane.engine.live.session import Session
     from memlane.engine.project import Memory
-
-RECALL_LADDER = (
-    "Recall works in three steps; stop at the first that answers: memory_search (L1, "
-    "best-matching notes with chunk hashes) → memory_expand (L2, the whole section and "
-    "its session anchor) → memory_transcript (L3, the original conversation)."
-)
-
-
-@dataclass(frozen=True)
-class Param:
-    name: str
-    type: str  # JSON schema type: string | integer | number | boolean
-    description: str
-    required: bool = False
-    enum: tuple[str, ...] = ()
-    minimum: int | None = None
-    maximum: int | None = None
-
-
-@dataclass(frozen=True)
-class ToolSpec:
-    name: str
-    description: str
-    params: tuple[Param, ...]
-
-    def json_schema(self) -> dict[str, Any]:
-        props: dict[str, Any] = {}
-        for p in self.params:
-            prop: dict[str, Any] = {"type": p.type, "description": p.description}
-            if p.enum:
-                prop["enum"] = list(p.enum)
-            if p.minimum is not None:
-                prop["minimum"] = p.minimum
-            if p.maximum is not None:
-                prop["maximum"] = p.maximum
-            props[p.name] = prop
-        return {
-            "type": "object",
-            "properties": props,
-            "required": [p.name for p in self.params if p.required],
-            "additionalProperties": False,
-        }
-
-
-@dataclass(frozen=True)
-class ToolResult:
-    text: str
-    details: dict[str, Any]
-
-    def to_json(self) -> dict[str, Any]:
-        return {"text": self.text, "details": self.details}
-
-
-_QUERY = Param("query", "string", "What to look for, in plain words.", required=True)
-_PROJECT = Param(
-    "project",
-    "string",
-    "The origin project of a cross-repo hit (its label, verbatim); omit for this project.",
-)
-
-SPECS: tuple[ToolSpec, ...] = (
-    ToolSpec(
-        "memory_write",
-        "Save a memory now: a decision, a fact, a preference or a follow-up worth keeping "
-        "beyond this session. Appended, timestamped and anchored to this conversation in "
-        "today's daily memory file. Write standalone sentences; secrets are redacted.",
-        (Param("text", "string", "The memory, one or more lines.", required=True),),
-    ),
-    ToolSpec(
-        "memory_search",
-        "L1 recall: the best-matching memory chunks for a query, each with a score and a "
-        "chunk hash. Start here. Scores estimate relevance in [0, 1] (0.5 and above: "
-        "the store likely holds what you asked); hits below min_score are left out, and "
-        "an empty result means nothing relevant is stored. " + RECALL_LADDER,
-        (
-            _QUERY,
-            Param(
-                "k",
-                "integer",
-                "How many hits (default 5; 10 for kind session).",
-                minimum=1,
-                maximum=100,
-            ),
-            Param(
-                "scope",
-                "string",
-                '"project" (default) or "all" to search every project under the scan roots.',
-                enum=("project", "all"),
-            ),
-            Param(
-                "kind",
-                "string",
-                "journal (notes), topic (curated topics), session (every past message of "
-                "this project's agent sessions) or all; default: journal and topics.",
-                enum=("journal", "topic", "session", "all"),
-            ),
-            Param(
-                "mode",
-                "string",
-                "hybrid (default), lexical (exact words) or semantic (meaning).",
-                enum=("hybrid", "lexical", "semantic"),
-            ),
-            Param("after", "string", "Only memories on or after this date (YYYY-MM-DD)."),
-            Param(
-                "before", "string", "Only memories before this date (YYYY-MM-DD), not including it."
-            ),
-            Param("session", "string", "Only memories from this session id."),
-            Param(
-                "min_score",
-                "number",
-                "Only hits scoring at least this (calibrated relevance in [0, 1]; default "
-                "search.min_score, 0 returns every match).",
-                minimum=0,
-                maximum=1,
-            ),
-        ),
-    ),
-    ToolSpec(
-        "memory_expand",
-        "L2 recall: the whole section a chunk hash came from, with its session anchor "
-        "(session, turn, transcript). Use it when a search hit is suggestive but clipped. "
-        "No model load; cheap.",
-        (
-            Param("chunk_hash", "string", "A chunk hash from memory_search.", required=True),
-            _PROJECT,
-        ),
-    ),
-    ToolSpec(
-        "memory_transcript",
-        "L3 recall: the original conversation turns around an anchored memory, following the "
-        "branch the memory belongs to. Use it when a note lost the reasoning behind a decision. "
-        "Pass the transcript path and turn from memory_expand's anchor. A pure file read.",
-        (
-            Param("transcript_path", "string", "The anchor's transcript path.", required=True),
-            Param("turn", "string", "The anchor's turn id (or a unique prefix)."),
-            _PROJECT,
-        ),
-    ),
-    ToolSpec(
-        "memory_similar",
-        "More like this: the memories nearest in meaning to one you already have (a chunk hash "
-        "from memory_search, or a session message id), itself excluded.",
-        (
-            Param(
-                "chunk_hash",
-                "string",
-                "A chunk hash, or the id of a session message (kind session hit).",
-                required=True,
-            ),
-            Param("k", "integer", "How many (default 10).", minimum=1, maximum=100),
-        ),
-    ),
-    ToolSpec(
-        "memory_forget",
-        "Delete one memory entry (or one memory compact block) for good, by chunk hash or by "
-        "date and time. No fuzzy matching. The result shows what was removed; it is the only "
-        "copy left.",
-        (
-            Param(
-                "chunk_hash",
-                "string",
-                "A chunk hash inside the entry to delete (its first 8 characters are enough "
-                "when unique).",
-            ),
-            Param("date", "string", "The entry's date, YYYY-MM-DD (with time)."),
-            Param(
-                "time",
-                "string",
-                "The entry's time, HH:MM (with date); HH:MM#N for the N-th of several entries "
-                "written in that minute.",
-            ),
-        ),
-    ),
-    ToolSpec(
-        "memory_compact",
-        "Condense the whole memory store (or one file) with an LLM into a summary appended "
-        "to today's file. Spends LLM budget: only on explicit request.",
-        (Param("source", "string", "Only this memory file (path)."),),
-    ),
-    ToolSpec(
-        "memory_status",
-        "Doctor: what is missing and how to fix it, scope, collection, index state, chunk "
-        "count, capture and auto-context state with counters. Reach for it first when recall "
-        "misbehaves.",
-        (),
-    ),
-)
-from memlane.engine.topics.ops import MEMORY_TOPIC_SPEC  # noqa: E402 - needs ToolSpec above
-
-SPECS = (*SPECS, MEMORY_TOPIC_SPEC)
-SPEC_BY_NAME = {spec.name: spec for spec in SPECS}
-
-
-def check_arguments(spec: ToolSpec, arguments: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The arguments, validated against the spec, with a clear error otherwise."""
-    if arguments is None:
-        arguments = {}
-    if not isinstance(arguments, Mapping):
-        raise MemlaneError(f"{spec.name}: arguments must be an object")
-    known = {p.name: p for p in spec.params}
-    unknown = sorted(set(arguments) - set(known))
-    if unknown:
-        raise MemlaneError(
-            f"{spec.name}: unknown argument(s) {', '.join(unknown)}",
-            f"it takes: {', '.join(known) or 'no arguments'}",
-        )
-    out: dict[str, Any] = {}
-    for p in spec.params:
-        value = arguments.get(p.name)
-        if value is None:
-            if p.required:
-                raise MemlaneError(f"{spec.name}: missing required argument {p.name!r}")
-            continue
-        if p.type == "string" and not isinstance(value, str):
-            raise MemlaneError(f"{spec.name}: {p.name} must be a string, got {value!r}")
-        if p.type == "integer" and (isinstance(value, bool) or not isinstance(value, int)):
-            raise MemlaneError(f"{spec.name}: {p.name} must be an integer, got {value!r}")
-        if p.type == "number" and (isinstance(value, bool) or not isinstance(value, int | float)):
-            raise MemlaneError(f"{spec.name}: {p.name} must be a number, got {value!r}")
-        if p.enum and value not in p.enum:
-            raise MemlaneError(
-                f"{spec.name}: {p.name} must be one of {', '.join(p.enum)}, got {value!r}"
-            )
-        if p.minimum is not None and value < p.minimum:
-            raise MemlaneError(f"{spec.name}: {p.name} must be at least {p.minimum}")
-        if p.maximum is not None and value > p.maximum:
-            raise MemlaneError(f"{spec.name}: {p.name} must be at most {p.maximum}")
-        out[p.name] = value
-    return out
 
 
 class Tools:
     """Dispatches tool calls to one project's Memory (and live Session, if any)."""
 
     def __init__(
-        self, memory: Memory, session: Session | None = None, *, caller_is_person: bool = False
+        self,
+        memory: Memory,
+        session: Session | None = None,
+        *,
+        caller_is_person: bool = False,
     ) -> None:
         """``caller_is_person``: a person at the CLI, not an agent over MCP or the
         sidecar; memory_transcript then opens any transcript path they name

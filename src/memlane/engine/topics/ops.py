@@ -23,95 +23,35 @@ from typing import TYPE_CHECKING, Any
 
 from memlane.core.errors import MemlaneError
 from memlane.core.regular_file import FileTooLargeError, NotRegularFileError
+from memlane.engine.tools.spec import (
+    MEMORY_TOPIC_SPEC,
+    ToolResult,
+    check_arguments,
+)
 from memlane.store import safe_paths
 from memlane.store import topics as store_topics
 from memlane.store.layout import MEMORY_INDEX, TOPICS_DIR
 
 if TYPE_CHECKING:
-    from memlane.engine.project import Memory
-    from memlane.engine.tools.dispatch import ToolResult, ToolSpec
+    from memlane.engine.ports import ProjectMemory
     from memlane.store.topics import TopicChange, TopicInfo
     from memlane.transcripts.message import Message, Skip
 
-ACTIONS = ("add", "remove", "list", "search")
-SEARCH_SCOPES = ("memory", "sessions")
 # Chunks asked of the index per topic search; several chunks of one entry
 # collapse into one result.
 TOPIC_SEARCH_K = 20
 SNIPPET_CHARS = 240
 
 
-def _build_spec() -> ToolSpec:
-    from memlane.engine.tools.dispatch import Param, ToolSpec
-
-    return ToolSpec(
-        "memory_topic",
-        "Curated knowledge that outlives the daily journal: topic files (one per subject, "
-        "one '## title' entry per fact) indexed one line per topic in MEMORY.md, which every "
-        "new session sees. Actions: add (content, topic, title, optional type) saves a "
-        "durable learning — a preference, convention, debugging insight or project fact; "
-        "remove (entry = exact title) deletes one entry; list shows topics and their entry "
-        "titles; search (query, scope memory|sessions) returns whole entries, or matching "
-        "messages from this project's past sessions. Secrets are redacted.",
-        (
-            Param("action", "string", "What to do.", required=True, enum=ACTIONS),
-            Param("content", "string", "add: the knowledge to keep, in full sentences."),
-            Param(
-                "topic",
-                "string",
-                'add: the topic file, e.g. "debugging.md" or "Debugging Tips"; created if new.',
-            ),
-            Param(
-                "title",
-                "string",
-                "add: a self-contained title; only titles reach future prompts (via MEMORY.md), "
-                "so the title alone must say what was learned.",
-            ),
-            Param(
-                "type",
-                "string",
-                "add: user (who the user is), feedback (lessons, corrections; default), "
-                "project (state, deadlines), reference (pointers to external systems).",
-                enum=store_topics.TOPIC_TYPES,
-            ),
-            Param("entry", "string", "remove: the exact title of the entry to delete."),
-            Param("query", "string", "search: what to look for."),
-            Param(
-                "scope",
-                "string",
-                'search: "memory" (topic files, default) or "sessions" (past conversations of '
-                "this project).",
-                enum=SEARCH_SCOPES,
-            ),
-        ),
-    )
-
-
-if TYPE_CHECKING:
-    MEMORY_TOPIC_SPEC: ToolSpec
-
-
-def __getattr__(name: str) -> Any:
-    # MEMORY_TOPIC_SPEC is built on first use: tools.py may import it while
-    # tools.py itself is still loading (it needs only Param and ToolSpec,
-    # which come first there), and this module never imports tools.py at
-    # load time, so neither import order is circular.
-    if name == "MEMORY_TOPIC_SPEC":
-        spec = _build_spec()
-        globals()[name] = spec
-        return spec
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 # --- add / remove / list --------------------------------------------------------------------
 
 
-def _limits(mem: Memory) -> tuple[int, int]:
+def _limits(mem: ProjectMemory) -> tuple[int, int]:
     settings = mem.config.topics
     return settings.mem_index_max_lines, settings.mem_index_max_bytes
 
 
-def _sync(mem: Memory, sync: bool) -> list[str]:
+def _sync(mem: ProjectMemory, sync: bool) -> list[str]:
     if not sync:
         return []
     try:
@@ -121,7 +61,7 @@ def _sync(mem: Memory, sync: bool) -> list[str]:
 
 
 def add_entry(
-    mem: Memory,
+    mem: ProjectMemory,
     *,
     content: str,
     topic: str,
@@ -150,7 +90,9 @@ def add_entry(
     return change, _sync(mem, sync)
 
 
-def remove_entry(mem: Memory, *, entry: str, sync: bool = True) -> tuple[TopicChange, list[str]]:
+def remove_entry(
+    mem: ProjectMemory, *, entry: str, sync: bool = True
+) -> tuple[TopicChange, list[str]]:
     """Delete one entry by exact title (allowed even when switched off: cleaning up)."""
     max_lines, max_bytes = _limits(mem)
     change = store_topics.remove(
@@ -164,7 +106,7 @@ def remove_entry(mem: Memory, *, entry: str, sync: bool = True) -> tuple[TopicCh
     return change, _sync(mem, sync)
 
 
-def list_all(mem: Memory) -> list[TopicInfo]:
+def list_all(mem: ProjectMemory) -> list[TopicInfo]:
     return store_topics.list_topics(mem.scope.store)
 
 
@@ -232,7 +174,7 @@ class TopicSearch:
         return text
 
 
-def search_memory(mem: Memory, query: str, *, sync: bool = True) -> TopicSearch:
+def search_memory(mem: ProjectMemory, query: str, *, sync: bool = True) -> TopicSearch:
     """Topic entries for *query*, best first, each as its whole ``##`` block."""
     result = mem.search(query, TOPIC_SEARCH_K, kind="topic", sync=sync)
     out = TopicSearch(query=query, mode=result.mode, notices=list(result.notices))
@@ -426,7 +368,7 @@ def _snippet(text: str, terms: list[str]) -> str:
 
 
 def search_sessions(
-    mem: Memory,
+    mem: ProjectMemory,
     query: str,
     *,
     max_sessions: int | None = None,
@@ -550,21 +492,14 @@ def render_list(infos: list[TopicInfo], usage: store_topics.IndexUsage) -> str:
     return "\n".join(lines)
 
 
-def _spec() -> ToolSpec:
-    spec: ToolSpec = globals().get("MEMORY_TOPIC_SPEC") or __getattr__("MEMORY_TOPIC_SPEC")
-    return spec
-
-
 def topic_tool(
-    mem: Memory, arguments: Mapping[str, Any] | None, *, sync: bool = True
+    mem: ProjectMemory, arguments: Mapping[str, Any] | None, *, sync: bool = True
 ) -> ToolResult:
     """``memory_topic``: validate, dispatch on ``action``, render.
 
     ``sync=False`` when a live session's indexer keeps the index current.
     """
-    from memlane.engine.tools.dispatch import ToolResult, check_arguments
-
-    args = check_arguments(_spec(), arguments)
+    args = check_arguments(MEMORY_TOPIC_SPEC, arguments)
     action = args["action"]
     if action == "add":
         _ignored(action, args, {"content", "topic", "title", "type"})

@@ -1,6 +1,6 @@
 """``memlane mcp``: the agent tools of DESIGN §7 over MCP on stdio.
 
-The tool definitions are generated from ``engine.tools.SPECS`` (name,
+The tool definitions are generated from ``engine.tools.catalog.SPECS`` (name,
 description, input schema), so MCP clients see exactly what pi and the CLI
 see, recall ladder included. A call goes through ``Tools.call``; its result
 becomes text content (what the agent reads) plus ``structuredContent`` (the
@@ -23,7 +23,6 @@ import json
 import logging
 import os
 import sys
-import threading
 import traceback
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -36,12 +35,13 @@ from mcp.server.lowlevel import Server
 
 from memlane.core.clock import SYSTEM_CLOCK, Clock
 from memlane.core.errors import MemlaneError
-from memlane.engine.tools.dispatch import RECALL_LADDER, SPECS, ToolResult
+from memlane.engine.tools.catalog import SPECS
+from memlane.engine.tools.spec import RECALL_LADDER, ToolResult
 from memlane.hosts.mcp.transport import checked_stdio
 
 if TYPE_CHECKING:
+    from memlane.engine.live.background import Background
     from memlane.engine.project import Memory
-    from memlane.engine.sessions.sweep import Sweeper
     from memlane.engine.tools.dispatch import Tools
 
 log = logging.getLogger("memlane.mcp")
@@ -98,9 +98,7 @@ class Engine:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memlane-mcp-engine")
         self._memory: Memory | None = None
         self._tools: Tools | None = None
-        self._sweeper: Sweeper | None = None
-        self._sweeper_lock = threading.Lock()
-        self._closed = False
+        self._background: Background | None = None
 
     def start(self) -> None:
         """Open the memory ahead of the first call, without delaying the handshake."""
@@ -123,11 +121,6 @@ class Engine:
             )
 
     def close(self) -> None:
-        with self._sweeper_lock:
-            self._closed = True  # a catch-up still running starts no sweeper after this
-            sweeper = self._sweeper
-        if sweeper is not None:
-            sweeper.stop(timeout=0.5)
         self._executor.submit(self._close_memory)
         self._executor.shutdown(wait=True)
 
@@ -137,43 +130,17 @@ class Engine:
         # Retried on each call until it succeeds, so fixing the problem the error
         # names (trust, config, store command) needs no client restart.
         if self._tools is None:
+            from memlane.engine.live.background import start_background
             from memlane.engine.project import Memory
             from memlane.engine.tools.dispatch import Tools
 
             memory = Memory.open(self.directory, clock=self.clock)
             self._memory = memory
             self._tools = Tools(memory)
-            if memory.config.embedding.provider != "none":
-                # The model loads while the agent is still thinking; the embedder is
-                # shared across threads behind its own lock, so a search that comes
-                # first simply waits for it.
-                threading.Thread(
-                    target=lambda: memory.embedder, name="memlane-mcp-warmup", daemon=True
-                ).start()
-            if memory.config.sessions.enabled:
-                # MCP has no session events: keep the sessions layer current the
-                # way a pi session does, a catch-up then the idle-backing-off sweep.
-                threading.Thread(
-                    target=self._sweep_sessions,
-                    args=(memory,),
-                    name="memlane-mcp-sessions",
-                    daemon=True,
-                ).start()
+            # What runs behind every host (engine/live/background.py): MCP has no
+            # session events, so the sessions layer is kept current by the sweep.
+            self._background = start_background(memory)
         return self._tools
-
-    def _sweep_sessions(self, memory: Memory) -> None:
-        from memlane.engine.sessions.layer import SessionsLayer
-
-        try:
-            layer = SessionsLayer(memory)
-            layer.backfill()
-            with self._sweeper_lock:
-                if self._closed:
-                    return
-                self._sweeper = layer.sweeper()
-                self._sweeper.start()
-        except Exception as exc:  # the sessions layer is an extra: never fatal
-            log.warning("sessions layer unavailable: %s", exc)
 
     def _open_quietly(self) -> None:
         try:
@@ -184,6 +151,10 @@ class Engine:
             log.exception("opening the memory failed")
 
     def _close_memory(self) -> None:
+        # On the engine thread, after any open: a catch-up still running
+        # starts no sweeper after this.
+        if self._background is not None:
+            self._background.stop(timeout_s=0.5)
         if self._memory is not None:
             self._memory.close()
 

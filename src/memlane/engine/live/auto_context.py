@@ -1,0 +1,248 @@
+"""Auto-context: what ``before_agent_start`` adds to a prompt, within one hard deadline.
+
+One warm search worker (engine/live/worker.py) looks for three things at
+once: journal hits over the score floor (auto-context), topic files worth
+surfacing (engine/topics/surfacing.py) and, when the prompt refers to the
+past, messages of earlier sessions (engine/sessions/primer.py). A search
+that misses the deadline is counted and dropped; too many misses in a row
+restart the worker, and too many restarts turn auto-context off for the
+session, with a notice saying so.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from memlane.core.types import Anchor, Hit
+from memlane.engine.live.state import AutoContextState, RecallState, SurfacingState
+from memlane.engine.live.worker import SearchWorker
+
+if TYPE_CHECKING:
+    from memlane.core.settings import SessionSettings
+    from memlane.engine.journal.snapshot import Snapshot
+    from memlane.engine.project import Memory
+    from memlane.engine.sessions.layer import SessionsLayer
+    from memlane.engine.topics.surfacing import Surfaced, TopicSurfacer
+
+log = logging.getLogger("memlane.session")
+
+# Auto-context asks for this many hits beyond its top k: the session's own
+# entries among them are dropped (AutoContext._own_entry).
+OWN_ENTRY_ROOM = 5
+
+
+class AutoContext:
+    """One session's hidden message: its worker, its deadline and its counters."""
+
+    def __init__(
+        self,
+        memory: Memory,
+        settings: SessionSettings,
+        *,
+        session_id: str,
+        surfacer: TopicSurfacer | None,
+        notices: list[str],
+    ) -> None:
+        """``notices``: the session's, where turning auto-context off is said."""
+        self.memory = memory
+        self.settings = settings
+        self.sessions_settings = memory.config.sessions
+        self.session_id = session_id
+        self.surfacer = surfacer
+        self.notices = notices
+        self.state = AutoContextState(enabled=settings.auto_context_enabled)
+        self.surfacing = SurfacingState(enabled=surfacer is not None)
+        self.recall = RecallState(mode=self.sessions_settings.auto_recall)
+        self._worker: SearchWorker | None = None
+        self._respawning = False
+
+    def start(self) -> None:
+        """Warm the worker now when anything will search on it."""
+        if self.state.active or self.surfacer is not None:
+            self._worker = self._new_worker()
+
+    def stop(self) -> None:
+        if self._worker is not None:
+            self._worker.stop()
+            self._worker = None
+
+    def hidden_message(
+        self, prompt: str, snapshot: Snapshot, layer: SessionsLayer | None
+    ) -> str | None:
+        """Auto-context hits and surfaced topics, found by one warm worker in one deadline."""
+        from memlane.core.render import render_injection
+        from memlane.engine.sessions.primer import render_recall, wants_recall
+
+        state = self.state
+        settings = self.settings
+        want_context = state.active
+        surfacer = self.surfacer
+        if state.enabled and not state.active:
+            # Given up after too many deadline misses: the reference counts
+            # every prompt that gets no search as an error.
+            state.skippedError += 1
+        # The query, not the whole prompt: the check runs before the deadline starts.
+        want_recall = layer is not None and wants_recall(
+            prompt[: settings.auto_context_query_limit], self.recall.mode
+        )
+        if state.disabled_reason is not None:
+            surfacer = None  # the worker is unhealthy for every kind of search
+            want_recall = False
+        if not want_context and surfacer is None and not want_recall:
+            return None
+        query = prompt.strip()[: settings.auto_context_query_limit]
+        if not query:
+            if want_context:
+                state.skippedEmpty += 1
+            return None
+        if self._worker is None:
+            self._worker = self._new_worker()
+        if not self._worker.ready.is_set():
+            # The model, index or vector matrix is still loading: a search
+            # now would miss the deadline without saying anything about the
+            # worker's health. After a crash this is the respawn, which the
+            # reference counts as an error.
+            if want_context:
+                if self._respawning:
+                    state.skippedError += 1
+                else:
+                    state.skippedWarming += 1
+            return None
+        self._respawning = False
+        top_k = settings.auto_context_top_k
+        cap_s = settings.auto_context_cap_ms / 1000
+        started = time.perf_counter()
+        deadline = time.monotonic() + cap_s
+
+        recall_k = self.sessions_settings.auto_recall_top_k
+
+        def work(
+            memory: Memory,
+        ) -> tuple[list[Hit] | None, Surfaced | None, list[Hit] | None]:
+            hits = (
+                # Room for this session's own entries, which are dropped below.
+                memory.search(query, top_k + OWN_ENTRY_ROOM, mode="hybrid", sync=False).hits
+                if want_context
+                else None
+            )
+            surfaced = surfacer.surface(memory, prompt, deadline=deadline) if surfacer else None
+            recalled = None
+            if want_recall and layer is not None:
+                # On the search scale: what memory_search would show.
+                recalled = (
+                    layer.search(query, recall_k)
+                    .to_search_result()
+                    .at_least(memory.min_score())
+                    .hits
+                )
+            return hits, surfaced, recalled
+
+        reply = self._worker.submit(work)
+        try:
+            outcome, value = reply.get(timeout=cap_s)
+        except queue.Empty:
+            state.last_ms = (time.perf_counter() - started) * 1000
+            if want_context:
+                state.skippedBudget += 1
+            if surfacer is not None:
+                self.surfacing.skipped_budget += 1
+            if want_recall:
+                self.recall.skipped_budget += 1
+            state.consecutive_misses += 1
+            if state.consecutive_misses >= settings.timeout_crash_threshold:
+                self._worker_crashed()
+            return None
+        state.last_ms = (time.perf_counter() - started) * 1000
+        state.consecutive_misses = 0
+        if outcome == "error":
+            if want_context:
+                state.skippedError += 1
+            if surfacer is not None:
+                self.surfacing.skipped_error += 1
+            if want_recall:
+                self.recall.skipped_error += 1
+            log.info("auto-context search failed: %s", value)
+            return None
+        hits, surfaced, recalled = value
+        parts: list[str] = []
+        if hits is not None:
+            kept = [
+                h
+                for h in hits
+                if h.score >= settings.auto_context_score_floor
+                and not snapshot.contains(h.content)
+                and not self._own_entry(h.content)
+            ][:top_k]
+            text = render_injection(kept, settings.auto_context_char_budget, self._base())
+            if text:
+                state.injected += 1
+                parts.append(text)
+            else:
+                state.skippedEmpty += 1
+        if surfacer is not None and surfaced is not None:
+            if surfaced.text:
+                surfacer.mark_injected(surfaced.slugs)
+                self.surfacing.injected += 1
+                self.surfacing.topics.extend(surfaced.slugs)
+                parts.append(surfaced.text)
+            else:
+                self.surfacing.skipped_empty += 1
+        if recalled is not None:
+            text = render_recall(recalled, self.sessions_settings.auto_recall_token_budget)
+            if text:
+                self.recall.injected += 1
+                parts.append(text)
+            else:
+                self.recall.skipped_empty += 1
+        return "\n\n".join(parts) if parts else None
+
+    def _new_worker(self) -> SearchWorker:
+        warm_ups: tuple[Callable[[Memory], Any], ...] = ()
+        if self.surfacer is not None:
+            warm_ups = (self.surfacer.warm,)
+        from memlane.engine.journal import fresh
+
+        # Its searches first index this session's fresh writes, unless that
+        # would embed more than the deadline allows (engine/journal/fresh.py).
+        memory = self.memory.fork(catch_up_char_limit=fresh.AUTO_CONTEXT_CATCH_UP_CHARS)
+        return SearchWorker(memory, warm_ups)
+
+    def wait_ready(self, timeout_s: float) -> bool:
+        """Start the auto-context worker if needed and wait until it is warm."""
+        if self._worker is None:
+            self._worker = self._new_worker()
+        return self._worker.ready.wait(timeout_s)
+
+    def _worker_crashed(self) -> None:
+        state = self.state
+        if self._worker is not None:
+            self._worker.stop()
+            self._worker = None
+        state.consecutive_misses = 0
+        self._respawning = True
+        if state.respawns >= self.settings.max_sidecar_respawns:
+            state.disabled_reason = (
+                f"{self.settings.timeout_crash_threshold} consecutive searches missed the "
+                f"{self.settings.auto_context_cap_ms} ms deadline after "
+                f"{state.respawns} restarts; auto-context is off for this session"
+            )
+            self.notices.append(state.disabled_reason)
+        else:
+            state.respawns += 1
+
+    def _base(self) -> str | None:
+        return str(self.memory.scope.repository_dir)
+
+    def _own_entry(self, content: str) -> bool:
+        """An entry this session captured: its exchange is in the model's
+        context already, and injecting it back (a repeated question outranks
+        the note that answers it) would make recall feed on itself."""
+        from memlane.store.anchor import parse_anchor
+
+        anchor = parse_anchor(content)
+        own = Anchor(session=self.session_id, turn="", transcript="")
+        return anchor is not None and anchor.session == own.session

@@ -1,0 +1,436 @@
+"""Capture: a settled exchange on its way into the daily file, exactly once (DESIGN §6).
+
+``queue`` journals the gated exchange before the host gets its answer (a
+kill from then on loses nothing, engine/journal/capture_journal.py); one
+background thread then distils it, appends one anchored entry, marks its
+journal record done and schedules the debounced index, and finally turns
+the durable learnings into topic entries. ``flush`` at shutdown writes what
+is still distilling as a digest; ``recover`` adopts what killed sessions
+left in their journals.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from dataclasses import replace
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from memlane.core.faults import step
+from memlane.core.types import Anchor, Exchange
+from memlane.engine.live.state import CaptureState, ExtractionState, Queued
+
+if TYPE_CHECKING:
+    from memlane.core.clock import Clock
+    from memlane.core.settings import SessionSettings, TopicSettings
+    from memlane.engine.journal.capture_journal import JournalFile
+    from memlane.engine.journal.schedule import IndexScheduler
+    from memlane.engine.project import Memory
+    from memlane.llm.base import LLM
+
+log = logging.getLogger("memlane.session")
+
+SHUTDOWN_REASON = "the session ended before distillation finished"
+RECOVERY_REASON = (
+    "recovered after the session that captured it ended; the LLM had failed another "
+    "recovered exchange"
+)
+# How much of each text a shutdown digest redacts (the digest shows far less).
+DIGEST_SOURCE_CHARS = 4000
+
+
+class CaptureJob:
+    """One exchange on its way to the daily file; written exactly once.
+
+    ``journal``/``key`` name its capture-journal record (None when the journal
+    could not be written); ``redacted`` says the exchange already is;
+    ``recovered`` jobs come from the journal of a session that is gone and
+    are written at the moment that session acknowledged them (``at``).
+    """
+
+    def __init__(
+        self,
+        exchange: Exchange,
+        anchor: Anchor,
+        *,
+        journal: JournalFile | None = None,
+        key: str | None = None,
+        redacted: bool = False,
+        at: datetime | None = None,
+        recovered: bool = False,
+    ) -> None:
+        self.exchange = exchange
+        self.anchor = anchor
+        self.journal = journal
+        self.key = key
+        self.redacted = redacted
+        self.at = at
+        self.recovered = recovered
+        self._claimed = threading.Lock()
+        self.done = threading.Event()
+
+    def claim(self) -> bool:
+        return self._claimed.acquire(blocking=False)
+
+
+class Capture:
+    """One session's capture queue, its thread, and its capture journal."""
+
+    def __init__(
+        self,
+        memory: Memory,
+        settings: SessionSettings,
+        *,
+        session_id: str,
+        host: str,
+        transcript_path: str | None,
+        llm: LLM | None,
+        state: CaptureState,
+        extraction: ExtractionState,
+        indexer: IndexScheduler,
+    ) -> None:
+        self.memory = memory
+        self.settings = settings
+        self.topic_settings: TopicSettings = memory.config.topics
+        self.session_id = session_id
+        self.host = host
+        self.transcript_path = transcript_path
+        self.llm = llm
+        self.extract_llm: LLM | None = llm  # extract_memories.model overrides (Session.open)
+        self.state = state
+        self.extraction = extraction
+        self.indexer = indexer
+        self._fork: Memory | None = None  # the capture thread's own index handle
+        self._lock = threading.Lock()
+        self._closed = False
+        self._jobs: list[CaptureJob] = []
+        self._journal: JournalFile | None = None  # created by the first queued exchange
+        self._adopted: list[JournalFile] = []  # journals of ended sessions, being recovered
+        self._recovery_scanned = threading.Event()
+        self._recovery_llm_failed = False
+        self._queue: queue.Queue[CaptureJob | None] = queue.Queue()
+        self._thread: threading.Thread | None = None
+        self.unwritten = 0  # exchanges whose entry could not be written
+
+    @property
+    def clock(self) -> Clock:
+        return self.memory.clock
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def submit(self, exchange: Exchange) -> Queued:
+        """Journal a gated exchange and queue it; distillation runs in the background."""
+        job = self._new_job(exchange)
+        with self._lock:
+            if self._closed:  # shutdown began after the session's first check
+                return Queued(False, "the session has shut down")
+            # On disk before the answer: a kill from here on loses nothing.
+            unjournaled = self._journal_locked(job)
+            self._enqueue_locked(job)
+            self.state.queued += 1
+        self._queue.put(job)
+        if unjournaled:
+            return Queued(True, f"queued in memory only ({unjournaled})")
+        step("capture.journaled")
+        return Queued(True)
+
+    def _new_job(self, exchange: Exchange) -> CaptureJob:
+        """The job of a gated exchange: its anchor fixed now, redacted when short enough
+        to journal whole (a longer one is redacted in the background, its head journaled)."""
+        from memlane.core.types import anchor_field
+        from memlane.engine.journal.capture_journal import JOURNAL_TEXT_CHARS
+        from memlane.engine.project import NO_TRANSCRIPT
+        from memlane.store.daily import new_entry_id
+
+        # Fixed before the journal record: the turn in the daily file's anchor
+        # is how a recovery sees that a killed process had written the entry.
+        anchor = Anchor(
+            session=exchange.session_id or self.session_id,
+            turn=anchor_field(exchange.entry_id or "", spaces=False) or new_entry_id(),
+            transcript=exchange.transcript_path or self.transcript_path or NO_TRANSCRIPT,
+        )
+        short = max(len(exchange.user), len(exchange.assistant)) <= JOURNAL_TEXT_CHARS
+        if short:
+            exchange = self._redacted(exchange)
+        return CaptureJob(exchange, anchor, redacted=short, at=self.clock.now())
+
+    def _journal_locked(self, job: CaptureJob) -> str | None:
+        """Append *job* to this session's capture journal; why not, when it could not be."""
+        from memlane.engine.journal import capture_journal as cj
+
+        assert job.at is not None
+        if job.redacted:
+            user, assistant, clipped = job.exchange.user, job.exchange.assistant, False
+        else:
+            user, user_clipped = cj.journal_copy(job.exchange.user)
+            assistant, answer_clipped = cj.journal_copy(job.exchange.assistant)
+            clipped = user_clipped or answer_clipped
+        item = cj.Pending(cj.new_key(), job.anchor, job.at, user, assistant, clipped)
+        try:
+            if self._journal is None:
+                header = {"session": self.session_id, "host": self.host}
+                header["opened"] = job.at.isoformat()
+                self._journal = cj.JournalFile.create(cj.journal_dir(self.memory.scope), header)
+            self._journal.append(item)
+        except cj.JournalError as exc:
+            self.state.unjournaled += 1
+            self.state.journal_error = exc.message
+            log.warning("%s", exc.message)
+            return exc.message
+        job.journal, job.key = self._journal, item.key
+        return None
+
+    def _enqueue_locked(self, job: CaptureJob) -> None:
+        # Only unfinished jobs are kept: a long session settles thousands of
+        # exchanges, and each finished one would hold its text for good.
+        self._jobs = [j for j in self._jobs if not j.done.is_set()]
+        self._jobs.append(job)
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._loop, name="memlane-capture", daemon=True)
+            self._thread.start()
+
+    def _loop(self) -> None:
+        while True:
+            job = self._queue.get()
+            if job is None:
+                return
+            captured: Exchange | None = None
+            try:
+                captured = self._capture(job)
+            except Exception as exc:  # never let one exchange stop capture
+                log.exception("capture failed")
+                self.state.write_errors.append(f"{type(exc).__name__}: {exc}")
+            finally:
+                job.done.set()
+            # After done: shutdown waits for the journal entry, never for this.
+            wanted = self.extraction.enabled and not self._closed and not job.recovered
+            if captured is not None and wanted:
+                self._extract(captured)
+
+    def _capture(self, job: CaptureJob) -> Exchange | None:
+        """Distil and write one exchange; the redacted exchange when distilled."""
+        from memlane.engine.journal.capture_journal import DIGEST, DISTILLED
+        from memlane.engine.journal.distill import digest, distill, failure_marker
+
+        exchange = job.exchange if job.redacted else self._redacted(job.exchange)
+        if job.done.is_set():
+            return None
+        if job.recovered and self._recovery_llm_failed:
+            # The LLM failed a recovered exchange already: the rest go in as
+            # digests instead of each waiting out the distillation timeout.
+            if job.claim():
+                self.state.failed += 1
+                self._write(job, [failure_marker(RECOVERY_REASON), *digest(exchange)], DIGEST)
+            return None
+        result = distill(exchange, self.llm, timeout_s=self.settings.distill_timeout_ms / 1000)
+        step("capture.distilled")
+        if not job.claim():
+            return None  # shutdown wrote it as a digest meanwhile
+        if result.failed:
+            self.state.failed += 1
+            self.state.last_failure = result.failed
+            self._recovery_llm_failed = self._recovery_llm_failed or job.recovered
+        elif self.llm is not None:
+            self.state.distilled += 1
+        self._write(job, result.bullets, DISTILLED if result.distilled else DIGEST)
+        return None if result.failed else exchange
+
+    def _extract(self, exchange: Exchange) -> None:
+        """Durable learnings of a distilled exchange become topic entries."""
+        from memlane.engine.topics.extraction import extract
+
+        if self._fork is None:
+            # The similarity check opens the index: this thread's own handle.
+            self._fork = self.memory.fork()
+        state = self.extraction
+        report = extract(
+            self._fork,
+            exchange,
+            self.extract_llm,
+            settings=self.topic_settings,
+            timeout_s=self.settings.distill_timeout_ms / 1000,
+        )
+        state.runs += 1
+        state.written += len(report.written)
+        state.skipped += len(report.skipped)
+        if report.status == "failed":
+            state.failed += 1
+            state.last_error = report.error
+        if report.wrote:
+            self.indexer.note_write()
+
+    def _redacted(self, exchange: Exchange) -> Exchange:
+        from memlane.store.redaction import redact
+
+        user = redact(exchange.user)
+        assistant = redact(exchange.assistant)
+        self.state.redactions += user.count + assistant.count
+        return replace(exchange, user=user.text, assistant=assistant.text)
+
+    def _write(self, job: CaptureJob, bullets: list[str], how: str) -> None:
+        from memlane.core.errors import MemlaneError
+
+        # A recovered exchange is written at the moment it was acknowledged,
+        # into that day's file, as its own session would have written it.
+        at = job.at if job.recovered else None
+        try:
+            entry = self.memory.write("\n".join(bullets), job.anchor, now=at)
+        except MemlaneError as exc:
+            self.state.write_errors.append(exc.message)
+            self.unwritten += 1
+            return
+        except Exception as exc:  # a bug must not silently drop an exchange
+            log.exception("writing a captured exchange failed")
+            self.state.write_errors.append(f"{type(exc).__name__}: {exc}")
+            self.unwritten += 1
+            return
+        self.state.written += 1
+        self.indexer.note_write()
+        self._settle_journal(job, entry.path, how)
+
+    def _settle_journal(self, job: CaptureJob, path: str, how: str) -> None:
+        """The entry is in the daily file: flush it, then its journal record is done."""
+        from memlane.engine.journal import capture_journal as cj
+        from memlane.engine.journal.capture_recovery import note_recovered
+
+        if job.journal is None or job.key is None:
+            return
+        try:
+            cj.fsync_file(path)
+        except OSError as exc:
+            # Not marked done: a recovery finds the entry's anchor instead.
+            log.warning("cannot flush %s: %s", path, exc)
+            return
+        step("capture.written")
+        job.journal.mark_done(job.key, how)
+        step("capture.done")
+        if job.recovered:
+            self.state.recovered += 1
+            if how == cj.DIGEST:
+                self.state.recovered_as_digest += 1
+            try:
+                note_recovered(job.journal.path.parent, how)
+            except OSError as exc:  # a counter, never worth an entry
+                log.info("recovered count not saved: %s", exc)
+        if self._closed and not job.journal.pending:
+            job.journal.close()  # shutdown left it open while this write was under way
+
+    def _write_digest_now(self, job: CaptureJob, reason: str) -> None:
+        from memlane.engine.journal.capture_journal import DIGEST
+        from memlane.engine.journal.distill import digest, failure_marker
+
+        exchange = job.exchange
+        if not job.redacted:
+            # Only the start of each text makes the digest: redacting megabytes
+            # of pasted logs here would overrun the shutdown cap.
+            exchange = self._redacted(
+                replace(
+                    exchange,
+                    user=exchange.user[:DIGEST_SOURCE_CHARS],
+                    assistant=exchange.assistant[:DIGEST_SOURCE_CHARS],
+                )
+            )
+        self.state.failed += 1
+        self.state.last_failure = reason
+        self._write(job, [failure_marker(reason), *digest(exchange)], DIGEST)
+
+    @property
+    def pending_captures(self) -> int:
+        with self._lock:
+            return sum(1 for j in self._jobs if not j.done.is_set())
+
+    def flush(self, deadline: float) -> list[CaptureJob]:
+        """Stop taking exchanges; what is still distilling at *deadline* (monotonic)
+        goes in as a digest. The jobs that were pending, for the caller's count."""
+        with self._lock:
+            self._closed = True
+            jobs = list(self._jobs)
+        for job in jobs:
+            job.done.wait(max(0.0, deadline - time.monotonic()))
+        for job in jobs:
+            if not job.done.is_set() and job.claim():
+                # Distillation is still running: the exchange goes in as a
+                # digest now rather than being lost with the process.
+                self._write_digest_now(job, SHUTDOWN_REASON)
+                job.done.set()
+        self._queue.put(None)
+        self._close_journals(jobs)
+        return jobs
+
+    def _close_journals(self, jobs: list[CaptureJob]) -> None:
+        """Release every journal whose jobs are settled (what is pending waits for recovery).
+
+        One with a write still under way stays locked until that write marks
+        it (``_settle_journal``): a session starting meanwhile must not
+        recover an entry that is being written.
+        """
+        with self._lock:
+            journals = [*self._adopted, *([self._journal] if self._journal else [])]
+        # Every job still not done now is one the capture thread is writing.
+        busy = {id(j.journal) for j in jobs if not j.done.is_set()}
+        for journal in journals:
+            if id(journal) not in busy:
+                journal.close()
+
+    # -- recovery of what a killed process left -------------------------------------------
+
+    def recover(self) -> None:
+        """Adopt the capture journal of every session that is gone and queue what it left."""
+        from memlane.engine.journal.capture_journal import journal_dir
+        from memlane.engine.journal.capture_recovery import orphaned
+        from memlane.store.redaction import redact
+
+        directory = journal_dir(self.memory.scope)
+        store = self.memory.scope.store
+        try:
+            # agent_settled redacts before it answers: its first call should
+            # not also pay for loading the scanner.
+            redact("warm-up")
+            if not directory.is_dir():
+                return
+            for journal, left, found in orphaned(directory, store):
+                self.state.found_written += found
+                if not left:
+                    continue
+                jobs = [
+                    CaptureJob(
+                        item.exchange(),
+                        item.anchor,
+                        journal=journal,
+                        key=item.key,
+                        redacted=True,
+                        at=item.at,
+                        recovered=True,
+                    )
+                    for item in left
+                ]
+                with self._lock:
+                    if self._closed:
+                        journal.close()  # left as it is for the next session
+                        return
+                    self._adopted.append(journal)
+                    for job in jobs:
+                        self._enqueue_locked(job)
+                for job in jobs:
+                    self._queue.put(job)
+                step("capture.recovered")
+        except Exception as exc:  # recovery must never stop a session
+            log.warning("recovering queued captures failed: %s", exc)
+            self.state.write_errors.append(f"recovery: {type(exc).__name__}: {exc}")
+        finally:
+            self.state.recovery_scanned = True
+            self._recovery_scanned.set()
+
+    def wait_recovery(self, timeout_s: float) -> bool:
+        """Wait until what ended sessions left is written (True) or *timeout_s* passes."""
+        deadline = time.monotonic() + timeout_s
+        if not self._recovery_scanned.wait(timeout_s):
+            return False
+        with self._lock:
+            jobs = [j for j in self._jobs if j.recovered]
+        return all(j.done.wait(max(0.0, deadline - time.monotonic())) for j in jobs)

@@ -1,0 +1,48 @@
+"""Which LLMs a session uses, chosen from the configuration (llm.*, topics.*.model).
+
+Capture distils with ``llm.provider`` (with ``auto`` and a host that offers
+``llm.complete``, the host's own model); topic surfacing and extraction may
+name a cheaper model of the same provider. A configuration that cannot work
+becomes a notice and the task goes without (capture then writes verbatim
+digests): a session never fails to start because of its LLM.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from memlane.core.errors import ConfigError
+
+if TYPE_CHECKING:
+    from memlane.engine.project import Memory
+    from memlane.llm.base import LLM
+    from memlane.llm.host import HostCall
+
+
+def capture_llm(memory: Memory, host_call: HostCall | None, notices: list[str]) -> LLM | None:
+    """The LLM that distils exchanges; None (and a notice why) when it cannot be made."""
+    from memlane.llm.factory import make_llm
+
+    try:
+        return make_llm(memory.config.llm, host_call=host_call)
+    except ConfigError as exc:
+        notices.append(f"capture LLM unusable ({exc}); entries are verbatim digests")
+        return None
+
+
+def task_llm(
+    memory: Memory, task: str, host_call: HostCall | None, notices: list[str]
+) -> LLM | None:
+    """A topic task's own model (pi-memory's autoSurfacing.model, extractMemories.model),
+    on the capture provider; None when none is set or it cannot be made (a notice says)."""
+    from memlane.llm.factory import make_llm
+
+    model = memory.config.topics.model_for(task)
+    if not model:
+        return None
+    try:
+        return make_llm(replace(memory.config.llm, capture_model=model), host_call=host_call)
+    except ConfigError as exc:
+        notices.append(f"{task} model {model!r} unusable ({exc})")
+        return None

@@ -1,0 +1,292 @@
+"""What the agent tools are: their names, descriptions and arguments (DESIGN §7).
+
+A leaf: it imports nothing from the engine, so anything (the tool catalog,
+the topic tool in engine/topics/ops.py, the echo filter, a host listing its
+tools) can read a spec without pulling in what the tools do. The MCP tool
+list and pi's declarations are generated from these, and ``check_arguments``
+gives a bad call the same clear error on every host.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from memlane.core.errors import MemlaneError
+from memlane.store.topics import TOPIC_TYPES
+
+RECALL_LADDER = (
+    "Recall works in three steps; stop at the first that answers: memory_search (L1, "
+    "best-matching notes with chunk hashes) → memory_expand (L2, the whole section and "
+    "its session anchor) → memory_transcript (L3, the original conversation)."
+)
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    type: str  # JSON schema type: string | integer | number | boolean
+    description: str
+    required: bool = False
+    enum: tuple[str, ...] = ()
+    minimum: int | None = None
+    maximum: int | None = None
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    description: str
+    params: tuple[Param, ...]
+
+    def json_schema(self) -> dict[str, Any]:
+        props: dict[str, Any] = {}
+        for p in self.params:
+            prop: dict[str, Any] = {"type": p.type, "description": p.description}
+            if p.enum:
+                prop["enum"] = list(p.enum)
+            if p.minimum is not None:
+                prop["minimum"] = p.minimum
+            if p.maximum is not None:
+                prop["maximum"] = p.maximum
+            props[p.name] = prop
+        return {
+            "type": "object",
+            "properties": props,
+            "required": [p.name for p in self.params if p.required],
+            "additionalProperties": False,
+        }
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    text: str
+    details: dict[str, Any]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"text": self.text, "details": self.details}
+
+
+_QUERY = Param("query", "string", "What to look for, in plain words.", required=True)
+_PROJECT = Param(
+    "project",
+    "string",
+    "The origin project of a cross-repo hit (its label, verbatim); omit for this project.",
+)
+
+MEMORY_WRITE_SPEC = ToolSpec(
+    "memory_write",
+    "Save a memory now: a decision, a fact, a preference or a follow-up worth keeping "
+    "beyond this session. Appended, timestamped and anchored to this conversation in "
+    "today's daily memory file. Write standalone sentences; secrets are redacted.",
+    (Param("text", "string", "The memory, one or more lines.", required=True),),
+)
+
+MEMORY_SEARCH_SPEC = ToolSpec(
+    "memory_search",
+    "L1 recall: the best-matching memory chunks for a query, each with a score and a "
+    "chunk hash. Start here. Scores estimate relevance in [0, 1] (0.5 and above: "
+    "the store likely holds what you asked); hits below min_score are left out, and "
+    "an empty result means nothing relevant is stored. " + RECALL_LADDER,
+    (
+        _QUERY,
+        Param(
+            "k",
+            "integer",
+            "How many hits (default 5; 10 for kind session).",
+            minimum=1,
+            maximum=100,
+        ),
+        Param(
+            "scope",
+            "string",
+            '"project" (default) or "all" to search every project under the scan roots.',
+            enum=("project", "all"),
+        ),
+        Param(
+            "kind",
+            "string",
+            "journal (notes), topic (curated topics), session (every past message of "
+            "this project's agent sessions) or all; default: journal and topics.",
+            enum=("journal", "topic", "session", "all"),
+        ),
+        Param(
+            "mode",
+            "string",
+            "hybrid (default), lexical (exact words) or semantic (meaning).",
+            enum=("hybrid", "lexical", "semantic"),
+        ),
+        Param("after", "string", "Only memories on or after this date (YYYY-MM-DD)."),
+        Param("before", "string", "Only memories before this date (YYYY-MM-DD), not including it."),
+        Param("session", "string", "Only memories from this session id."),
+        Param(
+            "min_score",
+            "number",
+            "Only hits scoring at least this (calibrated relevance in [0, 1]; default "
+            "search.min_score, 0 returns every match).",
+            minimum=0,
+            maximum=1,
+        ),
+    ),
+)
+
+MEMORY_EXPAND_SPEC = ToolSpec(
+    "memory_expand",
+    "L2 recall: the whole section a chunk hash came from, with its session anchor "
+    "(session, turn, transcript). Use it when a search hit is suggestive but clipped. "
+    "No model load; cheap.",
+    (
+        Param("chunk_hash", "string", "A chunk hash from memory_search.", required=True),
+        _PROJECT,
+    ),
+)
+
+MEMORY_TRANSCRIPT_SPEC = ToolSpec(
+    "memory_transcript",
+    "L3 recall: the original conversation turns around an anchored memory, following the "
+    "branch the memory belongs to. Use it when a note lost the reasoning behind a decision. "
+    "Pass the transcript path and turn from memory_expand's anchor. A pure file read.",
+    (
+        Param("transcript_path", "string", "The anchor's transcript path.", required=True),
+        Param("turn", "string", "The anchor's turn id (or a unique prefix)."),
+        _PROJECT,
+    ),
+)
+
+MEMORY_SIMILAR_SPEC = ToolSpec(
+    "memory_similar",
+    "More like this: the memories nearest in meaning to one you already have (a chunk hash "
+    "from memory_search, or a session message id), itself excluded.",
+    (
+        Param(
+            "chunk_hash",
+            "string",
+            "A chunk hash, or the id of a session message (kind session hit).",
+            required=True,
+        ),
+        Param("k", "integer", "How many (default 10).", minimum=1, maximum=100),
+    ),
+)
+
+MEMORY_FORGET_SPEC = ToolSpec(
+    "memory_forget",
+    "Delete one memory entry (or one memory compact block) for good, by chunk hash or by "
+    "date and time. No fuzzy matching. The result shows what was removed; it is the only "
+    "copy left.",
+    (
+        Param(
+            "chunk_hash",
+            "string",
+            "A chunk hash inside the entry to delete (its first 8 characters are enough "
+            "when unique).",
+        ),
+        Param("date", "string", "The entry's date, YYYY-MM-DD (with time)."),
+        Param(
+            "time",
+            "string",
+            "The entry's time, HH:MM (with date); HH:MM#N for the N-th of several entries "
+            "written in that minute.",
+        ),
+    ),
+)
+
+MEMORY_COMPACT_SPEC = ToolSpec(
+    "memory_compact",
+    "Condense the whole memory store (or one file) with an LLM into a summary appended "
+    "to today's file. Spends LLM budget: only on explicit request.",
+    (Param("source", "string", "Only this memory file (path)."),),
+)
+
+MEMORY_STATUS_SPEC = ToolSpec(
+    "memory_status",
+    "Doctor: what is missing and how to fix it, scope, collection, index state, chunk "
+    "count, capture and auto-context state with counters. Reach for it first when recall "
+    "misbehaves.",
+    (),
+)
+
+
+# memory_topic's actions and search scopes (engine/topics/ops.py dispatches on them).
+TOPIC_ACTIONS = ("add", "remove", "list", "search")
+TOPIC_SEARCH_SCOPES = ("memory", "sessions")
+
+MEMORY_TOPIC_SPEC = ToolSpec(
+    "memory_topic",
+    "Curated knowledge that outlives the daily journal: topic files (one per subject, "
+    "one '## title' entry per fact) indexed one line per topic in MEMORY.md, which every "
+    "new session sees. Actions: add (content, topic, title, optional type) saves a "
+    "durable learning — a preference, convention, debugging insight or project fact; "
+    "remove (entry = exact title) deletes one entry; list shows topics and their entry "
+    "titles; search (query, scope memory|sessions) returns whole entries, or matching "
+    "messages from this project's past sessions. Secrets are redacted.",
+    (
+        Param("action", "string", "What to do.", required=True, enum=TOPIC_ACTIONS),
+        Param("content", "string", "add: the knowledge to keep, in full sentences."),
+        Param(
+            "topic",
+            "string",
+            'add: the topic file, e.g. "debugging.md" or "Debugging Tips"; created if new.',
+        ),
+        Param(
+            "title",
+            "string",
+            "add: a self-contained title; only titles reach future prompts (via MEMORY.md), "
+            "so the title alone must say what was learned.",
+        ),
+        Param(
+            "type",
+            "string",
+            "add: user (who the user is), feedback (lessons, corrections; default), "
+            "project (state, deadlines), reference (pointers to external systems).",
+            enum=TOPIC_TYPES,
+        ),
+        Param("entry", "string", "remove: the exact title of the entry to delete."),
+        Param("query", "string", "search: what to look for."),
+        Param(
+            "scope",
+            "string",
+            'search: "memory" (topic files, default) or "sessions" (past conversations of '
+            "this project).",
+            enum=TOPIC_SEARCH_SCOPES,
+        ),
+    ),
+)
+
+
+def check_arguments(spec: ToolSpec, arguments: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The arguments, validated against the spec, with a clear error otherwise."""
+    if arguments is None:
+        arguments = {}
+    if not isinstance(arguments, Mapping):
+        raise MemlaneError(f"{spec.name}: arguments must be an object")
+    known = {p.name: p for p in spec.params}
+    unknown = sorted(set(arguments) - set(known))
+    if unknown:
+        raise MemlaneError(
+            f"{spec.name}: unknown argument(s) {', '.join(unknown)}",
+            f"it takes: {', '.join(known) or 'no arguments'}",
+        )
+    out: dict[str, Any] = {}
+    for p in spec.params:
+        value = arguments.get(p.name)
+        if value is None:
+            if p.required:
+                raise MemlaneError(f"{spec.name}: missing required argument {p.name!r}")
+            continue
+        if p.type == "string" and not isinstance(value, str):
+            raise MemlaneError(f"{spec.name}: {p.name} must be a string, got {value!r}")
+        if p.type == "integer" and (isinstance(value, bool) or not isinstance(value, int)):
+            raise MemlaneError(f"{spec.name}: {p.name} must be an integer, got {value!r}")
+        if p.type == "number" and (isinstance(value, bool) or not isinstance(value, int | float)):
+            raise MemlaneError(f"{spec.name}: {p.name} must be a number, got {value!r}")
+        if p.enum and value not in p.enum:
+            raise MemlaneError(
+                f"{spec.name}: {p.name} must be one of {', '.join(p.enum)}, got {value!r}"
+            )
+        if p.minimum is not None and value < p.minimum:
+            raise MemlaneError(f"{spec.name}: {p.name} must be at least {p.minimum}")
+        if p.maximum is not None and value > p.maximum:
+            raise MemlaneError(f"{spec.name}: {p.name} must be at most {p.maximum}")
+        out[p.name] = value
+    return out
