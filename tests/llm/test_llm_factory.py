@@ -10,10 +10,10 @@ import pytest
 
 from fake_llm import FakeOpenAI
 from memlane.core.errors import ConfigError
-from memlane.core.settings import LlmSettings
+from memlane.core.settings import LLM_PROVIDERS, LlmSettings
 from memlane.llm.anthropic import AnthropicLLM
 from memlane.llm.command import CommandLLM
-from memlane.llm.factory import describe_llm, make_llm, resolve_llm
+from memlane.llm.factory import PROVIDER_RULES, REGISTRY, describe_llm, make_llm, resolve_llm
 from memlane.llm.host import HostLLM
 from memlane.llm.openai import OpenAILLM
 
@@ -273,3 +273,40 @@ def test_importing_the_factory_loads_no_provider_and_no_httpx() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "['memlane.llm.defaults', 'memlane.llm.factory']"
+
+
+# ---- the provider registry ------------------------------------------------
+
+
+@pytest.mark.parametrize("name", REGISTRY.names)
+def test_every_registered_provider_resolves(name: str) -> None:
+    assert callable(REGISTRY.load(name))
+
+
+def test_every_registered_provider_has_its_rules_and_a_setting_value() -> None:
+    assert set(REGISTRY.names) == set(PROVIDER_RULES)
+    assert set(REGISTRY.names) <= set(LLM_PROVIDERS)
+
+
+def test_unknown_provider_lists_the_registered_ones() -> None:
+    with pytest.raises(ConfigError) as info:
+        make_llm(settings(provider="gemini"))
+    assert info.value.message == "unknown llm.provider 'gemini'"
+    assert info.value.hint is not None
+    for name in REGISTRY.names:
+        assert name in info.value.hint
+
+
+def test_make_llm_builds_each_registered_provider() -> None:
+    built = {
+        "host": make_llm(settings(provider="host"), host_call=host_call),
+        "command": make_llm(settings(provider="command", command="cat")),
+        "openai": make_llm(
+            settings(provider="openai", base_url="http://127.0.0.1:1/v1", model="m")
+        ),
+        "anthropic": make_llm(settings(provider="anthropic", api_key="sk-x")),
+    }
+    kinds = {"host": HostLLM, "command": CommandLLM, "openai": OpenAILLM, "anthropic": AnthropicLLM}
+    assert set(built) == set(REGISTRY.names)
+    for name, llm in built.items():
+        assert isinstance(llm, kinds[name])

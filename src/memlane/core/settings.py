@@ -1,4 +1,4 @@
-"""Typed settings sections, filled by the config resolver (core/config.py).
+"""Typed settings sections, filled by the config resolver (core/config/).
 
 Kept apart from the resolver so embed/ and index/ can depend on the shapes
 without pulling in file and environment handling.
@@ -59,7 +59,7 @@ AUTO_CONTEXT_SCORE_FLOOR = 0.5
 
 
 # Session lifecycle constants (DESIGN §6). Each is the default of a config key
-# (core/config.py) so a user can tune it; the names stay greppable.
+# (core/config/keys.py) so a user can tune it; the names stay greppable.
 SNAPSHOT_TODAY_CHARS = 3000
 SNAPSHOT_YESTERDAY_CHARS = 2000
 INDEX_DEBOUNCE_MS = 5000
@@ -182,7 +182,7 @@ class SessionsSettings:
 
 # --- topic layer (curated knowledge; pi-memory's memory.json) -------------------------------
 # Defaults are pi-memory's, so a migrated setup behaves the same. Keys:
-# core/config.py, block "topic layer"; mapping table: docs/topics.md.
+# core/config/keys.py, block "topic layer"; mapping table: docs/topics.md.
 MEM_INDEX_MAX_LINES = 200
 MEM_INDEX_MAX_BYTES = 25600
 THINK_LEVELS = ("off", "minimal", "low", "medium", "high", "xhigh")

@@ -1,5 +1,9 @@
 """Build the configured embedder from ``EmbeddingSettings``.
 
+Providers come from a registry (name → module, factory, install hint), one
+provider per module, imported only when chosen. ``none`` is no provider:
+search is then lexical only.
+
 Construction is cheap for every provider (no model load, no request): the
 ONNX model loads on first use and the HTTP client connects on first use, so
 ``make_embedder`` can run on every start without cost.
@@ -7,15 +11,43 @@ ONNX model loads on first use and the HTTP client connects on first use, so
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import cast
 
 from memlane.core.errors import EmbedderError
+from memlane.core.providers import Provider, ProviderRegistry
 from memlane.core.settings import EmbeddingSettings
 from memlane.core.types import EMBED_INPUT_VERSION
 from memlane.embed.base import Embedder
 
-PROVIDERS = ("onnx", "openai", "none")
-OPENAI_BASE_URL = "https://api.openai.com/v1"
+_REINSTALL = "reinstall memlane, or set embedding.provider = none for lexical search only"
+
+REGISTRY = ProviderRegistry(
+    "embedding.provider",
+    (
+        # The bundled model, or a model directory (embedding.path).
+        Provider(
+            "onnx",
+            "memlane.embed.onnx.provider",
+            "make_embedder",
+            f"the onnx provider needs onnxruntime, tokenizers and numpy; {_REINSTALL}",
+        ),
+        # Any OpenAI-compatible /v1/embeddings endpoint.
+        Provider(
+            "openai",
+            "memlane.embed.http",
+            "make_embedder",
+            f"the openai provider needs httpx and numpy; {_REINSTALL}",
+        ),
+    ),
+    EmbedderError,
+)
+#: Every accepted ``embedding.provider``, in the order the user is shown them.
+PROVIDERS = (*REGISTRY.names, "none")
+
+EmbedderFactory = Callable[[EmbeddingSettings], Embedder]
+SpaceNamer = Callable[[EmbeddingSettings, str], str]
 
 
 def make_embedder(settings: EmbeddingSettings) -> Embedder | None:
@@ -25,35 +57,12 @@ def make_embedder(settings: EmbeddingSettings) -> Embedder | None:
     provider = settings.provider.strip().lower()
     if provider == "none":
         return None
-    if provider == "onnx":
-        from memlane.embed.onnx import OnnxEmbedder
-
-        return OnnxEmbedder.from_settings(settings)
-    if provider == "openai":
-        from memlane.embed.http import OpenAIEmbedder
-
-        base_url = settings.base_url
-        if not base_url:
-            if not settings.api_key:
-                raise EmbedderError(
-                    "embedding.provider is openai but embedding.base_url is not set; set it to "
-                    "your server's OpenAI-compatible root (e.g. http://127.0.0.1:11434/v1 for "
-                    f"Ollama), or set embedding.api_key to use {OPENAI_BASE_URL}"
-                )
-            # Only with a key: without one, api.openai.com would just answer 401,
-            # and a local-server user who forgot base_url would leak texts to a
-            # third party the moment they add any key-like setting by mistake.
-            base_url = OPENAI_BASE_URL
-        return OpenAIEmbedder(
-            base_url,
-            settings.model,
-            api_key=settings.api_key,
-            batch_size=settings.batch_size,
-            timeout_s=settings.timeout_s,
+    if provider not in REGISTRY:
+        raise EmbedderError(
+            f"unknown embedding.provider {settings.provider!r}; use one of: {', '.join(PROVIDERS)}"
         )
-    raise EmbedderError(
-        f"unknown embedding.provider {settings.provider!r}; use one of: {', '.join(PROVIDERS)}"
-    )
+    factory = cast(EmbedderFactory, REGISTRY.load(provider))
+    return factory(settings)
 
 
 def vector_space(settings: EmbeddingSettings) -> str:
@@ -64,18 +73,12 @@ def vector_space(settings: EmbeddingSettings) -> str:
     vectors of two spaces never mix. The chunk-hash model name stays
     ``settings.model`` (mesh parity)."""
     provider = settings.provider.strip().lower()
+    if provider not in REGISTRY:
+        return settings.model
     # The embedding-input rule is part of the space: the same model fed
     # other text gives other vectors.
-    text = f"|input:{EMBED_INPUT_VERSION}"
-    if provider == "onnx" and settings.path:
-        return f"{settings.model}|onnx-dir:{Path(settings.path).expanduser().resolve()}{text}"
-    if provider == "onnx":
-        from memlane.embed.quantize import QUANT_RECIPE
-
-        return f"{settings.model}|bundled:{QUANT_RECIPE}{text}"
-    if provider == "openai":
-        return f"{settings.model}|openai:{settings.base_url or OPENAI_BASE_URL}{text}"
-    return settings.model
+    namer = cast(SpaceNamer, REGISTRY.load(provider, "vector_space"))
+    return namer(settings, f"|input:{EMBED_INPUT_VERSION}")
 
 
 def bundled_model_files() -> tuple[Path, Path]:

@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from memlane.core.errors import EmbedderError
-from memlane.core.settings import DEFAULT_EMBED_BATCH_SIZE
+from memlane.core.settings import DEFAULT_EMBED_BATCH_SIZE, EmbeddingSettings
 from memlane.embed.base import empty_vectors, l2_normalize
 
 if TYPE_CHECKING:
@@ -291,3 +291,37 @@ def _error_detail(response: httpx.Response) -> str:
         message = response.text.strip()
     text = str(message).strip()[:_ERROR_BODY_CHARS]
     return f"{reason}: {text}" if text else reason
+
+
+# --------------------------------------------------------------------------
+# provider ``openai`` of the embedder registry (embed/factory.py)
+
+OPENAI_BASE_URL = "https://api.openai.com/v1"
+
+
+def make_embedder(settings: EmbeddingSettings) -> OpenAIEmbedder:
+    base_url = settings.base_url
+    if not base_url:
+        if not settings.api_key:
+            raise EmbedderError(
+                "embedding.provider is openai but embedding.base_url is not set; set it to "
+                "your server's OpenAI-compatible root (e.g. http://127.0.0.1:11434/v1 for "
+                f"Ollama), or set embedding.api_key to use {OPENAI_BASE_URL}"
+            )
+        # Only with a key: without one, api.openai.com would just answer 401,
+        # and a local-server user who forgot base_url would leak texts to a
+        # third party the moment they add any key-like setting by mistake.
+        base_url = OPENAI_BASE_URL
+    return OpenAIEmbedder(
+        base_url,
+        settings.model,
+        api_key=settings.api_key,
+        batch_size=settings.batch_size,
+        timeout_s=settings.timeout_s,
+    )
+
+
+def vector_space(settings: EmbeddingSettings, input_rule: str) -> str:
+    """The model at its endpoint: another server's model of the same name is
+    another space."""
+    return f"{settings.model}|openai:{settings.base_url or OPENAI_BASE_URL}{input_rule}"

@@ -19,7 +19,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import logging
-import os
 import subprocess
 import sys
 import tempfile
@@ -103,17 +102,18 @@ def build_in_process(source: Path, target: Path) -> None:
     try:
         model = onnx.load(str(source))
         _fold_weight_dequantization(model)
-        fd, tmp_name = tempfile.mkstemp(dir=target.parent, suffix=".onnx.tmp")
-        os.close(fd)
-        # The quantizer logs advice to the root logger; it is not for our users.
-        logging.disable(logging.WARNING)
-        try:
-            quantize_dynamic(model, tmp_name, per_channel=True, weight_type=QuantType.QInt8)
-            os.replace(tmp_name, target)
-        finally:
-            logging.disable(logging.NOTSET)
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp_name)
+        # The quantizer writes to a path of its own; the model then reaches
+        # ``target`` through the one atomic write (core/atomic.py), so a crash
+        # never leaves half a model where a reader would load it.
+        with tempfile.TemporaryDirectory(prefix=".quantize-", dir=target.parent) as scratch:
+            quantized = Path(scratch) / target.name
+            # The quantizer logs advice to the root logger; it is not for our users.
+            logging.disable(logging.WARNING)
+            try:
+                quantize_dynamic(model, quantized, per_channel=True, weight_type=QuantType.QInt8)
+            finally:
+                logging.disable(logging.NOTSET)
+            write_atomic(target, quantized.read_bytes())
     except EmbedderError:
         raise
     except Exception as exc:  # onnx/ORT raise many unrelated types for bad graphs

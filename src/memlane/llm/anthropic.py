@@ -18,6 +18,8 @@ from memlane.llm.defaults import ANTHROPIC_BASE_URL, ANTHROPIC_DEFAULT_MODEL
 if TYPE_CHECKING:
     import httpx
 
+    from memlane.llm.factory import HostCall, LlmChoice
+
 ANTHROPIC_VERSION = "2023-06-01"
 API_KEY_HINT = 'set llm.api_key = "env:ANTHROPIC_API_KEY" and export ANTHROPIC_API_KEY'
 
@@ -130,3 +132,11 @@ def _error_text(body: dict[str, Any]) -> str:
         kind, message = error.get("type"), error.get("message")
         return one_line(f"{kind}: {message}" if kind and message else str(message or kind))
     return one_line(str(error or "unknown error"))
+
+
+def from_choice(choice: LlmChoice, host_call: HostCall | None = None) -> AnthropicLLM:
+    """Provider ``anthropic`` of the LLM registry (llm/factory.py)."""
+    assert choice.model is not None and choice.base_url is not None
+    return AnthropicLLM(
+        choice.model, base_url=choice.base_url, api_key=choice.api_key, timeout_s=choice.timeout_s
+    )

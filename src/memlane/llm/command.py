@@ -16,11 +16,15 @@ import shlex
 import signal
 import subprocess
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from memlane.core.errors import ConfigError, LlmError
 from memlane.llm._deadline import timed_out
 from memlane.llm._text import one_line
 from memlane.llm.base import DEFAULT_MAX_TOKENS
+
+if TYPE_CHECKING:
+    from memlane.llm.factory import HostCall, LlmChoice
 
 # After the group is killed, how long to wait for the pipes to close; a
 # grandchild that left the group could otherwise hold them open forever.
@@ -127,3 +131,9 @@ def _exit_reason(program: str, returncode: int, stderr: bytes) -> str:
     lines = [line for line in stderr.decode("utf-8", errors="replace").splitlines() if line.strip()]
     detail = f": {one_line(lines[-1])}" if lines else ""
     return f"{program} {status}{detail}"
+
+
+def from_choice(choice: LlmChoice, host_call: HostCall | None = None) -> CommandLLM:
+    """Provider ``command`` of the LLM registry (llm/factory.py)."""
+    assert choice.command is not None
+    return CommandLLM(choice.command, model=choice.model, timeout_s=choice.timeout_s)

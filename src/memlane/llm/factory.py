@@ -36,17 +36,36 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from memlane.core.errors import ConfigError
+from memlane.core.providers import Provider, ProviderRegistry
 from memlane.core.settings import LLM_PROVIDERS, LlmSettings
 from memlane.llm import defaults as D
 
 if TYPE_CHECKING:
     from memlane.llm.base import LLM
 
+#: The host adapter's ``llm.complete`` sender (host.py).
+HostCall = Callable[[dict[str, Any], float], dict[str, Any]]
+
+_REINSTALL = 'reinstall memlane, or set llm.provider = "none"'
+
+#: The providers an LLM is built from, one module each, imported when chosen.
+REGISTRY = ProviderRegistry(
+    "llm.provider",
+    (
+        Provider("openai", "memlane.llm.openai", "from_choice", f"it needs httpx; {_REINSTALL}"),
+        Provider(
+            "anthropic", "memlane.llm.anthropic", "from_choice", f"it needs httpx; {_REINSTALL}"
+        ),
+        Provider("command", "memlane.llm.command", "from_choice", _REINSTALL),
+        Provider("host", "memlane.llm.host", "from_choice", _REINSTALL),
+    ),
+    ConfigError,
+)
 #: Providers a ``capture.model`` prefix can select.
-SELECTABLE = ("openai", "anthropic", "command", "host")
+SELECTABLE = REGISTRY.names
 #: What an LLM is asked to do; only capture has its own model setting so far.
 PURPOSES = ("capture", "compact", "dream", "surfacing")
 
@@ -66,6 +85,19 @@ class LlmChoice:
     api_key: str | None = field(default=None, repr=False)  # never in a repr or a log
     command: str | None = None
     timeout_s: float = 30.0
+
+
+@dataclass(frozen=True)
+class _Wanted:
+    """What the settings ask of one provider, before its own rules apply."""
+
+    settings: LlmSettings
+    capture_model: str  # the capture.model override as written ("" when none)
+    model: str | None
+    base_url: str | None  # only when the provider is llm.provider's own
+    api_key: str | None = field(repr=False)
+    host_available: bool
+    environ: Mapping[str, str] = field(repr=False)
 
 
 def resolve_llm(
@@ -88,7 +120,6 @@ def resolve_llm(
     if configured == "auto" and not host_available:
         return None
     wanted = (settings.capture_model or "").strip() if purpose == "capture" else ""
-    timeout_s = settings.timeout_s
 
     if configured in ("auto", "host"):
         if not host_available:
@@ -96,7 +127,7 @@ def resolve_llm(
                 "llm.provider is host, but memlane is not running inside a host", HOST_ONLY_HINT
             )
         model = wanted.removeprefix("host/") or settings.model
-        return LlmChoice("host", model or None, timeout_s=timeout_s)
+        return LlmChoice("host", model or None, timeout_s=settings.timeout_s)
 
     provider, model = configured, wanted or None
     prefix, slash, rest = wanted.partition("/")
@@ -105,47 +136,66 @@ def resolve_llm(
     owns = provider == configured
     if model is None and owns:
         model = settings.model
-    base_url = settings.base_url if owns else None
-    api_key = settings.api_key if owns else None
-    environ = os.environ if env is None else env
+    request = _Wanted(
+        settings=settings,
+        capture_model=wanted,
+        model=model,
+        base_url=settings.base_url if owns else None,
+        api_key=settings.api_key if owns else None,
+        host_available=host_available,
+        environ=os.environ if env is None else env,
+    )
+    return PROVIDER_RULES[provider](request)
 
-    if provider == "host":
-        if not host_available:
+
+def _resolve_host(want: _Wanted) -> LlmChoice:
+    if not want.host_available:
+        raise ConfigError(
+            f"capture.model {want.capture_model!r} selects provider host, but memlane is not "
+            "running inside a host",
+            HOST_ONLY_HINT,
+        )
+    return LlmChoice("host", want.model, timeout_s=want.settings.timeout_s)
+
+
+def _resolve_command(want: _Wanted) -> LlmChoice:
+    command = want.settings.command
+    if not command:
+        raise ConfigError(
+            "provider command needs llm.command", 'e.g. llm.command = "claude -p --model haiku"'
+        )
+    return LlmChoice("command", want.model, command=command, timeout_s=want.settings.timeout_s)
+
+
+def _resolve_openai(want: _Wanted) -> LlmChoice:
+    url = want.base_url or D.OPENAI_BASE_URL
+    api_key, model = want.api_key, want.model
+    if not api_key and D.is_openai_url(url):
+        api_key = want.environ.get(D.OPENAI_KEY_ENV) or None
+        if not api_key:
             raise ConfigError(
-                f"capture.model {wanted!r} selects provider host, but memlane is not running "
-                "inside a host",
-                HOST_ONLY_HINT,
+                "provider openai needs an API key for api.openai.com",
+                f'set llm.api_key = "env:{D.OPENAI_KEY_ENV}" and export {D.OPENAI_KEY_ENV}, '
+                "or set llm.base_url to a local server such as http://127.0.0.1:11434/v1",
             )
-        return LlmChoice("host", model, timeout_s=timeout_s)
-    if provider == "command":
-        if not settings.command:
+    if model is None:
+        if not D.is_openai_url(url):
             raise ConfigError(
-                "provider command needs llm.command", 'e.g. llm.command = "claude -p --model haiku"'
+                f"provider openai at {url} needs a model",
+                "set llm.model (or capture.model) to a model the server has, "
+                'e.g. llm.model = "llama3.2" for Ollama',
             )
-        return LlmChoice("command", model, command=settings.command, timeout_s=timeout_s)
-    if provider == "openai":
-        url = base_url or D.OPENAI_BASE_URL
-        if not api_key and D.is_openai_url(url):
-            api_key = environ.get(D.OPENAI_KEY_ENV) or None
-            if not api_key:
-                raise ConfigError(
-                    "provider openai needs an API key for api.openai.com",
-                    f'set llm.api_key = "env:{D.OPENAI_KEY_ENV}" and export {D.OPENAI_KEY_ENV}, '
-                    "or set llm.base_url to a local server such as http://127.0.0.1:11434/v1",
-                )
-        if model is None:
-            if not D.is_openai_url(url):
-                raise ConfigError(
-                    f"provider openai at {url} needs a model",
-                    "set llm.model (or capture.model) to a model the server has, "
-                    'e.g. llm.model = "llama3.2" for Ollama',
-                )
-            model = D.OPENAI_DEFAULT_MODEL
-        return LlmChoice("openai", model, base_url=url, api_key=api_key, timeout_s=timeout_s)
-    # anthropic: the only provider left in SELECTABLE and LLM_PROVIDERS
-    url = base_url or D.ANTHROPIC_BASE_URL
+        model = D.OPENAI_DEFAULT_MODEL
+    return LlmChoice(
+        "openai", model, base_url=url, api_key=api_key, timeout_s=want.settings.timeout_s
+    )
+
+
+def _resolve_anthropic(want: _Wanted) -> LlmChoice:
+    url = want.base_url or D.ANTHROPIC_BASE_URL
+    api_key = want.api_key
     if not api_key and D.is_anthropic_url(url):
-        api_key = environ.get(D.ANTHROPIC_KEY_ENV) or None
+        api_key = want.environ.get(D.ANTHROPIC_KEY_ENV) or None
     if not api_key:
         raise ConfigError(
             "provider anthropic needs an API key",
@@ -153,17 +203,26 @@ def resolve_llm(
         )
     return LlmChoice(
         "anthropic",
-        model or D.ANTHROPIC_DEFAULT_MODEL,
+        want.model or D.ANTHROPIC_DEFAULT_MODEL,
         base_url=url,
         api_key=api_key,
-        timeout_s=timeout_s,
+        timeout_s=want.settings.timeout_s,
     )
+
+
+#: Each provider's own rules (keys, endpoints, default models), by name.
+PROVIDER_RULES: dict[str, Callable[[_Wanted], LlmChoice]] = {
+    "host": _resolve_host,
+    "command": _resolve_command,
+    "openai": _resolve_openai,
+    "anthropic": _resolve_anthropic,
+}
 
 
 def make_llm(
     settings: LlmSettings,
     *,
-    host_call: Callable[[dict[str, Any], float], dict[str, Any]] | None = None,
+    host_call: HostCall | None = None,
     purpose: str = "capture",
     env: Mapping[str, str] | None = None,
 ) -> LLM | None:
@@ -176,31 +235,8 @@ def make_llm(
     choice = resolve_llm(settings, host_available=host_call is not None, purpose=purpose, env=env)
     if choice is None:
         return None
-    if choice.provider == "host":
-        from memlane.llm.host import HostLLM
-
-        assert host_call is not None
-        return HostLLM(host_call, choice.model, timeout_s=choice.timeout_s)
-    if choice.provider == "command":
-        from memlane.llm.command import CommandLLM
-
-        assert choice.command is not None
-        return CommandLLM(choice.command, model=choice.model, timeout_s=choice.timeout_s)
-    assert choice.model is not None and choice.base_url is not None
-    if choice.provider == "openai":
-        from memlane.llm.openai import OpenAILLM
-
-        return OpenAILLM(
-            choice.model,
-            base_url=choice.base_url,
-            api_key=choice.api_key,
-            timeout_s=choice.timeout_s,
-        )
-    from memlane.llm.anthropic import AnthropicLLM
-
-    return AnthropicLLM(
-        choice.model, base_url=choice.base_url, api_key=choice.api_key, timeout_s=choice.timeout_s
-    )
+    build = cast(Callable[[LlmChoice, HostCall | None], "LLM"], REGISTRY.load(choice.provider))
+    return build(choice, host_call)
 
 
 def describe_llm(

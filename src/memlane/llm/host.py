@@ -12,12 +12,15 @@ ignores its timeout.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memlane.core.errors import LlmError, MemlaneError
 from memlane.llm._deadline import call_with_deadline, timed_out
 from memlane.llm._text import exception_reason, one_line
 from memlane.llm.base import DEFAULT_MAX_TOKENS
+
+if TYPE_CHECKING:
+    from memlane.llm.factory import LlmChoice
 
 #: ``call(params, timeout_s) -> result`` for the ``llm.complete`` request.
 HostCall = Callable[[dict[str, Any], float], dict[str, Any]]
@@ -88,3 +91,9 @@ class HostLLM:
                 f"host error: {exception_reason(exc)}",
                 f"the host could not run {METHOD}; see its log",
             ) from None
+
+
+def from_choice(choice: LlmChoice, host_call: HostCall | None = None) -> HostLLM:
+    """Provider ``host`` of the LLM registry (llm/factory.py): the host's model."""
+    assert host_call is not None  # resolve_llm picks host only when one answers
+    return HostLLM(host_call, choice.model, timeout_s=choice.timeout_s)

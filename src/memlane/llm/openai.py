@@ -19,6 +19,8 @@ from memlane.llm.defaults import OPENAI_BASE_URL, is_openai_url
 if TYPE_CHECKING:
     import httpx
 
+    from memlane.llm.factory import HostCall, LlmChoice
+
 # Reasoning models served through Ollama or vLLM (DeepSeek-R1, Qwen3) put
 # their chain of thought in the content; it must not become a memory.
 _THINK = re.compile(r"^\s*<think>.*?</think>", re.DOTALL)
@@ -158,3 +160,11 @@ def _content_text(content: Any) -> str:
             if isinstance(part, dict) and isinstance(part.get("text"), str)
         )
     return ""
+
+
+def from_choice(choice: LlmChoice, host_call: HostCall | None = None) -> OpenAILLM:
+    """Provider ``openai`` of the LLM registry (llm/factory.py)."""
+    assert choice.model is not None and choice.base_url is not None
+    return OpenAILLM(
+        choice.model, base_url=choice.base_url, api_key=choice.api_key, timeout_s=choice.timeout_s
+    )
