@@ -23,12 +23,14 @@ from memlane.engine.project import Memory
 from memlane.engine.recall import crossrepo
 from memlane.engine.recall.crossrepo import (
     FanOutResult,
-    collection_for_project,
-    discover_projects,
     expand_in_project,
-    recorded_collection,
     resolve_project,
     search_all,
+)
+from memlane.engine.recall.projects import (
+    collection_for_project,
+    discover_projects,
+    recorded_collection,
 )
 
 TOPIC = "the user and the agent moved the hot cache to Redis with 5 minute TTLs"

@@ -122,11 +122,8 @@ def _names(transcripts: Iterable[str], names: set[str], wanted: str) -> bool:
 
 def _configured_project_store(mem: ProjectMemory, project: str, env: Mapping[str, str]) -> Path:
     """The store of ``project`` when it is a project under the scan roots."""
-    from memlane.engine.recall.crossrepo import (
-        discover_projects,
-        resolve_project,
-        scan_roots,
-    )
+    from memlane.engine.recall.crossrepo import resolve_project
+    from memlane.engine.recall.projects import discover_projects, scan_roots
 
     label = _canonical(project)
     known = discover_projects(scan_roots(mem.config, mem.scope.repository_dir))
