@@ -18,7 +18,7 @@ first prompt of a surfacer that was never warmed (it embeds at most
     python benchmarks/bench_autocontext.py [--part all|journal|surfacing]
         [--size 10000] [--prompts 300] [--topics 200] [--surfacing-prompts 64]
 
-Targets (DESIGN §10, issue 4): auto-context p95 <= 50 ms at 10k chunks;
+Targets (issue 4): auto-context p95 <= 50 ms at 10k chunks;
 surfacing p95 <= 300 ms (the auto-context deadline) at 200 topics.
 """
 

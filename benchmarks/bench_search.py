@@ -13,7 +13,7 @@ process so its peak RSS is the search's alone:
 
     python benchmarks/bench_search.py [--sizes 10000,100000] [--queries N]
 
-Targets (DESIGN §10): hybrid p50 <= 5 ms at 10k, <= 20 ms at 100k.
+Targets: hybrid p50 <= 5 ms at 10k, <= 20 ms at 100k.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ first), and measures:
 
     python benchmarks/bench_sidecar.py [--prompts 50]
 
-Targets (DESIGN §10): steady RSS <= 300 MB; auto-context p95 <= 50 ms.
+Targets: steady RSS <= 300 MB; auto-context p95 <= 50 ms.
 """
 
 from __future__ import annotations

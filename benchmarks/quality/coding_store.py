@@ -5,7 +5,7 @@ project: sessions of six short, standalone entries on unrelated topics;
 questions that paraphrase one entry each; unrelated queries the store does
 not answer.
 
-The store is written the way capture writes it (DESIGN §4): every entry
+The store is written the way capture writes it: every entry
 goes through ``redact_for_storage`` and ``DailyWriter.append``, memlane's
 own writer, with a pi-style anchor (session UUID, 8-hex turn id, transcript
 path), so the daily files, ``## Session HH:MM`` headings and ``### HH:MM``

@@ -1,6 +1,6 @@
 """Write one LoCoMo conversation as a memlane store (daily files, anchored entries).
 
-The layout is what captured memory looks like (DESIGN §4): one daily file
+The layout is what captured memory looks like: one daily file
 ``YYYY-MM-DD.md`` per session date, a ``## Session HH:MM`` heading per
 LoCoMo session, and one ``### HH:MM`` entry per turn (or, with
 ``notes=True``, per observation fact) whose anchor's ``turn:`` is the

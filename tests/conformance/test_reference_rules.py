@@ -1,6 +1,6 @@
 """Reference rules that had no test of their own (docs/conformance.md maps them).
 
-One test per rule of reference/pi-memsearch-runtime.txt or
+One test per rule of pi-memsearch's runtime documentation or
 pi-memsearch-tools.txt, named after the rule. Real files, real SQLite
 indexes, real store-command subprocesses; the engine is driven through its
 public API (``Memory``, ``Session``, ``Tools``). Provider ``none`` (lexical)
@@ -746,7 +746,7 @@ def test_writes_while_the_embedder_was_down_are_searchable_after_the_next_index(
 # -- Constants ------------------------------------------------------------------------------------------
 
 
-# The reference's constants (runtime: "Auto-context", "Indexing and serialization"; DESIGN §6).
+# The reference's constants (runtime: "Auto-context", "Indexing and serialization"; docs/session.md).
 _CONSTANTS: dict[str, object] = {
     "SNAPSHOT_TODAY_CHARS": 3000,
     "SNAPSHOT_YESTERDAY_CHARS": 2000,

@@ -1,4 +1,4 @@
-"""``memlane sidecar``: the DESIGN §9 protocol, line by line, as a host speaks it.
+"""``memlane sidecar``: its JSON-RPC protocol, line by line, as a host speaks it.
 
 Most tests run the sidecar in this process (``Sidecar`` on a pair of pipes,
 on the test's clock, in a thread): the same reader, engine thread and

@@ -1,4 +1,4 @@
-"""Daily files and entries: DESIGN §4 shapes and the concurrent-writer contract."""
+"""Daily files and entries: their shapes and the concurrent-writer contract."""
 
 from __future__ import annotations
 

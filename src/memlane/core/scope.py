@@ -1,7 +1,6 @@
 """Project scope, store, collection and index-state directory.
 
-Mirrors memsearch's resolution exactly (DESIGN.md §2, §4;
-reference/pi-memsearch-runtime.txt "Memory entries" and "Indexing and
+Mirrors memsearch's resolution exactly (pi-memsearch's runtime notes, "Memory entries" and "Indexing and
 serialization") so memlane names the same store and collection as every
 other agent in the mesh:
 

@@ -48,7 +48,7 @@ class IndexSettings:
     alpha: float = 0.4  # dense leg weight for fusion wrrf/convex; lexical gets 1 - alpha
 
 
-# Auto-context (DESIGN §6) injects a hit only at or above this score: "the
+# Auto-context (docs/session.md) injects a hit only at or above this score: "the
 # store likely holds what the prompt is about", on the calibrated scale of
 # search scores (index/legs/relevance.py). On the quality sets it lets through
 # 0.99 of LoCoMo questions and the best-supported 0.37 of the coding
@@ -58,7 +58,7 @@ class IndexSettings:
 AUTO_CONTEXT_SCORE_FLOOR = 0.5
 
 
-# Session lifecycle constants (DESIGN §6). Each is the default of a config key
+# Session lifecycle constants (docs/session.md). Each is the default of a config key
 # (core/config/keys.py) so a user can tune it; the names stay greppable.
 SNAPSHOT_TODAY_CHARS = 3000
 SNAPSHOT_YESTERDAY_CHARS = 2000
@@ -157,7 +157,7 @@ AUTO_RECALL_MODES = ("off", "heuristic", "always")
 class SessionsSettings:
     """The sessions layer: every past message of the project's agent sessions.
 
-    Mirrors pi-lcm-memory's settings table (reference/pi-lcm-memory-readme.txt);
+    Mirrors pi-lcm-memory's settings table (its README);
     the embedding model and its cache are the ``[embedding]`` section's.
     """
 

@@ -265,7 +265,7 @@ class Section:
 
 @dataclass(frozen=True)
 class Exchange:
-    """One settled user/assistant exchange, as a host reports it (DESIGN §9).
+    """One settled user/assistant exchange, as a host reports it (the sidecar protocol, hosts/pi/sidecar.py).
 
     ``entry_id`` is the host's id for the exchange (pi's session entry id,
     Claude Code's message uuid); with ``session_id`` and ``transcript_path``

@@ -1,4 +1,4 @@
-"""``.index-state.json``: index health, shared with memsearch (DESIGN §4).
+"""``.index-state.json``: index health, shared with memsearch.
 
 Same file name, schema version, field names and meanings as memsearch's
 ``index_state.py``, so ``memory_status`` reads one file whichever tool
@@ -43,7 +43,7 @@ STATUS_OK = "ok"
 STATUS_DEGRADED = "degraded"
 STATUS_ERROR = "error"
 
-# Exactly the fields of DESIGN §4, in the order a reader would want them.
+# Exactly memsearch's fields, in the order a reader would want them.
 STATE_FIELDS = (
     "schema_version",
     "status",

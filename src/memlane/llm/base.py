@@ -1,4 +1,4 @@
-"""The one protocol every LLM provider implements (DESIGN.md §3, llm/).
+"""The one protocol every LLM provider implements.
 
 Distillation, memory compaction and dream consolidation only ever call
 ``complete``: a system prompt and a user prompt in, plain text out. A

@@ -1,4 +1,4 @@
-"""The host's own model, reached through the sidecar (DESIGN.md §9): memlane
+"""The host's own model, reached through the sidecar (hosts/pi/sidecar.py): memlane
 sends ``llm.complete {system, prompt, model?, max_tokens?}`` and the host
 (pi) answers ``{text}`` with whatever model and credentials it already uses.
 

@@ -1,6 +1,6 @@
 """Markdown → chunks, byte-compatible with memsearch 0.4.x.
 
-Rules (DESIGN §4): a file is cut at every heading line matching
+Rules (memsearch's, exactly): a file is cut at every heading line matching
 ``^(#{1,6})\\s+(.+)$`` (any level); the lines before the first heading form a
 level-0 section with heading "". A section's content is its lines joined by
 ``\\n`` and stripped. A section with fewer than MIN_MEANINGFUL_LEN characters

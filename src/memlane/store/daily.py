@@ -1,4 +1,4 @@
-"""Daily memory files and the entries appended to them (DESIGN §4).
+"""Daily memory files and the entries appended to them.
 
 A daily file ``<store>/YYYY-MM-DD.md`` is shared by every agent working on
 the project, in this process or another, so writing follows the mesh's

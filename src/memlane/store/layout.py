@@ -1,6 +1,6 @@
 """Where things live in a store and what a path or heading says about them.
 
-Store layout (DESIGN §2): daily files ``YYYY-MM-DD.md`` (journal), curated
+Store layout: daily files ``YYYY-MM-DD.md`` (journal), curated
 ``MEMORY.md`` and ``topics/*.md`` (topic), anything else markdown (journal).
 """
 

@@ -455,7 +455,7 @@ def _looks_secret(value: str) -> bool:
     if _FIELD_NAME_RE.fullmatch(value):
         return False
     # References and placeholders: $VAR, ${VAR}, {{ var }}, %(var)s, <your-token>, [PAD],
-    # memlane's own "env:VAR" (DESIGN §4b), and markers of an earlier redaction.
+    # memlane's own "env:VAR" (core/config), and markers of an earlier redaction.
     return not value.startswith(("$", "{{", "%(", "<", "[", "env:"))
 
 

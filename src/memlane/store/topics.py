@@ -1,4 +1,4 @@
-"""Topic files and ``MEMORY.md``: the curated knowledge layer (DESIGN §4).
+"""Topic files and ``MEMORY.md``: the curated knowledge layer (docs/topics.md).
 
 A topic file ``<store>/topics/<slug>.md`` is flat frontmatter (``name``,
 ``description``, ``type``, ``updated``) followed by one ``## <title>`` block

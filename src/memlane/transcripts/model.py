@@ -1,6 +1,6 @@
 """The values L3 recall returns: a window of turns on one branch of a transcript.
 
-Plain frozen dataclasses with ``to_json()`` (DESIGN §6b) so the CLI, the
+Plain frozen dataclasses with ``to_json()`` so the CLI, the
 sidecar and MCP all show the same thing; ``Transcript.render()`` is the text
 the agent sees as memory_transcript's answer (laid out here, next to the
 values, so the layout needs no module that imports these back).

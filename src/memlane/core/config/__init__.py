@@ -1,4 +1,4 @@
-"""One configuration resolver, four layers, later wins (DESIGN.md §4b).
+"""One configuration resolver, four layers, later wins.
 
 built-in defaults → global ``$MEMLANE_HOME/config.toml`` → project
 ``<repository dir>/.memlane.toml`` (only when trusted) → environment.

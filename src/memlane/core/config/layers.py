@@ -1,4 +1,4 @@
-"""The four layers, later wins (DESIGN.md §4b):
+"""The four layers, later wins:
 
 built-in defaults → global ``$MEMLANE_HOME/config.toml`` → project
 ``<repository dir>/.memlane.toml`` (only when trusted, trust.py) →

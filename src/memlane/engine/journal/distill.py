@@ -1,14 +1,14 @@
 """Distillation: one settled, already-redacted exchange -> the bullets of one entry.
 
-Capture (DESIGN §6, ``agent_settled``) calls ``distill`` in the background
+Capture (``agent_settled``, docs/session.md) calls ``distill`` in the background
 and hands ``Distillation.text`` to ``format_entry`` under the exchange's
-heading and anchor. Capture is maximal (DESIGN §1.3), so ``distill`` never
+heading and anchor. Capture is maximal, so ``distill`` never
 raises and never returns nothing; it has three outcomes:
 
 * **Distilled**: the LLM answered and ``sanitise`` kept 1 to 10 bullets.
   ``failed`` is None, ``model`` is the LLM's name.
 * **Failed** (the LLM raised, hung past the deadline, or answered nothing
-  usable): ``- [distillation failed: <reason>]`` (DESIGN §4) followed by the
+  usable): ``- [distillation failed: <reason>]`` followed by the
   verbatim ``digest``. ``failed`` holds the reason, ``model`` the LLM's
   name. Reasons: an ``LlmError``'s own one-line text, ``empty answer``,
   ``no bullets in the answer``, ``timed out after <N> s``, or
@@ -296,7 +296,7 @@ def digest(exchange: Exchange) -> list[str]:
 
 
 def failure_marker(reason: str) -> str:
-    """``- [distillation failed: <reason>]`` (DESIGN §4), reason on one line."""
+    """``- [distillation failed: <reason>]``, reason on one line."""
     return f"- [distillation failed: {_clip_line(one_line(reason), MAX_REASON_CHARS) or 'unknown'}]"
 
 

@@ -1,4 +1,4 @@
-"""Capture: a settled exchange on its way into the daily file, exactly once (DESIGN §6).
+"""Capture: a settled exchange on its way into the daily file, exactly once (docs/session.md).
 
 ``queue`` journals the gated exchange before the host gets its answer (a
 kill from then on loses nothing, engine/journal/capture_journal.py); one

@@ -1,7 +1,7 @@
-"""``Session``: one agent session's lifecycle, whatever the host (DESIGN §6).
+"""``Session``: one agent session's lifecycle, whatever the host (docs/session.md).
 
 Hosts translate their events into these calls; no business rule lives in a
-host. What happens, per reference/pi-memsearch-runtime.txt:
+host. What happens, per pi-memsearch's runtime documentation:
 
 * ``start``: catch-up index in the background, the embedder warmed once in
   the background, what killed sessions left in their capture journals

@@ -1,7 +1,7 @@
 """Cross-repo recall: ``memory_search`` with ``scope: "all"`` and the routing
 of ``project`` for ``memory_expand`` / ``memory_transcript``.
 
-Rules (reference/pi-memsearch-runtime.txt, "Cross-repo recall"):
+Rules (pi-memsearch's runtime documentation, "Cross-repo recall"):
 
 - Projects are the *immediate children* of each scan root
   (``cross_repo.scan_roots`` / ``$MEMLANE_SCAN_ROOTS`` /

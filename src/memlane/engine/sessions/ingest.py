@@ -1,6 +1,6 @@
 """The sessions layer's ingestion: the project's agent transcripts, message by message.
 
-pi-lcm-memory (reference/pi-lcm-memory-readme.txt) re-implemented on
+pi-lcm-memory (its README) re-implemented on
 memlane's own session store (``index/sessions.py``), reading the
 transcripts directly instead of pi-lcm's database:
 

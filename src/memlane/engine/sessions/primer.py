@@ -1,6 +1,6 @@
 """The sessions layer inside a session: the primer and heuristic auto-recall.
 
-Both follow pi-lcm-memory (reference/pi-lcm-memory-readme.txt):
+Both follow pi-lcm-memory (its README):
 
 * **primer**: at session start, the latest sessions of the project in a
   ``## Project memory`` block of at most ``primer_token_budget`` tokens, part

@@ -1,4 +1,4 @@
-"""What the agent tools do (DESIGN §7), one implementation for every host.
+"""What the agent tools do, one implementation for every host.
 
 pi's sidecar, the MCP server and the CLI all call ``Tools.call(name,
 arguments)`` and get a ``ToolResult``: ``text`` is what the agent reads (the

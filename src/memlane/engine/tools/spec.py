@@ -1,4 +1,4 @@
-"""What the agent tools are: their names, descriptions and arguments (DESIGN §7).
+"""What the agent tools are: their names, descriptions and arguments.
 
 A leaf: it imports nothing from the engine, so anything (the tool catalog,
 the topic tool in engine/topics/ops.py, the echo filter, a host listing its

@@ -1,4 +1,4 @@
-"""``memlane mcp``: the agent tools of DESIGN §7 over MCP on stdio.
+"""``memlane mcp``: the agent tools (engine/tools/) over MCP on stdio.
 
 The tool definitions are generated from ``engine.tools.catalog.SPECS`` (name,
 description, input schema), so MCP clients see exactly what pi and the CLI

@@ -1,4 +1,4 @@
-"""``memlane sidecar``: the engine behind a host, over JSON-RPC on stdio (DESIGN §9).
+"""``memlane sidecar``: the engine behind a host, over JSON-RPC on stdio (the sidecar protocol, hosts/pi/sidecar.py).
 
 One JSON object per line on stdin/stdout, logs on stderr only, exit on stdin
 EOF: no pidfile, no daemon, so the sidecar can never outlive its host.

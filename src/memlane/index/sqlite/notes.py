@@ -55,7 +55,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 # Each leg hands max(CANDIDATE_FLOOR, CANDIDATE_MULTIPLIER * k) candidates to
-# fusion (DESIGN §5): deep enough that a chunk ranked well by one leg only
+# fusion (index/legs/fusion.py): deep enough that a chunk ranked well by one leg only
 # still gets fused.
 CANDIDATE_FLOOR = 50
 CANDIDATE_MULTIPLIER = 10

@@ -88,7 +88,7 @@ class SessionSearch(SessionRedaction):
     def candidate_counts(self, k: int) -> tuple[int, int]:
         """(lexical, dense) candidates a search for ``k`` hits takes from each
         leg: pi-lcm-memory's lexMult/semMult under rrf fusion, else the main
-        index's rule (DESIGN §5)."""
+        index's rule (index/legs/fusion.py)."""
         if self.index_settings.fusion == "rrf":
             return max(1, self.settings.lex_mult * k), max(1, self.settings.sem_mult * k)
         n = candidate_count(k)
