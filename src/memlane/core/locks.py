@@ -23,10 +23,21 @@ from collections.abc import Iterator
 from pathlib import Path
 
 
+def lock_fd(fd: int, *, exclusive: bool = True, wait: bool = True) -> None:
+    """Take ``flock`` on *fd* until it is closed (or unlocked).
+
+    For a lock held longer than a block — a session's capture journal, held
+    for the session's life — or a probe (``wait=False``: raises
+    ``BlockingIOError``, an ``OSError``, when another descriptor holds it).
+    """
+    operation = fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH
+    fcntl.flock(fd, operation if wait else operation | fcntl.LOCK_NB)
+
+
 @contextlib.contextmanager
 def flocked(fd: int, *, exclusive: bool = True) -> Iterator[None]:
     """Hold ``flock`` on the open descriptor *fd* for the block (waits for it)."""
-    fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+    lock_fd(fd, exclusive=exclusive)
     try:
         yield
     finally:
@@ -42,7 +53,7 @@ def lock_file(path: Path, *, exclusive: bool, mode: int = 0o644) -> Iterator[int
     """
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, mode)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        lock_fd(fd, exclusive=exclusive)
         yield fd
     finally:
         os.close(fd)  # closing the descriptor releases the lock

@@ -53,6 +53,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from memlane.core.locks import lock_fd
 from memlane.core.types import Anchor, Exchange
 from memlane.store.durable import fsync_dirs
 
@@ -379,7 +380,7 @@ class JournalFile:
         temp = self.path.with_name(f".{self.path.name}.{secrets.token_hex(4)}{TEMP_SUFFIX}")
         fd = os.open(temp, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            lock_fd(fd, wait=False)
             header = _line(self.header)
             lines = [_line(p.to_json()) for p in self._pending.values()]
             data = header + b"".join(lines)
@@ -413,7 +414,7 @@ def _create_locked(directory: Path) -> tuple[Path, int]:
         flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
         fd = os.open(path, flags, 0o600)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+            lock_fd(fd)
             if os.stat(path).st_ino == os.fstat(fd).st_ino:
                 return path, fd
         except OSError:

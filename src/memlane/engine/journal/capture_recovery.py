@@ -13,7 +13,6 @@ recovered, for ``memlane status`` (``summary``, ``status_line``).
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import re
@@ -23,7 +22,7 @@ from typing import Any
 
 from memlane.core.atomic import write_atomic
 from memlane.core.clock import local as local_time
-from memlane.core.locks import lock_file
+from memlane.core.locks import lock_fd, lock_file
 from memlane.core.regular_file import read_all_from
 from memlane.engine.journal.capture_journal import (
     DIGEST,
@@ -94,7 +93,7 @@ def _adopt(path: Path) -> JournalFile | None:
     except OSError:
         return None
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        lock_fd(fd, wait=False)
         if os.stat(path).st_ino != os.fstat(fd).st_ino:
             raise FileNotFoundError(path)  # deleted or replaced since it was opened
         data = read_all_from(fd)
@@ -118,7 +117,7 @@ def _remove_if_unlocked(path: Path) -> None:
     except OSError:
         return
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        lock_fd(fd, wait=False)
         path.unlink(missing_ok=True)
     except OSError:
         pass

@@ -52,12 +52,10 @@ class InstallReport:
 
 
 def agent_dir(env: dict[str, str] | None = None) -> Path:
-    """pi's agent directory: ``$PI_CODING_AGENT_DIR``, else ``~/.pi/agent``."""
-    environ = os.environ if env is None else env
-    configured = environ.get("PI_CODING_AGENT_DIR")
-    if configured:
-        return Path(configured).expanduser().absolute()
-    return Path("~/.pi/agent").expanduser().absolute()
+    """pi's agent directory: ``$PI_CODING_AGENT_DIR``, else ``~/.pi/agent`` (transcripts/locate.py)."""
+    from memlane.transcripts.locate import pi_agent_dir
+
+    return pi_agent_dir(env).absolute()
 
 
 def settings_dir(project: Path | None, env: dict[str, str] | None = None) -> Path:

@@ -3,11 +3,11 @@
 
 from __future__ import annotations
 
-import fcntl
 import logging
 import os
 from pathlib import Path
 
+from memlane.core.locks import lock_fd
 from memlane.store import dream_journal as J
 from memlane.store import topics as T
 
@@ -62,7 +62,7 @@ def _lock_free(store: Path) -> bool | None:
     except OSError:
         return None
     try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        lock_fd(fd, exclusive=False, wait=False)
     except BlockingIOError:
         return False
     except OSError:
