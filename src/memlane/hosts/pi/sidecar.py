@@ -33,6 +33,7 @@ from typing import IO, TYPE_CHECKING, Any, ClassVar
 
 from memlane.core.clock import SYSTEM_CLOCK, Clock
 from memlane.core.errors import MemlaneError
+from memlane.engine.live.slot import SessionSlot
 from memlane.hosts.jsonrpc import (
     APPLICATION_ERROR,
     INTERNAL_ERROR,
@@ -46,7 +47,6 @@ from memlane.hosts.jsonrpc import (
 
 if TYPE_CHECKING:
     from memlane.engine.live.session import Session
-    from memlane.engine.project import Memory
     from memlane.engine.tools.dispatch import Tools
 
 log = logging.getLogger("memlane.sidecar")
@@ -54,8 +54,6 @@ log = logging.getLogger("memlane.sidecar")
 # How long the engine waits for the host to answer llm.complete beyond the
 # LLM deadline itself (the host's own request also needs a moment).
 HOST_CALL_SLACK_S = 2.0
-# On stdin EOF without a session_shutdown, captures still get flushed.
-EOF_FLUSH_CAP_MS = 10_000
 
 
 class _ParamsError(Exception):
@@ -86,10 +84,9 @@ class Sidecar:
         self, connection: Connection, directory: Path, *, clock: Clock = SYSTEM_CLOCK
     ) -> None:
         self.conn = connection
-        self.directory = directory
-        self.clock = clock
-        self.memory: Memory | None = None
-        self.session: Session | None = None
+        # The current project and session, and the rules for switching them:
+        # the engine's (engine/live/slot.py), so every long-lived host keeps them alike.
+        self.slot = SessionSlot(directory, clock=clock)
         self.tools: Tools | None = None
         self._work: queue.Queue[Request | None] = queue.Queue()
         self._engine = threading.Thread(target=self._engine_loop, name="memlane-engine")
@@ -114,12 +111,13 @@ class Sidecar:
             self._answer(request)
 
     def _at_eof(self) -> None:
-        if self.session is not None:
-            flush = self.session.shutdown(cap_ms=EOF_FLUSH_CAP_MS)
+        flush = self.slot.close()  # captures still get written when pi left without a shutdown
+        if flush is not None:
             log.info("stdin closed: captures flushed=%s pending=%s", flush.flushed, flush.pending)
-            self.session = None
-        if self.memory is not None:
-            self.memory.close()
+
+    @property
+    def session(self) -> Session | None:
+        return self.slot.session
 
     def _answer(self, request: Request) -> None:
         handler = self._HANDLERS.get(request.method)
@@ -155,18 +153,11 @@ class Sidecar:
 
     # -- engine objects ---------------------------------------------------------------
 
-    def _memory(self) -> Memory:
-        from memlane.engine.project import Memory
-
-        if self.memory is None:
-            self.memory = Memory.open(self.directory, clock=self.clock)
-        return self.memory
-
     def _tools(self) -> Tools:
         from memlane.engine.tools.dispatch import Tools
 
         if self.tools is None or self.tools.session is not self.session:
-            self.tools = Tools(self._memory(), self.session)
+            self.tools = Tools(self.slot.open_memory(), self.session)
         return self.tools
 
     def _host_call(self, params: dict[str, Any], timeout_s: float) -> dict[str, Any]:
@@ -188,44 +179,17 @@ class Sidecar:
     # -- methods ------------------------------------------------------------------------
 
     def session_start(self, params: dict[str, Any]) -> dict[str, Any]:
-        from memlane.engine.live.session import Session
-        from memlane.engine.project import Memory
-
         method = "session_start"
-        cwd = _str(params, "cwd", method) or str(self.directory)
         session_id = _str(params, "session_id", method, required=True)
-        transcript = _str(params, "transcript_path", method)
-        host = _str(params, "host", method) or "unknown"
-        if self.session is not None:  # a new session in the same host process
-            self.session.shutdown()
-            self.session = None
-        if self.memory is None or Path(cwd).resolve() != self.directory.resolve():
-            # Open first: if the new project cannot be opened, nothing may keep
-            # writing into the previous one.
-            try:
-                opened = Memory.open(Path(cwd), clock=self.clock)
-            except BaseException:
-                if self.memory is not None:
-                    self.memory.close()
-                # Later calls name the project the host asked for, and fail
-                # the same clear way until it can be opened.
-                self.directory = Path(cwd)
-                self.memory = None
-                self.tools = None
-                raise
-            if self.memory is not None:
-                self.memory.close()
-            self.directory = Path(cwd)
-            self.memory = opened
         assert session_id is not None
-        self.session = Session.open(
-            self.memory,
-            host=host,
+        session = self.slot.start(
+            _str(params, "cwd", method),
             session_id=session_id,
-            transcript_path=transcript,
+            transcript_path=_str(params, "transcript_path", method),
+            host=_str(params, "host", method) or "unknown",
             host_call=self._host_call,
         )
-        return {"snapshot": self.session.snapshot.text, "notices": list(self.session.notices)}
+        return {"snapshot": session.snapshot.text, "notices": list(session.notices)}
 
     def before_agent_start(self, params: dict[str, Any]) -> dict[str, Any]:
         prompt = _str(params, "prompt", "before_agent_start") or ""
@@ -265,11 +229,8 @@ class Sidecar:
         return {"snapshot": self._require_session("session_compact").compacted()}
 
     def session_shutdown(self, params: dict[str, Any]) -> dict[str, Any]:
-        if self.session is None:
-            return {"flushed": True, "pending": 0}
-        flush = self.session.shutdown()
-        self.session = None
-        return flush.to_json()
+        flush = self.slot.end()
+        return flush.to_json() if flush is not None else {"flushed": True, "pending": 0}
 
     def tool(self, params: dict[str, Any]) -> dict[str, Any]:
         name = _str(params, "name", "tool", required=True)
