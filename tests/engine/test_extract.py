@@ -1,4 +1,5 @@
-"""Extraction (engine/topics/extraction.py) with a real fake LLM server on 127.0.0.1.
+"""Extraction (engine/topics/extraction.py, proposals.py, duplicates.py) with a real fake LLM
+server on 127.0.0.1.
 
 ``DUPLICATE_PAIRS`` is the calibration set for ``DUPLICATE_COSINE`` and
 ``DUPLICATE_OVERLAP``: an existing entry and a proposal that restates it
@@ -20,6 +21,7 @@ from helpers import TOPIC_DAY, FixedClock, open_memory
 from memlane.core.settings import LlmSettings, TopicSettings
 from memlane.core.types import Exchange
 from memlane.engine.project import Memory
+from memlane.engine.topics import duplicates, proposals
 from memlane.engine.topics import extraction as X
 from memlane.llm.base import LLM
 from memlane.llm.factory import make_llm
@@ -280,20 +282,20 @@ def test_the_index_is_shown_and_an_existing_topic_keeps_its_type(memory: Memory)
 # --- de-duplication -----------------------------------------------------------------------------
 
 
-def _learning(text: str) -> X.Learning:
+def _learning(text: str) -> proposals.Learning:
     title, content = text.split("\n", 1)
-    return X.Learning("t", "t", title, content, "feedback")
+    return proposals.Learning("t", "t", title, content, "feedback")
 
 
 def test_duplicate_thresholds_separate_the_calibration_pairs(model_mem: Memory) -> None:
     for existing, proposal, is_duplicate in DUPLICATE_PAIRS:
-        found = X.near_duplicate(model_mem, _learning(proposal), [existing])
+        found = duplicates.near_duplicate(model_mem, _learning(proposal), [existing])
         assert (found is not None) == is_duplicate, (proposal, found)
 
 
 def test_duplicate_overlap_without_a_model(memory: Memory) -> None:
     for existing, proposal, is_duplicate in DUPLICATE_PAIRS:
-        found = X.near_duplicate(memory, _learning(proposal), [existing])
+        found = duplicates.near_duplicate(memory, _learning(proposal), [existing])
         assert (found is not None) == is_duplicate, (proposal, found)
 
 
@@ -462,8 +464,8 @@ def test_switched_off(memory: Memory) -> None:
 
 
 def test_parse_answer() -> None:
-    assert X.parse_answer("[]") == []
-    assert X.parse_answer('```\n[{"a": 1}]\n```') == [{"a": 1}]
-    assert X.parse_answer('Here you go:\n[{"a": 1}]\nDone.') == [{"a": 1}]
-    with pytest.raises(X.AnswerError):
-        X.parse_answer("null")
+    assert proposals.parse_answer("[]") == []
+    assert proposals.parse_answer('```\n[{"a": 1}]\n```') == [{"a": 1}]
+    assert proposals.parse_answer('Here you go:\n[{"a": 1}]\nDone.') == [{"a": 1}]
+    with pytest.raises(proposals.AnswerError):
+        proposals.parse_answer("null")

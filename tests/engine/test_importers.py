@@ -1,4 +1,4 @@
-"""memlane import pi-memory / claude-code (engine/topics/importers.py) on a real store, lexical only."""
+"""memlane import pi-memory / claude-code (engine/topics/importers/) on a real store, lexical only."""
 
 from __future__ import annotations
 

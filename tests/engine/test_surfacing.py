@@ -1,4 +1,4 @@
-"""Auto-surfacing (engine/topics/surfacing.py) on a realistic topic store, with the bundled model.
+"""Auto-surfacing (engine/topics/surfacing/) on a realistic topic store, with the bundled model.
 
 ``TOPICS`` is a small project memory on varied subjects; ``RELEVANT`` maps
 prompts to the topics they should surface and ``IRRELEVANT`` lists prompts

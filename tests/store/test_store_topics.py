@@ -1,4 +1,4 @@
-"""Topic files and MEMORY.md (store/topics.py): formats, rules, limits, safety."""
+"""Topic files and MEMORY.md (store/topics/): formats, rules, limits, safety."""
 
 from __future__ import annotations
 

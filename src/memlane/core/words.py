@@ -2,9 +2,10 @@
 
 Topic surfacing (prompt against topic cards) and the echo check (an answer
 against what memlane's tools returned) compare the words of two texts
-without an index. They share this list of words that say nothing about a
-subject and this light suffix strip; the index itself uses FTS5's porter
-tokenizer (index/legs/lexical.py).
+without an index. Both use this list of words that say nothing about a
+subject; surfacing stems with the index's own FTS5 porter tokenizer
+(engine/topics/surfacing/terms.py), the echo check with this light suffix
+strip.
 """
 
 from __future__ import annotations

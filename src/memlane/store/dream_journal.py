@@ -25,7 +25,7 @@ crash of a memlane that had no journal) are never silently left: ``pending``
 names them, and ``sweep_leftovers`` deletes only what loses nothing
 (temporary files, backups identical to their target) and reports the rest.
 
-This module imports nothing from ``store/topics.py`` (which imports it for
+This module imports nothing from ``store/topics/`` (which imports it for
 the lock hook) nor from ``engine/``.
 """
 
