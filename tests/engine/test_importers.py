@@ -14,6 +14,7 @@ from helpers import TOPIC_DAY, Cli, FixedClock, open_memory
 from memlane.core.errors import NotFoundError
 from memlane.engine.topics import importers as I
 from memlane.store import topics as T
+from memlane.transcripts.locate import claude_project_dir_name
 
 TODAY = date(2026, 11, 30)
 # When these imports run (the memory's clock): TODAY, mid-morning UTC.
@@ -423,7 +424,7 @@ def test_pi_memory_default_directory_is_the_hash_of_the_git_root(
 def test_claude_code_imports_files_free_form_index_and_unstructured_memories(
     project: Path, home: Path
 ) -> None:
-    encoded = I.claude_project_dir_name(str(project))
+    encoded = claude_project_dir_name(str(project))
     assert "/" not in encoded and encoded.startswith("-")
     claude_tree(home / ".claude" / "projects" / encoded / "memory")
     with open_memory(project, clock=FixedClock(IMPORT_AT)) as mem:
@@ -457,7 +458,7 @@ def test_claude_code_imports_files_free_form_index_and_unstructured_memories(
 
 
 def test_claude_code_rerun_adds_nothing(project: Path, home: Path) -> None:
-    encoded = I.claude_project_dir_name(str(project))
+    encoded = claude_project_dir_name(str(project))
     claude_tree(home / ".claude" / "projects" / encoded / "memory")
     with open_memory(project, clock=FixedClock(IMPORT_AT)) as mem:
         I.import_claude_code(mem)
@@ -472,7 +473,7 @@ def test_claude_code_default_directory_honours_claude_config_dir_and_worktrees(
 ) -> None:
     config = tmp_path / "claude-config"
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(config))
-    memory = config / "projects" / I.claude_project_dir_name(str(project)) / "memory"
+    memory = config / "projects" / claude_project_dir_name(str(project)) / "memory"
     claude_tree(memory)
     with open_memory(project, clock=FixedClock(IMPORT_AT)) as mem:
         path, how = I.default_claude_code_dir(mem)
@@ -495,7 +496,7 @@ def test_claude_code_default_directory_honours_claude_config_dir_and_worktrees(
 
 def test_imported_entries_are_searchable(project: Path, tmp_path: Path, home: Path) -> None:
     pi = pi_tree(tmp_path / "pi")
-    claude_tree(home / ".claude" / "projects" / I.claude_project_dir_name(str(project)) / "memory")
+    claude_tree(home / ".claude" / "projects" / claude_project_dir_name(str(project)) / "memory")
     with open_memory(project, clock=FixedClock(IMPORT_AT)) as mem:
         I.import_pi_memory(mem, pi)
         I.import_claude_code(mem)

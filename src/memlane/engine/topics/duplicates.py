@@ -21,7 +21,7 @@ from memlane.engine.topics.proposals import Learning
 from memlane.store import topics as store_topics
 
 if TYPE_CHECKING:
-    from memlane.engine.project import Memory
+    from memlane.engine.ports import ProjectMemory
 
 # Reported as extraction, whose step this is (its log filters and tests name it).
 log = logging.getLogger("memlane.engine.topics.extraction")
@@ -69,7 +69,7 @@ class ExistingEntries:
     slugs: set[str] = field(default_factory=set)
 
 
-def existing_entries(memory: Memory) -> ExistingEntries:
+def existing_entries(memory: ProjectMemory) -> ExistingEntries:
     out = ExistingEntries()
     store = memory.scope.store
     for info in store_topics.list_topics(store):
@@ -88,7 +88,9 @@ def existing_entries(memory: Memory) -> ExistingEntries:
     return out
 
 
-def similar_texts(memory: Memory, learning: Learning, existing: ExistingEntries) -> list[str]:
+def similar_texts(
+    memory: ProjectMemory, learning: Learning, existing: ExistingEntries
+) -> list[str]:
     """The entries a proposal could repeat: the index's nearest topic chunks
     and every entry of its own topic (possibly written moments ago, not yet
     indexed)."""
@@ -117,7 +119,7 @@ def strip_heading(text: str) -> str:
 
 
 def near_duplicate(
-    memory: Memory, learning: Learning, texts: list[str]
+    memory: ProjectMemory, learning: Learning, texts: list[str]
 ) -> tuple[str, float] | None:
     """(the closest existing text, its similarity) when *learning* repeats it."""
     if not texts:

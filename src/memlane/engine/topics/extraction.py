@@ -58,7 +58,7 @@ from memlane.engine.topics.proposals import AnswerError, one_line, parse_answer,
 from memlane.store import topics as store_topics
 
 if TYPE_CHECKING:
-    from memlane.engine.project import Memory
+    from memlane.engine.ports import ProjectMemory
     from memlane.llm.base import LLM
 
 log = logging.getLogger(__name__)
@@ -213,7 +213,7 @@ def _reason(exc: BaseException) -> str:
 
 
 def extract(
-    memory: Memory,
+    memory: ProjectMemory,
     exchange: Exchange,
     llm: LLM | None,
     *,
@@ -261,7 +261,7 @@ def extract(
     return done(report)
 
 
-def _write(memory: Memory, items: list[Any], report: ExtractReport) -> None:
+def _write(memory: ProjectMemory, items: list[Any], report: ExtractReport) -> None:
     from memlane.engine.topics.ops import add_entry
 
     existing: ExistingEntries | None = None

@@ -23,16 +23,12 @@ the ``imported-<source>`` topic and reported. This package only re-exports.
 
 from memlane.engine.topics.importers.apply import IMPORT_SUFFIX
 from memlane.engine.topics.importers.claude_code import (
-    CLAUDE_CONFIG_DIR_ENV,
     CLAUDE_NAME_MAX,
-    claude_config_dir,
-    claude_project_dir_name,
     claude_projects_dir,
     default_claude_code_dir,
     import_claude_code,
 )
 from memlane.engine.topics.importers.pi_memory import (
-    PI_AGENT_DIR_ENV,
     PI_HASH_CHARS,
     default_pi_memory_dir,
     import_pi_memory,
@@ -49,17 +45,13 @@ from memlane.engine.topics.importers.report import (
 
 __all__ = [
     "CLAUDE_CODE",
-    "CLAUDE_CONFIG_DIR_ENV",
     "CLAUDE_NAME_MAX",
     "IMPORT_SUFFIX",
-    "PI_AGENT_DIR_ENV",
     "PI_HASH_CHARS",
     "PI_MEMORY",
     "SOURCE_LABELS",
     "ImportItem",
     "ImportReport",
-    "claude_config_dir",
-    "claude_project_dir_name",
     "claude_projects_dir",
     "default_claude_code_dir",
     "default_pi_memory_dir",

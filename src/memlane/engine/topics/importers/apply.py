@@ -25,7 +25,7 @@ from memlane.store import topics as store_topics
 from memlane.store.redaction import redact
 
 if TYPE_CHECKING:
-    from memlane.engine.project import Memory
+    from memlane.engine.ports import ProjectMemory
 
 IMPORT_SUFFIX = "imported"
 
@@ -135,7 +135,7 @@ def _apply_front(store: Path, slug: str, fields: Mapping[str, str], extra: list[
 
 
 def run_import(
-    mem: Memory,
+    mem: ProjectMemory,
     source: str,
     directory: Path,
     *,

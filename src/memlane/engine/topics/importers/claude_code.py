@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -18,35 +17,22 @@ from typing import TYPE_CHECKING
 from memlane.core.errors import NotFoundError
 from memlane.core.scope import repository_dir_of
 from memlane.engine.topics.importers.apply import run_import
-from memlane.engine.topics.importers.home import expand_home, home_dir
 from memlane.engine.topics.importers.report import CLAUDE_CODE, ImportReport
 from memlane.store.layout import MEMORY_INDEX
+from memlane.transcripts.locate import claude_dir, claude_project_dir_name, expand
 
 if TYPE_CHECKING:
-    from memlane.engine.project import Memory
+    from memlane.engine.ports import ProjectMemory
 
-CLAUDE_CONFIG_DIR_ENV = "CLAUDE_CONFIG_DIR"
 # Claude Code cuts an encoded project path at this length and appends a hash
 # of the full path; such a directory is found by its prefix.
 CLAUDE_NAME_MAX = 200
 
 
-def claude_config_dir(env: Mapping[str, str] | None = None) -> Path:
-    """Claude Code's configuration directory: ``$CLAUDE_CONFIG_DIR``, else ``~/.claude``."""
-    environ = os.environ if env is None else env
-    configured = environ.get(CLAUDE_CONFIG_DIR_ENV)
-    return expand_home(configured, environ) if configured else home_dir(environ) / ".claude"
-
-
 def claude_projects_dir(env: Mapping[str, str] | None = None) -> Path:
     """Where Claude Code keeps its projects (one directory per project, named
     by ``claude_project_dir_name``, holding its transcripts and ``memory/``)."""
-    return claude_config_dir(env) / "projects"
-
-
-def claude_project_dir_name(path: str) -> str:
-    """Claude Code's directory name for a project: every non-alphanumeric → ``-``."""
-    return re.sub(r"[^A-Za-z0-9]", "-", path)
+    return claude_dir(env) / "projects"
 
 
 def _main_checkout(repo: Path) -> Path:
@@ -76,16 +62,16 @@ def _configured_claude_dir(project: Path, config_root: Path, env: Mapping[str, s
         except (OSError, ValueError, AttributeError):
             continue
         if isinstance(value, str) and (value.startswith("~/") or os.path.isabs(value)):
-            return expand_home(value, env)
+            return expand(value, env)
     return None
 
 
 def default_claude_code_dir(
-    mem: Memory, project_dir: str | Path | None = None, env: Mapping[str, str] | None = None
+    mem: ProjectMemory, project_dir: str | Path | None = None, env: Mapping[str, str] | None = None
 ) -> tuple[Path, str]:
     """A project's Claude Code auto-memory directory and how it was derived."""
     environ = os.environ if env is None else env
-    config_root = claude_config_dir(environ)
+    config_root = claude_dir(environ)
     if project_dir is None:
         cwd, repo = mem.scope.cwd, mem.scope.repository_dir
     else:
@@ -115,7 +101,7 @@ def default_claude_code_dir(
 
 
 def import_claude_code(
-    mem: Memory,
+    mem: ProjectMemory,
     project_dir: str | Path | None = None,
     *,
     dry_run: bool = False,

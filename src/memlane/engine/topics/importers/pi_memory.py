@@ -17,21 +17,19 @@ from typing import TYPE_CHECKING
 
 from memlane.core.errors import NotFoundError
 from memlane.engine.topics.importers.apply import run_import
-from memlane.engine.topics.importers.home import expand_home, home_dir
 from memlane.engine.topics.importers.report import PI_MEMORY, ImportReport
+from memlane.transcripts.locate import expand, home_dir, pi_agent_dir
 
 if TYPE_CHECKING:
-    from memlane.engine.project import Memory
+    from memlane.engine.ports import ProjectMemory
 
-PI_AGENT_DIR_ENV = "PI_CODING_AGENT_DIR"
 PI_HASH_CHARS = 12
 
 
 def pi_memory_root(env: Mapping[str, str] | None = None) -> tuple[Path, str]:
     """pi-memory's ``memoryDir`` and where it came from."""
     environ = os.environ if env is None else env
-    agent = environ.get(PI_AGENT_DIR_ENV)
-    agent_dir = expand_home(agent, environ) if agent else home_dir(environ) / ".pi" / "agent"
+    agent_dir = pi_agent_dir(environ)
     for name in ("memory.json", "pi-memory.json"):
         config = agent_dir / name
         try:
@@ -39,7 +37,7 @@ def pi_memory_root(env: Mapping[str, str] | None = None) -> tuple[Path, str]:
         except (OSError, ValueError, AttributeError):
             continue
         if isinstance(value, str) and value.strip():
-            return expand_home(value.strip(), environ), f"memoryDir in {config}"
+            return expand(value.strip(), environ), f"memoryDir in {config}"
     return home_dir(environ) / ".pi" / "memory", "the default memoryDir"
 
 
@@ -48,7 +46,9 @@ def pi_memory_hash(project_key: str) -> str:
     return hashlib.sha256(project_key.encode("utf-8")).hexdigest()[:PI_HASH_CHARS]
 
 
-def default_pi_memory_dir(mem: Memory, env: Mapping[str, str] | None = None) -> tuple[Path, str]:
+def default_pi_memory_dir(
+    mem: ProjectMemory, env: Mapping[str, str] | None = None
+) -> tuple[Path, str]:
     """This project's pi-memory directory and a sentence saying how it was derived."""
     root, origin = pi_memory_root(env)
     keys = list(dict.fromkeys([str(mem.scope.repository_dir), os.path.abspath(mem.scope.cwd)]))
@@ -67,7 +67,7 @@ def default_pi_memory_dir(mem: Memory, env: Mapping[str, str] | None = None) -> 
 
 
 def import_pi_memory(
-    mem: Memory,
+    mem: ProjectMemory,
     directory: str | Path | None = None,
     *,
     dry_run: bool = False,

@@ -12,7 +12,7 @@ from memlane.engine.topics.surfacing.cards import Card
 from memlane.engine.topics.surfacing.terms import terms
 
 if TYPE_CHECKING:
-    from memlane.engine.project import Memory
+    from memlane.engine.ports import ProjectMemory
 
 log = logging.getLogger("memlane.engine.topics.surfacing")
 
@@ -23,7 +23,7 @@ SEARCH_K = 40
 DISTINCT_TERM_WEIGHT = 0.35
 
 
-def ready_embedder(memory: Memory, *, wait: bool = False) -> Any:
+def ready_embedder(memory: ProjectMemory, *, wait: bool = False) -> Any:
     if memory.config.embedding.provider == "none":
         return None
     if not wait and not memory.embedder_ready:
@@ -34,7 +34,7 @@ def ready_embedder(memory: Memory, *, wait: bool = False) -> Any:
         return None
 
 
-def chunk_scores(memory: Memory, query: str, cards: dict[str, Card]) -> dict[str, float]:
+def chunk_scores(memory: ProjectMemory, query: str, cards: dict[str, Card]) -> dict[str, float]:
     try:
         # Every topic chunk that matches at all (min_score 0): surfacing's own
         # floors, on the card's absolute evidence, decide what is injected.
@@ -58,7 +58,7 @@ def chunk_scores(memory: Memory, query: str, cards: dict[str, Card]) -> dict[str
     return out
 
 
-def cosines(memory: Memory, query: str, cards: dict[str, Card]) -> dict[str, float]:
+def cosines(memory: ProjectMemory, query: str, cards: dict[str, Card]) -> dict[str, float]:
     embedder = ready_embedder(memory)
     with_vectors = [(slug, c.vector) for slug, c in cards.items() if c.vector is not None]
     if embedder is None or not with_vectors:

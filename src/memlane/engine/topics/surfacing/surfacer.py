@@ -23,7 +23,7 @@ from memlane.engine.topics.surfacing.signals import (
 )
 
 if TYPE_CHECKING:
-    from memlane.engine.project import Memory
+    from memlane.engine.ports import ProjectMemory
     from memlane.llm.base import LLM
 
 log = logging.getLogger("memlane.engine.topics.surfacing")
@@ -128,7 +128,7 @@ class TopicSurfacer:
 
     # -- cards ---------------------------------------------------------------------------
 
-    def warm(self, memory: Memory) -> int:
+    def warm(self, memory: ProjectMemory) -> int:
         """Read and embed every topic card now, waiting for the model if it
         is loading: call it once on the worker thread at session start, so
         prompts only redo the files that changed. Returns the card count."""
@@ -136,7 +136,7 @@ class TopicSurfacer:
 
     def _refresh(
         self,
-        memory: Memory,
+        memory: ProjectMemory,
         *,
         embed_limit: int | None = EMBED_PER_PROMPT,
         wait_for_model: bool = False,
@@ -160,7 +160,9 @@ class TopicSurfacer:
             self._cards = fresh
         return fresh
 
-    def _embed(self, memory: Memory, cards: dict[str, Card], limit: int | None, wait: bool) -> None:
+    def _embed(
+        self, memory: ProjectMemory, cards: dict[str, Card], limit: int | None, wait: bool
+    ) -> None:
         embedder = ready_embedder(memory, wait=wait)
         if embedder is None:
             return  # keep what was embedded; a loading model comes back
@@ -188,7 +190,7 @@ class TopicSurfacer:
 
     # -- selection -----------------------------------------------------------------------
 
-    def candidates(self, memory: Memory, prompt: str) -> list[Candidate]:
+    def candidates(self, memory: ProjectMemory, prompt: str) -> list[Candidate]:
         """Every topic with any evidence for *prompt*, best first (no floor)."""
         query = prompt.strip()[:QUERY_CHARS]
         if not query:
@@ -213,7 +215,7 @@ class TopicSurfacer:
 
     def select(
         self,
-        memory: Memory,
+        memory: ProjectMemory,
         prompt: str,
         *,
         already: set[str] | frozenset[str] = frozenset(),
@@ -228,7 +230,7 @@ class TopicSurfacer:
 
     def _select(
         self,
-        memory: Memory,
+        memory: ProjectMemory,
         prompt: str,
         *,
         already: set[str] | frozenset[str],
@@ -262,13 +264,15 @@ class TopicSurfacer:
 
     # -- rendering -----------------------------------------------------------------------
 
-    def render(self, memory: Memory, slugs: Iterable[str]) -> str:
+    def render(self, memory: ProjectMemory, slugs: Iterable[str]) -> str:
         """The hidden message for *slugs* ("" for none that could be read)."""
         return render_topics(memory.scope.store, self.settings, list(slugs))[0]
 
     # -- the whole step ------------------------------------------------------------------
 
-    def surface(self, memory: Memory, prompt: str, *, deadline: float | None = None) -> Surfaced:
+    def surface(
+        self, memory: ProjectMemory, prompt: str, *, deadline: float | None = None
+    ) -> Surfaced:
         """``select`` + ``render`` for one prompt, skipping ``already_injected``.
 
         Does not mark anything injected: call ``mark_injected(result.slugs)``
