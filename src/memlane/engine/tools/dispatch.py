@@ -99,83 +99,36 @@ class Tools:
 
     def _search(self, args: dict[str, Any]) -> ToolResult:
         from memlane.core.render import TOOL_EXPAND_HINT, render_search
+        from memlane.engine.recall.request import SearchRequest
+        from memlane.engine.recall.router import search
 
-        query = args["query"]
-        for bound in ("after", "before"):
-            if args.get(bound) is not None:
-                _check_date(bound, args[bound])
-        kind = args.get("kind")
-        if kind in ("session", "all") and args.get("scope") == "all":
-            raise MemlaneError(
-                'scope "all" searches notes and topics of every project; '
-                f'kind "{kind}" searches this project\'s sessions',
-                "use one of them at a time",
-            )
-        if kind == "session":
-            return self._search_sessions(query, args)
-        if kind == "all":
-            return self._search_everything(query, args)
-        k = args.get("k", self.memory.config.session.search_top_k)
-        if args.get("scope") == "all":
-            return self._search_all(query, k, args)
-        # In a live session its indexer keeps the index current and the search
-        # first indexes what the session wrote since (so a memory_write just
-        # made is found); without a session the whole store is synced first.
-        result = self.memory.search(
-            query,
-            k,
+        request = SearchRequest(
+            args["query"],
+            args.get("k"),
             kind=args.get("kind"),
-            **_common_filters(args),
-            sync=self.session is None,
+            scope=args.get("scope") or "project",
+            after=args.get("after"),
+            before=args.get("before"),
+            session=args.get("session"),
+            mode=args.get("mode", "hybrid"),
             min_score=args.get("min_score"),
-        )
-        return ToolResult(render_search(result, self._base(), TOOL_EXPAND_HINT), result.to_json())
-
-    def _search_sessions(self, query: str, args: dict[str, Any]) -> ToolResult:
-        from memlane.core.render import TOOL_EXPAND_HINT, render_search
-        from memlane.engine.sessions.layer import search_sessions
-
-        result = search_sessions(
-            self.memory,
-            query,
-            args.get("k", self.memory.config.sessions.recall_default_top_k),
-            **_common_filters(args),
-        ).at_least(self.memory.min_score(args.get("min_score")))
-        hint = "memory_transcript(transcript_path=source, turn) or " + TOOL_EXPAND_HINT
-        return ToolResult(render_search(result, self._base(), hint), result.to_json())
-
-    def _search_everything(self, query: str, args: dict[str, Any]) -> ToolResult:
-        """Journal, topics and sessions in one list, merged by score (all in [0, 1])."""
-        from memlane.core.render import TOOL_EXPAND_HINT, render_search
-        from memlane.core.types import SearchResult
-        from memlane.engine.sessions.layer import search_sessions
-
-        k = args.get("k", self.memory.config.session.search_top_k)
-        floor = self.memory.min_score(args.get("min_score"))
-        notes = self.memory.search(
-            query,
-            k,
-            **_common_filters(args),
+            # In a live session its indexer keeps the index current and the
+            # search first indexes what the session wrote since (so a
+            # memory_write just made is found); without a session the whole
+            # store is synced first.
             sync=self.session is None,
-            min_score=floor,
         )
-        sessions = search_sessions(
-            self.memory,
-            query,
-            k,
-            **_common_filters(args),
-        ).at_least(floor)
-        # One calibrated scale for every kind (index/legs/relevance.py): merged by score.
-        hits = sorted([*notes.hits, *sessions.hits], key=lambda h: -h.score)[:k]
-        merged = SearchResult(
-            query=query,
-            mode=notes.mode,
-            hits=hits,
-            notices=[*notes.notices, *sessions.notices],
-            min_score=floor,
-            below_min_score=notes.below_min_score + sessions.below_min_score,
-        )
-        return ToolResult(render_search(merged, self._base(), TOOL_EXPAND_HINT), merged.to_json())
+        recalled = search(self.memory, request)
+        if recalled.fan_out is not None:
+            hint = "memory_expand(chunk_hash, project=the hit's project)"
+            return ToolResult(
+                render_search(recalled.result, None, hint), recalled.fan_out.to_json()
+            )
+        hint = TOOL_EXPAND_HINT
+        if request.route == "sessions":
+            hint = "memory_transcript(transcript_path=source, turn) or " + TOOL_EXPAND_HINT
+        result = recalled.result
+        return ToolResult(render_search(result, self._base(), hint), result.to_json())
 
     def _similar(self, args: dict[str, Any]) -> ToolResult:
         from memlane.core.errors import NotFoundError
@@ -198,27 +151,6 @@ class Tools:
                     'from a kind "session" search',
                 ) from None
         return ToolResult(render_search(result, self._base(), hint), result.to_json())
-
-    def _search_all(self, query: str, k: int, args: dict[str, Any]) -> ToolResult:
-        from memlane.core.render import render_search
-        from memlane.engine.recall.crossrepo import search_all
-
-        fan_out = search_all(
-            self.memory,
-            query,
-            k,
-            kind=args.get("kind"),
-            **_common_filters(args),
-            min_score=args.get("min_score"),
-        )
-        return ToolResult(
-            render_search(
-                fan_out.to_search_result(),
-                None,
-                "memory_expand(chunk_hash, project=the hit's project)",
-            ),
-            fan_out.to_json(),
-        )
 
     def _expand(self, args: dict[str, Any]) -> ToolResult:
         from memlane.core.render import render_section
@@ -327,32 +259,6 @@ class Tools:
         if self.session is not None and args["action"] in ("add", "remove"):
             self.session.note_write()
         return result
-
-
-def _check_date(name: str, value: str) -> None:
-    """A date filter that cannot match anything is a mistake worth saying."""
-    from datetime import datetime
-
-    for fmt in ("%Y-%m-%d", "%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S"):
-        try:
-            datetime.strptime(value, fmt)
-            return
-        except ValueError:
-            continue
-    raise MemlaneError(
-        f"memory_search: {name} {value!r} is not a date",
-        "use YYYY-MM-DD, e.g. 2026-11-30 (or YYYY-MM-DDTHH:MM)",
-    )
-
-
-def _common_filters(args: dict[str, Any]) -> dict[str, Any]:
-    """The filters every kind of memory_search passes on the same way."""
-    return {
-        "after": args.get("after"),
-        "before": args.get("before"),
-        "session": args.get("session"),
-        "mode": args.get("mode", "hybrid"),
-    }
 
 
 def _redact_error(exc: MemlaneError) -> None:
