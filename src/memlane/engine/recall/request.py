@@ -91,7 +91,10 @@ def check_request(request: SearchRequest) -> None:
 def check_k(k: int) -> None:
     """How many hits a search (or ``similar``) may ask for."""
     if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= SEARCH_K_MAX:
-        raise MemlaneError(f"k must be between 1 and {SEARCH_K_MAX}, got {k}")
+        raise MemlaneError(
+            f"k must be between 1 and {SEARCH_K_MAX}, got {k}",
+            "ask for fewer hits, or leave k out for the default (search.top_k)",
+        )
 
 
 def check_mode(mode: str) -> None:
