@@ -1,5 +1,8 @@
 """What the docs point at exists: every test a doc names, every source file it cites.
 
+The same holds for the code's own comments and docstrings, which name the
+module a rule lives in: a module moved must take its mentions along.
+
 The conformance map (docs/conformance.md) proves each reference rule by
 naming tests; a test renamed or moved would leave a rule proved by nothing
 while the page still reads complete.
@@ -67,3 +70,19 @@ def test_every_module_a_doc_names_exists(doc: str) -> None:
         - {path for _, (path,) in _cited(PACKAGE_PATH_RE) if (package / path).exists()}
     )
     assert not missing, f"{doc} names modules that do not exist under src/memlane: {missing}"
+
+
+def test_every_module_the_code_names_exists() -> None:
+    package = ROOT / "src" / "memlane"
+    sources = [
+        *package.rglob("*.py"),
+        *(ROOT / "tests").rglob("*.py"),
+        *(ROOT / "benchmarks").rglob("*.py"),
+    ]
+    missing = sorted(
+        f"{path.relative_to(ROOT)} names {match.group(1)}"
+        for path in sources
+        for match in PACKAGE_PATH_RE.finditer(path.read_text(encoding="utf-8"))
+        if not (package / match.group(1)).exists()
+    )
+    assert not missing, "modules named in the code that do not exist:\n  " + "\n  ".join(missing)

@@ -2,7 +2,7 @@
 
 One warm search worker (engine/live/worker.py) looks for three things at
 once: journal hits over the score floor (auto-context), topic files worth
-surfacing (engine/topics/surfacing.py) and, when the prompt refers to the
+surfacing (engine/topics/surfacing/) and, when the prompt refers to the
 past, messages of earlier sessions (engine/sessions/primer.py). A search
 that misses the deadline is counted and dropped; too many misses in a row
 restart the worker, and too many restarts turn auto-context off for the

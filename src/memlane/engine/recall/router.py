@@ -98,7 +98,7 @@ def _everything(memory: ProjectMemory, request: SearchRequest) -> SearchResult:
     floor = memory.min_score(request.min_score)
     notes = search_notes(memory, replace(request, kind=None, min_score=floor))
     sessions = _sessions(memory, replace(request, min_score=floor))
-    # One calibrated scale for every kind (index/relevance.py): merged by score.
+    # One calibrated scale for every kind (index/legs/relevance.py): merged by score.
     hits = sorted([*notes.hits, *sessions.hits], key=lambda h: -h.score)[:k]
     return SearchResult(
         query=request.query,

@@ -1,7 +1,7 @@
 """The sessions layer's ingestion: the project's agent transcripts, message by message.
 
 pi-lcm-memory (its README) re-implemented on
-memlane's own session store (``index/sessions.py``), reading the
+memlane's own session store (``index/sqlite/sessions.py``), reading the
 transcripts directly instead of pi-lcm's database:
 
 - **sources**: pi's session files (``<agent dir>/sessions/--<cwd>--/*.jsonl``,

@@ -3,7 +3,7 @@
 The lexical match of a prompt against a topic card counts the words they
 share. Those words are cut and stemmed exactly as the index cuts and stems
 its text (FTS5's ``porter unicode61 remove_diacritics 2``): the texts go
-through the index's scratch tokenizer table (``index/lexical.py``,
+through the index's scratch tokenizer table (``index/legs/lexical.py``,
 ``QUERY_TOKENIZER_DDL``) on a private in-memory SQLite connection, one per
 thread (a connection is thread-bound). So "deploying" meets "deploys" in a
 card exactly when it would in the index, and no second stemmer drifts from
