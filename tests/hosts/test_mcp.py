@@ -113,6 +113,41 @@ def test_lists_every_tool_with_its_schema_and_the_ladder(project: Path, clock: F
     run(body)
 
 
+def test_each_tool_says_its_title_and_effect(project: Path, clock: FixedClock) -> None:
+    async def body() -> None:
+        async with connect(project, clock) as (session, _):
+            listed = (await session.list_tools()).tools
+
+        by_name = {tool.name: tool for tool in listed}
+        for tool in listed:
+            assert tool.title and tool.annotations is not None
+            assert tool.annotations.title == tool.title
+            assert tool.annotations.open_world_hint is False  # this machine's memory only
+        read_only = {
+            n for n, t in by_name.items() if t.annotations and t.annotations.read_only_hint
+        }
+        assert read_only == {
+            "memory_search",
+            "memory_expand",
+            "memory_transcript",
+            "memory_similar",
+            "memory_status",
+        }
+        destructive = {
+            n for n, t in by_name.items() if t.annotations and t.annotations.destructive_hint
+        }
+        # forget removes an entry; memory_topic's remove action removes one too.
+        assert destructive == {"memory_forget", "memory_topic"}
+        for name in read_only:
+            annotations = by_name[name].annotations
+            assert annotations is not None and annotations.idempotent_hint
+        for name in ("memory_write", "memory_compact", "memory_forget", "memory_topic"):
+            annotations = by_name[name].annotations
+            assert annotations is not None and not annotations.idempotent_hint
+
+    run(body)
+
+
 @pytest.mark.usefixtures("lexical")
 def test_write_search_expand_status_with_structured_results(
     project: Path, clock: FixedClock, capfd: pytest.CaptureFixture[str]

@@ -36,9 +36,23 @@ class Param:
 
 @dataclass(frozen=True)
 class ToolSpec:
+    """One agent tool: what it is called, what it does, its arguments and its effect.
+
+    ``title`` is the short name a host shows a person. The effect flags are
+    what MCP calls tool annotations: ``read_only`` (changes no memory; a
+    search may still bring the derived index up to date), ``destructive``
+    (can remove what was stored) and ``idempotent`` (calling it again with
+    the same arguments changes nothing more). Every tool works on this
+    machine's memory only, never the open world.
+    """
+
     name: str
     description: str
     params: tuple[Param, ...]
+    title: str = ""
+    read_only: bool = False
+    destructive: bool = False
+    idempotent: bool = False
 
     def json_schema(self) -> dict[str, Any]:
         props: dict[str, Any] = {}
@@ -81,6 +95,7 @@ MEMORY_WRITE_SPEC = ToolSpec(
     "beyond this session. Appended, timestamped and anchored to this conversation in "
     "today's daily memory file. Write standalone sentences; secrets are redacted.",
     (Param("text", "string", "The memory, one or more lines.", required=True),),
+    title="Save a memory",
 )
 
 MEMORY_SEARCH_SPEC = ToolSpec(
@@ -129,6 +144,9 @@ MEMORY_SEARCH_SPEC = ToolSpec(
             maximum=1,
         ),
     ),
+    title="Search memory",
+    read_only=True,
+    idempotent=True,
 )
 
 MEMORY_EXPAND_SPEC = ToolSpec(
@@ -140,6 +158,9 @@ MEMORY_EXPAND_SPEC = ToolSpec(
         Param("chunk_hash", "string", "A chunk hash from memory_search.", required=True),
         _PROJECT,
     ),
+    title="Expand a memory",
+    read_only=True,
+    idempotent=True,
 )
 
 MEMORY_TRANSCRIPT_SPEC = ToolSpec(
@@ -152,6 +173,9 @@ MEMORY_TRANSCRIPT_SPEC = ToolSpec(
         Param("turn", "string", "The anchor's turn id (or a unique prefix)."),
         _PROJECT,
     ),
+    title="Read the original conversation",
+    read_only=True,
+    idempotent=True,
 )
 
 MEMORY_SIMILAR_SPEC = ToolSpec(
@@ -167,6 +191,9 @@ MEMORY_SIMILAR_SPEC = ToolSpec(
         ),
         Param("k", "integer", "How many (default 10).", minimum=1, maximum=100),
     ),
+    title="Find similar memories",
+    read_only=True,
+    idempotent=True,
 )
 
 MEMORY_FORGET_SPEC = ToolSpec(
@@ -189,6 +216,8 @@ MEMORY_FORGET_SPEC = ToolSpec(
             "written in that minute.",
         ),
     ),
+    title="Forget a memory",
+    destructive=True,
 )
 
 MEMORY_COMPACT_SPEC = ToolSpec(
@@ -196,6 +225,7 @@ MEMORY_COMPACT_SPEC = ToolSpec(
     "Condense the whole memory store (or one file) with an LLM into a summary appended "
     "to today's file. Spends LLM budget: only on explicit request.",
     (Param("source", "string", "Only this memory file (path)."),),
+    title="Compact memory",
 )
 
 MEMORY_STATUS_SPEC = ToolSpec(
@@ -204,6 +234,9 @@ MEMORY_STATUS_SPEC = ToolSpec(
     "count, capture and auto-context state with counters. Reach for it first when recall "
     "misbehaves.",
     (),
+    title="Memory status",
+    read_only=True,
+    idempotent=True,
 )
 
 
@@ -251,6 +284,8 @@ MEMORY_TOPIC_SPEC = ToolSpec(
             enum=TOPIC_SEARCH_SCOPES,
         ),
     ),
+    title="Curated topics",
+    destructive=True,
 )
 
 

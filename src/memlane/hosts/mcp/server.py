@@ -58,7 +58,20 @@ INSTRUCTIONS = (
 def tool_definitions() -> list[types.Tool]:
     """One MCP tool per spec, generated so the two can never drift apart."""
     return [
-        types.Tool(name=spec.name, description=spec.description, input_schema=spec.json_schema())
+        types.Tool(
+            name=spec.name,
+            title=spec.title,
+            description=spec.description,
+            input_schema=spec.json_schema(),
+            annotations=types.ToolAnnotations(
+                title=spec.title,
+                read_only_hint=spec.read_only,
+                destructive_hint=spec.destructive,
+                idempotent_hint=spec.idempotent,
+                # Only this machine's memory, never the open world.
+                open_world_hint=False,
+            ),
+        )
         for spec in SPECS
     ]
 
