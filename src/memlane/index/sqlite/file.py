@@ -41,16 +41,21 @@ import logging
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, ClassVar, Self, TypeVar
+
+import numpy as np
+import numpy.typing as npt
 
 from memlane.core.diskspace import disk_full_error
 from memlane.core.errors import IndexCorruptError
 from memlane.core.faults import step
+from memlane.core.types import SearchMode
 from memlane.index.legs import lexical
 from memlane.index.legs.dense import DenseMatrix
-from memlane.index.protocol import IndexBusyError
+from memlane.index.legs.dense_sync import synced_matrix
+from memlane.index.protocol import DimensionMismatchError, IndexBusyError
 from memlane.index.sqlite import schema
 from memlane.index.sqlite.recovery import (
     SQLITE_READONLY_DBMOVED,
@@ -311,6 +316,36 @@ class SqliteFile:
         """
         return self._dense
 
+    def _synced_dense(
+        self, conn: sqlite3.Connection, meta: Mapping[str, Any]
+    ) -> tuple[DenseMatrix | None, int | None]:
+        """The vector matrix, brought in line with the rows (patched, or reloaded)."""
+        dense, dimension = synced_matrix(conn, meta, self._dense)
+        self._dense = dense
+        return dense, dimension
+
+    def _query_dense(
+        self,
+        conn: sqlite3.Connection,
+        meta: Mapping[str, Any],
+        qvec: npt.NDArray[np.float32] | None,
+        index_name: str,
+    ) -> DenseMatrix | None:
+        """The matrix a query vector is searched against; None when there is no dense leg.
+
+        A query vector of another dimension is refused: cosine against it would be noise.
+        """
+        if qvec is None:
+            return None
+        dense, dimension = self._synced_dense(conn, meta)
+        if dimension is not None and qvec.size != dimension:
+            raise DimensionMismatchError(
+                f"query vector dimension {qvec.size} does not match the {index_name} "
+                f"dimension {dimension}",
+                hint=f"search with the embedder the {index_name} was built with",
+            )
+        return dense if dense is not None and len(dense) > 0 else None
+
     def pop_rebuilt_reason(self) -> str | None:
         """Return and clear ``rebuilt_reason`` (so the notice is shown once)."""
         with self._lock:
@@ -430,3 +465,8 @@ class SqliteFile:
     @staticmethod
     def _meta(conn: sqlite3.Connection) -> dict[str, Any]:
         return {key: value for key, value in conn.execute("SELECT key, value FROM meta")}
+
+
+def search_mode(lexical: bool, dense: bool) -> SearchMode:
+    """What a search that runs these legs is called."""
+    return "semantic" if not lexical else "hybrid" if dense else "lexical"

@@ -31,10 +31,8 @@ from memlane.core.errors import ConfigError
 from memlane.core.settings import IndexSettings
 from memlane.core.types import Chunk, SearchMode, embedding_text_of
 from memlane.index.legs import lexical, relevance
-from memlane.index.legs.dense_sync import synced_matrix
 from memlane.index.legs.fusion import fusion_method
 from memlane.index.protocol import (
-    DimensionMismatchError,
     FileRecord,
     IndexedChunk,
     ScoredChunk,
@@ -47,6 +45,7 @@ from memlane.index.sqlite.file import OPEN_RETRY_S as OPEN_RETRY_S
 from memlane.index.sqlite.file import TOMBSTONE_KEEP_GENERATIONS as TOMBSTONE_KEEP_GENERATIONS
 from memlane.index.sqlite.file import TOMBSTONE_PRUNE_EVERY as TOMBSTONE_PRUNE_EVERY
 from memlane.index.sqlite.file import connection_hook as connection_hook
+from memlane.index.sqlite.file import search_mode
 from memlane.index.sqlite.notes_writes import NotesWriter
 
 if TYPE_CHECKING:
@@ -321,20 +320,8 @@ class SqliteIndex(NotesWriter):
         with self._read(conn):
             meta = self._meta(conn)  # the one bookkeeping read per search
             cache_key = (meta.get(schema.META_EPOCH), meta.get(schema.META_GENERATION))
-            dense = None
-            if qvec is not None:
-                dense, dimension = synced_matrix(conn, meta, self._dense)
-                self._dense = dense
-                if dimension is not None and qvec.size != dimension:
-                    raise DimensionMismatchError(
-                        f"query vector dimension {qvec.size} does not match the index "
-                        f"dimension {dimension}",
-                        hint="search with the embedder the index was built with",
-                    )
-            use_dense = qvec is not None and dense is not None and len(dense) > 0
-            mode: SearchMode = (
-                "semantic" if not use_lexical else "hybrid" if use_dense else "lexical"
-            )
+            dense = self._query_dense(conn, meta, qvec, "index")
+            mode = search_mode(use_lexical, dense is not None)
             # An empty query matches nothing lexically; a semantic-only search
             # (memory_similar: a stored vector, no words) needs no query text.
             if k <= 0 or (use_lexical and not query.strip()):
@@ -343,7 +330,7 @@ class SqliteIndex(NotesWriter):
             fused = relevance.search(
                 conn,
                 self._lexical,
-                dense if use_dense else None,
+                dense,
                 qvec,
                 query,
                 mode,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import sqlite3
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -15,12 +15,11 @@ import numpy.typing as npt
 from memlane.core.settings import IndexSettings, SessionsSettings
 from memlane.core.types import SearchMode
 from memlane.index.legs import lexical, relevance
-from memlane.index.legs.dense import DenseMatrix
-from memlane.index.legs.dense_sync import synced_matrix
 from memlane.index.legs.fusion import FusionMethod
-from memlane.index.protocol import DimensionMismatchError, SearchFilters
+from memlane.index.protocol import SearchFilters
 from memlane.index.session_docs import ScoredDoc, SessionFilters, StoredDoc, search_filters
 from memlane.index.sqlite import schema
+from memlane.index.sqlite.file import search_mode
 from memlane.index.sqlite.notes import candidate_count
 from memlane.index.sqlite.session_redaction import SessionRedaction
 from memlane.index.sqlite.session_schema import DOC_COLUMNS
@@ -119,13 +118,6 @@ class SessionSearch(SessionRedaction):
         shared = search_filters(filters)
         return self._run(lambda conn: self._search(conn, query, qvec, k, shared, lexical))
 
-    def _sync_dense(
-        self, conn: sqlite3.Connection, meta: Mapping[str, Any]
-    ) -> tuple[DenseMatrix | None, int | None]:
-        dense, dimension = synced_matrix(conn, meta, self._dense)
-        self._dense = dense
-        return dense, dimension
-
     def _search(
         self,
         conn: sqlite3.Connection,
@@ -138,26 +130,15 @@ class SessionSearch(SessionRedaction):
         with self._read(conn):
             meta = self._meta(conn)
             cache_key = (meta.get(schema.META_EPOCH), meta.get(schema.META_GENERATION))
-            dense = None
-            if qvec is not None:
-                dense, dimension = self._sync_dense(conn, meta)
-                if dimension is not None and qvec.size != dimension:
-                    raise DimensionMismatchError(
-                        f"query vector dimension {qvec.size} does not match the session "
-                        f"index dimension {dimension}",
-                        hint="search with the embedder the session index was built with",
-                    )
-            use_dense = qvec is not None and dense is not None and len(dense) > 0
-            mode: SearchMode = (
-                "semantic" if not use_lexical else "hybrid" if use_dense else "lexical"
-            )
+            dense = self._query_dense(conn, meta, qvec, "session index")
+            mode = search_mode(use_lexical, dense is not None)
             if k <= 0 or not query.strip():
                 return mode, []
             n_lex, n_sem = self.candidate_counts(k)
             fused = relevance.search(
                 conn,
                 self._lexical,
-                dense if use_dense else None,
+                dense,
                 qvec,
                 query,
                 mode,
@@ -205,7 +186,7 @@ class SessionSearch(SessionRedaction):
                             self._fuse, None, ranking, alpha=0.0, rrf_k=self.rrf_k
                         )
                 else:
-                    dense, _ = self._sync_dense(conn, self._meta(conn))
+                    dense, _ = self._synced_dense(conn, self._meta(conn))
                     if dense is None:
                         return []
                     query = np.frombuffer(blob, dtype=np.dtype("<f4")).astype(np.float32)
