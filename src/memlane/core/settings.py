@@ -86,6 +86,10 @@ TRANSCRIPT_LIMIT = 20
 TURN_CHAR_CAP = 2000
 
 LLM_PROVIDERS = ("auto", "openai", "anthropic", "command", "host", "none")
+#: The daily LLM budget per user (0: unlimited), shared by every memlane
+#: process; docs/adr/0016-claude-code-llm-and-a-daily-budget.md says why.
+LLM_DAILY_CALLS = 1000
+LLM_DAILY_TOKENS = 2_000_000
 
 
 @dataclass(frozen=True)
@@ -103,6 +107,8 @@ class LlmSettings:
       - ``"host"``: the host answers ``llm.complete``.
       - ``"none"``: no LLM; capture writes a verbatim digest.
     capture_model: ``<id>`` or ``<provider>/<id>`` for distillation.
+    daily_calls, daily_tokens: the budget of one local day across every
+    memlane process of the user (0: unlimited); past it, calls fail at once.
     """
 
     provider: str = "auto"
@@ -112,6 +118,8 @@ class LlmSettings:
     command: str | None = None
     timeout_s: float = DISTILL_TIMEOUT_MS / 1000
     capture_model: str | None = None
+    daily_calls: int = LLM_DAILY_CALLS
+    daily_tokens: int = LLM_DAILY_TOKENS
 
 
 @dataclass(frozen=True)

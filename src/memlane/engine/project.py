@@ -492,8 +492,11 @@ class Memory:
             self.sync()
         return moved
 
-    def status(self, *, probe: bool = False, host_llm: bool = False) -> Status:
-        """The doctor's report. ``probe`` loads the embedder to see that it works."""
+    def status(
+        self, *, probe: bool = False, host_llm: bool = False, host: str | None = None
+    ) -> Status:
+        """The doctor's report. ``probe`` loads the embedder to see that it works;
+        ``host`` (a session's) decides what ``llm.provider = auto`` means."""
         from memlane.engine.status import project_status
 
-        return project_status(self, probe=probe, host_llm=host_llm)
+        return project_status(self, probe=probe, host_llm=host_llm, host=host)

@@ -131,6 +131,8 @@ class Status:
     store_link: str | None = None
     # Lines of store files left out of the index as damaged (store/damage.py).
     damaged: list[DamagedLine] = field(default_factory=list)
+    # Today's LLM calls and tokens against llm.daily_* (llm/budget.py).
+    llm_budget: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -151,6 +153,7 @@ class Status:
             "missing": list(self.missing),
             "config": list(self.config),
             "capture": dict(self.capture),
+            "llm_budget": self.llm_budget,
             "auto_context": dict(self.auto_context),
             "session": self.session,
             "damaged_lines": [line.to_json() for line in self.damaged],
@@ -193,6 +196,10 @@ def render_status(st: Status) -> str:
     capture = st.capture
     rows.append(("capture", "on" if capture.get("enabled") else "off (MEMLANE_CAPTURE=off)"))
     rows.append(("capture llm", str(capture.get("llm", ""))))
+    if st.llm_budget is not None:
+        from memlane.llm.budget import budget_line
+
+        rows.append(("llm budget", budget_line(st.llm_budget)))
     if capture.get("journal"):
         from memlane.engine.journal.capture_recovery import status_line
 

@@ -18,8 +18,11 @@ if TYPE_CHECKING:
     from memlane.engine.ports import ProjectMemory
 
 
-def project_status(memory: ProjectMemory, *, probe: bool = False, host_llm: bool = False) -> Status:
-    """The doctor's report. ``probe`` loads the embedder to see that it works."""
+def project_status(
+    memory: ProjectMemory, *, probe: bool = False, host_llm: bool = False, host: str | None = None
+) -> Status:
+    """The doctor's report. ``probe`` loads the embedder to see that it works;
+    ``host`` is a live session's host (what ``llm.provider = auto`` means there)."""
     import sqlite3
 
     from memlane import __version__
@@ -107,9 +110,17 @@ def project_status(memory: ProjectMemory, *, probe: bool = False, host_llm: bool
             "`memlane index` embeds them once the embedder works"
         )
     session = memory.config.session
-    llm_line = describe_llm(memory.config.llm, host_available=host_llm)
+    llm_line = describe_llm(memory.config.llm, host_available=host_llm, host=host)
     if "not usable" in llm_line:
         missing.append(f"llm: {llm_line}")
+    llm_budget = _llm_budget(memory)
+    if llm_budget and llm_budget.get("reached"):
+        from memlane.llm.budget import RAISE_HINT
+
+        notices.append(
+            f"llm: {llm_budget['reached']}; captured exchanges are verbatim digests until "
+            f"tomorrow; {RAISE_HINT}"
+        )
     sessions_stats = _sessions_stats_of(memory) if memory.config.sessions.enabled else None
     if not refused and memory.scope.store.is_dir():
         from memlane.engine.topics.dream import pending_recovery
@@ -141,6 +152,7 @@ def project_status(memory: ProjectMemory, *, probe: bool = False, host_llm: bool
             "llm": llm_line,
             "journal": capture_recovery.summary(capture_journal.journal_dir(memory.scope)),
         },
+        llm_budget=llm_budget,
         auto_context={
             "enabled": session.auto_context_enabled,
             "top_k": session.auto_context_top_k,
@@ -149,6 +161,18 @@ def project_status(memory: ProjectMemory, *, probe: bool = False, host_llm: bool
             "cap_ms": session.auto_context_cap_ms,
         },
     )
+
+
+def _llm_budget(memory: ProjectMemory) -> dict[str, Any] | None:
+    """Today's LLM counters against ``llm.daily_*``; None when the config cannot say."""
+    from memlane.llm.budget import Ledger, Limits, budget_report
+
+    try:
+        settings = memory.config.llm
+    except MemlaneError:  # e.g. a negative budget: the llm line reports the config
+        return None
+    limits = Limits(calls=settings.daily_calls, tokens=settings.daily_tokens)
+    return budget_report(limits, Ledger(clock=memory.clock))
 
 
 def _index_problem(exc: BaseException, path: Path) -> str:

@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 from memlane.core.errors import ConfigError, LlmError
 from memlane.llm._deadline import Cancelled, call_with_deadline, timed_out
 from memlane.llm._text import display_url, exception_reason, one_line, scrub
-from memlane.llm.base import DEFAULT_MAX_TOKENS
+from memlane.llm.base import DEFAULT_MAX_TOKENS, Usage
 from memlane.llm.sse import SseDecoder, looks_like_sse
 
 if TYPE_CHECKING:
@@ -51,6 +51,10 @@ class AnswerReader(Protocol):
 
     def from_json(self, body: Any) -> str:
         """The answer from a non-streamed JSON body."""
+        ...
+
+    def usage(self) -> Usage | None:
+        """The tokens the response reported, once it is read; None if it did not say."""
         ...
 
 
@@ -121,9 +125,22 @@ class HttpLLM(ABC):
         max_tokens: int = DEFAULT_MAX_TOKENS,
         timeout_s: float | None = None,
     ) -> str:
+        answer, _usage = self.complete_with_usage(
+            system, prompt, max_tokens=max_tokens, timeout_s=timeout_s
+        )
+        return answer
+
+    def complete_with_usage(
+        self,
+        system: str,
+        prompt: str,
+        *,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+        timeout_s: float | None = None,
+    ) -> tuple[str, Usage | None]:
         budget = self.timeout_s if timeout_s is None else timeout_s
         payload = self._payload(system, prompt, max_tokens)
-        text = call_with_deadline(
+        text, usage = call_with_deadline(
             lambda cancel: self._exchange(payload, budget, cancel),
             budget,
             thread_name=f"memlane-llm-{self.provider}",
@@ -135,7 +152,7 @@ class HttpLLM(ABC):
             raise LlmError(
                 "empty answer", f"{self.name} at {display_url(self.url)} returned no text"
             )
-        return answer
+        return answer, usage
 
     def close(self) -> None:
         with self._client_lock:
@@ -153,7 +170,9 @@ class HttpLLM(ABC):
                 self._client = httpx.Client(transport=self._transport)
             return self._client
 
-    def _exchange(self, payload: dict[str, Any], timeout_s: float, cancel: threading.Event) -> str:
+    def _exchange(
+        self, payload: dict[str, Any], timeout_s: float, cancel: threading.Event
+    ) -> tuple[str, Usage | None]:
         import httpx
 
         shown = display_url(self.url)
@@ -207,19 +226,23 @@ class HttpLLM(ABC):
                 raise Malformed(f"body larger than {limit // (1024 * 1024) or 1} MB")
             yield chunk
 
-    def _read_stream(self, response: httpx.Response, cancel: threading.Event) -> str:
+    def _read_stream(
+        self, response: httpx.Response, cancel: threading.Event
+    ) -> tuple[str, Usage | None]:
         reader = self._reader()
         decoder = SseDecoder()
         for chunk in self._chunks(response, cancel, MAX_BODY_BYTES):
             for event in decoder.feed(chunk):
                 if reader.feed(event.event, event.data):
-                    return reader.streamed_text()
+                    return reader.streamed_text(), reader.usage()
         for event in decoder.close():
             if reader.feed(event.event, event.data):
                 break
-        return reader.streamed_text()
+        return reader.streamed_text(), reader.usage()
 
-    def _read_whole(self, response: httpx.Response, cancel: threading.Event) -> str:
+    def _read_whole(
+        self, response: httpx.Response, cancel: threading.Event
+    ) -> tuple[str, Usage | None]:
         raw = b"".join(self._chunks(response, cancel, MAX_BODY_BYTES))
         text = raw.decode("utf-8", errors="replace")
         try:
@@ -231,9 +254,10 @@ class HttpLLM(ABC):
                 for event in [*decoder.feed(raw), *decoder.close()]:
                     if reader.feed(event.event, event.data):
                         break
-                return reader.streamed_text()
+                return reader.streamed_text(), reader.usage()
             raise Malformed(f"the body is not JSON: {one_line(text, 80)!r}") from None
-        return self._reader().from_json(body)
+        reader = self._reader()
+        return reader.from_json(body), reader.usage()
 
     def _status_error(self, response: httpx.Response, cancel: threading.Event) -> LlmError:
         status = response.status_code
@@ -271,3 +295,10 @@ def _error_detail(raw: bytes) -> str:
     if message is None:
         message = text
     return one_line(str(message))
+
+
+def token_count(value: Any) -> int:
+    """A token count from a usage object: a non-negative int, else 0."""
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    return 0

@@ -11,8 +11,16 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from memlane.core.errors import ConfigError
-from memlane.llm._http import AnswerReader, HttpLLM, Malformed, ServerSaid, checked_base_url
+from memlane.llm._http import (
+    AnswerReader,
+    HttpLLM,
+    Malformed,
+    ServerSaid,
+    checked_base_url,
+    token_count,
+)
 from memlane.llm._text import one_line
+from memlane.llm.base import Usage
 from memlane.llm.defaults import ANTHROPIC_BASE_URL, ANTHROPIC_DEFAULT_MODEL
 
 if TYPE_CHECKING:
@@ -83,10 +91,13 @@ class AnthropicLLM(HttpLLM):
 
 
 class _MessagesReader:
-    """``content_block_delta`` text deltas, or one ``message`` body."""
+    """``content_block_delta`` text deltas, or one ``message`` body; the
+    ``usage`` of ``message_start`` (input) and ``message_delta`` (output so far)."""
 
     def __init__(self) -> None:
         self._parts: list[str] = []
+        self._input: int | None = None
+        self._output: int | None = None
 
     def feed(self, event: str | None, data: str) -> bool:
         try:
@@ -98,6 +109,10 @@ class _MessagesReader:
         kind = body.get("type") or event
         if kind == "error":
             raise ServerSaid(_error_text(body))
+        if kind == "message_start" and isinstance(body.get("message"), dict):
+            self._note_usage(body["message"].get("usage"))
+        elif kind == "message_delta":
+            self._note_usage(body.get("usage"))
         if kind == "content_block_delta":
             delta = body.get("delta")
             if isinstance(delta, dict) and delta.get("type") == "text_delta":
@@ -117,6 +132,7 @@ class _MessagesReader:
         content = body.get("content")
         if not isinstance(content, list):
             raise Malformed("no content")
+        self._note_usage(body.get("usage"))
         return "".join(
             block["text"]
             for block in content
@@ -124,6 +140,23 @@ class _MessagesReader:
             and block.get("type") == "text"
             and isinstance(block.get("text"), str)
         )
+
+    def _note_usage(self, usage: Any) -> None:
+        if not isinstance(usage, dict):
+            return
+        read = [
+            usage.get(name)
+            for name in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+        ]
+        if any(isinstance(value, int) for value in read):
+            self._input = sum(token_count(value) for value in read)
+        if isinstance(usage.get("output_tokens"), int):
+            self._output = token_count(usage["output_tokens"])  # cumulative in a stream
+
+    def usage(self) -> Usage | None:
+        if self._input is None and self._output is None:
+            return None
+        return Usage(self._input or 0, self._output or 0)
 
 
 def _error_text(body: dict[str, Any]) -> str:

@@ -1,7 +1,10 @@
 """A command-line LLM: the prompt goes in on stdin, the answer comes out on
 stdout (``claude -p --model haiku``, ``llm -m gpt-4o-mini``, ``ollama run
 qwen3``...). The command line is the user's own: memlane adds no model or
-flags to it.
+flags to it. Its environment is memlane's plus ``MEMLANE_NO_HOOKS=1``, so a
+coding agent run as the command (``claude -p`` is one) runs none of
+memlane's hooks: distilling an exchange must not capture another one.
+(memlane's own default inside Claude Code is llm/claude_code.py.)
 
 The command runs in its own session, hence its own process group, so the
 deadline can kill everything it started (a wrapper script's children
@@ -25,6 +28,9 @@ from memlane.llm.base import DEFAULT_MAX_TOKENS
 
 if TYPE_CHECKING:
     from memlane.llm.factory import HostCall, LlmChoice
+
+#: Set in every command's environment; memlane's hook client exits at once when it is set.
+NO_HOOKS_ENV = "MEMLANE_NO_HOOKS"
 
 # After the group is killed, how long to wait for the pipes to close; a
 # grandchild that left the group could otherwise hold them open forever.
@@ -64,14 +70,36 @@ class CommandLLM:
         # max_tokens cannot be passed to an arbitrary CLI; the prompt asks for brevity.
         budget = self.timeout_s if timeout_s is None else timeout_s
         stdin = f"{system}\n\n{prompt}" if system else prompt
-        program = self.argv[0]
+        answer = self.run(self.argv, stdin, budget).decode("utf-8", errors="replace").strip()
+        if not answer:
+            raise LlmError("empty answer", f"{self.argv[0]} printed nothing on stdout")
+        return answer
+
+    def child_env(self) -> dict[str, str]:
+        """The command's environment: memlane's own, with the hooks guard set."""
+        return {**os.environ, NO_HOOKS_ENV: "1"}
+
+    def run(self, argv: list[str], stdin: str, budget: float, cwd: Path | None = None) -> bytes:
+        """Run *argv* with *stdin* under the deadline; its stdout, or ``LlmError``."""
+        returncode, out, err = self.spawn(argv, stdin, budget, cwd)
+        if returncode != 0:
+            raise LlmError(exit_reason(argv[0], returncode, err), self.failure_hint)
+        return out
+
+    def spawn(
+        self, argv: list[str], stdin: str, budget: float, cwd: Path | None = None
+    ) -> tuple[int, bytes, bytes]:
+        """Run *argv* under the deadline: its exit status, stdout and stderr."""
+        program = argv[0]
         try:
             process = subprocess.Popen(
-                self.argv,
+                argv,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 start_new_session=True,
+                env=self.child_env(),
+                cwd=cwd,
             )
         except FileNotFoundError:
             raise LlmError(
@@ -96,12 +124,10 @@ class CommandLLM:
         except BaseException:
             _kill_group(process)
             raise
-        if process.returncode != 0:
-            raise LlmError(_exit_reason(program, process.returncode, err), "check llm.command")
-        answer = out.decode("utf-8", errors="replace").strip()
-        if not answer:
-            raise LlmError("empty answer", f"{program} printed nothing on stdout")
-        return answer
+        return process.returncode, out, err
+
+    #: What a failing command's error suggests.
+    failure_hint = "check llm.command"
 
 
 def _kill_group(process: subprocess.Popen[bytes]) -> None:
@@ -120,7 +146,7 @@ def _kill_group(process: subprocess.Popen[bytes]) -> None:
         process.wait(timeout=_REAP_S)
 
 
-def _exit_reason(program: str, returncode: int, stderr: bytes) -> str:
+def exit_reason(program: str, returncode: int, stderr: bytes) -> str:
     if returncode < 0:
         try:
             status = f"was killed by {signal.Signals(-returncode).name}"
@@ -134,6 +160,11 @@ def _exit_reason(program: str, returncode: int, stderr: bytes) -> str:
 
 
 def from_choice(choice: LlmChoice, host_call: HostCall | None = None) -> CommandLLM:
-    """Provider ``command`` of the LLM registry (llm/factory.py)."""
+    """Provider ``command`` of the LLM registry (llm/factory.py); memlane's own
+    ``claude -p`` when the choice is the Claude Code default."""
     assert choice.command is not None
+    if choice.claude_code:
+        from memlane.llm.claude_code import ClaudeCodeLLM
+
+        return ClaudeCodeLLM(choice.command, model=choice.model, timeout_s=choice.timeout_s)
     return CommandLLM(choice.command, model=choice.model, timeout_s=choice.timeout_s)

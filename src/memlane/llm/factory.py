@@ -6,8 +6,14 @@ configured a remote provider or the host already talks to one):
 
 1. ``provider = "none"``: no LLM; capture writes a verbatim digest.
 2. ``provider = "auto"``: the host's model when the host can answer
-   ``llm.complete`` (``host_call`` given), else no LLM. ``capture.model``
-   never turns ``auto`` into a remote provider outside a host.
+   ``llm.complete`` (``host_call`` given); inside Claude Code (``host`` is
+   ``"claude-code"``, which answers no ``llm.complete``), the user's own
+   ``claude -p --model haiku`` when ``claude`` is on PATH (llm/claude_code.py:
+   that Claude Code already talks to Anthropic with the user's credentials,
+   so nothing new leaves the machine; ``llm.model`` or a ``capture.model``
+   without a provider prefix, ``anthropic/`` aside, picks its ``--model``);
+   else no LLM. ``capture.model`` never turns ``auto`` into a remote provider
+   outside a host.
 3. Under the host (``host``, or ``auto`` inside one), ``capture.model`` goes
    to the host whole (a ``host/`` prefix is dropped): pi resolves
    ``<provider>/<id>`` against its own registry and credentials. Without it
@@ -29,6 +35,9 @@ anthropic on api.anthropic.com read ``OPENAI_API_KEY`` / ``ANTHROPIC_API_KEY``
 from the environment, as the vendors' own clients do; this only happens
 once the user selected that provider, and never for another host, which
 must not receive a vendor's key.
+
+Every LLM ``make_llm`` builds is wrapped in the daily budget
+(llm/budget.py): ``llm.daily_calls`` and ``llm.daily_tokens``.
 """
 
 from __future__ import annotations
@@ -44,6 +53,7 @@ from memlane.core.settings import LLM_PROVIDERS, LlmSettings
 from memlane.llm import defaults as D
 
 if TYPE_CHECKING:
+    from memlane.core.clock import Clock
     from memlane.llm.base import LLM
 
 #: The host adapter's ``llm.complete`` sender (host.py).
@@ -69,6 +79,9 @@ SELECTABLE = REGISTRY.names
 #: What an LLM is asked to do; only capture has its own model setting so far.
 PURPOSES = ("capture", "compact", "dream", "surfacing")
 
+#: The host whose ``auto`` is the user's own ``claude -p`` (llm/claude_code.py's HOST).
+CLAUDE_CODE_HOST = "claude-code"
+
 HOST_ONLY_HINT = (
     "provider host only works inside a host that answers llm.complete, such as pi; "
     'outside one, set llm.provider to "openai", "anthropic", "command" or "none"'
@@ -85,6 +98,9 @@ class LlmChoice:
     api_key: str | None = field(default=None, repr=False)  # never in a repr or a log
     command: str | None = None
     timeout_s: float = 30.0
+    # The Claude Code default: memlane's own command line, run with the
+    # flags that keep the child from being a session (llm/claude_code.py).
+    claude_code: bool = False
 
 
 @dataclass(frozen=True)
@@ -106,8 +122,12 @@ def resolve_llm(
     host_available: bool,
     purpose: str = "capture",
     env: Mapping[str, str] | None = None,
+    host: str | None = None,
 ) -> LlmChoice | None:
-    """Apply the module's rules without building anything; ``ConfigError`` if unusable."""
+    """Apply the module's rules without building anything; ``ConfigError`` if unusable.
+
+    ``host`` is the host's name (``Session.host``); only ``"claude-code"``
+    changes anything (rule 2)."""
     if purpose not in PURPOSES:
         raise ValueError(f"unknown LLM purpose {purpose!r}; expected one of {PURPOSES}")
     configured = settings.provider
@@ -117,9 +137,11 @@ def resolve_llm(
         )
     if configured == "none":
         return None
-    if configured == "auto" and not host_available:
-        return None
     wanted = (settings.capture_model or "").strip() if purpose == "capture" else ""
+    if configured == "auto" and not host_available:
+        if host == CLAUDE_CODE_HOST:
+            return _claude_code_default(settings, wanted, os.environ if env is None else env)
+        return None
 
     if configured in ("auto", "host"):
         if not host_available:
@@ -146,6 +168,29 @@ def resolve_llm(
         environ=os.environ if env is None else env,
     )
     return PROVIDER_RULES[provider](request)
+
+
+def _claude_code_default(
+    settings: LlmSettings, wanted: str, env: Mapping[str, str]
+) -> LlmChoice | None:
+    from memlane.llm import claude_code
+
+    program = claude_code.find_claude(env)
+    if program is None:
+        return None
+    model = claude_code.DEFAULT_MODEL
+    for candidate in (wanted, settings.model or ""):
+        candidate = candidate.strip().removeprefix("anthropic/")
+        if candidate and "/" not in candidate:  # pi's <provider>/<id> models are not Claude's
+            model = candidate
+            break
+    return LlmChoice(
+        "command",
+        model,
+        command=claude_code.default_command(program, model),
+        timeout_s=settings.timeout_s,
+        claude_code=True,
+    )
 
 
 def _resolve_host(want: _Wanted) -> LlmChoice:
@@ -225,18 +270,29 @@ def make_llm(
     host_call: HostCall | None = None,
     purpose: str = "capture",
     env: Mapping[str, str] | None = None,
+    host: str | None = None,
+    clock: Clock | None = None,
 ) -> LLM | None:
     """The LLM for ``purpose``, or None (capture then writes a verbatim digest).
 
     ``host_call`` is the host adapter's ``llm.complete`` sender (host.py);
-    ``env`` replaces ``os.environ`` for the vendor key fallback (tests).
-    Raises ``ConfigError`` for a configuration that cannot work.
+    ``host`` the host's name (rule 2); ``env`` replaces ``os.environ`` for
+    the vendor key fallback and PATH (tests); ``clock`` dates the daily
+    budget (the system clock by default). The LLM is a ``BudgetedLLM``
+    around the provider (``.inner``). Raises ``ConfigError`` for a
+    configuration that cannot work.
     """
-    choice = resolve_llm(settings, host_available=host_call is not None, purpose=purpose, env=env)
+    from memlane.core.clock import SYSTEM_CLOCK
+    from memlane.llm.budget import BudgetedLLM, Ledger, Limits
+
+    choice = resolve_llm(
+        settings, host_available=host_call is not None, purpose=purpose, env=env, host=host
+    )
     if choice is None:
         return None
     build = cast(Callable[[LlmChoice, HostCall | None], "LLM"], REGISTRY.load(choice.provider))
-    return build(choice, host_call)
+    limits = Limits(calls=settings.daily_calls, tokens=settings.daily_tokens)
+    return BudgetedLLM(build(choice, host_call), limits, Ledger(clock=clock or SYSTEM_CLOCK))
 
 
 def describe_llm(
@@ -245,20 +301,32 @@ def describe_llm(
     *,
     purpose: str = "capture",
     env: Mapping[str, str] | None = None,
+    host: str | None = None,
 ) -> str:
     """One line for ``memlane status``; never raises for a bad configuration."""
     from memlane.llm._text import display_url
 
     try:
-        choice = resolve_llm(settings, host_available=host_available, purpose=purpose, env=env)
+        choice = resolve_llm(
+            settings, host_available=host_available, purpose=purpose, env=env, host=host
+        )
     except ConfigError as exc:
         return f"{settings.provider} (not usable: {exc.message})"
     if choice is None:
+        if settings.provider == "auto" and host == CLAUDE_CODE_HOST:
+            from memlane.llm.claude_code import NOT_FOUND_HINT
+
+            return f"none ({NOT_FOUND_HINT})"
         if settings.provider == "auto":
-            return "none (capture writes a verbatim digest; auto uses a model only inside a host such as pi)"
+            return (
+                "none (capture writes a verbatim digest; auto uses a model only inside a host: "
+                "pi's own, or `claude -p --model haiku` inside Claude Code)"
+            )
         return "none (capture writes a verbatim digest)"
     if choice.provider == "host":
         return f"host ({choice.model} via pi)" if choice.model else "host (pi's cheapest model)"
+    if choice.claude_code:
+        return f"command: {choice.command} (Claude Code's, without hooks or a transcript)"
     if choice.provider == "command":
         return f"command: {choice.command}"
     assert choice.base_url is not None

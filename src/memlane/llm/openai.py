@@ -12,8 +12,16 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from memlane.core.errors import ConfigError
-from memlane.llm._http import AnswerReader, HttpLLM, Malformed, ServerSaid, checked_base_url
+from memlane.llm._http import (
+    AnswerReader,
+    HttpLLM,
+    Malformed,
+    ServerSaid,
+    checked_base_url,
+    token_count,
+)
 from memlane.llm._text import one_line
+from memlane.llm.base import Usage
 from memlane.llm.defaults import OPENAI_BASE_URL, is_openai_url
 
 if TYPE_CHECKING:
@@ -65,7 +73,7 @@ class OpenAILLM(HttpLLM):
         return headers
 
     def _payload(self, system: str, prompt: str, max_tokens: int) -> dict[str, Any]:
-        return {
+        payload: dict[str, Any] = {
             "model": self.model,
             "messages": [
                 {"role": "system", "content": system},
@@ -74,6 +82,11 @@ class OpenAILLM(HttpLLM):
             self._max_tokens_field: max_tokens,
             "stream": True,
         }
+        if is_openai_url(self.base_url):
+            # OpenAI streams the usage only when asked (the daily budget counts
+            # it); other servers may reject the field, and most send usage anyway.
+            payload["stream_options"] = {"include_usage": True}
+        return payload
 
     def _reader(self) -> AnswerReader:
         return _ChatReader()
@@ -98,10 +111,12 @@ class OpenAILLM(HttpLLM):
 
 
 class _ChatReader:
-    """``chat.completion.chunk`` deltas, or one ``chat.completion`` body."""
+    """``chat.completion.chunk`` deltas, or one ``chat.completion`` body, and
+    the ``usage`` either carries."""
 
     def __init__(self) -> None:
         self._parts: list[str] = []
+        self._usage: Usage | None = None
 
     def feed(self, event: str | None, data: str) -> bool:
         if data.strip() == "[DONE]":
@@ -113,6 +128,7 @@ class _ChatReader:
         if not isinstance(chunk, dict):
             raise Malformed("stream data is not an object")
         _raise_error(chunk)
+        self._note_usage(chunk.get("usage"))
         choices = chunk.get("choices")
         if not isinstance(choices, list):
             raise Malformed("no choices")
@@ -130,6 +146,7 @@ class _ChatReader:
         if not isinstance(body, dict):
             raise Malformed("the body is not an object")
         _raise_error(body)
+        self._note_usage(body.get("usage"))
         choices = body.get("choices")
         if not isinstance(choices, list) or not choices:
             raise Malformed("no choices")
@@ -138,6 +155,18 @@ class _ChatReader:
         if not isinstance(message, dict):
             raise Malformed("no message in choices[0]")
         return _content_text(message.get("content"))
+
+    def _note_usage(self, usage: Any) -> None:
+        if isinstance(usage, dict) and (
+            isinstance(usage.get("prompt_tokens"), int)
+            or isinstance(usage.get("completion_tokens"), int)
+        ):
+            self._usage = Usage(
+                token_count(usage.get("prompt_tokens")), token_count(usage.get("completion_tokens"))
+            )
+
+    def usage(self) -> Usage | None:
+        return self._usage
 
 
 def _raise_error(body: dict[str, Any]) -> None:

@@ -103,7 +103,8 @@ KEYS: dict[str, Key] = {
             "llm.provider",
             str,
             "auto",
-            "LLM for distillation: auto (the host's model inside pi, else none), openai "
+            "LLM for distillation: auto (the host's model inside pi, `claude -p --model "
+            "haiku` inside Claude Code, else none), openai "
             "(any OpenAI-compatible endpoint), anthropic, command (a CLI reading the prompt "
             "on stdin), host, none (capture writes a verbatim digest)",
             choices=S.LLM_PROVIDERS,
@@ -113,6 +114,20 @@ KEYS: dict[str, Key] = {
         Key("llm.api_key", str, None, "API key as env:VAR", secret=True),
         Key("llm.command", str, None, "provider command: e.g. claude -p --model haiku"),
         Key("llm.timeout_s", float, S.DISTILL_TIMEOUT_MS / 1000, "request timeout, seconds"),
+        Key(
+            "llm.daily_calls",
+            int,
+            S.LLM_DAILY_CALLS,
+            "LLM calls per local day, all memlane processes of the user together "
+            "(0: unlimited); past it capture writes verbatim digests",
+        ),
+        Key(
+            "llm.daily_tokens",
+            int,
+            S.LLM_DAILY_TOKENS,
+            "LLM tokens (in + out, as the provider reports them, else estimated) per local "
+            "day (0: unlimited)",
+        ),
         Key(
             "capture.enabled",
             bool,

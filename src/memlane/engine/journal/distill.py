@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from memlane.core.errors import LlmError
 from memlane.core.types import Exchange
 from memlane.llm.base import LLM
+from memlane.llm.budget import LlmBudgetExhausted
 
 log = logging.getLogger(__name__)
 
@@ -126,6 +127,8 @@ class Distillation:
     bullets: list[str]  # each a single "- ..." line, ready for format_entry
     failed: str | None  # reason when the LLM path failed (None on success)
     model: str | None  # llm.name when an LLM was used
+    # The daily LLM budget refused the call (llm/budget.py): nothing was sent.
+    budget_reached: bool = False
 
     @property
     def text(self) -> str:
@@ -368,6 +371,15 @@ def distill(
         finished = call.wait(min(max(timeout_s, 0.0) + max(slack_s, 0.0), threading.TIMEOUT_MAX))
         if not finished:
             reason = f"timed out after {_seconds(timeout_s)} s"
+        elif isinstance(call.error, LlmBudgetExhausted):
+            # Its own words, without the hint: capture says what to do once, as a notice.
+            reason = _clip_line(one_line(call.error.message), MAX_REASON_CHARS) or "budget"
+            return Distillation(
+                [failure_marker(reason), *digest(exchange)],
+                failed=reason,
+                model=model,
+                budget_reached=True,
+            )
         elif isinstance(call.error, LlmError):
             reason = str(call.error)
         elif call.error is not None:

@@ -91,8 +91,12 @@ class Capture:
         state: CaptureState,
         extraction: ExtractionState,
         indexer: IndexScheduler,
+        notices: list[str] | None = None,
     ) -> None:
         self.memory = memory
+        # The session's notices: where the spent daily LLM budget is said, once a day.
+        self.notices = notices if notices is not None else []
+        self._budget_noticed: str | None = None  # the day it was said
         self.settings = settings
         self.topic_settings: TopicSettings = memory.config.topics
         self.session_id = session_id
@@ -235,10 +239,24 @@ class Capture:
             self.state.failed += 1
             self.state.last_failure = result.failed
             self._recovery_llm_failed = self._recovery_llm_failed or job.recovered
+            if result.budget_reached:
+                self._notice_budget(result.failed)
         elif self.llm is not None:
             self.state.distilled += 1
         self._write(job, result.bullets, DISTILLED if result.distilled else DIGEST)
         return None if result.failed else exchange
+
+    def _notice_budget(self, reason: str) -> None:
+        """Say once a day (per session) that entries are digests for want of budget."""
+        day = self.clock.today().isoformat()
+        if self._budget_noticed == day:
+            return
+        self._budget_noticed = day
+        from memlane.llm.budget import RAISE_HINT
+
+        self.notices.append(
+            f"{reason}: captured exchanges are verbatim digests until tomorrow; {RAISE_HINT}"
+        )
 
     def _extract(self, exchange: Exchange) -> None:
         """Durable learnings of a distilled exchange become topic entries."""

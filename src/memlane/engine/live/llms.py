@@ -1,7 +1,8 @@
 """Which LLMs a session uses, chosen from the configuration (llm.*, topics.*.model).
 
 Capture distils with ``llm.provider`` (with ``auto`` and a host that offers
-``llm.complete``, the host's own model); topic surfacing and extraction may
+``llm.complete``, the host's own model; with ``auto`` inside Claude Code, the
+user's ``claude -p --model haiku``: llm/factory.py); topic surfacing and extraction may
 name a cheaper model of the same provider. A configuration that cannot work
 becomes a notice and the task goes without (capture then writes verbatim
 digests): a session never fails to start because of its LLM.
@@ -20,19 +21,34 @@ if TYPE_CHECKING:
     from memlane.llm.host import HostCall
 
 
-def capture_llm(memory: Memory, host_call: HostCall | None, notices: list[str]) -> LLM | None:
-    """The LLM that distils exchanges; None (and a notice why) when it cannot be made."""
-    from memlane.llm.factory import make_llm
+def capture_llm(
+    memory: Memory, host_call: HostCall | None, notices: list[str], host: str | None = None
+) -> LLM | None:
+    """The LLM that distils exchanges; None (and a notice why) when it cannot be made.
+
+    ``host`` is the session's host name: inside Claude Code, ``auto`` runs the
+    user's ``claude -p``; without ``claude`` on PATH a notice says how to
+    configure a model instead."""
+    from memlane.llm.factory import CLAUDE_CODE_HOST, make_llm
 
     try:
-        return make_llm(memory.config.llm, host_call=host_call)
+        llm = make_llm(memory.config.llm, host_call=host_call, host=host, clock=memory.clock)
     except ConfigError as exc:
         notices.append(f"capture LLM unusable ({exc}); entries are verbatim digests")
         return None
+    if llm is None and host == CLAUDE_CODE_HOST and memory.config.llm.provider == "auto":
+        from memlane.llm.claude_code import NOT_FOUND_HINT
+
+        notices.append(f"no LLM for distillation: {NOT_FOUND_HINT}")
+    return llm
 
 
 def task_llm(
-    memory: Memory, task: str, host_call: HostCall | None, notices: list[str]
+    memory: Memory,
+    task: str,
+    host_call: HostCall | None,
+    notices: list[str],
+    host: str | None = None,
 ) -> LLM | None:
     """A topic task's own model (pi-memory's autoSurfacing.model, extractMemories.model),
     on the capture provider; None when none is set or it cannot be made (a notice says)."""
@@ -42,7 +58,12 @@ def task_llm(
     if not model:
         return None
     try:
-        return make_llm(replace(memory.config.llm, capture_model=model), host_call=host_call)
+        return make_llm(
+            replace(memory.config.llm, capture_model=model),
+            host_call=host_call,
+            host=host,
+            clock=memory.clock,
+        )
     except ConfigError as exc:
         notices.append(f"{task} model {model!r} unusable ({exc})")
         return None

@@ -143,6 +143,7 @@ class Session:
             state=self.capture,
             extraction=self.extraction,
             indexer=self.indexer,
+            notices=self.notices,
         )
 
     @classmethod
@@ -205,7 +206,8 @@ class Session:
         """``start`` with the LLM chosen by the configuration.
 
         ``host_call`` is the host's ``llm.complete`` sender (pi's sidecar);
-        with ``llm.provider = auto`` it makes the host's model distil. A
+        with ``llm.provider = auto`` it makes the host's model distil (inside
+        Claude Code, ``host="claude-code"``, the user's ``claude -p``). A
         configuration that cannot work is reported as a notice and capture
         falls back to verbatim digests: a session never fails to start
         because of its LLM.
@@ -214,7 +216,7 @@ class Session:
 
         notices: list[str] = []
         llm = (
-            capture_llm(memory, host_call, notices)
+            capture_llm(memory, host_call, notices, host)
             if memory.config.session.capture_enabled
             else None
         )
@@ -229,10 +231,10 @@ class Session:
         session.notices.extend(notices)
         surfacer = session.surfacer
         if surfacer is not None:
-            rerank = task_llm(memory, "auto_surfacing", host_call, session.notices)
+            rerank = task_llm(memory, "auto_surfacing", host_call, session.notices, host)
             if rerank is not None:  # the surfacer reranks only when a model is configured
                 surfacer.llm = rerank
-        extract = task_llm(memory, "extract_memories", host_call, session.notices)
+        extract = task_llm(memory, "extract_memories", host_call, session.notices, host)
         session.extract_llm = extract or session.llm
         return session
 
@@ -417,7 +419,7 @@ class Session:
 
     def status(self, *, probe: bool = False) -> Status:
         """memory_status: the doctor's report with this session's live state."""
-        report = self.memory.status(probe=probe, host_llm=self.host_llm_available)
+        report = self.memory.status(probe=probe, host_llm=self.host_llm_available, host=self.host)
         report.session = self.status_json()
         report.capture["llm"] = self.capture.llm
         report.capture["enabled"] = self.capture.enabled

@@ -1,0 +1,158 @@
+"""memlane's default LLM for Claude Code users: the user's own ``claude``
+binary run as ``claude -p --model haiku`` (llm/factory.py chooses it when
+``llm.provider`` is ``auto`` inside Claude Code and ``claude`` is on PATH).
+
+It talks to Anthropic with the credentials the user's Claude Code already
+uses (a subscription login included, which is why ``--bare``, whose auth is
+strictly ``ANTHROPIC_API_KEY``, is not used). The child must not become a
+Claude Code session of its own, so the command line carries:
+
+* ``--safe-mode``: no hooks, plugins, skills, MCP servers or CLAUDE.md of
+  the user's; with ``MEMLANE_NO_HOOKS=1`` in its environment (llm/command.py)
+  memlane's hooks stay silent even if they were loaded, so distilling an
+  exchange never captures another one;
+* ``--strict-mcp-config``: no MCP server at all (none is given);
+* ``--no-session-persistence``: no transcript in ``~/.claude/projects/``,
+  so the child's turn never shows up in the user's history or memlane's
+  sessions layer;
+* ``--tools ""``: no tools, and ``--system-prompt`` with memlane's own
+  instructions instead of Claude Code's, so a call costs the exchange and
+  little else;
+* ``--output-format json``: the answer and the ``usage`` the daily budget
+  counts.
+
+It runs in a directory of memlane's own (``$MEMLANE_HOME/claude-code-llm``),
+never the user's project, so nothing of the project is read or recorded.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import shutil
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from memlane.core.errors import LlmError
+from memlane.core.paths import memlane_home
+from memlane.llm._http import token_count
+from memlane.llm._text import one_line
+from memlane.llm.base import DEFAULT_MAX_TOKENS, Usage
+from memlane.llm.command import CommandLLM, exit_reason
+
+#: The host name Claude Code's adapter opens sessions with.
+HOST = "claude-code"
+PROGRAM = "claude"
+DEFAULT_MODEL = "haiku"
+#: What keeps the child from being a Claude Code session of its own (see above).
+CHILD_FLAGS = (
+    "--output-format",
+    "json",
+    "--safe-mode",
+    "--strict-mcp-config",
+    "--no-session-persistence",
+    "--tools",
+    "",
+)
+WORKDIR = "claude-code-llm"
+
+NOT_FOUND_HINT = (
+    "`claude` is not on PATH, so entries are verbatim digests; to distil them, put Claude "
+    'Code\'s `claude` on PATH, or set llm.provider = "command" with llm.command = '
+    '"claude -p --model haiku" (its full path), or llm.provider = "anthropic" with '
+    'llm.api_key = "env:ANTHROPIC_API_KEY"'
+)
+
+
+def find_claude(env: Mapping[str, str]) -> str | None:
+    """The ``claude`` program on *env*'s PATH, absolute; None when there is none."""
+    return shutil.which(PROGRAM, path=env.get("PATH"))
+
+
+def default_command(program: str, model: str = DEFAULT_MODEL) -> str:
+    """The command line shown by status (the flags above are added when it runs)."""
+    return shlex.join([program, "-p", "--model", model])
+
+
+class ClaudeCodeLLM(CommandLLM):
+    failure_hint = (
+        "check that `claude -p` works in a terminal (logged in), or configure [llm] "
+        "(`memlane config list`)"
+    )
+
+    @property
+    def name(self) -> str:
+        return f"claude-code/{self.model or DEFAULT_MODEL}"
+
+    def complete(
+        self,
+        system: str,
+        prompt: str,
+        *,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+        timeout_s: float | None = None,
+    ) -> str:
+        answer, _usage = self.complete_with_usage(
+            system, prompt, max_tokens=max_tokens, timeout_s=timeout_s
+        )
+        return answer
+
+    def complete_with_usage(
+        self,
+        system: str,
+        prompt: str,
+        *,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+        timeout_s: float | None = None,
+    ) -> tuple[str, Usage | None]:
+        budget = self.timeout_s if timeout_s is None else timeout_s
+        argv = [*self.argv, *CHILD_FLAGS]
+        if system:
+            argv += ["--system-prompt", system]
+        returncode, out, err = self.spawn(argv, prompt, budget, cwd=_workdir())
+        result = _result_of(out)
+        if result is None:
+            if returncode != 0:
+                raise LlmError(exit_reason(self.argv[0], returncode, err), self.failure_hint)
+            raise LlmError("malformed answer: claude -p printed no JSON result", self.failure_hint)
+        text = result.get("result")
+        if result.get("is_error") or returncode != 0:
+            detail = one_line(text) if isinstance(text, str) and text.strip() else "no detail"
+            raise LlmError(f"claude -p failed: {detail}", self.failure_hint)
+        if not isinstance(text, str) or not text.strip():
+            raise LlmError("empty answer", "claude -p returned no text")
+        return text.strip(), _usage_of(result.get("usage"))
+
+
+def _result_of(out: bytes) -> dict[str, Any] | None:
+    """The ``{"type": "result", ...}`` object ``--output-format json`` prints last."""
+    text = out.decode("utf-8", errors="replace").strip()
+    for line in [text, *reversed(text.splitlines())]:
+        try:
+            body = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(body, dict) and body.get("type") == "result":
+            return body
+    return None
+
+
+def _usage_of(usage: Any) -> Usage | None:
+    if not isinstance(usage, dict) or not isinstance(usage.get("output_tokens"), int):
+        return None
+    read = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+    return Usage(
+        sum(token_count(usage.get(name)) for name in read), token_count(usage["output_tokens"])
+    )
+
+
+def _workdir() -> Path:
+    """A directory of memlane's own to run the child in (the system's temp as a fallback)."""
+    path = memlane_home() / WORKDIR
+    try:
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError:
+        return Path(tempfile.gettempdir())
+    return path
