@@ -12,6 +12,7 @@ from fake_llm import FakeOpenAI
 from memlane.core.errors import ConfigError
 from memlane.core.settings import LLM_PROVIDERS, LlmSettings
 from memlane.llm.anthropic import AnthropicLLM
+from memlane.llm.budget import BudgetedLLM
 from memlane.llm.command import CommandLLM
 from memlane.llm.factory import PROVIDER_RULES, REGISTRY, describe_llm, make_llm, resolve_llm
 from memlane.llm.host import HostLLM
@@ -27,6 +28,13 @@ def host_call(params: dict[str, Any], timeout_s: float) -> dict[str, Any]:
 
 def settings(**kwargs: Any) -> LlmSettings:
     return LlmSettings(**kwargs)
+
+
+def provider_of(chosen: LlmSettings, **kwargs: Any) -> Any:
+    """The provider make_llm built, inside the daily budget every LLM gets."""
+    llm = make_llm(chosen, **kwargs)
+    assert isinstance(llm, BudgetedLLM)
+    return llm.inner
 
 
 # ---- none, auto and the privacy default ------------------------------------
@@ -45,7 +53,7 @@ def test_auto_outside_a_host_is_none(capture_model: str | None) -> None:
 
 
 def test_auto_inside_a_host_uses_the_hosts_cheapest_model() -> None:
-    llm = make_llm(settings(), host_call=host_call)
+    llm = provider_of(settings(), host_call=host_call)
     assert isinstance(llm, HostLLM)
     assert llm.model is None
     assert llm.complete("s", "p") == "model=None"
@@ -64,14 +72,14 @@ def test_auto_inside_a_host_uses_the_hosts_cheapest_model() -> None:
 def test_under_the_host_the_capture_model_goes_through_whole(
     provider: str, capture_model: str, model: str
 ) -> None:
-    llm = make_llm(settings(provider=provider, capture_model=capture_model), host_call=host_call)
+    llm = provider_of(settings(provider=provider, capture_model=capture_model), host_call=host_call)
     assert isinstance(llm, HostLLM)
     assert llm.model == model
     assert llm.complete("s", "p") == f"model={model}"
 
 
 def test_host_uses_llm_model_when_no_capture_model() -> None:
-    llm = make_llm(settings(provider="host", model="openai/gpt-4.1-nano"), host_call=host_call)
+    llm = provider_of(settings(provider="host", model="openai/gpt-4.1-nano"), host_call=host_call)
     assert isinstance(llm, HostLLM) and llm.model == "openai/gpt-4.1-nano"
 
 
@@ -82,7 +90,7 @@ def test_host_outside_a_host_is_a_config_error() -> None:
 
 
 def test_timeout_is_passed_on() -> None:
-    llm = make_llm(settings(timeout_s=12.5), host_call=host_call)
+    llm = provider_of(settings(timeout_s=12.5), host_call=host_call)
     assert isinstance(llm, HostLLM) and llm.timeout_s == 12.5
 
 
@@ -97,7 +105,7 @@ def test_openai_compatible_server_with_a_slashed_model_id() -> None:
             model="ignored",
             capture_model="meta-llama/llama-3.1-8b",
         )
-        llm = make_llm(chosen, env=KEYS)
+        llm = provider_of(chosen, env=KEYS)
         assert isinstance(llm, OpenAILLM)
         assert llm.name == "openai/meta-llama/llama-3.1-8b"
         assert llm.complete("s", "p") == "ok"
@@ -108,7 +116,7 @@ def test_openai_compatible_server_with_a_slashed_model_id() -> None:
 
 
 def test_capture_model_prefix_selects_the_same_provider() -> None:
-    llm = make_llm(settings(provider="openai", api_key="sk", capture_model="openai/gpt-4.1-nano"))
+    llm = provider_of(settings(provider="openai", api_key="sk", capture_model="openai/gpt-4.1-nano"))
     assert isinstance(llm, OpenAILLM) and llm.model == "gpt-4.1-nano"
 
 
@@ -120,7 +128,7 @@ def test_capture_model_prefix_selects_another_provider_with_its_own_defaults() -
         model="llama3.2",
         capture_model="anthropic/claude-sonnet-4-5",
     )
-    llm = make_llm(chosen, env=KEYS)
+    llm = provider_of(chosen, env=KEYS)
     assert isinstance(llm, AnthropicLLM)
     assert llm.model == "claude-sonnet-4-5"
     assert llm.base_url == "https://api.anthropic.com"
@@ -132,21 +140,21 @@ def test_capture_model_prefix_selects_another_provider_with_its_own_defaults() -
 
 def test_capture_model_is_only_for_capture() -> None:
     chosen = settings(provider="openai", api_key="sk", model="gpt-4.1", capture_model="gpt-nano")
-    capture = make_llm(chosen)
-    compact = make_llm(chosen, purpose="compact")
+    capture = provider_of(chosen)
+    compact = provider_of(chosen, purpose="compact")
     assert isinstance(capture, OpenAILLM) and capture.model == "gpt-nano"
     assert isinstance(compact, OpenAILLM) and compact.model == "gpt-4.1"
 
 
 def test_openai_defaults() -> None:
-    llm = make_llm(settings(provider="openai", api_key="sk"))
+    llm = provider_of(settings(provider="openai", api_key="sk"))
     assert isinstance(llm, OpenAILLM)
     assert llm.name == "openai/gpt-4o-mini"
     assert llm.url == "https://api.openai.com/v1/chat/completions"
 
 
 def test_openai_key_from_the_environment_only_for_openai() -> None:
-    llm = make_llm(settings(provider="openai"), env=KEYS)
+    llm = provider_of(settings(provider="openai"), env=KEYS)
     assert isinstance(llm, OpenAILLM) and llm.url == "https://api.openai.com/v1/chat/completions"
     choice = resolve_llm(settings(provider="openai"), host_available=False, env=KEYS)
     assert choice is not None and choice.api_key == "sk-env-openai"
@@ -160,12 +168,12 @@ def test_another_openai_compatible_server_needs_a_model() -> None:
         make_llm(settings(provider="openai", base_url="http://127.0.0.1:11434/v1"), env=NO_ENV)
     assert "needs a model" in info.value.message
     assert info.value.hint is not None and "llm.model" in info.value.hint
-    llm = make_llm(settings(provider="openai", base_url="http://127.0.0.1:11434/v1", model="qwen3"))
+    llm = provider_of(settings(provider="openai", base_url="http://127.0.0.1:11434/v1", model="qwen3"))
     assert isinstance(llm, OpenAILLM) and llm.name == "openai/qwen3"
 
 
 def test_anthropic_defaults_and_key() -> None:
-    llm = make_llm(settings(provider="anthropic", api_key="sk-ant"), env=NO_ENV)
+    llm = provider_of(settings(provider="anthropic", api_key="sk-ant"), env=NO_ENV)
     assert isinstance(llm, AnthropicLLM) and llm.name == "anthropic/claude-haiku-4-5"
     with pytest.raises(ConfigError) as info:
         make_llm(settings(provider="anthropic"), env=NO_ENV)
@@ -178,7 +186,7 @@ def test_anthropic_defaults_and_key() -> None:
 
 
 def test_command_provider() -> None:
-    llm = make_llm(settings(provider="command", command="claude -p --model haiku"))
+    llm = provider_of(settings(provider="command", command="claude -p --model haiku"))
     assert isinstance(llm, CommandLLM) and llm.name == "command/claude"
     with pytest.raises(ConfigError, match=r"llm\.command"):
         make_llm(settings(provider="command"))
@@ -186,21 +194,21 @@ def test_command_provider() -> None:
 
 def test_command_selected_by_the_capture_model() -> None:
     chosen = settings(provider="anthropic", command="claude -p", capture_model="command/haiku")
-    llm = make_llm(chosen, env=NO_ENV)
+    llm = provider_of(chosen, env=NO_ENV)
     assert isinstance(llm, CommandLLM) and llm.name == "command/haiku"
     assert llm.argv == ["claude", "-p"]
 
 
 def test_host_selected_by_the_capture_model() -> None:
     chosen = settings(provider="openai", api_key="sk", capture_model="host/anthropic/claude-x")
-    llm = make_llm(chosen, host_call=host_call)
+    llm = provider_of(chosen, host_call=host_call)
     assert isinstance(llm, HostLLM) and llm.model == "anthropic/claude-x"
     with pytest.raises(ConfigError, match="host"):
         make_llm(chosen)
 
 
 def test_explicit_provider_wins_over_the_host() -> None:
-    llm = make_llm(settings(provider="openai", api_key="sk"), host_call=host_call)
+    llm = provider_of(settings(provider="openai", api_key="sk"), host_call=host_call)
     assert isinstance(llm, OpenAILLM)
 
 
@@ -226,7 +234,8 @@ def test_bad_provider_and_purpose() -> None:
         (
             {},
             False,
-            "none (capture writes a verbatim digest; auto uses a model only inside a host such as pi)",
+            "none (capture writes a verbatim digest; auto uses a model only inside a host: "
+            "pi's own, or `claude -p --model haiku` inside Claude Code)",
         ),
         ({"provider": "none"}, True, "none (capture writes a verbatim digest)"),
         (
@@ -299,12 +308,12 @@ def test_unknown_provider_lists_the_registered_ones() -> None:
 
 def test_make_llm_builds_each_registered_provider() -> None:
     built = {
-        "host": make_llm(settings(provider="host"), host_call=host_call),
-        "command": make_llm(settings(provider="command", command="cat")),
-        "openai": make_llm(
+        "host": provider_of(settings(provider="host"), host_call=host_call),
+        "command": provider_of(settings(provider="command", command="cat")),
+        "openai": provider_of(
             settings(provider="openai", base_url="http://127.0.0.1:1/v1", model="m")
         ),
-        "anthropic": make_llm(settings(provider="anthropic", api_key="sk-x")),
+        "anthropic": provider_of(settings(provider="anthropic", api_key="sk-x")),
     }
     kinds = {"host": HostLLM, "command": CommandLLM, "openai": OpenAILLM, "anthropic": AnthropicLLM}
     assert set(built) == set(REGISTRY.names)
