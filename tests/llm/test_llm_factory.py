@@ -116,7 +116,9 @@ def test_openai_compatible_server_with_a_slashed_model_id() -> None:
 
 
 def test_capture_model_prefix_selects_the_same_provider() -> None:
-    llm = provider_of(settings(provider="openai", api_key="sk", capture_model="openai/gpt-4.1-nano"))
+    llm = provider_of(
+        settings(provider="openai", api_key="sk", capture_model="openai/gpt-4.1-nano")
+    )
     assert isinstance(llm, OpenAILLM) and llm.model == "gpt-4.1-nano"
 
 
@@ -168,7 +170,9 @@ def test_another_openai_compatible_server_needs_a_model() -> None:
         make_llm(settings(provider="openai", base_url="http://127.0.0.1:11434/v1"), env=NO_ENV)
     assert "needs a model" in info.value.message
     assert info.value.hint is not None and "llm.model" in info.value.hint
-    llm = provider_of(settings(provider="openai", base_url="http://127.0.0.1:11434/v1", model="qwen3"))
+    llm = provider_of(
+        settings(provider="openai", base_url="http://127.0.0.1:11434/v1", model="qwen3")
+    )
     assert isinstance(llm, OpenAILLM) and llm.name == "openai/qwen3"
 
 
