@@ -22,8 +22,9 @@ from memlane.core.errors import LlmError
 from memlane.core.paths import memlane_home
 from memlane.core.settings import LlmSettings
 from memlane.llm.budget import USAGE_FILE, BudgetedLLM
-from memlane.llm.claude_code import CHILD_FLAGS, NOT_FOUND_HINT, WORKDIR, ClaudeCodeLLM
+from memlane.llm.claude_code import CHILD_FLAGS, WORKDIR, ClaudeCodeLLM
 from memlane.llm.command import CommandLLM
+from memlane.llm.defaults import CLAUDE_NOT_FOUND_HINT as NOT_FOUND_HINT
 from memlane.llm.factory import describe_llm, make_llm, resolve_llm
 
 CLAUDE_CODE = "claude-code"

@@ -1,6 +1,7 @@
 """memlane's default LLM for Claude Code users: the user's own ``claude``
 binary run as ``claude -p --model haiku`` (llm/factory.py chooses it when
-``llm.provider`` is ``auto`` inside Claude Code and ``claude`` is on PATH).
+``llm.provider`` is ``auto`` inside Claude Code and ``claude`` is on PATH;
+finding it and the command line are in llm/defaults.py).
 
 It talks to Anthropic with the credentials the user's Claude Code already
 uses (a subscription login included, which is why ``--bare``, whose auth is
@@ -28,12 +29,9 @@ never the user's project, so nothing of the project is read or recorded.
 from __future__ import annotations
 
 import json
-import shlex
-import shutil
 import tempfile
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memlane.core.errors import LlmError
 from memlane.core.paths import memlane_home
@@ -41,11 +39,11 @@ from memlane.llm._http import token_count
 from memlane.llm._text import one_line
 from memlane.llm.base import DEFAULT_MAX_TOKENS, Usage
 from memlane.llm.command import CommandLLM, exit_reason
+from memlane.llm.defaults import CLAUDE_CODE_MODEL as DEFAULT_MODEL
 
-#: The host name Claude Code's adapter opens sessions with.
-HOST = "claude-code"
-PROGRAM = "claude"
-DEFAULT_MODEL = "haiku"
+if TYPE_CHECKING:
+    from memlane.llm.factory import HostCall, LlmChoice
+
 #: What keeps the child from being a Claude Code session of its own (see above).
 CHILD_FLAGS = (
     "--output-format",
@@ -57,23 +55,6 @@ CHILD_FLAGS = (
     "",
 )
 WORKDIR = "claude-code-llm"
-
-NOT_FOUND_HINT = (
-    "`claude` is not on PATH, so entries are verbatim digests; to distil them, put Claude "
-    'Code\'s `claude` on PATH, or set llm.provider = "command" with llm.command = '
-    '"claude -p --model haiku" (its full path), or llm.provider = "anthropic" with '
-    'llm.api_key = "env:ANTHROPIC_API_KEY"'
-)
-
-
-def find_claude(env: Mapping[str, str]) -> str | None:
-    """The ``claude`` program on *env*'s PATH, absolute; None when there is none."""
-    return shutil.which(PROGRAM, path=env.get("PATH"))
-
-
-def default_command(program: str, model: str = DEFAULT_MODEL) -> str:
-    """The command line shown by status (the flags above are added when it runs)."""
-    return shlex.join([program, "-p", "--model", model])
 
 
 class ClaudeCodeLLM(CommandLLM):
@@ -156,3 +137,9 @@ def _workdir() -> Path:
     except OSError:
         return Path(tempfile.gettempdir())
     return path
+
+
+def from_choice(choice: LlmChoice, host_call: HostCall | None = None) -> ClaudeCodeLLM:
+    """The Claude Code default of the LLM factory (llm/factory.py)."""
+    assert choice.command is not None
+    return ClaudeCodeLLM(choice.command, model=choice.model, timeout_s=choice.timeout_s)

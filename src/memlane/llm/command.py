@@ -160,11 +160,6 @@ def exit_reason(program: str, returncode: int, stderr: bytes) -> str:
 
 
 def from_choice(choice: LlmChoice, host_call: HostCall | None = None) -> CommandLLM:
-    """Provider ``command`` of the LLM registry (llm/factory.py); memlane's own
-    ``claude -p`` when the choice is the Claude Code default."""
+    """Provider ``command`` of the LLM registry (llm/factory.py)."""
     assert choice.command is not None
-    if choice.claude_code:
-        from memlane.llm.claude_code import ClaudeCodeLLM
-
-        return ClaudeCodeLLM(choice.command, model=choice.model, timeout_s=choice.timeout_s)
     return CommandLLM(choice.command, model=choice.model, timeout_s=choice.timeout_s)

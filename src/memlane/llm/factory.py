@@ -74,13 +74,16 @@ REGISTRY = ProviderRegistry(
     ),
     ConfigError,
 )
+#: The Claude Code default (rule 2): provider command, memlane's own ``claude -p``.
+CLAUDE_CODE = ProviderRegistry(
+    "llm.provider",
+    (Provider("command", "memlane.llm.claude_code", "from_choice", _REINSTALL),),
+    ConfigError,
+)
 #: Providers a ``capture.model`` prefix can select.
 SELECTABLE = REGISTRY.names
 #: What an LLM is asked to do; only capture has its own model setting so far.
 PURPOSES = ("capture", "compact", "dream", "surfacing")
-
-#: The host whose ``auto`` is the user's own ``claude -p`` (llm/claude_code.py's HOST).
-CLAUDE_CODE_HOST = "claude-code"
 
 HOST_ONLY_HINT = (
     "provider host only works inside a host that answers llm.complete, such as pi; "
@@ -139,7 +142,7 @@ def resolve_llm(
         return None
     wanted = (settings.capture_model or "").strip() if purpose == "capture" else ""
     if configured == "auto" and not host_available:
-        if host == CLAUDE_CODE_HOST:
+        if host == D.CLAUDE_CODE_HOST:
             return _claude_code_default(settings, wanted, os.environ if env is None else env)
         return None
 
@@ -173,12 +176,10 @@ def resolve_llm(
 def _claude_code_default(
     settings: LlmSettings, wanted: str, env: Mapping[str, str]
 ) -> LlmChoice | None:
-    from memlane.llm import claude_code
-
-    program = claude_code.find_claude(env)
+    program = D.find_claude(env)
     if program is None:
         return None
-    model = claude_code.DEFAULT_MODEL
+    model = D.CLAUDE_CODE_MODEL
     for candidate in (wanted, settings.model or ""):
         candidate = candidate.strip().removeprefix("anthropic/")
         if candidate and "/" not in candidate:  # pi's <provider>/<id> models are not Claude's
@@ -187,7 +188,7 @@ def _claude_code_default(
     return LlmChoice(
         "command",
         model,
-        command=claude_code.default_command(program, model),
+        command=D.claude_command(program, model),
         timeout_s=settings.timeout_s,
         claude_code=True,
     )
@@ -290,7 +291,8 @@ def make_llm(
     )
     if choice is None:
         return None
-    build = cast(Callable[[LlmChoice, HostCall | None], "LLM"], REGISTRY.load(choice.provider))
+    registry = CLAUDE_CODE if choice.claude_code else REGISTRY
+    build = cast(Callable[[LlmChoice, HostCall | None], "LLM"], registry.load(choice.provider))
     limits = Limits(calls=settings.daily_calls, tokens=settings.daily_tokens)
     return BudgetedLLM(build(choice, host_call), limits, Ledger(clock=clock or SYSTEM_CLOCK))
 
@@ -313,10 +315,8 @@ def describe_llm(
     except ConfigError as exc:
         return f"{settings.provider} (not usable: {exc.message})"
     if choice is None:
-        if settings.provider == "auto" and host == CLAUDE_CODE_HOST:
-            from memlane.llm.claude_code import NOT_FOUND_HINT
-
-            return f"none ({NOT_FOUND_HINT})"
+        if settings.provider == "auto" and host == D.CLAUDE_CODE_HOST:
+            return f"none ({D.CLAUDE_NOT_FOUND_HINT})"
         if settings.provider == "auto":
             return (
                 "none (capture writes a verbatim digest; auto uses a model only inside a host: "

@@ -29,7 +29,8 @@ def capture_llm(
     ``host`` is the session's host name: inside Claude Code, ``auto`` runs the
     user's ``claude -p``; without ``claude`` on PATH a notice says how to
     configure a model instead."""
-    from memlane.llm.factory import CLAUDE_CODE_HOST, make_llm
+    from memlane.llm.defaults import CLAUDE_CODE_HOST, CLAUDE_NOT_FOUND_HINT
+    from memlane.llm.factory import make_llm
 
     try:
         llm = make_llm(memory.config.llm, host_call=host_call, host=host, clock=memory.clock)
@@ -37,9 +38,7 @@ def capture_llm(
         notices.append(f"capture LLM unusable ({exc}); entries are verbatim digests")
         return None
     if llm is None and host == CLAUDE_CODE_HOST and memory.config.llm.provider == "auto":
-        from memlane.llm.claude_code import NOT_FOUND_HINT
-
-        notices.append(f"no LLM for distillation: {NOT_FOUND_HINT}")
+        notices.append(f"no LLM for distillation: {CLAUDE_NOT_FOUND_HINT}")
     return llm
 
 
