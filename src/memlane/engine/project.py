@@ -449,7 +449,7 @@ class Memory:
         if llm is None:
             from memlane.llm.factory import make_llm
 
-            llm = make_llm(self.config.llm, purpose="compact")
+            llm = make_llm(self.config.llm, purpose="compact", clock=self.clock)
         return compact(self, llm, source=source)
 
     def chunks_of(self, path: Path) -> list[Chunk]:

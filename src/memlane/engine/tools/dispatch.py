@@ -239,7 +239,7 @@ class Tools:
         if llm is None:
             from memlane.llm.factory import make_llm
 
-            llm = make_llm(self.memory.config.llm, purpose="compact")
+            llm = make_llm(self.memory.config.llm, purpose="compact", clock=self.memory.clock)
         summary = compact(self.memory, llm, source=args.get("source"))
         return ToolResult(summary, {"summary": summary})
 
