@@ -169,8 +169,10 @@ def _llm_budget(memory: ProjectMemory) -> dict[str, Any] | None:
 
     try:
         settings = memory.config.llm
-    except MemlaneError:  # e.g. a negative budget: the llm line reports the config
+    except MemlaneError:  # the llm line reports what is wrong with the config
         return None
+    if settings.daily_calls < 0 or settings.daily_tokens < 0:
+        return None  # not usable: the llm line says so
     limits = Limits(calls=settings.daily_calls, tokens=settings.daily_tokens)
     return budget_report(limits, Ledger(clock=memory.clock))
 

@@ -140,6 +140,15 @@ def resolve_llm(
         )
     if configured == "none":
         return None
+    for key, value in (
+        ("daily_calls", settings.daily_calls),
+        ("daily_tokens", settings.daily_tokens),
+    ):
+        if value < 0:
+            raise ConfigError(
+                f"llm.{key} must be 0 (unlimited) or a positive number, got {value}",
+                f"`memlane config set llm.{key} 0` turns the limit off",
+            )
     wanted = (settings.capture_model or "").strip() if purpose == "capture" else ""
     if configured == "auto" and not host_available:
         if host == D.CLAUDE_CODE_HOST:

@@ -105,18 +105,9 @@ class Config:
             command=_opt_str(self.get("llm.command")),
             timeout_s=float(self.get("llm.timeout_s") or S.DISTILL_TIMEOUT_MS / 1000),
             capture_model=_opt_str(self.get("capture.model")),
-            daily_calls=self._budget("llm.daily_calls"),
-            daily_tokens=self._budget("llm.daily_tokens"),
+            daily_calls=int(self.get("llm.daily_calls") or 0),
+            daily_tokens=int(self.get("llm.daily_tokens") or 0),
         )
-
-    def _budget(self, name: str) -> int:
-        value = int(self.get(name) or 0)
-        if value < 0:
-            raise ConfigError(
-                f"{name} must be 0 (unlimited) or a positive number, got {value}",
-                f"`memlane config set {name} 0` turns the limit off",
-            )
-        return value
 
     @property
     def session(self) -> SessionSettings:
