@@ -106,3 +106,37 @@ def test_inside_claude_code_without_claude_a_notice_says_how_to_configure(
     session.agent_settled(_exchange(1))
     assert session.shutdown().flushed
     assert "[no distillation: no LLM configured]" in _daily(mem)
+
+
+def test_the_budget_notice_comes_again_on_a_new_day_only(
+    project: Path, clock: FixedClock, fake_openai: FakeOpenAI
+) -> None:
+    mem = open_memory(
+        project,
+        clock=clock,
+        MEMLANE_LLM_PROVIDER="openai",
+        MEMLANE_LLM_BASE_URL=fake_openai.base_url,
+        MEMLANE_LLM_MODEL="tiny-local",
+        MEMLANE_LLM_DAILY_CALLS="1",
+        MEMLANE_TOPICS_ENABLED="off",
+    )
+    session = Session.open(mem, host="test", session_id="s-days")
+
+    def settle(number: int) -> None:
+        session.agent_settled(_exchange(number))
+        wait_for(lambda: session.capture.written == number + 1, what=f"entry {number}")
+
+    def said() -> int:
+        return sum("daily LLM budget reached" in notice for notice in session.notices)
+
+    for number in range(3):  # one distilled, two refused: said once
+        settle(number)
+    assert said() == 1
+    clock.advance(days=1)
+    settle(3)  # a new day, a new budget: distilled
+    assert said() == 1
+    settle(4)  # refused again: said again, once for this day
+    settle(5)
+    assert said() == 2
+    assert session.shutdown().flushed
+    assert len(fake_openai.requests) == 2
