@@ -155,7 +155,7 @@ def test_the_child_runs_without_hooks_mcp_or_transcript_outside_the_project(
     for flag in ("--safe-mode", "--strict-mcp-config", "--no-session-persistence"):
         assert flag in call["argv"]
     assert call["argv"][call["argv"].index("--tools") + 1] == ""
-    assert call["argv"][-2:] == ["--system-prompt", "Distil the exchange."]
+    assert call["argv"][-1] == "--system-prompt=Distil the exchange."
     assert list(CHILD_FLAGS) == call["argv"][3 : 3 + len(CHILD_FLAGS)]
     assert call["stdin"] == "user: move the cache\nassistant: done"
     assert call["no_hooks"] == "1"

@@ -91,7 +91,8 @@ class ClaudeCodeLLM(CommandLLM):
         budget = self.timeout_s if timeout_s is None else timeout_s
         argv = [*self.argv, *CHILD_FLAGS]
         if system:
-            argv += ["--system-prompt", system]
+            # One argument: a text starting with "-" must not read as an option.
+            argv.append(f"--system-prompt={system}")
         returncode, out, err = self.spawn(argv, prompt, budget, cwd=_workdir())
         result = _result_of(out)
         if result is None:
