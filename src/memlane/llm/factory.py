@@ -189,8 +189,8 @@ def _claude_code_default(
     if program is None:
         return None
     model = D.CLAUDE_CODE_MODEL
-    for candidate in (wanted, settings.model or ""):
-        candidate = candidate.strip().removeprefix("anthropic/")
+    for setting in (wanted, settings.model or ""):
+        candidate = setting.strip().removeprefix("anthropic/")
         if candidate and "/" not in candidate:  # pi's <provider>/<id> models are not Claude's
             model = candidate
             break
