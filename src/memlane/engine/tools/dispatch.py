@@ -97,7 +97,7 @@ class Tools:
             self.session.note_write()
         headline = f"Saved to {entry.path} at {entry.time}"
         text = f"{headline}:\n{entry.text.rstrip()}"
-        return ToolResult(text, {**entry.to_json(), "headline": headline})
+        return ToolResult(text, {"headline": headline, **entry.to_json()})
 
     def _search(self, args: dict[str, Any]) -> ToolResult:
         from memlane.core.render import TOOL_EXPAND_HINT
@@ -231,7 +231,7 @@ class Tools:
             "This is the only remaining copy:"
         )
         text = headline + "\n\n" + removed.markdown.rstrip()
-        return ToolResult(text, {**removed.to_json(), "headline": headline})
+        return ToolResult(text, {"headline": headline, **removed.to_json()})
 
     def _compact(self, args: dict[str, Any]) -> ToolResult:
         from memlane.engine.journal.maintenance import compact
@@ -278,7 +278,9 @@ def search_result(
 
     facts = details if details is not None else result.to_json()
     hints = search_hints(result, hint)
-    return ToolResult(render_search(result, base, hint), {"query": result.query, **facts, **hints})
+    # The headline first and what to do next last, as the text reads.
+    details = {"query": result.query, "headline": hints.pop("headline"), **facts, **hints}
+    return ToolResult(render_search(result, base, hint), details)
 
 
 def section_result(section: Section, text: str, project: str | None) -> ToolResult:
@@ -297,7 +299,7 @@ def section_result(section: Section, text: str, project: str | None) -> ToolResu
 
 def with_headline(text: str, details: dict[str, Any]) -> ToolResult:
     """*details* with the text's first line as ``headline``."""
-    return ToolResult(text, {**details, "headline": text.split("\n", 1)[0]})
+    return ToolResult(text, {"headline": text.split("\n", 1)[0], **details})
 
 
 def _redact_error(exc: MemlaneError) -> None:
