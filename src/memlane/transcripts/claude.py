@@ -16,8 +16,13 @@ publishes no schema):
   then a user line with ``isCompactSummary: true`` holding the summary; the
   pre-compaction turns stay in the file, reached through logicalParentUuid;
 - ``isSidechain: true`` lines are a subagent's conversation, not the main one;
+- ``attachment`` lines (2.1.x) sit in the uuid chain between a prompt and
+  its reply: context the harness added (environment, date, hook output);
 - metadata lines without a uuid: ``summary`` (``leafUuid``),
-  ``file-history-snapshot``, ``queue-operation``, titles and the like.
+  ``file-history-snapshot``, ``queue-operation``, titles, and from 2.1.x
+  ``api-request*`` (the requests as sent), ``tools-used``, ``cost-state``,
+  latches and modes (``METADATA_TYPES`` lists them). They are skipped
+  silently; a type outside these lists is counted as unknown.
 """
 
 from __future__ import annotations
@@ -39,21 +44,71 @@ from memlane.transcripts.tree import (
 )
 
 CONVERSATION_TYPES = frozenset({"user", "assistant", "system"})
-# Types that may carry a uuid and sit in the chain without being conversation.
+# Types that may carry a uuid and sit in the chain without being conversation:
+# an attachment is context the harness added to the turn (environment, date,
+# hook output, file snapshots...), a progress line a tool's progress.
 CHAIN_TYPES = frozenset({"attachment", "progress"})
+# Lines without a uuid that describe the session, not its conversation. The
+# list is the one Claude Code 2.1.x itself knows when it reads a transcript
+# back (its resume code names each type and what to do with it).
 METADATA_TYPES = frozenset(
     {
+        # titles, tags, links
         "summary",
-        "file-history-snapshot",
-        "queue-operation",
         "custom-title",
         "ai-title",
-        "last-prompt",
-        "agent-name",
         "tag",
+        "agent-name",
+        "agent-color",
+        "agent-setting",
         "pr-link",
+        "frame-link",
+        "continued-in",
+        "derived-from",
+        "ended-by-model",
+        "relocated",
+        "last-prompt",
+        # the prompt queue, the API requests as sent, and what they cost
+        "queue-operation",
+        "api-request",
+        "api-request-resumed",
+        "api-request-shape",
+        "api-request-blob",
+        "cost-state",
+        "tools-used",
+        "content-replacement",
+        "fork-context-ref",
+        "observer-ref",
+        "resume-head-vouch",
+        "history-suppression",
+        # file history and attribution
+        "file-history-snapshot",
+        "file-history-delta",
+        "attribution-snapshot",
+        # modes, latches and ownership of the session
+        "mode",
+        "permission-mode",
+        "memory-mode",
+        "repl-mode",
+        "isolation-latch",
+        "atis-latch",
+        "session-owner",
+        "dev-mods",
+        "worktree-state",
+        "bridge-session",
+        "hybrid-organization",
+        "host-row",
+        "data-flow-records",
+        "data-flow-incomplete",
+        "artifact-comment-monitor",
+        "artifact-autoreact-ledger",
     }
 )
+
+
+def is_known_type(kind: object) -> bool:
+    """Whether *kind* is a line type Claude Code writes (conversation or not)."""
+    return kind in CONVERSATION_TYPES or kind in CHAIN_TYPES or kind in METADATA_TYPES
 
 
 # Known lines that are never conversation.
