@@ -167,6 +167,8 @@ def test_a_session_hit_shows_its_turn_not_a_line_range(
     found = Tools(mem).call("memory_search", {"query": "row locks postgres", "kind": "session"})
     hit = found.details["hits"][0]
     assert hit["source"] == str(path) and f"turn:{answer}" in hit["heading"]
+    assert (hit["turn"], hit["session"]) == (answer, "cc-lines")
+    assert "start_line" not in hit  # a message has no line range
     line = next(ln for ln in found.text.splitlines() if hit["chunk_hash"] in ln)
     assert f"turn:{answer}" in line and ":0-0" not in found.text
     assert line.split()[2] == str(path)  # the transcript itself, no line range after it

@@ -46,6 +46,8 @@ _HIT = {
         "end_line": _INTEGER,
         "content": _STRING,
         "project": _STRING,
+        "session": {**_NULLABLE_STRING, "description": "A past message's session."},
+        "turn": {**_STRING, "description": "A past message's turn: memory_transcript's turn."},
     },
     "required": ["score", "chunk_hash", "source", "content"],
 }
