@@ -210,6 +210,12 @@ def test_every_error_is_a_result_that_validates_with_its_hint(
             "hint": "add takes content, topic and title (and optionally type)",
         }
 
+        both = await client.call("memory_forget", error=True, chunk_hash="abcd1234", time="10:00")
+        assert both.structured_content == {
+            "error": "memory_forget takes a chunk_hash or a date and time, not both",
+            "hint": "pass the chunk_hash alone, or date and time without it",
+        }
+
     _serve(project, tmp_path, body)
 
 

@@ -222,7 +222,10 @@ class Tools:
                 "find the entry with memory_search; its chunk hash addresses it",
             )
         if chunk_hash and (date or time):
-            raise MemlaneError("memory_forget takes a chunk_hash or a date and time, not both")
+            raise MemlaneError(
+                "memory_forget takes a chunk_hash or a date and time, not both",
+                "pass the chunk_hash alone, or date and time without it",
+            )
         removed = forget(self.memory, chunk_hash=chunk_hash, date=date, time=time)
         if self.session is not None:
             self.session.refresh_snapshot()
