@@ -242,6 +242,22 @@ class ClaudeSession:
             entrypoint="sdk-cli",
         )
 
+    def queued(self, prompt: str, **attachment: Any) -> str:
+        """A prompt typed while the agent worked: 2.1.x folds it into the turn as
+        a queued_command attachment (no user line), then drops it from the queue."""
+        uuid = self.line(
+            "attachment",
+            attachment={
+                "type": "queued_command",
+                "prompt": prompt,
+                "commandMode": "prompt",
+                "origin": {"kind": "human"},
+                **attachment,
+            },
+        )
+        self.record("queue-operation", operation="remove", reason="absorbed_mid_turn")
+        return uuid
+
     def record(self, kind: str, **fields: Any) -> None:
         """A line about the session, not in the chain (no uuid)."""
         self.lines.append(json.dumps({"type": kind, "sessionId": self.session_id, **fields}))

@@ -86,6 +86,43 @@ def test_the_sessions_layer_takes_them_as_silent_not_unknown() -> None:
     ]
 
 
+def _busy_session() -> tuple[ClaudeSession, str]:
+    """A turn during which the person typed twice more: once a prompt of their
+    own, once a slash command's notification (not their words)."""
+    cc = ClaudeSession()
+    cc.user("Run the migration.")
+    cc.assistant([{"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "m"}}])
+    cc.tool_result("t1", "migrated 3 tables")
+    typed = cc.queued("Also drop the old index, please.")
+    cc.queued("<task-notification>done</task-notification>", commandMode="task-notification")
+    cc.queued("from another session", origin={"kind": "peer"})
+    cc.assistant([{"type": "text", "text": "Done, and the old index is dropped."}], msg_id="m2")
+    return cc, typed
+
+
+def test_a_prompt_typed_while_the_agent_worked_is_a_user_turn(tmp_path: Path) -> None:
+    cc, typed = _busy_session()
+    t = read_transcript(cc.write(tmp_path / "s.jsonl"))
+    assert t.notes == ()
+    users = [(turn.id, turn.text) for turn in t.turns if turn.role == "user"]
+    assert users[-1] == (typed, "Also drop the old index, please.")
+    assert "task-notification" not in t.render() and "another session" not in t.render()
+    around = read_transcript(tmp_path / "s.jsonl", typed, context=0)
+    assert [turn.text for turn in around.turns if turn.is_target] == [
+        "Also drop the old index, please."
+    ]
+
+
+def test_the_sessions_layer_indexes_a_typed_prompt_as_the_persons_words() -> None:
+    cc, typed = _busy_session()
+    reads = [claude.message(json.loads(line)) for line in cc.lines]
+    docs = [doc for read in reads for doc in documents(read, CLAUDE_CODE) or []]
+    assert [(d.entry_id, d.text) for d in docs if d.role == "user"] == [
+        (docs[0].entry_id, "Run the migration."),
+        (typed, "Also drop the old index, please."),
+    ]
+
+
 # -- any mix of them, anywhere ------------------------------------------------------------
 
 KNOWN_RECORDS = sorted(claude.METADATA_TYPES)

@@ -17,7 +17,9 @@ publishes no schema):
   pre-compaction turns stay in the file, reached through logicalParentUuid;
 - ``isSidechain: true`` lines are a subagent's conversation, not the main one;
 - ``attachment`` lines (2.1.x) sit in the uuid chain between a prompt and
-  its reply: context the harness added (environment, date, hook output);
+  its reply: context the harness added (environment, date, hook output),
+  and a prompt typed while the agent worked (``queued_command``: a user
+  turn, with no user line of its own);
 - metadata lines without a uuid: ``summary`` (``leafUuid``),
   ``file-history-snapshot``, ``queue-operation``, titles, and from 2.1.x
   ``api-request*`` (the requests as sent), ``tools-used``, ``cost-state``,
@@ -111,6 +113,29 @@ def is_known_type(kind: object) -> bool:
     return kind in CONVERSATION_TYPES or kind in CHAIN_TYPES or kind in METADATA_TYPES
 
 
+def queued_prompt(obj: dict[str, Any]) -> str | None:
+    """The words of a prompt the person typed while the agent worked, or None.
+
+    2.1.x folds such a prompt into the running turn as a ``queued_command``
+    attachment and writes no user line for it. Only the person's own prompt
+    counts: not a slash command's or a task's notification (``commandMode``),
+    another session's message (``origin.kind``), nor harness chatter
+    (``isMeta``).
+    """
+    if obj.get("type") != "attachment":
+        return None
+    attachment = obj.get("attachment")
+    if not isinstance(attachment, dict) or attachment.get("type") != "queued_command":
+        return None
+    if attachment.get("isMeta") or attachment.get("commandMode", "prompt") != "prompt":
+        return None
+    origin = attachment.get("origin")
+    if isinstance(origin, dict) and origin.get("kind", "human") != "human":
+        return None
+    text = text_of_blocks(attachment.get("prompt"))
+    return text if text.strip() else None
+
+
 # Known lines that are never conversation.
 _SILENT_TYPES = METADATA_TYPES | CHAIN_TYPES | {"system"}
 
@@ -154,6 +179,8 @@ class ClaudeIndexer:
                 group = message["id"]
         elif kind_name == "system":
             kind = K_MARKER if obj.get("subtype") == "compact_boundary" else K_SILENT
+        elif kind_name == "attachment" and queued_prompt(obj) is not None:
+            kind = K_USER
         else:
             if kind_name not in CHAIN_TYPES:
                 index.unknown_types[str(kind_name)] += 1
@@ -178,9 +205,15 @@ def message(obj: dict[str, Any]) -> m.Message | m.Skip:
     lines (harness chatter) are silent.
     """
     kind = obj.get("type")
+    uuid = obj.get("uuid")
+    if kind == "attachment":
+        prompt = queued_prompt(obj)
+        if prompt is None or not isinstance(uuid, str) or not uuid:
+            return m.Skip.SILENT
+        stamps: tuple[object, ...] = (obj.get("timestamp"),)
+        return m.Message(uuid, m.USER, prompt, stamps, sidechain=bool(obj.get("isSidechain")))
     if kind not in ("user", "assistant"):
         return m.Skip.SILENT if kind in _SILENT_TYPES else m.Skip.UNKNOWN
-    uuid = obj.get("uuid")
     if not isinstance(uuid, str) or not uuid:
         return m.Skip.UNKNOWN
     raw = obj.get("message")
@@ -230,6 +263,8 @@ def draft(obj: dict[str, Any]) -> Draft:
         if obj.get("isMeta"):
             return Draft(model.EVENT, f"meta: {text_of_blocks(content)}", [], stamp, True)
         return Draft(model.USER, text_of_blocks(content), timestamp=stamp)
+    if kind_name == "attachment" and (prompt := queued_prompt(obj)) is not None:
+        return Draft(model.USER, prompt, timestamp=stamp)
     if kind_name == "assistant":
         calls = [
             (str(block.get("name") or "?"), _args(block.get("input")))
