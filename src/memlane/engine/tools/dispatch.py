@@ -2,7 +2,9 @@
 
 pi's sidecar, the MCP server and the CLI all call ``Tools.call(name,
 arguments)`` and get a ``ToolResult``: ``text`` is what the agent reads (the
-same rendering everywhere), ``details`` the structured form. The tools'
+same rendering everywhere), ``details`` the structured form: the same
+facts, and the text's sentences as fields (``headline``, ``next``), shaped
+as tools/outputs.py declares. The tools'
 specs are in tools/spec.py, which ones exist in tools/catalog.py; a call is
 checked against its spec first, so a bad call gets the same clear error on
 every surface.
@@ -282,14 +284,17 @@ def search_result(
     facts = details if details is not None else result.to_json()
     hints = search_hints(result, hint)
     # The headline first and what to do next last, as the text reads.
-    details = {"query": result.query, "headline": hints.pop("headline"), **facts, **hints}
-    return ToolResult(render_search(result, base, hint), details)
+    fields = {"query": result.query, "headline": hints.pop("headline"), **facts, **hints}
+    return ToolResult(render_search(result, base, hint), fields)
 
 
 def section_result(section: Section, text: str, project: str | None) -> ToolResult:
+    """L2's section, with the call that reads its conversation when it has one."""
+    from memlane.engine.project import NO_TRANSCRIPT
+
     details = section.to_json()
     anchor = section.anchor
-    if anchor is not None and anchor.transcript not in ("", "none"):
+    if anchor is not None and anchor.transcript.strip() not in ("", NO_TRANSCRIPT):
         more = f", project={project!r}" if project else ""
         step = (
             "Read the original conversation: memory_transcript("
