@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from _fixtures import ClaudeSession, PiSession, Project, chat
+from jsonschema import Draft202012Validator
 
 from helpers import Cli, FixedClock, open_memory, wait_for
 from memlane.core.errors import MemlaneError
@@ -15,6 +16,7 @@ from memlane.engine.live.session import Session
 from memlane.engine.sessions.layer import SessionsLayer
 from memlane.engine.sessions.primer import primer, refers_to_the_past, render_recall
 from memlane.engine.tools.dispatch import Tools
+from memlane.engine.tools.outputs import output_schema
 
 
 def _past_session(agent_project: Project) -> Path:
@@ -172,3 +174,7 @@ def test_a_session_hit_shows_its_turn_not_a_line_range(
     line = next(ln for ln in found.text.splitlines() if hit["chunk_hash"] in ln)
     assert f"turn:{answer}" in line and ":0-0" not in found.text
     assert line.split()[2] == str(path)  # the transcript itself, no line range after it
+    assert Draft202012Validator(output_schema("memory_search")).is_valid(found.details)
+    assert "memory_transcript(transcript_path=source, turn)" in found.details["next"]
+    similar = Tools(mem).call("memory_similar", {"chunk_hash": hit["chunk_hash"]})
+    assert Draft202012Validator(output_schema("memory_similar")).is_valid(similar.details)
