@@ -188,3 +188,38 @@ def test_mixed_in_2_1_lines_change_no_turn_and_only_unknown_ones_are_said(
         else ()
     )
     assert seen.notes == expected
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+
+
+@SETTINGS
+@given(
+    attachment=st.one_of(
+        JSON,
+        st.fixed_dictionaries(
+            {"type": st.just("queued_command")},
+            optional={
+                "prompt": JSON | st.text(max_size=20),
+                "commandMode": JSON | st.sampled_from(["prompt", "task-notification"]),
+                "origin": JSON | st.fixed_dictionaries({"kind": JSON | st.just("human")}),
+                "isMeta": JSON,
+            },
+        ),
+    )
+)
+def test_any_attachment_shape_reads_without_error(attachment: object) -> None:
+    obj = {"type": "attachment", "uuid": "u1", "parentUuid": None, "attachment": attachment}
+    prompt = claude.queued_prompt(obj)
+    read = claude.message(obj)
+    if prompt is None:
+        assert read is Skip.SILENT
+    else:
+        assert prompt.strip() and not isinstance(read, Skip) and read.text == prompt
+        assert claude.draft(obj).text == prompt
