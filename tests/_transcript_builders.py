@@ -262,7 +262,29 @@ class ClaudeSession:
         """A line about the session, not in the chain (no uuid)."""
         self.lines.append(json.dumps({"type": kind, "sessionId": self.session_id, **fields}))
 
-    def turn_21(self, prompt: str, reply: str, msg_id: str = "msg_21") -> tuple[str, str]:
+    def session_start_21(self, context: str, status: str = "memory on") -> str:
+        """What a SessionStart hook leaves before the first prompt: the queued
+        prompt records, then its attachments as the root of the chain."""
+        self.record("queue-operation", operation="enqueue", timestamp=iso(self.clock))
+        self.record("queue-operation", operation="dequeue", timestamp=iso(self.clock))
+        self.leaf = None
+        hook = {
+            "hookName": "SessionStart",
+            "toolUseID": "SessionStart",
+            "hookEvent": "SessionStart",
+        }
+        self.attachment("hook_success", "SessionStart hook success", **hook)
+        self.attachment("hook_system_message", status, content=status, **hook)
+        return self.attachment(
+            "hook_additional_context",
+            f"SessionStart hook additional context: {context}",
+            content=[context],
+            **hook,
+        )
+
+    def turn_21(
+        self, prompt: str, reply: str, msg_id: str = "msg_21", *, context: str | None = None
+    ) -> tuple[str, str]:
         """One prompt and its reply the way 2.1.x writes them: the queued prompt,
         the user line, attachments chained after it, the API request records,
         the assistant line (its parent the last attachment), then the
@@ -271,6 +293,14 @@ class ClaudeSession:
         self.record("queue-operation", operation="enqueue", timestamp=stamp, content=prompt)
         self.record("queue-operation", operation="dequeue", timestamp=stamp)
         user = self.user(prompt, promptId="p-1", permissionMode="default")
+        if context is not None:  # a UserPromptSubmit hook's additionalContext
+            self.attachment(
+                "hook_additional_context",
+                f"UserPromptSubmit hook additional context: {context}",
+                content=[context],
+                hookName="UserPromptSubmit",
+                hookEvent="UserPromptSubmit",
+            )
         self.attachment("environment", "# Environment", snapshot={"platform": "linux"})
         self.attachment("date", "Today's date is 2026-08-13.", date="2026-08-13")
         self.record("atis-latch", atis="on")

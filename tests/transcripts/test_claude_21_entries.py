@@ -26,8 +26,13 @@ from memlane.transcripts.model import CLAUDE_CODE
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
+HOOK_CONTEXT = "MEMLANE-INJECTED snapshot of the project's memory"
+
+
 def _session() -> tuple[ClaudeSession, list[str]]:
+    """Two turns as 2.1.x writes them, with memlane's hooks adding context."""
     cc = ClaudeSession()
+    cc.session_start_21(HOOK_CONTEXT)
     ids: list[str] = []
     for n, (prompt, reply) in enumerate(
         [
@@ -35,7 +40,7 @@ def _session() -> tuple[ClaudeSession, list[str]]:
             ("And the cache?", "Redis with allkeys-lru."),
         ]
     ):
-        ids.extend(cc.turn_21(prompt, reply, msg_id=f"msg_{n}"))
+        ids.extend(cc.turn_21(prompt, reply, msg_id=f"msg_{n}", context=HOOK_CONTEXT))
     return cc, ids
 
 
@@ -55,7 +60,9 @@ def test_a_2_1_transcript_reads_with_no_note_and_only_its_conversation(tmp_path:
     anchored = read_transcript(path, a1, context=1)
     target = [t for t in anchored.turns if t.is_target]
     assert [t.id for t in target] == [a1] and anchored.notes == ()
-    assert "system-reminder" not in anchored.render()
+    # What the hooks added (memlane's own context) is not conversation.
+    for shown in (live, anchored):
+        assert "system-reminder" not in shown.render() and HOOK_CONTEXT not in shown.render()
 
 
 def test_a_truly_new_type_is_still_counted_and_said(tmp_path: Path) -> None:
