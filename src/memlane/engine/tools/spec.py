@@ -57,7 +57,7 @@ class ToolSpec:
     #: Never a root oneOf/anyOf/allOf: Claude Code rewrites such a schema to a
     #: bare object before the model sees it (required and all), and the
     #: Messages API refuses one; nested inside other keywords they pass.
-    rule: Mapping[str, Any] = field(default_factory=dict)
+    rule: Mapping[str, Any] = field(default_factory=dict, hash=False)
 
     def json_schema(self) -> dict[str, Any]:
         props: dict[str, Any] = {}
