@@ -258,6 +258,18 @@ class ClaudeSession:
         self.record("queue-operation", operation="remove", reason="absorbed_mid_turn")
         return uuid
 
+    def command_21(self, name: str, args: str = "", output: str | None = None) -> str:
+        """A slash command as 2.1.x writes it: the tags line (the person's words)
+        and, for a local command, its printed output as another user line."""
+        typed = self.user(
+            f"<command-name>/{name}</command-name>\n"
+            f"            <command-message>{name}</command-message>\n"
+            f"            <command-args>{args}</command-args>"
+        )
+        if output is not None:
+            self.user(f"<local-command-stdout>{output}</local-command-stdout>")
+        return typed
+
     def record(self, kind: str, **fields: Any) -> None:
         """A line about the session, not in the chain (no uuid)."""
         self.lines.append(json.dumps({"type": kind, "sessionId": self.session_id, **fields}))

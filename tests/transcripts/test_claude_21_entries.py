@@ -130,6 +130,29 @@ def test_the_sessions_layer_indexes_a_typed_prompt_as_the_persons_words() -> Non
     ]
 
 
+def test_a_slash_command_reads_as_typed_and_its_output_is_not_conversation(
+    tmp_path: Path,
+) -> None:
+    cc = ClaudeSession()
+    cc.turn_21("Which database for the ledger?", "Postgres.")
+    compact = cc.command_21("compact", output="Compacted (ctrl+o to see full summary)")
+    recall = cc.command_21("recall", args="what did we decide about the ledger")
+    t = read_transcript(cc.write(tmp_path / "s.jsonl"), limit=20)
+    users = [(turn.id, turn.text) for turn in t.turns if turn.role == "user"]
+    assert users[-2:] == [
+        (compact, "/compact"),
+        (recall, "/recall what did we decide about the ledger"),
+    ]
+    assert "command-name" not in t.render() and "Compacted" not in t.render()
+    reads = [claude.message(json.loads(line)) for line in cc.lines]
+    texts = [r.text for r in reads if not isinstance(r, Skip) and r.role == "user"]
+    assert texts == [
+        "Which database for the ledger?",
+        "/compact",
+        "/recall what did we decide about the ledger",
+    ]
+
+
 # -- any mix of them, anywhere ------------------------------------------------------------
 
 KNOWN_RECORDS = sorted(claude.METADATA_TYPES)

@@ -10,7 +10,9 @@ publishes no schema):
   image); one API reply is written as several assistant lines sharing
   ``message.id``;
 - tool results come back as user lines whose content is tool_result blocks;
-  ``isMeta`` user lines are harness chatter (caveats, hook feedback);
+  ``isMeta`` user lines are harness chatter (caveats, hook feedback); a slash
+  command is a user line of tags, read as ``/name args``, and a local
+  command's output a user line the harness wrote (claude_commands.py);
 - compaction writes ``{"type":"system","subtype":"compact_boundary",
   "parentUuid":null,"logicalParentUuid":<previous uuid>,"compactMetadata"}``
   then a user line with ``isCompactSummary: true`` holding the summary; the
@@ -34,6 +36,7 @@ from typing import Any, TypeGuard
 
 from memlane.transcripts import message as m
 from memlane.transcripts import model
+from memlane.transcripts.claude_commands import is_command_output, typed_command
 from memlane.transcripts.draft import Draft, text_of_blocks, text_with_results
 from memlane.transcripts.tree import (
     K_ASSISTANT,
@@ -195,7 +198,10 @@ def _user_kind(obj: dict[str, Any]) -> str:
         return K_SILENT
     message = obj.get("message")
     content = message.get("content") if isinstance(message, dict) else None
-    return K_TOOL if _is_tool_results(content) else K_USER
+    if _is_tool_results(content):
+        return K_TOOL
+    # A local command's printed output is the harness talking.
+    return K_SILENT if is_command_output(text_of_blocks(content)) else K_USER
 
 
 def message(obj: dict[str, Any]) -> m.Message | m.Skip:
@@ -239,7 +245,11 @@ def message(obj: dict[str, Any]) -> m.Message | m.Skip:
             if isinstance(block, dict)
         )
         return m.Message(uuid, m.TOOL, "", stamps, outputs=outputs, sidechain=sidechain)
-    return m.Message(uuid, m.USER, text_of_blocks(content), stamps, sidechain=sidechain)
+    text = text_of_blocks(content)
+    if is_command_output(text):
+        return m.Skip.SILENT
+    text = typed_command(text) or text
+    return m.Message(uuid, m.USER, text, stamps, sidechain=sidechain)
 
 
 def _is_tool_results(content: Any) -> TypeGuard[list[Any]]:
@@ -262,7 +272,10 @@ def draft(obj: dict[str, Any]) -> Draft:
             return Draft(model.EVENT, "tool result", [], stamp, True)
         if obj.get("isMeta"):
             return Draft(model.EVENT, f"meta: {text_of_blocks(content)}", [], stamp, True)
-        return Draft(model.USER, text_of_blocks(content), timestamp=stamp)
+        text = text_of_blocks(content)
+        if is_command_output(text):
+            return Draft(model.EVENT, f"command output: {text.strip()}", [], stamp, True)
+        return Draft(model.USER, typed_command(text) or text, timestamp=stamp)
     if kind_name == "attachment" and (prompt := queued_prompt(obj)) is not None:
         return Draft(model.USER, prompt, timestamp=stamp)
     if kind_name == "assistant":
