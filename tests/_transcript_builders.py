@@ -229,6 +229,103 @@ class ClaudeSession:
     def metadata(self, obj: dict[str, Any]) -> None:
         self.lines.append(json.dumps(obj))
 
+    # -- 2.1.x shapes (as the real 2.1.332 writes them) ---------------------------------
+
+    def attachment(self, kind: str, text: str = "", **payload: Any) -> str:
+        """Context the harness adds to a turn: a uuid line in the chain, no message."""
+        rendered = [{"content": f"<system-reminder>\n{text or kind}\n</system-reminder>"}]
+        return self.line(
+            "attachment",
+            attachment={"type": kind, **payload},
+            rendered=rendered,
+            renderedRole="system",
+            entrypoint="sdk-cli",
+        )
+
+    def queued(self, prompt: str, **attachment: Any) -> str:
+        """A prompt typed while the agent worked: 2.1.x folds it into the turn as
+        a queued_command attachment (no user line), then drops it from the queue."""
+        uuid = self.line(
+            "attachment",
+            attachment={
+                "type": "queued_command",
+                "prompt": prompt,
+                "commandMode": "prompt",
+                "origin": {"kind": "human"},
+                **attachment,
+            },
+        )
+        self.record("queue-operation", operation="remove", reason="absorbed_mid_turn")
+        return uuid
+
+    def command_21(self, name: str, args: str = "", output: str | None = None) -> str:
+        """A slash command as 2.1.x writes it: the tags line (the person's words)
+        and, for a local command, its printed output as another user line."""
+        typed = self.user(
+            f"<command-name>/{name}</command-name>\n"
+            f"            <command-message>{name}</command-message>\n"
+            f"            <command-args>{args}</command-args>"
+        )
+        if output is not None:
+            self.user(f"<local-command-stdout>{output}</local-command-stdout>")
+        return typed
+
+    def record(self, kind: str, **fields: Any) -> None:
+        """A line about the session, not in the chain (no uuid)."""
+        self.lines.append(json.dumps({"type": kind, "sessionId": self.session_id, **fields}))
+
+    def session_start_21(self, context: str, status: str = "memory on") -> str:
+        """What a SessionStart hook leaves before the first prompt: the queued
+        prompt records, then its attachments as the root of the chain."""
+        self.record("queue-operation", operation="enqueue", timestamp=iso(self.clock))
+        self.record("queue-operation", operation="dequeue", timestamp=iso(self.clock))
+        self.leaf = None
+        hook = {
+            "hookName": "SessionStart",
+            "toolUseID": "SessionStart",
+            "hookEvent": "SessionStart",
+        }
+        self.attachment("hook_success", "SessionStart hook success", **hook)
+        self.attachment("hook_system_message", status, content=status, **hook)
+        return self.attachment(
+            "hook_additional_context",
+            f"SessionStart hook additional context: {context}",
+            content=[context],
+            **hook,
+        )
+
+    def turn_21(
+        self, prompt: str, reply: str, msg_id: str = "msg_21", *, context: str | None = None
+    ) -> tuple[str, str]:
+        """One prompt and its reply the way 2.1.x writes them: the queued prompt,
+        the user line, attachments chained after it, the API request records,
+        the assistant line (its parent the last attachment), then the
+        last-prompt and cost records. Returns the user and assistant uuids."""
+        stamp = iso(self.clock)
+        self.record("queue-operation", operation="enqueue", timestamp=stamp, content=prompt)
+        self.record("queue-operation", operation="dequeue", timestamp=stamp)
+        user = self.user(prompt, promptId="p-1", permissionMode="default")
+        if context is not None:  # a UserPromptSubmit hook's additionalContext
+            self.attachment(
+                "hook_additional_context",
+                f"UserPromptSubmit hook additional context: {context}",
+                content=[context],
+                hookName="UserPromptSubmit",
+                hookEvent="UserPromptSubmit",
+            )
+        self.attachment("environment", "# Environment", snapshot={"platform": "linux"})
+        self.attachment("date", "Today's date is 2026-08-13.", date="2026-08-13")
+        self.record("atis-latch", atis="on")
+        self.attachment("prompt_snapshot", prompt=prompt)
+        self.record("api-request-shape", shape={"model": "x"}, shapeHash="h1", timestamp=stamp)
+        self.record("api-request-blob", hash="b1", message={"role": "user", "content": prompt})
+        self.record("api-request", id="r1", params={}, shapeHash="h1", timestamp=stamp)
+        self.record("tools-used", tools=["Read"])
+        answer = self.assistant([{"type": "text", "text": reply}], msg_id=msg_id)
+        self.record("last-prompt", lastPrompt=prompt, leafUuid=answer)
+        self.record("cost-state", totalCostUSD=0.001, modelUsage={}, totalDuration=12)
+        return user, answer
+
     def text(self) -> str:
         return "\n".join(self.lines) + "\n"
 

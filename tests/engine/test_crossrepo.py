@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from jsonschema import Draft202012Validator
 
 from helpers import open_memory
 from memlane.core.errors import ConfigError, NotFoundError
@@ -32,6 +33,8 @@ from memlane.engine.recall.projects import (
     discover_projects,
     recorded_collection,
 )
+from memlane.engine.tools.dispatch import Tools
+from memlane.engine.tools.outputs import output_schema
 
 TOPIC = "the user and the agent moved the hot cache to Redis with 5 minute TTLs"
 
@@ -584,3 +587,19 @@ def test_modes_and_bounds(world: dict[str, Path], session: Memory) -> None:
     with pytest.raises(MemlaneError, match='scope "all" searches notes'):
         session.search("redis", kind="session", scope="all")
     assert search_all(session, "   ").hits == []
+
+
+def test_the_fan_out_tool_result_says_its_next_step_in_both_forms(
+    world: dict[str, Path], session: Memory
+) -> None:
+    tools = Tools(session)
+    found = tools.call("memory_search", {"query": "redis cache", "scope": "all"})
+    facts = found.details
+    assert Draft202012Validator(output_schema("memory_search")).is_valid(facts)
+    assert found.text.startswith(facts["headline"]) and facts["next"] in found.text
+    assert "project=the hit's project" in facts["next"]
+    hit = next(h for h in facts["hits"] if h["project"] == str(world["alpha"]))
+    expanded = tools.call(
+        "memory_expand", {"chunk_hash": hit["chunk_hash"], "project": hit["project"]}
+    )
+    assert Draft202012Validator(output_schema("memory_expand")).is_valid(expanded.details)

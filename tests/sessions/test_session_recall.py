@@ -7,7 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
-from _fixtures import PiSession, Project, chat
+from _fixtures import ClaudeSession, PiSession, Project, chat
+from jsonschema import Draft202012Validator
 
 from helpers import Cli, FixedClock, open_memory, wait_for
 from memlane.core.errors import MemlaneError
@@ -15,6 +16,7 @@ from memlane.engine.live.session import Session
 from memlane.engine.sessions.layer import SessionsLayer
 from memlane.engine.sessions.primer import primer, refers_to_the_past, render_recall
 from memlane.engine.tools.dispatch import Tools
+from memlane.engine.tools.outputs import output_schema
 
 
 def _past_session(agent_project: Project) -> Path:
@@ -154,3 +156,25 @@ def test_cli_search_kind_session_catches_up_first(agent_project: Project, cli: C
     assert both.returncode == 0 and json.loads(both.stdout)["hits"]
     again = cli("sessions", "search", "redis evict")
     assert again.returncode == 0 and "evict keys so early" in again.stdout
+
+
+def test_a_session_hit_shows_its_turn_not_a_line_range(
+    agent_project: Project, clock: FixedClock
+) -> None:
+    cc = ClaudeSession("cc-lines")
+    _, answer = cc.turn_21("why is the ledger on postgres?", "Postgres has the row locks we need.")
+    path = cc.write(agent_project.claude_file("cc-lines.jsonl"))
+    mem = open_memory(agent_project.root, clock=clock)
+    SessionsLayer(mem).backfill()
+    found = Tools(mem).call("memory_search", {"query": "row locks postgres", "kind": "session"})
+    hit = found.details["hits"][0]
+    assert hit["source"] == str(path) and f"turn:{answer}" in hit["heading"]
+    assert (hit["turn"], hit["session"]) == (answer, "cc-lines")
+    assert "start_line" not in hit  # a message has no line range
+    line = next(ln for ln in found.text.splitlines() if hit["chunk_hash"] in ln)
+    assert f"turn:{answer}" in line and ":0-0" not in found.text
+    assert line.split()[2] == str(path)  # the transcript itself, no line range after it
+    assert Draft202012Validator(output_schema("memory_search")).is_valid(found.details)
+    assert "memory_transcript(transcript_path=source, turn)" in found.details["next"]
+    similar = Tools(mem).call("memory_similar", {"chunk_hash": hit["chunk_hash"]})
+    assert Draft202012Validator(output_schema("memory_similar")).is_valid(similar.details)

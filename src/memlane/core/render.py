@@ -31,8 +31,17 @@ def snippet(content: str, limit: int = SNIPPET_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
+def hit_location(hit: Hit, base: str | None = None) -> str:
+    """``path:start-end`` for a note; a session message has no line range in
+    its transcript, so only the path (its heading names the turn)."""
+    where = short_path(hit.source, base)
+    if hit.start_line <= 0:
+        return where
+    return f"{where}:{hit.start_line}-{hit.end_line}"
+
+
 def render_hit(hit: Hit, base: str | None = None) -> str:
-    where = f"{short_path(hit.source, base)}:{hit.start_line}-{hit.end_line}"
+    where = hit_location(hit, base)
     heading = f"  {hit.heading}" if hit.heading else ""
     origin = f"  [{hit.project}]" if hit.project else ""
     return f"{hit.score:.3f}  {hit.chunk_hash}  {where}{heading}{origin}\n       {snippet(hit.content)}"
@@ -49,29 +58,51 @@ SCORE_MEANING = (
 )
 
 
-def render_search(
-    result: SearchResult, base: str | None = None, expand_hint: str = CLI_EXPAND_HINT
-) -> str:
+def search_hints(result: SearchResult, expand_hint: str = CLI_EXPAND_HINT) -> dict[str, str]:
+    """The sentences a search result says besides its hits, by role: ``headline``
+    (the first line), ``score_meaning`` and ``next`` (what to do next).
+
+    ``render_search`` is built from these, and the tools hand them out as
+    structured fields too, so a client that shows only the structured form
+    still carries them.
+    """
     if not result.hits:
         if result.nothing_relevant:
             weaker = result.below_min_score
-            head = (
-                f"Nothing relevant to {result.query!r} in memory ({result.mode} search): "
-                f"{weaker} weaker {'match' if weaker == 1 else 'matches'} scored below the "
-                f"minimum score {result.min_score:g}. Set min_score 0 to see them."
-            )
-        else:
-            head = (
+            return {
+                "headline": (
+                    f"Nothing relevant to {result.query!r} in memory ({result.mode} search): "
+                    f"{weaker} weaker {'match' if weaker == 1 else 'matches'} scored below the "
+                    f"minimum score {result.min_score:g}."
+                ),
+                "next": "Set min_score 0 to see them.",
+            }
+        return {
+            "headline": (
                 f"No memories match {result.query!r} ({result.mode} search); the result is empty."
             )
-        return "\n".join([head, *(f"note: {n}" for n in result.notices)])
+        }
     count = len(result.hits)
-    lines = [
-        f"{count} {'hit' if count == 1 else 'hits'} for {result.query!r} ({result.mode} search)"
-    ]
-    lines += [f"note: {n}" for n in result.notices]
+    return {
+        "headline": (
+            f"{count} {'hit' if count == 1 else 'hits'} for {result.query!r} ({result.mode} search)"
+        ),
+        "score_meaning": SCORE_MEANING,
+        "next": f"Expand a hash: {expand_hint}",
+    }
+
+
+def render_search(
+    result: SearchResult, base: str | None = None, expand_hint: str = CLI_EXPAND_HINT
+) -> str:
+    hints = search_hints(result, expand_hint)
+    notes = [f"note: {n}" for n in result.notices]
+    if not result.hits:
+        head = " ".join(v for k, v in hints.items() if k in ("headline", "next"))
+        return "\n".join([head, *notes])
+    lines = [hints["headline"], *notes]
     lines += [render_hit(h, base) for h in result.hits]
-    lines.append(f"{SCORE_MEANING} Expand a hash: {expand_hint}")
+    lines.append(f"{hints['score_meaning']} {hints['next']}")
     return "\n".join(lines)
 
 
@@ -100,7 +131,7 @@ def render_injection(hits: list[Hit], budget: int, base: str | None = None) -> s
     parts = [head]
     used = len(head)
     for hit in hits:
-        where = f"{short_path(hit.source, base)}:{hit.start_line}-{hit.end_line}"
+        where = hit_location(hit, base)
         block = f"{hit.score:.3f}  {hit.chunk_hash}  {where}\n{hit.content.strip()}"
         room = budget - used - 2
         if len(block) > room:

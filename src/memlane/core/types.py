@@ -171,6 +171,11 @@ class Hit:
     end_line: int
     content: str
     project: str | None = None  # origin project, for cross-repo hits
+    #: A past message (a kind "session" hit): its session and turn in the
+    #: transcript ``source``, memory_transcript's inputs. Such a hit has no
+    #: line range (start_line and end_line are 0).
+    session: str | None = None
+    turn: str | None = None
 
     @classmethod
     def of(cls, chunk: Chunk, score: float, project: str | None = None) -> Hit:
@@ -198,6 +203,11 @@ class Hit:
         }
         if self.project is not None:
             data["project"] = self.project
+        if self.turn is not None:
+            # Where the message is: its turn, not a line range it does not have.
+            del data["start_line"], data["end_line"]
+            data["session"] = self.session
+            data["turn"] = self.turn
         return data
 
 

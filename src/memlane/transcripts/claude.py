@@ -10,14 +10,23 @@ publishes no schema):
   image); one API reply is written as several assistant lines sharing
   ``message.id``;
 - tool results come back as user lines whose content is tool_result blocks;
-  ``isMeta`` user lines are harness chatter (caveats, hook feedback);
+  ``isMeta`` user lines are harness chatter (caveats, hook feedback); a slash
+  command is a user line of tags, read as ``/name args``, and a local
+  command's output a user line the harness wrote (claude_commands.py);
 - compaction writes ``{"type":"system","subtype":"compact_boundary",
   "parentUuid":null,"logicalParentUuid":<previous uuid>,"compactMetadata"}``
   then a user line with ``isCompactSummary: true`` holding the summary; the
   pre-compaction turns stay in the file, reached through logicalParentUuid;
 - ``isSidechain: true`` lines are a subagent's conversation, not the main one;
+- ``attachment`` lines (2.1.x) sit in the uuid chain between a prompt and
+  its reply: context the harness added (environment, date, hook output),
+  and a prompt typed while the agent worked (``queued_command``: a user
+  turn, with no user line of its own);
 - metadata lines without a uuid: ``summary`` (``leafUuid``),
-  ``file-history-snapshot``, ``queue-operation``, titles and the like.
+  ``file-history-snapshot``, ``queue-operation``, titles, and from 2.1.x
+  ``api-request*`` (the requests as sent), ``tools-used``, ``cost-state``,
+  latches and modes (``METADATA_TYPES`` lists them). They are skipped
+  silently; a type outside these lists is counted as unknown.
 """
 
 from __future__ import annotations
@@ -27,6 +36,7 @@ from typing import Any, TypeGuard
 
 from memlane.transcripts import message as m
 from memlane.transcripts import model
+from memlane.transcripts.claude_commands import is_command_output, typed_command
 from memlane.transcripts.draft import Draft, text_of_blocks, text_with_results
 from memlane.transcripts.tree import (
     K_ASSISTANT,
@@ -39,21 +49,94 @@ from memlane.transcripts.tree import (
 )
 
 CONVERSATION_TYPES = frozenset({"user", "assistant", "system"})
-# Types that may carry a uuid and sit in the chain without being conversation.
+# Types that may carry a uuid and sit in the chain without being conversation:
+# an attachment is context the harness added to the turn (environment, date,
+# hook output, file snapshots...), a progress line a tool's progress.
 CHAIN_TYPES = frozenset({"attachment", "progress"})
+# Lines without a uuid that describe the session, not its conversation. The
+# list is the one Claude Code 2.1.x itself knows when it reads a transcript
+# back (its resume code names each type and what to do with it).
 METADATA_TYPES = frozenset(
     {
+        # titles, tags, links
         "summary",
-        "file-history-snapshot",
-        "queue-operation",
         "custom-title",
         "ai-title",
-        "last-prompt",
-        "agent-name",
         "tag",
+        "agent-name",
+        "agent-color",
+        "agent-setting",
         "pr-link",
+        "frame-link",
+        "continued-in",
+        "derived-from",
+        "ended-by-model",
+        "relocated",
+        "last-prompt",
+        # the prompt queue, the API requests as sent, and what they cost
+        "queue-operation",
+        "api-request",
+        "api-request-resumed",
+        "api-request-shape",
+        "api-request-blob",
+        "cost-state",
+        "tools-used",
+        "content-replacement",
+        "fork-context-ref",
+        "observer-ref",
+        "resume-head-vouch",
+        "history-suppression",
+        # file history and attribution
+        "file-history-snapshot",
+        "file-history-delta",
+        "attribution-snapshot",
+        # modes, latches and ownership of the session
+        "mode",
+        "permission-mode",
+        "memory-mode",
+        "repl-mode",
+        "isolation-latch",
+        "atis-latch",
+        "session-owner",
+        "dev-mods",
+        "worktree-state",
+        "bridge-session",
+        "hybrid-organization",
+        "host-row",
+        "data-flow-records",
+        "data-flow-incomplete",
+        "artifact-comment-monitor",
+        "artifact-autoreact-ledger",
     }
 )
+
+
+def is_known_type(kind: object) -> bool:
+    """Whether *kind* is a line type Claude Code writes (conversation or not)."""
+    return kind in CONVERSATION_TYPES or kind in CHAIN_TYPES or kind in METADATA_TYPES
+
+
+def queued_prompt(obj: dict[str, Any]) -> str | None:
+    """The words of a prompt the person typed while the agent worked, or None.
+
+    2.1.x folds such a prompt into the running turn as a ``queued_command``
+    attachment and writes no user line for it. Only the person's own prompt
+    counts: not a slash command's or a task's notification (``commandMode``),
+    another session's message (``origin.kind``), nor harness chatter
+    (``isMeta``).
+    """
+    if obj.get("type") != "attachment":
+        return None
+    attachment = obj.get("attachment")
+    if not isinstance(attachment, dict) or attachment.get("type") != "queued_command":
+        return None
+    if attachment.get("isMeta") or attachment.get("commandMode", "prompt") != "prompt":
+        return None
+    origin = attachment.get("origin")
+    if isinstance(origin, dict) and origin.get("kind", "human") != "human":
+        return None
+    text = text_of_blocks(attachment.get("prompt"))
+    return text if text.strip() else None
 
 
 # Known lines that are never conversation.
@@ -99,6 +182,8 @@ class ClaudeIndexer:
                 group = message["id"]
         elif kind_name == "system":
             kind = K_MARKER if obj.get("subtype") == "compact_boundary" else K_SILENT
+        elif kind_name == "attachment" and queued_prompt(obj) is not None:
+            kind = K_USER
         else:
             if kind_name not in CHAIN_TYPES:
                 index.unknown_types[str(kind_name)] += 1
@@ -113,7 +198,10 @@ def _user_kind(obj: dict[str, Any]) -> str:
         return K_SILENT
     message = obj.get("message")
     content = message.get("content") if isinstance(message, dict) else None
-    return K_TOOL if _is_tool_results(content) else K_USER
+    if _is_tool_results(content):
+        return K_TOOL
+    # A local command's printed output is the harness talking.
+    return K_SILENT if is_command_output(text_of_blocks(content)) else K_USER
 
 
 def message(obj: dict[str, Any]) -> m.Message | m.Skip:
@@ -123,9 +211,15 @@ def message(obj: dict[str, Any]) -> m.Message | m.Skip:
     lines (harness chatter) are silent.
     """
     kind = obj.get("type")
+    uuid = obj.get("uuid")
+    if kind == "attachment":
+        prompt = queued_prompt(obj)
+        if prompt is None or not isinstance(uuid, str) or not uuid:
+            return m.Skip.SILENT
+        stamps: tuple[object, ...] = (obj.get("timestamp"),)
+        return m.Message(uuid, m.USER, prompt, stamps, sidechain=bool(obj.get("isSidechain")))
     if kind not in ("user", "assistant"):
         return m.Skip.SILENT if kind in _SILENT_TYPES else m.Skip.UNKNOWN
-    uuid = obj.get("uuid")
     if not isinstance(uuid, str) or not uuid:
         return m.Skip.UNKNOWN
     raw = obj.get("message")
@@ -151,7 +245,11 @@ def message(obj: dict[str, Any]) -> m.Message | m.Skip:
             if isinstance(block, dict)
         )
         return m.Message(uuid, m.TOOL, "", stamps, outputs=outputs, sidechain=sidechain)
-    return m.Message(uuid, m.USER, text_of_blocks(content), stamps, sidechain=sidechain)
+    text = text_of_blocks(content)
+    if is_command_output(text):
+        return m.Skip.SILENT
+    text = typed_command(text) or text
+    return m.Message(uuid, m.USER, text, stamps, sidechain=sidechain)
 
 
 def _is_tool_results(content: Any) -> TypeGuard[list[Any]]:
@@ -174,7 +272,12 @@ def draft(obj: dict[str, Any]) -> Draft:
             return Draft(model.EVENT, "tool result", [], stamp, True)
         if obj.get("isMeta"):
             return Draft(model.EVENT, f"meta: {text_of_blocks(content)}", [], stamp, True)
-        return Draft(model.USER, text_of_blocks(content), timestamp=stamp)
+        text = text_of_blocks(content)
+        if is_command_output(text):
+            return Draft(model.EVENT, f"command output: {text.strip()}", [], stamp, True)
+        return Draft(model.USER, typed_command(text) or text, timestamp=stamp)
+    if kind_name == "attachment" and (prompt := queued_prompt(obj)) is not None:
+        return Draft(model.USER, prompt, timestamp=stamp)
     if kind_name == "assistant":
         calls = [
             (str(block.get("name") or "?"), _args(block.get("input")))

@@ -42,7 +42,8 @@ class SessionHit:
 
     def to_hit(self) -> Hit:
         """As a core ``Hit``: chunk hash = document key, source = transcript
-        path, heading = role, time, session and turn (memory_transcript's inputs)."""
+        path, heading = role, time, session and turn (memory_transcript's inputs),
+        which ``session`` and ``turn`` also carry."""
         return Hit(
             score=self.score,
             chunk_hash=self.key,
@@ -51,6 +52,8 @@ class SessionHit:
             start_line=0,
             end_line=0,
             content=self.text,
+            session=self.session_id,
+            turn=self.entry_id,
         )
 
     def to_json(self) -> dict[str, Any]:

@@ -2,7 +2,9 @@
 
 pi's sidecar, the MCP server and the CLI all call ``Tools.call(name,
 arguments)`` and get a ``ToolResult``: ``text`` is what the agent reads (the
-same rendering everywhere), ``details`` the structured form. The tools'
+same rendering everywhere), ``details`` the structured form: the same
+facts, and the text's sentences as fields (``headline``, ``next``), shaped
+as tools/outputs.py declares. The tools'
 specs are in tools/spec.py, which ones exist in tools/catalog.py; a call is
 checked against its spec first, so a bad call gets the same clear error on
 every surface.
@@ -18,6 +20,7 @@ from memlane.engine.tools.catalog import SPEC_BY_NAME
 from memlane.engine.tools.spec import ToolResult, check_arguments
 
 if TYPE_CHECKING:
+    from memlane.core.types import SearchResult, Section
     from memlane.engine.live.session import Session
     from memlane.engine.project import Memory
 
@@ -94,11 +97,12 @@ class Tools:
         entry = self.memory.write(args["text"], anchor)
         if self.session is not None:
             self.session.note_write()
-        text = f"Saved to {entry.path} at {entry.time}:\n{entry.text.rstrip()}"
-        return ToolResult(text, entry.to_json())
+        headline = f"Saved to {entry.path} at {entry.time}"
+        text = f"{headline}:\n{entry.text.rstrip()}"
+        return ToolResult(text, {"headline": headline, **entry.to_json()})
 
     def _search(self, args: dict[str, Any]) -> ToolResult:
-        from memlane.core.render import TOOL_EXPAND_HINT, render_search
+        from memlane.core.render import TOOL_EXPAND_HINT
         from memlane.engine.recall.request import SearchRequest
         from memlane.engine.recall.router import search
 
@@ -121,18 +125,16 @@ class Tools:
         recalled = search(self.memory, request)
         if recalled.fan_out is not None:
             hint = "memory_expand(chunk_hash, project=the hit's project)"
-            return ToolResult(
-                render_search(recalled.result, None, hint), recalled.fan_out.to_json()
-            )
+            return search_result(recalled.result, None, hint, recalled.fan_out.to_json())
         hint = TOOL_EXPAND_HINT
         if request.route == "sessions":
             hint = "memory_transcript(transcript_path=source, turn) or " + TOOL_EXPAND_HINT
         result = recalled.result
-        return ToolResult(render_search(result, self._base(), hint), result.to_json())
+        return search_result(result, self._base(), hint)
 
     def _similar(self, args: dict[str, Any]) -> ToolResult:
         from memlane.core.errors import NotFoundError
-        from memlane.core.render import TOOL_EXPAND_HINT, render_search
+        from memlane.core.render import TOOL_EXPAND_HINT
 
         k = args.get("k", 10)
         hint = TOOL_EXPAND_HINT
@@ -150,7 +152,7 @@ class Tools:
                     "pass a chunk hash from memory_search, or a session message id or key "
                     'from a kind "session" search',
                 ) from None
-        return ToolResult(render_search(result, self._base(), hint), result.to_json())
+        return search_result(result, self._base(), hint)
 
     def _expand(self, args: dict[str, Any]) -> ToolResult:
         from memlane.core.render import render_section
@@ -160,9 +162,9 @@ class Tools:
             from memlane.engine.recall.crossrepo import expand_in_project
 
             section = expand_in_project(self.memory, args["chunk_hash"], project)
-            return ToolResult(render_section(section, project), section.to_json())
+            return section_result(section, render_section(section, project), project)
         section = self.memory.expand(args["chunk_hash"])
-        return ToolResult(render_section(section, self._base()), section.to_json())
+        return section_result(section, render_section(section, self._base()), None)
 
     def _is_own_project(self, project: str) -> bool:
         import os
@@ -210,7 +212,7 @@ class Tools:
 
         # The host wrote the file verbatim; what memlane shows of it is redacted.
         transcript = redacted_transcript(transcript)
-        return ToolResult(transcript.render(), transcript.to_json())
+        return with_headline(transcript.render(), transcript.to_json())
 
     def _forget(self, args: dict[str, Any]) -> ToolResult:
         from memlane.engine.journal.maintenance import forget
@@ -222,15 +224,19 @@ class Tools:
                 "find the entry with memory_search; its chunk hash addresses it",
             )
         if chunk_hash and (date or time):
-            raise MemlaneError("memory_forget takes a chunk_hash or a date and time, not both")
+            raise MemlaneError(
+                "memory_forget takes a chunk_hash or a date and time, not both",
+                "pass the chunk_hash alone, or date and time without it",
+            )
         removed = forget(self.memory, chunk_hash=chunk_hash, date=date, time=time)
         if self.session is not None:
             self.session.refresh_snapshot()
-        text = (
+        headline = (
             f"Removed from {removed.source} (lines {removed.start_line}-{removed.end_line}). "
-            "This is the only remaining copy:\n\n" + removed.markdown.rstrip()
+            "This is the only remaining copy:"
         )
-        return ToolResult(text, removed.to_json())
+        text = headline + "\n\n" + removed.markdown.rstrip()
+        return ToolResult(text, {"headline": headline, **removed.to_json()})
 
     def _compact(self, args: dict[str, Any]) -> ToolResult:
         from memlane.engine.journal.maintenance import compact
@@ -258,7 +264,50 @@ class Tools:
         result = topic_tool(self.memory, args, sync=self.session is None)
         if self.session is not None and args["action"] in ("add", "remove"):
             self.session.note_write()
-        return result
+        return with_headline(result.text, result.details)
+
+
+# -- results: the text, and the same facts as fields --------------------------------------
+# A client may show the agent the structured form instead of the text (Claude Code
+# does): every sentence the text adds to the facts (a headline, what scores mean,
+# what to call next) is a field of it too, worded the same.
+
+
+def search_result(
+    result: SearchResult,
+    base: str | None,
+    hint: str,
+    details: dict[str, Any] | None = None,
+) -> ToolResult:
+    from memlane.core.render import render_search, search_hints
+
+    facts = details if details is not None else result.to_json()
+    hints = search_hints(result, hint)
+    # The headline first and what to do next last, as the text reads.
+    fields = {"query": result.query, "headline": hints.pop("headline"), **facts, **hints}
+    return ToolResult(render_search(result, base, hint), fields)
+
+
+def section_result(section: Section, text: str, project: str | None) -> ToolResult:
+    """L2's section, with the call that reads its conversation when it has one."""
+    from memlane.engine.project import NO_TRANSCRIPT
+
+    details = section.to_json()
+    anchor = section.anchor
+    if anchor is not None and anchor.transcript.strip() not in ("", NO_TRANSCRIPT):
+        more = f", project={project!r}" if project else ""
+        step = (
+            "Read the original conversation: memory_transcript("
+            f"transcript_path={anchor.transcript!r}, turn={anchor.turn!r}{more})"
+        )
+        text = f"{text.rstrip()}\n\n{step}"
+        details["next"] = step
+    return ToolResult(text, details)
+
+
+def with_headline(text: str, details: dict[str, Any]) -> ToolResult:
+    """*details* with the text's first line as ``headline``."""
+    return ToolResult(text, {"headline": text.split("\n", 1)[0], **details})
 
 
 def _redact_error(exc: MemlaneError) -> None:

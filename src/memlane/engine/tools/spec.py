@@ -10,7 +10,7 @@ gives a bad call the same clear error on every host.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from memlane.core.errors import MemlaneError
@@ -53,6 +53,11 @@ class ToolSpec:
     read_only: bool = False
     destructive: bool = False
     idempotent: bool = False
+    #: Root keywords for a rule between arguments (which ones go together).
+    #: Never a root oneOf/anyOf/allOf: Claude Code rewrites such a schema to a
+    #: bare object before the model sees it (required and all), and the
+    #: Messages API refuses one; nested inside other keywords they pass.
+    rule: Mapping[str, Any] = field(default_factory=dict, hash=False)
 
     def json_schema(self) -> dict[str, Any]:
         props: dict[str, Any] = {}
@@ -70,6 +75,7 @@ class ToolSpec:
             "properties": props,
             "required": [p.name for p in self.params if p.required],
             "additionalProperties": False,
+            **self.rule,
         }
 
 
@@ -198,26 +204,41 @@ MEMORY_SIMILAR_SPEC = ToolSpec(
 
 MEMORY_FORGET_SPEC = ToolSpec(
     "memory_forget",
-    "Delete one memory entry (or one memory compact block) for good, by chunk hash or by "
-    "date and time. No fuzzy matching. The result shows what was removed; it is the only "
-    "copy left.",
+    "Delete one memory entry (or one memory compact block) for good. Pass exactly one "
+    "of: a chunk_hash, or a date and a time together. No fuzzy matching. The result "
+    "shows what was removed; it is the only copy left.",
     (
         Param(
             "chunk_hash",
             "string",
             "A chunk hash inside the entry to delete (its first 8 characters are enough "
-            "when unique).",
+            "when unique). Either this alone, or date and time instead.",
         ),
-        Param("date", "string", "The entry's date, YYYY-MM-DD (with time)."),
+        Param(
+            "date",
+            "string",
+            "The entry's date, YYYY-MM-DD; only together with time, never with chunk_hash.",
+        ),
         Param(
             "time",
             "string",
-            "The entry's time, HH:MM (with date); HH:MM#N for the N-th of several entries "
-            "written in that minute.",
+            "The entry's time, HH:MM (HH:MM#N for the N-th of several entries written in "
+            "that minute); only together with date, never with chunk_hash.",
         ),
     ),
     title="Forget a memory",
     destructive=True,
+    # One of: chunk_hash alone, or date and time together.
+    rule={
+        "minProperties": 1,
+        "dependentRequired": {"date": ["time"], "time": ["date"]},
+        "dependentSchemas": {
+            "chunk_hash": {
+                "description": "A chunk hash names the entry alone: no date or time with it.",
+                "not": {"anyOf": [{"required": ["date"]}, {"required": ["time"]}]},
+            }
+        },
+    },
 )
 
 MEMORY_COMPACT_SPEC = ToolSpec(
@@ -243,6 +264,40 @@ MEMORY_STATUS_SPEC = ToolSpec(
 # memory_topic's actions and search scopes (engine/topics/ops.py dispatches on them).
 TOPIC_ACTIONS = ("add", "remove", "list", "search")
 TOPIC_SEARCH_SCOPES = ("memory", "sessions")
+#: Per action: the arguments it needs, and those it also takes. The schema
+#: says it and engine/topics/ops.py checks it, from this one table.
+TOPIC_ACTION_ARGUMENTS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "add": (("content", "topic", "title"), ("type",)),
+    "remove": (("entry",), ()),
+    "list": ((), ()),
+    "search": (("query",), ("scope",)),
+}
+_TOPIC_FIELDS = ("content", "topic", "title", "type", "entry", "query", "scope")
+
+
+def _topic_action_rule() -> dict[str, Any]:
+    """``if action is add then ... else if ...``: one root if/then/else chain
+    (Claude Code passes it through; a root allOf of conditions it drops)."""
+    rule: dict[str, Any] = {}
+    for action in reversed(TOPIC_ACTIONS):
+        needs, takes = TOPIC_ACTION_ARGUMENTS[action]
+        foreign = [f for f in _TOPIC_FIELDS if f not in needs and f not in takes]
+        then: dict[str, Any] = {
+            "description": f"{action} needs {', '.join(needs) or 'nothing else'}"
+            + (f" and may take {', '.join(takes)}" if takes else ""),
+            "required": list(needs),
+        }
+        if foreign:
+            then["not"] = {"anyOf": [{"required": [f]} for f in foreign]}
+        step: dict[str, Any] = {
+            "if": {"properties": {"action": {"const": action}}, "required": ["action"]},
+            "then": then,
+        }
+        if rule:
+            step["else"] = rule
+        rule = step
+    return rule
+
 
 MEMORY_TOPIC_SPEC = ToolSpec(
     "memory_topic",
@@ -286,6 +341,7 @@ MEMORY_TOPIC_SPEC = ToolSpec(
     ),
     title="Curated topics",
     destructive=True,
+    rule=_topic_action_rule(),
 )
 
 

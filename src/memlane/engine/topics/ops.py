@@ -25,6 +25,7 @@ from memlane.core.errors import MemlaneError
 from memlane.engine.recall.transcript_search import search_sessions
 from memlane.engine.tools.spec import (
     MEMORY_TOPIC_SPEC,
+    TOPIC_ACTION_ARGUMENTS,
     ToolResult,
     check_arguments,
 )
@@ -307,9 +308,10 @@ def topic_tool(
     """
     args = check_arguments(MEMORY_TOPIC_SPEC, arguments)
     action = args["action"]
+    needs, takes = TOPIC_ACTION_ARGUMENTS[action]
+    _ignored(action, args, {*needs, *takes})
+    _require(action, args, *needs)
     if action == "add":
-        _ignored(action, args, {"content", "topic", "title", "type"})
-        _require(action, args, "content", "topic", "title")
         change, notices = add_entry(
             mem,
             content=args["content"],
@@ -321,13 +323,10 @@ def topic_tool(
         details = change.to_json() | {"notices": notices}
         return ToolResult(render_change(change, notices), details)
     if action == "remove":
-        _ignored(action, args, {"entry"})
-        _require(action, args, "entry")
         change, notices = remove_entry(mem, entry=args["entry"], sync=sync)
         details = change.to_json() | {"notices": notices}
         return ToolResult(render_change(change, notices), details)
     if action == "list":
-        _ignored(action, args, set())
         infos = list_all(mem)
         max_lines, max_bytes = _limits(mem)
         usage = store_topics.index_usage(mem.scope.store, max_lines, max_bytes)
@@ -337,8 +336,6 @@ def topic_tool(
             "enabled": mem.config.topics.enabled,
         }
         return ToolResult(render_list(infos, usage), details)
-    _ignored(action, args, {"query", "scope"})
-    _require(action, args, "query")
     if args.get("scope", "memory") == "sessions":
         found = search_sessions(mem, args["query"])
         return ToolResult(found.render(), found.to_json())

@@ -4,7 +4,10 @@ The tool definitions are generated from ``engine.tools.catalog.SPECS`` (name,
 description, input schema), so MCP clients see exactly what pi and the CLI
 see, recall ladder included. A call goes through ``Tools.call``; its result
 becomes text content (what the agent reads) plus ``structuredContent`` (the
-``details``). A ``MemlaneError`` becomes a tool result with ``isError``, the
+``details``, held to the tool's ``outputSchema`` from engine/tools/outputs.py).
+Some clients hand the agent only ``structuredContent`` (Claude Code sends the
+model its JSON in place of the text), so the details carry the text's
+sentences too: its headline and what to call next. A ``MemlaneError`` becomes a tool result with ``isError``, the
 message and the hint, so the model can correct itself; nothing a tool does
 can take the server down.
 
@@ -36,6 +39,7 @@ from mcp.server.lowlevel import Server
 from memlane.core.clock import SYSTEM_CLOCK, Clock
 from memlane.core.errors import MemlaneError
 from memlane.engine.tools.catalog import SPECS
+from memlane.engine.tools.outputs import error_details, output_schema
 from memlane.engine.tools.spec import RECALL_LADDER, ToolResult
 from memlane.hosts.mcp.transport import checked_stdio
 
@@ -63,6 +67,7 @@ def tool_definitions() -> list[types.Tool]:
             title=spec.title,
             description=spec.description,
             input_schema=spec.json_schema(),
+            output_schema=output_schema(spec.name),
             annotations=types.ToolAnnotations(
                 title=spec.title,
                 read_only_hint=spec.read_only,
@@ -92,7 +97,7 @@ def error_result(message: str, hint: str | None = None) -> types.CallToolResult:
     text = message if not hint else f"{message}\nHint: {hint}"
     return types.CallToolResult(
         content=[types.TextContent(text=text)],
-        structured_content={"error": message, "hint": hint},
+        structured_content=error_details(message, hint),
         is_error=True,
     )
 
