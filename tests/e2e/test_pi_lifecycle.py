@@ -147,6 +147,36 @@ def test_recall_command_asks_the_agent_to_walk_the_ladder(
     assert '"all"' in asked
 
 
+def test_recall_in_print_mode_runs_and_exits_cleanly(world: PiWorld, fake_model: FakeModel) -> None:
+    """``pi -p "/recall …"``: the run the command asks for happens before pi exits and
+    its answer is printed; a sidecar ended while its model still loads (auto-context on,
+    an indexed store, a ``/recall`` that runs nothing) does not abort at exit
+    ("terminate called …" on stderr; tests/hosts/test_sidecar_exit.py holds it too)."""
+    import shutil
+    import subprocess
+
+    from memlane.cli.demo import fixtures_dir
+
+    shutil.copytree(fixtures_dir() / "memory", world.project / ".memsearch" / "memory")
+    indexed = subprocess.run(
+        [MEMLANE, "-C", str(world.project), "index"], env=world.env(), capture_output=True
+    )
+    assert indexed.returncode == 0, indexed.stderr
+    # Without a query nothing runs: pi exits right after the session started.
+    result = world.print_mode("/recall", MEMLANE_AUTO_CONTEXT="on")
+    assert "terminate called" not in result.stderr, result.stderr
+    assert result.returncode == 0, result.stderr
+
+    start = len(fake_model.agent_requests)
+    fake_model.agent(Reply.say("Memory says the kafka client is pinned."))
+    result = world.print_mode("/recall kafka pinning", MEMLANE_AUTO_CONTEXT="on")
+    assert "terminate called" not in result.stderr, result.stderr
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "Memory says the kafka client is pinned.", result.stdout
+    users = [t for r in fake_model.agent_requests[start:] for t in r.texts("user")]
+    assert any("kafka pinning" in t and "memory_search" in t for t in users), users
+
+
 def test_capture_model_override_reaches_pi_registry(world: PiWorld, fake_model: FakeModel) -> None:
     start = len(fake_model.distill_requests)
     fake_model.agent(Reply.say("We will pin numpy below 2."))

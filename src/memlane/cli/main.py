@@ -228,7 +228,41 @@ def _discard_stdout() -> None:
 
 def run() -> None:
     """Console-script entry: the command line's command, its exit code as the process's."""
-    sys.exit(main())
+    _exit(main())
+
+
+def _exit(code: int) -> None:
+    """End the process with *code*, without finalizing under a running native call.
+
+    A daemon thread may still be inside onnxruntime (a model load or an
+    embedding the session started and no longer needs) when a short run ends.
+    Finalizing the interpreter then makes that thread exit as soon as its
+    call returns, by an unwinding through onnxruntime's C++ frames that
+    aborts the whole process ("terminate called without an active
+    exception", status -6). So once the command is done and every
+    non-daemon thread has finished, a process with daemon threads left
+    flushes its streams and exits at once; the daemon threads' work is
+    abandoned either way, and everything memlane must keep is on disk by then.
+    """
+    import threading
+
+    main_thread = threading.main_thread()
+    for thread in threading.enumerate():
+        if thread is not main_thread and not thread.daemon:
+            thread.join()  # what the interpreter's own shutdown would wait for
+    if not any(t.is_alive() for t in threading.enumerate() if t is not main_thread):
+        sys.exit(code)
+    import logging
+    import os
+
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+        try:
+            if stream is not None:
+                stream.flush()
+        except (OSError, ValueError):
+            pass  # a reader that went away: nothing more can reach it
+    os._exit(code)
 
 
 def _redacted(text: str) -> str:
