@@ -243,7 +243,12 @@ def render_status(st: Status) -> str:
                 (
                     "extraction",
                     f"{extraction.get('written', 0)} topic entries written, "
-                    f"{extraction.get('skipped', 0)} skipped, {extraction.get('failed', 0)} failed",
+                    f"{extraction.get('skipped', 0)} skipped, {extraction.get('failed', 0)} failed"
+                    + (
+                        f", {extraction['abandoned']} left undone at a session end"
+                        if extraction.get("abandoned")
+                        else ""
+                    ),
                 )
             )
         cap = st.session.get("capture", {})

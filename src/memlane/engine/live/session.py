@@ -20,8 +20,8 @@ host. What happens, per pi-memsearch's runtime documentation:
   skipped, any other loses its restated sentences.
 * ``compacted()`` / ``refresh_snapshot()``: rebuild the snapshot.
 * ``shutdown()``: flush pending captures (a capture that cannot finish in
-  time is written as a digest, never dropped) and settle the indexer, racing
-  ``SHUTDOWN_CAP_MS``.
+  time is written as a digest, never dropped), let their extractions finish,
+  and settle the indexer, racing ``SHUTDOWN_CAP_MS``.
 
 The jobs live next door: engine/live/capture.py (the capture queue, its
 journal and recovery), engine/live/auto_context.py (the hidden message and
@@ -75,6 +75,9 @@ log = logging.getLogger("memlane.session")
 # distillation; what is still running then is written as a digest, so the
 # indexer keeps the rest of the cap to make those entries searchable.
 CAPTURE_SHARE_OF_SHUTDOWN = 0.6
+# ... and the extractions of the exchanges distilled by then this share (from
+# the start of the shutdown): their topic entries are indexed in what is left.
+EXTRACTION_SHARE_OF_SHUTDOWN = 0.8
 
 
 class Session:
@@ -395,7 +398,10 @@ class Session:
         """Flush pending captures and settle the indexer, racing the cap."""
         cap_s = (self.settings.shutdown_cap_ms if cap_ms is None else cap_ms) / 1000
         started = time.monotonic()
-        jobs = self._captures.flush(started + cap_s * CAPTURE_SHARE_OF_SHUTDOWN)
+        jobs = self._captures.flush(
+            started + cap_s * CAPTURE_SHARE_OF_SHUTDOWN,
+            started + cap_s * EXTRACTION_SHARE_OF_SHUTDOWN,
+        )
         if self._background is not None:
             self._background.stop(timeout_s=0.5)
         layer = self.sessions_layer

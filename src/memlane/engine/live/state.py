@@ -131,6 +131,7 @@ class ExtractionState:
     written: int = 0
     skipped: int = 0
     failed: int = 0
+    abandoned: int = 0  # left undone: the session's end came first
     last_error: str | None = None
 
     def to_json(self) -> dict[str, Any]:
@@ -140,6 +141,7 @@ class ExtractionState:
             "written": self.written,
             "skipped": self.skipped,
             "failed": self.failed,
+            "abandoned": self.abandoned,
             "last_error": self.last_error,
         }
 
