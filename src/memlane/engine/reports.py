@@ -215,7 +215,14 @@ def render_status(st: Status) -> str:
                 "auto-context counts",
                 ", ".join(
                     f"{name} {counters.get(name, 0)}"
-                    for name in ("injected", "skippedBudget", "skippedEmpty", "skippedError")
+                    for name in (
+                        "injected",
+                        "skippedBudget",
+                        "skippedEmpty",
+                        "skippedError",
+                        "skippedWarming",
+                        "lexicalWhileWarming",
+                    )
                 ),
             )
         )
