@@ -10,6 +10,7 @@ reaches pi's registry as ``llm.complete``'s ``model``.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import sys
 from collections.abc import Iterator
@@ -113,6 +114,41 @@ def test_memory_command_shows_status(world: PiWorld) -> None:
             note = pi.wait_event("extension_ui_request", timeout_s=60)
     message = note["message"]
     assert str(world.project) in message or ".memsearch" in message, message
+
+
+def test_memory_off_reaches_the_running_session_and_status_shows_the_topics(
+    world: PiWorld, fake_model: FakeModel
+) -> None:
+    seen: list[str] = []
+
+    def record(request: Request) -> Reply:
+        seen.append(request.last_tool_result)
+        return Reply.say("ok")
+
+    add = {"action": "add", "topic": "tooling", "title": "Installer", "content": "use uv"}
+    with world.rpc() as pi:
+        fake_model.agent(Reply.say("hello"))
+        pi.prompt("hello")  # the session runs
+        pi.command("prompt", message="/memory off")
+        assert "off" in _next_notice(pi).lower()
+        fake_model.agent(Reply.call("memory_topic", **add), record)
+        pi.prompt("remember that we install with uv")
+        assert "switched off" in seen[-1], seen[-1]
+        pi.command("prompt", message="/memory status")
+        status = _next_notice(pi)
+        assert re.search(r"topic memory +off", status), status
+        assert "topic directory" in status and "last dream" in status, status
+
+        pi.command("prompt", message="/memory on")
+        _next_notice(pi)
+        fake_model.agent(Reply.call("memory_topic", **add), record)
+        pi.prompt("remember that we install with uv")
+        assert "switched off" not in seen[-1] and "tooling" in seen[-1], seen[-1]
+        pi.command("prompt", message="/memory status")
+        status = _next_notice(pi)
+    assert re.search(r"topic memory +on", status), status
+    assert re.search(r"topic files +1 \(1 entries\): tooling.md", status), status
+    assert re.search(r"MEMORY.md +1/200 lines", status), status
 
 
 def _next_notice(pi: RpcPi) -> str:

@@ -131,6 +131,8 @@ class Status:
     store_link: str | None = None
     # Lines of store files left out of the index as damaged (store/damage.py).
     damaged: list[DamagedLine] = field(default_factory=list)
+    # The topic memory at a glance (engine/topics/overview.py), when readable.
+    topics: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -148,6 +150,7 @@ class Status:
             "index_state_note": self.state_note,
             "store_link": self.store_link,
             "sessions": self.sessions,
+            "topics": self.topics,
             "missing": list(self.missing),
             "config": list(self.config),
             "capture": dict(self.capture),
@@ -161,6 +164,33 @@ class Status:
 def describe_damage(line: DamagedLine) -> str:
     """``path:line: why: "how it starts"`` for one damaged line."""
     return f'{line.where}: {line.reason}: "{line.preview}"'
+
+
+def topic_rows(topics: dict[str, Any] | None) -> list[tuple[str, str]]:
+    """pi-memory's status lines: on/off, directory, MEMORY.md, topic files, last dream."""
+    if not topics:
+        return []
+    usage = topics.get("index_usage") or {}
+    files = list(topics.get("topic_files") or [])
+    return [
+        (
+            "topic memory",
+            f"{'on' if topics.get('enabled') else 'off'} "
+            f"(topics.enabled, from {topics.get('enabled_from')})",
+        ),
+        ("topic directory", str(topics.get("directory"))),
+        (
+            "MEMORY.md",
+            f"{usage.get('lines', 0)}/{usage.get('max_lines', 0)} lines, "
+            f"{usage.get('bytes', 0)}/{usage.get('max_bytes', 0)} bytes",
+        ),
+        (
+            "topic files",
+            f"{len(files)} ({topics.get('entries', 0)} entries)"
+            + (": " + ", ".join(files) if files else ""),
+        ),
+        ("last dream", str(topics.get("last_dream") or "never")),
+    ]
 
 
 def render_status(st: Status) -> str:
@@ -190,6 +220,7 @@ def render_status(st: Status) -> str:
         rows.append(
             ("damaged line", f"and {len(st.damaged) - DAMAGE_SHOWN} more (`--json` lists them all)")
         )
+    rows += topic_rows(st.topics)
     capture = st.capture
     rows.append(("capture", "on" if capture.get("enabled") else "off (MEMLANE_CAPTURE=off)"))
     rows.append(("capture llm", str(capture.get("llm", ""))))

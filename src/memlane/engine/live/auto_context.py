@@ -82,6 +82,11 @@ class AutoContext:
             self._worker = None
         self._retire_lexical()
 
+    def set_surfacer(self, surfacer: TopicSurfacer | None) -> None:
+        """The topic memory was switched on (a new surfacer) or off (None)."""
+        self.surfacer = surfacer
+        self.surfacing.enabled = surfacer is not None
+
     def _model_will_load(self) -> bool:
         return self.memory.config.embedding.provider != "none" and not self.memory.embedder_ready
 

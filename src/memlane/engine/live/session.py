@@ -136,6 +136,9 @@ class Session:
             debounce_s=self.settings.index_debounce_ms / 1000,
             backoff_delays_s=tuple(d / 1000 for d in self.settings.backoff_delays_ms),
         )
+        from memlane.engine.live.switch import TopicSwitch
+
+        self._switch = TopicSwitch(memory)
         self._captures = Capture(
             memory,
             self.settings,
@@ -335,6 +338,7 @@ class Session:
     # -- before_agent_start -----------------------------------------------------------
 
     def before_agent_start(self, prompt: str) -> Injection:
+        self.follow_topic_switch()
         with self._lock:
             if self.clock.today() != self._snapshot.day:
                 self._snapshot = self._build_snapshot()
@@ -353,6 +357,7 @@ class Session:
     def agent_settled(self, exchange: Exchange) -> Queued:
         """Gate the exchange and queue it for capture (distillation runs in the background)."""
         recalled = self._recall_log.take()  # whatever the outcome: the next exchange starts clean
+        self.follow_topic_switch()
         if self._captures.closed:
             return Queued(False, "the session has shut down")
         if not self.capture.enabled:
@@ -379,6 +384,28 @@ class Session:
             self.capture.restated_dropped += verdict.restated
             exchange = replace(exchange, assistant=verdict.assistant)
         return self._captures.submit(exchange)
+
+    def follow_topic_switch(self) -> None:
+        """Follow ``memlane memory on|off`` run while the session is running
+        (engine/live/switch.py): the topic tools, extraction and surfacing
+        switch with it; the snapshot's MEMORY.md block changes at its next
+        rebuild, as the snapshot always does."""
+        enabled = self._switch.poll()
+        if enabled is None:
+            return
+        topics = self.memory.config.topics
+        self.topic_settings = topics
+        self._captures.topic_settings = topics
+        self.extraction.enabled = (
+            enabled and topics.extract_memories_enabled and self.llm is not None
+        )
+        surfacer: TopicSurfacer | None = None
+        if enabled and topics.auto_surfacing_enabled:
+            from memlane.engine.topics.surfacing import TopicSurfacer
+
+            surfacer = TopicSurfacer(topics)
+        self._auto.set_surfacer(surfacer)
+        self.notices.append(f"topic memory switched {'on' if enabled else 'off'} (topics.enabled)")
 
     def note_write(self) -> None:
         """A tool wrote to the store: schedule the debounced index."""
