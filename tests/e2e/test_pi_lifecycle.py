@@ -213,6 +213,41 @@ def test_recall_in_print_mode_runs_and_exits_cleanly(world: PiWorld, fake_model:
     assert any("kafka pinning" in t and "memory_search" in t for t in users), users
 
 
+def test_pi_p_extracts_the_exchange_before_it_exits(world: PiWorld, fake_model: FakeModel) -> None:
+    """The session of ``pi -p`` ends right after its one exchange: the exchange
+    is still distilled and its durable learning written as a topic entry, both
+    through pi's model (``llm.complete``), before pi exits."""
+    import json
+
+    from fake_llm import DEFAULT_DISTILLATION
+    from memlane.engine.topics.extraction import SYSTEM_PROMPT as EXTRACT_SYSTEM
+
+    learning = {
+        "topic": "preferences",
+        "title": "Package installs use uv",
+        "content": "The user installs Python packages with uv, never pip.",
+        "type": "user",
+    }
+
+    def answer(request: Request) -> str:
+        if request.system == EXTRACT_SYSTEM:
+            return json.dumps([learning])
+        return "- the user asked to install Python packages with uv, never pip"
+
+    fake_model.distill = answer
+    try:
+        fake_model.agent(Reply.say("Noted: uv, never pip."))
+        result = world.print_mode("Always install Python packages with uv, never pip.")
+    finally:
+        fake_model.distill = DEFAULT_DISTILLATION
+    assert result.returncode == 0, result.stderr
+    store = world.project / ".memsearch" / "memory"
+    topic = store / "topics" / "preferences.md"
+    assert topic.is_file(), result.stderr
+    assert "## Package installs use uv" in topic.read_text()
+    assert "uv, never pip" in "".join(p.read_text() for p in store.glob("*.md"))
+
+
 def test_capture_model_override_reaches_pi_registry(world: PiWorld, fake_model: FakeModel) -> None:
     start = len(fake_model.distill_requests)
     fake_model.agent(Reply.say("We will pin numpy below 2."))
