@@ -239,18 +239,18 @@ def _exit(code: int) -> None:
     Finalizing the interpreter then makes that thread exit as soon as its
     call returns, by an unwinding through onnxruntime's C++ frames that
     aborts the whole process ("terminate called without an active
-    exception", status -6). So once the command is done and every
-    non-daemon thread has finished, a process with daemon threads left
-    flushes its streams and exits at once; the daemon threads' work is
-    abandoned either way, and everything memlane must keep is on disk by then.
+    exception", status -6). So once the command is done, a process whose
+    other threads are all daemon threads flushes its streams and exits at
+    once: the daemon threads' work is abandoned either way, and everything
+    memlane must keep is on disk by then. A process with a non-daemon thread
+    left exits the ordinary way, which waits for it (and first stops idle
+    thread pools, which joining them here would not).
     """
     import threading
 
     main_thread = threading.main_thread()
-    for thread in threading.enumerate():
-        if thread is not main_thread and not thread.daemon:
-            thread.join()  # what the interpreter's own shutdown would wait for
-    if not any(t.is_alive() for t in threading.enumerate() if t is not main_thread):
+    others = [t for t in threading.enumerate() if t is not main_thread and t.is_alive()]
+    if not others or any(not t.daemon for t in others):
         sys.exit(code)
     import logging
     import os
