@@ -328,6 +328,20 @@ class PiWorld:
                 continue
         return RunResult(out.returncode, events, out.stdout, out.stderr, time.monotonic() - start)
 
+    def print_mode(self, prompt: str, *, timeout_s: float = RUN_TIMEOUT_S, **env: str) -> RunResult:
+        """One prompt as ``pi -p`` runs it: the answer's text on stdout, no events."""
+        start = time.monotonic()
+        out = subprocess.run(
+            self.argv("-p", prompt),
+            cwd=self.project,
+            env=self.env(**env),
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            stdin=subprocess.DEVNULL,
+        )
+        return RunResult(out.returncode, [], out.stdout, out.stderr, time.monotonic() - start)
+
     def rpc(self, **env: str) -> RpcPi:
         return RpcPi(self.argv("--mode", "rpc"), cwd=self.project, env=self.env(**env))
 

@@ -11,9 +11,10 @@ OpenAI-compatible server; the package starts the real ``memlane sidecar``.
    the model walks memory_search → memory_expand → memory_transcript.
 3. After an RPC fork and a new branch, memory_transcript on the old anchor
    still follows the anchored branch.
-4. With auto-context on, the hidden message reaches the server with the hit;
-   with memlane gone from PATH (and no recorded command), pi still answers and
-   the tools return install instructions.
+4. With auto-context on, the hidden message reaches the server with the hit,
+   in ``pi -p`` too (its one prompt comes before the model is warm); with
+   memlane gone from PATH (and no recorded command), pi still answers and the
+   tools return install instructions.
 
 The tests of this module share one pi world and run in order.
 """
@@ -297,6 +298,28 @@ def test_4_auto_context_hidden_message_reaches_the_model(
     assert injected, "the auto-context message is not in pi's session"
     assert injected[0]["customType"] == "memlane-context"
     assert injected[0]["display"] is False
+
+
+def test_4c_pi_p_gets_auto_context_while_the_model_loads(
+    world: PiWorld, fake_model: FakeModel
+) -> None:
+    """``pi -p`` is one prompt, over before the model is warm: its context comes
+    from the lexical leg (docs/adr/0019), not skipped (test 4 indexed the note)."""
+    bullet = "the team pinned the Kafka client to 3.7 because 3.8 broke SASL authentication"
+    question = "Why is the Kafka client pinned to 3.7, what broke with SASL authentication?"
+    start = len(fake_model.agent_requests)
+    fake_model.agent(Reply.say("Because 3.8 broke SASL."))
+    result = world.print_mode(question, MEMLANE_AUTO_CONTEXT="on")
+    assert result.returncode == 0, result.stderr
+    assert "terminate called" not in result.stderr, result.stderr
+    assert result.stdout.strip() == "Because 3.8 broke SASL."
+    hidden = [
+        t
+        for r in fake_model.agent_requests[start:]
+        for t in r.texts("user")
+        if bullet in t and question not in t
+    ]
+    assert hidden, "the one prompt of pi -p got no auto-context message"
 
 
 def test_4b_pi_still_answers_without_memlane(world: PiWorld, fake_model: FakeModel) -> None:

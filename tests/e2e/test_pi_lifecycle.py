@@ -10,6 +10,7 @@ reaches pi's registry as ``llm.complete``'s ``model``.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import sys
 from collections.abc import Iterator
@@ -115,6 +116,41 @@ def test_memory_command_shows_status(world: PiWorld) -> None:
     assert str(world.project) in message or ".memsearch" in message, message
 
 
+def test_memory_off_reaches_the_running_session_and_status_shows_the_topics(
+    world: PiWorld, fake_model: FakeModel
+) -> None:
+    seen: list[str] = []
+
+    def record(request: Request) -> Reply:
+        seen.append(request.last_tool_result)
+        return Reply.say("ok")
+
+    add = {"action": "add", "topic": "tooling", "title": "Installer", "content": "use uv"}
+    with world.rpc() as pi:
+        fake_model.agent(Reply.say("hello"))
+        pi.prompt("hello")  # the session runs
+        pi.command("prompt", message="/memory off")
+        assert "off" in _next_notice(pi).lower()
+        fake_model.agent(Reply.call("memory_topic", **add), record)
+        pi.prompt("remember that we install with uv")
+        assert "switched off" in seen[-1], seen[-1]
+        pi.command("prompt", message="/memory status")
+        status = _next_notice(pi)
+        assert re.search(r"topic memory +off", status), status
+        assert "topic directory" in status and "last dream" in status, status
+
+        pi.command("prompt", message="/memory on")
+        _next_notice(pi)
+        fake_model.agent(Reply.call("memory_topic", **add), record)
+        pi.prompt("remember that we install with uv")
+        assert "switched off" not in seen[-1] and "tooling" in seen[-1], seen[-1]
+        pi.command("prompt", message="/memory status")
+        status = _next_notice(pi)
+    assert re.search(r"topic memory +on", status), status
+    assert re.search(r"topic files +1 \(1 entries\): tooling.md", status), status
+    assert re.search(r"MEMORY.md +1/200 lines", status), status
+
+
 def _next_notice(pi: RpcPi) -> str:
     note = pi.wait_event("extension_ui_request", timeout_s=120)
     while note.get("method") != "notify" or note.get("message", "").startswith("memlane: "):
@@ -145,6 +181,71 @@ def test_recall_command_asks_the_agent_to_walk_the_ladder(
     asked = next(t for t in users if "kafka pinning" in t)
     assert "memory_search" in asked
     assert '"all"' in asked
+
+
+def test_recall_in_print_mode_runs_and_exits_cleanly(world: PiWorld, fake_model: FakeModel) -> None:
+    """``pi -p "/recall …"``: the run the command asks for happens before pi exits and
+    its answer is printed; a sidecar ended while its model still loads (auto-context on,
+    an indexed store, a ``/recall`` that runs nothing) does not abort at exit
+    ("terminate called …" on stderr; tests/hosts/test_sidecar_exit.py holds it too)."""
+    import shutil
+    import subprocess
+
+    from memlane.cli.demo import fixtures_dir
+
+    shutil.copytree(fixtures_dir() / "memory", world.project / ".memsearch" / "memory")
+    indexed = subprocess.run(
+        [MEMLANE, "-C", str(world.project), "index"], env=world.env(), capture_output=True
+    )
+    assert indexed.returncode == 0, indexed.stderr
+    # Without a query nothing runs: pi exits right after the session started.
+    result = world.print_mode("/recall", MEMLANE_AUTO_CONTEXT="on")
+    assert "terminate called" not in result.stderr, result.stderr
+    assert result.returncode == 0, result.stderr
+
+    start = len(fake_model.agent_requests)
+    fake_model.agent(Reply.say("Memory says the kafka client is pinned."))
+    result = world.print_mode("/recall kafka pinning", MEMLANE_AUTO_CONTEXT="on")
+    assert "terminate called" not in result.stderr, result.stderr
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "Memory says the kafka client is pinned.", result.stdout
+    users = [t for r in fake_model.agent_requests[start:] for t in r.texts("user")]
+    assert any("kafka pinning" in t and "memory_search" in t for t in users), users
+
+
+def test_pi_p_extracts_the_exchange_before_it_exits(world: PiWorld, fake_model: FakeModel) -> None:
+    """The session of ``pi -p`` ends right after its one exchange: the exchange
+    is still distilled and its durable learning written as a topic entry, both
+    through pi's model (``llm.complete``), before pi exits."""
+    import json
+
+    from fake_llm import DEFAULT_DISTILLATION
+    from memlane.engine.topics.extraction import SYSTEM_PROMPT as EXTRACT_SYSTEM
+
+    learning = {
+        "topic": "preferences",
+        "title": "Package installs use uv",
+        "content": "The user installs Python packages with uv, never pip.",
+        "type": "user",
+    }
+
+    def answer(request: Request) -> str:
+        if request.system == EXTRACT_SYSTEM:
+            return json.dumps([learning])
+        return "- the user asked to install Python packages with uv, never pip"
+
+    fake_model.distill = answer
+    try:
+        fake_model.agent(Reply.say("Noted: uv, never pip."))
+        result = world.print_mode("Always install Python packages with uv, never pip.")
+    finally:
+        fake_model.distill = DEFAULT_DISTILLATION
+    assert result.returncode == 0, result.stderr
+    store = world.project / ".memsearch" / "memory"
+    topic = store / "topics" / "preferences.md"
+    assert topic.is_file(), result.stderr
+    assert "## Package installs use uv" in topic.read_text()
+    assert "uv, never pip" in "".join(p.read_text() for p in store.glob("*.md"))
 
 
 def test_capture_model_override_reaches_pi_registry(world: PiWorld, fake_model: FakeModel) -> None:

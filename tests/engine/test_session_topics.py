@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
@@ -116,6 +117,61 @@ def test_extraction_writes_durable_learnings_after_capture(
     assert session.extraction.written == 1
     journal = (memory.scope.store / f"{TOPIC_DAY.isoformat()}.md").read_text()
     assert "prefer uv over pip" in journal
+
+
+PREFERENCE = [
+    {
+        "topic": "preferences",
+        "title": "Package installs use uv",
+        "content": "The user prefers uv over pip for installing Python packages.",
+        "type": "user",
+    }
+]
+
+
+def test_a_session_ending_right_after_an_exchange_still_extracts_it(
+    memory: Memory, fake_openai: FakeOpenAI
+) -> None:
+    """``pi -p``: the process ends as soon as the answer is settled; the
+    exchange's learnings reach the topic files within the shutdown cap."""
+    fake_openai.responder = two_jobs(PREFERENCE)
+    session = Session.start(memory, host="test", session_id="s", llm=fake_openai.llm())
+    session.agent_settled(
+        Exchange(user="install it with uv, never pip", assistant="Done with uv.", entry_id="e1")
+    )
+    flush = session.shutdown()  # at once: distillation and extraction have not run yet
+    assert flush.flushed
+    assert jobs(fake_openai) == ["distil", "extract"]
+    assert session.extraction.runs == 1 and session.extraction.written == 1
+    listed = {t.slug: t for t in topics.list_topics(memory.scope.store)}
+    assert listed["preferences"].titles == ["Package installs use uv"]
+    # ... and it is indexed before the session ends
+    hits = memory.search("uv over pip", 5, kind="topic", min_score=0.0).hits
+    assert any("topics/preferences.md" in hit.source for hit in hits)
+
+
+def test_an_extraction_that_cannot_finish_within_the_cap_is_given_up(
+    memory: Memory, fake_openai: FakeOpenAI
+) -> None:
+    release = threading.Event()
+    extract_answer = two_jobs(PREFERENCE)
+
+    def answer(request: Request) -> str:
+        if request.system == EXTRACT_SYSTEM:
+            release.wait(30)  # far beyond the cap below
+        return extract_answer(request)
+
+    fake_openai.responder = answer
+    session = Session.start(memory, host="test", session_id="s", llm=fake_openai.llm())
+    session.agent_settled(Exchange(user="use uv", assistant="Done with uv.", entry_id="e1"))
+    try:
+        flush = session.shutdown(cap_ms=2000)
+    finally:
+        release.set()
+    assert flush.flushed  # the journal entry was written; the extraction is an extra
+    assert session.extraction.written == 0
+    assert session.extraction.failed == 1 and "timed out" in (session.extraction.last_error or "")
+    assert topics.list_topics(memory.scope.store) == []
 
 
 def test_no_extraction_without_an_llm_or_when_switched_off(

@@ -178,3 +178,36 @@ def test_a_session_hit_shows_its_turn_not_a_line_range(
     assert "memory_transcript(transcript_path=source, turn)" in found.details["next"]
     similar = Tools(mem).call("memory_similar", {"chunk_hash": hit["chunk_hash"]})
     assert Draft202012Validator(output_schema("memory_similar")).is_valid(similar.details)
+
+
+def test_auto_recall_answers_from_the_lexical_leg_while_the_model_loads(
+    agent_project: Project, clock: FixedClock
+) -> None:
+    """The model is an endpoint that holds every embedding request (docs/adr/0019)."""
+    from fake_llm import FakeOpenAI
+
+    _past_session(agent_project)
+    with FakeOpenAI() as server:
+        env = {
+            "MEMLANE_EMBEDDING_PROVIDER": "openai",
+            "MEMLANE_EMBEDDING_BASE_URL": server.base_url,
+            "MEMLANE_EMBEDDING_MODEL": "fake-embedder",
+            "MEMLANE_EMBEDDING_TIMEOUT_S": "120",
+        }
+        writer = open_memory(agent_project.root, clock=clock, lexical=False, **env)
+        SessionsLayer(writer).backfill()
+        writer.close()
+        server.embeddings_open.clear()
+        mem = open_memory(agent_project.root, clock=clock, lexical=False, **env)
+        session = Session.start(mem, host="test", session_id="new-session", llm=None)
+        try:
+            wait_for(lambda: session.sessions_layer is not None, 20, "the sessions layer opened")
+            message = session.before_agent_start(
+                "remember why the redis cache evicted keys so early?"
+            ).message
+            assert message is not None and "evict keys so early" in message
+            assert not session.wait_auto_context_ready(0)  # still loading
+            assert session.recall.injected == 1 and session.recall.lexical_while_warming == 1
+        finally:
+            server.embeddings_open.set()
+            session.shutdown()

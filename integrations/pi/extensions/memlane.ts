@@ -58,7 +58,7 @@ export default function memlane(pi: ExtensionAPI): void {
 			if (shim.ctx?.hasUI) shim.ctx.ui.notify(`memlane: ${notice}`, "info");
 		},
 	});
-	const shim: Shim = { connection, ctx: null, mode: "print", log };
+	const shim: Shim = { connection, ctx: null, mode: "print", log, settled: new Set() };
 
 	registerEvents(pi, shim);
 	registerTools(pi, shim);

@@ -8,8 +8,6 @@ shows how full MEMORY.md is.
 
 from __future__ import annotations
 
-import json
-from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -30,7 +28,6 @@ memory_app = typer.Typer(
     no_args_is_help=True,
 )
 
-DREAM_META = ".dream-meta.json"
 _JSON = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 
 
@@ -148,65 +145,20 @@ def off(ctx: typer.Context) -> None:
     _toggle(ctx, False)
 
 
-def last_dream(store: Path) -> str | None:
-    """When the last dream ran, from ``<store>/.dream-meta.json``, if recorded."""
-    try:
-        data = json.loads((store / DREAM_META).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    if not isinstance(data, dict):
-        return None
-    for key in ("last_dream_at", "lastDreamAt", "last_dream", "lastDream", "timestamp"):
-        value = data.get(key)
-        if isinstance(value, str) and value:
-            return value
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            seconds = value / 1000 if value > 1e11 else value  # pi-memory writes milliseconds
-            return datetime.fromtimestamp(seconds).astimezone().isoformat(timespec="seconds")
-    return None
-
-
 @memory_app.command("status")
 def status(ctx: typer.Context, as_json: _JSON = False) -> None:
     """Whether the topic memory is on, where it lives, and how full MEMORY.md is."""
-    from memlane.store import topics as store_topics
+    from memlane.engine.topics.overview import topic_overview
 
     with open_memory(ctx) as mem:
-        settings = mem.config.topics
-        store = mem.scope.store
-        usage = store_topics.index_usage(
-            store, settings.mem_index_max_lines, settings.mem_index_max_bytes
-        )
-        infos = store_topics.list_topics(store)
-        layer = mem.config.values["topics.enabled"].layer
-    dreamt = last_dream(store)
-    files = [f"{info.slug}.md" for info in infos]
-    entries = sum(len(info.titles) for info in infos)
-    data: dict[str, Any] = {
-        "enabled": settings.enabled,
-        "enabled_from": layer,
-        "store": str(store),
-        "memory_index": str(store_topics.memory_index_path(store)),
-        "index_usage": usage.to_json(),
-        "topic_files": files,
-        "entries": entries,
-        "last_dream": dreamt,
-        "capacity_problem": usage.problem(),
-    }
+        overview = topic_overview(mem)
     if as_json:
-        print_json(data)
+        print_json(overview.to_json())
         return
-    lines = [
-        f"topic memory  {'on' if settings.enabled else 'off'} (topics.enabled, from {layer})",
-        f"store         {store}",
-        f"MEMORY.md     {usage.lines}/{usage.max_lines} lines, "
-        f"{usage.bytes}/{usage.max_bytes} bytes",
-        f"topic files   {len(infos)} ({entries} entries)"
-        + (": " + ", ".join(files) if infos else ""),
-        f"last dream    {dreamt or 'never'}",
-    ]
-    if usage.problem():
-        lines.append(f"WARNING: {usage.problem()}")
+    lines = [f"{label:<13} {value}" for label, value in overview.rows()]
+    problem = overview.usage.problem()
+    if problem:
+        lines.append(f"WARNING: {problem}")
     typer.echo("\n".join(lines))
 
 

@@ -133,6 +133,8 @@ class Status:
     damaged: list[DamagedLine] = field(default_factory=list)
     # Today's LLM calls and tokens against llm.daily_* (llm/budget.py).
     llm_budget: dict[str, Any] | None = None
+    # The topic memory at a glance (engine/topics/overview.py), when readable.
+    topics: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -150,6 +152,7 @@ class Status:
             "index_state_note": self.state_note,
             "store_link": self.store_link,
             "sessions": self.sessions,
+            "topics": self.topics,
             "missing": list(self.missing),
             "config": list(self.config),
             "capture": dict(self.capture),
@@ -164,6 +167,33 @@ class Status:
 def describe_damage(line: DamagedLine) -> str:
     """``path:line: why: "how it starts"`` for one damaged line."""
     return f'{line.where}: {line.reason}: "{line.preview}"'
+
+
+def topic_rows(topics: dict[str, Any] | None) -> list[tuple[str, str]]:
+    """pi-memory's status lines: on/off, directory, MEMORY.md, topic files, last dream."""
+    if not topics:
+        return []
+    usage = topics.get("index_usage") or {}
+    files = list(topics.get("topic_files") or [])
+    return [
+        (
+            "topic memory",
+            f"{'on' if topics.get('enabled') else 'off'} "
+            f"(topics.enabled, from {topics.get('enabled_from')})",
+        ),
+        ("topic directory", str(topics.get("directory"))),
+        (
+            "MEMORY.md",
+            f"{usage.get('lines', 0)}/{usage.get('max_lines', 0)} lines, "
+            f"{usage.get('bytes', 0)}/{usage.get('max_bytes', 0)} bytes",
+        ),
+        (
+            "topic files",
+            f"{len(files)} ({topics.get('entries', 0)} entries)"
+            + (": " + ", ".join(files) if files else ""),
+        ),
+        ("last dream", str(topics.get("last_dream") or "never")),
+    ]
 
 
 def render_status(st: Status) -> str:
@@ -193,6 +223,7 @@ def render_status(st: Status) -> str:
         rows.append(
             ("damaged line", f"and {len(st.damaged) - DAMAGE_SHOWN} more (`--json` lists them all)")
         )
+    rows += topic_rows(st.topics)
     capture = st.capture
     rows.append(("capture", "on" if capture.get("enabled") else "off (MEMLANE_CAPTURE=off)"))
     rows.append(("capture llm", str(capture.get("llm", ""))))
@@ -222,7 +253,14 @@ def render_status(st: Status) -> str:
                 "auto-context counts",
                 ", ".join(
                     f"{name} {counters.get(name, 0)}"
-                    for name in ("injected", "skippedBudget", "skippedEmpty", "skippedError")
+                    for name in (
+                        "injected",
+                        "skippedBudget",
+                        "skippedEmpty",
+                        "skippedError",
+                        "skippedWarming",
+                        "lexicalWhileWarming",
+                    )
                 ),
             )
         )
@@ -250,7 +288,12 @@ def render_status(st: Status) -> str:
                 (
                     "extraction",
                     f"{extraction.get('written', 0)} topic entries written, "
-                    f"{extraction.get('skipped', 0)} skipped, {extraction.get('failed', 0)} failed",
+                    f"{extraction.get('skipped', 0)} skipped, {extraction.get('failed', 0)} failed"
+                    + (
+                        f", {extraction['abandoned']} left undone at a session end"
+                        if extraction.get("abandoned")
+                        else ""
+                    ),
                 )
             )
         cap = st.session.get("capture", {})

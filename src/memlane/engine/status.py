@@ -129,6 +129,7 @@ def project_status(
         if interrupted:
             missing.append(f"topics: {interrupted}")
     return Status(
+        topics=None if refused else _topics_of(memory),
         sessions=sessions_stats,
         versions=versions,
         scope=memory.scope.to_json(),
@@ -194,6 +195,16 @@ def _index_problem(exc: BaseException, path: Path) -> str:
         text = getattr(exc, "strerror", None) or str(exc)
         hint = "`memlane reindex` rebuilds it from markdown once the cause is fixed"
     return f"index: {text} — {hint}"
+
+
+def _topics_of(memory: ProjectMemory) -> dict[str, Any] | None:
+    """The topic memory's overview (engine/topics/overview.py); None when unreadable."""
+    from memlane.engine.topics.overview import topic_overview
+
+    try:
+        return topic_overview(memory).to_json()
+    except (MemlaneError, OSError, ValueError):
+        return None  # a damaged topic file is the topic commands' to report
 
 
 def _sessions_stats_of(memory: ProjectMemory) -> dict[str, Any] | None:

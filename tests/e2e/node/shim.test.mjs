@@ -44,17 +44,31 @@ const starts = () => readFileSync(startLog, "utf8").split("\n").filter(Boolean).
 function loadShim() {
 	const handlers = new Map();
 	const tools = new Map();
+	const commands = new Map();
+	const sent = [];
 	const api = {
 		on: (event, handler) => handlers.set(event, handler),
 		registerTool: (tool) => tools.set(tool.name, tool),
-		registerCommand: () => {},
-		sendUserMessage: () => {},
+		registerCommand: (name, command) => commands.set(name, command),
+		// pi starts the run on its own: busy a moment, then agent_settled
+		sendUserMessage: (text) => {
+			sent.push(text);
+			setTimeout(() => {
+				idle = false;
+				setTimeout(async () => {
+					idle = true;
+					await handlers.get("agent_settled")({ type: "agent_settled", aborted: false }, ctx);
+				}, 200);
+			}, 20);
+		},
 	};
+	let idle = true;
 	memlane(api);
 	const ctx = {
 		cwd: dir,
 		mode: "print",
 		hasUI: false,
+		isIdle: () => idle,
 		ui: { notify: () => {} },
 		sessionManager: {
 			getSessionId: () => "session-1",
@@ -65,6 +79,8 @@ function loadShim() {
 	};
 	return {
 		handlers,
+		sent,
+		command: (name, args) => commands.get(name).handler(args, ctx),
 		sessionStart: () => handlers.get("session_start")({ type: "session_start", reason: "startup" }, ctx),
 		beforeAgentStart: () =>
 			handlers.get("before_agent_start")({ prompt: "hi", messageType: "user", systemPrompt: "SYSTEM" }, ctx),
@@ -198,4 +214,22 @@ test("three missed deadlines of one method in a row kill the child; the next eve
 	assert.equal(starts(), 2, log.join("\n"));
 	assert.ok(log.includes("respawning the sidecar (1/2) after: memlane sidecar exited (SIGKILL)"), log.join("\n"));
 	assert.equal(await connection.end(), true);
+});
+
+test("/recall in print mode returns only after the run it asked for has settled", async () => {
+	process.env.MEMLANE_COMMAND = join(dir, "no-such-memlane");
+	const shim = loadShim();
+	let settledSeen = false;
+	shim.handlers.set("agent_settled", ((inner) => async (event, ctx) => {
+		settledSeen = true;
+		return inner(event, ctx);
+	})(shim.handlers.get("agent_settled")));
+	await capturingStderr(async () => {
+		await shim.sessionStart();
+		await shim.command("recall", "kafka pinning");
+		assert.equal(settledSeen, true, "the command returned before its run settled");
+		await shim.shutdown();
+	});
+	assert.equal(shim.sent.length, 1);
+	assert.match(shim.sent[0], /^Recall from long-term memory: kafka pinning/);
 });

@@ -4,9 +4,9 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
-import { type Shim, tell } from "./host.ts";
+import { type Shim, tell, untilSettled } from "./host.ts";
 import { cliFailure, runMemlane } from "./memlane-cli.ts";
-import { asObject, DREAM_TIMEOUT_MS, type Json, type JsonObject } from "./protocol.ts";
+import { asObject, DREAM_TIMEOUT_MS, type Json, type JsonObject, ONE_SHOT_MODES, RUN_IDLE_MS } from "./protocol.ts";
 
 // /memory [status|stats|search <query>|reindex|on|off]: status goes through the sidecar;
 // the sessions-layer and on/off subcommands are the CLI's (`memlane sessions …`,
@@ -29,7 +29,7 @@ export function registerCommands(pi: ExtensionAPI, shim: Shim): void {
 				query = query.slice("--all".length).trim();
 			}
 			if (!query) {
-				if (ctx.hasUI) ctx.ui.notify("Usage: /recall [--all] <query>", "warning");
+				tell(ctx, "Usage: /recall [--all] <query>", "warning");
 				return;
 			}
 			const scope = all
@@ -38,8 +38,12 @@ export function registerCommands(pi: ExtensionAPI, shim: Shim): void {
 			// memlane knows a /recall exchange by this opening (RECALL_PROMPT_PREFIX in
 			// src/memlane/engine/journal/echo.py): it is not captured again, nor indexed as a message.
 			const request = `Recall from long-term memory: ${query}\n\nUse the recall skill: start with memory_search, go to memory_expand and then memory_transcript only if the shallower layer does not answer. ${scope} Answer from what memory says and cite the chunk hashes you used.`;
+			// In `pi -p` pi exits when this handler returns: wait for the run, so the recall
+			// happens and pi prints its answer.
+			const wait = ONE_SHOT_MODES.has(ctx.mode) ? untilSettled(shim, ctx, RUN_IDLE_MS) : null;
 			if (ctx.isIdle()) pi.sendUserMessage(request);
 			else pi.sendUserMessage(request, { deliverAs: "followUp" });
+			await wait;
 		},
 	});
 

@@ -39,19 +39,23 @@ export function registerEvents(pi: ExtensionAPI, shim: Shim): void {
 
 	pi.on("agent_settled", async (event, ctx) => {
 		shim.ctx = ctx;
-		const { user, assistant, entryId, tools } = settledExchange(ctx);
-		if (user === null) return; // a run with no user prompt on the branch: nothing to capture
-		await connection.forward("agent_settled", {
-			exchange: {
-				user,
-				assistant,
-				aborted: event.aborted,
-				entry_id: entryId,
-				session_id: ctx.sessionManager.getSessionId(),
-				transcript_path: ctx.sessionManager.getSessionFile() ?? null,
-				tools,
-			},
-		});
+		try {
+			const { user, assistant, entryId, tools } = settledExchange(ctx);
+			if (user === null) return; // a run with no user prompt on the branch: nothing to capture
+			await connection.forward("agent_settled", {
+				exchange: {
+					user,
+					assistant,
+					aborted: event.aborted,
+					entry_id: entryId,
+					session_id: ctx.sessionManager.getSessionId(),
+					transcript_path: ctx.sessionManager.getSessionFile() ?? null,
+					tools,
+				},
+			});
+		} finally {
+			for (const waiter of [...shim.settled]) waiter();
+		}
 	});
 
 	pi.on("session_compact", async (_event, ctx) => {

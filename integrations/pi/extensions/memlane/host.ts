@@ -13,6 +13,30 @@ export interface Shim {
 	/** pi's mode, which decides where log lines go. */
 	mode: string;
 	readonly log: (line: string) => void;
+	/** Called once each time a run settles (after memlane has seen it): what a command waits on. */
+	readonly settled: Set<() => void>;
+}
+
+/**
+ * Wait until the run a command just asked for has settled. pi starts it on its own
+ * (`sendUserMessage` returns at once) and, in `pi -p`, exits as soon as the command
+ * returns, so a command that wants its run to happen waits here. Gives up when pi stays
+ * idle for `idleMs` (the run could not start: pi says why itself).
+ */
+export function untilSettled(shim: Shim, ctx: { isIdle(): boolean }, idleMs: number): Promise<void> {
+	return new Promise((resolve) => {
+		let busyAt = Date.now();
+		const done = () => {
+			clearInterval(timer);
+			shim.settled.delete(done);
+			resolve();
+		};
+		shim.settled.add(done);
+		const timer = setInterval(() => {
+			if (!ctx.isIdle()) busyAt = Date.now();
+			else if (Date.now() - busyAt > idleMs) done();
+		}, 50);
+	});
 }
 
 /** Show text to the user: a notification with a UI, else stderr (outside the TUI, pi

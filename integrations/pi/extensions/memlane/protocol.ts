@@ -26,6 +26,11 @@ export const DEFAULT_TIMEOUT_MS = 30_000;
 // at least 180 s); past this the child is killed.
 export const DREAM_TIMEOUT_MS = 600_000;
 export const LLM_COMPLETE_MAX_TOKENS = 1024;
+// A command's run in a one-shot mode (`pi -p`): how long pi may stay idle, before the
+// run starts or after it ends without settling, until the command stops waiting for it.
+export const RUN_IDLE_MS = 5_000;
+// The modes in which pi exits as soon as a command returns.
+export const ONE_SHOT_MODES: ReadonlySet<string> = new Set(["print", "json"]);
 
 export const INSTALL_HINT =
 	"memlane is not on PyPI: install it from a memlane checkout with `pip install .` (or `pipx install <checkout or git URL>`), then run `memlane install pi` (it records which memlane pi should run).";

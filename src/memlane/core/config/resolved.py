@@ -61,6 +61,17 @@ class Config:
             return resolved
         return text
 
+    def follow(self, fresh: Config, name: str) -> bool:
+        """Take *name*'s value (and layer) from *fresh*, a reload of the same
+        files; True when it changed. Every handle sharing this configuration
+        sees the new value (a running session follows ``memlane memory
+        on|off`` this way: engine/live/switch.py)."""
+        value = fresh.values[name]
+        if self.values.get(name) == value:
+            return False
+        self.values[name] = value
+        return True
+
     def changed(self) -> list[dict[str, str]]:
         """Every value not at its built-in default, with the layer it came from."""
         out = []

@@ -7,6 +7,13 @@ past, messages of earlier sessions (engine/sessions/primer.py). A search
 that misses the deadline is counted and dropped; too many misses in a row
 restart the worker, and too many restarts turn auto-context off for the
 session, with a notice saying so.
+
+While that worker still loads the embedding model (about 1.5 s after the
+session starts: all of a ``pi -p`` run), a second worker answers the same
+three searches from the lexical (BM25) leg alone, within the same deadline
+and on the same calibrated score scale (a lexical-only search has its own
+calibration), so nothing waits for the model (docs/adr/0019). It is
+retired once the model is warm.
 """
 
 from __future__ import annotations
@@ -58,17 +65,35 @@ class AutoContext:
         self.surfacing = SurfacingState(enabled=surfacer is not None)
         self.recall = RecallState(mode=self.sessions_settings.auto_recall)
         self._worker: SearchWorker | None = None
+        self._lexical: SearchWorker | None = None  # answers while the model warms
         self._respawning = False
 
     def start(self) -> None:
-        """Warm the worker now when anything will search on it."""
+        """Warm the worker now when anything will search on it, and the lexical
+        one beside it when the model is not loaded yet."""
         if self.state.active or self.surfacer is not None:
             self._worker = self._new_worker()
+            if self._model_will_load():
+                self._lexical = self._new_lexical_worker()
 
     def stop(self) -> None:
         if self._worker is not None:
             self._worker.stop()
             self._worker = None
+        self._retire_lexical()
+
+    def set_surfacer(self, surfacer: TopicSurfacer | None) -> None:
+        """The topic memory was switched on (a new surfacer) or off (None)."""
+        self.surfacer = surfacer
+        self.surfacing.enabled = surfacer is not None
+
+    def _model_will_load(self) -> bool:
+        return self.memory.config.embedding.provider != "none" and not self.memory.embedder_ready
+
+    def _retire_lexical(self) -> None:
+        if self._lexical is not None:
+            self._lexical.stop()
+            self._lexical = None
 
     def hidden_message(
         self, prompt: str, snapshot: Snapshot, layer: SessionsLayer | None
@@ -101,18 +126,24 @@ class AutoContext:
             return None
         if self._worker is None:
             self._worker = self._new_worker()
-        if not self._worker.ready.is_set():
-            # The model, index or vector matrix is still loading: a search
-            # now would miss the deadline without saying anything about the
-            # worker's health. After a crash this is the respawn, which the
-            # reference counts as an error.
+        worker = self._worker
+        warming = not worker.ready.is_set()
+        if warming and self._respawning:
+            # After a crash this is the respawn, which the reference counts
+            # as an error.
             if want_context:
-                if self._respawning:
-                    state.skippedError += 1
-                else:
-                    state.skippedWarming += 1
+                state.skippedError += 1
             return None
-        self._respawning = False
+        if warming:
+            # The model, index or vector matrix is still loading: a search on
+            # that worker would wait for it. The lexical leg answers instead.
+            if self._lexical is None:
+                self._lexical = self._new_lexical_worker()
+            worker = self._lexical
+        else:
+            self._respawning = False
+            self._retire_lexical()
+        mode = "lexical" if warming else "hybrid"
         top_k = settings.auto_context_top_k
         cap_s = settings.auto_context_cap_ms / 1000
         started = time.perf_counter()
@@ -125,33 +156,41 @@ class AutoContext:
         ) -> tuple[list[Hit] | None, Surfaced | None, list[Hit] | None]:
             hits = (
                 # Room for this session's own entries, which are dropped below.
-                memory.search(query, top_k + OWN_ENTRY_ROOM, mode="hybrid", sync=False).hits
+                memory.search(query, top_k + OWN_ENTRY_ROOM, mode=mode, sync=False).hits
                 if want_context
                 else None
             )
-            surfaced = surfacer.surface(memory, prompt, deadline=deadline) if surfacer else None
+            surfaced = (
+                surfacer.surface(memory, prompt, deadline=deadline, mode=mode) if surfacer else None
+            )
             recalled = None
             if want_recall and layer is not None:
                 # On the search scale: what memory_search would show.
                 recalled = (
-                    layer.search(query, recall_k)
+                    layer.search(query, recall_k, mode=mode)
                     .to_search_result()
                     .at_least(memory.min_score())
                     .hits
                 )
             return hits, surfaced, recalled
 
-        reply = self._worker.submit(work)
+        reply = worker.submit(work)
         try:
             outcome, value = reply.get(timeout=cap_s)
         except queue.Empty:
             state.last_ms = (time.perf_counter() - started) * 1000
             if want_context:
-                state.skippedBudget += 1
+                if warming:
+                    # Nothing in time while the model loads: not the warm worker's miss.
+                    state.skippedWarming += 1
+                else:
+                    state.skippedBudget += 1
             if surfacer is not None:
                 self.surfacing.skipped_budget += 1
             if want_recall:
                 self.recall.skipped_budget += 1
+            if warming:
+                return None
             state.consecutive_misses += 1
             if state.consecutive_misses >= settings.timeout_crash_threshold:
                 self._worker_crashed()
@@ -168,6 +207,8 @@ class AutoContext:
             log.info("auto-context search failed: %s", value)
             return None
         hits, surfaced, recalled = value
+        if warming:
+            self._count_lexical(want_context=hits is not None, want_recall=recalled is not None)
         parts: list[str] = []
         if hits is not None:
             kept = [
@@ -199,6 +240,21 @@ class AutoContext:
             else:
                 self.recall.skipped_empty += 1
         return "\n\n".join(parts) if parts else None
+
+    def _count_lexical(self, *, want_context: bool, want_recall: bool) -> None:
+        """One prompt answered from the lexical leg while the model warmed."""
+        if want_context:
+            self.state.lexicalWhileWarming += 1
+        if self.surfacer is not None:
+            self.surfacing.lexical_while_warming += 1
+        if want_recall:
+            self.recall.lexical_while_warming += 1
+
+    def _new_lexical_worker(self) -> SearchWorker:
+        from memlane.engine.live.worker import lexical_warm_up
+
+        # No catch-up that would embed (char limit 0): embedding waits for the model.
+        return SearchWorker(self.memory.fork(catch_up_char_limit=0), first=lexical_warm_up)
 
     def _new_worker(self) -> SearchWorker:
         warm_ups: tuple[Callable[[Memory], Any], ...] = ()

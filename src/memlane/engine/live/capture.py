@@ -5,8 +5,9 @@ kill from then on loses nothing, engine/journal/capture_journal.py); one
 background thread then distils it, appends one anchored entry, marks its
 journal record done and schedules the debounced index, and finally turns
 the durable learnings into topic entries. ``flush`` at shutdown writes what
-is still distilling as a digest; ``recover`` adopts what killed sessions
-left in their journals.
+is still distilling as a digest and lets the extractions under way finish
+within their own deadline; ``recover`` adopts what killed sessions left in
+their journals.
 """
 
 from __future__ import annotations
@@ -40,6 +41,9 @@ RECOVERY_REASON = (
 )
 # How much of each text a shutdown digest redacts (the digest shows far less).
 DIGEST_SOURCE_CHARS = 4000
+# Shutdown waits this long past the extraction deadline for the extraction's
+# own timeout to be reported.
+EXTRACT_JOIN_GRACE_S = 0.5
 
 
 class CaptureJob:
@@ -117,6 +121,8 @@ class Capture:
         self._recovery_llm_failed = False
         self._queue: queue.Queue[CaptureJob | None] = queue.Queue()
         self._thread: threading.Thread | None = None
+        # Set by flush: no extraction may run past it (monotonic seconds).
+        self._extract_deadline: float | None = None
         self.unwritten = 0  # exchanges whose entry could not be written
 
     @property
@@ -211,8 +217,9 @@ class Capture:
                 self.state.write_errors.append(f"{type(exc).__name__}: {exc}")
             finally:
                 job.done.set()
-            # After done: shutdown waits for the journal entry, never for this.
-            wanted = self.extraction.enabled and not self._closed and not job.recovered
+            # After done: the journal entry never waits for this; shutdown
+            # gives it until its extraction deadline (``flush``).
+            wanted = self.extraction.enabled and not job.recovered
             if captured is not None and wanted:
                 self._extract(captured)
 
@@ -260,18 +267,27 @@ class Capture:
 
     def _extract(self, exchange: Exchange) -> None:
         """Durable learnings of a distilled exchange become topic entries."""
-        from memlane.engine.topics.extraction import extract
+        from memlane.engine.topics.extraction import DEADLINE_SLACK_S, extract
 
+        state = self.extraction
+        timeout_s = self.settings.distill_timeout_ms / 1000
+        if self._extract_deadline is not None:
+            # The session is ending: what is left of the shutdown's share,
+            # the call's own slack included.
+            left = self._extract_deadline - time.monotonic() - DEADLINE_SLACK_S
+            timeout_s = min(timeout_s, left)
+            if timeout_s <= 0:
+                state.abandoned += 1
+                return
         if self._fork is None:
             # The similarity check opens the index: this thread's own handle.
             self._fork = self.memory.fork()
-        state = self.extraction
         report = extract(
             self._fork,
             exchange,
             self.extract_llm,
             settings=self.topic_settings,
-            timeout_s=self.settings.distill_timeout_ms / 1000,
+            timeout_s=timeout_s,
         )
         state.runs += 1
         state.written += len(report.written)
@@ -362,12 +378,16 @@ class Capture:
         with self._lock:
             return sum(1 for j in self._jobs if not j.done.is_set())
 
-    def flush(self, deadline: float) -> list[CaptureJob]:
+    def flush(self, deadline: float, extract_deadline: float | None = None) -> list[CaptureJob]:
         """Stop taking exchanges; what is still distilling at *deadline* (monotonic)
-        goes in as a digest. The jobs that were pending, for the caller's count."""
+        goes in as a digest; the extractions of the exchanges distilled by then
+        run until *extract_deadline* (default *deadline*), the one under way then
+        is abandoned. The jobs that were pending, for the caller's count."""
         with self._lock:
             self._closed = True
             jobs = list(self._jobs)
+            thread = self._thread
+        self._extract_deadline = deadline if extract_deadline is None else extract_deadline
         for job in jobs:
             job.done.wait(max(0.0, deadline - time.monotonic()))
         for job in jobs:
@@ -378,6 +398,14 @@ class Capture:
                 job.done.set()
         self._queue.put(None)
         self._close_journals(jobs)
+        if thread is not None and self.extraction.enabled:
+            # Extraction runs after each entry is written: what a one-shot
+            # process (``pi -p``) distilled just before its end is extracted too.
+            left = self._extract_deadline - time.monotonic()
+            thread.join(max(0.0, left) + EXTRACT_JOIN_GRACE_S)
+            if thread.is_alive():
+                self.extraction.abandoned += 1
+                log.info("an extraction was still running when the session ended")
         return jobs
 
     def _close_journals(self, jobs: list[CaptureJob]) -> None:

@@ -20,8 +20,8 @@ host. What happens, per pi-memsearch's runtime documentation:
   skipped, any other loses its restated sentences.
 * ``compacted()`` / ``refresh_snapshot()``: rebuild the snapshot.
 * ``shutdown()``: flush pending captures (a capture that cannot finish in
-  time is written as a digest, never dropped) and settle the indexer, racing
-  ``SHUTDOWN_CAP_MS``.
+  time is written as a digest, never dropped), let their extractions finish,
+  and settle the indexer, racing ``SHUTDOWN_CAP_MS``.
 
 The jobs live next door: engine/live/capture.py (the capture queue, its
 journal and recovery), engine/live/auto_context.py (the hidden message and
@@ -75,6 +75,9 @@ log = logging.getLogger("memlane.session")
 # distillation; what is still running then is written as a digest, so the
 # indexer keeps the rest of the cap to make those entries searchable.
 CAPTURE_SHARE_OF_SHUTDOWN = 0.6
+# ... and the extractions of the exchanges distilled by then this share (from
+# the start of the shutdown): their topic entries are indexed in what is left.
+EXTRACTION_SHARE_OF_SHUTDOWN = 0.8
 
 
 class Session:
@@ -133,6 +136,9 @@ class Session:
             debounce_s=self.settings.index_debounce_ms / 1000,
             backoff_delays_s=tuple(d / 1000 for d in self.settings.backoff_delays_ms),
         )
+        from memlane.engine.live.switch import TopicSwitch
+
+        self._switch = TopicSwitch(memory)
         self._captures = Capture(
             memory,
             self.settings,
@@ -334,6 +340,7 @@ class Session:
     # -- before_agent_start -----------------------------------------------------------
 
     def before_agent_start(self, prompt: str) -> Injection:
+        self.follow_topic_switch()
         with self._lock:
             if self.clock.today() != self._snapshot.day:
                 self._snapshot = self._build_snapshot()
@@ -352,6 +359,7 @@ class Session:
     def agent_settled(self, exchange: Exchange) -> Queued:
         """Gate the exchange and queue it for capture (distillation runs in the background)."""
         recalled = self._recall_log.take()  # whatever the outcome: the next exchange starts clean
+        self.follow_topic_switch()
         if self._captures.closed:
             return Queued(False, "the session has shut down")
         if not self.capture.enabled:
@@ -379,6 +387,28 @@ class Session:
             exchange = replace(exchange, assistant=verdict.assistant)
         return self._captures.submit(exchange)
 
+    def follow_topic_switch(self) -> None:
+        """Follow ``memlane memory on|off`` run while the session is running
+        (engine/live/switch.py): the topic tools, extraction and surfacing
+        switch with it; the snapshot's MEMORY.md block changes at its next
+        rebuild, as the snapshot always does."""
+        enabled = self._switch.poll()
+        if enabled is None:
+            return
+        topics = self.memory.config.topics
+        self.topic_settings = topics
+        self._captures.topic_settings = topics
+        self.extraction.enabled = (
+            enabled and topics.extract_memories_enabled and self.llm is not None
+        )
+        surfacer: TopicSurfacer | None = None
+        if enabled and topics.auto_surfacing_enabled:
+            from memlane.engine.topics.surfacing import TopicSurfacer
+
+            surfacer = TopicSurfacer(topics)
+        self._auto.set_surfacer(surfacer)
+        self.notices.append(f"topic memory switched {'on' if enabled else 'off'} (topics.enabled)")
+
     def note_write(self) -> None:
         """A tool wrote to the store: schedule the debounced index."""
         self.indexer.note_write()
@@ -397,7 +427,10 @@ class Session:
         """Flush pending captures and settle the indexer, racing the cap."""
         cap_s = (self.settings.shutdown_cap_ms if cap_ms is None else cap_ms) / 1000
         started = time.monotonic()
-        jobs = self._captures.flush(started + cap_s * CAPTURE_SHARE_OF_SHUTDOWN)
+        jobs = self._captures.flush(
+            started + cap_s * CAPTURE_SHARE_OF_SHUTDOWN,
+            started + cap_s * EXTRACTION_SHARE_OF_SHUTDOWN,
+        )
         if self._background is not None:
             self._background.stop(timeout_s=0.5)
         layer = self.sessions_layer

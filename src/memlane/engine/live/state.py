@@ -54,7 +54,11 @@ class AutoContextState:
     skippedBudget: int = 0
     skippedEmpty: int = 0
     skippedError: int = 0
-    skippedWarming: int = 0  # the embedder was still loading
+    # The embedder was still loading and the lexical answer missed the deadline too.
+    skippedWarming: int = 0
+    # Prompts answered from the lexical leg alone while the embedder loaded
+    # (also counted as injected or skippedEmpty).
+    lexicalWhileWarming: int = 0
     consecutive_misses: int = 0
     respawns: int = 0
     disabled_reason: str | None = None
@@ -73,6 +77,7 @@ class AutoContextState:
             "skippedEmpty": self.skippedEmpty,
             "skippedError": self.skippedError,
             "skippedWarming": self.skippedWarming,
+            "lexicalWhileWarming": self.lexicalWhileWarming,
             "consecutive_misses": self.consecutive_misses,
             "respawns": self.respawns,
             "disabled_reason": self.disabled_reason,
@@ -89,6 +94,7 @@ class SurfacingState:
     skipped_empty: int = 0
     skipped_budget: int = 0
     skipped_error: int = 0
+    lexical_while_warming: int = 0  # chosen from the lexical leg: the model was loading
     topics: list[str] = field(default_factory=list)  # injected this session, in order
 
     def to_json(self) -> dict[str, Any]:
@@ -98,6 +104,7 @@ class SurfacingState:
             "skipped_empty": self.skipped_empty,
             "skipped_budget": self.skipped_budget,
             "skipped_error": self.skipped_error,
+            "lexical_while_warming": self.lexical_while_warming,
             "topics": list(self.topics),
         }
 
@@ -111,6 +118,7 @@ class RecallState:
     skipped_empty: int = 0
     skipped_budget: int = 0
     skipped_error: int = 0
+    lexical_while_warming: int = 0  # searched lexically: the model was loading
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -119,6 +127,7 @@ class RecallState:
             "skipped_empty": self.skipped_empty,
             "skipped_budget": self.skipped_budget,
             "skipped_error": self.skipped_error,
+            "lexical_while_warming": self.lexical_while_warming,
         }
 
 
@@ -131,6 +140,7 @@ class ExtractionState:
     written: int = 0
     skipped: int = 0
     failed: int = 0
+    abandoned: int = 0  # left undone: the session's end came first
     last_error: str | None = None
 
     def to_json(self) -> dict[str, Any]:
@@ -140,6 +150,7 @@ class ExtractionState:
             "written": self.written,
             "skipped": self.skipped,
             "failed": self.failed,
+            "abandoned": self.abandoned,
             "last_error": self.last_error,
         }
 

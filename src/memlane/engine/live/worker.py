@@ -24,7 +24,15 @@ class SearchWorker:
     form of killing an unhealthy sidecar) and a fresh one is started lazily.
     """
 
-    def __init__(self, memory: Memory, warm_ups: tuple[Callable[[Memory], Any], ...] = ()) -> None:
+    def __init__(
+        self,
+        memory: Memory,
+        warm_ups: tuple[Callable[[Memory], Any], ...] = (),
+        *,
+        first: Callable[[Memory], Any] | None = None,
+    ) -> None:
+        """``first``: the warm-up before *warm_ups* (default: a hybrid search,
+        which loads the model, opens the index and reads the vector matrix)."""
         self._memory = memory
         self._requests: queue.Queue[tuple[Callable[[Memory], Any], queue.Queue[Any]] | None] = (
             queue.Queue()
@@ -34,7 +42,7 @@ class SearchWorker:
         self.ready = threading.Event()
         self._thread = threading.Thread(target=self._run, name="memlane-autocontext", daemon=True)
         self._thread.start()
-        warming = [_warm_up, *warm_ups]
+        warming = [first or _warm_up, *warm_ups]
         remaining = [len(warming)]
 
         def warm(step: Callable[[Memory], Any]) -> Callable[[Memory], Any]:
@@ -76,3 +84,8 @@ class SearchWorker:
 
 def _warm_up(memory: Memory) -> None:
     memory.search("memlane warm-up", 1, sync=False)
+
+
+def lexical_warm_up(memory: Memory) -> None:
+    """Open the index and its full-text tables; never touches the model."""
+    memory.search("memlane warm-up", 1, mode="lexical", sync=False)

@@ -64,6 +64,9 @@ class Tools:
             raise MemlaneError(
                 f"unknown tool {name!r}", f"the tools are: {', '.join(self._handlers)}"
             )
+        if self.session is not None:
+            # `memlane memory on|off` since the last call: the tools follow it.
+            self.session.follow_topic_switch()
         try:
             checked = check_arguments(spec, arguments)
             result = handler(checked)

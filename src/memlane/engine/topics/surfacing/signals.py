@@ -34,11 +34,15 @@ def ready_embedder(memory: ProjectMemory, *, wait: bool = False) -> Any:
         return None
 
 
-def chunk_scores(memory: ProjectMemory, query: str, cards: dict[str, Card]) -> dict[str, float]:
+def chunk_scores(
+    memory: ProjectMemory, query: str, cards: dict[str, Card], *, mode: str = "hybrid"
+) -> dict[str, float]:
     try:
         # Every topic chunk that matches at all (min_score 0): surfacing's own
         # floors, on the card's absolute evidence, decide what is injected.
-        hits = memory.search(query, SEARCH_K, kind="topic", sync=False, min_score=0.0).hits
+        hits = memory.search(
+            query, SEARCH_K, kind="topic", sync=False, min_score=0.0, mode=mode
+        ).hits
     except Exception as exc:
         log.info("auto-surfacing search failed: %s", exc)
         return {}

@@ -141,7 +141,7 @@ class TopicSurfacer:
         embed_limit: int | None = EMBED_PER_PROMPT,
         wait_for_model: bool = False,
     ) -> dict[str, Card]:
-        """The cards of the topic files as they are now."""
+        """The cards of the topic files as they are now (embed_limit 0: none embedded)."""
         with self._lock:
             old = self._cards
         fresh: dict[str, Card] = {}
@@ -155,7 +155,8 @@ class TopicSurfacer:
                 read.append(card)
             fresh[slug] = card
         with_terms(read)
-        self._embed(memory, fresh, embed_limit, wait_for_model)
+        if embed_limit != 0:
+            self._embed(memory, fresh, embed_limit, wait_for_model)
         with self._lock:
             self._cards = fresh
         return fresh
@@ -190,16 +191,23 @@ class TopicSurfacer:
 
     # -- selection -----------------------------------------------------------------------
 
-    def candidates(self, memory: ProjectMemory, prompt: str) -> list[Candidate]:
-        """Every topic with any evidence for *prompt*, best first (no floor)."""
+    def candidates(
+        self, memory: ProjectMemory, prompt: str, *, mode: str = "hybrid"
+    ) -> list[Candidate]:
+        """Every topic with any evidence for *prompt*, best first (no floor).
+
+        *mode* "lexical": the chunk score from the lexical leg alone, so
+        nothing waits for a model that is still loading or an endpoint that
+        is slow: no card is embedded and no cosine is taken."""
         query = prompt.strip()[:QUERY_CHARS]
         if not query:
             return []
-        cards = self._refresh(memory)
+        lexical_only = mode == "lexical"
+        cards = self._refresh(memory, embed_limit=0 if lexical_only else EMBED_PER_PROMPT)
         if not cards:
             return []
-        chunk = chunk_scores(memory, query, cards)
-        cosine = cosines(memory, query, cards)
+        chunk = chunk_scores(memory, query, cards, mode=mode)
+        cosine = {} if lexical_only else cosines(memory, query, cards)
         lexical = lexical_scores(query, cards)
         out = []
         for slug in cards:
@@ -220,13 +228,14 @@ class TopicSurfacer:
         *,
         already: set[str] | frozenset[str] = frozenset(),
         deadline: float | None = None,
+        mode: str = "hybrid",
     ) -> list[str]:
         """Up to ``max_files`` relevant topic slugs not in *already*, best first.
 
         *deadline* (``time.monotonic()`` value) bounds the optional LLM
         rerank; without it the rerank gets ``auto_context.cap_ms``.
         """
-        return self._select(memory, prompt, already=already, deadline=deadline)[0]
+        return self._select(memory, prompt, already=already, deadline=deadline, mode=mode)[0]
 
     def _select(
         self,
@@ -235,9 +244,10 @@ class TopicSurfacer:
         *,
         already: set[str] | frozenset[str],
         deadline: float | None,
+        mode: str = "hybrid",
     ) -> tuple[list[str], list[Candidate], str | None]:
         limit = max(0, self.settings.auto_surfacing_max_files)
-        found = self.candidates(memory, prompt)
+        found = self.candidates(memory, prompt, mode=mode)
         self.last_candidates = found
         passing = [
             c
@@ -271,7 +281,12 @@ class TopicSurfacer:
     # -- the whole step ------------------------------------------------------------------
 
     def surface(
-        self, memory: ProjectMemory, prompt: str, *, deadline: float | None = None
+        self,
+        memory: ProjectMemory,
+        prompt: str,
+        *,
+        deadline: float | None = None,
+        mode: str = "hybrid",
     ) -> Surfaced:
         """``select`` + ``render`` for one prompt, skipping ``already_injected``.
 
@@ -283,7 +298,9 @@ class TopicSurfacer:
             return Surfaced(None)
         with self._lock:
             already = frozenset(self.already_injected)
-        slugs, found, how = self._select(memory, prompt, already=already, deadline=deadline)
+        slugs, found, how = self._select(
+            memory, prompt, already=already, deadline=deadline, mode=mode
+        )
         text, shown = render_topics(memory.scope.store, self.settings, slugs) if slugs else ("", [])
         return Surfaced(
             text or None,
