@@ -1,0 +1,1 @@
+"""The Claude Code host: installer, hook client, warm per-user engine (translation only)."""
