@@ -277,7 +277,9 @@ class FakeClaude:
             self.requests.append(request)
             self._ids += 1
             number = self._ids
-            script: Script | None = (self._agent.popleft() if self._agent else None) if agent else None
+            script: Script | None = (
+                (self._agent.popleft() if self._agent else None) if agent else None
+            )
         if agent:
             chosen = script if script is not None else Turn.say(self.default_text)
             turn = chosen(request) if callable(chosen) else chosen
@@ -349,7 +351,9 @@ def _stream(turn: Turn, model: str, message_id: str) -> bytes:
     for index, block in enumerate(_blocks(turn, message_id)):
         if block["type"] == "text":
             out.append(
-                _event("content_block_start", {"index": index, "content_block": {**block, "text": ""}})
+                _event(
+                    "content_block_start", {"index": index, "content_block": {**block, "text": ""}}
+                )
             )
             text = block["text"]
             size = max(1, len(text) // 3)
@@ -358,7 +362,9 @@ def _stream(turn: Turn, model: str, message_id: str) -> bytes:
                 out.append(_event("content_block_delta", {"index": index, "delta": delta}))
         else:
             out.append(
-                _event("content_block_start", {"index": index, "content_block": {**block, "input": {}}})
+                _event(
+                    "content_block_start", {"index": index, "content_block": {**block, "input": {}}}
+                )
             )
             arguments = json.dumps(block["input"])
             middle = len(arguments) // 2  # the arguments in two pieces, as the API streams them
@@ -385,7 +391,9 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
     def do_GET(self) -> None:
-        self._send(404, "application/json", b'{"type": "error", "error": {"type": "not_found_error"}}')
+        self._send(
+            404, "application/json", b'{"type": "error", "error": {"type": "not_found_error"}}'
+        )
 
     def do_HEAD(self) -> None:  # a connectivity probe
         self._send(200, "text/plain", b"")

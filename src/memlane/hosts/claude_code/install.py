@@ -31,6 +31,7 @@ nothing (or only what moved, e.g. a new Python).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 from dataclasses import dataclass, field
@@ -178,7 +179,7 @@ def _copy_static(
     return copied
 
 
-def _remove_copied(copied: list[Any], keep: set[str], lines: list[str]) -> None:
+def _remove_copied(copied: list[Any], keep: set[str], base: Path, lines: list[str]) -> None:
     for entry in copied:
         if not isinstance(entry, dict) or entry.get("path") in keep:
             continue
@@ -193,7 +194,7 @@ def _remove_copied(copied: list[Any], keep: set[str], lines: list[str]) -> None:
         path.unlink()
         lines.append(f"removed {path}")
         for parent in path.parents:  # the skill's directory, skills/, commands/ when empty
-            if parent.name in (".claude", "") or any(parent.iterdir()):
+            if parent == base or not parent.is_relative_to(base) or any(parent.iterdir()):
                 break
             parent.rmdir()
 
@@ -233,6 +234,7 @@ def install(
     settings_path = base / SETTINGS_NAME
     record_path = base / RECORD_NAME
     record = _read_record(record_path)
+    created_base = bool(record.get("created_dir")) if record else not base.exists()
     exe = memlane if memlane is not None else plugin.memlane_executable()
     command = plugin.hook_command(python)
     server = plugin.mcp_server(exe, python)
@@ -267,7 +269,7 @@ def install(
     kept, written = files.commit()
     lines += written
     copied = _copy_static(base, shown_exe, record, lines) if mode == "settings" else []
-    _remove_copied(record.get("copied", []), {c["path"] for c in copied}, lines)
+    _remove_copied(record.get("copied", []), {c["path"] for c in copied}, base, lines)
     if mode == "settings" and record.get("mode") == "plugin":
         _drop_plugin(Path(str(record.get("plugin_dir"))), settings_path, lines)
 
@@ -280,6 +282,7 @@ def install(
         "plugin_dir": str(directory) if mode == "plugin" else None,
         "files": [e.to_json() for e in kept],
         "copied": copied,
+        "created_dir": created_base,
     }
     changed = bool(written or lines)
     if new_record != record:
@@ -321,12 +324,15 @@ def uninstall(project: Path | None = None, *, env: dict[str, str] | None = None)
     files.revert_left_over()
     _, written = files.commit()
     lines += written
-    _remove_copied(record.get("copied", []), set(), lines)
+    _remove_copied(record.get("copied", []), set(), base, lines)
     raw_dir = record.get("plugin_dir")
     directory = Path(raw_dir) if isinstance(raw_dir, str) else None
     if directory is not None:
         _drop_plugin(directory, settings_path, lines)
     record_path.unlink()
     lines.append(f"removed {record_path}")
+    if record.get("created_dir"):
+        with contextlib.suppress(OSError):  # only when nothing else is in it
+            base.rmdir()
     lines.append("start a new Claude Code session to unload it")
     return InstallReport(mode, settings_path, record_path, True, directory, lines)
