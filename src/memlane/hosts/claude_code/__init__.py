@@ -1,1 +1,1 @@
-"""The Claude Code host: installer, hook client, warm per-user engine (translation only)."""
+"""Claude Code host: the installer, the hook client, the warm per-user engine behind it, and the hook translation."""
