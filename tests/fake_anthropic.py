@@ -67,8 +67,9 @@ class Turn:
         return Turn(text=text)
 
     @staticmethod
-    def call(name: str, text: str = "", **arguments: Any) -> Turn:
-        return Turn(text=text, tool_uses=(ToolUse(name, arguments),))
+    def call(name: str, /, **arguments: Any) -> Turn:
+        """A tool call alone (``Turn(text, (ToolUse(...), ...))`` for text and several calls)."""
+        return Turn(tool_uses=(ToolUse(name, arguments),))
 
 
 @dataclass(frozen=True)

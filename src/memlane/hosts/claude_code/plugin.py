@@ -44,14 +44,19 @@ MEMLANE_PLACEHOLDER = "@MEMLANE@"
 STATIC_DIR = Path(__file__).with_name("plugin")
 HOOK_SCRIPT = Path(__file__).with_name("hook.py")
 
-#: (event, matcher, timeout in seconds, async). The timeouts are Claude Code's
-#: safety net only: the hook client keeps its own, much shorter, deadlines.
-HOOK_EVENTS: tuple[tuple[str, str | None, int, bool], ...] = (
-    ("SessionStart", "startup|resume|clear|compact", 15, False),
-    ("UserPromptSubmit", None, 5, False),
-    ("Stop", None, 30, True),
-    ("PreCompact", None, 15, False),
-    ("SessionEnd", None, 10, False),
+#: (event, matcher, timeout in seconds). Claude Code's timeouts are a safety
+#: net above the hook client's own limits (hook.py's LIMITS_S, engine start
+#: included), so Claude Code never has to kill a hook; it waits for SessionEnd
+#: hooks up to their timeout (60 s at most). Stop is synchronous: Claude Code
+#: cancels an ``async`` hook when ``claude -p`` ends, tens of milliseconds
+#: after moving it to the background, which would lose the capture; the Stop
+#: client only journals the exchange and returns (docs/adr/0018-claude-code-install.md).
+HOOK_EVENTS: tuple[tuple[str, str | None, int], ...] = (
+    ("SessionStart", "startup|resume|clear|compact", 10),
+    ("UserPromptSubmit", None, 5),
+    ("Stop", None, 15),
+    ("PreCompact", None, 8),
+    ("SessionEnd", None, 20),
 )
 
 
@@ -73,10 +78,8 @@ def is_memlane_hook(command: Any) -> bool:
 def hook_groups(command: str) -> dict[str, list[dict[str, Any]]]:
     """The ``hooks`` object: one matcher group per event, all running *command*."""
     groups: dict[str, list[dict[str, Any]]] = {}
-    for event, matcher, timeout, background in HOOK_EVENTS:
+    for event, matcher, timeout in HOOK_EVENTS:
         hook: dict[str, Any] = {"type": "command", "command": command, "timeout": timeout}
-        if background:
-            hook["async"] = True
         group: dict[str, Any] = {"matcher": matcher} if matcher else {}
         group["hooks"] = [hook]
         groups[event] = [group]
