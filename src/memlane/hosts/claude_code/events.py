@@ -96,6 +96,7 @@ class Events:
     ) -> dict[str, Any] | None:
         injection = session.before_agent_start(_str(data, "prompt") or "")
         if not injection.message:
+            log.debug("no hidden message: %s", session.auto_context.to_json())
             return None
         return {
             "hookSpecificOutput": {
