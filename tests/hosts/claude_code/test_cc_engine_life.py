@@ -146,7 +146,7 @@ def test_a_slow_engine_costs_the_session_nothing_and_is_counted(
 def test_a_failing_engine_costs_the_session_nothing_and_is_counted(
     hooks: Hooks, project: Path
 ) -> None:
-    stuck = StuckEngine(hooks.home, answer=b'{"error": "internal error: boom"}')
+    stuck = StuckEngine(hooks.home, answer=b"error\ninternal error: boom")
     try:
         assert hooks.call("SessionStart", SESSION, source="startup") is None
     finally:

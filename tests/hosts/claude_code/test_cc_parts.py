@@ -110,3 +110,18 @@ def test_projects_share_one_embedder_but_not_their_writes(tmp_path: Path) -> Non
         assert one.memory.fresh is not two.memory.fresh
     finally:
         projects.close()
+
+
+def test_the_hook_reads_the_event_and_the_stop_guard_without_parsing_json() -> None:
+    raw = json.dumps(
+        {
+            "session_id": "s",
+            "prompt": 'say "hook_event_name": "Stop" and "stop_hook_active": true',
+            "hook_event_name": "UserPromptSubmit",
+        }
+    ).encode()
+    assert hook.field(raw, b"hook_event_name") == b"UserPromptSubmit"
+    assert hook.field(raw, b"stop_hook_active") is None
+    stop = json.dumps({"hook_event_name": "Stop", "stop_hook_active": True}, indent=1).encode()
+    assert hook.field(stop, b"stop_hook_active") == b"true"
+    assert hook.field(b'{"x": "hook_event_name"}', b"hook_event_name") is None
