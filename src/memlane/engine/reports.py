@@ -131,6 +131,8 @@ class Status:
     store_link: str | None = None
     # Lines of store files left out of the index as damaged (store/damage.py).
     damaged: list[DamagedLine] = field(default_factory=list)
+    # Claude Code hook calls that failed or were too slow (engine/hook_failures.py).
+    hooks: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -153,6 +155,7 @@ class Status:
             "capture": dict(self.capture),
             "auto_context": dict(self.auto_context),
             "session": self.session,
+            "hooks": self.hooks,
             "damaged_lines": [line.to_json() for line in self.damaged],
             "notices": list(self.notices),
         }
@@ -197,6 +200,10 @@ def render_status(st: Status) -> str:
         from memlane.engine.journal.capture_recovery import status_line
 
         rows.append(("capture journal", status_line(capture["journal"])))
+    if st.hooks:
+        from memlane.engine import hook_failures
+
+        rows.append(("claude code hooks", hook_failures.status_line(st.hooks)))
     ac = st.auto_context
     if ac.get("enabled"):
         rows.append(

@@ -117,7 +117,10 @@ def project_status(memory: ProjectMemory, *, probe: bool = False, host_llm: bool
         interrupted = pending_recovery(memory.scope.store)
         if interrupted:
             missing.append(f"topics: {interrupted}")
+    from memlane.engine import hook_failures
+
     return Status(
+        hooks=hook_failures.summary(),
         sessions=sessions_stats,
         versions=versions,
         scope=memory.scope.to_json(),

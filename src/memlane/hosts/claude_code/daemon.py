@@ -3,10 +3,9 @@
 One per user (``engine.lock`` under ``MEMLANE_HOME/claude-code``, a
 ``flock`` a killed engine loses at once), started on demand by the hook
 client (hosts/claude_code/hook.py) and serving every project on a unix
-socket. Each connection carries one hook call: a JSON line
-``{"input": <Claude Code's hook input>, "ppid": <the hook's parent>}``,
-answered with ``{"output": <Claude Code's hook output or null>}`` or
-``{"error": "..."}``, then closed.
+socket. Each connection carries one hook call (the protocol in
+hosts/claude_code/hook.py): a header naming the hook's parent process, the
+hook input as Claude Code wrote it, and the bytes the hook is to print back.
 
 It exits after ``daemon.idle_s`` (default 600 s) without a hook call and
 with nothing left to do, and on SIGTERM or SIGINT; either way every open
@@ -24,7 +23,6 @@ import socket
 import sys
 import threading
 import time
-from typing import Any
 
 from memlane.hosts.claude_code.hook import engine_dir, memlane_home, socket_path
 
@@ -86,8 +84,7 @@ class Daemon:
         try:
             with conn:
                 conn.settimeout(30.0)
-                answer = self._answer(_read_request(conn))
-                conn.sendall(json.dumps(answer).encode("utf-8"))
+                conn.sendall(self._answer(_read_request(conn)))
         except OSError as exc:
             log.info("a hook went away: %s", exc)
         finally:
@@ -95,26 +92,30 @@ class Daemon:
                 self._active -= 1
                 self._last = time.monotonic()
 
-    def _answer(self, raw: bytes) -> dict[str, Any]:
+    def _answer(self, raw: bytes) -> bytes:
+        """``ok\\n`` + what the hook prints, or ``error\\n`` + why (hook.py's protocol)."""
         from memlane.core.errors import MemlaneError
         from memlane.hosts.claude_code.events import BadHookInput
         from memlane.hosts.claude_code.running import claude_pid
 
         try:
-            request = json.loads(raw)
-            data = request.get("input") if isinstance(request, dict) else None
+            header, _, body = raw.partition(b"\n")
+            words = header.split()
+            if len(words) != 2 or words[0] != b"H1" or not words[1].isdigit():
+                raise BadHookInput("the request does not start with the hook's header")
+            data = json.loads(body)
             if not isinstance(data, dict):
-                raise BadHookInput("the request has no hook input object")
-            ppid = request.get("ppid")
-            pid = claude_pid(ppid) if isinstance(ppid, int) else None
-            return {"output": self.events.handle(data, pid)}
+                raise BadHookInput("the hook input is not a JSON object")
+            output = self.events.handle(data, claude_pid(int(words[1])))
+            return b"ok\n" + (json.dumps(output).encode("utf-8") if output else b"")
         except (ValueError, BadHookInput) as exc:
-            return {"error": f"bad hook input: {exc}"}
+            why = f"bad hook input: {exc}"
         except MemlaneError as exc:
-            return {"error": f"{exc.message} ({exc.hint})" if exc.hint else exc.message}
+            why = f"{exc.message} ({exc.hint})" if exc.hint else exc.message
         except Exception as exc:
             log.exception("hook call failed")
-            return {"error": f"internal error: {exc!r}"}
+            why = f"internal error: {exc!r}"
+        return b"error\n" + why.encode("utf-8", "replace")
 
     def close(self) -> None:
         self.projects.close()
@@ -129,7 +130,7 @@ def _read_request(conn: socket.socket) -> bytes:
             break
         chunks.append(chunk)
         size += len(chunk)
-        if b"\n" in chunk or size > MAX_REQUEST_BYTES:
+        if size > MAX_REQUEST_BYTES:
             break
     return b"".join(chunks)
 

@@ -49,6 +49,8 @@ class Events:
         session_id = _str(data, "session_id")
         if event is None or session_id is None:
             raise BadHookInput("the hook input needs hook_event_name and session_id")
+        if event == "Stop" and data.get("stop_hook_active") is True:
+            return None  # Claude goes on because a Stop hook asked it to: the turn is not over
         project = self.projects.for_session(session_id, _str(data, "cwd"))
         if event == "SessionEnd":
             running.ended(project.collection, session_id)
@@ -96,6 +98,7 @@ class Events:
     ) -> dict[str, Any] | None:
         injection = session.before_agent_start(_str(data, "prompt") or "")
         if not injection.message:
+            log.debug("no hidden message: %s", session.auto_context.to_json())
             return None
         return {
             "hookSpecificOutput": {

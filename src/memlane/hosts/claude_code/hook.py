@@ -7,11 +7,18 @@ socket under ``MEMLANE_HOME``, starting the engine first when none runs, and
 prints the engine's answer (Claude Code's hook output JSON) on stdout.
 
 It imports only the standard library, and little of it, since every hook
-call pays for the process start: the engine does the work. It always exits
-0: a failing or slow call prints nothing (Claude Code goes on without
-memory for that event) and appends one line to ``hook-failures.jsonl``,
-which ``memlane status`` counts. ``MEMLANE_NO_HOOKS=1`` makes it do nothing
-at all (the child ``claude -p`` that distils runs with it).
+call pays for the process start: no ``json`` (its regular expressions cost
+more than the rest of the call), no ``socket`` (``_socket`` is the part
+needed). The engine parses the input and answers the exact bytes to print:
+
+    request:  ``H1 <pid of the hook's parent>\n`` + the hook input, then EOF
+    answer:   ``ok\n`` + the bytes to print (maybe none), or ``error\n`` + why
+
+It always exits 0: a failing or slow call prints nothing (Claude Code goes
+on without memory for that event) and appends one line to
+``hook-failures.jsonl``, which ``memlane status`` counts.
+``MEMLANE_NO_HOOKS=1`` makes it do nothing at all (the child ``claude -p``
+that distils runs with it).
 
 The paths below are computed the same way by the engine, which imports
 them from here (one rule for both sides).
@@ -19,9 +26,8 @@ them from here (one rule for both sides).
 
 from __future__ import annotations
 
-import json
+import _socket
 import os
-import socket
 import sys
 import time
 
@@ -77,8 +83,8 @@ def failures_path(home: str) -> str:
     return os.path.join(engine_dir(home), "hook-failures.jsonl")
 
 
-def _connect(path: str, timeout_s: float) -> socket.socket | None:
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+def _connect(path: str, timeout_s: float) -> _socket.socket | None:
+    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     sock.settimeout(max(timeout_s, 0.01))
     try:
         sock.connect(path)
@@ -112,7 +118,7 @@ def _spawn_engine(home: str) -> None:
     )
 
 
-def _engine(home: str, deadline: float) -> socket.socket | None:
+def _engine(home: str, deadline: float) -> _socket.socket | None:
     """A connection to the engine, starting it when none answers."""
     path = socket_path(home)
     sock = _connect(path, deadline - time.monotonic())
@@ -149,23 +155,54 @@ def _engine(home: str, deadline: float) -> socket.socket | None:
 
 
 def _ask(home: str, request: bytes, deadline: float) -> bytes:
+    """The engine's answer: the bytes to print."""
     sock = _engine(home, deadline)
     if sock is None:
         raise TimeoutError("no engine answered in time")
-    with sock:
+    try:
         sock.settimeout(max(deadline - time.monotonic(), 0.01))
         sock.sendall(request)
-        sock.shutdown(socket.SHUT_WR)
+        sock.shutdown(_socket.SHUT_WR)
         chunks = []
         while True:
             chunk = sock.recv(65536)
             if not chunk:
                 break
             chunks.append(chunk)
-    return b"".join(chunks)
+    finally:
+        sock.close()
+    status, _, body = b"".join(chunks).partition(b"\n")
+    if status == b"ok":
+        return body
+    if status == b"error":
+        raise RuntimeError(body.decode("utf-8", "replace"))
+    raise RuntimeError("the engine closed the connection without an answer")
+
+
+def field(raw: bytes, key: bytes) -> bytes | None:
+    """The raw value of top-level-looking *key* in the JSON *raw*, without parsing it
+    (a string's content, or a literal such as ``true``); None when absent. Only for
+    choosing a time limit and the Stop guard: the engine parses the input properly."""
+    needle = b'"' + key + b'"'
+    at = raw.find(needle)
+    while at >= 0:
+        rest = raw[at + len(needle) :].lstrip()
+        escaped = at > 0 and raw[at - 1 : at] == b"\\"  # a quote inside a string
+        at = raw.find(needle, at + 1)
+        if escaped or rest[:1] != b":":
+            continue  # not a key
+        rest = rest[1:].lstrip()
+        if rest[:1] == b'"':
+            end = rest.find(b'"', 1)
+            return rest[1:end] if end > 0 else None
+        ends = [i for i in (rest.find(c) for c in (b",", b"}", b" ", b"\n")) if i >= 0]
+        return rest[: min(ends)] if ends else rest
+    return None
 
 
 def _record_failure(home: str, event: str, what: str, detail: str, took_s: float) -> None:
+    import json
+
     try:
         os.makedirs(engine_dir(home), mode=0o700, exist_ok=True)
         line = {
@@ -189,23 +226,15 @@ def main() -> int:
     event = "unknown"
     try:
         raw = sys.stdin.buffer.read()
-        data = json.loads(raw or b"{}")
-        if not isinstance(data, dict):
-            raise ValueError("the hook input is not a JSON object")
-        event = str(data.get("hook_event_name") or "unknown")
-        if event == "Stop" and data.get("stop_hook_active"):
+        event = (field(raw, b"hook_event_name") or b"unknown").decode("utf-8", "replace")
+        if event == "Stop" and field(raw, b"stop_hook_active") == b"true":
             return 0  # Claude goes on because a Stop hook asked it to: the turn is not over
         deadline = started + LIMITS_S.get(event, DEFAULT_LIMIT_S)
-        request = json.dumps({"input": data, "hook_pid": os.getpid(), "ppid": os.getppid()})
-        answer = json.loads(_ask(home, request.encode("utf-8") + b"\n", deadline) or b"null")
-        if not isinstance(answer, dict):
-            raise ValueError("the engine closed the connection without an answer")
-        if answer.get("error"):
-            raise RuntimeError(str(answer["error"]))
-        output = answer.get("output")
+        header = b"H1 %d\n" % os.getppid()
+        output = _ask(home, header + raw, deadline)
         if output:
-            sys.stdout.write(json.dumps(output))
-            sys.stdout.flush()
+            sys.stdout.buffer.write(output)
+            sys.stdout.buffer.flush()
     except TimeoutError as exc:
         _record_failure(home, event, "slow", str(exc) or "timed out", time.monotonic() - started)
     except Exception as exc:
