@@ -18,12 +18,17 @@ Requests are told apart the way Claude Code sends them:
   (the main loop, a forked skill's subagent): it takes the next ``Turn``
   queued with ``agent(...)`` (a ``Turn`` or a function of the ``Request``
   returning one), ``default_text`` when the queue is empty;
-* a *side request* (a haiku model, or no tools: session titles, compaction
-  summaries, memlane's own ``claude -p --model haiku`` distillation) is
-  answered by ``side``, a text or a function of the ``Request``.
+* a *compaction* (Claude Code asks for a summary of the conversation,
+  ``/compact`` or automatic) is answered by ``compact_summary``;
+* a *side request* (a haiku model, or no tools: session titles, memlane's
+  distillation, its own ``claude -p --model haiku``) is answered by
+  ``side``, a text or a function of the ``Request``.
+
+A turn can report a large ``input_tokens`` (``Turn(..., input_tokens=N)``):
+near the model's context window, Claude Code compacts before its next request.
 
 Every request is recorded (``requests``; ``agent_requests``,
-``side_requests``; token counts in ``count_requests``) with what reached
+``side_requests``, ``compact_requests``; token counts in ``count_requests``) with what reached
 the model: ``system`` (the ``system`` parameter and the system-role messages
 Claude Code sends hook ``additionalContext`` in), ``prompt``, the tools it
 declares, ``tool_results`` and ``last_tool_result``.
@@ -44,6 +49,8 @@ from loopback import LoopbackServer
 __all__ = ["FakeClaude", "Request", "ToolResult", "ToolUse", "Turn"]
 
 MESSAGES = "/v1/messages"
+#: How Claude Code's request for a conversation summary (compaction) begins.
+COMPACT_MARKER = "Respond with TEXT ONLY"
 COUNT_TOKENS = "/v1/messages/count_tokens"
 
 
@@ -61,6 +68,9 @@ class Turn:
 
     text: str = ""
     tool_uses: tuple[ToolUse, ...] = ()
+    #: The prompt size the answer reports (``usage.input_tokens``): near the
+    #: model's context window, it makes Claude Code compact before its next request.
+    input_tokens: int = 10
 
     @staticmethod
     def say(text: str) -> Turn:
@@ -87,7 +97,7 @@ class Request:
     path: str
     headers: dict[str, str]
     body: Any
-    kind: str = ""  # "agent", "side" or "count"
+    kind: str = ""  # "agent", "side", "compact" or "count"
 
     @property
     def _body(self) -> dict[str, Any]:
@@ -195,9 +205,16 @@ SideAnswer = str | Callable[[Request], str]
 class FakeClaude:
     """The scripted Messages API (see the module docstring)."""
 
-    def __init__(self, *, default_text: str = "Done.", side: SideAnswer = "Memory work") -> None:
+    def __init__(
+        self,
+        *,
+        default_text: str = "Done.",
+        side: SideAnswer = "Memory work",
+        compact_summary: str = "The user and the assistant worked on the project.",
+    ) -> None:
         self.default_text = default_text
         self.side = side
+        self.compact_summary = compact_summary
         self.requests: list[Request] = []
         self._agent: deque[Script] = deque()
         self._lock = threading.Lock()
@@ -239,6 +256,10 @@ class FakeClaude:
     def count_requests(self) -> list[Request]:
         return self._of("count")
 
+    @property
+    def compact_requests(self) -> list[Request]:
+        return self._of("compact")
+
     # ---- server ---------------------------------------------------------
 
     @property
@@ -272,8 +293,10 @@ class FakeClaude:
         if route != MESSAGES or not isinstance(body, dict):
             error = {"type": "error", "error": {"type": "not_found_error", "message": path}}
             return 404, "application/json", json.dumps(error).encode()
-        agent = bool(body.get("tools")) and "haiku" not in str(body.get("model", ""))
-        request = Request(path, headers, body, "agent" if agent else "side")
+        request = Request(path, headers, body)
+        compact = COMPACT_MARKER in request.prompt
+        agent = bool(body.get("tools")) and "haiku" not in request.model and not compact
+        request.kind = "compact" if compact else "agent" if agent else "side"
         with self._lock:
             self.requests.append(request)
             self._ids += 1
@@ -284,6 +307,8 @@ class FakeClaude:
         if agent:
             chosen = script if script is not None else Turn.say(self.default_text)
             turn = chosen(request) if callable(chosen) else chosen
+        elif compact:
+            turn = Turn.say(self.compact_summary)
         else:
             side = self.side
             turn = Turn.say(side(request) if callable(side) else side)
@@ -309,9 +334,9 @@ def _blocks(turn: Turn, message_id: str) -> list[dict[str, Any]]:
     return blocks
 
 
-def _usage(output_tokens: int) -> dict[str, Any]:
+def _usage(output_tokens: int, input_tokens: int = 10) -> dict[str, Any]:
     return {
-        "input_tokens": 10,
+        "input_tokens": input_tokens,
         "output_tokens": output_tokens,
         "cache_creation_input_tokens": 0,
         "cache_read_input_tokens": 0,
@@ -328,7 +353,7 @@ def _json(turn: Turn, model: str, message_id: str) -> bytes:
             "content": _blocks(turn, message_id),
             "stop_reason": "tool_use" if turn.tool_uses else "end_turn",
             "stop_sequence": None,
-            "usage": _usage(5),
+            "usage": _usage(5, turn.input_tokens),
         }
     ).encode()
 
@@ -346,7 +371,7 @@ def _stream(turn: Turn, model: str, message_id: str) -> bytes:
         "content": [],
         "stop_reason": None,
         "stop_sequence": None,
-        "usage": _usage(1),
+        "usage": _usage(1, turn.input_tokens),
     }
     out = [_event("message_start", {"message": head})]
     for index, block in enumerate(_blocks(turn, message_id)):
