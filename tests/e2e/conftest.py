@@ -20,7 +20,9 @@ CACHE = Path(
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "e2e: end-to-end tests with the real pi and Claude Code binaries")
+    config.addinivalue_line(
+        "markers", "e2e: end-to-end tests with the real pi and Claude Code binaries"
+    )
 
 
 @pytest.fixture(scope="session")

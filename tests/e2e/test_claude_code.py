@@ -104,6 +104,17 @@ def entries(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
+def tool_uses(transcript: Path) -> list[str]:
+    """The tools the model called in a transcript, in order."""
+    return [
+        str(block.get("name"))
+        for e in entries(transcript)
+        if e.get("type") == "assistant"
+        for block in e["message"].get("content", [])
+        if isinstance(block, dict) and block.get("type") == "tool_use"
+    ]
+
+
 @pytest.fixture(scope="module")
 def session1(world: ClaudeWorld, model: FakeClaude) -> dict[str, Any]:
     start = len(model.requests)
@@ -246,3 +257,47 @@ def test_4_compaction_rebuilds_the_snapshot(world: ClaudeWorld, model: FakeClaud
     ]
     assert any(COMPACT_NOTE in json.dumps(e) for e in compacted), compacted
     assert not world.hook_failures()
+
+
+def test_5_recall_runs_the_ladder_in_a_forked_subagent(
+    world: ClaudeWorld, model: FakeClaude
+) -> None:
+    seen: list[Request] = []
+
+    def answer(request: Request) -> Turn:
+        seen.append(request)
+        return Turn.say(f"Memory (L1) says: {REDIS_BULLET}.")
+
+    start = len(model.requests)
+    model.agent(Turn.call(f"{TOOL}memory_search", query="cache Redis"), answer)
+    # The skill starts before the MCP server has connected: a one-shot waits for it.
+    result = ok(
+        world.run("/memlane:recall What cache did we choose?", MCP_CONNECTION_NONBLOCKING="0")
+    )
+    forked = next(r for r in model.requests[start:] if r.kind == "agent")
+    assert "You run in a forked context" in forked.prompt  # the skill's body
+    assert "What cache did we choose?" in forked.prompt
+    assert REDIS_BULLET in seen[0].last_tool_result, seen[0].last_tool_result
+    assert REDIS_BULLET in result.text
+    # forked: the ladder is in the subagent's transcript, the session keeps only the answer
+    main = world.transcript(result.session_id)
+    (subagent,) = (main.parent / main.stem / "subagents").glob("*.jsonl")
+    assert tool_uses(subagent) == [f"{TOOL}memory_search"]
+    assert REDIS_BULLET in subagent.read_text()
+    assert tool_uses(main) == []
+
+
+def test_6_the_memory_command_reports_status(world: ClaudeWorld, model: FakeClaude) -> None:
+    seen: list[Request] = []
+
+    def report(request: Request) -> Turn:
+        seen.append(request)
+        return Turn.say("memlane: memory on.")
+
+    model.agent(Turn.call(f"{TOOL}memory_status"), report)
+    ok(world.run("/memlane:memory status", MCP_CONNECTION_NONBLOCKING="0"))
+    assert seen, "the command's turn never called memory_status"
+    asked = seen[0]
+    assert "/memory status" in asked.prompt and "memory_status" in asked.prompt
+    (status,) = [r for r in asked.tool_results if r.name == f"{TOOL}memory_status"]
+    assert not status.is_error and str(world.project) in status.text

@@ -58,7 +58,7 @@ def test_plugin_mode_enables_the_plugin_from_user_settings(home: Path) -> None:
             "memlane": {"source": {"source": "directory", "path": str(directory)}}
         },
         "enabledPlugins": {"memlane@memlane": True},
-        "permissions": {"allow": ["mcp__plugin_memlane_memlane"]},
+        "permissions": {"allow": ["mcp__plugin_memlane_memlane", "Skill(memlane:recall)"]},
     }
     manifest = json.loads((directory / ".claude-plugin" / "plugin.json").read_text())
     market = json.loads((directory / ".claude-plugin" / "marketplace.json").read_text())
@@ -83,7 +83,9 @@ def test_plugin_mode_enables_the_plugin_from_user_settings(home: Path) -> None:
         assert f"mcp__plugin_memlane_memlane__{tool}" in skill
     memory_command = (directory / "commands" / "memory.md").read_text()
     assert f"{MEMLANE} memory on" in memory_command and "@MEMLANE@" not in memory_command
-    assert "$ARGUMENTS" in (directory / "commands" / "recall.md").read_text()
+    assert "$ARGUMENTS" in skill  # /memlane:recall <question> is the skill itself
+    # a command named recall would hide the skill in Claude Code 2.1
+    assert not (directory / "commands" / "recall.md").exists()
 
 
 def test_install_is_idempotent_and_uninstall_restores_the_bytes(home: Path) -> None:
@@ -102,7 +104,11 @@ def test_install_is_idempotent_and_uninstall_restores_the_bytes(home: Path) -> N
 
     data = json.loads((claude / "settings.json").read_text())
     assert data["autoMemoryEnabled"] is True  # Claude Code's own memory stays on
-    assert data["permissions"]["allow"] == ["Bash(ls)", "mcp__plugin_memlane_memlane"]
+    assert data["permissions"]["allow"] == [
+        "Bash(ls)",
+        "mcp__plugin_memlane_memlane",
+        "Skill(memlane:recall)",
+    ]
     assert data["hooks"]["Stop"][0]["hooks"][0]["command"] == "notify-send done"
 
     cc.uninstall()
@@ -133,7 +139,8 @@ def test_a_rule_the_user_already_had_survives_uninstall(home: Path) -> None:
     (claude / "settings.json").write_text(text)
     _install(mode="settings")
     assert json.loads((claude / "settings.json").read_text())["permissions"]["allow"] == [
-        "mcp__memlane"
+        "mcp__memlane",
+        "Skill(recall)",
     ]
     cc.uninstall()
     assert (claude / "settings.json").read_text() == text
@@ -148,7 +155,7 @@ def test_settings_mode_user_scope(home: Path) -> None:
     assert report.mode == "settings"
     settings = json.loads((home / ".claude" / "settings.json").read_text())
     assert list(settings["hooks"]) == EVENTS
-    assert settings["permissions"]["allow"] == ["mcp__memlane"]
+    assert settings["permissions"]["allow"] == ["mcp__memlane", "Skill(recall)"]
     assert "enabledPlugins" not in settings
     servers = json.loads(claude_json.read_text())["mcpServers"]
     assert servers["memlane"]["command"] == MEMLANE
@@ -171,7 +178,7 @@ def test_settings_mode_project_scope(home: Path, project: Path) -> None:
     assert list(settings["hooks"]) == EVENTS
     servers = json.loads((project / ".mcp.json").read_text())["mcpServers"]
     assert list(servers) == ["other", "memlane"]
-    assert (project / ".claude" / "commands" / "recall.md").is_file()
+    assert (project / ".claude" / "commands" / "memory.md").is_file()
     assert any("trust" in line for line in report.lines)
     assert not (home / ".claude").exists() and not (home / ".claude.json").exists()
     cc.uninstall(project)
@@ -196,7 +203,7 @@ def test_switching_mode_takes_the_other_mode_out(home: Path) -> None:
     _install(mode="settings")
     settings = json.loads((home / ".claude" / "settings.json").read_text())
     assert "enabledPlugins" not in settings and "hooks" in settings
-    assert settings["permissions"]["allow"] == ["mcp__memlane"]
+    assert settings["permissions"]["allow"] == ["mcp__memlane", "Skill(recall)"]
     assert not cc.default_plugin_dir().exists()
     _install()
     settings = json.loads((home / ".claude" / "settings.json").read_text())

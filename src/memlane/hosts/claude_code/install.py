@@ -20,7 +20,8 @@ Two modes, two scopes. The scope picks the settings file: ``--user`` is
   commands are copied under ``skills/`` and ``commands/`` beside the settings
   file. Tools are named ``mcp__memlane__*``.
 
-Both add the allow rule for memlane's tools to ``permissions.allow``, and
+Both add the allow rules for memlane's tools and its recall skill to
+``permissions.allow``, and
 neither touches Claude Code's own auto memory. Every JSON file is edited as
 a round trip keeping its formatting (``hosts/settings_json.py``); the record
 ``memlane-install.json`` beside the settings file keeps what was changed,
@@ -162,7 +163,7 @@ def _parsed(text: str) -> Any:
 def _copy_static(
     base: Path, memlane: str, record: dict[str, Any], lines: list[str]
 ) -> list[dict[str, str]]:
-    """Settings mode: the skill and commands under *base*; never over a file of the user's."""
+    """Settings mode: the skill and the command under *base*; never over a file of the user's."""
     owned = {c["path"]: c["sha256"] for c in record.get("copied", []) if isinstance(c, dict)}
     copied = []
     for relative, text in plugin.static_files(memlane).items():
@@ -253,11 +254,13 @@ def install(
         edits.set_key(settings, ["extraKnownMarketplaces", plugin.MARKETPLACE_NAME], source)
         edits.set_key(settings, ["enabledPlugins", plugin.PLUGIN_ID], True)
         edits.add_item(settings, ["permissions", "allow"], plugin.PLUGIN_TOOL_PREFIX)
+        edits.add_item(settings, ["permissions", "allow"], plugin.PLUGIN_SKILL_RULE)
     else:
         for event, groups in plugin.hook_groups(command).items():
             for group in groups:
                 edits.add_item(settings, ["hooks", event], group)
         edits.add_item(settings, ["permissions", "allow"], plugin.SETTINGS_TOOL_PREFIX)
+        edits.add_item(settings, ["permissions", "allow"], plugin.SETTINGS_SKILL_RULE)
         if project is not None:
             mcp_path = project.absolute() / ".mcp.json"
             edits.add_item(settings, ["enabledMcpjsonServers"], plugin.SERVER_NAME)

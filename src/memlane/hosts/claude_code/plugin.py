@@ -9,10 +9,13 @@ it from settings (``extraKnownMarketplaces`` with a ``directory`` source plus
     <dir>/.claude-plugin/marketplace.json   the marketplace listing this one plugin
     <dir>/hooks/hooks.json                  the five hooks, one command
     <dir>/.mcp.json                         ``memlane mcp``, server ``memlane``
-    <dir>/skills/recall/SKILL.md            the forked recall ladder
-    <dir>/commands/memory.md, recall.md     /memory, /recall
+    <dir>/skills/recall/SKILL.md            the forked recall ladder, also /recall <question>
+    <dir>/commands/memory.md                /memory
 
-The skill and commands ship as package data (``plugin/`` beside this module;
+There is no ``commands/recall.md``: in Claude Code 2.1 a command and a skill
+share one namespace, and a command named ``recall`` hides the skill (it is
+no longer listed, nor run forked), so ``/recall <question>`` is the skill
+itself. The skill and the command ship as package data (``plugin/`` beside this module;
 ``@MEMLANE@`` in them becomes the memlane executable); the other files are
 generated, because they carry absolute paths: the Python running memlane,
 the hook client's path (``hook.py`` beside this module, run with ``-I -S`` so
@@ -39,6 +42,9 @@ SERVER_NAME = "memlane"
 #: Tool-name prefixes (and allow rules): a plugin's servers are namespaced by the plugin.
 SETTINGS_TOOL_PREFIX = f"mcp__{SERVER_NAME}"
 PLUGIN_TOOL_PREFIX = f"mcp__plugin_{PLUGIN_NAME}_{SERVER_NAME}"
+#: The recall skill's allow rules (a skill with its own tools asks before it runs).
+SETTINGS_SKILL_RULE = "Skill(recall)"
+PLUGIN_SKILL_RULE = f"Skill({PLUGIN_NAME}:recall)"
 MEMLANE_PLACEHOLDER = "@MEMLANE@"
 
 STATIC_DIR = Path(__file__).with_name("plugin")
@@ -103,7 +109,7 @@ def mcp_server(memlane: str | None = None, python: str | None = None) -> dict[st
 
 
 def static_files(memlane: str) -> dict[str, str]:
-    """The skill and commands (relative path → text), with the memlane executable filled in."""
+    """The skill and the command (relative path → text), with the memlane executable filled in."""
     files = {}
     for path in sorted(STATIC_DIR.rglob("*.md")):
         text = path.read_text(encoding="utf-8").replace(MEMLANE_PLACEHOLDER, memlane)
