@@ -10,13 +10,15 @@ only when the registry cannot be reached.
 (where Claude Code keeps ``.claude/`` and ``.claude.json``), a project (a git
 root), a ``MEMLANE_HOME``, and memlane installed by ``memlane install
 claude-code``'s own code (the plugin mode by default). ``ClaudeWorld.run``
-runs one prompt with ``--output-format json`` and returns its result.
+runs one prompt with ``--output-format json`` and returns its result;
+``ClaudeWorld.stop_engine`` ends the world's engine (fixtures call it at the end).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -34,6 +36,7 @@ INSTALL_TIMEOUT_S = 900
 RUN_TIMEOUT_S = 120
 REPO = Path(__file__).resolve().parents[2]
 MEMLANE = str(Path(sys.executable).parent / "memlane")
+ENGINE_MODULE = "memlane.hosts.claude_code.daemon"
 
 
 @dataclass(frozen=True)
@@ -186,7 +189,14 @@ class ClaudeWorld:
             NO_COLOR="1",
             # memlane's own code for the MCP server and the engine, whichever tree runs the tests.
             PYTHONPATH=os.pathsep.join(
-                p for p in (str(REPO / "src"), os.environ.get("PYTHONPATH")) if p
+                dict.fromkeys(
+                    p
+                    for p in (
+                        str(REPO / "src"),
+                        *os.environ.get("PYTHONPATH", "").split(os.pathsep),
+                    )
+                    if p
+                )
             ),
         )
         env.update(self.env_extra)
@@ -227,6 +237,22 @@ class ClaudeWorld:
     def engine_log(self) -> str:
         path = self.memlane_home / "claude-code" / "engine.log"
         return path.read_text(encoding="utf-8", errors="replace") if path.exists() else ""
+
+    def stop_engine(self, timeout_s: float = 20) -> None:
+        """End this world's memlane engine (it would idle for minutes): SIGTERM, then SIGKILL."""
+        try:
+            pid = int((self.memlane_home / "claude-code" / "engine.lock").read_text().split()[0])
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except (OSError, ValueError, IndexError):
+            return
+        if ENGINE_MODULE.encode() not in cmdline:
+            return  # the engine is gone and its pid reused
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout_s
+        while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if Path(f"/proc/{pid}").exists():
+            os.kill(pid, signal.SIGKILL)
 
     def hook_failures(self) -> list[dict[str, Any]]:
         path = self.memlane_home / "claude-code" / "hook-failures.jsonl"

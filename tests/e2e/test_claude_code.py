@@ -67,7 +67,7 @@ def model() -> Iterator[FakeClaude]:
 @pytest.fixture(scope="module")
 def world(
     claude_install: ClaudeInstall, model: FakeClaude, tmp_path_factory: pytest.TempPathFactory
-) -> ClaudeWorld:
+) -> Iterator[ClaudeWorld]:
     w = ClaudeWorld(
         claude_install,
         tmp_path_factory.mktemp("cc"),
@@ -82,7 +82,8 @@ def world(
     )
     lines = w.install()
     assert any("plugin" in line for line in lines), lines
-    return w
+    yield w
+    w.stop_engine()
 
 
 def wait_for_text(world: ClaudeWorld, needle: str, timeout_s: float = 30) -> str:

@@ -59,7 +59,7 @@ def worlds(
     claude_model: FakeClaude,
     fake_model: FakeModel,
     tmp_path_factory: pytest.TempPathFactory,
-) -> tuple[ClaudeWorld, PiWorld]:
+) -> Iterator[tuple[ClaudeWorld, PiWorld]]:
     root = tmp_path_factory.mktemp("mesh")
     shared = {"MEMLANE_EMBEDDING_PROVIDER": "none"}
     claude = ClaudeWorld(
@@ -85,7 +85,8 @@ def worlds(
     fake_model.distill = distil_pi
     claude.install()
     pi.install_package(MEMLANE)
-    return claude, pi
+    yield claude, pi
+    claude.stop_engine()
 
 
 def wait_for_text(world: ClaudeWorld, needle: str, timeout_s: float = 30) -> str:
