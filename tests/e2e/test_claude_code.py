@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 import time
 from collections.abc import Iterator
 from datetime import date, timedelta
@@ -123,6 +124,24 @@ def session1(world: ClaudeWorld, model: FakeClaude) -> dict[str, Any]:
     result = ok(world.run(REDIS_PROMPT))
     assert result.text == REDIS_ANSWER
     return {"result": result, "requests": model.requests[start:]}
+
+
+def test_0_claude_code_validates_the_plugin_and_its_marketplace(world: ClaudeWorld) -> None:
+    outputs = []
+    for target in (world.plugin_dir, world.plugin_dir / ".claude-plugin" / "marketplace.json"):
+        out = subprocess.run(
+            [str(world.claude.exe), "plugin", "validate", str(target)],
+            env=world.env(),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert out.returncode == 0, out.stdout + out.stderr
+        assert "Validation passed" in out.stdout, out.stdout
+        outputs.append(out.stdout)
+    for part in ("skills: memlane:recall", "commands: memlane:memory", "mcpServers: memlane"):
+        assert part in outputs[0], outputs[0]
+    assert outputs[0].count("hooks: ") == 5
 
 
 def test_1_the_exchange_is_captured_with_its_anchor(

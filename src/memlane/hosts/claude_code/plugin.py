@@ -121,6 +121,19 @@ def _json(data: Any) -> str:
     return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
 
+README = """# memlane for Claude Code
+
+Long-term memory for Claude Code, written by `memlane install claude-code`
+(do not edit: running it again rewrites this directory). Its hooks capture
+each settled exchange into the project's memory files, give each new session
+recent memory and each prompt the memories that match it; the `memlane` MCP
+server gives the model memory_search, memory_expand, memory_transcript,
+memory_write and the other tools; `/memlane:recall <question>` runs the
+recall ladder in a forked subagent; `/memlane:memory` shows or switches
+memory. Remove it with `{memlane} uninstall claude-code`.
+"""
+
+
 def plugin_files(command: str, server: dict[str, Any], memlane: str) -> dict[str, str]:
     """Every file of the plugin directory (relative path → text)."""
     from memlane import __version__
@@ -133,17 +146,20 @@ def plugin_files(command: str, server: dict[str, Any], memlane: str) -> dict[str
                 "version": __version__,
                 "description": description,
                 "author": {"name": "memlane"},
+                "license": "Apache-2.0",
             }
         ),
         ".claude-plugin/marketplace.json": _json(
             {
                 "name": MARKETPLACE_NAME,
+                "description": "memlane's Claude Code plugin, written by memlane install claude-code",
                 "owner": {"name": "memlane"},
                 "plugins": [{"name": PLUGIN_NAME, "source": "./", "description": description}],
             }
         ),
         "hooks/hooks.json": _json({"description": description, "hooks": hook_groups(command)}),
         ".mcp.json": _json({"mcpServers": {SERVER_NAME: server}}),
+        "README.md": README.format(memlane=memlane),
     }
     files.update(static_files(memlane))
     return files
