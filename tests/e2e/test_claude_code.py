@@ -321,3 +321,20 @@ def test_6_the_memory_command_reports_status(world: ClaudeWorld, model: FakeClau
     assert "/memory status" in asked.prompt and "memory_status" in asked.prompt
     (status,) = [r for r in asked.tool_results if r.name == f"{TOOL}memory_status"]
     assert not status.is_error and str(world.project) in status.text
+
+
+def test_7_after_uninstall_claude_code_runs_without_memlane(
+    world: ClaudeWorld, model: FakeClaude
+) -> None:
+    world.stop_engine()
+    lines = world.uninstall()
+    assert any("removed the memlane plugin directory" in line for line in lines), lines
+    assert not world.plugin_dir.exists()
+    start = len(model.requests)
+    model.agent(Turn.say("Hello."))
+    result = ok(world.run("Hello?"))
+    assert result.text == "Hello." and not result.stderr.strip()
+    first = next(r for r in model.requests[start:] if r.kind == "agent")
+    assert "memlane" not in first.everything
+    known = world.home / ".claude" / "plugins" / "known_marketplaces.json"
+    assert "memlane" not in json.loads(known.read_text())

@@ -297,3 +297,16 @@ def test_cli_refuses_project_and_user_together(home: Path) -> None:
     out = CliRunner().invoke(_app(), ["install", "claude-code", "--project", "--user"])
     assert out.exit_code != 0
     assert not (home / ".claude").exists()
+
+
+def test_uninstall_drops_the_marketplace_claude_code_registered(home: Path) -> None:
+    report = _install()
+    state = home / ".claude" / "plugins" / "known_marketplaces.json"
+    state.parent.mkdir(parents=True)
+    # What Claude Code writes once it has read the settings (2.1.332), beside another one.
+    other = {"source": {"source": "github", "repo": "someone/tools"}}
+    ours = {"source": {"source": "directory", "path": str(report.plugin_dir)}}
+    state.write_text(json.dumps({"tools": other, "memlane": ours}, indent=2) + "\n")
+    lines = cc.uninstall().lines
+    assert json.loads(state.read_text()) == {"tools": other}
+    assert any("marketplace" in line for line in lines)

@@ -274,7 +274,7 @@ def install(
     copied = _copy_static(base, shown_exe, record, lines) if mode == "settings" else []
     _remove_copied(record.get("copied", []), {c["path"] for c in copied}, base, lines)
     if mode == "settings" and record.get("mode") == "plugin":
-        _drop_plugin(Path(str(record.get("plugin_dir"))), settings_path, lines)
+        _drop_plugin(Path(str(record.get("plugin_dir"))), settings_path, env, lines)
 
     mcp_command = [str(server["command"]), *map(str, server["args"])]
     new_record: dict[str, Any] = {
@@ -305,11 +305,30 @@ def install(
     return InstallReport(mode, settings_path, record_path, changed, directory, lines)
 
 
-def _drop_plugin(directory: Path, settings: Path, lines: list[str]) -> None:
+def _drop_plugin(
+    directory: Path, settings: Path, env: dict[str, str] | None, lines: list[str]
+) -> None:
     if not _register_plugin_user(directory, settings, add=False) and plugin.remove_plugin(
         directory
     ):
         lines.append(f"removed the memlane plugin directory {directory}")
+        _forget_marketplace(directory, env, lines)
+
+
+def _forget_marketplace(directory: Path, env: dict[str, str] | None, lines: list[str]) -> None:
+    """Drop the entry Claude Code made in its own state for memlane's marketplace (it names
+    the directory just removed, and Claude Code keeps it otherwise)."""
+    path = claude_dir(env).absolute() / "plugins" / "known_marketplaces.json"
+    try:
+        known, indent, _ = read_settings(path)
+    except ConfigError:
+        return
+    entry = known.get(plugin.MARKETPLACE_NAME)
+    source = entry.get("source") if isinstance(entry, dict) else None
+    if isinstance(source, dict) and source.get("path") == str(directory):
+        del known[plugin.MARKETPLACE_NAME]
+        write_json(path, known, indent)
+        lines.append(f"removed the memlane marketplace from {path}")
 
 
 def uninstall(project: Path | None = None, *, env: dict[str, str] | None = None) -> InstallReport:
@@ -331,7 +350,7 @@ def uninstall(project: Path | None = None, *, env: dict[str, str] | None = None)
     raw_dir = record.get("plugin_dir")
     directory = Path(raw_dir) if isinstance(raw_dir, str) else None
     if directory is not None:
-        _drop_plugin(directory, settings_path, lines)
+        _drop_plugin(directory, settings_path, env, lines)
     record_path.unlink()
     lines.append(f"removed {record_path}")
     if record.get("created_dir"):
