@@ -8,6 +8,9 @@ with the pid of the Claude Code process that ran the hook. The MCP server
 picks, in order: the session named by ``CLAUDE_CODE_SESSION_ID`` when
 Claude Code sets it; the latest session of the Claude Code process that
 started the server (its parent); the latest live session of the project.
+Claude Code 2.1 sets ``CLAUDE_CODE_SESSION_ID`` in the environment of the
+MCP servers it starts (and runs hooks through ``sh``, so a hook's parent is
+a shell whose parent is Claude Code).
 """
 
 from __future__ import annotations
@@ -100,6 +103,14 @@ def current(collection: str, *, parent_pid: int | None = None) -> tuple[str, str
     wanted = os.environ.get(SESSION_ENV)
     if wanted and wanted in sessions:
         return wanted, sessions[wanted].get("transcript")
+    if wanted:
+        # Claude Code names its session but no hook reported it (hooks not
+        # installed, or not run yet): its transcript is where Claude Code keeps them.
+        from memlane.transcripts.locate import claude_project_dir
+
+        cwd = os.environ.get("CLAUDE_PROJECT_DIR") or os.getcwd()
+        transcript = claude_project_dir(cwd) / f"{wanted}.jsonl"
+        return wanted, str(transcript) if transcript.is_file() else None
     live = [
         (float(v.get("seen") or 0), k, v)
         for k, v in sessions.items()
