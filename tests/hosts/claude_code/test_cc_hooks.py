@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from _cc import Hooks, daily_text, engine_pids
+from _cc import Hooks, daily_text, engine_pids, finish
 
 from _transcript_builders import ClaudeSession
 from helpers import wait_for
@@ -187,3 +187,16 @@ def test_a_subagent_turn_and_tool_results_are_not_the_prompt(hooks: Hooks, proje
     assert "subagent text" not in text
     assert "own prompt" not in text
     assert "agent answered: Renamed it to load_settings." in text
+
+
+def test_an_async_stop_racing_the_session_end_is_still_captured(
+    hooks: Hooks, project: Path
+) -> None:
+    hooks.call("SessionStart", SESSION, source="startup")
+    turn = write_turn(project, question="what is the codename?", answer="The codename is quartz.")
+    stop = hooks.start("Stop", SESSION)  # Claude Code runs Stop in the background
+    end = hooks.start("SessionEnd", SESSION, reason="prompt_input_exit")
+    finish(stop)
+    finish(end)
+    wait_for(lambda: f"turn:{turn}" in daily_text(project), what="the captured entry")
+    assert daily_text(project).count(f"turn:{turn}") == 1

@@ -53,8 +53,11 @@ class Events:
             return None  # Claude goes on because a Stop hook asked it to: the turn is not over
         project = self.projects.for_session(session_id, _str(data, "cwd"))
         if event == "SessionEnd":
+            from memlane.hosts.claude_code.turns import forget_session
+
             running.ended(project.collection, session_id)
             self.projects.end(project, session_id)
+            forget_session(session_id)
             return None
         handler = _HANDLERS.get(event)
         if handler is None:

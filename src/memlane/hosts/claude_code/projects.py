@@ -117,32 +117,43 @@ class Projects:
     def end(
         self, project: Project, session_id: str, cap_ms: int | None = None, *, wait: bool = True
     ) -> Flush | None:
-        """End a session (on a thread of its own); its flush, when it finished in time."""
-        session = project.sessions.pop(session_id, None)
-        with self._lock:
-            self._by_session.pop(session_id, None)
-        if session is None:
-            return None
+        """End a session; its flush, when it finished in time.
+
+        Taken off the project in the project's order (a Stop that came first
+        still reaches the session), then shut down on a thread of its own.
+        """
         result: list[Flush] = []
 
-        def shut() -> None:
-            try:
-                result.append(session.shutdown(cap_ms=cap_ms))
-            except Exception:
-                log.exception("ending session %s failed", session_id)
-            finally:
-                with self._lock:
-                    self._ending.discard(thread)
+        def begin() -> tuple[threading.Thread, Session] | None:
+            session = project.sessions.pop(session_id, None)
+            with self._lock:
+                self._by_session.pop(session_id, None)
+            if session is None:
+                return None
+            thread = threading.Thread(
+                target=self._shut, args=(session, cap_ms, result), name="memlane-end"
+            )
+            with self._lock:
+                self._ending.add(thread)
+            thread.start()
+            return thread, session
 
-        thread = threading.Thread(target=shut, name=f"memlane-end-{session_id[:8]}")
-        with self._lock:
-            self._ending.add(thread)
-        thread.start()
-        if not wait:
+        begun = project.run(begin).result()
+        if begun is None or not wait:
             return None
+        thread, session = begun
         cap_s = (session.settings.shutdown_cap_ms if cap_ms is None else cap_ms) / 1000
         thread.join(cap_s + 1.0)
         return result[0] if result else None
+
+    def _shut(self, session: Session, cap_ms: int | None, result: list[Flush]) -> None:
+        try:
+            result.append(session.shutdown(cap_ms=cap_ms))
+        except Exception:
+            log.exception("ending session %s failed", session.session_id)
+        finally:
+            with self._lock:
+                self._ending.discard(threading.current_thread())
 
     # -- the engine's state ---------------------------------------------------------------
 
