@@ -17,6 +17,7 @@ from _cc import Hooks, daily_text, engine_pids, finish
 from _transcript_builders import ClaudeSession
 from helpers import wait_for
 from memlane.hosts.claude_code.hook import socket_path
+from memlane.hosts.mcp.server import Engine
 
 pytestmark = pytest.mark.subprocess
 
@@ -93,6 +94,18 @@ def test_stop_captures_the_settled_exchange_once_with_its_anchor(
     assert hooks.call("SessionEnd", SESSION, reason="other") is None
     assert daily_text(project).count(f"turn:{turn}") == 1
     assert hooks.failures() == []
+    # L3: the agent's memory_transcript follows the anchor back to the turn.
+    engine = Engine(project)
+    try:
+        result = engine.call_sync(
+            "memory_transcript", {"transcript_path": str(transcript), "turn": turn}
+        )
+    finally:
+        engine.close()
+    assert not result.is_error
+    text = "".join(getattr(block, "text", "") for block in result.content)
+    assert "why does the deploy script need sudo?" in text
+    assert "user unit" in text
 
 
 def test_a_duplicate_stop_after_an_engine_restart_writes_nothing_twice(
