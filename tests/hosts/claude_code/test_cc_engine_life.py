@@ -155,3 +155,13 @@ def test_a_failing_engine_costs_the_session_nothing_and_is_counted(
     assert failure["what"] == "failed" and "boom" in failure["detail"]
     text = run_memlane("status", cwd=project, env=hooks.env).stdout
     assert "1 failed, 0 slow" in text
+
+
+def test_a_socket_directory_others_may_write_to_is_never_used(hooks: Hooks) -> None:
+    directory = Path(socket_path(str(hooks.home))).parent
+    directory.mkdir(parents=True)
+    directory.chmod(0o777)
+    assert hooks.call("SessionStart", SESSION, source="startup") is None
+    assert engine_pids(hooks.home) == []
+    (failure,) = hooks.failures()
+    assert "not a private directory" in failure["detail"]

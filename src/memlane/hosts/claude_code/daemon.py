@@ -24,7 +24,7 @@ import sys
 import threading
 import time
 
-from memlane.hosts.claude_code.hook import engine_dir, memlane_home, socket_path
+from memlane.hosts.claude_code.hook import engine_dir, memlane_home, private_dir, socket_path
 
 log = logging.getLogger("memlane.claude_code")
 
@@ -32,6 +32,8 @@ log = logging.getLogger("memlane.claude_code")
 TICK_S = 0.5
 #: Largest hook input accepted (a prompt with a pasted log is large; more is refused).
 MAX_REQUEST_BYTES = 32 * 1024 * 1024
+#: The engine's log is emptied at an engine's start once it is larger than this.
+LOG_MAX_BYTES = 10 * 1024 * 1024
 
 
 def _idle_s() -> float:
@@ -106,7 +108,14 @@ class Daemon:
             data = json.loads(body)
             if not isinstance(data, dict):
                 raise BadHookInput("the hook input is not a JSON object")
+            started = time.monotonic()
             output = self.events.handle(data, claude_pid(int(words[1])))
+            log.info(
+                "%s %s: %.0f ms",
+                data.get("hook_event_name"),
+                str(data.get("session_id"))[:8],
+                (time.monotonic() - started) * 1000,
+            )
             return b"ok\n" + (json.dumps(output).encode("utf-8") if output else b"")
         except (ValueError, BadHookInput) as exc:
             why = f"bad hook input: {exc}"
@@ -135,6 +144,16 @@ def _read_request(conn: socket.socket) -> bytes:
     return b"".join(chunks)
 
 
+def _trim_log() -> None:
+    """Start the log afresh when it grew past ``LOG_MAX_BYTES`` (stderr is the log,
+    opened for appending by the hook that started this engine)."""
+    try:
+        if os.fstat(2).st_size > LOG_MAX_BYTES:
+            os.ftruncate(2, 0)
+    except OSError:
+        pass
+
+
 def main() -> int:
     logging.basicConfig(
         stream=sys.stderr,
@@ -156,6 +175,10 @@ def main() -> int:
     os.write(lock, f"{os.getpid()}\n".encode())
     path = socket_path(home)
     os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+    if not private_dir(os.path.dirname(path)):
+        log.error("%s is not a private directory of this user: not serving", os.path.dirname(path))
+        return 1
+    _trim_log()
     with contextlib.suppress(FileNotFoundError):
         os.unlink(path)  # a killed engine's socket; ours now, under the lock
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

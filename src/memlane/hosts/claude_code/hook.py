@@ -49,6 +49,9 @@ LIMITS_S = {
     "SessionEnd": 17.0,
 }
 DEFAULT_LIMIT_S = 5.0
+#: The ``timeout`` (seconds) an installer gives each hook in Claude Code's
+#: settings: above this client's own limit, so Claude Code never kills it.
+HOOK_TIMEOUTS_S = {event: int(limit) + 3 for event, limit in LIMITS_S.items()}
 #: Longest socket path a unix socket takes (sun_path is 108 bytes on Linux,
 #: 104 on macOS), with room to spare.
 SOCKET_PATH_MAX = 100
@@ -83,7 +86,19 @@ def failures_path(home: str) -> str:
     return os.path.join(engine_dir(home), "hook-failures.jsonl")
 
 
+def private_dir(path: str) -> bool:
+    """Whether *path* is a directory of this user that no one else may write to:
+    a socket elsewhere could be another user's, listening to every prompt."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return st.st_uid == os.getuid() and not st.st_mode & 0o022 and (st.st_mode >> 12) == 0o04
+
+
 def _connect(path: str, timeout_s: float) -> _socket.socket | None:
+    if not private_dir(os.path.dirname(path)):
+        return None
     sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     sock.settimeout(max(timeout_s, 0.01))
     try:
@@ -129,6 +144,8 @@ def _engine(home: str, deadline: float) -> _socket.socket | None:
     directory = engine_dir(home)
     os.makedirs(directory, mode=0o700, exist_ok=True)
     os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+    if not private_dir(os.path.dirname(path)):
+        raise PermissionError(f"{os.path.dirname(path)} is not a private directory of this user")
     # One starter at a time: the others wait here, then find it running.
     fd = os.open(os.path.join(directory, "spawn.lock"), os.O_RDWR | os.O_CREAT, 0o600)
     try:
