@@ -213,3 +213,17 @@ def test_an_async_stop_racing_the_session_end_is_still_captured(
     finish(end)
     wait_for(lambda: f"turn:{turn}" in daily_text(project), what="the captured entry")
     assert daily_text(project).count(f"turn:{turn}") == 1
+
+
+def test_the_final_answer_named_by_the_stop_input_is_captured(hooks: Hooks, project: Path) -> None:
+    t = ClaudeSession(SESSION)
+    t.user("is the cache warm?")
+    turn = t.assistant(
+        [{"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"command": "x"}}],
+        msg_id="msg_01",
+    )
+    t.tool_result("toolu_1", "ok")
+    t.write(project / f"{SESSION}.jsonl")  # the final text line is not in the file yet
+    hooks.call("Stop", SESSION, last_assistant_message="Yes, the cache is warm.")
+    wait_for(lambda: f"turn:{turn}" in daily_text(project), what="the entry")
+    assert "the cache is warm" in daily_text(project)

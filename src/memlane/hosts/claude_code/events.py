@@ -16,6 +16,7 @@ writes what a killed engine left in the project's capture journals.
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from memlane.hosts.claude_code import running
@@ -120,6 +121,12 @@ class Events:
         exchange = read_exchange(transcript, session.session_id)
         if exchange is None or exchange.entry_id is None:
             return None
+        last = _str(data, "last_assistant_message")
+        if last and last.strip() not in exchange.assistant:
+            # Claude Code names the final answer in the Stop input (2.1): one
+            # its transcript does not hold yet is still part of the exchange.
+            joined = f"{exchange.assistant}\n\n{last.strip()}".strip()
+            exchange = replace(exchange, assistant=joined)
         if already_captured(session, exchange.entry_id):
             log.info("Stop again for turn %s: already captured", exchange.entry_id)
             return None

@@ -49,9 +49,6 @@ LIMITS_S = {
     "SessionEnd": 17.0,
 }
 DEFAULT_LIMIT_S = 5.0
-#: The ``timeout`` (seconds) an installer gives each hook in Claude Code's
-#: settings: above this client's own limit, so Claude Code never kills it.
-HOOK_TIMEOUTS_S = {event: int(limit) + 3 for event, limit in LIMITS_S.items()}
 #: Longest socket path a unix socket takes (sun_path is 108 bytes on Linux,
 #: 104 on macOS), with room to spare.
 SOCKET_PATH_MAX = 100
