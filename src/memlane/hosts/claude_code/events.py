@@ -119,7 +119,8 @@ class Events:
         if transcript is None:
             return None
         exchange = read_exchange(transcript, session.session_id)
-        if exchange is None or exchange.entry_id is None:
+        turn = exchange.entry_id if exchange is not None else None
+        if exchange is None or turn is None:
             return None
         last = _str(data, "last_assistant_message")
         if last and last.strip() not in exchange.assistant:
@@ -127,11 +128,11 @@ class Events:
             # its transcript does not hold yet is still part of the exchange.
             joined = f"{exchange.assistant}\n\n{last.strip()}".strip()
             exchange = replace(exchange, assistant=joined)
-        if already_captured(session, exchange.entry_id):
-            log.info("Stop again for turn %s: already captured", exchange.entry_id)
+        if already_captured(session, turn):
+            log.info("Stop again for turn %s: already captured", turn)
             return None
         queued = session.agent_settled(exchange)
-        log.info("turn %s: %s", exchange.entry_id, queued.to_json())
+        log.info("turn %s: %s", turn, queued.to_json())
         return None
 
     def pre_compact(self, project: Project, session: Session, data: dict[str, Any]) -> None:
