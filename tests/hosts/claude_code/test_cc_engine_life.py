@@ -165,3 +165,13 @@ def test_a_socket_directory_others_may_write_to_is_never_used(hooks: Hooks) -> N
     assert engine_pids(hooks.home) == []
     (failure,) = hooks.failures()
     assert "not a private directory" in failure["detail"]
+
+
+def test_an_engine_whose_socket_is_gone_exits(hooks: Hooks, project: Path) -> None:
+    hooks.call("SessionStart", SESSION, source="startup")
+    turn = write_turn(project, question="what is the codename?", answer="The codename is quartz.")
+    hooks.call("Stop", SESSION)
+    assert len(engine_pids(hooks.home)) == 1
+    Path(socket_path(str(hooks.home))).unlink()  # MEMLANE_HOME wiped, say: no hook finds it
+    hooks.wait_engine_gone()
+    assert daily_text(project).count(f"turn:{turn}") == 1  # its sessions were ended first

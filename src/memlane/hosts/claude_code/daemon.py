@@ -44,12 +44,14 @@ def _idle_s() -> float:
 
 
 class Daemon:
-    def __init__(self, listener: socket.socket, idle_s: float) -> None:
+    def __init__(self, listener: socket.socket, idle_s: float, path: str = "") -> None:
         from memlane.hosts.claude_code.events import Events
         from memlane.hosts.claude_code.projects import Projects
 
         self.listener = listener
         self.idle_s = idle_s
+        self.path = path
+        self._inode = os.stat(path).st_ino if path else None
         self.projects = Projects()
         self.events = Events(self.projects)
         self.stopping = threading.Event()
@@ -66,6 +68,9 @@ class Daemon:
                 if self._idle():
                     log.info("idle for %.0f s: exiting", self.idle_s)
                     return
+                if not self.reachable():
+                    log.info("%s was removed or replaced: no hook can reach this engine", self.path)
+                    return
                 continue
             except OSError:
                 if self.stopping.is_set():
@@ -75,6 +80,15 @@ class Daemon:
                 self._active += 1
                 self._last = time.monotonic()
             threading.Thread(target=self._serve_one, args=(conn,), daemon=True).start()
+
+    def reachable(self) -> bool:
+        """Whether hooks still find this engine's socket (MEMLANE_HOME may have been deleted)."""
+        if self._inode is None:
+            return True
+        try:
+            return os.stat(self.path).st_ino == self._inode
+        except OSError:
+            return False
 
     def _idle(self) -> bool:
         with self._lock:
@@ -185,7 +199,7 @@ def main() -> int:
     listener.bind(path)
     os.chmod(path, 0o600)
     listener.listen(64)
-    daemon = Daemon(listener, _idle_s())
+    daemon = Daemon(listener, _idle_s(), path)
     log.info("serving %s on %s (idle exit after %.0f s)", home, path, daemon.idle_s)
 
     def stop(signum: int, frame: object) -> None:
@@ -198,8 +212,9 @@ def main() -> int:
         daemon.serve()
     finally:
         # No new hook call reaches a closing engine: the next one starts another.
-        with contextlib.suppress(OSError):
-            os.unlink(path)
+        if daemon.reachable():
+            with contextlib.suppress(OSError):
+                os.unlink(path)
         listener.close()
         # Another engine may start now; this one's sessions keep their
         # journals locked while they end, so it never takes them over.
