@@ -203,6 +203,11 @@ def main() -> int:
     log.info("serving %s on %s (idle exit after %.0f s)", home, path, daemon.idle_s)
 
     def stop(signum: int, frame: object) -> None:
+        if daemon.stopping.is_set():
+            # Asked twice: go now. What the sessions acknowledged is in their
+            # capture journals, which the next engine writes.
+            log.info("signal %d again: exiting at once", signum)
+            os._exit(1)
         log.info("signal %d: ending the sessions", signum)
         daemon.stopping.set()
 

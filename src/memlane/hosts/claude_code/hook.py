@@ -220,7 +220,6 @@ def _record_failure(home: str, event: str, what: str, detail: str, took_s: float
     try:
         os.makedirs(engine_dir(home), mode=0o700, exist_ok=True)
         line = {
-            "at": time.time(),
             "event": event,
             "what": what,
             "detail": detail[:300],

@@ -18,11 +18,11 @@ from __future__ import annotations
 import json
 import os
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
 from memlane.core.atomic import write_atomic
+from memlane.core.clock import SYSTEM_CLOCK
 from memlane.core.paths import memlane_home
 from memlane.store.leftovers import pid_alive
 
@@ -71,7 +71,7 @@ def note(collection: str, session_id: str, transcript: str | None, pid: int | No
         sessions[session_id] = {
             "transcript": transcript,
             "pid": pid,
-            "seen": time.time(),
+            "seen": SYSTEM_CLOCK.now().timestamp(),
             "ended": False,
         }
         # Keep the record small: ended and dead sessions go, the newest stay.
