@@ -175,3 +175,13 @@ def test_an_engine_whose_socket_is_gone_exits(hooks: Hooks, project: Path) -> No
     Path(socket_path(str(hooks.home))).unlink()  # MEMLANE_HOME wiped, say: no hook finds it
     hooks.wait_engine_gone()
     assert daily_text(project).count(f"turn:{turn}") == 1  # its sessions were ended first
+
+
+def test_the_engine_keeps_none_of_the_starting_sessions_variables(hooks: Hooks) -> None:
+    claude = {"CLAUDECODE": "1", "CLAUDE_CODE_SESSION_ID": SESSION, "CLAUDE_PID": "1"}
+    hooks.call("SessionStart", SESSION, env={**claude, "ANTHROPIC_BASE_URL": "http://x"})
+    (pid,) = engine_pids(hooks.home)
+    environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    names = {line.split(b"=", 1)[0].decode() for line in environ if line}
+    assert not names & set(claude)
+    assert "ANTHROPIC_BASE_URL" in names  # what a distilling claude -p needs is kept

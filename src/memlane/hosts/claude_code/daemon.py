@@ -179,6 +179,7 @@ def main() -> int:
     home = memlane_home()
     directory = engine_dir(home)
     os.makedirs(directory, mode=0o700, exist_ok=True)
+    os.chdir(directory)  # hold no project's directory: every call names its own
     lock = os.open(os.path.join(directory, "engine.lock"), os.O_RDWR | os.O_CREAT, 0o600)
     try:
         lock_fd(lock, wait=False)

@@ -53,6 +53,8 @@ class Events:
         if event == "Stop" and data.get("stop_hook_active") is True:
             return None  # Claude goes on because a Stop hook asked it to: the turn is not over
         project = self.projects.for_session(session_id, _str(data, "cwd"))
+        if project is None:
+            raise BadHookInput(f"{event} of an unknown session names no cwd")
         if event == "SessionEnd":
             from memlane.hosts.claude_code.turns import forget_session
 

@@ -49,6 +49,24 @@ LIMITS_S = {
     "SessionEnd": 17.0,
 }
 DEFAULT_LIMIT_S = 5.0
+#: What Claude Code sets for one session's processes (seen in 2.1's hooks).
+SESSION_ENV = frozenset(
+    {
+        "CLAUDECODE",
+        "CLAUDE_CODE_ENTRYPOINT",
+        "CLAUDE_CODE_SESSION_ID",
+        "CLAUDE_CODE_CHILD_SESSION",
+        "CLAUDE_CODE_SESSION_ATTENDED",
+        "CLAUDE_CODE_CHILD_NOTES_DIR",
+        "CLAUDE_CODE_LAUNCHED_BY_SESSION_IDS",
+        "CLAUDE_CODE_MESSAGING_SOCKET",
+        "CLAUDE_CODE_MESSAGING_TOKEN",
+        "CLAUDE_PID",
+        "CLAUDE_ENV_FILE",
+        "CLAUDE_PROJECT_DIR",
+        "CLAUDE_EFFORT",
+    }
+)
 #: Longest socket path a unix socket takes (sun_path is 108 bytes on Linux,
 #: 104 on macOS), with room to spare.
 SOCKET_PATH_MAX = 100
@@ -112,7 +130,10 @@ def _spawn_engine(home: str) -> None:
     engine runs the same memlane as this hook)."""
     directory = engine_dir(home)
     os.makedirs(directory, mode=0o700, exist_ok=True)
-    env = dict(os.environ)
+    # The engine outlives the session that starts it and serves the others:
+    # none of that session's own variables (the children it runs, such as a
+    # distilling ``claude -p``, must not pass for part of that session).
+    env = {k: v for k, v in os.environ.items() if k not in SESSION_ENV}
     package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
     log = os.path.join(directory, "engine.log")

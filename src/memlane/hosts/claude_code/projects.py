@@ -68,18 +68,21 @@ class Projects:
 
     # -- lookup ------------------------------------------------------------------------
 
-    def for_session(self, session_id: str, cwd: str | None) -> Project:
-        """The project of *session_id*: where it was opened, else the one of *cwd*."""
+    def for_session(self, session_id: str, cwd: str | None) -> Project | None:
+        """The project of *session_id*: where it was opened, else the one of *cwd*
+        (None when the session is unknown and no directory is named)."""
         with self._lock:
             known = self._by_session.get(session_id)
-        return known if known is not None else self.for_dir(cwd)
+        if known is not None:
+            return known
+        return self.for_dir(cwd) if cwd else None
 
-    def for_dir(self, cwd: str | None) -> Project:
+    def for_dir(self, cwd: str) -> Project:
         from memlane.core.config.layers import load_config
         from memlane.core.scope import resolve_scope
         from memlane.engine.project import Memory
 
-        directory = str(Path(cwd or ".").resolve())
+        directory = str(Path(cwd).resolve())
         with self._lock:
             collection = self._by_dir.get(directory)
             if collection is not None:
