@@ -2,16 +2,19 @@
 
 Claude Code's hook client (hosts/claude_code/hook.py) never fails a
 session: a call that errs or passes its time limit prints nothing and
-appends one JSON line (``at``, ``event``, ``what``: ``failed`` or ``slow``,
-``detail``) to ``hook-failures.jsonl`` in its directory under
+appends one JSON line (``event``, ``what``: ``failed`` or ``slow``,
+``detail``, ``took_ms``) to ``hook-failures.jsonl`` in its directory under
 ``MEMLANE_HOME``. The client imports nothing from memlane, so the path rule
-is written twice: here and there (a test holds them equal).
+is written twice: here and there (a test holds them equal). The client
+reads no clock of memlane's, so the time of the last failure is the file's
+modification time.
 """
 
 from __future__ import annotations
 
 import json
-import time
+import os
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +33,7 @@ def summary(path: Path | None = None) -> dict[str, Any] | None:
     path = path or failures_path()
     try:
         with path.open("rb") as handle:
+            modified = os.fstat(handle.fileno()).st_mtime
             size = handle.seek(0, 2)
             handle.seek(max(0, size - TAIL_BYTES))
             data = handle.read()
@@ -49,15 +53,17 @@ def summary(path: Path | None = None) -> dict[str, Any] | None:
         last = record
     if last is None:
         return None
-    return {**counts, "last": last, "log": str(path)}
+    return {**counts, "last": last, "last_at": modified, "log": str(path)}
 
 
 def status_line(hooks: dict[str, Any]) -> str:
     """e.g. ``2 failed, 1 slow (last: UserPromptSubmit 14:05, timed out)``."""
     last = hooks.get("last") or {}
-    at = last.get("at")
+    at = hooks.get("last_at")
     when = (
-        time.strftime("%Y-%m-%d %H:%M", time.localtime(at)) if isinstance(at, int | float) else "?"
+        datetime.fromtimestamp(at).astimezone().strftime("%Y-%m-%d %H:%M")
+        if isinstance(at, int | float)
+        else "?"
     )
     detail = str(last.get("detail") or last.get("what") or "")
     return (

@@ -155,3 +155,33 @@ def test_a_failing_engine_costs_the_session_nothing_and_is_counted(
     assert failure["what"] == "failed" and "boom" in failure["detail"]
     text = run_memlane("status", cwd=project, env=hooks.env).stdout
     assert "1 failed, 0 slow" in text
+
+
+def test_a_socket_directory_others_may_write_to_is_never_used(hooks: Hooks) -> None:
+    directory = Path(socket_path(str(hooks.home))).parent
+    directory.mkdir(parents=True)
+    directory.chmod(0o777)
+    assert hooks.call("SessionStart", SESSION, source="startup") is None
+    assert engine_pids(hooks.home) == []
+    (failure,) = hooks.failures()
+    assert "not a private directory" in failure["detail"]
+
+
+def test_an_engine_whose_socket_is_gone_exits(hooks: Hooks, project: Path) -> None:
+    hooks.call("SessionStart", SESSION, source="startup")
+    turn = write_turn(project, question="what is the codename?", answer="The codename is quartz.")
+    hooks.call("Stop", SESSION)
+    assert len(engine_pids(hooks.home)) == 1
+    Path(socket_path(str(hooks.home))).unlink()  # MEMLANE_HOME wiped, say: no hook finds it
+    hooks.wait_engine_gone()
+    assert daily_text(project).count(f"turn:{turn}") == 1  # its sessions were ended first
+
+
+def test_the_engine_keeps_none_of_the_starting_sessions_variables(hooks: Hooks) -> None:
+    claude = {"CLAUDECODE": "1", "CLAUDE_CODE_SESSION_ID": SESSION, "CLAUDE_PID": "1"}
+    hooks.call("SessionStart", SESSION, env={**claude, "ANTHROPIC_BASE_URL": "http://x"})
+    (pid,) = engine_pids(hooks.home)
+    environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    names = {line.split(b"=", 1)[0].decode() for line in environ if line}
+    assert not names & set(claude)
+    assert "ANTHROPIC_BASE_URL" in names  # what a distilling claude -p needs is kept

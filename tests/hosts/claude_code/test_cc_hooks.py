@@ -12,11 +12,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from _cc import Hooks, daily_text, engine_pids
+from _cc import Hooks, daily_text, engine_pids, finish
 
 from _transcript_builders import ClaudeSession
 from helpers import wait_for
 from memlane.hosts.claude_code.hook import socket_path
+from memlane.hosts.mcp.server import Engine
 
 pytestmark = pytest.mark.subprocess
 
@@ -93,6 +94,18 @@ def test_stop_captures_the_settled_exchange_once_with_its_anchor(
     assert hooks.call("SessionEnd", SESSION, reason="other") is None
     assert daily_text(project).count(f"turn:{turn}") == 1
     assert hooks.failures() == []
+    # L3: the agent's memory_transcript follows the anchor back to the turn.
+    engine = Engine(project)
+    try:
+        result = engine.call_sync(
+            "memory_transcript", {"transcript_path": str(transcript), "turn": turn}
+        )
+    finally:
+        engine.close()
+    assert not result.is_error
+    text = "".join(getattr(block, "text", "") for block in result.content)
+    assert "why does the deploy script need sudo?" in text
+    assert "user unit" in text
 
 
 def test_a_duplicate_stop_after_an_engine_restart_writes_nothing_twice(
@@ -187,3 +200,30 @@ def test_a_subagent_turn_and_tool_results_are_not_the_prompt(hooks: Hooks, proje
     assert "subagent text" not in text
     assert "own prompt" not in text
     assert "agent answered: Renamed it to load_settings." in text
+
+
+def test_an_async_stop_racing_the_session_end_is_still_captured(
+    hooks: Hooks, project: Path
+) -> None:
+    hooks.call("SessionStart", SESSION, source="startup")
+    turn = write_turn(project, question="what is the codename?", answer="The codename is quartz.")
+    stop = hooks.start("Stop", SESSION)  # Claude Code runs Stop in the background
+    end = hooks.start("SessionEnd", SESSION, reason="prompt_input_exit")
+    finish(stop)
+    finish(end)
+    wait_for(lambda: f"turn:{turn}" in daily_text(project), what="the captured entry")
+    assert daily_text(project).count(f"turn:{turn}") == 1
+
+
+def test_the_final_answer_named_by_the_stop_input_is_captured(hooks: Hooks, project: Path) -> None:
+    t = ClaudeSession(SESSION)
+    t.user("is the cache warm?")
+    turn = t.assistant(
+        [{"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"command": "x"}}],
+        msg_id="msg_01",
+    )
+    t.tool_result("toolu_1", "ok")
+    t.write(project / f"{SESSION}.jsonl")  # the final text line is not in the file yet
+    hooks.call("Stop", SESSION, last_assistant_message="Yes, the cache is warm.")
+    wait_for(lambda: f"turn:{turn}" in daily_text(project), what="the entry")
+    assert "the cache is warm" in daily_text(project)

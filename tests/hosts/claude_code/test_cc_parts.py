@@ -125,3 +125,17 @@ def test_the_hook_reads_the_event_and_the_stop_guard_without_parsing_json() -> N
     stop = json.dumps({"hook_event_name": "Stop", "stop_hook_active": True}, indent=1).encode()
     assert hook.field(stop, b"stop_hook_active") == b"true"
     assert hook.field(b'{"x": "hook_event_name"}', b"hook_event_name") is None
+
+
+def test_a_session_claude_code_names_but_no_hook_reported_finds_its_transcript(
+    project: Path, isolated_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memlane.transcripts.locate import claude_project_dir
+
+    transcript = claude_project_dir(str(project)) / "named.jsonl"
+    transcript.parent.mkdir(parents=True)
+    transcript.write_text("{}\n")
+    monkeypatch.setenv(running.SESSION_ENV, "named")
+    monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(project))
+    collection = resolve_scope(project).collection
+    assert running.current(collection) == ("named", str(transcript))

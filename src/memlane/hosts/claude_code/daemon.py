@@ -24,7 +24,7 @@ import sys
 import threading
 import time
 
-from memlane.hosts.claude_code.hook import engine_dir, memlane_home, socket_path
+from memlane.hosts.claude_code.hook import engine_dir, memlane_home, private_dir, socket_path
 
 log = logging.getLogger("memlane.claude_code")
 
@@ -32,6 +32,8 @@ log = logging.getLogger("memlane.claude_code")
 TICK_S = 0.5
 #: Largest hook input accepted (a prompt with a pasted log is large; more is refused).
 MAX_REQUEST_BYTES = 32 * 1024 * 1024
+#: The engine's log is emptied at an engine's start once it is larger than this.
+LOG_MAX_BYTES = 10 * 1024 * 1024
 
 
 def _idle_s() -> float:
@@ -42,12 +44,14 @@ def _idle_s() -> float:
 
 
 class Daemon:
-    def __init__(self, listener: socket.socket, idle_s: float) -> None:
+    def __init__(self, listener: socket.socket, idle_s: float, path: str = "") -> None:
         from memlane.hosts.claude_code.events import Events
         from memlane.hosts.claude_code.projects import Projects
 
         self.listener = listener
         self.idle_s = idle_s
+        self.path = path
+        self._inode = os.stat(path).st_ino if path else None
         self.projects = Projects()
         self.events = Events(self.projects)
         self.stopping = threading.Event()
@@ -64,6 +68,9 @@ class Daemon:
                 if self._idle():
                     log.info("idle for %.0f s: exiting", self.idle_s)
                     return
+                if not self.reachable():
+                    log.info("%s was removed or replaced: no hook can reach this engine", self.path)
+                    return
                 continue
             except OSError:
                 if self.stopping.is_set():
@@ -73,6 +80,15 @@ class Daemon:
                 self._active += 1
                 self._last = time.monotonic()
             threading.Thread(target=self._serve_one, args=(conn,), daemon=True).start()
+
+    def reachable(self) -> bool:
+        """Whether hooks still find this engine's socket (MEMLANE_HOME may have been deleted)."""
+        if self._inode is None:
+            return True
+        try:
+            return os.stat(self.path).st_ino == self._inode
+        except OSError:
+            return False
 
     def _idle(self) -> bool:
         with self._lock:
@@ -106,7 +122,14 @@ class Daemon:
             data = json.loads(body)
             if not isinstance(data, dict):
                 raise BadHookInput("the hook input is not a JSON object")
+            started = time.monotonic()
             output = self.events.handle(data, claude_pid(int(words[1])))
+            log.info(
+                "%s %s: %.0f ms",
+                data.get("hook_event_name"),
+                str(data.get("session_id"))[:8],
+                (time.monotonic() - started) * 1000,
+            )
             return b"ok\n" + (json.dumps(output).encode("utf-8") if output else b"")
         except (ValueError, BadHookInput) as exc:
             why = f"bad hook input: {exc}"
@@ -135,6 +158,16 @@ def _read_request(conn: socket.socket) -> bytes:
     return b"".join(chunks)
 
 
+def _trim_log() -> None:
+    """Start the log afresh when it grew past ``LOG_MAX_BYTES`` (stderr is the log,
+    opened for appending by the hook that started this engine)."""
+    try:
+        if os.fstat(2).st_size > LOG_MAX_BYTES:
+            os.ftruncate(2, 0)
+    except OSError:
+        pass
+
+
 def main() -> int:
     logging.basicConfig(
         stream=sys.stderr,
@@ -146,6 +179,7 @@ def main() -> int:
     home = memlane_home()
     directory = engine_dir(home)
     os.makedirs(directory, mode=0o700, exist_ok=True)
+    os.chdir(directory)  # hold no project's directory: every call names its own
     lock = os.open(os.path.join(directory, "engine.lock"), os.O_RDWR | os.O_CREAT, 0o600)
     try:
         lock_fd(lock, wait=False)
@@ -156,16 +190,25 @@ def main() -> int:
     os.write(lock, f"{os.getpid()}\n".encode())
     path = socket_path(home)
     os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+    if not private_dir(os.path.dirname(path)):
+        log.error("%s is not a private directory of this user: not serving", os.path.dirname(path))
+        return 1
+    _trim_log()
     with contextlib.suppress(FileNotFoundError):
         os.unlink(path)  # a killed engine's socket; ours now, under the lock
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)
     os.chmod(path, 0o600)
     listener.listen(64)
-    daemon = Daemon(listener, _idle_s())
+    daemon = Daemon(listener, _idle_s(), path)
     log.info("serving %s on %s (idle exit after %.0f s)", home, path, daemon.idle_s)
 
     def stop(signum: int, frame: object) -> None:
+        if daemon.stopping.is_set():
+            # Asked twice: go now. What the sessions acknowledged is in their
+            # capture journals, which the next engine writes.
+            log.info("signal %d again: exiting at once", signum)
+            os._exit(1)
         log.info("signal %d: ending the sessions", signum)
         daemon.stopping.set()
 
@@ -175,8 +218,9 @@ def main() -> int:
         daemon.serve()
     finally:
         # No new hook call reaches a closing engine: the next one starts another.
-        with contextlib.suppress(OSError):
-            os.unlink(path)
+        if daemon.reachable():
+            with contextlib.suppress(OSError):
+                os.unlink(path)
         listener.close()
         # Another engine may start now; this one's sessions keep their
         # journals locked while they end, so it never takes them over.

@@ -16,6 +16,7 @@ writes what a killed engine left in the project's capture journals.
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from memlane.hosts.claude_code import running
@@ -52,9 +53,14 @@ class Events:
         if event == "Stop" and data.get("stop_hook_active") is True:
             return None  # Claude goes on because a Stop hook asked it to: the turn is not over
         project = self.projects.for_session(session_id, _str(data, "cwd"))
+        if project is None:
+            raise BadHookInput(f"{event} of an unknown session names no cwd")
         if event == "SessionEnd":
+            from memlane.hosts.claude_code.turns import forget_session
+
             running.ended(project.collection, session_id)
             self.projects.end(project, session_id)
+            forget_session(session_id)
             return None
         handler = _HANDLERS.get(event)
         if handler is None:
@@ -115,13 +121,20 @@ class Events:
         if transcript is None:
             return None
         exchange = read_exchange(transcript, session.session_id)
-        if exchange is None or exchange.entry_id is None:
+        turn = exchange.entry_id if exchange is not None else None
+        if exchange is None or turn is None:
             return None
-        if already_captured(session, exchange.entry_id):
-            log.info("Stop again for turn %s: already captured", exchange.entry_id)
+        last = _str(data, "last_assistant_message")
+        if last and last.strip() not in exchange.assistant:
+            # Claude Code names the final answer in the Stop input (2.1): one
+            # its transcript does not hold yet is still part of the exchange.
+            joined = f"{exchange.assistant}\n\n{last.strip()}".strip()
+            exchange = replace(exchange, assistant=joined)
+        if already_captured(session, turn):
+            log.info("Stop again for turn %s: already captured", turn)
             return None
         queued = session.agent_settled(exchange)
-        log.info("turn %s: %s", exchange.entry_id, queued.to_json())
+        log.info("turn %s: %s", turn, queued.to_json())
         return None
 
     def pre_compact(self, project: Project, session: Session, data: dict[str, Any]) -> None:

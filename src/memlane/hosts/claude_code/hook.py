@@ -49,6 +49,24 @@ LIMITS_S = {
     "SessionEnd": 17.0,
 }
 DEFAULT_LIMIT_S = 5.0
+#: What Claude Code sets for one session's processes (seen in 2.1's hooks).
+SESSION_ENV = frozenset(
+    {
+        "CLAUDECODE",
+        "CLAUDE_CODE_ENTRYPOINT",
+        "CLAUDE_CODE_SESSION_ID",
+        "CLAUDE_CODE_CHILD_SESSION",
+        "CLAUDE_CODE_SESSION_ATTENDED",
+        "CLAUDE_CODE_CHILD_NOTES_DIR",
+        "CLAUDE_CODE_LAUNCHED_BY_SESSION_IDS",
+        "CLAUDE_CODE_MESSAGING_SOCKET",
+        "CLAUDE_CODE_MESSAGING_TOKEN",
+        "CLAUDE_PID",
+        "CLAUDE_ENV_FILE",
+        "CLAUDE_PROJECT_DIR",
+        "CLAUDE_EFFORT",
+    }
+)
 #: Longest socket path a unix socket takes (sun_path is 108 bytes on Linux,
 #: 104 on macOS), with room to spare.
 SOCKET_PATH_MAX = 100
@@ -83,7 +101,19 @@ def failures_path(home: str) -> str:
     return os.path.join(engine_dir(home), "hook-failures.jsonl")
 
 
+def private_dir(path: str) -> bool:
+    """Whether *path* is a directory of this user that no one else may write to:
+    a socket elsewhere could be another user's, listening to every prompt."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return st.st_uid == os.getuid() and not st.st_mode & 0o022 and (st.st_mode >> 12) == 0o04
+
+
 def _connect(path: str, timeout_s: float) -> _socket.socket | None:
+    if not private_dir(os.path.dirname(path)):
+        return None
     sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     sock.settimeout(max(timeout_s, 0.01))
     try:
@@ -100,7 +130,10 @@ def _spawn_engine(home: str) -> None:
     engine runs the same memlane as this hook)."""
     directory = engine_dir(home)
     os.makedirs(directory, mode=0o700, exist_ok=True)
-    env = dict(os.environ)
+    # The engine outlives the session that starts it and serves the others:
+    # none of that session's own variables (the children it runs, such as a
+    # distilling ``claude -p``, must not pass for part of that session).
+    env = {k: v for k, v in os.environ.items() if k not in SESSION_ENV}
     package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
     log = os.path.join(directory, "engine.log")
@@ -129,6 +162,8 @@ def _engine(home: str, deadline: float) -> _socket.socket | None:
     directory = engine_dir(home)
     os.makedirs(directory, mode=0o700, exist_ok=True)
     os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+    if not private_dir(os.path.dirname(path)):
+        raise PermissionError(f"{os.path.dirname(path)} is not a private directory of this user")
     # One starter at a time: the others wait here, then find it running.
     fd = os.open(os.path.join(directory, "spawn.lock"), os.O_RDWR | os.O_CREAT, 0o600)
     try:
@@ -206,7 +241,6 @@ def _record_failure(home: str, event: str, what: str, detail: str, took_s: float
     try:
         os.makedirs(engine_dir(home), mode=0o700, exist_ok=True)
         line = {
-            "at": time.time(),
             "event": event,
             "what": what,
             "detail": detail[:300],

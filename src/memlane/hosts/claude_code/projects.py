@@ -68,18 +68,21 @@ class Projects:
 
     # -- lookup ------------------------------------------------------------------------
 
-    def for_session(self, session_id: str, cwd: str | None) -> Project:
-        """The project of *session_id*: where it was opened, else the one of *cwd*."""
+    def for_session(self, session_id: str, cwd: str | None) -> Project | None:
+        """The project of *session_id*: where it was opened, else the one of *cwd*
+        (None when the session is unknown and no directory is named)."""
         with self._lock:
             known = self._by_session.get(session_id)
-        return known if known is not None else self.for_dir(cwd)
+        if known is not None:
+            return known
+        return self.for_dir(cwd) if cwd else None
 
-    def for_dir(self, cwd: str | None) -> Project:
+    def for_dir(self, cwd: str) -> Project:
         from memlane.core.config.layers import load_config
         from memlane.core.scope import resolve_scope
         from memlane.engine.project import Memory
 
-        directory = str(Path(cwd or ".").resolve())
+        directory = str(Path(cwd).resolve())
         with self._lock:
             collection = self._by_dir.get(directory)
             if collection is not None:
@@ -117,32 +120,43 @@ class Projects:
     def end(
         self, project: Project, session_id: str, cap_ms: int | None = None, *, wait: bool = True
     ) -> Flush | None:
-        """End a session (on a thread of its own); its flush, when it finished in time."""
-        session = project.sessions.pop(session_id, None)
-        with self._lock:
-            self._by_session.pop(session_id, None)
-        if session is None:
-            return None
+        """End a session; its flush, when it finished in time.
+
+        Taken off the project in the project's order (a Stop that came first
+        still reaches the session), then shut down on a thread of its own.
+        """
         result: list[Flush] = []
 
-        def shut() -> None:
-            try:
-                result.append(session.shutdown(cap_ms=cap_ms))
-            except Exception:
-                log.exception("ending session %s failed", session_id)
-            finally:
-                with self._lock:
-                    self._ending.discard(thread)
+        def begin() -> tuple[threading.Thread, Session] | None:
+            session = project.sessions.pop(session_id, None)
+            with self._lock:
+                self._by_session.pop(session_id, None)
+            if session is None:
+                return None
+            thread = threading.Thread(
+                target=self._shut, args=(session, cap_ms, result), name="memlane-end"
+            )
+            with self._lock:
+                self._ending.add(thread)
+            thread.start()
+            return thread, session
 
-        thread = threading.Thread(target=shut, name=f"memlane-end-{session_id[:8]}")
-        with self._lock:
-            self._ending.add(thread)
-        thread.start()
-        if not wait:
+        begun = project.run(begin).result()
+        if begun is None or not wait:
             return None
+        thread, session = begun
         cap_s = (session.settings.shutdown_cap_ms if cap_ms is None else cap_ms) / 1000
         thread.join(cap_s + 1.0)
         return result[0] if result else None
+
+    def _shut(self, session: Session, cap_ms: int | None, result: list[Flush]) -> None:
+        try:
+            result.append(session.shutdown(cap_ms=cap_ms))
+        except Exception:
+            log.exception("ending session %s failed", session.session_id)
+        finally:
+            with self._lock:
+                self._ending.discard(threading.current_thread())
 
     # -- the engine's state ---------------------------------------------------------------
 

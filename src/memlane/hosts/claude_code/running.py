@@ -8,6 +8,9 @@ with the pid of the Claude Code process that ran the hook. The MCP server
 picks, in order: the session named by ``CLAUDE_CODE_SESSION_ID`` when
 Claude Code sets it; the latest session of the Claude Code process that
 started the server (its parent); the latest live session of the project.
+Claude Code 2.1 sets ``CLAUDE_CODE_SESSION_ID`` in the environment of the
+MCP servers it starts (and runs hooks through ``sh``, so a hook's parent is
+a shell whose parent is Claude Code).
 """
 
 from __future__ import annotations
@@ -15,11 +18,11 @@ from __future__ import annotations
 import json
 import os
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
 from memlane.core.atomic import write_atomic
+from memlane.core.clock import SYSTEM_CLOCK
 from memlane.core.paths import memlane_home
 from memlane.store.leftovers import pid_alive
 
@@ -68,7 +71,7 @@ def note(collection: str, session_id: str, transcript: str | None, pid: int | No
         sessions[session_id] = {
             "transcript": transcript,
             "pid": pid,
-            "seen": time.time(),
+            "seen": SYSTEM_CLOCK.now().timestamp(),
             "ended": False,
         }
         # Keep the record small: ended and dead sessions go, the newest stay.
@@ -100,6 +103,14 @@ def current(collection: str, *, parent_pid: int | None = None) -> tuple[str, str
     wanted = os.environ.get(SESSION_ENV)
     if wanted and wanted in sessions:
         return wanted, sessions[wanted].get("transcript")
+    if wanted:
+        # Claude Code names its session but no hook reported it (hooks not
+        # installed, or not run yet): its transcript is where Claude Code keeps them.
+        from memlane.transcripts.locate import claude_project_dir
+
+        cwd = os.environ.get("CLAUDE_PROJECT_DIR") or os.getcwd()
+        transcript = claude_project_dir(cwd) / f"{wanted}.jsonl"
+        return wanted, str(transcript) if transcript.is_file() else None
     live = [
         (float(v.get("seen") or 0), k, v)
         for k, v in sessions.items()
