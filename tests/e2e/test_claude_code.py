@@ -211,15 +211,16 @@ def test_3_the_model_walks_the_mcp_ladder_and_its_write_is_anchored(
         return Turn.call(f"{TOOL}memory_expand", chunk_hash=HASH.findall(seen["search"])[0])
 
     def transcript(request: Request) -> Turn:
+        # The anchor as memory_expand gave it (text or JSON), else the one in the store.
         seen["expand"] = request.last_tool_result
-        _, turn, path = ANCHOR.findall(world.memory_text())[0]
-        match = re.search(r'"transcript(?:_path)?"\s*:\s*"([^"]+)"', seen["expand"])
-        path = match.group(1) if match else path
-        turn_match = re.search(r'"turn"\s*:\s*"([^"]+)"', seen["expand"])
+        path = re.search(r'transcript(?:_path)?"?\s*[:=]\s*"?(/[^"\s]+\.jsonl)', seen["expand"])
+        turn = re.search(r'turn"?\s*[:=]\s*"?([0-9a-f-]{8,})', seen["expand"])
+        if not (path and turn):
+            session_id = session1["result"].session_id
+            anchor = next(a for a in ANCHOR.findall(world.memory_text()) if a[0] == session_id)
+            return Turn.call(f"{TOOL}memory_transcript", transcript_path=anchor[2], turn=anchor[1])
         return Turn.call(
-            f"{TOOL}memory_transcript",
-            transcript_path=path,
-            turn=turn_match.group(1) if turn_match else turn,
+            f"{TOOL}memory_transcript", transcript_path=path.group(1), turn=turn.group(1)
         )
 
     def done(request: Request) -> Turn:
