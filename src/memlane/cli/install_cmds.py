@@ -92,13 +92,13 @@ def install_claude_code(
     user: ClaudeUserOption = False,
     mode: ModeOption = "plugin",
 ) -> None:
-    """Install memlane into Claude Code: hooks, the MCP server, the recall skill, /memory and /recall.
+    """Install memlane into Claude Code: hooks, the MCP server, the recall skill (/recall), /memory.
 
     The default plugin mode writes memlane's plugin directory (also a local
     marketplace) and enables it in the settings; --mode settings writes the
     hooks and the MCP server into the settings files instead. Adds the allow
-    rule for memlane's tools. Honours CLAUDE_CONFIG_DIR. Safe to run again;
-    `memlane uninstall claude-code` restores your files.
+    rules for memlane's tools and skill. Honours CLAUDE_CONFIG_DIR. Safe to run
+    again; `memlane uninstall claude-code` restores your files. docs/claude-code.md.
     """
     from memlane.hosts.claude_code.install import install
 
