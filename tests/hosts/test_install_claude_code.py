@@ -310,3 +310,14 @@ def test_uninstall_drops_the_marketplace_claude_code_registered(home: Path) -> N
     lines = cc.uninstall().lines
     assert json.loads(state.read_text()) == {"tools": other}
     assert any("marketplace" in line for line in lines)
+
+
+def test_the_record_is_private_and_keeps_no_copy_of_claude_json(home: Path) -> None:
+    (home / ".claude.json").write_text(
+        '{\n  "oauthAccount": {"emailAddress": "me@example.com"}\n}\n'
+    )
+    report = _install(mode="settings")
+    assert report.record.stat().st_mode & 0o077 == 0
+    assert "me@example.com" not in report.record.read_text()
+    cc.uninstall()
+    assert "mcpServers" not in json.loads((home / ".claude.json").read_text())

@@ -108,7 +108,12 @@ class _Files:
                 self.previous[edits.path] = edits
         self.open: dict[str, tuple[dict[str, Any], int | str, Edits, str | None]] = {}
 
-    def edits(self, path: Path) -> tuple[dict[str, Any], Edits]:
+    def edits(self, path: Path, *, keep_original: bool = True) -> tuple[dict[str, Any], Edits]:
+        """The file's data (what an earlier install added taken out) and its edits.
+
+        *keep_original* False: the record keeps no copy of the text (Claude Code's
+        state file, which holds account data; Claude Code writes it in the layout the
+        round trip reproduces)."""
         key = str(path)
         if key not in self.open:
             data, indent, existed = read_settings(path)
@@ -116,7 +121,8 @@ class _Files:
             edits = self.previous.pop(key, None)
             if edits is None:
                 small = before is not None and len(before) <= ORIGINAL_MAX_BYTES
-                edits = Edits(key, created_file=not existed, original=before if small else None)
+                kept = before if small and keep_original else None
+                edits = Edits(key, created_file=not existed, original=kept)
             edits.revert(data)  # what an earlier install added, taken out first
             self.open[key] = (data, indent, edits, before)
         data, _, edits, _ = self.open[key]
@@ -266,7 +272,7 @@ def install(
             edits.add_item(settings, ["enabledMcpjsonServers"], plugin.SERVER_NAME)
         else:
             mcp_path = user_mcp_file(env)
-        mcp, mcp_edits = files.edits(mcp_path)
+        mcp, mcp_edits = files.edits(mcp_path, keep_original=project is not None)
         mcp_edits.set_key(mcp, ["mcpServers", plugin.SERVER_NAME], server)
     files.revert_left_over()
     kept, written = files.commit()
@@ -289,7 +295,9 @@ def install(
     }
     changed = bool(written or lines)
     if new_record != record:
-        write_json(record_path, new_record)
+        # Private: it keeps the settings' original text, which may hold the user's env secrets.
+        record_path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(record_path, dump(new_record), mode=0o600)
         changed = True
     if not changed:
         lines.append(f"memlane is already installed in Claude Code ({mode} mode, {settings_path})")
