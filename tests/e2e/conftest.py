@@ -1,4 +1,5 @@
-"""Fixtures for the end-to-end tests with the real pi binary (see pi_harness.py)."""
+"""Fixtures for the end-to-end tests with the real pi and Claude Code binaries
+(pi_harness.py, claude_harness.py)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from claude_harness import ClaudeInstall, ensure_claude
 from pi_harness import NpmUnavailable, PiInstall, ensure_pi, ensure_typescript
 
 from fake_llm import FakeModel
@@ -18,7 +20,9 @@ CACHE = Path(
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "e2e: end-to-end tests with the real pi binary")
+    config.addinivalue_line(
+        "markers", "e2e: end-to-end tests with the real pi and Claude Code binaries"
+    )
 
 
 @pytest.fixture(scope="session")
@@ -28,6 +32,15 @@ def pi_install() -> PiInstall:
         return ensure_pi(CACHE)
     except NpmUnavailable as exc:
         pytest.skip(f"pi e2e tests skipped: {exc}")
+
+
+@pytest.fixture(scope="session")
+def claude_install() -> ClaudeInstall:
+    """Claude Code 2.1 from the npm registry, cached in $MEMLANE_E2E_CACHE."""
+    try:
+        return ensure_claude(CACHE)
+    except NpmUnavailable as exc:
+        pytest.skip(f"Claude Code e2e tests skipped: {exc}")
 
 
 @pytest.fixture(scope="session")

@@ -1,4 +1,4 @@
-"""``memlane install pi`` and ``memlane uninstall pi``: hook memlane into a host."""
+"""``memlane install pi|claude-code`` and ``memlane uninstall pi|claude-code``: hook memlane into a host."""
 
 from __future__ import annotations
 
@@ -49,6 +49,72 @@ def uninstall_pi(ctx: typer.Context, project: ProjectOption = False) -> None:
     from memlane.hosts.pi.install import uninstall
 
     report = uninstall(_project(ctx, project))
+    for line in report.lines:
+        typer.echo(line)
+
+
+ClaudeProjectOption = Annotated[
+    bool,
+    typer.Option(
+        "--project",
+        help="Use the project's .claude/settings.json (and .mcp.json) instead of your user settings.",
+    ),
+]
+ClaudeUserOption = Annotated[
+    bool,
+    typer.Option(
+        "--user",
+        help="Use your user settings (~/.claude/settings.json, $CLAUDE_CONFIG_DIR): the default.",
+    ),
+]
+ModeOption = Annotated[
+    str,
+    typer.Option(
+        "--mode",
+        help="plugin: a memlane plugin Claude Code loads from settings (default); "
+        "settings: hooks and MCP server written into the settings files themselves.",
+    ),
+]
+
+
+def _claude_project(ctx: typer.Context, project: bool, user: bool) -> Path | None:
+    if project and user:
+        from memlane.core.errors import MemlaneError
+
+        raise MemlaneError("--project and --user exclude each other", "pass one of them")
+    return _project(ctx, project)
+
+
+@install_app.command("claude-code")
+def install_claude_code(
+    ctx: typer.Context,
+    project: ClaudeProjectOption = False,
+    user: ClaudeUserOption = False,
+    mode: ModeOption = "plugin",
+) -> None:
+    """Install memlane into Claude Code: hooks, the MCP server, the recall skill (/recall), /memory.
+
+    The default plugin mode writes memlane's plugin directory (also a local
+    marketplace) and enables it in the settings; --mode settings writes the
+    hooks and the MCP server into the settings files instead. Adds the allow
+    rules for memlane's tools and skill. Honours CLAUDE_CONFIG_DIR. Safe to run
+    again; `memlane uninstall claude-code` restores your files. docs/claude-code.md.
+    """
+    from memlane.hosts.claude_code.install import install
+
+    report = install(_claude_project(ctx, project, user), mode=mode)
+    for line in report.lines:
+        typer.echo(line)
+
+
+@uninstall_app.command("claude-code")
+def uninstall_claude_code(
+    ctx: typer.Context, project: ClaudeProjectOption = False, user: ClaudeUserOption = False
+) -> None:
+    """Remove memlane from Claude Code (reverts `memlane install claude-code`, byte for byte)."""
+    from memlane.hosts.claude_code.install import uninstall
+
+    report = uninstall(_claude_project(ctx, project, user))
     for line in report.lines:
         typer.echo(line)
 

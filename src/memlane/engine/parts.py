@@ -25,8 +25,8 @@ if TYPE_CHECKING:
 EMBEDDER_RETRY_S = 30.0
 
 
-class SharedParts:
-    """The embedder (loaded lazily, with a negative cache), the writer and fresh writes."""
+class _Model:
+    """The embedder's state: what several projects of one process may share."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
@@ -36,9 +36,39 @@ class SharedParts:
         self.embedder_failed_at = 0.0
         self.loading = False
         self.warmed = False
+
+
+def _model_field(name: str) -> property:
+    def get(self: SharedParts) -> object:
+        return getattr(self._model, name)
+
+    def put(self: SharedParts, value: object) -> None:
+        setattr(self._model, name, value)
+
+    return property(get, put)
+
+
+class SharedParts:
+    """The embedder (loaded lazily, with a negative cache), the writer and fresh writes."""
+
+    lock: threading.Lock = _model_field("lock")  # type: ignore[assignment]
+    embedder: Embedder | None = _model_field("embedder")  # type: ignore[assignment]
+    embedder_loaded: bool = _model_field("embedder_loaded")  # type: ignore[assignment]
+    embedder_problem: str | None = _model_field("embedder_problem")  # type: ignore[assignment]
+    embedder_failed_at: float = _model_field("embedder_failed_at")  # type: ignore[assignment]
+    loading: bool = _model_field("loading")  # type: ignore[assignment]
+    warmed: bool = _model_field("warmed")  # type: ignore[assignment]
+
+    def __init__(self, model: _Model | None = None) -> None:
+        self._model = model or _Model()
         self._writer: DailyWriter | None = None
         self._writer_lock = threading.Lock()
         self.fresh = FreshWrites()
+
+    def sharing_embedder(self) -> SharedParts:
+        """Parts for another project of this process: this embedder (one model load for
+        both), but its own writer and fresh writes (they name that project's files)."""
+        return SharedParts(self._model)
 
     def writer(self) -> DailyWriter:
         with self._writer_lock:

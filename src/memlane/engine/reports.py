@@ -135,6 +135,8 @@ class Status:
     llm_budget: dict[str, Any] | None = None
     # The topic memory at a glance (engine/topics/overview.py), when readable.
     topics: dict[str, Any] | None = None
+    # Claude Code hook calls that failed or were too slow (engine/hook_failures.py).
+    hooks: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -159,6 +161,7 @@ class Status:
             "llm_budget": self.llm_budget,
             "auto_context": dict(self.auto_context),
             "session": self.session,
+            "hooks": self.hooks,
             "damaged_lines": [line.to_json() for line in self.damaged],
             "notices": list(self.notices),
         }
@@ -235,6 +238,10 @@ def render_status(st: Status) -> str:
         from memlane.engine.journal.capture_recovery import status_line
 
         rows.append(("capture journal", status_line(capture["journal"])))
+    if st.hooks:
+        from memlane.engine import hook_failures
+
+        rows.append(("claude code hooks", hook_failures.status_line(st.hooks)))
     ac = st.auto_context
     if ac.get("enabled"):
         rows.append(

@@ -128,8 +128,11 @@ def project_status(
         interrupted = pending_recovery(memory.scope.store)
         if interrupted:
             missing.append(f"topics: {interrupted}")
+    from memlane.engine import hook_failures
+
     return Status(
         topics=None if refused else _topics_of(memory),
+        hooks=hook_failures.summary(),
         sessions=sessions_stats,
         versions=versions,
         scope=memory.scope.to_json(),

@@ -184,6 +184,12 @@ KEYS: dict[str, Key] = {
         Key("session.shutdown_cap_ms", int, S.SHUTDOWN_CAP_MS, "SHUTDOWN_CAP_MS"),
         Key("session.shutdown_grace_ms", int, S.SHUTDOWN_GRACE_MS, "SHUTDOWN_GRACE_MS"),
         Key(
+            "daemon.idle_s",
+            float,
+            600.0,
+            "the Claude Code engine exits after this many seconds with nothing to do",
+        ),
+        Key(
             "session.backoff_delays_ms",
             str,
             ",".join(str(d) for d in S.BACKOFF_DELAYS_MS),

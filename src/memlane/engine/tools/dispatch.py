@@ -34,13 +34,18 @@ class Tools:
         session: Session | None = None,
         *,
         caller_is_person: bool = False,
+        write_anchor: Callable[[], tuple[str, str | None] | None] | None = None,
     ) -> None:
         """``caller_is_person``: a person at the CLI, not an agent over MCP or the
         sidecar; memory_transcript then opens any transcript path they name
-        (engine/recall/transcript_access.py), still only a regular file."""
+        (engine/recall/transcript_access.py), still only a regular file.
+        ``write_anchor``: without a session, the (session id, transcript path)
+        a memory_write is anchored to, when the host can tell (the MCP server
+        inside Claude Code: hosts/claude_code/running.py)."""
         self.memory = memory
         self.session = session
         self.caller_is_person = caller_is_person
+        self.write_anchor = write_anchor
         self._handlers: dict[str, Callable[[dict[str, Any]], ToolResult]] = {
             "memory_write": self._write,
             "memory_search": self._search,
@@ -97,6 +102,12 @@ class Tools:
                 turn=new_entry_id(),
                 transcript=self.session.transcript_path or "none",
             )
+        elif self.write_anchor is not None:
+            running = self.write_anchor()
+            if running is not None:
+                anchor = Anchor(
+                    session=running[0], turn=new_entry_id(), transcript=running[1] or "none"
+                )
         entry = self.memory.write(args["text"], anchor)
         if self.session is not None:
             self.session.note_write()

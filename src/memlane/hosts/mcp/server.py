@@ -27,7 +27,7 @@ import logging
 import os
 import sys
 import traceback
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -154,7 +154,7 @@ class Engine:
 
             memory = Memory.open(self.directory, clock=self.clock)
             self._memory = memory
-            self._tools = Tools(memory)
+            self._tools = Tools(memory, write_anchor=_claude_code_session(memory))
             # What runs behind every host (engine/live/background.py): MCP has no
             # session events, so the sessions layer is kept current by the sweep.
             self._background = start_background(memory)
@@ -175,6 +175,15 @@ class Engine:
             self._background.stop(timeout_s=0.5)
         if self._memory is not None:
             self._memory.close()
+
+
+def _claude_code_session(memory: Memory) -> Callable[[], tuple[str, str | None] | None]:
+    """The Claude Code session running in this project, asked at each memory_write
+    (hosts/claude_code/running.py): its entries get that session's anchor."""
+    from memlane.hosts.claude_code import running
+
+    parent = os.getppid()
+    return lambda: running.current(memory.scope.collection, parent_pid=parent)
 
 
 def build_server(engine: Engine) -> Server[Any]:

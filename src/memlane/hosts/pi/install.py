@@ -18,7 +18,7 @@ PATH. ``memlane.json`` also remembers whether install created the settings
 file or its ``packages`` key, so uninstall reverts exactly what install did.
 
 Settings are edited as a JSON round trip that keeps key order, values and the
-file's indentation: every other setting is left as it was.
+file's indentation (``hosts/settings_json.py``): every other setting is left as it was.
 """
 
 from __future__ import annotations
@@ -31,8 +31,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memlane.core.atomic import write_atomic
 from memlane.core.errors import ConfigError, MemlaneError
+from memlane.hosts.settings_json import read_settings as _read_settings
+from memlane.hosts.settings_json import write_json as _write_json
 
 #: The file beside pi's settings that names the memlane the package runs.
 RECORD_NAME = "memlane.json"
@@ -91,38 +92,6 @@ def memlane_executable() -> str | None:
         return str(beside.absolute())
     found = shutil.which("memlane")
     return str(Path(found).absolute()) if found else None
-
-
-def _indent_of(text: str) -> int | str:
-    for line in text.splitlines()[1:]:
-        stripped = line.lstrip(" \t")
-        if stripped and len(stripped) < len(line):
-            lead = line[: len(line) - len(stripped)]
-            return "\t" if lead.startswith("\t") else len(lead)
-    return 2
-
-
-def _read_settings(path: Path) -> tuple[dict[str, Any], int | str, bool]:
-    """(settings, indent, existed)."""
-    if not path.exists():
-        return {}, 2, False
-    text = path.read_text(encoding="utf-8")
-    if not text.strip():
-        return {}, 2, True
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise ConfigError(
-            f"{path} is not valid JSON ({exc})", "fix the file, then run the command again"
-        ) from exc
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path} does not hold a JSON object", "fix the file first")
-    return data, _indent_of(text), True
-
-
-def _write_json(path: Path, data: Any, indent: int | str = 2) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, json.dumps(data, indent=indent, ensure_ascii=False) + "\n")
 
 
 def _source_of(entry: Any) -> str | None:

@@ -1,0 +1,163 @@
+"""Claude Code's hook events, translated into the engine's ``Session`` calls.
+
+| hook event | what the engine does | what Claude Code gets |
+|---|---|---|
+| SessionStart (startup, resume, clear) | open the session, or reuse it | the snapshot as ``additionalContext``, a status line as ``systemMessage`` |
+| SessionStart (compact), PreCompact | ``Session.compacted()``: the snapshot rebuilt | SessionStart: the new snapshot |
+| UserPromptSubmit | ``Session.before_agent_start(prompt)`` | the hidden message as ``additionalContext`` |
+| Stop | the settled exchange read from the transcript → ``Session.agent_settled`` (journaled before the answer) | nothing |
+| SessionEnd | ``Session.shutdown()`` | nothing |
+
+A hook of a session the engine does not know (it was started after the
+session began, or restarted) opens it first: ``Session.start`` then also
+writes what a killed engine left in the project's capture journals.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from memlane.hosts.claude_code import running
+from memlane.hosts.claude_code.projects import Project, Projects
+
+if TYPE_CHECKING:
+    from memlane.engine.live.session import Session
+
+log = logging.getLogger("memlane.claude_code")
+
+HOST = "claude-code"
+
+
+class BadHookInput(Exception):
+    pass
+
+
+def _str(data: dict[str, Any], key: str) -> str | None:
+    value = data.get(key)
+    return value if isinstance(value, str) and value else None
+
+
+class Events:
+    """Answers one hook call: Claude Code's input → its hook output (or None)."""
+
+    def __init__(self, projects: Projects) -> None:
+        self.projects = projects
+
+    def handle(self, data: dict[str, Any], claude_pid: int | None) -> dict[str, Any] | None:
+        event = _str(data, "hook_event_name")
+        session_id = _str(data, "session_id")
+        if event is None or session_id is None:
+            raise BadHookInput("the hook input needs hook_event_name and session_id")
+        if event == "Stop" and data.get("stop_hook_active") is True:
+            return None  # Claude goes on because a Stop hook asked it to: the turn is not over
+        project = self.projects.for_session(session_id, _str(data, "cwd"))
+        if project is None:
+            raise BadHookInput(f"{event} of an unknown session names no cwd")
+        if event == "SessionEnd":
+            from memlane.hosts.claude_code.turns import forget_session
+
+            running.ended(project.collection, session_id)
+            self.projects.end(project, session_id)
+            forget_session(session_id)
+            return None
+        handler = _HANDLERS.get(event)
+        if handler is None:
+            return None  # an event memlane has nothing to do for
+
+        def job() -> dict[str, Any] | None:
+            session = self._session(project, session_id, data)
+            running.note(project.collection, session_id, session.transcript_path, claude_pid)
+            return handler(self, project, session, data)
+
+        return project.run(job).result()
+
+    def _session(self, project: Project, session_id: str, data: dict[str, Any]) -> Session:
+        """The open session, or a new one (on the project's worker thread)."""
+        from memlane.engine.live.session import Session
+
+        session = self.projects.session(project, session_id)
+        if session is None:
+            session = Session.open(
+                project.memory,
+                host=HOST,
+                session_id=session_id,
+                transcript_path=_str(data, "transcript_path"),
+            )
+            self.projects.opened(project, session)
+        return session
+
+    # -- events (on the project's worker thread) ------------------------------------------
+
+    def session_start(
+        self, project: Project, session: Session, data: dict[str, Any]
+    ) -> dict[str, Any]:
+        text = session.compacted() if data.get("source") == "compact" else session.snapshot.text
+        return {
+            "systemMessage": self._status_line(project, session),
+            "hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text},
+        }
+
+    def user_prompt(
+        self, project: Project, session: Session, data: dict[str, Any]
+    ) -> dict[str, Any] | None:
+        injection = session.before_agent_start(_str(data, "prompt") or "")
+        if not injection.message:
+            log.debug("no hidden message: %s", session.auto_context.to_json())
+            return None
+        return {
+            "hookSpecificOutput": {
+                "hookEventName": "UserPromptSubmit",
+                "additionalContext": injection.message,
+            }
+        }
+
+    def stop(self, project: Project, session: Session, data: dict[str, Any]) -> None:
+        from memlane.hosts.claude_code.exchange import read_exchange
+        from memlane.hosts.claude_code.turns import already_captured
+
+        transcript = _str(data, "transcript_path") or session.transcript_path
+        if transcript is None:
+            return None
+        exchange = read_exchange(transcript, session.session_id)
+        turn = exchange.entry_id if exchange is not None else None
+        if exchange is None or turn is None:
+            return None
+        last = _str(data, "last_assistant_message")
+        if last and last.strip() not in exchange.assistant:
+            # Claude Code names the final answer in the Stop input (2.1): one
+            # its transcript does not hold yet is still part of the exchange.
+            joined = f"{exchange.assistant}\n\n{last.strip()}".strip()
+            exchange = replace(exchange, assistant=joined)
+        if already_captured(session, turn):
+            log.info("Stop again for turn %s: already captured", turn)
+            return None
+        queued = session.agent_settled(exchange)
+        log.info("turn %s: %s", turn, queued.to_json())
+        return None
+
+    def pre_compact(self, project: Project, session: Session, data: dict[str, Any]) -> None:
+        session.compacted()
+        return None
+
+    def _status_line(self, project: Project, session: Session) -> str:
+        try:
+            stats = project.memory.index.stats()
+            counts = f"{stats.get('chunks', 0)} chunks in {stats.get('files', 0)} files"
+        except Exception as exc:  # the status line never stops a session
+            counts = f"index unavailable ({exc})"
+        line = f"memlane: memory on, {counts}"
+        if not session.capture.enabled:
+            line += ", capture off"
+        if session.notices:
+            line += " · " + "; ".join(dict.fromkeys(session.notices))
+        return line
+
+
+_HANDLERS = {
+    "SessionStart": Events.session_start,
+    "UserPromptSubmit": Events.user_prompt,
+    "Stop": Events.stop,
+    "PreCompact": Events.pre_compact,
+}

@@ -1,0 +1,192 @@
+"""The warm engine's projects and sessions: one ``Memory`` per project, one ``Session`` per
+Claude Code session id (the engine's rules in engine/live/session.py; this only keeps them).
+
+An index connection belongs to the thread that opened it, so each project
+has one worker thread, and every call on its memory or its sessions runs
+there, in order. Projects never wait for each other. A session's shutdown
+touches no index connection of the project's memory (its indexer and
+workers have their own), so it runs on a thread of its own and never holds
+up the project's other sessions.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
+
+from memlane.core.clock import SYSTEM_CLOCK, Clock
+
+if TYPE_CHECKING:
+    from memlane.engine.live.session import Session
+    from memlane.engine.live.state import Flush
+    from memlane.engine.parts import SharedParts
+    from memlane.engine.project import Memory
+
+log = logging.getLogger("memlane.claude_code")
+
+T = TypeVar("T")
+
+
+class Project:
+    """One project's memory, its worker thread and its open sessions."""
+
+    def __init__(self, memory: Memory) -> None:
+        self.memory = memory
+        self.sessions: dict[str, Session] = {}
+        self._worker = ThreadPoolExecutor(
+            max_workers=1, thread_name_prefix=f"memlane-{memory.scope.collection[:24]}"
+        )
+
+    @property
+    def collection(self) -> str:
+        return self.memory.scope.collection
+
+    def run(self, job: Callable[[], T]) -> Future[T]:
+        return self._worker.submit(job)
+
+    def close(self) -> None:
+        self._worker.submit(self.memory.close).result()
+        self._worker.shutdown(wait=True)
+
+
+class Projects:
+    """Every project the engine serves, and which project each session is in."""
+
+    def __init__(self, *, clock: Clock = SYSTEM_CLOCK) -> None:
+        self.clock = clock
+        self._lock = threading.Lock()
+        self._projects: dict[str, Project] = {}
+        self._by_dir: dict[str, str] = {}  # resolved cwd → collection
+        self._by_session: dict[str, Project] = {}
+        self._parts: dict[object, SharedParts] = {}  # embedding settings → shared embedder
+        self._ending: set[threading.Thread] = set()
+
+    # -- lookup ------------------------------------------------------------------------
+
+    def for_session(self, session_id: str, cwd: str | None) -> Project | None:
+        """The project of *session_id*: where it was opened, else the one of *cwd*
+        (None when the session is unknown and no directory is named)."""
+        with self._lock:
+            known = self._by_session.get(session_id)
+        if known is not None:
+            return known
+        return self.for_dir(cwd) if cwd else None
+
+    def for_dir(self, cwd: str) -> Project:
+        from memlane.core.config.layers import load_config
+        from memlane.core.scope import resolve_scope
+        from memlane.engine.project import Memory
+
+        directory = str(Path(cwd).resolve())
+        with self._lock:
+            collection = self._by_dir.get(directory)
+            if collection is not None:
+                return self._projects[collection]
+        scope = resolve_scope(directory)
+        config = load_config(scope.repository_dir)
+        with self._lock:
+            project = self._projects.get(scope.collection)
+            if project is None:
+                parts = self._shared_parts(config.embedding)
+                memory = Memory(scope, config, clock=self.clock, _parts=parts)
+                project = self._projects[scope.collection] = Project(memory)
+            self._by_dir[directory] = scope.collection
+            return project
+
+    def _shared_parts(self, embedding: object) -> SharedParts:
+        """Projects with the same embedding settings share one loaded model."""
+        from memlane.engine.parts import SharedParts
+
+        model = self._parts.get(embedding)
+        if model is None:
+            model = self._parts[embedding] = SharedParts()
+        return model.sharing_embedder()
+
+    # -- sessions -----------------------------------------------------------------------
+
+    def session(self, project: Project, session_id: str) -> Session | None:
+        return project.sessions.get(session_id)
+
+    def opened(self, project: Project, session: Session) -> None:
+        project.sessions[session.session_id] = session
+        with self._lock:
+            self._by_session[session.session_id] = project
+
+    def end(
+        self, project: Project, session_id: str, cap_ms: int | None = None, *, wait: bool = True
+    ) -> Flush | None:
+        """End a session; its flush, when it finished in time.
+
+        Taken off the project in the project's order (a Stop that came first
+        still reaches the session), then shut down on a thread of its own.
+        """
+        result: list[Flush] = []
+
+        def begin() -> tuple[threading.Thread, Session] | None:
+            session = project.sessions.pop(session_id, None)
+            with self._lock:
+                self._by_session.pop(session_id, None)
+            if session is None:
+                return None
+            thread = threading.Thread(
+                target=self._shut, args=(session, cap_ms, result), name="memlane-end"
+            )
+            with self._lock:
+                self._ending.add(thread)
+            thread.start()
+            return thread, session
+
+        begun = project.run(begin).result()
+        if begun is None or not wait:
+            return None
+        thread, session = begun
+        cap_s = (session.settings.shutdown_cap_ms if cap_ms is None else cap_ms) / 1000
+        thread.join(cap_s + 1.0)
+        return result[0] if result else None
+
+    def _shut(self, session: Session, cap_ms: int | None, result: list[Flush]) -> None:
+        try:
+            result.append(session.shutdown(cap_ms=cap_ms))
+        except Exception:
+            log.exception("ending session %s failed", session.session_id)
+        finally:
+            with self._lock:
+                self._ending.discard(threading.current_thread())
+
+    # -- the engine's state ---------------------------------------------------------------
+
+    def busy(self) -> bool:
+        """Something is still to be done: a session ending, or captures pending."""
+        with self._lock:
+            if self._ending:
+                return True
+            projects = list(self._projects.values())
+        return any(s.pending_captures for p in projects for s in list(p.sessions.values()))
+
+    def open_sessions(self) -> int:
+        with self._lock:
+            return len(self._by_session)
+
+    def close(self, cap_ms: int | None = None) -> None:
+        """End every open session (captures written) and close every memory."""
+        with self._lock:
+            projects = list(self._projects.values())
+        started = time.monotonic()
+        for project in projects:
+            for session_id in list(project.sessions):
+                log.info("ending session %s", session_id)
+                self.end(project, session_id, cap_ms, wait=False)
+        with self._lock:
+            ending = list(self._ending)
+        for thread in ending:
+            thread.join(max(0.0, 30.0 - (time.monotonic() - started)))
+        for project in projects:
+            try:
+                project.close()
+            except Exception:
+                log.exception("closing %s failed", project.collection)

@@ -1,0 +1,125 @@
+"""Which Claude Code sessions run in a project: written by the engine, read by ``memlane mcp``.
+
+Claude Code starts ``memlane mcp`` in the project without telling it which
+session it serves, yet ``memory_write`` should anchor its entry to that
+session (``session:<id> transcript:<path>``) so ``memory_transcript`` can
+follow it. The engine records each session its hooks report, per project,
+with the pid of the Claude Code process that ran the hook. The MCP server
+picks, in order: the session named by ``CLAUDE_CODE_SESSION_ID`` when
+Claude Code sets it; the latest session of the Claude Code process that
+started the server (its parent); the latest live session of the project.
+Claude Code 2.1 sets ``CLAUDE_CODE_SESSION_ID`` in the environment of the
+MCP servers it starts (and runs hooks through ``sh``, so a hook's parent is
+a shell whose parent is Claude Code).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+from memlane.core.atomic import write_atomic
+from memlane.core.clock import SYSTEM_CLOCK
+from memlane.core.paths import memlane_home
+from memlane.store.leftovers import pid_alive
+
+SESSION_ENV = "CLAUDE_CODE_SESSION_ID"
+#: Programs that may stand between Claude Code and a process it starts.
+_SHELLS = frozenset({"sh", "bash", "dash", "zsh", "fish"})
+_lock = threading.Lock()
+
+
+def records_dir() -> Path:
+    # The engine's directory (hosts/claude_code/hook.py's engine_dir).
+    return memlane_home() / "claude-code" / "running"
+
+
+def _path(collection: str) -> Path:
+    return records_dir() / f"{collection}.json"
+
+
+def _read(collection: str) -> dict[str, dict[str, Any]]:
+    try:
+        data = json.loads(_path(collection).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    sessions = data.get("sessions") if isinstance(data, dict) else None
+    return {k: v for k, v in sessions.items() if isinstance(v, dict)} if sessions else {}
+
+
+def claude_pid(pid: int) -> int:
+    """*pid*, or its first ancestor that is not a shell (Claude Code runs hooks through one)."""
+    for _ in range(4):
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            return pid
+        name = stat[stat.find("(") + 1 : stat.rfind(")")]
+        if name not in _SHELLS:
+            return pid
+        pid = int(stat[stat.rfind(")") + 2 :].split()[1])
+    return pid
+
+
+def note(collection: str, session_id: str, transcript: str | None, pid: int | None) -> None:
+    """Session *session_id* of this project is running (a hook of it just ran)."""
+    with _lock:
+        sessions = _read(collection)
+        sessions[session_id] = {
+            "transcript": transcript,
+            "pid": pid,
+            "seen": SYSTEM_CLOCK.now().timestamp(),
+            "ended": False,
+        }
+        # Keep the record small: ended and dead sessions go, the newest stay.
+        alive = {
+            k: v
+            for k, v in sessions.items()
+            if not v.get("ended") and (not isinstance(v.get("pid"), int) or pid_alive(v["pid"]))
+        }
+        _save(collection, alive)
+
+
+def ended(collection: str, session_id: str) -> None:
+    with _lock:
+        sessions = _read(collection)
+        if session_id in sessions:
+            sessions.pop(session_id)
+            _save(collection, sessions)
+
+
+def _save(collection: str, sessions: dict[str, dict[str, Any]]) -> None:
+    path = _path(collection)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, json.dumps({"sessions": sessions}, sort_keys=True) + "\n")
+
+
+def current(collection: str, *, parent_pid: int | None = None) -> tuple[str, str | None] | None:
+    """(session id, transcript path) of the Claude Code session this process serves, or None."""
+    sessions = _read(collection)
+    wanted = os.environ.get(SESSION_ENV)
+    if wanted and wanted in sessions:
+        return wanted, sessions[wanted].get("transcript")
+    if wanted:
+        # Claude Code names its session but no hook reported it (hooks not
+        # installed, or not run yet): its transcript is where Claude Code keeps them.
+        from memlane.transcripts.locate import claude_project_dir
+
+        cwd = os.environ.get("CLAUDE_PROJECT_DIR") or os.getcwd()
+        transcript = claude_project_dir(cwd) / f"{wanted}.jsonl"
+        return wanted, str(transcript) if transcript.is_file() else None
+    live = [
+        (float(v.get("seen") or 0), k, v)
+        for k, v in sessions.items()
+        if not isinstance(v.get("pid"), int) or pid_alive(v["pid"])
+    ]
+    if not live:
+        return None
+    if parent_pid is not None:
+        mine = [item for item in live if item[2].get("pid") == claude_pid(parent_pid)]
+        live = mine or live
+    _, session_id, record = max(live, key=lambda item: item[0])
+    return session_id, record.get("transcript")

@@ -1,0 +1,66 @@
+"""Whether a Claude Code turn was captured already: a second Stop for it writes nothing.
+
+Claude Code may report the same turn twice (a Stop hook fired again, a
+retried hook, an engine restarted between the two). A turn counts as
+captured when this engine queued it, when a capture journal of the project
+holds it still pending (a killed engine's, which the next session start
+writes), or when its anchor is in a daily file.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from datetime import timedelta
+from typing import TYPE_CHECKING
+
+from memlane.core.types import Anchor
+
+if TYPE_CHECKING:
+    from memlane.engine.live.session import Session
+
+#: A turn's entry is written at the moment it was acknowledged: daily files
+#: from the day before today on are searched for its anchor.
+LOOKBACK = timedelta(days=1)
+
+_lock = threading.Lock()
+_queued: dict[str, set[str]] = {}  # session id → turns this engine queued
+
+
+def already_captured(session: Session, turn: str) -> bool:
+    """True when *turn* of *session* is captured or on its way; else it is noted as queued."""
+    from memlane.engine.journal import capture_journal as cj
+    from memlane.engine.journal.capture_recovery import already_written
+
+    with _lock:
+        mine = _queued.setdefault(session.session_id, set())
+        if turn in mine:
+            return True
+        mine.add(turn)
+    memory = session.memory
+    probe = cj.Pending(
+        "", Anchor(session.session_id, turn, ""), memory.clock.now() - LOOKBACK, "", ""
+    )
+    if already_written(memory.scope.store, probe):
+        return True
+    directory = cj.journal_dir(memory.scope)
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return False
+    for name in names:
+        if not name.endswith(cj.JOURNAL_SUFFIX) or name.startswith("."):
+            continue
+        try:
+            contents = cj.parse((directory / name).read_bytes())
+        except OSError:
+            continue
+        for item in contents.pending.values():
+            if item.anchor.session == session.session_id and item.anchor.turn == turn:
+                return True
+    return False
+
+
+def forget_session(session_id: str) -> None:
+    with _lock:
+        _queued.pop(session_id, None)

@@ -1,0 +1,187 @@
+"""The warm engine's life: one per user, gone when idle, nothing lost to a kill (issue 16, item 3).
+
+Real processes throughout: the hook command as Claude Code runs it and the
+engines it starts, counted from /proc by their ``MEMLANE_HOME``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from _cc import Hooks, daily_text, engine_pids, finish, memlane_pids
+from test_cc_hooks import SESSION, write_turn
+
+from helpers import run_memlane, wait_for
+from memlane.core.scope import resolve_scope
+from memlane.engine.journal.capture_journal import journal_dir
+from memlane.engine.journal.capture_recovery import summary
+from memlane.hosts.claude_code.hook import socket_path
+
+pytestmark = pytest.mark.subprocess
+
+
+@pytest.fixture
+def hooks(isolated_home: Path, project: Path) -> Iterator[Hooks]:
+    hooks = Hooks(isolated_home, project)
+    yield hooks
+    hooks.stop_engines()
+
+
+def test_twenty_concurrent_hooks_with_no_engine_start_exactly_one(hooks: Hooks) -> None:
+    procs = [hooks.start("SessionStart", f"session-{n}", source="startup") for n in range(20)]
+    outputs = [finish(proc) for proc in procs]
+    assert len(engine_pids(hooks.home)) == 1
+    answered = [out for out in outputs if out is not None]
+    # A hook that missed its limit on a loaded machine prints nothing and is counted.
+    assert len(answered) + len(hooks.failures()) == 20
+    assert answered, "no hook got the snapshot"
+    for out in answered:
+        assert out["hookSpecificOutput"]["additionalContext"]
+
+
+def test_after_session_end_and_the_idle_time_no_memlane_process_is_left(hooks: Hooks) -> None:
+    hooks.env["MEMLANE_DAEMON_IDLE_S"] = "1"
+    hooks.call("SessionStart", SESSION, source="startup")
+    hooks.call("UserPromptSubmit", SESSION, prompt="hello")
+    assert len(engine_pids(hooks.home)) == 1
+    hooks.call("SessionEnd", SESSION, reason="prompt_input_exit")
+    wait_for(lambda: not memlane_pids(hooks.home), 30, "every memlane process gone")
+    assert not Path(socket_path(str(hooks.home))).exists()
+    log = (hooks.home / "claude-code" / "engine.log").read_text()
+    assert "idle for" in log
+
+
+def test_sigterm_ends_the_open_sessions_with_their_captures_written(
+    hooks: Hooks, project: Path
+) -> None:
+    hooks.call("SessionStart", SESSION, source="startup")
+    turn = write_turn(project, question="what is the codename?", answer="The codename is quartz.")
+    hooks.call("Stop", SESSION)
+    (pid,) = engine_pids(hooks.home)
+    os.kill(pid, signal.SIGTERM)
+    hooks.wait_engine_gone()
+    assert daily_text(project).count(f"turn:{turn}") == 1
+
+
+def test_an_engine_killed_mid_capture_loses_nothing(hooks: Hooks, project: Path) -> None:
+    # Distillation hangs, so the capture is journaled and not yet written when the kill comes.
+    hanging = {"MEMLANE_LLM_PROVIDER": "command", "MEMLANE_LLM_COMMAND": "sleep 120"}
+    hooks.call("SessionStart", SESSION, env=hanging, source="startup")
+    turn = write_turn(project, question="where do the logs go?", answer="To /var/log/app.")
+    hooks.call("Stop", SESSION)
+    (pid,) = engine_pids(hooks.home)
+    journal = journal_dir(resolve_scope(project))
+    assert summary(journal)["queued"] == 1  # on disk, held by the live engine
+    assert f"turn:{turn}" not in daily_text(project)
+    os.killpg(pid, signal.SIGKILL)  # the engine and its hanging distiller
+    hooks.wait_engine_gone()
+    # The next hook of that session starts a new engine, which writes what the killed one left.
+    hooks.call("UserPromptSubmit", SESSION, prompt="and the metrics?")
+    assert len(engine_pids(hooks.home)) == 1
+    wait_for(lambda: f"turn:{turn}" in daily_text(project), 30, "the recovered entry")
+    hooks.call("Stop", SESSION)  # the same turn again: still one entry
+    hooks.call("SessionEnd", SESSION)
+    assert daily_text(project).count(f"turn:{turn}") == 1
+    assert summary(journal)["recovered"] == 1
+
+
+class StuckEngine:
+    """A process-less stand-in at the engine's socket that accepts and never answers,
+    or answers an error."""
+
+    def __init__(self, home: Path, *, answer: bytes | None) -> None:
+        path = socket_path(str(home))
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.listener.bind(path)
+        self.listener.listen(8)
+        self.answer = answer
+        self.held: list[socket.socket] = []
+        self.thread = threading.Thread(target=self.serve, daemon=True)
+        self.thread.start()
+
+    def serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:
+                return
+            if self.answer is None:
+                self.held.append(conn)
+            else:
+                conn.recv(1 << 20)
+                conn.sendall(self.answer)
+                conn.close()
+
+    def close(self) -> None:
+        self.listener.close()
+        for conn in self.held:
+            conn.close()
+
+
+def test_a_slow_engine_costs_the_session_nothing_and_is_counted(
+    hooks: Hooks, project: Path
+) -> None:
+    stuck = StuckEngine(hooks.home, answer=None)
+    try:
+        assert hooks.call("UserPromptSubmit", SESSION, prompt="hello") is None
+    finally:
+        stuck.close()
+    (failure,) = hooks.failures()
+    assert failure["event"] == "UserPromptSubmit"
+    assert failure["what"] == "slow"
+    status = run_memlane("status", "--json", cwd=project, env=hooks.env)
+    assert json.loads(status.stdout)["hooks"]["slow"] == 1
+    text = run_memlane("status", cwd=project, env=hooks.env).stdout
+    assert "claude code hooks" in text and "0 failed, 1 slow" in text
+
+
+def test_a_failing_engine_costs_the_session_nothing_and_is_counted(
+    hooks: Hooks, project: Path
+) -> None:
+    stuck = StuckEngine(hooks.home, answer=b"error\ninternal error: boom")
+    try:
+        assert hooks.call("SessionStart", SESSION, source="startup") is None
+    finally:
+        stuck.close()
+    (failure,) = hooks.failures()
+    assert failure["what"] == "failed" and "boom" in failure["detail"]
+    text = run_memlane("status", cwd=project, env=hooks.env).stdout
+    assert "1 failed, 0 slow" in text
+
+
+def test_a_socket_directory_others_may_write_to_is_never_used(hooks: Hooks) -> None:
+    directory = Path(socket_path(str(hooks.home))).parent
+    directory.mkdir(parents=True)
+    directory.chmod(0o777)
+    assert hooks.call("SessionStart", SESSION, source="startup") is None
+    assert engine_pids(hooks.home) == []
+    (failure,) = hooks.failures()
+    assert "not a private directory" in failure["detail"]
+
+
+def test_an_engine_whose_socket_is_gone_exits(hooks: Hooks, project: Path) -> None:
+    hooks.call("SessionStart", SESSION, source="startup")
+    turn = write_turn(project, question="what is the codename?", answer="The codename is quartz.")
+    hooks.call("Stop", SESSION)
+    assert len(engine_pids(hooks.home)) == 1
+    Path(socket_path(str(hooks.home))).unlink()  # MEMLANE_HOME wiped, say: no hook finds it
+    hooks.wait_engine_gone()
+    assert daily_text(project).count(f"turn:{turn}") == 1  # its sessions were ended first
+
+
+def test_the_engine_keeps_none_of_the_starting_sessions_variables(hooks: Hooks) -> None:
+    claude = {"CLAUDECODE": "1", "CLAUDE_CODE_SESSION_ID": SESSION, "CLAUDE_PID": "1"}
+    hooks.call("SessionStart", SESSION, env={**claude, "ANTHROPIC_BASE_URL": "http://x"})
+    (pid,) = engine_pids(hooks.home)
+    environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    names = {line.split(b"=", 1)[0].decode() for line in environ if line}
+    assert not names & set(claude)
+    assert "ANTHROPIC_BASE_URL" in names  # what a distilling claude -p needs is kept

@@ -1,0 +1,229 @@
+"""The hook command ↔ the warm engine, per Claude Code hook event (issue 16, items 2 and 3).
+
+Every test runs the real hook command (``python -I -S hook.py``) as Claude
+Code does, with Claude Code-shaped input and transcripts; the engine it
+starts is a real process. ``MEMLANE_HOME`` sits under pytest's long temp
+path, so the socket takes its short fallback path under /tmp.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from _cc import Hooks, daily_text, engine_pids, finish
+
+from _transcript_builders import ClaudeSession
+from helpers import wait_for
+from memlane.hosts.claude_code.hook import socket_path
+from memlane.hosts.mcp.server import Engine
+
+pytestmark = pytest.mark.subprocess
+
+SESSION = "5d9c0e7a-1111-4222-8333-944455556666"
+
+
+@pytest.fixture
+def hooks(isolated_home: Path, project: Path) -> Iterator[Hooks]:
+    hooks = Hooks(isolated_home, project)
+    yield hooks
+    hooks.stop_engines()
+
+
+def write_turn(project: Path, session_id: str = SESSION, *, question: str, answer: str) -> str:
+    """A transcript whose last turn asks *question*; the final assistant line's uuid."""
+    t = ClaudeSession(session_id)
+    t.user("an earlier question")
+    t.assistant([{"type": "text", "text": "an earlier answer"}], msg_id="msg_00")
+    t.user(question)
+    t.assistant([{"type": "thinking", "thinking": "hmm", "signature": "x"}], msg_id="msg_01")
+    t.assistant(
+        [{"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"command": "ls"}}],
+        msg_id="msg_01",
+    )
+    t.tool_result("toolu_1", "README.md")
+    last = t.assistant([{"type": "text", "text": answer}], msg_id="msg_02")
+    t.write(project / f"{session_id}.jsonl")
+    return last
+
+
+def test_a_long_memlane_home_gets_a_short_socket_path(tmp_path: Path, project: Path) -> None:
+    home = tmp_path / ("a-long-directory-name-" * 5) / "memlane-home"
+    home.mkdir(parents=True)
+    path = socket_path(str(home))
+    assert len(path.encode()) <= 100
+    assert path.startswith("/tmp/memlane-")
+    long_home = Hooks(home, project)
+    try:
+        out = long_home.call("SessionStart", SESSION, source="startup")
+        assert out is not None and out["hookSpecificOutput"]["additionalContext"]
+        assert Path(path).is_socket()
+    finally:
+        long_home.stop_engines()
+
+
+def test_session_start_gives_the_snapshot_and_a_status_line(hooks: Hooks) -> None:
+    out = hooks.call("SessionStart", SESSION, source="startup")
+    assert out is not None
+    specific = out["hookSpecificOutput"]
+    assert specific["hookEventName"] == "SessionStart"
+    assert "Project memory (memlane)" in specific["additionalContext"]
+    assert out["systemMessage"].startswith("memlane: memory on")
+    assert "\n" not in out["systemMessage"]
+    assert len(engine_pids(hooks.home)) == 1
+    assert hooks.failures() == []
+
+
+def test_stop_captures_the_settled_exchange_once_with_its_anchor(
+    hooks: Hooks, project: Path
+) -> None:
+    hooks.call("SessionStart", SESSION, source="startup")
+    turn = write_turn(
+        project,
+        question="why does the deploy script need sudo?",
+        answer="It writes to /etc/systemd; I switched it to a user unit instead.",
+    )
+    transcript = project / f"{SESSION}.jsonl"
+    assert hooks.call("Stop", SESSION, stop_hook_active=False) is None
+    anchor = f"<!-- session:{SESSION} turn:{turn} transcript:{transcript} -->"
+    wait_for(lambda: anchor in daily_text(project), what="the anchored entry")
+    assert "user unit" in daily_text(project)
+    # The same turn again (a retried or repeated Stop): nothing written twice.
+    hooks.call("Stop", SESSION)
+    assert hooks.call("SessionEnd", SESSION, reason="other") is None
+    assert daily_text(project).count(f"turn:{turn}") == 1
+    assert hooks.failures() == []
+    # L3: the agent's memory_transcript follows the anchor back to the turn.
+    engine = Engine(project)
+    try:
+        result = engine.call_sync(
+            "memory_transcript", {"transcript_path": str(transcript), "turn": turn}
+        )
+    finally:
+        engine.close()
+    assert not result.is_error
+    text = "".join(getattr(block, "text", "") for block in result.content)
+    assert "why does the deploy script need sudo?" in text
+    assert "user unit" in text
+
+
+def test_a_duplicate_stop_after_an_engine_restart_writes_nothing_twice(
+    hooks: Hooks, project: Path
+) -> None:
+    turn = write_turn(project, question="where do the logs go?", answer="To /var/log/app.")
+    hooks.call("Stop", SESSION)
+    wait_for(lambda: f"turn:{turn}" in daily_text(project), what="the entry")
+    hooks.stop_engines()
+    hooks.call("Stop", SESSION)  # a new engine, which never saw the first Stop
+    hooks.call("SessionEnd", SESSION)
+    assert daily_text(project).count(f"turn:{turn}") == 1
+
+
+def test_user_prompt_submit_injects_matching_memory(hooks: Hooks, project: Path) -> None:
+    auto = {
+        "MEMLANE_AUTO_CONTEXT": "on",
+        "MEMLANE_AUTO_CONTEXT_SCORE_FLOOR": "0",
+        # A loaded test machine: the search's deadline is not under test here.
+        "MEMLANE_AUTO_CONTEXT_CAP_MS": "2000",
+    }
+    hooks.env.update(auto)
+    hooks.call("SessionStart", SESSION, source="startup")
+    # Another session, opened before the capture: its snapshot does not hold the
+    # entry (what the snapshot holds is never injected again), and a session's
+    # own entries are never injected back into it.
+    later = "later-session"
+    hooks.call("SessionStart", later, source="startup")
+    write_turn(
+        project,
+        question="which port does the staging database listen on?",
+        answer="The staging database listens on port 6543 behind pgbouncer.",
+    )
+    hooks.call("Stop", SESSION)
+    wait_for(lambda: "6543" in daily_text(project), what="the captured entry")
+
+    def injected() -> bool:
+        out = hooks.call("UserPromptSubmit", later, prompt="staging database port pgbouncer")
+        return out is not None and "6543" in out["hookSpecificOutput"]["additionalContext"]
+
+    wait_for(injected, 30, "auto-context with the captured entry")
+    out = hooks.call("UserPromptSubmit", later, prompt="staging database port pgbouncer")
+    assert out is not None
+    assert out["hookSpecificOutput"]["hookEventName"] == "UserPromptSubmit"
+
+
+def test_compaction_rebuilds_the_snapshot(hooks: Hooks, project: Path) -> None:
+    first = hooks.call("SessionStart", SESSION, source="startup")
+    assert first is not None
+    assert "quartz" not in first["hookSpecificOutput"]["additionalContext"]
+    write_turn(project, question="what is the codename?", answer="The codename is quartz.")
+    hooks.call("Stop", SESSION)
+    wait_for(lambda: "quartz" in daily_text(project), what="the captured entry")
+    assert hooks.call("PreCompact", SESSION, trigger="auto") is None
+    out = hooks.call("SessionStart", SESSION, source="compact")
+    assert out is not None
+    assert "quartz" in out["hookSpecificOutput"]["additionalContext"]
+
+
+def test_no_hooks_does_nothing(hooks: Hooks) -> None:
+    out = hooks.call("SessionStart", SESSION, env={"MEMLANE_NO_HOOKS": "1"}, source="startup")
+    assert out is None
+    assert engine_pids(hooks.home) == []
+    assert not (hooks.home / "claude-code").exists()
+
+
+def test_stop_hook_active_captures_nothing(hooks: Hooks, project: Path) -> None:
+    write_turn(project, question="what is the codename?", answer="The codename is quartz.")
+    assert hooks.call("Stop", SESSION, stop_hook_active=True) is None
+    assert engine_pids(hooks.home) == []
+    assert daily_text(project) == ""
+
+
+def test_a_subagent_turn_and_tool_results_are_not_the_prompt(hooks: Hooks, project: Path) -> None:
+    t = ClaudeSession(SESSION)
+    t.user("rename the config loader")
+    t.assistant(
+        [{"type": "tool_use", "id": "toolu_1", "name": "Task", "input": {"prompt": "x"}}],
+        msg_id="msg_01",
+    )
+    t.user("subagent's own prompt", sidechain=True, advance=False)
+    t.assistant(
+        [{"type": "text", "text": "subagent text"}], msg_id="msg_s", sidechain=True, advance=False
+    )
+    t.tool_result("toolu_1", "done")
+    last = t.assistant([{"type": "text", "text": "Renamed it to load_settings."}], msg_id="msg_02")
+    t.write(project / f"{SESSION}.jsonl")
+    hooks.call("Stop", SESSION)
+    wait_for(lambda: f"turn:{last}" in daily_text(project), what="the entry")
+    text = daily_text(project)
+    assert "rename the config loader" in text
+    assert "subagent text" not in text
+    assert "own prompt" not in text
+    assert "agent answered: Renamed it to load_settings." in text
+
+
+def test_an_async_stop_racing_the_session_end_is_still_captured(
+    hooks: Hooks, project: Path
+) -> None:
+    hooks.call("SessionStart", SESSION, source="startup")
+    turn = write_turn(project, question="what is the codename?", answer="The codename is quartz.")
+    stop = hooks.start("Stop", SESSION)  # Claude Code runs Stop in the background
+    end = hooks.start("SessionEnd", SESSION, reason="prompt_input_exit")
+    finish(stop)
+    finish(end)
+    wait_for(lambda: f"turn:{turn}" in daily_text(project), what="the captured entry")
+    assert daily_text(project).count(f"turn:{turn}") == 1
+
+
+def test_the_final_answer_named_by_the_stop_input_is_captured(hooks: Hooks, project: Path) -> None:
+    t = ClaudeSession(SESSION)
+    t.user("is the cache warm?")
+    turn = t.assistant(
+        [{"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"command": "x"}}],
+        msg_id="msg_01",
+    )
+    t.tool_result("toolu_1", "ok")
+    t.write(project / f"{SESSION}.jsonl")  # the final text line is not in the file yet
+    hooks.call("Stop", SESSION, last_assistant_message="Yes, the cache is warm.")
+    wait_for(lambda: f"turn:{turn}" in daily_text(project), what="the entry")
+    assert "the cache is warm" in daily_text(project)

@@ -1,0 +1,141 @@
+"""The Claude Code host's pieces in this process: the exchange reader, the running-session
+record behind memory_write's anchor, the path rules both sides of the socket share, and
+one embedder for every project of the engine."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from test_cc_hooks import SESSION, write_turn
+
+from _transcript_builders import ClaudeSession
+from helpers import FixedClock, make_project
+from memlane.core.scope import resolve_scope
+from memlane.engine import hook_failures
+from memlane.hosts.claude_code import hook, running
+from memlane.hosts.claude_code.exchange import read_exchange
+from memlane.hosts.claude_code.projects import Projects
+from memlane.hosts.mcp.server import Engine
+from memlane.store.anchor import ANCHOR_RE
+
+
+def test_the_exchange_is_the_last_prompt_and_every_answer_after_it(project: Path) -> None:
+    turn = write_turn(project, question="why does it need sudo?", answer="It writes to /etc.")
+    exchange = read_exchange(str(project / f"{SESSION}.jsonl"), SESSION)
+    assert exchange is not None
+    assert exchange.user == "why does it need sudo?"
+    assert exchange.assistant == "It writes to /etc."
+    assert exchange.tools == ("Bash",)
+    assert exchange.entry_id == turn
+    assert exchange.transcript_path == str(project / f"{SESSION}.jsonl")
+
+
+def test_a_long_transcript_is_read_from_its_tail(project: Path) -> None:
+    t = ClaudeSession(SESSION)
+    for n in range(3000):  # well past the first tail read
+        t.user(f"question {n} " + "x" * 200)
+        t.assistant([{"type": "text", "text": f"answer {n}"}], msg_id=f"msg_{n}")
+    t.user("the last question")
+    for n in range(1500):  # a long answer: the prompt is far before the end
+        t.assistant([{"type": "text", "text": f"part {n} " + "y" * 200}], msg_id="msg_last")
+    path = t.write(project / "long.jsonl")
+    exchange = read_exchange(str(path), SESSION)
+    assert exchange is not None
+    assert exchange.user == "the last question"
+    assert exchange.assistant.startswith("part 0 ")
+
+
+def test_a_turn_without_an_answer_yet_is_no_exchange(project: Path) -> None:
+    t = ClaudeSession(SESSION)
+    t.user("a question")
+    path = t.write(project / "t.jsonl")
+    assert read_exchange(str(path), SESSION) is None
+
+
+def test_both_sides_of_the_socket_find_the_same_files(isolated_home: Path) -> None:
+    home = hook.memlane_home()
+    assert home == str(isolated_home.resolve())
+    assert Path(hook.failures_path(home)) == hook_failures.failures_path()
+    assert Path(hook.engine_dir(home)) / "running" == running.records_dir()
+
+
+def test_memory_write_over_mcp_is_anchored_to_the_running_claude_code_session(
+    project: Path, clock: FixedClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MEMLANE_EMBEDDING_PROVIDER", "none")
+    collection = resolve_scope(project).collection
+    transcript = str(project / f"{SESSION}.jsonl")
+    running.note(collection, "older-session", "/tmp/older.jsonl", os.getpid())
+    running.note(collection, SESSION, transcript, os.getpid())
+    engine = Engine(project, clock=clock)
+    try:
+        result = engine.call_sync("memory_write", {"text": "the deploy needs the VPN"})
+    finally:
+        engine.close()
+    assert not result.is_error
+    written = "".join(p.read_text() for p in resolve_scope(project).store.glob("*.md"))
+    anchor = ANCHOR_RE.search(written)
+    assert anchor is not None
+    assert f"session:{SESSION}" in anchor.group(0)
+    assert f"transcript:{transcript}" in anchor.group(0)
+
+
+def test_the_session_claude_code_names_wins_and_an_ended_one_is_gone(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    collection = resolve_scope(project).collection
+    running.note(collection, "a", "/tmp/a.jsonl", os.getpid())
+    running.note(collection, "b", "/tmp/b.jsonl", os.getpid())
+    assert running.current(collection) == ("b", "/tmp/b.jsonl")
+    monkeypatch.setenv(running.SESSION_ENV, "a")
+    assert running.current(collection) == ("a", "/tmp/a.jsonl")
+    running.ended(collection, "b")
+    assert running.current(collection) == ("a", "/tmp/a.jsonl")
+    records = json.loads((running.records_dir() / f"{collection}.json").read_text())
+    assert set(records["sessions"]) == {"a"}
+
+
+def test_projects_share_one_embedder_but_not_their_writes(tmp_path: Path) -> None:
+    projects = Projects()
+    one = projects.for_dir(str(make_project(tmp_path, "one")))
+    two = projects.for_dir(str(make_project(tmp_path, "two")))
+    try:
+        assert one is not two
+        assert projects.for_dir(str(tmp_path / "one")) is one
+        one.memory.parts.embedder_problem = "seen by both"
+        assert two.memory.parts.embedder_problem == "seen by both"
+        assert one.memory.fresh is not two.memory.fresh
+    finally:
+        projects.close()
+
+
+def test_the_hook_reads_the_event_and_the_stop_guard_without_parsing_json() -> None:
+    raw = json.dumps(
+        {
+            "session_id": "s",
+            "prompt": 'say "hook_event_name": "Stop" and "stop_hook_active": true',
+            "hook_event_name": "UserPromptSubmit",
+        }
+    ).encode()
+    assert hook.field(raw, b"hook_event_name") == b"UserPromptSubmit"
+    assert hook.field(raw, b"stop_hook_active") is None
+    stop = json.dumps({"hook_event_name": "Stop", "stop_hook_active": True}, indent=1).encode()
+    assert hook.field(stop, b"stop_hook_active") == b"true"
+    assert hook.field(b'{"x": "hook_event_name"}', b"hook_event_name") is None
+
+
+def test_a_session_claude_code_names_but_no_hook_reported_finds_its_transcript(
+    project: Path, isolated_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memlane.transcripts.locate import claude_project_dir
+
+    transcript = claude_project_dir(str(project)) / "named.jsonl"
+    transcript.parent.mkdir(parents=True)
+    transcript.write_text("{}\n")
+    monkeypatch.setenv(running.SESSION_ENV, "named")
+    monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(project))
+    collection = resolve_scope(project).collection
+    assert running.current(collection) == ("named", str(transcript))
