@@ -142,13 +142,21 @@ def _spawn_engine(home: str) -> None:
         (os.POSIX_SPAWN_OPEN, 1, log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600),
         (os.POSIX_SPAWN_DUP2, 1, 2),
     ]
-    os.posix_spawn(
-        sys.executable,
-        [sys.executable, "-m", ENGINE_MODULE],
-        env,
-        file_actions=actions,
-        setsid=True,
-    )
+    argv = [sys.executable, "-m", ENGINE_MODULE]
+    try:
+        os.posix_spawn(sys.executable, argv, env, file_actions=actions, setsid=True)
+    except NotImplementedError:  # a platform without POSIX_SPAWN_SETSID
+        import subprocess
+
+        with open(log, "ab") as out:
+            subprocess.Popen(
+                argv,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=out,
+                start_new_session=True,
+            )
 
 
 def _engine(home: str, deadline: float) -> _socket.socket | None:
