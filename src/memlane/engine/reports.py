@@ -123,8 +123,6 @@ class Status:
     auto_context: dict[str, Any] = field(default_factory=dict)
     # Filled in by a live Session (sidecar, daemon): counters, queue, indexer.
     session: dict[str, Any] | None = None
-    # Claude Code hook calls that failed or were too slow (engine/hook_failures.py).
-    hooks: dict[str, Any] | None = None
     # Why no index-state file is ever written, when that is the case.
     state_note: str | None = None
     # The sessions layer's counts, when its index exists.
@@ -133,6 +131,8 @@ class Status:
     store_link: str | None = None
     # Lines of store files left out of the index as damaged (store/damage.py).
     damaged: list[DamagedLine] = field(default_factory=list)
+    # Claude Code hook calls that failed or were too slow (engine/hook_failures.py).
+    hooks: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -200,6 +200,10 @@ def render_status(st: Status) -> str:
         from memlane.engine.journal.capture_recovery import status_line
 
         rows.append(("capture journal", status_line(capture["journal"])))
+    if st.hooks:
+        from memlane.engine import hook_failures
+
+        rows.append(("claude code hooks", hook_failures.status_line(st.hooks)))
     ac = st.auto_context
     if ac.get("enabled"):
         rows.append(
@@ -270,10 +274,6 @@ def render_status(st: Status) -> str:
         )
     if st.sessions and st.sessions.get("rebuilt"):
         rows.append(("sessions note", str(st.sessions["rebuilt"])))
-    if st.hooks:
-        from memlane.engine import hook_failures
-
-        rows.append(("claude code hooks", hook_failures.status_line(st.hooks)))
     for item in st.config:
         rows.append(("config", f"{item['key']} = {item['value']}  [{item['layer']}]"))
     width = max(len(r[0]) for r in rows)

@@ -117,7 +117,10 @@ def project_status(memory: ProjectMemory, *, probe: bool = False, host_llm: bool
         interrupted = pending_recovery(memory.scope.store)
         if interrupted:
             missing.append(f"topics: {interrupted}")
+    from memlane.engine import hook_failures
+
     return Status(
+        hooks=hook_failures.summary(),
         sessions=sessions_stats,
         versions=versions,
         scope=memory.scope.to_json(),
@@ -148,7 +151,6 @@ def project_status(memory: ProjectMemory, *, probe: bool = False, host_llm: bool
             "char_budget": session.auto_context_char_budget,
             "cap_ms": session.auto_context_cap_ms,
         },
-        hooks=_hook_failures(),
     )
 
 
@@ -192,10 +194,3 @@ def _sqlite_version() -> str:
     import sqlite3
 
     return sqlite3.sqlite_version
-
-
-def _hook_failures() -> dict[str, Any] | None:
-    """Claude Code's failed and slow hook calls (engine/hook_failures.py)."""
-    from memlane.engine import hook_failures
-
-    return hook_failures.summary()
