@@ -71,6 +71,9 @@ SESSION_ENV = frozenset(
 #: 104 on macOS), with room to spare.
 SOCKET_PATH_MAX = 100
 POLL_S = 0.02
+#: The failures file is moved aside (``.1``) past this size: a hook that keeps
+#: failing must not fill the disk.
+FAILURES_MAX_BYTES = 1024 * 1024
 
 
 def memlane_home() -> str:
@@ -254,7 +257,10 @@ def _record_failure(home: str, event: str, what: str, detail: str, took_s: float
             "detail": detail[:300],
             "took_ms": round(took_s * 1000),
         }
-        with open(failures_path(home), "a", encoding="utf-8") as out:
+        path = failures_path(home)
+        if os.path.exists(path) and os.path.getsize(path) > FAILURES_MAX_BYTES:
+            os.replace(path, path + ".1")  # the older failures stay one file back
+        with open(path, "a", encoding="utf-8") as out:
             out.write(json.dumps(line) + "\n")
     except OSError:
         pass  # nowhere to record it: still never fail the session
