@@ -7,8 +7,8 @@ spawning the process to its exit:
 
 - cold: the first SessionStart with no engine running (it starts one);
 - warm, per event: SessionStart (resume), UserPromptSubmit, Stop (a new
-  turn appended to the transcript each time), PreCompact, and SessionEnd
-  (each of a session opened for it);
+  turn appended to the transcript each time, 1 s apart: ``--stop-gap``),
+  PreCompact, and SessionEnd (each of a session opened for it);
 - the floor: ``MEMLANE_NO_HOOKS=1`` (the process start alone);
 - the engine's RSS after the warm calls (steady) and its peak (VmHWM).
 
@@ -117,7 +117,9 @@ def stats(name: str, walls: list[float]) -> dict[str, Any]:
     }
 
 
-def measure(bench: Bench, calls: int, colds: int) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def measure(
+    bench: Bench, calls: int, colds: int, gap_s: float
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     rows = []
     off = {"MEMLANE_NO_HOOKS": "1"}
     floor = [bench.call("SessionStart", "floor", off, source="startup")[0] for _ in range(calls)]
@@ -146,7 +148,12 @@ def measure(bench: Bench, calls: int, colds: int) -> tuple[list[dict[str, Any]],
     for _ in range(calls):
         bench.add_turn(session)
         stops.append(bench.call("Stop", session)[0])
-    rows.append(stats("Stop (capture journaled)", stops))
+        # Each capture leaves work behind (the entry written, the transcript's
+        # new messages embedded for the sessions layer); in a session a whole
+        # model turn separates two Stops. Back to back, a Stop would measure
+        # the previous one's background work on the same cores.
+        time.sleep(gap_s)
+    rows.append(stats(f"Stop (capture journaled; {gap_s:g} s apart)", stops))
     rows.append(
         stats(
             "PreCompact",
@@ -172,6 +179,7 @@ def main() -> int:
     parser.add_argument("--calls", type=int, default=50)
     parser.add_argument("--cold", type=int, default=5)
     parser.add_argument("--auto-context", action="store_true")
+    parser.add_argument("--stop-gap", type=float, default=1.0, help="seconds between Stops")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="memlane-bench-hooks-") as tmp:
         home = Path(tmp) / "home"
@@ -184,7 +192,7 @@ def main() -> int:
             "MEMLANE_LLM_PROVIDER": "none",
             "MEMLANE_AUTO_CONTEXT": "on" if args.auto_context else "off",
         }
-        rows, rss = measure(Bench(project, env), args.calls, args.cold)
+        rows, rss = measure(Bench(project, env), args.calls, args.cold, args.stop_gap)
     load = os.getloadavg()[0]
     title = (
         f"Claude Code hook calls, process start included (auto-context "

@@ -172,8 +172,13 @@ def test_an_engine_whose_socket_is_gone_exits(hooks: Hooks, project: Path) -> No
     turn = write_turn(project, question="what is the codename?", answer="The codename is quartz.")
     hooks.call("Stop", SESSION)
     assert len(engine_pids(hooks.home)) == 1
+    (old,) = engine_pids(hooks.home)
     Path(socket_path(str(hooks.home))).unlink()  # MEMLANE_HOME wiped, say: no hook finds it
-    hooks.wait_engine_gone()
+    # The next hook starts an engine, which takes over once the old one has gone.
+    out = hooks.call("SessionStart", "next-session", source="startup")
+    assert out is not None
+    wait_for(lambda: old not in engine_pids(hooks.home), what="the unreachable engine exits")
+    assert len(engine_pids(hooks.home)) == 1
     assert daily_text(project).count(f"turn:{turn}") == 1  # its sessions were ended first
 
 

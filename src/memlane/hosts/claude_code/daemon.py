@@ -32,6 +32,8 @@ log = logging.getLogger("memlane.claude_code")
 TICK_S = 0.5
 #: Largest hook input accepted (a prompt with a pasted log is large; more is refused).
 MAX_REQUEST_BYTES = 32 * 1024 * 1024
+#: How long a starting engine waits for the lock an exiting one still holds.
+LOCK_WAIT_S = 3.0
 #: The engine's log is emptied at an engine's start once it is larger than this.
 LOG_MAX_BYTES = 10 * 1024 * 1024
 
@@ -181,11 +183,18 @@ def main() -> int:
     os.makedirs(directory, mode=0o700, exist_ok=True)
     os.chdir(directory)  # hold no project's directory: every call names its own
     lock = os.open(os.path.join(directory, "engine.lock"), os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        lock_fd(lock, wait=False)
-    except OSError:
-        log.info("another engine runs for %s: exiting", home)
-        return 0
+    # An engine that is going away (its socket removed) still holds the lock
+    # for a moment: wait that long, then leave the home to the one that holds it.
+    deadline = time.monotonic() + LOCK_WAIT_S
+    while True:
+        try:
+            lock_fd(lock, wait=False)
+            break
+        except OSError:
+            if time.monotonic() >= deadline:
+                log.info("another engine runs for %s: exiting", home)
+                return 0
+            time.sleep(0.05)
     os.ftruncate(lock, 0)
     os.write(lock, f"{os.getpid()}\n".encode())
     path = socket_path(home)

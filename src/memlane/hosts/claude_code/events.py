@@ -28,6 +28,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("memlane.claude_code")
 
 HOST = "claude-code"
+#: The SessionStart status line Claude Code shows the user is cut here.
+STATUS_LINE_CHARS = 400
 
 
 class BadHookInput(Exception):
@@ -152,6 +154,9 @@ class Events:
             line += ", capture off"
         if session.notices:
             line += " · " + "; ".join(dict.fromkeys(session.notices))
+        line = " ".join(line.split())  # one line, whatever a notice holds
+        if len(line) > STATUS_LINE_CHARS:
+            line = line[: STATUS_LINE_CHARS - 30].rstrip() + "… (memlane status says more)"
         return line
 
 

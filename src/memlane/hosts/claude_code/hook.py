@@ -71,6 +71,9 @@ SESSION_ENV = frozenset(
 #: 104 on macOS), with room to spare.
 SOCKET_PATH_MAX = 100
 POLL_S = 0.02
+#: The failures file is moved aside (``.1``) past this size: a hook that keeps
+#: failing must not fill the disk.
+FAILURES_MAX_BYTES = 1024 * 1024
 
 
 def memlane_home() -> str:
@@ -142,13 +145,21 @@ def _spawn_engine(home: str) -> None:
         (os.POSIX_SPAWN_OPEN, 1, log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600),
         (os.POSIX_SPAWN_DUP2, 1, 2),
     ]
-    os.posix_spawn(
-        sys.executable,
-        [sys.executable, "-m", ENGINE_MODULE],
-        env,
-        file_actions=actions,
-        setsid=True,
-    )
+    argv = [sys.executable, "-m", ENGINE_MODULE]
+    try:
+        os.posix_spawn(sys.executable, argv, env, file_actions=actions, setsid=True)
+    except NotImplementedError:  # a platform without POSIX_SPAWN_SETSID
+        import subprocess
+
+        with open(log, "ab") as out:
+            subprocess.Popen(
+                argv,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=out,
+                start_new_session=True,
+            )
 
 
 def _engine(home: str, deadline: float) -> _socket.socket | None:
@@ -246,7 +257,10 @@ def _record_failure(home: str, event: str, what: str, detail: str, took_s: float
             "detail": detail[:300],
             "took_ms": round(took_s * 1000),
         }
-        with open(failures_path(home), "a", encoding="utf-8") as out:
+        path = failures_path(home)
+        if os.path.exists(path) and os.path.getsize(path) > FAILURES_MAX_BYTES:
+            os.replace(path, path + ".1")  # the older failures stay one file back
+        with open(path, "a", encoding="utf-8") as out:
             out.write(json.dumps(line) + "\n")
     except OSError:
         pass  # nowhere to record it: still never fail the session

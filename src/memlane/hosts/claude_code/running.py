@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,10 @@ from memlane.store.leftovers import pid_alive
 SESSION_ENV = "CLAUDE_CODE_SESSION_ID"
 #: Programs that may stand between Claude Code and a process it starts.
 _SHELLS = frozenset({"sh", "bash", "dash", "zsh", "fish"})
+#: How stale the record of a running session may get ("latest" is to this precision).
+REFRESH_S = 10.0
 _lock = threading.Lock()
+_noted: dict[tuple[str, str], tuple[str | None, int | None, float]] = {}
 
 
 def records_dir() -> Path:
@@ -65,8 +69,18 @@ def claude_pid(pid: int) -> int:
 
 
 def note(collection: str, session_id: str, transcript: str | None, pid: int | None) -> None:
-    """Session *session_id* of this project is running (a hook of it just ran)."""
+    """Session *session_id* of this project is running (a hook of it just ran).
+
+    Written again only when it changed or ``REFRESH_S`` passed: every prompt
+    notes its session, and a prompt should not wait for a file write.
+    """
+    key = (collection, session_id)
+    now = time.monotonic()
     with _lock:
+        last = _noted.get(key)
+        if last is not None and last[:2] == (transcript, pid) and now - last[2] < REFRESH_S:
+            return
+        _noted[key] = (transcript, pid, now)
         sessions = _read(collection)
         sessions[session_id] = {
             "transcript": transcript,
@@ -85,6 +99,7 @@ def note(collection: str, session_id: str, transcript: str | None, pid: int | No
 
 def ended(collection: str, session_id: str) -> None:
     with _lock:
+        _noted.pop((collection, session_id), None)
         sessions = _read(collection)
         if session_id in sessions:
             sessions.pop(session_id)
