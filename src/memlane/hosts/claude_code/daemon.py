@@ -240,4 +240,6 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from memlane.core.process import exit_process
+
+    exit_process(main())

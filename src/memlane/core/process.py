@@ -1,0 +1,39 @@
+"""How a memlane process ends once its work is done (every entry point calls it)."""
+
+from __future__ import annotations
+
+import sys
+
+
+def exit_process(code: int) -> None:
+    """End the process with *code*, without finalizing under a running native call.
+
+    A daemon thread may still be inside onnxruntime (a model load or an
+    embedding the session started and no longer needs) when a short run ends.
+    Finalizing the interpreter then makes that thread exit as soon as its
+    call returns, by an unwinding through onnxruntime's C++ frames that
+    aborts the whole process ("terminate called without an active
+    exception", status -6). So once the command is done, a process whose
+    other threads are all daemon threads flushes its streams and exits at
+    once: the daemon threads' work is abandoned either way, and everything
+    memlane must keep is on disk by then. A process with a non-daemon thread
+    left exits the ordinary way, which waits for it (and first stops idle
+    thread pools, which joining them here would not).
+    """
+    import threading
+
+    main_thread = threading.main_thread()
+    others = [t for t in threading.enumerate() if t is not main_thread and t.is_alive()]
+    if not others or any(not t.daemon for t in others):
+        sys.exit(code)
+    import logging
+    import os
+
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+        try:
+            if stream is not None:
+                stream.flush()
+        except (OSError, ValueError):
+            pass  # a reader that went away: nothing more can reach it
+    os._exit(code)
