@@ -174,6 +174,29 @@ def test_an_extraction_that_cannot_finish_within_the_cap_is_given_up(
     assert topics.list_topics(memory.scope.store) == []
 
 
+def test_a_distillation_written_as_a_digest_at_shutdown_leaves_nothing_to_extract(
+    memory: Memory, fake_openai: FakeOpenAI
+) -> None:
+    """Shutdown writes a still-distilling exchange as a digest: there is no
+    extraction left to wait for, and none is counted as abandoned."""
+    release = threading.Event()
+
+    def answer(request: Request) -> str:
+        release.wait(30)  # the distillation never answers within the cap
+        return two_jobs(PREFERENCE)(request)
+
+    fake_openai.responder = answer
+    session = Session.start(memory, host="test", session_id="s", llm=fake_openai.llm())
+    session.agent_settled(Exchange(user="use uv", assistant="Done with uv.", entry_id="e1"))
+    try:
+        flush = session.shutdown(cap_ms=2000)
+    finally:
+        release.set()
+    assert flush.flushed
+    assert session.extraction.abandoned == 0 and session.extraction.runs == 0
+    assert topics.list_topics(memory.scope.store) == []
+
+
 def test_no_extraction_without_an_llm_or_when_switched_off(
     project: Path, clock: FixedClock, fake_openai: FakeOpenAI
 ) -> None:

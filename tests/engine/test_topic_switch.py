@@ -48,6 +48,18 @@ def test_memory_off_and_on_reach_the_running_session(
         session.shutdown()
 
 
+def test_tools_without_a_session_follow_memory_off_and_on(memory: Memory, cli: Cli) -> None:
+    """The MCP server's tools have no session (Claude Code's /memory off runs the CLI)."""
+    tools = Tools(memory)
+    assert cli("memory", "off", env=LEXICAL).returncode == 0
+    with pytest.raises(MemlaneError, match="switched off"):
+        tools.call("memory_topic", ADD)
+    status = tools.call("memory_status", {})
+    assert status.details["topics"]["enabled"] is False, status.details["topics"]
+    assert cli("memory", "on", env=LEXICAL).returncode == 0
+    assert tools.call("memory_topic", ADD).details["slug"] == "tooling"
+
+
 def test_a_prompt_after_memory_off_surfaces_no_topic(memory: Memory, cli: Cli) -> None:
     session = Session.start(memory, host="test", session_id="s", llm=None)
     tools = Tools(memory, session)
@@ -80,3 +92,38 @@ def test_status_shows_the_topic_memory_overview(memory: Memory) -> None:
         r"last dream +never",
     ):
         assert re.search(line, text), (line, text)
+
+
+def test_every_session_of_one_memory_follows_memory_off(memory: Memory, cli: Cli) -> None:
+    """One engine serves several Claude Code sessions of a project on one memory."""
+    first = Session.start(memory, host="test", session_id="one", llm=None)
+    second = Session.start(memory, host="test", session_id="two", llm=None)
+    try:
+        assert first.surfacer is not None and second.surfacer is not None
+        assert cli("memory", "off", env=LEXICAL).returncode == 0
+        first.before_agent_start("how do we install packages?")
+        second.before_agent_start("how do we install packages?")
+        assert first.surfacer is None and second.surfacer is None
+        with pytest.raises(MemlaneError, match="switched off"):
+            Tools(memory, second).call("memory_topic", ADD)
+    finally:
+        first.shutdown()
+        second.shutdown()
+
+
+def test_switching_back_on_keeps_the_sessions_surfacer(
+    memory: Memory, cli: Cli, fake_openai: FakeOpenAI
+) -> None:
+    session = Session.start(memory, host="test", session_id="s", llm=None)
+    try:
+        surfacer = session.surfacer
+        assert surfacer is not None
+        surfacer.llm = fake_openai.llm()  # as Session.open sets a rerank model
+        assert cli("memory", "off", env=LEXICAL).returncode == 0
+        session.before_agent_start("anything")
+        assert session.surfacer is None
+        assert cli("memory", "on", env=LEXICAL).returncode == 0
+        session.before_agent_start("anything")
+        assert session.surfacer is surfacer and surfacer.llm is not None
+    finally:
+        session.shutdown()

@@ -123,6 +123,10 @@ class Capture:
         self._thread: threading.Thread | None = None
         # Set by flush: no extraction may run past it (monotonic seconds).
         self._extract_deadline: float | None = None
+        # Set from an entry's write until its extraction ends: shutdown waits
+        # for an extraction only while one has work (a distillation that
+        # shutdown already wrote as a digest leaves nothing to extract).
+        self._extracting = threading.Event()
         self.unwritten = 0  # exchanges whose entry could not be written
 
     @property
@@ -216,12 +220,17 @@ class Capture:
                 log.exception("capture failed")
                 self.state.write_errors.append(f"{type(exc).__name__}: {exc}")
             finally:
+                # After done: the journal entry never waits for this; shutdown
+                # gives it until its extraction deadline (``flush``).
+                wanted = captured is not None and self.extraction.enabled and not job.recovered
+                if wanted:
+                    self._extracting.set()
                 job.done.set()
-            # After done: the journal entry never waits for this; shutdown
-            # gives it until its extraction deadline (``flush``).
-            wanted = self.extraction.enabled and not job.recovered
             if captured is not None and wanted:
-                self._extract(captured)
+                try:
+                    self._extract(captured)
+                finally:
+                    self._extracting.clear()
 
     def _capture(self, job: CaptureJob) -> Exchange | None:
         """Distil and write one exchange; the redacted exchange when distilled."""
@@ -398,7 +407,7 @@ class Capture:
                 job.done.set()
         self._queue.put(None)
         self._close_journals(jobs)
-        if thread is not None and self.extraction.enabled:
+        if thread is not None and self._extracting.is_set():
             # Extraction runs after each entry is written: what a one-shot
             # process (``pi -p``) distilled just before its end is extracted too.
             left = self._extract_deadline - time.monotonic()

@@ -113,6 +113,7 @@ class Session:
             from memlane.engine.topics.surfacing import TopicSurfacer
 
             surfacer = TopicSurfacer(self.topic_settings)
+        self._idle_surfacer: TopicSurfacer | None = None  # kept while topics are off
         self._auto = AutoContext(
             memory,
             self.settings,
@@ -403,9 +404,16 @@ class Session:
         )
         surfacer: TopicSurfacer | None = None
         if enabled and topics.auto_surfacing_enabled:
-            from memlane.engine.topics.surfacing import TopicSurfacer
+            # The surfacer the session had keeps its rerank model and what
+            # it already injected; a new one only when there never was one.
+            surfacer = self._idle_surfacer or self._auto.surfacer
+            if surfacer is None:
+                from memlane.engine.topics.surfacing import TopicSurfacer
 
-            surfacer = TopicSurfacer(topics)
+                surfacer = TopicSurfacer(topics)
+            self._idle_surfacer = None
+        elif self._auto.surfacer is not None:
+            self._idle_surfacer = self._auto.surfacer
         self._auto.set_surfacer(surfacer)
         self.notices.append(f"topic memory switched {'on' if enabled else 'off'} (topics.enabled)")
 

@@ -28,6 +28,10 @@ class TopicSwitch:
     def __init__(self, memory: Memory) -> None:
         self.memory = memory
         self._stamp = self._stat()
+        # The value this watcher last reported: several sessions of one
+        # engine share a memory (and its configuration), so whichever polls
+        # first updates it, and each of the others still has to see the change.
+        self._enabled = bool(memory.config.get(KEY))
 
     def _paths(self) -> list[Path]:
         from memlane.core.paths import global_config_path
@@ -56,16 +60,19 @@ class TopicSwitch:
         and surfacing all see it.
         """
         stamp = self._stat()
-        if stamp == self._stamp:
-            return None
-        self._stamp = stamp
-        from memlane.core.config import load_config
-        from memlane.core.errors import ConfigError
+        if stamp != self._stamp:
+            self._stamp = stamp
+            from memlane.core.config import load_config
+            from memlane.core.errors import ConfigError
 
-        try:
-            fresh = load_config(self.memory.scope.repository_dir)
-        except ConfigError:
-            return None  # a file being edited by hand: keep what the session has
-        if not self.memory.config.follow(fresh, KEY):
+            try:
+                fresh = load_config(self.memory.scope.repository_dir)
+            except ConfigError:
+                fresh = None  # a file being edited by hand: keep what the session has
+            if fresh is not None:
+                self.memory.config.follow(fresh, KEY)
+        enabled = bool(self.memory.config.get(KEY))
+        if enabled == self._enabled:
             return None
-        return bool(self.memory.config.get(KEY))
+        self._enabled = enabled
+        return enabled

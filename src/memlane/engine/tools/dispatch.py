@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from memlane.core.errors import MemlaneError
+from memlane.engine.live.switch import TopicSwitch
 from memlane.engine.tools.catalog import SPEC_BY_NAME
 from memlane.engine.tools.spec import ToolResult, check_arguments
 
@@ -46,6 +47,9 @@ class Tools:
         self.session = session
         self.caller_is_person = caller_is_person
         self.write_anchor = write_anchor
+        # Without a session (the MCP server), the tools themselves follow
+        # `memlane memory on|off`, as a session does (engine/live/switch.py).
+        self._topic_switch = TopicSwitch(memory) if session is None else None
         self._handlers: dict[str, Callable[[dict[str, Any]], ToolResult]] = {
             "memory_write": self._write,
             "memory_search": self._search,
@@ -69,9 +73,11 @@ class Tools:
             raise MemlaneError(
                 f"unknown tool {name!r}", f"the tools are: {', '.join(self._handlers)}"
             )
+        # `memlane memory on|off` since the last call: the tools follow it.
         if self.session is not None:
-            # `memlane memory on|off` since the last call: the tools follow it.
             self.session.follow_topic_switch()
+        elif self._topic_switch is not None:
+            self._topic_switch.poll()
         try:
             checked = check_arguments(spec, arguments)
             result = handler(checked)
