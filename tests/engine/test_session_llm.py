@@ -68,6 +68,8 @@ def test_past_the_budget_capture_writes_digests_and_says_so_once(
     report = render_status(status)
     assert "llm budget" in report and "today 2 of 2 calls" in report
     assert "note: llm: daily LLM budget reached: 2 of 2 calls today" in report
+    assert report.count("daily LLM budget reached") == 1  # said once, not per source
+    assert sum("daily LLM budget reached" in n for n in status.notices) == 1  # said once
 
 
 FAKE_CLAUDE = """#!/bin/sh
@@ -93,6 +95,23 @@ def test_inside_claude_code_auto_distils_with_claude(
     assert "- distilled by claude haiku" in _daily(mem)
     capture_llm = session.status().capture["llm"]
     assert capture_llm == "claude-code/haiku"
+
+
+def test_inside_claude_code_a_surfacing_model_never_starts_claude_per_prompt(
+    project: Path, clock: FixedClock, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "claude").write_text(FAKE_CLAUDE)
+    (bin_dir / "claude").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
+    mem = open_memory(project, clock=clock, MEMLANE_AUTO_SURFACING_MODEL="claude-haiku-4-5")
+    session = Session.open(mem, host="claude-code", session_id="s-cc")
+    try:
+        assert session.surfacer is not None and session.surfacer.llm is None
+        assert any("would start a claude -p on every prompt" in n for n in session.notices)
+    finally:
+        session.shutdown()
 
 
 def test_inside_claude_code_without_claude_a_notice_says_how_to_configure(

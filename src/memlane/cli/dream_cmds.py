@@ -64,7 +64,7 @@ def dream(
             mem.require_store()
             plan = D.load_plan(apply_plan, mem.scope.store)
         else:
-            llm = D.dream_llm(mem.config)
+            llm = D.dream_llm(mem.config, mem.clock)
             plan = D.make_plan(mem, llm)
         for text in mem.notices:
             notice(text)

@@ -115,12 +115,9 @@ def project_status(
         missing.append(f"llm: {llm_line}")
     llm_budget = _llm_budget(memory)
     if llm_budget and llm_budget.get("reached"):
-        from memlane.llm.budget import RAISE_HINT
+        from memlane.llm.budget import exhausted_notice
 
-        notices.append(
-            f"llm: {llm_budget['reached']}; captured exchanges are verbatim digests until "
-            f"tomorrow; {RAISE_HINT}"
-        )
+        notices.append(exhausted_notice(llm_budget["reached"]))
     sessions_stats = _sessions_stats_of(memory) if memory.config.sessions.enabled else None
     if not refused and memory.scope.store.is_dir():
         from memlane.engine.topics.dream import pending_recovery

@@ -14,9 +14,10 @@ system prompt, the prompt and the answer; the file keeps the two apart so
 status can say which. A failed call counts as a call and adds no tokens.
 
 The counters live in ``$MEMLANE_HOME/llm-usage.json``, replaced atomically;
-the day is the clock's local date, so a new day starts from zero. A check
-lets at most one call past the token limit (its size is known only after),
-never past the call limit. When the file cannot be written (a read-only
+the day is the clock's local date, so a new day starts from zero. The call
+limit is exact (places are reserved under the lock); the token limit can be
+passed by the calls already under way when it is reached (a call's size is
+known only after it), one per thread or process that was calling. When the file cannot be written (a read-only
 home), calls go ahead uncounted: the budget guards spending, it must not
 stop distillation the user configured.
 """
@@ -47,6 +48,11 @@ LOCK_FILE = "llm-usage.lock"
 #: The estimate for a provider that reports no usage.
 CHARS_PER_TOKEN = 4
 RAISE_HINT = "raise llm.daily_calls / llm.daily_tokens (0: unlimited), or wait for tomorrow"
+
+
+def exhausted_notice(reason: str) -> str:
+    """What a session and ``memlane status`` say once the budget is spent."""
+    return f"llm: {reason}; captured exchanges are verbatim digests until tomorrow; {RAISE_HINT}"
 
 
 class LlmBudgetExhausted(LlmError):

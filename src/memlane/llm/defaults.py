@@ -22,8 +22,8 @@ CLAUDE_PROGRAM = "claude"
 CLAUDE_CODE_MODEL = "haiku"
 CLAUDE_NOT_FOUND_HINT = (
     "`claude` is not on PATH, so entries are verbatim digests; to distil them, put Claude "
-    'Code\'s `claude` on PATH, or set llm.provider = "command" with llm.command = '
-    '"claude -p --model haiku" (its full path), or llm.provider = "anthropic" with '
+    "Code's `claude` on PATH (memlane then runs `claude -p --model haiku`, with no hooks, "
+    'plugins or transcript of its own), or set llm.provider = "anthropic" with '
     'llm.api_key = "env:ANTHROPIC_API_KEY"'
 )
 

@@ -268,11 +268,9 @@ class Capture:
         if self._budget_noticed == day:
             return
         self._budget_noticed = day
-        from memlane.llm.budget import RAISE_HINT
+        from memlane.llm.budget import exhausted_notice
 
-        self.notices.append(
-            f"{reason}: captured exchanges are verbatim digests until tomorrow; {RAISE_HINT}"
-        )
+        self.notices.append(exhausted_notice(reason))
 
     def _extract(self, exchange: Exchange) -> None:
         """Durable learnings of a distilled exchange become topic entries."""

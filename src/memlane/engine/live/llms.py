@@ -57,7 +57,7 @@ def task_llm(
     if not model:
         return None
     try:
-        return make_llm(
+        llm = make_llm(
             replace(memory.config.llm, capture_model=model),
             host_call=host_call,
             host=host,
@@ -66,3 +66,18 @@ def task_llm(
     except ConfigError as exc:
         notices.append(f"{task} model {model!r} unusable ({exc})")
         return None
+    if task == "auto_surfacing" and llm is not None and _is_claude_child(llm):
+        # A `claude -p` per prompt cannot answer within AUTO_CONTEXT_CAP_MS and
+        # would spend a daily call on every prompt: surfacing goes without it.
+        notices.append(
+            f"{task} model {model!r} would start a claude -p on every prompt; surfacing "
+            "ranks without a model (set llm.provider for a fast one)"
+        )
+        return None
+    return llm
+
+
+def _is_claude_child(llm: LLM) -> bool:
+    from memlane.llm.claude_code import ClaudeCodeLLM
+
+    return isinstance(getattr(llm, "inner", llm), ClaudeCodeLLM)

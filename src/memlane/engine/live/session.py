@@ -464,7 +464,11 @@ class Session:
         report.session = self.status_json()
         report.capture["llm"] = self.capture.llm
         report.capture["enabled"] = self.capture.enabled
-        report.notices.extend(self.notices)
+        from memlane.llm.budget import RAISE_HINT
+
+        # The spent budget is said once: the report's own notice, when it has one.
+        said = any(RAISE_HINT in notice for notice in report.notices)
+        report.notices.extend(n for n in self.notices if not (said and RAISE_HINT in n))
         return report
 
     def status_json(self) -> dict[str, Any]:

@@ -111,6 +111,7 @@ from memlane.engine.topics.dream.plan import (
 from memlane.engine.topics.dream.recovery import log, pending_recovery, recover_interrupted_dream
 
 if TYPE_CHECKING:
+    from memlane.core.clock import Clock
     from memlane.core.config import Config
     from memlane.engine.ports import ProjectMemory
     from memlane.llm.base import LLM
@@ -173,9 +174,10 @@ __all__ = [
 # --- the whole run ----------------------------------------------------------------------------
 
 
-def dream_llm(config: Config) -> LLM:
+def dream_llm(config: Config, clock: Clock | None = None) -> LLM:
     """The LLM for dreaming: ``dream.model`` (else ``topics.model``) on the
-    ``[llm]`` provider; a clear ``ConfigError`` when there is none."""
+    ``[llm]`` provider; a clear ``ConfigError`` when there is none. *clock*
+    (the memory's) dates its calls in the daily budget."""
     from memlane.llm.factory import make_llm
 
     settings = config.llm
@@ -183,9 +185,11 @@ def dream_llm(config: Config) -> LLM:
     if model:
         # make_llm only honours a per-task model for capture; handing the
         # dream model over as that model applies the same <provider>/<id> rules.
-        llm = make_llm(dataclasses.replace(settings, capture_model=model), purpose="capture")
+        llm = make_llm(
+            dataclasses.replace(settings, capture_model=model), purpose="capture", clock=clock
+        )
     else:
-        llm = make_llm(settings, purpose="dream")
+        llm = make_llm(settings, purpose="dream", clock=clock)
     if llm is None:
         raise ConfigError(
             "memlane dream needs an LLM, and none is configured",
@@ -250,7 +254,7 @@ def run(
     """The whole dream for a host (``/dream``): plan, ask *confirm* with the
     plan (its ``render()`` is the diff to show), apply only on True, re-index.
     An empty plan is not asked about; it still counts as a dream."""
-    plan = make_plan(mem, llm or dream_llm(mem.config))
+    plan = make_plan(mem, llm or dream_llm(mem.config, mem.clock))
     if plan.empty:
         apply_plan(plan, now=mem.clock.now())
         return DreamOutcome(plan, applied=False)
