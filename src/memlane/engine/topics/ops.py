@@ -333,6 +333,8 @@ def topic_tool(
         details = {
             "topics": [info.to_json() for info in infos],
             "index_usage": usage.to_json(),
+            # The WARNING sentence with its fix, for hosts whose model sees only this JSON.
+            "capacity_problem": usage.problem(),
             "enabled": mem.config.topics.enabled,
         }
         return ToolResult(render_list(infos, usage), details)
