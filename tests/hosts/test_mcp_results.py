@@ -207,7 +207,7 @@ def test_every_error_is_a_result_that_validates_with_its_hint(
         needs = await client.call("memory_topic", error=True, action="add", title="x")
         assert needs.structured_content == {
             "error": "memory_topic add needs content, topic",
-            "hint": "add takes content, topic and title (and optionally type)",
+            "hint": "add needs content, topic, title and may take type",
         }
 
         both = await client.call("memory_forget", error=True, chunk_hash="abcd1234", time="10:00")
