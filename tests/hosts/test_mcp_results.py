@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,7 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.types import CallToolResult, TextContent, Tool
 
 from _transcript_builders import ClaudeSession
-from helpers import FixedClock, open_memory
+from helpers import FixedClock, isolate_environment, make_project, open_memory
 from memlane.core.types import Anchor
 from memlane.engine.tools.catalog import SPECS
 
@@ -232,9 +233,19 @@ def _listed(project: Path, tmp_path: Path) -> dict[str, Tool]:
     return tools
 
 
-@pytest.fixture
-def listed(project: Path, tmp_path: Path) -> dict[str, Tool]:
-    return _listed(project, tmp_path)
+@pytest.fixture(scope="module")
+def listed(
+    tmp_path_factory: pytest.TempPathFactory, shared_cache: Path
+) -> Iterator[dict[str, Tool]]:
+    """One ``memlane mcp`` lists the tools for every schema test here (listing
+    changes nothing). Module-scoped, it runs before the per-test isolation, so
+    it isolates its own environment."""
+    root = tmp_path_factory.mktemp("mcp-listed")
+    home = root / "home"
+    home.mkdir()
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        isolate_environment(monkeypatch, home, shared_cache)
+        yield _listed(make_project(root), root)
 
 
 def _valid(schema: dict[str, Any], arguments: dict[str, Any]) -> bool:
