@@ -116,6 +116,7 @@ def test_capacity_problem_is_in_the_tool_text(project: Path, clock: FixedClock) 
         assert f"WARNING: {details['capacity_problem']}" in text
         assert "memlane dream" in details["capacity_problem"]
         assert "topics.mem_index_max_lines" in details["capacity_problem"]
+        assert "saved" not in details["capacity_problem"]  # nothing was, by a list
         declared = output_schema("memory_topic")["properties"]["capacity_problem"]
         assert declared["type"] == ["string", "null"]
 
