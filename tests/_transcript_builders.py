@@ -270,6 +270,13 @@ class ClaudeSession:
             self.user(f"<local-command-stdout>{output}</local-command-stdout>")
         return typed
 
+    def shell_21(self, command: str, stdout: str = "", stderr: str = "") -> str:
+        """A ``!cmd`` shell line as 2.1.x writes it: the input tag line (the
+        person's words), then stdout and stderr together in one user line."""
+        typed = self.user(f"<bash-input>{command}</bash-input>")
+        self.user(f"<bash-stdout>{stdout}</bash-stdout><bash-stderr>{stderr}</bash-stderr>")
+        return typed
+
     def record(self, kind: str, **fields: Any) -> None:
         """A line about the session, not in the chain (no uuid)."""
         self.lines.append(json.dumps({"type": kind, "sessionId": self.session_id, **fields}))

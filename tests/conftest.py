@@ -33,7 +33,7 @@ import pytest
 
 from fake_embedding import FakeEmbeddings
 from fake_llm import FakeAnthropic, FakeOpenAI
-from helpers import NOW, Cli, FixedClock, make_project, open_memory
+from helpers import NOW, Cli, FixedClock, isolate_environment, make_project, open_memory
 from memlane.engine.project import Memory
 
 
@@ -43,15 +43,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="store_true",
         help="tests/fault's long run: every reach of every kill point, 10k captures (make soak)",
     )
-
-
-_REDIRECTING_ENV = (
-    "MEMSEARCH_DIR",
-    "MEMLANE_STORE_CMD",
-    "PI_MEMSEARCH_STORE_CMD",
-    "MEMLANE_SESSION_ID",
-    "MEMLANE_TRANSCRIPT",
-)
 
 
 @pytest.fixture
@@ -99,19 +90,7 @@ def isolated_home(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch, shared_cache: Path
 ) -> Iterator[Path]:
     home = tmp_path_factory.mktemp("memlane-home")
-    monkeypatch.setenv("MEMLANE_HOME", str(home))
-    for name in _REDIRECTING_ENV:
-        monkeypatch.delenv(name, raising=False)
-    import os
-
-    for name in list(os.environ):
-        if name.startswith("MEMLANE_") and name != "MEMLANE_HOME":
-            monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("MEMLANE_CACHE_DIR", str(shared_cache))
-    # The sessions layer reads agents' transcripts: never the real ~/.pi or ~/.claude.
-    monkeypatch.setenv("PI_CODING_AGENT_DIR", str(home / "pi-agent"))
-    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(home / "claude"))
-    monkeypatch.delenv("PI_CODING_AGENT_SESSION_DIR", raising=False)
+    isolate_environment(monkeypatch, home, shared_cache)
     from memlane.core.scope import clear_store_command_cache
 
     clear_store_command_cache()

@@ -12,6 +12,9 @@
   about what only a process shows (exit status, signals, cold start).
 * ``wait_for``: poll a condition another thread makes true.
 * ``IndexWriteLock``: another connection holding an index's write lock.
+* ``isolate_environment``: a ``MEMLANE_HOME`` of its own and none of the
+  user's memlane settings (conftest's autouse fixture; a module-scoped
+  fixture, which runs before it, calls it too).
 """
 
 from __future__ import annotations
@@ -24,6 +27,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
+
+import pytest
 
 from memlane.core.clock import FixedClock
 from memlane.core.config import load_config
@@ -40,6 +45,7 @@ __all__ = [
     "CliResult",
     "FixedClock",
     "IndexWriteLock",
+    "isolate_environment",
     "make_project",
     "open_memory",
     "run_memlane",
@@ -53,6 +59,29 @@ NOW = datetime(2026, 11, 30, 10, 0, tzinfo=UTC)
 TOPIC_DAY = NOW.date()
 
 MEMLANE = [sys.executable, "-m", "memlane.cli.main"]
+
+_REDIRECTING_ENV = (
+    "MEMSEARCH_DIR",
+    "MEMLANE_STORE_CMD",
+    "PI_MEMSEARCH_STORE_CMD",
+    "MEMLANE_SESSION_ID",
+    "MEMLANE_TRANSCRIPT",
+)
+
+
+def isolate_environment(monkeypatch: pytest.MonkeyPatch, home: Path, cache: Path) -> None:
+    """Point memlane at *home* and drop the user's memlane settings from the environment."""
+    monkeypatch.setenv("MEMLANE_HOME", str(home))
+    for name in _REDIRECTING_ENV:
+        monkeypatch.delenv(name, raising=False)
+    for name in list(os.environ):
+        if name.startswith("MEMLANE_") and name != "MEMLANE_HOME":
+            monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("MEMLANE_CACHE_DIR", str(cache))
+    # The sessions layer reads agents' transcripts: never the real ~/.pi or ~/.claude.
+    monkeypatch.setenv("PI_CODING_AGENT_DIR", str(home / "pi-agent"))
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(home / "claude"))
+    monkeypatch.delenv("PI_CODING_AGENT_SESSION_DIR", raising=False)
 
 
 def make_project(parent: Path, name: str = "proj", *, git: bool = True) -> Path:

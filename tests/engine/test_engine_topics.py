@@ -17,6 +17,7 @@ from helpers import NOW, FixedClock, IndexWriteLock, open_memory
 from memlane.core.errors import MemlaneError, NotFoundError
 from memlane.engine.project import Memory
 from memlane.engine.tools.dispatch import Tools
+from memlane.engine.tools.outputs import output_schema
 from memlane.engine.topics import ops as E
 from memlane.transcripts.locate import claude_project_dir_name, pi_session_dir_name
 
@@ -100,6 +101,7 @@ def test_list_shows_topics_and_usage(memory: Memory) -> None:
     assert "Preferences — topics/preferences.md (user, updated" in text and "## Tabs" in text
     assert details["topics"][0]["entries"] == ["Tabs"]
     assert details["index_usage"]["lines"] == 1 and details["enabled"] is True
+    assert details["capacity_problem"] is None
 
 
 def test_capacity_problem_is_in_the_tool_text(project: Path, clock: FixedClock) -> None:
@@ -109,6 +111,14 @@ def test_capacity_problem_is_in_the_tool_text(project: Path, clock: FixedClock) 
         assert "WARNING: MEMORY.md is over capacity: 2 lines (limit 1)" in text
         assert "memlane dream" in details["capacity_problem"]
         assert (mem.scope.store / "topics" / "two.md").is_file()
+        # list says it too, in the JSON a host's model may see alone
+        text, details = call(mem, action="list")
+        assert f"WARNING: {details['capacity_problem']}" in text
+        assert "memlane dream" in details["capacity_problem"]
+        assert "topics.mem_index_max_lines" in details["capacity_problem"]
+        assert "saved" not in details["capacity_problem"]  # nothing was, by a list
+        declared = output_schema("memory_topic")["properties"]["capacity_problem"]
+        assert declared["type"] == ["string", "null"]
 
 
 def test_switched_off_refuses_adds_but_lists_and_removes(project: Path, clock: FixedClock) -> None:

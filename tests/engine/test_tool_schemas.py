@@ -23,10 +23,11 @@ from memlane.engine.tools.spec import (
     MEMORY_TOPIC_SPEC,
     TOPIC_ACTION_ARGUMENTS,
     TOPIC_ACTIONS,
+    TOPIC_FIELDS,
+    topic_action_usage,
 )
 
 VALUES = {"chunk_hash": "abcd1234", "date": "2026-08-13", "time": "14:02"}
-TOPIC_FIELDS = ("content", "topic", "title", "type", "entry", "query", "scope")
 TOPIC_VALUES = {"type": "project", "scope": "memory"}
 
 
@@ -84,3 +85,21 @@ def test_memory_topic_refuses_what_the_schema_refuses_and_says_what_it_takes(
             tools.call("memory_topic", _topic_arguments(action, names))
         assert refused.value.message.startswith(f"memory_topic {action} "), names
         assert refused.value.hint and action in refused.value.hint
+
+
+def test_topic_fields_are_the_specs_own_params() -> None:
+    names = [p.name for p in MEMORY_TOPIC_SPEC.params]
+    assert list(TOPIC_FIELDS) == [name for name in names if name != "action"]
+    for needs, takes in TOPIC_ACTION_ARGUMENTS.values():
+        assert {*needs, *takes} <= set(TOPIC_FIELDS)
+
+
+@pytest.mark.parametrize("action", [a for a in TOPIC_ACTIONS if TOPIC_ACTION_ARGUMENTS[a][0]])
+def test_a_missing_argument_is_told_the_schemas_own_sentence(memory: Memory, action: str) -> None:
+    with pytest.raises(MemlaneError) as refused:
+        Tools(memory).call("memory_topic", {"action": action})
+    assert refused.value.hint == topic_action_usage(action)
+    rule = MEMORY_TOPIC_SPEC.json_schema()
+    while rule["if"]["properties"]["action"]["const"] != action:
+        rule = rule["else"]
+    assert rule["then"]["description"] == refused.value.hint

@@ -7,6 +7,9 @@ says: the same hits, scores and chunk hashes, and the text's sentences
 errors included, validates against the tool's ``outputSchema``; the input
 schemas say forget's one-of rule and memory_topic's per-action arguments in
 keywords Claude Code passes on to the model (never a root oneOf/anyOf/allOf).
+A session search finds past transcripts with no backfill run: the server
+catches the sessions layer up in the background (what README.md and
+docs/sessions.md say of MCP).
 
 Driven over stdio by the official SDK's client against the real
 ``memlane mcp`` process.
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,9 +30,10 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.types import CallToolResult, TextContent, Tool
 
 from _transcript_builders import ClaudeSession
-from helpers import FixedClock, open_memory
+from helpers import FixedClock, isolate_environment, make_project, open_memory
 from memlane.core.types import Anchor
 from memlane.engine.tools.catalog import SPECS
+from memlane.transcripts.locate import claude_project_dir_name
 
 TEST_TIMEOUT_S = 90
 
@@ -207,7 +212,7 @@ def test_every_error_is_a_result_that_validates_with_its_hint(
         needs = await client.call("memory_topic", error=True, action="add", title="x")
         assert needs.structured_content == {
             "error": "memory_topic add needs content, topic",
-            "hint": "add takes content, topic and title (and optionally type)",
+            "hint": "add needs content, topic, title and may take type",
         }
 
         both = await client.call("memory_forget", error=True, chunk_hash="abcd1234", time="10:00")
@@ -215,6 +220,34 @@ def test_every_error_is_a_result_that_validates_with_its_hint(
             "error": "memory_forget takes a chunk_hash or a date and time, not both",
             "hint": "pass the chunk_hash alone, or date and time without it",
         }
+
+    _serve(project, tmp_path, body)
+
+
+def test_the_server_indexes_past_sessions_without_a_backfill(project: Path, tmp_path: Path) -> None:
+    """No session events over MCP, but the server runs the background catch-up
+    (engine/live/background.py): a transcript written before it started is
+    found by a session search, with no ``memlane sessions backfill``."""
+    cc = ClaudeSession()
+    cc.user("Which queue for the ledger events?")
+    cc.assistant([{"type": "text", "text": "Kafka, partitioned by account."}])
+    claude_dir = Path(os.environ["CLAUDE_CONFIG_DIR"]) / "projects"
+    where = claude_dir / claude_project_dir_name(str(project))
+    where.mkdir(parents=True)
+    cc.write(where / f"{cc.session_id}.jsonl")
+
+    async def body(client: Client) -> None:
+        with anyio.fail_after(30):
+            while True:
+                found = await client.call(
+                    "memory_search", query="Kafka partitioned", kind="session", mode="lexical"
+                )
+                facts = found.structured_content
+                assert facts is not None
+                if facts["hits"]:
+                    break
+                await anyio.sleep(0.1)
+        assert facts["hits"][0]["session"] == cc.session_id
 
     _serve(project, tmp_path, body)
 
@@ -232,9 +265,19 @@ def _listed(project: Path, tmp_path: Path) -> dict[str, Tool]:
     return tools
 
 
-@pytest.fixture
-def listed(project: Path, tmp_path: Path) -> dict[str, Tool]:
-    return _listed(project, tmp_path)
+@pytest.fixture(scope="module")
+def listed(
+    tmp_path_factory: pytest.TempPathFactory, shared_cache: Path
+) -> Iterator[dict[str, Tool]]:
+    """One ``memlane mcp`` lists the tools for every schema test here (listing
+    changes nothing). Module-scoped, it runs before the per-test isolation, so
+    it isolates its own environment."""
+    root = tmp_path_factory.mktemp("mcp-listed")
+    home = root / "home"
+    home.mkdir()
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        isolate_environment(monkeypatch, home, shared_cache)
+        yield _listed(make_project(root), root)
 
 
 def _valid(schema: dict[str, Any], arguments: dict[str, Any]) -> bool:

@@ -137,20 +137,29 @@ def test_a_slash_command_reads_as_typed_and_its_output_is_not_conversation(
     cc.turn_21("Which database for the ledger?", "Postgres.")
     compact = cc.command_21("compact", output="Compacted (ctrl+o to see full summary)")
     recall = cc.command_21("recall", args="what did we decide about the ledger")
+    shell = cc.shell_21("git status", stdout="On branch main", stderr="warning: LF")
     t = read_transcript(cc.write(tmp_path / "s.jsonl"), limit=20)
     users = [(turn.id, turn.text) for turn in t.turns if turn.role == "user"]
-    assert users[-2:] == [
+    assert users[-3:] == [
         (compact, "/compact"),
         (recall, "/recall what did we decide about the ledger"),
+        (shell, "!git status"),
     ]
-    assert "command-name" not in t.render() and "Compacted" not in t.render()
+    rendered = t.render()
+    assert "command-name" not in rendered and "Compacted" not in rendered
+    assert "bash-" not in rendered and "On branch main" not in rendered
     reads = [claude.message(json.loads(line)) for line in cc.lines]
     texts = [r.text for r in reads if not isinstance(r, Skip) and r.role == "user"]
     assert texts == [
         "Which database for the ledger?",
         "/compact",
         "/recall what did we decide about the ledger",
+        "!git status",
     ]
+    docs = [doc for read in reads for doc in documents(read, CLAUDE_CODE) or []]
+    indexed = " ".join(doc.text for doc in docs)
+    assert "!git status" in indexed
+    assert "On branch main" not in indexed and "Compacted" not in indexed
 
 
 # -- any mix of them, anywhere ------------------------------------------------------------

@@ -41,3 +41,26 @@ def test_words_around_the_tags_keep_the_line_a_prompt() -> None:
     assert is_command_output("\n<local-command-stderr>oops</local-command-stderr>\n")
     assert not is_command_output("the <local-command-stdout>x</local-command-stdout> said")
     assert not is_command_output("")
+
+
+def test_a_shell_line_reads_as_typed_and_its_output_is_the_harness() -> None:
+    assert typed_command("<bash-input>git status</bash-input>") == "!git status"
+    assert typed_command("\n<bash-input> ls -la </bash-input>\n") == "!ls -la"
+    assert typed_command("ran <bash-input>ls</bash-input> then") is None
+    assert not is_command_output("<bash-input>git status</bash-input>")
+    assert is_command_output("<bash-stdout>On branch main</bash-stdout>")
+    assert is_command_output("<bash-stderr>fatal: not a repo</bash-stderr>")
+    # stdout and stderr come together in one line
+    assert is_command_output("<bash-stdout>On branch main</bash-stdout><bash-stderr></bash-stderr>")
+    assert is_command_output(
+        "<local-command-stdout>done</local-command-stdout>\n"
+        "<local-command-stderr>warn</local-command-stderr>"
+    )
+    assert not is_command_output("<bash-stdout>x</bash-stdout> and then I said hello")
+
+
+@given(WORDS, WORDS)
+def test_any_shell_output_pair_is_the_harness(stdout: str, stderr: str) -> None:
+    assert is_command_output(
+        f"<bash-stdout>{stdout}</bash-stdout><bash-stderr>{stderr}</bash-stderr>"
+    )

@@ -111,11 +111,6 @@ METADATA_TYPES = frozenset(
 )
 
 
-def is_known_type(kind: object) -> bool:
-    """Whether *kind* is a line type Claude Code writes (conversation or not)."""
-    return kind in CONVERSATION_TYPES or kind in CHAIN_TYPES or kind in METADATA_TYPES
-
-
 def queued_prompt(obj: dict[str, Any]) -> str | None:
     """The words of a prompt the person typed while the agent worked, or None.
 

@@ -158,6 +158,10 @@ _SUCCESS: dict[str, dict[str, Any]] = {
             "title": _STRING,
             "topics": {"type": "array", "items": _OBJECT},
             "matches": {"type": "array", "items": _OBJECT},
+            "capacity_problem": {
+                **_NULLABLE_STRING,
+                "description": "MEMORY.md over its limits and how to fix it (null when fine).",
+            },
             "notices": _NOTICES,
         },
         "required": ["headline"],

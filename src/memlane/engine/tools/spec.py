@@ -272,7 +272,48 @@ TOPIC_ACTION_ARGUMENTS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "list": ((), ()),
     "search": (("query",), ("scope",)),
 }
-_TOPIC_FIELDS = ("content", "topic", "title", "type", "entry", "query", "scope")
+_TOPIC_PARAMS = (
+    Param("action", "string", "What to do.", required=True, enum=TOPIC_ACTIONS),
+    Param("content", "string", "add: the knowledge to keep, in full sentences."),
+    Param(
+        "topic",
+        "string",
+        'add: the topic file, e.g. "debugging.md" or "Debugging Tips"; created if new.',
+    ),
+    Param(
+        "title",
+        "string",
+        "add: a self-contained title; only titles reach future prompts (via MEMORY.md), "
+        "so the title alone must say what was learned.",
+    ),
+    Param(
+        "type",
+        "string",
+        "add: user (who the user is), feedback (lessons, corrections; default), "
+        "project (state, deadlines), reference (pointers to external systems).",
+        enum=TOPIC_TYPES,
+    ),
+    Param("entry", "string", "remove: the exact title of the entry to delete."),
+    Param("query", "string", "search: what to look for."),
+    Param(
+        "scope",
+        "string",
+        'search: "memory" (topic files, default) or "sessions" (past conversations of '
+        "this project).",
+        enum=TOPIC_SEARCH_SCOPES,
+    ),
+)
+#: Every argument but ``action``, from the params themselves.
+TOPIC_FIELDS = tuple(p.name for p in _TOPIC_PARAMS if p.name != "action")
+
+
+def topic_action_usage(action: str) -> str:
+    """What *action* needs and may take, in words: the schema's rule and
+    engine/topics/ops.py's errors say the same sentence."""
+    needs, takes = TOPIC_ACTION_ARGUMENTS[action]
+    return f"{action} needs {', '.join(needs) or 'nothing else'}" + (
+        f" and may take {', '.join(takes)}" if takes else ""
+    )
 
 
 def _topic_action_rule() -> dict[str, Any]:
@@ -281,12 +322,8 @@ def _topic_action_rule() -> dict[str, Any]:
     rule: dict[str, Any] = {}
     for action in reversed(TOPIC_ACTIONS):
         needs, takes = TOPIC_ACTION_ARGUMENTS[action]
-        foreign = [f for f in _TOPIC_FIELDS if f not in needs and f not in takes]
-        then: dict[str, Any] = {
-            "description": f"{action} needs {', '.join(needs) or 'nothing else'}"
-            + (f" and may take {', '.join(takes)}" if takes else ""),
-            "required": list(needs),
-        }
+        foreign = [f for f in TOPIC_FIELDS if f not in needs and f not in takes]
+        then: dict[str, Any] = {"description": topic_action_usage(action), "required": list(needs)}
         if foreign:
             then["not"] = {"anyOf": [{"required": [f]} for f in foreign]}
         step: dict[str, Any] = {
@@ -308,37 +345,7 @@ MEMORY_TOPIC_SPEC = ToolSpec(
     "remove (entry = exact title) deletes one entry; list shows topics and their entry "
     "titles; search (query, scope memory|sessions) returns whole entries, or matching "
     "messages from this project's past sessions. Secrets are redacted.",
-    (
-        Param("action", "string", "What to do.", required=True, enum=TOPIC_ACTIONS),
-        Param("content", "string", "add: the knowledge to keep, in full sentences."),
-        Param(
-            "topic",
-            "string",
-            'add: the topic file, e.g. "debugging.md" or "Debugging Tips"; created if new.',
-        ),
-        Param(
-            "title",
-            "string",
-            "add: a self-contained title; only titles reach future prompts (via MEMORY.md), "
-            "so the title alone must say what was learned.",
-        ),
-        Param(
-            "type",
-            "string",
-            "add: user (who the user is), feedback (lessons, corrections; default), "
-            "project (state, deadlines), reference (pointers to external systems).",
-            enum=TOPIC_TYPES,
-        ),
-        Param("entry", "string", "remove: the exact title of the entry to delete."),
-        Param("query", "string", "search: what to look for."),
-        Param(
-            "scope",
-            "string",
-            'search: "memory" (topic files, default) or "sessions" (past conversations of '
-            "this project).",
-            enum=TOPIC_SEARCH_SCOPES,
-        ),
-    ),
+    _TOPIC_PARAMS,
     title="Curated topics",
     destructive=True,
     rule=_topic_action_rule(),

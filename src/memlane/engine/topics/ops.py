@@ -28,6 +28,7 @@ from memlane.engine.tools.spec import (
     TOPIC_ACTION_ARGUMENTS,
     ToolResult,
     check_arguments,
+    topic_action_usage,
 )
 from memlane.store import safe_paths
 from memlane.store import topics as store_topics
@@ -234,12 +235,7 @@ def _require(action: str, args: Mapping[str, Any], *names: str) -> None:
     missing = [n for n in names if not str(args.get(n) or "").strip()]
     if missing:
         raise MemlaneError(
-            f"memory_topic {action} needs {', '.join(missing)}",
-            {
-                "add": "add takes content, topic and title (and optionally type)",
-                "remove": "remove takes entry: the exact title of the entry",
-                "search": "search takes query (and optionally scope memory or sessions)",
-            }.get(action),
+            f"memory_topic {action} needs {', '.join(missing)}", topic_action_usage(action)
         )
 
 
@@ -333,6 +329,8 @@ def topic_tool(
         details = {
             "topics": [info.to_json() for info in infos],
             "index_usage": usage.to_json(),
+            # The WARNING sentence with its fix, for hosts whose model sees only this JSON.
+            "capacity_problem": usage.problem(),
             "enabled": mem.config.topics.enabled,
         }
         return ToolResult(render_list(infos, usage), details)

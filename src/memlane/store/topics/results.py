@@ -57,8 +57,9 @@ class IndexUsage:
         if not self.over:
             return None
         return (
-            f"MEMORY.md is over capacity: {' and '.join(self.over)}. The entry was saved, "
-            "but new sessions only see the index up to the limit (the rest is cut with "
+            # Said after a list and a remove too, so it does not claim a save.
+            f"MEMORY.md is over capacity: {' and '.join(self.over)}. New sessions "
+            "only see the index up to the limit (the rest is cut with "
             "[truncated]). Fix: run `memlane dream` to merge topics, or remove topics you "
             "no longer need (`memlane topic remove`); the limits are "
             "topics.mem_index_max_lines and topics.mem_index_max_bytes."
