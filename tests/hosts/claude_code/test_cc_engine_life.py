@@ -190,3 +190,24 @@ def test_the_engine_keeps_none_of_the_starting_sessions_variables(hooks: Hooks) 
     names = {line.split(b"=", 1)[0].decode() for line in environ if line}
     assert not names & set(claude)
     assert "ANTHROPIC_BASE_URL" in names  # what a distilling claude -p needs is kept
+
+
+def test_an_engine_that_dies_at_start_fails_the_hook_at_once(hooks: Hooks) -> None:
+    broken = {"MEMLANE_LOG_LEVEL": "NO-SUCH-LEVEL"}  # the engine's logging refuses it
+    assert hooks.call("UserPromptSubmit", SESSION, env=broken, prompt="hello") is None
+    (failure,) = hooks.failures()
+    assert failure["what"] == "failed"
+    assert "the engine exited at start" in failure["detail"]
+    assert str(hooks.home / "claude-code" / "engine.log") in failure["detail"]
+
+
+def test_a_bad_idle_setting_leaves_the_engine_serving(
+    isolated_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memlane.hosts.claude_code import daemon
+
+    monkeypatch.setenv("MEMLANE_DAEMON_IDLE_S", "soon")
+    assert daemon._idle_s() == daemon.DEFAULT_IDLE_S
+    (isolated_home / "config.toml").write_text("[daemon]\nidle_s = 'later'\n")
+    monkeypatch.delenv("MEMLANE_DAEMON_IDLE_S")
+    assert daemon._idle_s() == daemon.DEFAULT_IDLE_S

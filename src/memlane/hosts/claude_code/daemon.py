@@ -36,13 +36,22 @@ MAX_REQUEST_BYTES = 32 * 1024 * 1024
 LOCK_WAIT_S = 3.0
 #: The engine's log is emptied at an engine's start once it is larger than this.
 LOG_MAX_BYTES = 10 * 1024 * 1024
+#: ``daemon.idle_s`` when the configuration cannot be read.
+DEFAULT_IDLE_S = 600.0
 
 
 def _idle_s() -> float:
     from memlane.core.config.layers import load_config
+    from memlane.core.errors import ConfigError
 
-    value = load_config(None).get("daemon.idle_s")
-    return float(value) if isinstance(value, int | float) else 600.0
+    try:
+        value = load_config(None).get("daemon.idle_s")
+    except ConfigError as exc:
+        # An engine that died here would make every hook wait out its limit;
+        # each hook call reports the bad setting instead (its session loads it too).
+        log.error("%s (%s): idle exit after %.0f s", exc.message, exc.hint, DEFAULT_IDLE_S)
+        return DEFAULT_IDLE_S
+    return float(value) if isinstance(value, int | float) else DEFAULT_IDLE_S
 
 
 class Daemon:

@@ -127,10 +127,10 @@ def _connect(path: str, timeout_s: float) -> _socket.socket | None:
     return sock
 
 
-def _spawn_engine(home: str) -> None:
+def _spawn_engine(home: str) -> int:
     """Start the engine detached: its own session, stdio to its log, this
     environment (plus the package this file belongs to on PYTHONPATH, so the
-    engine runs the same memlane as this hook)."""
+    engine runs the same memlane as this hook). Its pid."""
     directory = engine_dir(home)
     os.makedirs(directory, mode=0o700, exist_ok=True)
     # The engine outlives the session that starts it and serves the others:
@@ -147,19 +147,28 @@ def _spawn_engine(home: str) -> None:
     ]
     argv = [sys.executable, "-m", ENGINE_MODULE]
     try:
-        os.posix_spawn(sys.executable, argv, env, file_actions=actions, setsid=True)
+        return os.posix_spawn(sys.executable, argv, env, file_actions=actions, setsid=True)
     except NotImplementedError:  # a platform without POSIX_SPAWN_SETSID
         import subprocess
 
         with open(log, "ab") as out:
-            subprocess.Popen(
+            return subprocess.Popen(
                 argv,
                 env=env,
                 stdin=subprocess.DEVNULL,
                 stdout=out,
                 stderr=out,
                 start_new_session=True,
-            )
+            ).pid
+
+
+def _exited(pid: int) -> bool:
+    """Whether the engine this hook started has exited (it is this process's child)."""
+    try:
+        done, _ = os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        return True
+    return done != 0
 
 
 def _engine(home: str, deadline: float) -> _socket.socket | None:
@@ -189,12 +198,16 @@ def _engine(home: str, deadline: float) -> _socket.socket | None:
         sock = _connect(path, deadline - time.monotonic())
         if sock is not None:
             return sock
-        _spawn_engine(home)
+        pid = _spawn_engine(home)
         while time.monotonic() < deadline:
             time.sleep(POLL_S)
             sock = _connect(path, deadline - time.monotonic())
             if sock is not None:
                 return sock
+            if _exited(pid):
+                # Waiting out the limit would only make the failure look slow.
+                log = os.path.join(directory, "engine.log")
+                raise RuntimeError(f"the engine exited at start: see {log}")
         return None
     finally:
         os.close(fd)
