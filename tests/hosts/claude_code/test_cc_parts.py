@@ -16,7 +16,7 @@ from helpers import FixedClock, make_project
 from memlane.core.scope import resolve_scope
 from memlane.engine import hook_failures
 from memlane.hosts.claude_code import hook, running
-from memlane.hosts.claude_code.exchange import read_exchange
+from memlane.hosts.claude_code.exchange import read_turn
 from memlane.hosts.claude_code.projects import Projects
 from memlane.hosts.mcp.server import Engine
 from memlane.store.anchor import ANCHOR_RE
@@ -24,8 +24,9 @@ from memlane.store.anchor import ANCHOR_RE
 
 def test_the_exchange_is_the_last_prompt_and_every_answer_after_it(project: Path) -> None:
     turn = write_turn(project, question="why does it need sudo?", answer="It writes to /etc.")
-    exchange = read_exchange(str(project / f"{SESSION}.jsonl"), SESSION)
-    assert exchange is not None
+    found = read_turn(str(project / f"{SESSION}.jsonl"), SESSION)
+    assert found is not None
+    exchange = found.exchange
     assert exchange.user == "why does it need sudo?"
     assert exchange.assistant == "It writes to /etc."
     assert exchange.tools == ("Bash",)
@@ -42,17 +43,38 @@ def test_a_long_transcript_is_read_from_its_tail(project: Path) -> None:
     for n in range(1500):  # a long answer: the prompt is far before the end
         t.assistant([{"type": "text", "text": f"part {n} " + "y" * 200}], msg_id="msg_last")
     path = t.write(project / "long.jsonl")
-    exchange = read_exchange(str(path), SESSION)
-    assert exchange is not None
-    assert exchange.user == "the last question"
-    assert exchange.assistant.startswith("part 0 ")
+    found = read_turn(str(path), SESSION)
+    assert found is not None
+    assert found.exchange.user == "the last question"
+    assert found.exchange.assistant.startswith("part 0 ")
 
 
 def test_a_turn_without_an_answer_yet_is_no_exchange(project: Path) -> None:
     t = ClaudeSession(SESSION)
     t.user("a question")
     path = t.write(project / "t.jsonl")
-    assert read_exchange(str(path), SESSION) is None
+    assert read_turn(str(path), SESSION) is None
+
+
+def test_a_stop_before_the_transcript_holds_the_answer_takes_the_one_it_names(
+    project: Path,
+) -> None:
+    t = ClaudeSession(SESSION)
+    prompt = t.user("is the cache warm?")
+    path = t.write(project / "t.jsonl")
+    early = read_turn(str(path), SESSION, "Yes, it is warm.")
+    assert early is not None
+    assert early.exchange.user == "is the cache warm?"
+    assert early.exchange.assistant == "Yes, it is warm."
+    assert early.exchange.entry_id == prompt  # the anchor's turn: no answer line yet
+    answer = t.assistant([{"type": "text", "text": "Yes, it is warm."}], msg_id="msg_1")
+    t.write(path)
+    late = read_turn(str(path), SESSION, "Yes, it is warm.")
+    assert late is not None
+    assert late.exchange.assistant == "Yes, it is warm."
+    assert late.exchange.entry_id == answer
+    assert late.key == early.key == prompt  # one turn, however much of it each Stop saw
+    assert early.exchange.entry_id in late.ids
 
 
 def test_both_sides_of_the_socket_find_the_same_files(isolated_home: Path) -> None:

@@ -16,7 +16,6 @@ writes what a killed engine left in the project's capture journals.
 from __future__ import annotations
 
 import logging
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from memlane.hosts.claude_code import running
@@ -116,27 +115,22 @@ class Events:
         }
 
     def stop(self, project: Project, session: Session, data: dict[str, Any]) -> None:
-        from memlane.hosts.claude_code.exchange import read_exchange
+        from memlane.hosts.claude_code.exchange import read_turn
         from memlane.hosts.claude_code.turns import already_captured
 
         transcript = _str(data, "transcript_path") or session.transcript_path
         if transcript is None:
             return None
-        exchange = read_exchange(transcript, session.session_id)
-        turn = exchange.entry_id if exchange is not None else None
-        if exchange is None or turn is None:
+        # Claude Code names the final answer in the Stop input (2.1): one its
+        # transcript does not hold yet is still part of the exchange.
+        turn = read_turn(transcript, session.session_id, _str(data, "last_assistant_message"))
+        if turn is None:
             return None
-        last = _str(data, "last_assistant_message")
-        if last and last.strip() not in exchange.assistant:
-            # Claude Code names the final answer in the Stop input (2.1): one
-            # its transcript does not hold yet is still part of the exchange.
-            joined = f"{exchange.assistant}\n\n{last.strip()}".strip()
-            exchange = replace(exchange, assistant=joined)
-        if already_captured(session, turn):
-            log.info("Stop again for turn %s: already captured", turn)
+        if already_captured(session, turn.key, turn.ids):
+            log.info("Stop again for turn %s: already captured", turn.key)
             return None
-        queued = session.agent_settled(exchange)
-        log.info("turn %s: %s", turn, queued.to_json())
+        queued = session.agent_settled(turn.exchange)
+        log.info("turn %s: %s", turn.key, queued.to_json())
         return None
 
     def pre_compact(self, project: Project, session: Session, data: dict[str, Any]) -> None:

@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Collection
 from datetime import timedelta
 from typing import TYPE_CHECKING
-
-from memlane.core.types import Anchor
 
 if TYPE_CHECKING:
     from memlane.engine.live.session import Session
@@ -27,21 +26,20 @@ _lock = threading.Lock()
 _queued: dict[str, set[str]] = {}  # session id → turns this engine queued
 
 
-def already_captured(session: Session, turn: str) -> bool:
-    """True when *turn* of *session* is captured or on its way; else it is noted as queued."""
+def already_captured(session: Session, key: str, ids: Collection[str]) -> bool:
+    """True when the turn *key* (its prompt's uuid) of *session* is captured or on
+    its way, an earlier Stop's anchor being one of *ids*; else it is noted as queued."""
     from memlane.engine.journal import capture_journal as cj
-    from memlane.engine.journal.capture_recovery import already_written
+    from memlane.engine.journal.capture_recovery import anchor_written
 
     with _lock:
         mine = _queued.setdefault(session.session_id, set())
-        if turn in mine:
+        if key in mine:
             return True
-        mine.add(turn)
+        mine.add(key)
     memory = session.memory
-    probe = cj.Pending(
-        "", Anchor(session.session_id, turn, ""), memory.clock.now() - LOOKBACK, "", ""
-    )
-    if already_written(memory.scope.store, probe):
+    since = memory.clock.now() - LOOKBACK
+    if anchor_written(memory.scope.store, session.session_id, ids, since):
         return True
     directory = cj.journal_dir(memory.scope)
     try:
@@ -56,7 +54,7 @@ def already_captured(session: Session, turn: str) -> bool:
         except OSError:
             continue
         for item in contents.pending.values():
-            if item.anchor.session == session.session_id and item.anchor.turn == turn:
+            if item.anchor.session == session.session_id and item.anchor.turn in ids:
                 return True
     return False
 
