@@ -207,7 +207,7 @@ def test_a_bad_idle_setting_leaves_the_engine_serving(
     from memlane.hosts.claude_code import daemon
 
     monkeypatch.setenv("MEMLANE_DAEMON_IDLE_S", "soon")
-    assert daemon._idle_s() == daemon.DEFAULT_IDLE_S
+    assert daemon.configured_idle_s() == daemon.DEFAULT_IDLE_S
     (isolated_home / "config.toml").write_text("[daemon]\nidle_s = 'later'\n")
     monkeypatch.delenv("MEMLANE_DAEMON_IDLE_S")
-    assert daemon._idle_s() == daemon.DEFAULT_IDLE_S
+    assert daemon.configured_idle_s() == daemon.DEFAULT_IDLE_S

@@ -40,7 +40,7 @@ LOG_MAX_BYTES = 10 * 1024 * 1024
 DEFAULT_IDLE_S = 600.0
 
 
-def _idle_s() -> float:
+def configured_idle_s() -> float:
     from memlane.core.config.layers import load_config
     from memlane.core.errors import ConfigError
 
@@ -218,7 +218,7 @@ def main() -> int:
     listener.bind(path)
     os.chmod(path, 0o600)
     listener.listen(64)
-    daemon = Daemon(listener, _idle_s(), path)
+    daemon = Daemon(listener, configured_idle_s(), path)
     log.info("serving %s on %s (idle exit after %.0f s)", home, path, daemon.idle_s)
 
     def stop(signum: int, frame: object) -> None:
