@@ -161,3 +161,27 @@ def test_a_session_claude_code_names_but_no_hook_reported_finds_its_transcript(
     monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(project))
     collection = resolve_scope(project).collection
     assert running.current(collection) == ("named", str(transcript))
+
+
+def test_a_turn_counts_as_captured_only_once_it_was_queued(project: Path) -> None:
+    from memlane.hosts.claude_code import turns
+    from memlane.hosts.claude_code.events import Events
+
+    projects = Projects()
+    events = Events(projects)
+    try:
+        events.handle(
+            {"hook_event_name": "SessionStart", "session_id": SESSION, "cwd": str(project)}, None
+        )
+        opened = projects.for_session(SESSION, str(project))
+        assert opened is not None
+        session = projects.session(opened, SESSION)
+        assert session is not None
+        # A Stop whose agent_settled raised queued nothing: its retry is no duplicate.
+        assert not turns.already_captured(session, "prompt-uuid", ("prompt-uuid",))
+        assert not turns.already_captured(session, "prompt-uuid", ("prompt-uuid",))
+        turns.queued(SESSION, "prompt-uuid")
+        assert turns.already_captured(session, "prompt-uuid", ("prompt-uuid",))
+    finally:
+        turns.forget_session(SESSION)
+        projects.close()

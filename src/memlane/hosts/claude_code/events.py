@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from memlane.hosts.claude_code import running
+from memlane.hosts.claude_code import running, turns
 from memlane.hosts.claude_code.projects import Project, Projects
 
 if TYPE_CHECKING:
@@ -57,11 +57,9 @@ class Events:
         if project is None:
             raise BadHookInput(f"{event} of an unknown session names no cwd")
         if event == "SessionEnd":
-            from memlane.hosts.claude_code.turns import forget_session
-
             running.ended(project.collection, session_id)
             self.projects.end(project, session_id)
-            forget_session(session_id)
+            turns.forget_session(session_id)
             return None
         handler = _HANDLERS.get(event)
         if handler is None:
@@ -87,6 +85,7 @@ class Events:
                 transcript_path=_str(data, "transcript_path"),
             )
             self.projects.opened(project, session)
+            turns.opened(session_id)
         return session
 
     # -- events (on the project's worker thread) ------------------------------------------
@@ -116,7 +115,6 @@ class Events:
 
     def stop(self, project: Project, session: Session, data: dict[str, Any]) -> None:
         from memlane.hosts.claude_code.exchange import read_turn
-        from memlane.hosts.claude_code.turns import already_captured
 
         transcript = _str(data, "transcript_path") or session.transcript_path
         if transcript is None:
@@ -126,10 +124,13 @@ class Events:
         turn = read_turn(transcript, session.session_id, _str(data, "last_assistant_message"))
         if turn is None:
             return None
-        if already_captured(session, turn.key, turn.ids):
+        if turns.already_captured(session, turn.key, turn.ids):
             log.info("Stop again for turn %s: already captured", turn.key)
             return None
         queued = session.agent_settled(turn.exchange)
+        if queued.queued:
+            # Only now: a Stop that raised, or found no answer yet, is tried again.
+            turns.queued(session.session_id, turn.key)
         log.info("turn %s: %s", turn.key, queued.to_json())
         return None
 
