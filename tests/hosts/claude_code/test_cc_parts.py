@@ -90,8 +90,9 @@ def test_memory_write_over_mcp_is_anchored_to_the_running_claude_code_session(
     monkeypatch.setenv("MEMLANE_EMBEDDING_PROVIDER", "none")
     collection = resolve_scope(project).collection
     transcript = str(project / f"{SESSION}.jsonl")
-    running.note(collection, "older-session", "/tmp/older.jsonl", os.getpid())
-    running.note(collection, SESSION, transcript, os.getpid())
+    claude = running.claude_pid(os.getppid())  # the engine's parent stands for Claude Code
+    running.note(collection, "older-session", "/tmp/older.jsonl", claude)
+    running.note(collection, SESSION, transcript, claude)
     engine = Engine(project, clock=clock)
     try:
         result = engine.call_sync("memory_write", {"text": "the deploy needs the VPN"})
@@ -111,13 +112,32 @@ def test_the_session_claude_code_names_wins_and_an_ended_one_is_gone(
     collection = resolve_scope(project).collection
     running.note(collection, "a", "/tmp/a.jsonl", os.getpid())
     running.note(collection, "b", "/tmp/b.jsonl", os.getpid())
-    assert running.current(collection) == ("b", "/tmp/b.jsonl")
+    assert running.current(collection, parent_pid=os.getpid()) == ("b", "/tmp/b.jsonl")
     monkeypatch.setenv(running.SESSION_ENV, "a")
-    assert running.current(collection) == ("a", "/tmp/a.jsonl")
+    assert running.current(collection, parent_pid=os.getpid()) == ("a", "/tmp/a.jsonl")
     running.ended(collection, "b")
     assert running.current(collection) == ("a", "/tmp/a.jsonl")
     records = json.loads((running.records_dir() / f"{collection}.json").read_text())
     assert set(records["sessions"]) == {"a"}
+
+
+def test_a_server_claude_code_did_not_start_gets_no_claude_code_anchor(
+    project: Path, clock: FixedClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MEMLANE_EMBEDDING_PROVIDER", "none")
+    collection = resolve_scope(project).collection
+    # A live Claude Code session of the project, run by a process that is not the server's parent.
+    running.note(collection, SESSION, str(project / f"{SESSION}.jsonl"), os.getpid())
+    assert running.current(collection, parent_pid=os.getppid()) is None
+    engine = Engine(project, clock=clock)  # its parent is this test's: no Claude Code
+    try:
+        result = engine.call_sync("memory_write", {"text": "the deploy needs the VPN"})
+    finally:
+        engine.close()
+    assert not result.is_error
+    written = "".join(p.read_text() for p in resolve_scope(project).store.glob("*.md"))
+    assert "the deploy needs the VPN" in written
+    assert f"session:{SESSION}" not in written
 
 
 def test_projects_share_one_embedder_but_not_their_writes(tmp_path: Path) -> None:
