@@ -96,13 +96,14 @@ class StuckEngine:
     """A process-less stand-in at the engine's socket that accepts and never answers,
     or answers an error."""
 
-    def __init__(self, home: Path, *, answer: bytes | None) -> None:
+    def __init__(self, home: Path, *, answer: bytes | None, first: bytes | None = None) -> None:
         path = socket_path(str(home))
         os.makedirs(os.path.dirname(path), exist_ok=True)
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.listener.bind(path)
         self.listener.listen(8)
         self.answer = answer
+        self.first = first  # the answer to the first connection, when it differs
         self.held: list[socket.socket] = []
         self.thread = threading.Thread(target=self.serve, daemon=True)
         self.thread.start()
@@ -113,11 +114,12 @@ class StuckEngine:
                 conn, _ = self.listener.accept()
             except OSError:
                 return
-            if self.answer is None:
+            answer, self.first = (self.answer, None) if self.first is None else (self.first, None)
+            if answer is None:
                 self.held.append(conn)
             else:
                 conn.recv(1 << 20)
-                conn.sendall(self.answer)
+                conn.sendall(answer)
                 conn.close()
 
     def close(self) -> None:
@@ -155,6 +157,18 @@ def test_a_failing_engine_costs_the_session_nothing_and_is_counted(
     assert failure["what"] == "failed" and "boom" in failure["detail"]
     text = run_memlane("status", cwd=project, env=hooks.env).stdout
     assert "1 failed, 0 slow" in text
+
+
+def test_an_engine_that_closes_without_answering_is_asked_again(hooks: Hooks) -> None:
+    # An engine going away may accept a call and close it unanswered: the hook asks once more.
+    output = b'ok\n{"systemMessage": "memlane: memory on"}'
+    stuck = StuckEngine(hooks.home, answer=output, first=b"")
+    try:
+        out = hooks.call("SessionStart", SESSION, source="startup")
+    finally:
+        stuck.close()
+    assert out == {"systemMessage": "memlane: memory on"}
+    assert hooks.failures() == []
 
 
 def test_a_socket_directory_others_may_write_to_is_never_used(hooks: Hooks) -> None:

@@ -213,8 +213,23 @@ def _engine(home: str, deadline: float) -> _socket.socket | None:
         os.close(fd)
 
 
+class EngineGone(RuntimeError):
+    """The engine closed the connection without an answer (it was exiting, say)."""
+
+
 def _ask(home: str, request: bytes, deadline: float) -> bytes:
-    """The engine's answer: the bytes to print."""
+    """The engine's answer: the bytes to print, asking a second time when the
+    engine went away with the call (one exiting may still accept it). Asking
+    again is safe: the engine ignores a Stop of a turn it has."""
+    try:
+        return _ask_once(home, request, deadline)
+    except (EngineGone, ConnectionResetError, BrokenPipeError):
+        if time.monotonic() >= deadline:
+            raise
+    return _ask_once(home, request, deadline)
+
+
+def _ask_once(home: str, request: bytes, deadline: float) -> bytes:
     sock = _engine(home, deadline)
     if sock is None:
         raise TimeoutError("no engine answered in time")
@@ -235,7 +250,7 @@ def _ask(home: str, request: bytes, deadline: float) -> bytes:
         return body
     if status == b"error":
         raise RuntimeError(body.decode("utf-8", "replace"))
-    raise RuntimeError("the engine closed the connection without an answer")
+    raise EngineGone("the engine closed the connection without an answer")
 
 
 def field(raw: bytes, key: bytes) -> bytes | None:
