@@ -10,18 +10,21 @@ import json
 import os
 import signal
 import socket
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from _cc import Hooks, daily_text, engine_pids, finish, memlane_pids
+from _cc import HOOK, Hooks, daily_text, engine_pids, finish, memlane_pids
 from test_cc_hooks import SESSION, write_turn
 
 from helpers import run_memlane, wait_for
 from memlane.core.scope import resolve_scope
 from memlane.engine.journal.capture_journal import journal_dir
 from memlane.engine.journal.capture_recovery import summary
+from memlane.hosts.claude_code import running
 from memlane.hosts.claude_code.hook import socket_path
 
 pytestmark = pytest.mark.subprocess
@@ -225,3 +228,30 @@ def test_a_bad_idle_setting_leaves_the_engine_serving(
     (isolated_home / "config.toml").write_text("[daemon]\nidle_s = 'later'\n")
     monkeypatch.delenv("MEMLANE_DAEMON_IDLE_S")
     assert daemon.configured_idle_s() == daemon.DEFAULT_IDLE_S
+
+
+def test_a_session_whose_claude_code_died_without_session_end_is_ended(
+    hooks: Hooks, project: Path
+) -> None:
+    # The hook's parent stands for Claude Code: a process that runs it, then exits.
+    parent = "import subprocess, sys; sys.exit(subprocess.run(sys.argv[1:]).returncode)"
+    payload = json.dumps(hooks.payload("SessionStart", SESSION, source="startup")).encode()
+    subprocess.run(
+        [sys.executable, "-c", parent, sys.executable, "-I", "-S", str(HOOK)],
+        input=payload,
+        env=hooks.env,
+        cwd=project,
+        check=True,
+        timeout=60,
+    )
+    assert hooks.failures() == []
+    records = running.records_dir() / f"{resolve_scope(project).collection}.json"
+    assert SESSION in json.loads(records.read_text())["sessions"]
+    wait_for(
+        lambda: SESSION not in json.loads(records.read_text())["sessions"],
+        30,
+        "the engine ends the session of a Claude Code that is gone",
+    )
+    log = (hooks.home / "claude-code" / "engine.log").read_text()
+    assert f"session {SESSION[:8]}: Claude Code" in log
+    assert engine_pids(hooks.home)  # ended by the engine, which still serves

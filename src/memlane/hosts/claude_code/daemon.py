@@ -32,6 +32,8 @@ log = logging.getLogger("memlane.claude_code")
 TICK_S = 0.5
 #: Largest hook input accepted (a prompt with a pasted log is large; more is refused).
 MAX_REQUEST_BYTES = 32 * 1024 * 1024
+#: How often an idle engine looks for sessions whose Claude Code process is gone.
+ABANDONED_CHECK_S = 5.0
 #: How long a starting engine waits for the lock an exiting one still holds.
 LOCK_WAIT_S = 3.0
 #: The engine's log is emptied at an engine's start once it is larger than this.
@@ -69,6 +71,8 @@ class Daemon:
         self._lock = threading.Lock()
         self._active = 0
         self._last = time.monotonic()
+        self._next_check = self._last + ABANDONED_CHECK_S
+        self._checking: threading.Thread | None = None
 
     def serve(self) -> None:
         self.listener.settimeout(TICK_S)
@@ -82,6 +86,7 @@ class Daemon:
                 if not self.reachable():
                     log.info("%s was removed or replaced: no hook can reach this engine", self.path)
                     return
+                self._end_abandoned()
                 continue
             except OSError:
                 if self.stopping.is_set():
@@ -91,6 +96,24 @@ class Daemon:
                 self._active += 1
                 self._last = time.monotonic()
             threading.Thread(target=self._serve_one, args=(conn,), daemon=True).start()
+
+    def _end_abandoned(self) -> None:
+        """Every ``ABANDONED_CHECK_S``, off the accept loop (an end waits for the
+        project's worker): end the sessions whose Claude Code died without a SessionEnd."""
+        now = time.monotonic()
+        if now < self._next_check or (self._checking is not None and self._checking.is_alive()):
+            return
+        self._next_check = now + ABANDONED_CHECK_S
+        self._checking = threading.Thread(
+            target=self._run_end_abandoned, name="memlane-abandoned", daemon=True
+        )
+        self._checking.start()
+
+    def _run_end_abandoned(self) -> None:
+        try:
+            self.events.end_abandoned()
+        except Exception:
+            log.exception("ending the abandoned sessions failed")
 
     def reachable(self) -> bool:
         """Whether hooks still find this engine's socket (MEMLANE_HOME may have been deleted)."""

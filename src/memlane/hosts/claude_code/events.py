@@ -8,6 +8,9 @@
 | Stop | the settled exchange read from the transcript → ``Session.agent_settled`` (journaled before the answer) | nothing |
 | SessionEnd | ``Session.shutdown()`` | nothing |
 
+A session whose Claude Code process died without a SessionEnd is ended the
+same way on the engine's idle tick (``end_abandoned``).
+
 A hook of a session the engine does not know (it was started after the
 session began, or restarted) opens it first: ``Session.start`` then also
 writes what a killed engine left in the project's capture journals.
@@ -57,9 +60,7 @@ class Events:
         if project is None:
             raise BadHookInput(f"{event} of an unknown session names no cwd")
         if event == "SessionEnd":
-            running.ended(project.collection, session_id)
-            self.projects.end(project, session_id)
-            turns.forget_session(session_id)
+            self._end(project, session_id)
             return None
         handler = _HANDLERS.get(event)
         if handler is None:
@@ -71,6 +72,23 @@ class Events:
             return handler(self, project, session, data)
 
         return project.run(job).result()
+
+    def _end(self, project: Project, session_id: str) -> None:
+        running.ended(project.collection, session_id)
+        self.projects.end(project, session_id)
+        turns.forget_session(session_id)
+
+    def end_abandoned(self) -> None:
+        """End the sessions whose Claude Code process is gone without a SessionEnd
+        (killed, crashed): their captures are written now, not when the engine exits."""
+        from memlane.store.leftovers import pid_alive
+
+        for project, session_id in self.projects.every_session():
+            pid = running.recorded_pid(project.collection, session_id)
+            if pid is None or pid_alive(pid):
+                continue
+            log.info("session %s: Claude Code (pid %d) is gone: ending it", session_id[:8], pid)
+            self._end(project, session_id)
 
     def _session(self, project: Project, session_id: str, data: dict[str, Any]) -> Session:
         """The open session, or a new one (on the project's worker thread)."""

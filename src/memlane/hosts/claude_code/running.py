@@ -99,6 +99,15 @@ def note(collection: str, session_id: str, transcript: str | None, pid: int | No
         _save(collection, alive)
 
 
+def recorded_pid(collection: str, session_id: str) -> int | None:
+    """The Claude Code process recorded for *session_id* (this engine's note first:
+    the file drops dead processes' sessions whenever another session is noted)."""
+    with _lock:
+        noted = _noted.get((collection, session_id))
+    pid = noted[1] if noted is not None else _read(collection).get(session_id, {}).get("pid")
+    return pid if isinstance(pid, int) else None
+
+
 def ended(collection: str, session_id: str) -> None:
     with _lock:
         _noted.pop((collection, session_id), None)
