@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -266,9 +267,14 @@ def test_an_unknown_mode_is_refused(home: Path) -> None:
         _install(mode="magic")
 
 
-def test_is_memlane_hook_knows_its_command() -> None:
-    assert plugin.is_memlane_hook(plugin.hook_command("/x/python"))
-    assert not plugin.is_memlane_hook("notify-send done")
+def test_each_hook_timeout_is_its_client_limit_plus_the_margin() -> None:
+    from memlane.hosts.claude_code.hook import LIMITS_S
+
+    groups = plugin.hook_groups("cmd")
+    assert set(groups) == set(LIMITS_S)
+    for event, limit in LIMITS_S.items():
+        timeout = groups[event][0]["hooks"][0]["timeout"]
+        assert timeout == math.ceil(limit) + plugin.TIMEOUT_MARGIN_S
 
 
 # -- the CLI, in process ---------------------------------------------------------

@@ -10,18 +10,21 @@ import json
 import os
 import signal
 import socket
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from _cc import Hooks, daily_text, engine_pids, finish, memlane_pids
+from _cc import HOOK, Hooks, daily_text, engine_pids, finish, memlane_pids
 from test_cc_hooks import SESSION, write_turn
 
 from helpers import run_memlane, wait_for
 from memlane.core.scope import resolve_scope
 from memlane.engine.journal.capture_journal import journal_dir
 from memlane.engine.journal.capture_recovery import summary
+from memlane.hosts.claude_code import running
 from memlane.hosts.claude_code.hook import socket_path
 
 pytestmark = pytest.mark.subprocess
@@ -96,13 +99,14 @@ class StuckEngine:
     """A process-less stand-in at the engine's socket that accepts and never answers,
     or answers an error."""
 
-    def __init__(self, home: Path, *, answer: bytes | None) -> None:
+    def __init__(self, home: Path, *, answer: bytes | None, first: bytes | None = None) -> None:
         path = socket_path(str(home))
         os.makedirs(os.path.dirname(path), exist_ok=True)
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.listener.bind(path)
         self.listener.listen(8)
         self.answer = answer
+        self.first = first  # the answer to the first connection, when it differs
         self.held: list[socket.socket] = []
         self.thread = threading.Thread(target=self.serve, daemon=True)
         self.thread.start()
@@ -113,11 +117,12 @@ class StuckEngine:
                 conn, _ = self.listener.accept()
             except OSError:
                 return
-            if self.answer is None:
+            answer, self.first = (self.answer, None) if self.first is None else (self.first, None)
+            if answer is None:
                 self.held.append(conn)
             else:
                 conn.recv(1 << 20)
-                conn.sendall(self.answer)
+                conn.sendall(answer)
                 conn.close()
 
     def close(self) -> None:
@@ -157,6 +162,18 @@ def test_a_failing_engine_costs_the_session_nothing_and_is_counted(
     assert "1 failed, 0 slow" in text
 
 
+def test_an_engine_that_closes_without_answering_is_asked_again(hooks: Hooks) -> None:
+    # An engine going away may accept a call and close it unanswered: the hook asks once more.
+    output = b'ok\n{"systemMessage": "memlane: memory on"}'
+    stuck = StuckEngine(hooks.home, answer=output, first=b"")
+    try:
+        out = hooks.call("SessionStart", SESSION, source="startup")
+    finally:
+        stuck.close()
+    assert out == {"systemMessage": "memlane: memory on"}
+    assert hooks.failures() == []
+
+
 def test_a_socket_directory_others_may_write_to_is_never_used(hooks: Hooks) -> None:
     directory = Path(socket_path(str(hooks.home))).parent
     directory.mkdir(parents=True)
@@ -190,3 +207,51 @@ def test_the_engine_keeps_none_of_the_starting_sessions_variables(hooks: Hooks) 
     names = {line.split(b"=", 1)[0].decode() for line in environ if line}
     assert not names & set(claude)
     assert "ANTHROPIC_BASE_URL" in names  # what a distilling claude -p needs is kept
+
+
+def test_an_engine_that_dies_at_start_fails_the_hook_at_once(hooks: Hooks) -> None:
+    broken = {"MEMLANE_LOG_LEVEL": "NO-SUCH-LEVEL"}  # the engine's logging refuses it
+    assert hooks.call("UserPromptSubmit", SESSION, env=broken, prompt="hello") is None
+    (failure,) = hooks.failures()
+    assert failure["what"] == "failed"
+    assert "the engine exited at start" in failure["detail"]
+    assert str(hooks.home / "claude-code" / "engine.log") in failure["detail"]
+
+
+def test_a_bad_idle_setting_leaves_the_engine_serving(
+    isolated_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memlane.hosts.claude_code import daemon
+
+    monkeypatch.setenv("MEMLANE_DAEMON_IDLE_S", "soon")
+    assert daemon.configured_idle_s() == daemon.DEFAULT_IDLE_S
+    (isolated_home / "config.toml").write_text("[daemon]\nidle_s = 'later'\n")
+    monkeypatch.delenv("MEMLANE_DAEMON_IDLE_S")
+    assert daemon.configured_idle_s() == daemon.DEFAULT_IDLE_S
+
+
+def test_a_session_whose_claude_code_died_without_session_end_is_ended(
+    hooks: Hooks, project: Path
+) -> None:
+    # The hook's parent stands for Claude Code: a process that runs it, then exits.
+    parent = "import subprocess, sys; sys.exit(subprocess.run(sys.argv[1:]).returncode)"
+    payload = json.dumps(hooks.payload("SessionStart", SESSION, source="startup")).encode()
+    subprocess.run(
+        [sys.executable, "-c", parent, sys.executable, "-I", "-S", str(HOOK)],
+        input=payload,
+        env=hooks.env,
+        cwd=project,
+        check=True,
+        timeout=60,
+    )
+    assert hooks.failures() == []
+    records = running.records_dir() / f"{resolve_scope(project).collection}.json"
+    assert SESSION in json.loads(records.read_text())["sessions"]
+    wait_for(
+        lambda: SESSION not in json.loads(records.read_text())["sessions"],
+        30,
+        "the engine ends the session of a Claude Code that is gone",
+    )
+    log = (hooks.home / "claude-code" / "engine.log").read_text()
+    assert f"session {SESSION[:8]}: Claude Code" in log
+    assert engine_pids(hooks.home)  # ended by the engine, which still serves

@@ -227,3 +227,22 @@ def test_the_final_answer_named_by_the_stop_input_is_captured(hooks: Hooks, proj
     hooks.call("Stop", SESSION, last_assistant_message="Yes, the cache is warm.")
     wait_for(lambda: f"turn:{turn}" in daily_text(project), what="the entry")
     assert "the cache is warm" in daily_text(project)
+
+
+def test_a_stop_before_the_answer_is_written_captures_it_and_a_later_stop_does_not_again(
+    hooks: Hooks, project: Path
+) -> None:
+    t = ClaudeSession(SESSION)
+    prompt = t.user("which port does staging use?")
+    t.write(project / f"{SESSION}.jsonl")  # no assistant line yet
+    hooks.call("Stop", SESSION, last_assistant_message="Staging listens on 8443.")
+    wait_for(lambda: f"turn:{prompt}" in daily_text(project), what="the entry")
+    assert "8443" in daily_text(project)
+    t.assistant([{"type": "text", "text": "Staging listens on 8443."}], msg_id="msg_01")
+    t.write(project / f"{SESSION}.jsonl")
+    hooks.call("Stop", SESSION, last_assistant_message="Staging listens on 8443.")
+    hooks.stop_engines()
+    hooks.call("Stop", SESSION)  # a new engine: its anchor is the earlier Stop's
+    hooks.call("SessionEnd", SESSION)
+    assert daily_text(project).count(f"session:{SESSION}") == 1
+    assert hooks.failures() == []

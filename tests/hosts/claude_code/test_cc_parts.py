@@ -16,7 +16,7 @@ from helpers import FixedClock, make_project
 from memlane.core.scope import resolve_scope
 from memlane.engine import hook_failures
 from memlane.hosts.claude_code import hook, running
-from memlane.hosts.claude_code.exchange import read_exchange
+from memlane.hosts.claude_code.exchange import read_turn
 from memlane.hosts.claude_code.projects import Projects
 from memlane.hosts.mcp.server import Engine
 from memlane.store.anchor import ANCHOR_RE
@@ -24,8 +24,9 @@ from memlane.store.anchor import ANCHOR_RE
 
 def test_the_exchange_is_the_last_prompt_and_every_answer_after_it(project: Path) -> None:
     turn = write_turn(project, question="why does it need sudo?", answer="It writes to /etc.")
-    exchange = read_exchange(str(project / f"{SESSION}.jsonl"), SESSION)
-    assert exchange is not None
+    found = read_turn(str(project / f"{SESSION}.jsonl"), SESSION)
+    assert found is not None
+    exchange = found.exchange
     assert exchange.user == "why does it need sudo?"
     assert exchange.assistant == "It writes to /etc."
     assert exchange.tools == ("Bash",)
@@ -42,17 +43,38 @@ def test_a_long_transcript_is_read_from_its_tail(project: Path) -> None:
     for n in range(1500):  # a long answer: the prompt is far before the end
         t.assistant([{"type": "text", "text": f"part {n} " + "y" * 200}], msg_id="msg_last")
     path = t.write(project / "long.jsonl")
-    exchange = read_exchange(str(path), SESSION)
-    assert exchange is not None
-    assert exchange.user == "the last question"
-    assert exchange.assistant.startswith("part 0 ")
+    found = read_turn(str(path), SESSION)
+    assert found is not None
+    assert found.exchange.user == "the last question"
+    assert found.exchange.assistant.startswith("part 0 ")
 
 
 def test_a_turn_without_an_answer_yet_is_no_exchange(project: Path) -> None:
     t = ClaudeSession(SESSION)
     t.user("a question")
     path = t.write(project / "t.jsonl")
-    assert read_exchange(str(path), SESSION) is None
+    assert read_turn(str(path), SESSION) is None
+
+
+def test_a_stop_before_the_transcript_holds_the_answer_takes_the_one_it_names(
+    project: Path,
+) -> None:
+    t = ClaudeSession(SESSION)
+    prompt = t.user("is the cache warm?")
+    path = t.write(project / "t.jsonl")
+    early = read_turn(str(path), SESSION, "Yes, it is warm.")
+    assert early is not None
+    assert early.exchange.user == "is the cache warm?"
+    assert early.exchange.assistant == "Yes, it is warm."
+    assert early.exchange.entry_id == prompt  # the anchor's turn: no answer line yet
+    answer = t.assistant([{"type": "text", "text": "Yes, it is warm."}], msg_id="msg_1")
+    t.write(path)
+    late = read_turn(str(path), SESSION, "Yes, it is warm.")
+    assert late is not None
+    assert late.exchange.assistant == "Yes, it is warm."
+    assert late.exchange.entry_id == answer
+    assert late.key == early.key == prompt  # one turn, however much of it each Stop saw
+    assert early.exchange.entry_id in late.ids
 
 
 def test_both_sides_of_the_socket_find_the_same_files(isolated_home: Path) -> None:
@@ -68,8 +90,9 @@ def test_memory_write_over_mcp_is_anchored_to_the_running_claude_code_session(
     monkeypatch.setenv("MEMLANE_EMBEDDING_PROVIDER", "none")
     collection = resolve_scope(project).collection
     transcript = str(project / f"{SESSION}.jsonl")
-    running.note(collection, "older-session", "/tmp/older.jsonl", os.getpid())
-    running.note(collection, SESSION, transcript, os.getpid())
+    claude = running.claude_pid(os.getppid())  # the engine's parent stands for Claude Code
+    running.note(collection, "older-session", "/tmp/older.jsonl", claude)
+    running.note(collection, SESSION, transcript, claude)
     engine = Engine(project, clock=clock)
     try:
         result = engine.call_sync("memory_write", {"text": "the deploy needs the VPN"})
@@ -89,13 +112,32 @@ def test_the_session_claude_code_names_wins_and_an_ended_one_is_gone(
     collection = resolve_scope(project).collection
     running.note(collection, "a", "/tmp/a.jsonl", os.getpid())
     running.note(collection, "b", "/tmp/b.jsonl", os.getpid())
-    assert running.current(collection) == ("b", "/tmp/b.jsonl")
+    assert running.current(collection, parent_pid=os.getpid()) == ("b", "/tmp/b.jsonl")
     monkeypatch.setenv(running.SESSION_ENV, "a")
-    assert running.current(collection) == ("a", "/tmp/a.jsonl")
+    assert running.current(collection, parent_pid=os.getpid()) == ("a", "/tmp/a.jsonl")
     running.ended(collection, "b")
     assert running.current(collection) == ("a", "/tmp/a.jsonl")
     records = json.loads((running.records_dir() / f"{collection}.json").read_text())
     assert set(records["sessions"]) == {"a"}
+
+
+def test_a_server_claude_code_did_not_start_gets_no_claude_code_anchor(
+    project: Path, clock: FixedClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MEMLANE_EMBEDDING_PROVIDER", "none")
+    collection = resolve_scope(project).collection
+    # A live Claude Code session of the project, run by a process that is not the server's parent.
+    running.note(collection, SESSION, str(project / f"{SESSION}.jsonl"), os.getpid())
+    assert running.current(collection, parent_pid=os.getppid()) is None
+    engine = Engine(project, clock=clock)  # its parent is this test's: no Claude Code
+    try:
+        result = engine.call_sync("memory_write", {"text": "the deploy needs the VPN"})
+    finally:
+        engine.close()
+    assert not result.is_error
+    written = "".join(p.read_text() for p in resolve_scope(project).store.glob("*.md"))
+    assert "the deploy needs the VPN" in written
+    assert f"session:{SESSION}" not in written
 
 
 def test_projects_share_one_embedder_but_not_their_writes(tmp_path: Path) -> None:
@@ -139,3 +181,27 @@ def test_a_session_claude_code_names_but_no_hook_reported_finds_its_transcript(
     monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(project))
     collection = resolve_scope(project).collection
     assert running.current(collection) == ("named", str(transcript))
+
+
+def test_a_turn_counts_as_captured_only_once_it_was_queued(project: Path) -> None:
+    from memlane.hosts.claude_code import turns
+    from memlane.hosts.claude_code.events import Events
+
+    projects = Projects()
+    events = Events(projects)
+    try:
+        events.handle(
+            {"hook_event_name": "SessionStart", "session_id": SESSION, "cwd": str(project)}, None
+        )
+        opened = projects.for_session(SESSION, str(project))
+        assert opened is not None
+        session = projects.session(opened, SESSION)
+        assert session is not None
+        # A Stop whose agent_settled raised queued nothing: its retry is no duplicate.
+        assert not turns.already_captured(session, "prompt-uuid", ("prompt-uuid",))
+        assert not turns.already_captured(session, "prompt-uuid", ("prompt-uuid",))
+        turns.queued(SESSION, "prompt-uuid")
+        assert turns.already_captured(session, "prompt-uuid", ("prompt-uuid",))
+    finally:
+        turns.forget_session(SESSION)
+        projects.close()

@@ -16,7 +16,8 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -127,14 +128,21 @@ def _remove_if_unlocked(path: Path) -> None:
 
 def already_written(store: Path, item: Pending) -> bool:
     """Is *item*'s anchor (session and turn) in a daily file of its day or later?"""
+    return anchor_written(store, item.anchor.session, (item.anchor.turn,), item.at)
+
+
+def anchor_written(store: Path, session: str, turns: Collection[str], since: datetime) -> bool:
+    """Is an anchor of *session* with one of *turns* in a daily file of *since*'s day or later?"""
+    if not turns:
+        return False
     marker = re.compile(
         rb"<!--\s*session:"
-        + re.escape(item.anchor.session.encode("utf-8"))
-        + rb"\s+turn:"
-        + re.escape(item.anchor.turn.encode("utf-8"))
-        + rb"\s"
+        + re.escape(session.encode("utf-8"))
+        + rb"\s+turn:(?:"
+        + b"|".join(re.escape(turn.encode("utf-8")) for turn in turns)
+        + rb")\s"
     )
-    first_day = local_time(item.at).date().isoformat()
+    first_day = local_time(since).date().isoformat()
     try:
         names = os.listdir(store)
     except OSError:

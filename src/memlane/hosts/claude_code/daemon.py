@@ -32,17 +32,28 @@ log = logging.getLogger("memlane.claude_code")
 TICK_S = 0.5
 #: Largest hook input accepted (a prompt with a pasted log is large; more is refused).
 MAX_REQUEST_BYTES = 32 * 1024 * 1024
+#: How often an idle engine looks for sessions whose Claude Code process is gone.
+ABANDONED_CHECK_S = 5.0
 #: How long a starting engine waits for the lock an exiting one still holds.
 LOCK_WAIT_S = 3.0
 #: The engine's log is emptied at an engine's start once it is larger than this.
 LOG_MAX_BYTES = 10 * 1024 * 1024
+#: ``daemon.idle_s`` when the configuration cannot be read.
+DEFAULT_IDLE_S = 600.0
 
 
-def _idle_s() -> float:
+def configured_idle_s() -> float:
     from memlane.core.config.layers import load_config
+    from memlane.core.errors import ConfigError
 
-    value = load_config(None).get("daemon.idle_s")
-    return float(value) if isinstance(value, int | float) else 600.0
+    try:
+        value = load_config(None).get("daemon.idle_s")
+    except ConfigError as exc:
+        # An engine that died here would make every hook wait out its limit;
+        # each hook call reports the bad setting instead (its session loads it too).
+        log.error("%s (%s): idle exit after %.0f s", exc.message, exc.hint, DEFAULT_IDLE_S)
+        return DEFAULT_IDLE_S
+    return float(value) if isinstance(value, int | float) else DEFAULT_IDLE_S
 
 
 class Daemon:
@@ -60,6 +71,8 @@ class Daemon:
         self._lock = threading.Lock()
         self._active = 0
         self._last = time.monotonic()
+        self._next_check = self._last + ABANDONED_CHECK_S
+        self._checking: threading.Thread | None = None
 
     def serve(self) -> None:
         self.listener.settimeout(TICK_S)
@@ -73,6 +86,7 @@ class Daemon:
                 if not self.reachable():
                     log.info("%s was removed or replaced: no hook can reach this engine", self.path)
                     return
+                self._end_abandoned()
                 continue
             except OSError:
                 if self.stopping.is_set():
@@ -82,6 +96,24 @@ class Daemon:
                 self._active += 1
                 self._last = time.monotonic()
             threading.Thread(target=self._serve_one, args=(conn,), daemon=True).start()
+
+    def _end_abandoned(self) -> None:
+        """Every ``ABANDONED_CHECK_S``, off the accept loop (an end waits for the
+        project's worker): end the sessions whose Claude Code died without a SessionEnd."""
+        now = time.monotonic()
+        if now < self._next_check or (self._checking is not None and self._checking.is_alive()):
+            return
+        self._next_check = now + ABANDONED_CHECK_S
+        self._checking = threading.Thread(
+            target=self._run_end_abandoned, name="memlane-abandoned", daemon=True
+        )
+        self._checking.start()
+
+    def _run_end_abandoned(self) -> None:
+        try:
+            self.events.end_abandoned()
+        except Exception:
+            log.exception("ending the abandoned sessions failed")
 
     def reachable(self) -> bool:
         """Whether hooks still find this engine's socket (MEMLANE_HOME may have been deleted)."""
@@ -209,7 +241,7 @@ def main() -> int:
     listener.bind(path)
     os.chmod(path, 0o600)
     listener.listen(64)
-    daemon = Daemon(listener, _idle_s(), path)
+    daemon = Daemon(listener, configured_idle_s(), path)
     log.info("serving %s on %s (idle exit after %.0f s)", home, path, daemon.idle_s)
 
     def stop(signum: int, frame: object) -> None:

@@ -8,6 +8,9 @@
 | Stop | the settled exchange read from the transcript → ``Session.agent_settled`` (journaled before the answer) | nothing |
 | SessionEnd | ``Session.shutdown()`` | nothing |
 
+A session whose Claude Code process died without a SessionEnd is ended the
+same way on the engine's idle tick (``end_abandoned``).
+
 A hook of a session the engine does not know (it was started after the
 session began, or restarted) opens it first: ``Session.start`` then also
 writes what a killed engine left in the project's capture journals.
@@ -16,10 +19,9 @@ writes what a killed engine left in the project's capture journals.
 from __future__ import annotations
 
 import logging
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from memlane.hosts.claude_code import running
+from memlane.hosts.claude_code import running, turns
 from memlane.hosts.claude_code.projects import Project, Projects
 
 if TYPE_CHECKING:
@@ -58,11 +60,7 @@ class Events:
         if project is None:
             raise BadHookInput(f"{event} of an unknown session names no cwd")
         if event == "SessionEnd":
-            from memlane.hosts.claude_code.turns import forget_session
-
-            running.ended(project.collection, session_id)
-            self.projects.end(project, session_id)
-            forget_session(session_id)
+            self._end(project, session_id)
             return None
         handler = _HANDLERS.get(event)
         if handler is None:
@@ -74,6 +72,23 @@ class Events:
             return handler(self, project, session, data)
 
         return project.run(job).result()
+
+    def _end(self, project: Project, session_id: str) -> None:
+        running.ended(project.collection, session_id)
+        self.projects.end(project, session_id)
+        turns.forget_session(session_id)
+
+    def end_abandoned(self) -> None:
+        """End the sessions whose Claude Code process is gone without a SessionEnd
+        (killed, crashed): their captures are written now, not when the engine exits."""
+        from memlane.store.leftovers import pid_alive
+
+        for project, session_id in self.projects.every_session():
+            pid = running.recorded_pid(project.collection, session_id)
+            if pid is None or pid_alive(pid):
+                continue
+            log.info("session %s: Claude Code (pid %d) is gone: ending it", session_id[:8], pid)
+            self._end(project, session_id)
 
     def _session(self, project: Project, session_id: str, data: dict[str, Any]) -> Session:
         """The open session, or a new one (on the project's worker thread)."""
@@ -88,6 +103,7 @@ class Events:
                 transcript_path=_str(data, "transcript_path"),
             )
             self.projects.opened(project, session)
+            turns.opened(session_id)
         return session
 
     # -- events (on the project's worker thread) ------------------------------------------
@@ -116,27 +132,24 @@ class Events:
         }
 
     def stop(self, project: Project, session: Session, data: dict[str, Any]) -> None:
-        from memlane.hosts.claude_code.exchange import read_exchange
-        from memlane.hosts.claude_code.turns import already_captured
+        from memlane.hosts.claude_code.exchange import read_turn
 
         transcript = _str(data, "transcript_path") or session.transcript_path
         if transcript is None:
             return None
-        exchange = read_exchange(transcript, session.session_id)
-        turn = exchange.entry_id if exchange is not None else None
-        if exchange is None or turn is None:
+        # Claude Code names the final answer in the Stop input (2.1): one its
+        # transcript does not hold yet is still part of the exchange.
+        turn = read_turn(transcript, session.session_id, _str(data, "last_assistant_message"))
+        if turn is None:
             return None
-        last = _str(data, "last_assistant_message")
-        if last and last.strip() not in exchange.assistant:
-            # Claude Code names the final answer in the Stop input (2.1): one
-            # its transcript does not hold yet is still part of the exchange.
-            joined = f"{exchange.assistant}\n\n{last.strip()}".strip()
-            exchange = replace(exchange, assistant=joined)
-        if already_captured(session, turn):
-            log.info("Stop again for turn %s: already captured", turn)
+        if turns.already_captured(session, turn.key, turn.ids):
+            log.info("Stop again for turn %s: already captured", turn.key)
             return None
-        queued = session.agent_settled(exchange)
-        log.info("turn %s: %s", turn, queued.to_json())
+        queued = session.agent_settled(turn.exchange)
+        if queued.queued:
+            # Only now: a Stop that raised, or found no answer yet, is tried again.
+            turns.queued(session.session_id, turn.key)
+        log.info("turn %s: %s", turn.key, queued.to_json())
         return None
 
     def pre_compact(self, project: Project, session: Session, data: dict[str, Any]) -> None:

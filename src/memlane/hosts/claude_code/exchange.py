@@ -5,8 +5,13 @@ reply sharing ``message.id`` (transcripts/claude.py reads each line). The
 exchange a Stop hook settles is the last real user prompt (not a tool
 result, not harness chatter, not a subagent's) and every assistant text of
 the main conversation after it; ``tools`` names the tools called meanwhile
-and ``entry_id`` is the uuid of the last assistant line, the same for every
-Stop of that turn.
+and ``entry_id`` is the uuid of the last assistant line (the anchor's
+turn). The final answer Claude Code names in the Stop input
+(``last_assistant_message``) is part of the exchange even when the
+transcript does not hold it yet, and then the prompt alone is enough: the
+exchange is that prompt and that answer, anchored to the prompt's uuid.
+A turn is known by its prompt's uuid (``Turn.key``), the same for every
+Stop of it however much of the answer each one saw.
 
 Only the file's tail is read (doubled until it holds the prompt): a long
 session's transcript reaches hundreds of megabytes.
@@ -15,6 +20,7 @@ session's transcript reaches hundreds of megabytes.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 from memlane.core.types import Exchange
@@ -26,8 +32,22 @@ from memlane.transcripts.jsonl import TRANSCRIPT_MAX_BYTES, open_transcript, par
 TAIL_BYTES = 256 * 1024
 
 
-def read_exchange(transcript_path: str, session_id: str) -> Exchange | None:
-    """The last settled exchange of *transcript_path*, or None when there is none."""
+@dataclass(frozen=True)
+class Turn:
+    """The settled exchange of one turn and the ids it is known by."""
+
+    exchange: Exchange
+    #: The prompt line's uuid: the same for every Stop of the turn.
+    key: str
+    #: Every uuid of the turn (prompt and answer lines): an earlier Stop's anchor is one of them.
+    ids: tuple[str, ...]
+
+
+def read_turn(
+    transcript_path: str, session_id: str, last_assistant: str | None = None
+) -> Turn | None:
+    """The last settled turn of *transcript_path* (with *last_assistant*, the
+    final answer the Stop input names), or None when there is none."""
     path = Path(transcript_path)
     with open_transcript(path) as handle:
         size = os.fstat(handle.fileno()).st_size
@@ -39,7 +59,7 @@ def read_exchange(transcript_path: str, session_id: str) -> Exchange | None:
             if start > 0:
                 data = data[data.find(b"\n") + 1 :]  # the first line may be cut
             messages = _messages(data)
-            found = _exchange(messages, session_id, str(path.absolute()))
+            found = _turn(messages, session_id, str(path.absolute()), last_assistant)
             if found is not None or start == 0 or tail >= TRANSCRIPT_MAX_BYTES:
                 return found
             tail *= 2
@@ -57,7 +77,9 @@ def _messages(data: bytes) -> list[m.Message]:
     return out
 
 
-def _exchange(messages: list[m.Message], session_id: str, transcript: str) -> Exchange | None:
+def _turn(
+    messages: list[m.Message], session_id: str, transcript: str, last_assistant: str | None
+) -> Turn | None:
     last_user = None
     for i in range(len(messages) - 1, -1, -1):
         if messages[i].role == m.USER and messages[i].text.strip():
@@ -65,23 +87,28 @@ def _exchange(messages: list[m.Message], session_id: str, transcript: str) -> Ex
             break
     if last_user is None:
         return None
+    prompt = messages[last_user]
     texts: list[str] = []
     tools: list[str] = []
-    entry_id = None
+    ids = [prompt.entry_id]
     for message in messages[last_user + 1 :]:
         if message.role != m.ASSISTANT:
             continue
-        entry_id = message.entry_id
+        ids.append(message.entry_id)
         if message.text.strip():
             texts.append(message.text.strip())
         tools.extend(str(call.name) for call in message.calls if isinstance(call.name, str))
-    if entry_id is None:
-        return None
-    return Exchange(
-        user=messages[last_user].text,
+    last = (last_assistant or "").strip()
+    if last and last not in "\n\n".join(texts):
+        texts.append(last)  # the final answer the transcript does not hold yet
+    if len(ids) == 1 and not last:
+        return None  # no answer yet
+    exchange = Exchange(
+        user=prompt.text,
         assistant="\n\n".join(texts),
-        entry_id=entry_id,
+        entry_id=ids[-1],
         session_id=session_id,
         transcript_path=transcript,
         tools=tuple(tools),
     )
+    return Turn(exchange, prompt.entry_id, tuple(ids))

@@ -127,10 +127,10 @@ def _connect(path: str, timeout_s: float) -> _socket.socket | None:
     return sock
 
 
-def _spawn_engine(home: str) -> None:
+def _spawn_engine(home: str) -> int:
     """Start the engine detached: its own session, stdio to its log, this
     environment (plus the package this file belongs to on PYTHONPATH, so the
-    engine runs the same memlane as this hook)."""
+    engine runs the same memlane as this hook). Its pid."""
     directory = engine_dir(home)
     os.makedirs(directory, mode=0o700, exist_ok=True)
     # The engine outlives the session that starts it and serves the others:
@@ -147,19 +147,28 @@ def _spawn_engine(home: str) -> None:
     ]
     argv = [sys.executable, "-m", ENGINE_MODULE]
     try:
-        os.posix_spawn(sys.executable, argv, env, file_actions=actions, setsid=True)
+        return os.posix_spawn(sys.executable, argv, env, file_actions=actions, setsid=True)
     except NotImplementedError:  # a platform without POSIX_SPAWN_SETSID
         import subprocess
 
         with open(log, "ab") as out:
-            subprocess.Popen(
+            return subprocess.Popen(
                 argv,
                 env=env,
                 stdin=subprocess.DEVNULL,
                 stdout=out,
                 stderr=out,
                 start_new_session=True,
-            )
+            ).pid
+
+
+def _exited(pid: int) -> bool:
+    """Whether the engine this hook started has exited (it is this process's child)."""
+    try:
+        done, _ = os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        return True
+    return done != 0
 
 
 def _engine(home: str, deadline: float) -> _socket.socket | None:
@@ -189,19 +198,38 @@ def _engine(home: str, deadline: float) -> _socket.socket | None:
         sock = _connect(path, deadline - time.monotonic())
         if sock is not None:
             return sock
-        _spawn_engine(home)
+        pid = _spawn_engine(home)
         while time.monotonic() < deadline:
             time.sleep(POLL_S)
             sock = _connect(path, deadline - time.monotonic())
             if sock is not None:
                 return sock
+            if _exited(pid):
+                # Waiting out the limit would only make the failure look slow.
+                log = os.path.join(directory, "engine.log")
+                raise RuntimeError(f"the engine exited at start: see {log}")
         return None
     finally:
         os.close(fd)
 
 
+class EngineGone(RuntimeError):
+    """The engine closed the connection without an answer (it was exiting, say)."""
+
+
 def _ask(home: str, request: bytes, deadline: float) -> bytes:
-    """The engine's answer: the bytes to print."""
+    """The engine's answer: the bytes to print, asking a second time when the
+    engine went away with the call (one exiting may still accept it). Asking
+    again is safe: the engine ignores a Stop of a turn it has."""
+    try:
+        return _ask_once(home, request, deadline)
+    except (EngineGone, ConnectionResetError, BrokenPipeError):
+        if time.monotonic() >= deadline:
+            raise
+    return _ask_once(home, request, deadline)
+
+
+def _ask_once(home: str, request: bytes, deadline: float) -> bytes:
     sock = _engine(home, deadline)
     if sock is None:
         raise TimeoutError("no engine answered in time")
@@ -222,7 +250,7 @@ def _ask(home: str, request: bytes, deadline: float) -> bytes:
         return body
     if status == b"error":
         raise RuntimeError(body.decode("utf-8", "replace"))
-    raise RuntimeError("the engine closed the connection without an answer")
+    raise EngineGone("the engine closed the connection without an answer")
 
 
 def field(raw: bytes, key: bytes) -> bytes | None:

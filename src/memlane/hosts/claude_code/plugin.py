@@ -27,13 +27,14 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
+import math
 import shutil
 import sys
 from pathlib import Path
 from typing import Any
 
 from memlane.core.atomic import write_atomic
+from memlane.hosts.claude_code.hook import LIMITS_S
 
 PLUGIN_NAME = "memlane"
 MARKETPLACE_NAME = "memlane"
@@ -50,6 +51,15 @@ MEMLANE_PLACEHOLDER = "@MEMLANE@"
 STATIC_DIR = Path(__file__).with_name("plugin")
 HOOK_SCRIPT = Path(__file__).with_name("hook.py")
 
+#: Seconds Claude Code gives a hook above the client's own limit for it.
+TIMEOUT_MARGIN_S = 2
+_MATCHERS: dict[str, str | None] = {
+    "SessionStart": "startup|resume|clear|compact",
+    "UserPromptSubmit": None,
+    "Stop": None,
+    "PreCompact": None,
+    "SessionEnd": None,
+}
 #: (event, matcher, timeout in seconds). Claude Code's timeouts are a safety
 #: net above the hook client's own limits (hook.py's LIMITS_S, engine start
 #: included), so Claude Code never has to kill a hook; it waits for SessionEnd
@@ -57,12 +67,9 @@ HOOK_SCRIPT = Path(__file__).with_name("hook.py")
 #: cancels an ``async`` hook when ``claude -p`` ends, tens of milliseconds
 #: after moving it to the background, which would lose the capture; the Stop
 #: client only journals the exchange and returns (docs/adr/0018-claude-code-install.md).
-HOOK_EVENTS: tuple[tuple[str, str | None, int], ...] = (
-    ("SessionStart", "startup|resume|clear|compact", 10),
-    ("UserPromptSubmit", None, 5),
-    ("Stop", None, 15),
-    ("PreCompact", None, 8),
-    ("SessionEnd", None, 20),
+HOOK_EVENTS: tuple[tuple[str, str | None, int], ...] = tuple(
+    (event, matcher, math.ceil(LIMITS_S[event]) + TIMEOUT_MARGIN_S)
+    for event, matcher in _MATCHERS.items()
 )
 
 
@@ -72,13 +79,6 @@ def hook_command(python: str | None = None, script: Path | None = None) -> str:
 
     exe = python or str(Path(sys.executable).absolute())
     return f"{shlex.quote(exe)} -I -S {shlex.quote(str((script or HOOK_SCRIPT).absolute()))}"
-
-
-def is_memlane_hook(command: Any) -> bool:
-    """Whether a hook command is memlane's (whichever Python or install it names)."""
-    return isinstance(command, str) and command.rstrip("'\" ").endswith(
-        os.path.join("claude_code", "hook.py")
-    )
 
 
 def hook_groups(command: str) -> dict[str, list[dict[str, Any]]]:

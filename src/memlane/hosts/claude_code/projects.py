@@ -168,6 +168,11 @@ class Projects:
             projects = list(self._projects.values())
         return any(s.pending_captures for p in projects for s in list(p.sessions.values()))
 
+    def every_session(self) -> list[tuple[Project, str]]:
+        """(project, session id) of every open session."""
+        with self._lock:
+            return [(project, session_id) for session_id, project in self._by_session.items()]
+
     def open_sessions(self) -> int:
         with self._lock:
             return len(self._by_session)

@@ -6,8 +6,10 @@ session (``session:<id> transcript:<path>``) so ``memory_transcript`` can
 follow it. The engine records each session its hooks report, per project,
 with the pid of the Claude Code process that ran the hook. The MCP server
 picks, in order: the session named by ``CLAUDE_CODE_SESSION_ID`` when
-Claude Code sets it; the latest session of the Claude Code process that
-started the server (its parent); the latest live session of the project.
+Claude Code sets it and a hook recorded it running; the latest session of
+the Claude Code process that started the server (its parent); the session
+``CLAUDE_CODE_SESSION_ID`` names, its transcript found where Claude Code
+keeps them; else none (a server another MCP client started anchors nothing).
 Claude Code 2.1 sets ``CLAUDE_CODE_SESSION_ID`` in the environment of the
 MCP servers it starts (and runs hooks through ``sh``, so a hook's parent is
 a shell whose parent is Claude Code).
@@ -97,6 +99,15 @@ def note(collection: str, session_id: str, transcript: str | None, pid: int | No
         _save(collection, alive)
 
 
+def recorded_pid(collection: str, session_id: str) -> int | None:
+    """The Claude Code process recorded for *session_id* (this engine's note first:
+    the file drops dead processes' sessions whenever another session is noted)."""
+    with _lock:
+        noted = _noted.get((collection, session_id))
+    pid = noted[1] if noted is not None else _read(collection).get(session_id, {}).get("pid")
+    return pid if isinstance(pid, int) else None
+
+
 def ended(collection: str, session_id: str) -> None:
     with _lock:
         _noted.pop((collection, session_id), None)
@@ -113,28 +124,33 @@ def _save(collection: str, sessions: dict[str, dict[str, Any]]) -> None:
 
 
 def current(collection: str, *, parent_pid: int | None = None) -> tuple[str, str | None] | None:
-    """(session id, transcript path) of the Claude Code session this process serves, or None."""
-    sessions = _read(collection)
-    wanted = os.environ.get(SESSION_ENV)
-    if wanted and wanted in sessions:
-        return wanted, sessions[wanted].get("transcript")
-    if wanted:
-        # Claude Code names its session but no hook reported it (hooks not
-        # installed, or not run yet): its transcript is where Claude Code keeps them.
-        from memlane.transcripts.locate import claude_project_dir
+    """(session id, transcript path) of the Claude Code session this process serves, or None.
 
-        cwd = os.environ.get("CLAUDE_PROJECT_DIR") or os.getcwd()
-        transcript = claude_project_dir(cwd) / f"{wanted}.jsonl"
-        return wanted, str(transcript) if transcript.is_file() else None
-    live = [
-        (float(v.get("seen") or 0), k, v)
+    None for a process Claude Code did not start (its parent is none of the
+    recorded Claude Code processes and ``CLAUDE_CODE_SESSION_ID`` is unset):
+    another MCP client's entry must not pass for part of a Claude Code session.
+    """
+    sessions = _read(collection)
+    live = {
+        k: v
         for k, v in sessions.items()
         if not isinstance(v.get("pid"), int) or pid_alive(v["pid"])
-    ]
-    if not live:
-        return None
+    }
+    wanted = os.environ.get(SESSION_ENV)
+    if wanted and wanted in live:
+        return wanted, live[wanted].get("transcript")
     if parent_pid is not None:
-        mine = [item for item in live if item[2].get("pid") == claude_pid(parent_pid)]
-        live = mine or live
-    _, session_id, record = max(live, key=lambda item: item[0])
-    return session_id, record.get("transcript")
+        claude = claude_pid(parent_pid)
+        mine = [(float(v.get("seen") or 0), k) for k, v in live.items() if v.get("pid") == claude]
+        if mine:
+            _, session_id = max(mine)
+            return session_id, live[session_id].get("transcript")
+    if not wanted:
+        return None
+    # Claude Code names its session but no hook reported it (hooks not
+    # installed, or not run yet): its transcript is where Claude Code keeps them.
+    from memlane.transcripts.locate import claude_project_dir
+
+    cwd = os.environ.get("CLAUDE_PROJECT_DIR") or os.getcwd()
+    transcript = claude_project_dir(cwd) / f"{wanted}.jsonl"
+    return wanted, str(transcript) if transcript.is_file() else None
