@@ -246,3 +246,16 @@ def test_a_stop_before_the_answer_is_written_captures_it_and_a_later_stop_does_n
     hooks.call("SessionEnd", SESSION)
     assert daily_text(project).count(f"session:{SESSION}") == 1
     assert hooks.failures() == []
+
+
+def test_a_new_session_starts_with_the_settings_as_they_are_now(
+    hooks: Hooks, isolated_home: Path
+) -> None:
+    """The engine outlives sessions: settings changed between two sessions apply to the next."""
+    first = hooks.call("SessionStart", SESSION, source="startup")
+    assert first is not None and "capture off" not in first["systemMessage"]
+    hooks.call("SessionEnd", SESSION, reason="prompt_input_exit")
+    (isolated_home / "config.toml").write_text("[capture]\nenabled = false\n")
+    second = hooks.call("SessionStart", "7e1f0a2b-2222-4333-8444-a55566667777", source="startup")
+    assert second is not None and "capture off" in second["systemMessage"], second
+    assert len(engine_pids(hooks.home)) == 1  # the same engine, the project opened again

@@ -78,25 +78,37 @@ class Projects:
         return self.for_dir(cwd) if cwd else None
 
     def for_dir(self, cwd: str) -> Project:
+        """The project of *cwd*, opened on first use.
+
+        A project with no open session is opened again when its settings
+        changed since (the engine outlives sessions: a new session must start
+        with the configuration as it is now, as it would under pi). This runs
+        only for a session the engine does not know yet, never per prompt.
+        """
         from memlane.core.config.layers import load_config
         from memlane.core.scope import resolve_scope
         from memlane.engine.project import Memory
 
         directory = str(Path(cwd).resolve())
         with self._lock:
-            collection = self._by_dir.get(directory)
-            if collection is not None:
-                return self._projects[collection]
-        scope = resolve_scope(directory)
+            known = self._projects.get(self._by_dir.get(directory, ""))
+        scope = known.memory.scope if known is not None else resolve_scope(directory)
         config = load_config(scope.repository_dir)
+        stale: Project | None = None
         with self._lock:
             project = self._projects.get(scope.collection)
+            idle = project is not None and not project.sessions and not self._ending
+            if project is not None and idle and project.memory.config != config:
+                log.info("settings of %s changed: opening it again", scope.collection)
+                stale, project = self._projects.pop(scope.collection), None
             if project is None:
                 parts = self._shared_parts(config.embedding)
                 memory = Memory(scope, config, clock=self.clock, _parts=parts)
                 project = self._projects[scope.collection] = Project(memory)
             self._by_dir[directory] = scope.collection
-            return project
+        if stale is not None:
+            stale.close()
+        return project
 
     def _shared_parts(self, embedding: object) -> SharedParts:
         """Projects with the same embedding settings share one loaded model."""
