@@ -79,14 +79,19 @@ echo '{"type": "result", "is_error": false, "result": "- distilled by claude hai
 """
 
 
-def test_inside_claude_code_auto_distils_with_claude(
-    project: Path, clock: FixedClock, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.fixture
+def fake_claude(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """FAKE_CLAUDE as the only `claude` on PATH."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     (bin_dir / "claude").write_text(FAKE_CLAUDE)
     (bin_dir / "claude").chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
+    return bin_dir / "claude"
+
+
+@pytest.mark.usefixtures("fake_claude")
+def test_inside_claude_code_auto_distils_with_claude(project: Path, clock: FixedClock) -> None:
     mem = open_memory(project, clock=clock, MEMLANE_TOPICS_ENABLED="off")
     session = Session.open(mem, host="claude-code", session_id="s-cc")
     assert session.llm is not None and session.llm.name == "claude-code/haiku"
@@ -97,14 +102,10 @@ def test_inside_claude_code_auto_distils_with_claude(
     assert capture_llm == "claude-code/haiku"
 
 
+@pytest.mark.usefixtures("fake_claude")
 def test_inside_claude_code_a_surfacing_model_never_starts_claude_per_prompt(
-    project: Path, clock: FixedClock, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    project: Path, clock: FixedClock
 ) -> None:
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    (bin_dir / "claude").write_text(FAKE_CLAUDE)
-    (bin_dir / "claude").chmod(0o755)
-    monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
     mem = open_memory(project, clock=clock, MEMLANE_AUTO_SURFACING_MODEL="claude-haiku-4-5")
     session = Session.open(mem, host="claude-code", session_id="s-cc")
     try:

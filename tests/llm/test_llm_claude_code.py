@@ -93,7 +93,9 @@ def test_without_claude_on_path_there_is_no_llm_and_status_says_how_to_configure
     assert resolve_llm(settings, host_available=False, host=CLAUDE_CODE, env=_env(None)) is None
     line = describe_llm(settings, False, host=CLAUDE_CODE, env=_env(None))
     assert line == f"none ({NOT_FOUND_HINT})"
-    assert 'llm.provider = "command"' in line and "claude -p --model haiku" in line
+    assert "on PATH" in line and 'llm.provider = "anthropic"' in line
+    # a plain command would run claude without the child's flags (hooks, MCP, transcript)
+    assert 'llm.provider = "command"' not in line
 
 
 @pytest.mark.parametrize(

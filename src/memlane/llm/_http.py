@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import threading
-from abc import ABC, abstractmethod
+from abc import abstractmethod
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 from memlane.core.errors import ConfigError, LlmError
 from memlane.llm._deadline import Cancelled, call_with_deadline, timed_out
 from memlane.llm._text import display_url, exception_reason, one_line, scrub
-from memlane.llm.base import DEFAULT_MAX_TOKENS, Usage
+from memlane.llm.base import DEFAULT_MAX_TOKENS, CompletesWithUsage, Usage
 from memlane.llm.sse import SseDecoder, looks_like_sse
 
 if TYPE_CHECKING:
@@ -69,7 +69,7 @@ def checked_base_url(base_url: str) -> str:
     return base_url.strip().rstrip("/")
 
 
-class HttpLLM(ABC):
+class HttpLLM(CompletesWithUsage):
     """One pooled ``httpx.Client`` per provider; ``complete`` is thread-safe."""
 
     provider: str = ""
@@ -116,19 +116,6 @@ class HttpLLM(ABC):
     @property
     def name(self) -> str:
         return f"{self.provider}/{self.model}"
-
-    def complete(
-        self,
-        system: str,
-        prompt: str,
-        *,
-        max_tokens: int = DEFAULT_MAX_TOKENS,
-        timeout_s: float | None = None,
-    ) -> str:
-        answer, _usage = self.complete_with_usage(
-            system, prompt, max_tokens=max_tokens, timeout_s=timeout_s
-        )
-        return answer
 
     def complete_with_usage(
         self,

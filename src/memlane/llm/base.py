@@ -14,6 +14,7 @@ reports and estimates the rest.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -57,6 +58,34 @@ class ReportsUsage(Protocol):
     """A provider that can say what a call cost; ``usage`` is None when this
     answer did not say (a server that omits it)."""
 
+    def complete_with_usage(
+        self,
+        system: str,
+        prompt: str,
+        *,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+        timeout_s: float | None = None,
+    ) -> tuple[str, Usage | None]: ...
+
+
+class CompletesWithUsage(ABC):
+    """A provider that reports usage: ``complete`` is ``complete_with_usage``
+    without the usage, written once for all of them."""
+
+    def complete(
+        self,
+        system: str,
+        prompt: str,
+        *,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+        timeout_s: float | None = None,
+    ) -> str:
+        answer, _usage = self.complete_with_usage(
+            system, prompt, max_tokens=max_tokens, timeout_s=timeout_s
+        )
+        return answer
+
+    @abstractmethod
     def complete_with_usage(
         self,
         system: str,

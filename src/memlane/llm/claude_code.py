@@ -37,7 +37,7 @@ from memlane.core.errors import LlmError
 from memlane.core.paths import memlane_home
 from memlane.llm._http import token_count
 from memlane.llm._text import one_line
-from memlane.llm.base import DEFAULT_MAX_TOKENS, Usage
+from memlane.llm.base import DEFAULT_MAX_TOKENS, CompletesWithUsage, Usage
 from memlane.llm.command import CommandLLM, exit_reason
 from memlane.llm.defaults import CLAUDE_CODE_MODEL as DEFAULT_MODEL
 
@@ -57,7 +57,7 @@ CHILD_FLAGS = (
 WORKDIR = "claude-code-llm"
 
 
-class ClaudeCodeLLM(CommandLLM):
+class ClaudeCodeLLM(CompletesWithUsage, CommandLLM):
     failure_hint = (
         "check that `claude -p` works in a terminal (logged in), or configure [llm] "
         "(`memlane config list`)"
@@ -66,19 +66,6 @@ class ClaudeCodeLLM(CommandLLM):
     @property
     def name(self) -> str:
         return f"claude-code/{self.model or DEFAULT_MODEL}"
-
-    def complete(
-        self,
-        system: str,
-        prompt: str,
-        *,
-        max_tokens: int = DEFAULT_MAX_TOKENS,
-        timeout_s: float | None = None,
-    ) -> str:
-        answer, _usage = self.complete_with_usage(
-            system, prompt, max_tokens=max_tokens, timeout_s=timeout_s
-        )
-        return answer
 
     def complete_with_usage(
         self,
