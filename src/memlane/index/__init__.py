@@ -9,6 +9,9 @@ from memlane.index.protocol import (
     IndexBackend,
     IndexBusyError,
     IndexedChunk,
+    IndexSchemaError,
+    IndexUnavailableError,
+    NotesIndex,
     ScoredChunk,
     SearchFilters,
 )
@@ -19,7 +22,10 @@ __all__ = [
     "HybridIndex",
     "IndexBackend",
     "IndexBusyError",
+    "IndexSchemaError",
+    "IndexUnavailableError",
     "IndexedChunk",
+    "NotesIndex",
     "ScoredChunk",
     "SearchFilters",
 ]

@@ -14,7 +14,7 @@ a backend; the backend never reads markdown and never embeds.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
@@ -38,6 +38,19 @@ class IndexBusyError(MemlaneError):
     Callers degrade (skip this index pass, retry later); nothing is lost
     because the index is rebuildable from markdown.
     """
+
+
+class IndexUnavailableError(MemlaneError):
+    """The index backend cannot be reached or used right now (an unreachable
+    Milvus URI, a refused token, a collection memlane cannot use).
+
+    Nothing written to the store is lost: writes go to markdown, searches
+    say the index is unavailable, and the next index run catches up.
+    """
+
+
+class IndexSchemaError(IndexUnavailableError):
+    """An existing collection's schema is not memsearch's (memlane cannot use it)."""
 
 
 @dataclass(frozen=True)
@@ -193,4 +206,29 @@ class IndexBackend(HybridIndex[ScoredChunk, Chunk], Protocol):
 
     def remove_files(self, sources: Iterable[str]) -> int:
         """Drop every chunk and file record of ``sources``; returns chunks removed."""
+        ...
+
+
+@runtime_checkable
+class NotesIndex(IndexBackend, Protocol):
+    """What the engine holds as a project's notes index, on any backend
+    (``sqlite.notes.SqliteIndex``, ``milvus.notes.MilvusIndex``)."""
+
+    #: Set when the index found it had to start over (a damaged file, a
+    #: collection dropped elsewhere); the engine re-indexes and says so once.
+    rebuilt_reason: str | None
+
+    @property
+    def backend(self) -> str:
+        """ "sqlite" or "milvus"."""
+        ...
+
+    def pop_rebuilt_reason(self) -> str | None: ...
+
+    def vector_of(self, chunk_hash: str) -> np.ndarray | None: ...
+
+    def get_indexed(self, chunk_hash: str) -> IndexedChunk | None: ...
+
+    def export(self, batch: int = 512) -> Iterator[list[tuple[IndexedChunk, np.ndarray | None]]]:
+        """Every stored chunk with its vector (None when it has none yet), in batches."""
         ...
