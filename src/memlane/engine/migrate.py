@@ -138,7 +138,8 @@ class ReusedVectors:
         return matrix
 
     def embed_query(self, text: str) -> Vectors:
-        return self.embed([text])[0]
+        row: Vectors = self.embed([text])[0]
+        return row
 
 
 def _known_vectors(source: NotesIndex) -> dict[bytes, np.ndarray]:
