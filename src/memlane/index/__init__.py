@@ -1,5 +1,6 @@
 """Indexes behind one protocol (``protocol.HybridIndex``; the notes index's
-``protocol.IndexBackend``): SQLite backends (``sqlite/``), the search legs
+``protocol.IndexBackend``): SQLite backends (``sqlite/``), the Milvus notes
+index (``milvus/``), the search legs
 (``legs/``), the memsearch state file (``state``)."""
 
 from memlane.index.protocol import (

@@ -2,7 +2,8 @@
 
 ``HybridIndex`` is the one protocol every index satisfies: the notes index
 (``sqlite.notes.SqliteIndex``), the sessions index
-(``sqlite.sessions.SessionStore``) and a Milvus backend next. It covers
+(``sqlite.sessions.SessionStore``) and the Milvus notes index
+(``milvus.notes.MilvusIndex``). It covers
 what the engine asks of any index: bind a model, search (BM25 + vectors,
 fused, scored in [0, 1]), read one item, count, stats, fill the vectors
 still missing, close. ``IndexBackend`` adds what the notes indexer needs to
@@ -41,16 +42,18 @@ class IndexBusyError(MemlaneError):
 
 
 class IndexUnavailableError(MemlaneError):
-    """The index backend cannot be reached or used right now (an unreachable
-    Milvus URI, a refused token, a collection memlane cannot use).
+    """The index backend cannot be reached or used right now: an unreachable
+    server, a refused token, a database path that is not one.
 
-    Nothing written to the store is lost: writes go to markdown, searches
-    say the index is unavailable, and the next index run catches up.
+    Defined here, not in the backend, so the engine can catch it without
+    importing the backend's client library. Search degrades to "the index is
+    unavailable"; nothing written to the markdown store is lost.
     """
 
 
 class IndexSchemaError(IndexUnavailableError):
-    """An existing collection's schema is not memsearch's (memlane cannot use it)."""
+    """An existing collection's schema is not one memlane can use (another
+    tool's collection under the same name)."""
 
 
 @dataclass(frozen=True)
