@@ -20,9 +20,9 @@ from _builders import DIM, MODEL
 pytest.importorskip("pymilvus")
 pytest.importorskip("milvus_lite")
 
-from _lite import open_index  # noqa: E402
+from _lite import open_index
 
-from memlane.index.milvus.notes import MilvusIndex  # noqa: E402
+from memlane.index.milvus.notes import MilvusIndex
 
 _names = itertools.count()
 

@@ -39,7 +39,11 @@ def fill(index: MilvusIndex | SqliteIndex, root: Path) -> dict[str, str]:
     for i, (name, text) in enumerate(DOCS.items()):
         kind: Kind = "topic" if name == "invoice" else "journal"
         record, chunks = make_file(
-            source_of(root, i, name), [text], kind=kind, date=f"2026-01-0{i + 1}", session=f"s{i % 2}"
+            source_of(root, i, name),
+            [text],
+            kind=kind,
+            date=f"2026-01-0{i + 1}",
+            session=f"s{i % 2}",
         )
         index.replace_file(record, chunks, vectors_for(chunks))
         hashes[name] = chunks[0].chunk.chunk_hash
@@ -61,7 +65,9 @@ def corpus(
 
 def searcher(lite_db: Path, corpus: tuple[Path, str, dict[str, str]], fusion: str) -> MilvusIndex:
     root, name, _ = corpus
-    index = open_index(lite_db, name, root / f"ledger-{fusion}.sqlite", IndexSettings(fusion=fusion))
+    index = open_index(
+        lite_db, name, root / f"ledger-{fusion}.sqlite", IndexSettings(fusion=fusion)
+    )
     index.ensure_model(MODEL, DIM)
     return index
 

@@ -98,7 +98,9 @@ def test_export_yields_every_row_with_its_vector_then_pending(
         if item.chunk.chunk_hash in vectors:
             assert vector is not None
             assert np.allclose(vector, vectors[item.chunk.chunk_hash], atol=1e-6)
-            assert item.chunk == next(c.chunk for c in chunks if c.chunk.chunk_hash == item.chunk.chunk_hash)
+            assert item.chunk == next(
+                c.chunk for c in chunks if c.chunk.chunk_hash == item.chunk.chunk_hash
+            )
         else:
             assert vector is None
 
