@@ -93,6 +93,7 @@ class CollectionAccess:
                 properties[schema.MODEL_PROPERTY] = model
             self._set_properties(client, properties)
             self._ledger.set_meta(**{META_EPOCH: epoch})
+            self._conn.written(name)
             self._dimension = create_dimension
             client.load_collection(collection_name=name)
             return True
@@ -125,7 +126,12 @@ class CollectionAccess:
         self._forget_caches()
 
     def _forget_caches(self) -> None:
-        """Hook: the collection's contents changed under this object."""
+        """Hook: the collection's contents changed (search caches go)."""
+
+    def _written(self) -> None:
+        """This object changed the collection (in or right after an operation)."""
+        self._conn.written(self.collection)
+        self._forget_caches()
 
     def _set_properties(self, client: Any, properties: Mapping[str, str]) -> bool:
         """Collection properties where the server keeps them (Lite 3.x does)."""
