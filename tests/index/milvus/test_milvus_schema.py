@@ -10,6 +10,7 @@ import pytest
 from _builders import DIM, MODEL, make_file, src, vectors_for
 from _lite import open_index, raw_client
 
+from memlane.index.milvus import schema
 from memlane.index.protocol import (
     DimensionMismatchError,
     IndexSchemaError,
@@ -156,4 +157,15 @@ def test_a_collection_dropped_by_another_tool_is_rebuilt(
     assert "dropped by another tool" in reason
     assert index.pop_rebuilt_reason() is None
     assert index.files() == {}
+
+    # Written again, then dropped and created anew by another tool.
+    index.replace_file(record, chunks, vectors_for(chunks))
+    with raw_client(lite_db) as client:
+        client.drop_collection(collection_name=collection)
+        schema.create(client, collection, DIM)
+    assert index.files() == {}
+    reason = index.pop_rebuilt_reason()
+    assert reason is not None
+    assert "recreated by another tool" in reason
+    assert index.count() == 0
     index.close()

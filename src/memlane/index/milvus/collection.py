@@ -102,16 +102,17 @@ class CollectionAccess:
         properties = description.get("properties") or {}
         stored_epoch = properties.get(EPOCH_PROPERTY)
         known = self._ledger.meta(META_EPOCH)
-        if stored_epoch is not None:
-            epoch = str(stored_epoch)
-        else:
+        epoch: str | None = str(stored_epoch) if stored_epoch is not None else None
+        if epoch is None:
             # Created by another tool (memsearch): give it an epoch so a
-            # later drop and recreate is noticed.
+            # later drop and recreate is noticed. A server that keeps no
+            # properties gets no such check (the ledger is then trusted).
             epoch = secrets.token_hex(8)
-            self._set_properties(client, {EPOCH_PROPERTY: epoch})
-        if known is not None and known != epoch:
+            if not self._set_properties(client, {EPOCH_PROPERTY: epoch}):
+                epoch = None
+        if epoch is not None and known is not None and known != epoch:
             self._lost(f"the collection {name} was recreated by another tool")
-        if known != epoch:
+        if epoch is not None and known != epoch:
             self._ledger.set_meta(**{META_EPOCH: epoch})
         client.load_collection(collection_name=name)
         return True
