@@ -86,13 +86,13 @@ class CollectionAccess:
             if create_dimension is None:
                 return False
             schema.create(client, name, create_dimension)
-            epoch = secrets.token_hex(8)
-            properties = {EPOCH_PROPERTY: epoch}
+            created = secrets.token_hex(8)
+            properties = {EPOCH_PROPERTY: created}
             model = self._ledger.meta(META_MODEL)
             if model is not None:
                 properties[schema.MODEL_PROPERTY] = model
             self._set_properties(client, properties)
-            self._ledger.set_meta(**{META_EPOCH: epoch})
+            self._ledger.set_meta(**{META_EPOCH: created})
             self._conn.written(name)
             self._dimension = create_dimension
             client.load_collection(collection_name=name)
