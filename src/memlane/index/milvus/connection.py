@@ -37,6 +37,8 @@ from memlane.core.errors import MemlaneError
 from memlane.core.locks import lock_fd
 from memlane.index.protocol import IndexBusyError, IndexUnavailableError
 
+log = logging.getLogger(__name__)
+
 #: How long a released Lite server stays up for the next operation of this
 #: process (the contract's bound: another process waits at most this long).
 LINGER_S = 0.2
@@ -247,7 +249,12 @@ class LiteServers:
             if self._entries.get(path) is not entry or entry.users > 0:
                 return
             self._entries.pop(path)
-        self._stop(path, entry)
+        try:
+            self._stop(path, entry)
+        except Exception:
+            # A timer thread has no caller to report to; at interpreter
+            # exit milvus_lite may already be torn down.
+            log.debug("stopping the Milvus Lite server of %s failed", path, exc_info=True)
 
     def _stop(self, path: Path, entry: _LiteEntry) -> None:
         with self._transition:
