@@ -85,7 +85,13 @@ class CollectionAccess:
             self._dimension = None
             if create_dimension is None:
                 return False
-            schema.create(client, name, create_dimension)
+            try:
+                schema.create(client, name, create_dimension)
+            except Exception:
+                if not client.has_collection(name):
+                    raise
+                # Another writer created it a moment ago: check it as found.
+                return self._check(client, None)
             created = secrets.token_hex(8)
             properties = {EPOCH_PROPERTY: created}
             model = self._ledger.meta(META_MODEL)
