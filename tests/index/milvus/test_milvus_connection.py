@@ -148,3 +148,4 @@ def test_display_uri_hides_credentials() -> None:
     )
     assert display_uri("http://localhost:19530") == "http://localhost:19530"
     assert display_uri("/tmp/m/milvus.db") == "milvus-lite:///tmp/m/milvus.db"
+    assert display_uri("milvus-lite:///tmp/m/milvus.db") == "milvus-lite:///tmp/m/milvus.db"

@@ -44,6 +44,7 @@ log = logging.getLogger(__name__)
 LINGER_S = 0.2
 #: Connect timeout for a Milvus server: an unreachable URI fails in this.
 CONNECT_TIMEOUT_S = 3.0
+LITE_SCHEME = "milvus-lite://"
 _REMOTE_SCHEMES = ("http://", "https://", "tcp://", "unix:")
 _LOGGERS = ("pymilvus", "milvus_lite", "grpc")
 
@@ -53,15 +54,16 @@ def is_remote(uri: str) -> bool:
 
 
 def lite_path(uri: str) -> Path:
-    """The absolute database path of a Milvus Lite URI (``~`` expanded)."""
-    return Path(uri).expanduser().absolute()
+    """The absolute database path of a Milvus Lite URI (``~`` expanded; the
+    ``milvus-lite://`` form ``display_uri`` shows is accepted too)."""
+    return Path(uri.removeprefix(LITE_SCHEME)).expanduser().absolute()
 
 
 def display_uri(uri: str) -> str:
     """Where the index lives, safe to show: ``milvus-lite:///abs/path`` or the
     server URL without any user:password."""
     if not is_remote(uri):
-        return f"milvus-lite://{lite_path(uri)}"
+        return f"{LITE_SCHEME}{lite_path(uri)}"
     parts = urlsplit(uri)
     if parts.username is None and parts.password is None:
         return uri
