@@ -135,7 +135,7 @@ def test_the_same_top_hit_as_the_sqlite_index(
         s_mode, s_hits = sqlite.search(query, vector, 3)
         assert m_mode == s_mode
         assert m_hits[0].chunk.chunk_hash == s_hits[0].chunk.chunk_hash
-        assert m_hits[0].score == pytest.approx(s_hits[0].score, abs=0.25)
+        assert m_hits[0].score == pytest.approx(s_hits[0].score, abs=0.05)
     sqlite.close()
     milvus.close()
 
