@@ -21,13 +21,14 @@ pymilvus is imported lazily, only here and when a Milvus index is used.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import logging
 import os
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -36,11 +37,14 @@ from memlane.core.errors import MemlaneError
 from memlane.core.locks import lock_fd
 from memlane.index.protocol import IndexBusyError, IndexUnavailableError
 
+log = logging.getLogger(__name__)
+
 #: How long a released Lite server stays up for the next operation of this
 #: process (the contract's bound: another process waits at most this long).
 LINGER_S = 0.2
 #: Connect timeout for a Milvus server: an unreachable URI fails in this.
 CONNECT_TIMEOUT_S = 3.0
+LITE_SCHEME = "milvus-lite://"
 _REMOTE_SCHEMES = ("http://", "https://", "tcp://", "unix:")
 _LOGGERS = ("pymilvus", "milvus_lite", "grpc")
 
@@ -50,15 +54,16 @@ def is_remote(uri: str) -> bool:
 
 
 def lite_path(uri: str) -> Path:
-    """The absolute database path of a Milvus Lite URI (``~`` expanded)."""
-    return Path(uri).expanduser().absolute()
+    """The absolute database path of a Milvus Lite URI (``~`` expanded; the
+    ``milvus-lite://`` form ``display_uri`` shows is accepted too)."""
+    return Path(uri.removeprefix(LITE_SCHEME)).expanduser().absolute()
 
 
 def display_uri(uri: str) -> str:
     """Where the index lives, safe to show: ``milvus-lite:///abs/path`` or the
     server URL without any user:password."""
     if not is_remote(uri):
-        return f"milvus-lite://{lite_path(uri)}"
+        return f"{LITE_SCHEME}{lite_path(uri)}"
     parts = urlsplit(uri)
     if parts.username is None and parts.password is None:
         return uri
@@ -149,6 +154,8 @@ class _LiteEntry:
     client: Any
     users: int = 0
     timer: threading.Timer | None = None
+    #: Collections written since the open: flushed before the server stops.
+    written: set[str] = field(default_factory=set)
 
 
 class LiteServers:
@@ -159,32 +166,55 @@ class LiteServers:
         self.linger_s = linger_s
         self._lock = threading.Lock()
         self._entries: dict[Path, _LiteEntry] = {}
+        self._exit_hook = False
+        # Held while a server starts or stops: an open racing a stop would
+        # get the stopping server's port from milvus_lite and lose it.
+        self._transition = threading.Lock()
+
+    def written(self, path: Path, collection: str) -> None:
+        """``collection`` at ``path`` was written: flush it before the server stops."""
+        with self._lock:
+            entry = self._entries.get(path)
+            if entry is not None:
+                entry.written.add(collection)
+
+    def release_all(self) -> None:
+        """Stop every server (flushing what was written): at exit, before
+        the servers' thread pools stop taking calls."""
+        with self._transition:
+            with self._lock:
+                entries = list(self._entries.items())
+                self._entries.clear()
+            for path, entry in entries:
+                if entry.timer is not None:
+                    entry.timer.cancel()
+                self._stop_server(path, entry)
 
     def acquire(
         self, path: Path, delays_ms: Sequence[int], sleep: Callable[[float], None] = time.sleep
     ) -> Any:
         """A client of the database at ``path``; every call pairs with ``release``."""
-        with self._lock:
-            entry = self._entries.get(path)
-            if entry is not None:
-                if entry.timer is not None:
-                    entry.timer.cancel()
-                    entry.timer = None
-                entry.users += 1
-                return entry.client
-        client = self._open(path, delays_ms, sleep)
+        client = self._join(path)
+        if client is not None:
+            return client
+        with self._transition:
+            client = self._join(path)  # another thread opened it meanwhile
+            if client is not None:
+                return client
+            client = self._open(path, delays_ms, sleep)
+            with self._lock:
+                self._entries[path] = _LiteEntry(client, users=1)
+            return client
+
+    def _join(self, path: Path) -> Any | None:
+        """The open client of ``path`` with one more user, if there is one."""
         with self._lock:
             entry = self._entries.get(path)
             if entry is None:
-                entry = self._entries[path] = _LiteEntry(client)
-            elif entry.client is not client:
-                # Another thread opened it meanwhile: one server per path
-                # (milvus_lite shares it), so the extra client just closes.
-                with contextlib.suppress(Exception):
-                    client.close()
-                if entry.timer is not None:
-                    entry.timer.cancel()
-                    entry.timer = None
+                return None
+            if entry.timer is not None:
+                entry.timer.cancel()
+                entry.timer = None
             entry.users += 1
             return entry.client
 
@@ -196,44 +226,58 @@ class LiteServers:
             entry.users -= 1
             if entry.users > 0:
                 return
-            if self.linger_s <= 0:
-                self._entries.pop(path)
-            else:
+            if self.linger_s > 0:
                 timer = threading.Timer(self.linger_s, self._expire, (path, entry))
                 timer.daemon = True
                 entry.timer = timer
                 timer.start()
                 return
-        self._stop(path, entry)
+        self._stop_idle(path, entry)
 
     def release_now(self, path: Path) -> None:
         """Stop an idle server at once (a drop or reset that must let go)."""
-        with self._lock:
-            entry = self._entries.get(path)
-            if entry is None or entry.users > 0:
-                return
-            if entry.timer is not None:
-                entry.timer.cancel()
-            self._entries.pop(path)
-        self._stop(path, entry)
+        self._stop_idle(path, None)
 
     def _expire(self, path: Path, entry: _LiteEntry) -> None:
-        with self._lock:
-            if self._entries.get(path) is not entry or entry.users > 0:
-                return
-            self._entries.pop(path)
-        self._stop(path, entry)
+        try:
+            self._stop_idle(path, entry)
+        except Exception:
+            # A timer thread has no caller to report to; at interpreter
+            # exit milvus_lite may already be torn down.
+            log.debug("stopping the Milvus Lite server of %s failed", path, exc_info=True)
+
+    def _stop_idle(self, path: Path, expected: _LiteEntry | None) -> None:
+        """Stop the server of ``path`` if nobody uses it (and it is still
+        ``expected``). The check and the stop happen under ``_transition``,
+        so an exit hook or an open waits for a stop under way."""
+        with self._transition:
+            with self._lock:
+                entry = self._entries.get(path)
+                if entry is None or entry.users > 0:
+                    return
+                if expected is not None and entry is not expected:
+                    return
+                if entry.timer is not None:
+                    entry.timer.cancel()
+                self._entries.pop(path)
+            self._stop_server(path, entry)
 
     @staticmethod
-    def _stop(path: Path, entry: _LiteEntry) -> None:
+    def _stop_server(path: Path, entry: _LiteEntry) -> None:
         from milvus_lite.server_manager import server_manager_instance
 
+        # Milvus Lite keeps new rows in its write-ahead log until a flush,
+        # and every later open replays that log: unflushed, a few thousand
+        # rows cost seconds on each open; flushed, ~0.3 s. One flush per
+        # server session, not per write, keeps segments few.
+        for collection in sorted(entry.written):
+            with contextlib.suppress(Exception):
+                entry.client.flush(collection_name=collection)
         with contextlib.suppress(Exception):
             entry.client.close()
         server_manager_instance.release_server(str(path))
 
-    @staticmethod
-    def _open(path: Path, delays_ms: Sequence[int], sleep: Callable[[float], None]) -> Any:
+    def _open(self, path: Path, delays_ms: Sequence[int], sleep: Callable[[float], None]) -> Any:
         from pymilvus import MilvusClient
 
         quiet_client_logs()  # after the import: pymilvus sets its levels on import
@@ -241,14 +285,35 @@ class LiteServers:
         attempts = [*delays_ms, None]
         for delay in attempts:
             try:
-                return MilvusClient(uri=str(path))
+                client = MilvusClient(uri=str(path))
             except Exception as exc:
                 if not (path.is_dir() and lock_is_held(path)):
                     raise _lite_open_error(path, exc) from None
                 if delay is None:
                     raise busy_error(path) from None
                 sleep(delay / 1000)
+                continue
+            self._hook_exit()
+            return client
         raise busy_error(path)  # pragma: no cover - the loop returns or raises
+
+    def _hook_exit(self) -> None:
+        """Stop (and flush) our servers when the interpreter exits, while
+        the server's gRPC thread pool still takes calls: Python shuts those
+        pools down in its threading exit hooks, which run before ``atexit``
+        ones, so a flush from ``atexit`` would never reach the server.
+        Registered after the first server started (and with it the pool's
+        own hook), so it runs before that hook."""
+        if self._exit_hook:
+            return
+        self._exit_hook = True
+        register = getattr(threading, "_register_atexit", None)
+        if register is None:  # pragma: no cover - CPython has it since 3.9
+            atexit.register(self.release_all)
+            return
+        # RuntimeError: the interpreter is already shutting down.
+        with contextlib.suppress(RuntimeError):
+            register(self.release_all)
 
 
 #: The one registry of this process.
@@ -320,6 +385,11 @@ class Connection:
                 except Exception as exc:
                     raise translate(exc, self.raw_uri) from None
             return self._remote_client
+
+    def written(self, collection: str) -> None:
+        """``collection`` was written in the current operation."""
+        if self.path is not None:
+            self._registry.written(self.path, collection)
 
     def release_now(self) -> None:
         """Let another process have a Lite database at once (after a drop)."""
