@@ -179,3 +179,17 @@ def test_migrate_from_sqlite_to_milvus_lite_and_back(
     finally:
         on_milvus.close()
     assert (back.target_backend, back.reused, back.embedded) == ("sqlite", 2, 0)
+
+
+def test_status_says_milvus_needs_an_embedder(project: Path, clock: FixedClock, lite: str) -> None:
+    mem = open_memory(
+        project, clock=clock, MEMLANE_INDEX_BACKEND="milvus", MEMLANE_INDEX_URI=lite
+    )  # lexical: embedding.provider none
+    try:
+        mem.write("a note that has no vector")
+        report = mem.sync()
+        assert report.unembedded_chunks == 1
+        (line,) = [m for m in mem.status().missing if "stores a vector" in m]
+        assert "embedding.provider" in line and "index.backend sqlite" in line
+    finally:
+        mem.close()

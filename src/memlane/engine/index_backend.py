@@ -102,6 +102,7 @@ def _open_milvus(settings: IndexSettings, collection: str, store: Path) -> Milvu
         ledger_path(settings, collection, store),
         settings,
         token=settings.token,
+        source_root=os.path.realpath(store),
     )
 
 

@@ -112,6 +112,12 @@ def project_status(
             f"vectors: {chunks - vectors} chunk(s) have no vector yet (lexical only); "
             "`memlane index` embeds them once the embedder works"
         )
+    if memory.config.index.backend == "milvus" and memory.config.embedding.provider == "none":
+        missing.append(
+            "index: a Milvus collection stores a vector with every chunk, so with "
+            "embedding.provider none no chunk reaches it and search finds nothing; set "
+            "embedding.provider (the default, onnx, needs no network) or use index.backend sqlite"
+        )
     session = memory.config.session
     llm_line = describe_llm(memory.config.llm, host_available=host_llm, host=host)
     if "not usable" in llm_line:

@@ -149,3 +149,28 @@ def test_display_uri_hides_credentials() -> None:
     assert display_uri("http://localhost:19530") == "http://localhost:19530"
     assert display_uri("/tmp/m/milvus.db") == "milvus-lite:///tmp/m/milvus.db"
     assert display_uri("milvus-lite:///tmp/m/milvus.db") == "milvus-lite:///tmp/m/milvus.db"
+
+
+def test_an_unreachable_server_is_remembered_for_a_moment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memlane.index.milvus import connection
+
+    uri = f"http://127.0.0.1:{closed_port()}"
+    first = open_index(uri, "ms_remote", tmp_path / "a.sqlite")
+    with pytest.raises(IndexUnavailableError) as caught:
+        first.count()
+    assert uri in connection._UNREACHABLE
+    # Another index object of this process is told at once, with the same words.
+    second = open_index(uri, "ms_remote", tmp_path / "b.sqlite")
+    with pytest.raises(IndexUnavailableError) as again:
+        second.count()
+    assert str(again.value) == str(caught.value)
+    # Past the window, the server is tried again (and still refused here).
+    monkeypatch.setattr(connection, "UNREACHABLE_RETRY_S", 0.0)
+    connection._UNREACHABLE[uri] = (0.0, caught.value)
+    with pytest.raises(IndexUnavailableError):
+        second.count()
+    assert connection._UNREACHABLE[uri][0] > 0.0  # a fresh failure was recorded
+    first.close()
+    second.close()

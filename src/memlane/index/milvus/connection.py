@@ -319,6 +319,12 @@ class LiteServers:
 #: The one registry of this process.
 LITE = LiteServers()
 
+#: A server that could not be reached is not tried again for this long by
+#: any index object of this process (a short negative cache; the next
+#: operation after it tries again).
+UNREACHABLE_RETRY_S = 5.0
+_UNREACHABLE: dict[str, tuple[float, MemlaneError]] = {}
+
 
 class Connection:
     """How an index object reaches its Milvus: ``with conn.client() as c``
@@ -373,6 +379,12 @@ class Connection:
     def _remote(self) -> Any:
         with self._lock:
             if self._remote_client is None:
+                failed = _UNREACHABLE.get(self.raw_uri)
+                if failed is not None and time.monotonic() < failed[0]:
+                    # Said a moment ago: fail at once instead of waiting
+                    # out the connect timeout again (a search right after
+                    # its failed catch-up index run).
+                    raise IndexUnavailableError(failed[1].message, failed[1].hint)
                 from pymilvus import MilvusClient
 
                 quiet_client_logs()
@@ -383,7 +395,10 @@ class Connection:
                 try:
                     self._remote_client = MilvusClient(**kwargs)
                 except Exception as exc:
-                    raise translate(exc, self.raw_uri) from None
+                    error = translate(exc, self.raw_uri)
+                    _UNREACHABLE[self.raw_uri] = (time.monotonic() + UNREACHABLE_RETRY_S, error)
+                    raise error from None
+                _UNREACHABLE.pop(self.raw_uri, None)
             return self._remote_client
 
     def written(self, collection: str) -> None:

@@ -56,8 +56,12 @@ class MilvusIndex(MilvusWriter):
         *,
         token: str | None = None,
         backoff_delays_ms: Sequence[int] = BACKOFF_DELAYS_MS,
+        source_root: str | None = None,
     ) -> None:
+        """``source_root``: the store whose files this index keeps in step;
+        a fresh ledger only takes over sources below it."""
         self.settings = settings or IndexSettings()
+        self.source_root = source_root
         if not 0.0 <= self.settings.alpha <= 1.0:
             raise ConfigError(
                 f"index.alpha must lie in [0, 1], got {self.settings.alpha}",

@@ -88,6 +88,9 @@ def _batches(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
 class MilvusWriter(CollectionAccess):
     """The write half of ``MilvusIndex``."""
 
+    #: The store this index keeps in step (``MilvusIndex``'s argument).
+    source_root: str | None = None
+
     # -- model -----------------------------------------------------------------
 
     def ensure_model(self, model: str, dimension: int | None) -> bool:
@@ -118,14 +121,23 @@ class MilvusWriter(CollectionAccess):
         """A fresh ledger learns which sources the collection holds (those
         that are files here): they are re-read and compared with Milvus, so
         nothing it holds is embedded again. Sources that are not files here
-        are left alone: they may be another machine's."""
+        are left alone: they may be another machine's, and so are files outside
+        ``source_root`` (another project on this machine sharing the collection)."""
         if self._ledger.meta(META_RECONCILED) is not None:
             return
         sources: set[str] = set()
         if self._exists:
             for rows in self._iterate(client, "", ["source"]):
                 sources.update(str(row["source"]) for row in rows)
-        self._ledger.add_placeholders(sorted(s for s in sources if os.path.isfile(s)))
+        root = self.source_root
+        self._ledger.add_placeholders(
+            sorted(
+                s
+                for s in sources
+                if os.path.isfile(s)
+                and (root is None or s.startswith(root.rstrip(os.sep) + os.sep))
+            )
+        )
 
     def _iterate(
         self, client: Any, expr: str, fields: list[str], batch: int = BATCH_ROWS
