@@ -25,6 +25,7 @@ from memlane.cli import (
     import_cmds,
     install_cmds,
     mcp_cmds,
+    migrate_cmds,
     repair_cmds,
     sessions_cmds,
     topic_cmds,
@@ -81,6 +82,7 @@ import_cmds.register(app)
 dream_cmds.register(app)
 sessions_cmds.register(app)
 repair_cmds.register(app)
+migrate_cmds.register(app)
 app.add_typer(config_cmds.config_app, name="config")
 app.command("trust", help="Trust this project so its .memlane.toml is read.")(config_cmds.trust)
 

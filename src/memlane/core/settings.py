@@ -6,7 +6,7 @@ without pulling in file and environment handling.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 BUNDLED_MODEL_NAME = "all-MiniLM-L6-v2"
 DEFAULT_MAX_TOKENS = 256
@@ -40,6 +40,9 @@ class EmbeddingSettings:
 class IndexSettings:
     backend: str = "sqlite"
     uri: str | None = None
+    # The resolved secret (index.token = "env:VAR"): never written, never in a repr.
+    token: str | None = field(default=None, repr=False)
+    collection: str | None = None  # overrides the derived collection name
     # "evidence": each leg weighed by its evidence for the query, calibrated
     # scores (index/legs/relevance.py, ADR 0010); "rrf" (k=60) stays selectable
     # for parity with memsearch, "convex" and "wrrf" for comparison.

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from memlane.engine.journal.indexer import Indexer
     from memlane.engine.parts import SharedParts
     from memlane.engine.reports import IndexReport, Progress
-    from memlane.index.sqlite.notes import SqliteIndex
+    from memlane.index.protocol import NotesIndex
 
 
 class ProjectMemory(Protocol):
@@ -56,10 +56,13 @@ class ProjectMemory(Protocol):
     def embedder_ready(self) -> bool: ...
 
     @property
+    def collection(self) -> str: ...
+
+    @property
     def index_path(self) -> Path: ...
 
     @property
-    def index(self) -> SqliteIndex: ...
+    def index(self) -> NotesIndex: ...
 
     @property
     def fresh(self) -> FreshWrites: ...

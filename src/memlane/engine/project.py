@@ -20,7 +20,6 @@ from memlane.core.errors import (
     MemlaneError,
     StoreError,
 )
-from memlane.core.paths import index_dir
 from memlane.core.scope import Scope, resolve_scope
 from memlane.core.types import Anchor, Chunk, Entry, SearchResult, Section
 from memlane.engine.parts import SharedParts
@@ -30,7 +29,7 @@ if TYPE_CHECKING:
     from memlane.embed.base import Embedder, Vectors
     from memlane.engine.journal.fresh import FreshWrites
     from memlane.engine.journal.indexer import Indexer
-    from memlane.index.sqlite.notes import SqliteIndex
+    from memlane.index.protocol import NotesIndex
     from memlane.llm.base import LLM
     from memlane.store.damage import DamagedLine
     from memlane.store.forget import Removed
@@ -66,7 +65,7 @@ class Memory:
         # (auto-context) skips that when it would embed more text than this.
         self.catch_up_char_limit = catch_up_char_limit
         self._parts = _parts or SharedParts()
-        self._index: SqliteIndex | None = None
+        self._index: NotesIndex | None = None
 
     def fork(self, *, catch_up_char_limit: int | None = None) -> Memory:
         """Another handle on the same memory for another thread.
@@ -131,18 +130,24 @@ class Memory:
         return self._parts.embedder_problem
 
     @property
-    def index_path(self) -> Path:
-        uri = self.config.index.uri
-        if uri:
-            return Path(uri).expanduser() / f"{self.scope.collection}.sqlite"
-        return index_dir() / f"{self.scope.collection}.sqlite"
+    def collection(self) -> str:
+        """The index collection: ``index.collection``, else the project's derived name."""
+        return self.config.index.collection or self.scope.collection
 
     @property
-    def index(self) -> SqliteIndex:
-        if self._index is None:
-            from memlane.index.sqlite.notes import SqliteIndex
+    def index_path(self) -> Path:
+        """The SQLite notes index file (the sessions index sits beside it on any backend)."""
+        from memlane.engine.index_backend import sqlite_index_path
 
-            self._index = SqliteIndex(self.index_path, self.config.index)
+        return sqlite_index_path(self.config.index, self.collection)
+
+    @property
+    def index(self) -> NotesIndex:
+        """The notes index on the configured backend (engine/index_backend.py)."""
+        if self._index is None:
+            from memlane.engine.index_backend import open_notes_index
+
+            self._index = open_notes_index(self.scope, self.config.index)
         return self._index
 
     def close(self) -> None:
@@ -259,7 +264,7 @@ class Memory:
                 *args,
                 operation=operation,
                 paths=paths,
-                collection=self.scope.collection,
+                collection=self.collection,
                 uri=index.uri,
                 now=self.clock.now(),
             )
@@ -318,10 +323,10 @@ class Memory:
 
     def reindex(self, progress: Progress | None = None) -> IndexReport:
         """Drop the derived index and rebuild it from the markdown alone."""
-        self.close()
-        from memlane.index.sqlite.notes import SqliteIndex
+        from memlane.engine.index_backend import reset_notes_index
 
-        SqliteIndex.destroy(self.index_path)
+        index, self._index = self._index, None
+        reset_notes_index(self.scope, self.config.index, index)
         return self.sync(progress, operation="reindex")
 
     # -- recall -------------------------------------------------------------------

@@ -137,6 +137,8 @@ class Status:
     topics: dict[str, Any] | None = None
     # Claude Code hook calls that failed or were too slow (engine/hook_failures.py).
     hooks: dict[str, Any] | None = None
+    # Can the index backend be used right now: reachable, collection, rows, error.
+    index_health: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -144,6 +146,7 @@ class Status:
             "scope": self.scope,
             "backend": self.backend,
             "index_uri": self.index_uri,
+            "index_health": dict(self.index_health),
             "model": self.model,
             "embedder": self.embedder,
             "chunks": self.chunks,
@@ -199,6 +202,22 @@ def topic_rows(topics: dict[str, Any] | None) -> list[tuple[str, str]]:
     ]
 
 
+def health_line(health: dict[str, Any]) -> str:
+    """``index health`` in the doctor's report: usable or not, and why."""
+    if health.get("error"):
+        return f"unavailable: {health['error']}"
+    if not health.get("exists"):
+        return "reachable; the collection is created by the first index run"
+    rows = health.get("rows")
+    dimension = health.get("dimension")
+    parts = ["ok", f"collection {health.get('collection')}"]
+    if rows is not None:
+        parts.append(f"{rows} rows")
+    if dimension:
+        parts.append(f"dimension {dimension}")
+    return ", ".join(parts)
+
+
 def render_status(st: Status) -> str:
     """The doctor's text report, shared with the sidecar's memory_status."""
     out: list[str] = []
@@ -210,6 +229,7 @@ def render_status(st: Status) -> str:
         *([("store link", st.store_link)] if st.store_link else []),
         ("collection", st.scope["collection"]),
         ("backend", f"{st.backend} ({st.index_uri})"),
+        *([("index health", health_line(st.index_health))] if st.index_health else []),
         ("model", f"{st.model} — embedder {st.embedder}"),
         ("chunks", f"{st.chunks} in {st.files} files, {st.vectors} with vectors"),
         ("index state", st.state_path or f"index: {st.state_note or 'no state file'}"),

@@ -35,11 +35,14 @@ def project_status(
     index_uri = f"sqlite://{memory.index_path}"
     index_problem: str | None = None
     stats: dict[str, Any] = {}
+    health: dict[str, Any] = {}
     try:
-        stats = memory.index.stats()
         index_uri = memory.index.uri
+        stats = memory.index.stats()
     except (MemlaneError, sqlite3.Error, OSError) as exc:
         index_problem = _index_problem(exc, memory.index_path)
+    if memory.config.index.backend == "milvus":
+        health = _milvus_health(memory, index_problem)
     versions = {
         "memlane": __version__,
         "python": sys.version.split()[0],
@@ -132,9 +135,10 @@ def project_status(
         hooks=hook_failures.summary(),
         sessions=sessions_stats,
         versions=versions,
-        scope=memory.scope.to_json(),
+        scope={**memory.scope.to_json(), "collection": memory.collection},
         backend=memory.config.index.backend,
         index_uri=index_uri,
+        index_health=health,
         model=memory.model,
         embedder=embedder_state,
         chunks=chunks,
@@ -176,6 +180,17 @@ def _llm_budget(memory: ProjectMemory) -> dict[str, Any] | None:
         return None  # not usable: the llm line says so
     limits = Limits(calls=settings.daily_calls, tokens=settings.daily_tokens)
     return budget_report(limits, Ledger(clock=memory.clock))
+
+
+def _milvus_health(memory: ProjectMemory, problem: str | None) -> dict[str, Any]:
+    """The Milvus backend's own health check (reachable, collection, rows)."""
+    from memlane.index.milvus.notes import MilvusIndex
+
+    index = memory.index
+    health: dict[str, Any] = index.health() if isinstance(index, MilvusIndex) else {}
+    if problem and not health.get("error"):
+        health["error"] = problem.removeprefix("index: ")
+    return health
 
 
 def _index_problem(exc: BaseException, path: Path) -> str:

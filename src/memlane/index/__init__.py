@@ -1,5 +1,6 @@
 """Indexes behind one protocol (``protocol.HybridIndex``; the notes index's
-``protocol.IndexBackend``): SQLite backends (``sqlite/``), the search legs
+``protocol.IndexBackend``): SQLite backends (``sqlite/``), the Milvus notes
+index (``milvus/``), the search legs
 (``legs/``), the memsearch state file (``state``)."""
 
 from memlane.index.protocol import (
@@ -9,6 +10,9 @@ from memlane.index.protocol import (
     IndexBackend,
     IndexBusyError,
     IndexedChunk,
+    IndexSchemaError,
+    IndexUnavailableError,
+    NotesIndex,
     ScoredChunk,
     SearchFilters,
 )
@@ -19,7 +23,10 @@ __all__ = [
     "HybridIndex",
     "IndexBackend",
     "IndexBusyError",
+    "IndexSchemaError",
+    "IndexUnavailableError",
     "IndexedChunk",
+    "NotesIndex",
     "ScoredChunk",
     "SearchFilters",
 ]

@@ -2,7 +2,8 @@
 
 ``HybridIndex`` is the one protocol every index satisfies: the notes index
 (``sqlite.notes.SqliteIndex``), the sessions index
-(``sqlite.sessions.SessionStore``) and a Milvus backend next. It covers
+(``sqlite.sessions.SessionStore``) and the Milvus notes index
+(``milvus.notes.MilvusIndex``). It covers
 what the engine asks of any index: bind a model, search (BM25 + vectors,
 fused, scored in [0, 1]), read one item, count, stats, fill the vectors
 still missing, close. ``IndexBackend`` adds what the notes indexer needs to
@@ -14,7 +15,7 @@ a backend; the backend never reads markdown and never embeds.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
@@ -38,6 +39,21 @@ class IndexBusyError(MemlaneError):
     Callers degrade (skip this index pass, retry later); nothing is lost
     because the index is rebuildable from markdown.
     """
+
+
+class IndexUnavailableError(MemlaneError):
+    """The index backend cannot be reached or used right now: an unreachable
+    server, a refused token, a database path that is not one.
+
+    Defined here, not in the backend, so the engine can catch it without
+    importing the backend's client library. Search degrades to "the index is
+    unavailable"; nothing written to the markdown store is lost.
+    """
+
+
+class IndexSchemaError(IndexUnavailableError):
+    """An existing collection's schema is not one memlane can use (another
+    tool's collection under the same name)."""
 
 
 @dataclass(frozen=True)
@@ -193,4 +209,29 @@ class IndexBackend(HybridIndex[ScoredChunk, Chunk], Protocol):
 
     def remove_files(self, sources: Iterable[str]) -> int:
         """Drop every chunk and file record of ``sources``; returns chunks removed."""
+        ...
+
+
+@runtime_checkable
+class NotesIndex(IndexBackend, Protocol):
+    """What the engine holds as a project's notes index, on any backend
+    (``sqlite.notes.SqliteIndex``, ``milvus.notes.MilvusIndex``)."""
+
+    #: Set when the index found it had to start over (a damaged file, a
+    #: collection dropped elsewhere); the engine re-indexes and says so once.
+    rebuilt_reason: str | None
+
+    @property
+    def backend(self) -> str:
+        """ "sqlite" or "milvus"."""
+        ...
+
+    def pop_rebuilt_reason(self) -> str | None: ...
+
+    def vector_of(self, chunk_hash: str) -> np.ndarray | None: ...
+
+    def get_indexed(self, chunk_hash: str) -> IndexedChunk | None: ...
+
+    def export(self, batch: int = 512) -> Iterator[list[tuple[IndexedChunk, np.ndarray | None]]]:
+        """Every stored chunk with its vector (None when it has none yet), in batches."""
         ...

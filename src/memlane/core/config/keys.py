@@ -75,12 +75,35 @@ KEYS: dict[str, Key] = {
         Key("embedding.max_tokens", int, DEFAULT_MAX_TOKENS, "truncation length in tokens"),
         Key("embedding.batch_size", int, DEFAULT_EMBED_BATCH_SIZE, "texts per embedding batch"),
         Key("embedding.timeout_s", float, 30.0, "HTTP timeout for provider openai, seconds"),
-        Key("index.backend", str, "sqlite", "index backend", choices=("sqlite",)),
+        Key(
+            "index.backend",
+            str,
+            "sqlite",
+            "index backend: sqlite (one local file per project) or milvus (Milvus Lite, a "
+            "Milvus server or Zilliz Cloud, memsearch-compatible collections; docs/milvus.md)",
+            choices=("sqlite", "milvus"),
+        ),
         Key(
             "index.uri",
             str,
             None,
-            "backend location; default $MEMLANE_HOME/index/<collection>.sqlite",
+            "backend location. sqlite: a directory for the index files (default "
+            "$MEMLANE_HOME/index). milvus: a Milvus Lite path (default ~/.memsearch/milvus.db, "
+            "memsearch's), http(s)://host:19530 for a Milvus server, or a Zilliz Cloud endpoint",
+        ),
+        Key(
+            "index.token",
+            str,
+            None,
+            "token for a Milvus server or Zilliz Cloud (user:password or an API key), as env:VAR",
+            secret=True,
+        ),
+        Key(
+            "index.collection",
+            str,
+            None,
+            "collection name (milvus); default ms_<project>_<8 hex>, memsearch's derivation. "
+            "Set the same name on several machines to share one memory",
         ),
         Key(
             "index.fusion",

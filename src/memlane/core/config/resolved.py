@@ -101,6 +101,8 @@ class Config:
         return IndexSettings(
             backend=str(self.get("index.backend")),
             uri=_opt_str(self.get("index.uri")),
+            token=self.secret("index.token"),
+            collection=_opt_str(self.get("index.collection")),
             fusion=str(self.get("index.fusion")),
             rrf_k=int(self.get("index.rrf_k") or 60),
             alpha=float(self.get("index.alpha") or 0.0),

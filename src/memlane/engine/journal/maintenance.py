@@ -137,19 +137,25 @@ def forget(
             f"updated ({exc.message}); run `memlane index` so its chunks leave the index"
         ]
     else:
-        notices = _purge_index(mem.index_path)
+        notices = _purge_index(mem)
     if notices:
         removed = dataclasses.replace(removed, notices=tuple(notices))
     return removed
 
 
-def _purge_index(path: Path) -> list[str]:
-    """Make deleted rows' text unrecoverable from the index file and its WAL
-    (``SqliteIndex.purge_deleted_text``); returns notices for what could not
-    be done now (another process reading an old snapshot)."""
+def _purge_index(mem: ProjectMemory) -> list[str]:
+    """Make deleted rows' text unrecoverable from the index (the SQLite file and
+    its WAL: ``SqliteIndex.purge_deleted_text``; Milvus: a compaction, where the
+    server offers one); returns notices for what could not be done now."""
     from memlane.index.sqlite.notes import SqliteIndex
 
-    purge = SqliteIndex.purge_deleted_text(path, checkpoint_wait_s=PURGE_WAIT_S)
+    if mem.index.backend == "milvus":
+        from memlane.index.milvus.notes import MilvusIndex
+
+        index = mem.index
+        notice = index.purge_deleted() if isinstance(index, MilvusIndex) else None
+        return [notice] if notice else []
+    purge = SqliteIndex.purge_deleted_text(mem.index_path, checkpoint_wait_s=PURGE_WAIT_S)
     if purge.error is not None:
         return [
             f"the index could not be compacted after the removal ({purge.error}); "

@@ -66,7 +66,7 @@ def resolve_chunk(mem: ProjectMemory, given: str, *, min_chars: int = MIN_PREFIX
 def _no_chunk(mem: ProjectMemory, wanted: str) -> NotFoundError:
     return NotFoundError(
         f"no chunk {'starts with ' if len(wanted) < HASH_CHARS else ''}{wanted} in "
-        f"collection {mem.scope.collection}",
+        f"collection {mem.collection}",
         "hashes change when a file is edited; run `memlane search` again for current ones",
     )
 

@@ -12,8 +12,9 @@ from memlane.engine.recall.request import check_k
 
 if TYPE_CHECKING:
     from memlane.core.scope import Scope
+    from memlane.core.types import Chunk
     from memlane.engine.ports import ProjectMemory
-    from memlane.index.sqlite.notes import SqliteIndex
+    from memlane.index.protocol import HybridIndex, ScoredChunk
 
 _CHUNK_HASH_RE = re.compile(r"^[0-9a-f]{16}$")
 
@@ -26,7 +27,7 @@ def similar(memory: ProjectMemory, chunk_hash: str, k: int = 10) -> SearchResult
     chunk = index.get(wanted) if _CHUNK_HASH_RE.match(wanted) else None
     if chunk is None:
         raise NotFoundError(
-            f"no chunk {chunk_hash!r} in collection {memory.scope.collection}",
+            f"no chunk {chunk_hash!r} in collection {memory.collection}",
             "pass a chunk hash from memlane search (or a session message id)",
         )
     vector = index.vector_of(wanted)
@@ -48,7 +49,7 @@ def expand(memory: ProjectMemory, chunk_hash: str) -> Section:
 
 
 def expand_section(
-    index: SqliteIndex, scope: Scope, chunk_hash: str, notices: list[str]
+    index: HybridIndex[ScoredChunk, Chunk], scope: Scope, chunk_hash: str, notices: list[str]
 ) -> Section:
     """``expand`` over a given index and scope (a cross-repo hit uses another project's)."""
     from memlane.store.anchor import parse_anchor

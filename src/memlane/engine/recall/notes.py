@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from memlane.core.errors import DiskFullError
-from memlane.core.types import Hit, SearchResult
+from memlane.core.errors import DiskFullError, MemlaneError
+from memlane.core.types import Hit, SearchMode, SearchResult
+from memlane.index.protocol import DimensionMismatchError, IndexBusyError, IndexUnavailableError
 
 if TYPE_CHECKING:
     from memlane.engine.ports import ProjectMemory
@@ -26,11 +27,37 @@ def search_notes(memory: ProjectMemory, request: SearchRequest) -> SearchResult:
     indexed first (``catch_up``, bounded by the handle's
     ``catch_up_char_limit``), so a memory written a moment ago is found.
     """
+    notices: list[str] = []
+    try:
+        return _search_notes(memory, request, notices)
+    except (IndexUnavailableError, DimensionMismatchError) as exc:
+        notices.append(unavailable_notice(exc))
+    except IndexBusyError as exc:
+        if memory.index.backend != "milvus":
+            raise
+        notices.append(unavailable_notice(exc))
+    mode: SearchMode = "lexical" if request.mode == "lexical" else "hybrid"
+    if request.mode == "semantic":
+        mode = "semantic"
+    return SearchResult(query=request.query, mode=mode, hits=[], notices=notices)
+
+
+def unavailable_notice(exc: MemlaneError) -> str:
+    """One line: the index cannot answer now, why, the fix, and that nothing is lost."""
+    fix = f"; {exc.hint}" if exc.hint else ""
+    return (
+        f"the index is unavailable, so nothing was searched: {exc.message}{fix} "
+        "(memories are still written to markdown; the next index run catches up)"
+    )
+
+
+def _search_notes(
+    memory: ProjectMemory, request: SearchRequest, notices: list[str]
+) -> SearchResult:
     from memlane.engine.recall.request import notes_kind
     from memlane.index.protocol import SearchFilters
 
     k = request.k or memory.config.session.search_top_k
-    notices: list[str] = []
     if request.sync:
         try:
             report = memory.sync(quiet_when_idle=True)

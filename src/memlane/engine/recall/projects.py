@@ -18,7 +18,6 @@ from memlane.core.errors import (
     ConfigError,
     StoreCommandError,
 )
-from memlane.core.paths import index_dir
 from memlane.core.scope import (
     INDEX_STATE_FILENAME,
     MEMSEARCH_TREE,
@@ -204,6 +203,6 @@ def collection_for_project(
 
 def index_path_for(config: Config, collection: str) -> Path:
     """Where memlane's SQLite index of ``collection`` lives (as Memory.index_path)."""
-    uri = config.index.uri
-    base = Path(uri).expanduser() if uri else index_dir()
-    return base / f"{collection}.sqlite"
+    from memlane.engine.index_backend import sqlite_index_path
+
+    return sqlite_index_path(config.index, collection)

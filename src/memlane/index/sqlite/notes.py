@@ -19,7 +19,7 @@ import contextlib
 import logging
 import sqlite3
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -49,7 +49,7 @@ from memlane.index.sqlite.file import search_mode
 from memlane.index.sqlite.notes_writes import NotesWriter
 
 if TYPE_CHECKING:
-    from memlane.index.protocol import IndexBackend
+    from memlane.index.protocol import IndexBackend, NotesIndex
 
 log = logging.getLogger(__name__)
 
@@ -128,6 +128,10 @@ class SqliteIndex(NotesWriter):
     @property
     def uri(self) -> str:
         return f"sqlite://{self.path}"
+
+    @property
+    def backend(self) -> str:
+        return "sqlite"
 
     @staticmethod
     def destroy(path: Path | str) -> None:
@@ -257,6 +261,34 @@ class SqliteIndex(NotesWriter):
 
         return self._run(op)
 
+    def export(self, batch: int = 512) -> Iterator[list[tuple[IndexedChunk, np.ndarray | None]]]:
+        """Every chunk with its vector (None when not embedded), ``batch`` at a
+        time in row order; each batch is one short read (``memlane migrate``)."""
+        last = 0
+        while True:
+
+            def op(
+                conn: sqlite3.Connection, after: int = last
+            ) -> list[tuple[int, IndexedChunk, np.ndarray | None]]:
+                rows = conn.execute(
+                    f"SELECT {_CHUNK_COLUMNS}, vector FROM chunks WHERE id > ? ORDER BY id LIMIT ?",
+                    (after, max(batch, 1)),
+                ).fetchall()
+                return [
+                    (
+                        row[0],
+                        _row_to_indexed(row),
+                        None if row[-1] is None else np.frombuffer(row[-1], dtype=np.float32),
+                    )
+                    for row in rows
+                ]
+
+            rows = self._run(op)
+            if not rows:
+                return
+            last = rows[-1][0]
+            yield [(item, vector) for _, item, vector in rows]
+
     def stats(self) -> dict[str, Any]:
         """Counts and sizes for ``memlane status``."""
 
@@ -362,4 +394,7 @@ class SqliteIndex(NotesWriter):
 if TYPE_CHECKING:
     # mypy checks here that the notes index satisfies the index protocol.
     def _satisfies_protocol(index: SqliteIndex) -> IndexBackend:
+        return index
+
+    def _satisfies_notes_protocol(index: SqliteIndex) -> NotesIndex:
         return index

@@ -1,0 +1,180 @@
+"""One Milvus collection as the notes index sees it: opened and checked per
+operation, created on the first write that carries vectors, bound to a
+model, kept in step with the local ledger.
+
+Each operation (``with self._session() as client``) checks that the
+collection is still the one the ledger describes: a collection dropped or
+recreated by another tool (its ``memlane.epoch`` property changed or gone)
+clears the ledger and sets ``rebuilt_reason``, so the engine re-indexes from
+markdown. The schema is validated (``schema.check``) before any use.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import secrets
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from memlane.core.settings import BACKOFF_DELAYS_MS
+from memlane.index.milvus import schema
+from memlane.index.milvus.connection import Connection
+from memlane.index.milvus.ledger import (
+    META_COLLECTION,
+    META_EPOCH,
+    META_MODEL,
+    META_URI,
+    Ledger,
+)
+from memlane.index.protocol import DimensionMismatchError
+
+#: The collection property naming who created it / which binding it is.
+EPOCH_PROPERTY = "memlane.epoch"
+
+
+class CollectionAccess:
+    """The connection, the ledger and the collection checks shared by the
+    reads and writes of ``MilvusIndex``."""
+
+    def __init__(
+        self,
+        uri: str,
+        collection: str,
+        ledger_path: Path,
+        *,
+        token: str | None = None,
+        backoff_delays_ms: Sequence[int] = BACKOFF_DELAYS_MS,
+    ) -> None:
+        self.collection = collection
+        self._conn = Connection(uri, token=token, backoff_delays_ms=backoff_delays_ms)
+        self._ledger = Ledger(ledger_path)
+        self._lock = threading.RLock()
+        self.rebuilt_reason: str | None = None
+        self._dimension: int | None = None  # the collection's, once seen
+        self._exists = False  # as of the last operation
+        # A ledger kept for another uri or collection describes nothing here.
+        shown = self._conn.shown
+        if (self._ledger.meta(META_URI), self._ledger.meta(META_COLLECTION)) != (shown, collection):
+            self._ledger.clear(keep=())
+            self._ledger.set_meta(**{META_URI: shown, META_COLLECTION: collection})
+
+    @property
+    def uri(self) -> str:
+        return self._conn.shown
+
+    # -- one operation ---------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _session(self, create_dimension: int | None = None) -> Iterator[Any]:
+        """A client for one operation with the collection checked (and created
+        when ``create_dimension`` is given and it does not exist)."""
+        with self._lock, self._conn.client() as client:
+            self._exists = self._check(client, create_dimension)
+            yield client
+
+    def _check(self, client: Any, create_dimension: int | None) -> bool:
+        name = self.collection
+        if not client.has_collection(name):
+            if self._ledger.meta(META_EPOCH) is not None:
+                self._lost(f"the collection {name} was dropped by another tool")
+            self._dimension = None
+            if create_dimension is None:
+                return False
+            schema.create(client, name, create_dimension)
+            epoch = secrets.token_hex(8)
+            properties = {EPOCH_PROPERTY: epoch}
+            model = self._ledger.meta(META_MODEL)
+            if model is not None:
+                properties[schema.MODEL_PROPERTY] = model
+            self._set_properties(client, properties)
+            self._ledger.set_meta(**{META_EPOCH: epoch})
+            self._dimension = create_dimension
+            client.load_collection(collection_name=name)
+            return True
+        description = client.describe_collection(collection_name=name)
+        self._dimension = schema.check(description, name, self.uri)
+        properties = description.get("properties") or {}
+        stored_epoch = properties.get(EPOCH_PROPERTY)
+        known = self._ledger.meta(META_EPOCH)
+        if stored_epoch is not None:
+            epoch = str(stored_epoch)
+        else:
+            # Created by another tool (memsearch): give it an epoch so a
+            # later drop and recreate is noticed.
+            epoch = secrets.token_hex(8)
+            self._set_properties(client, {EPOCH_PROPERTY: epoch})
+        if known is not None and known != epoch:
+            self._lost(f"the collection {name} was recreated by another tool")
+        if known != epoch:
+            self._ledger.set_meta(**{META_EPOCH: epoch})
+        client.load_collection(collection_name=name)
+        return True
+
+    def _lost(self, reason: str) -> None:
+        """The collection the ledger described is gone: forget it all."""
+        model = self._ledger.meta(META_MODEL)
+        self._ledger.clear()
+        if model is not None:
+            self._ledger.set_meta(**{META_MODEL: model})
+        self.rebuilt_reason = f"{reason}; it is rebuilt from the markdown"
+        self._forget_caches()
+
+    def _forget_caches(self) -> None:
+        """Hook: the collection's contents changed under this object."""
+
+    def _set_properties(self, client: Any, properties: Mapping[str, str]) -> bool:
+        """Collection properties where the server keeps them (Lite 3.x does)."""
+        try:
+            client.alter_collection_properties(
+                collection_name=self.collection, properties=dict(properties)
+            )
+        except Exception:
+            return False
+        return True
+
+    def _stored_model(self, client: Any) -> str | None:
+        if self._exists:
+            properties = (
+                client.describe_collection(collection_name=self.collection).get("properties") or {}
+            )
+            model = properties.get(schema.MODEL_PROPERTY)
+            if model is not None:
+                return str(model)
+        return self._ledger.meta(META_MODEL)
+
+    def _dimension_of(self, vectors: Mapping[str, npt.NDArray[np.float32]]) -> int | None:
+        """The one dimension of ``vectors`` (None: no vectors; raises on a mix)."""
+        sizes = sorted({array.size for array in vectors.values()})
+        if len(sizes) > 1:
+            raise DimensionMismatchError(
+                f"vectors of {sizes[0]} and {sizes[1]} dimensions in one write",
+                hint="the embedder changed; call ensure_model with the new model first",
+            )
+        return sizes[0] if sizes else None
+
+    def _check_dimension(self, dimension: int | None) -> None:
+        """Inside a session: ``dimension`` must be the collection's."""
+        if dimension is not None:
+            schema.check_dimension(self._dimension, dimension, self.collection, self.uri)
+
+    @staticmethod
+    def _as_vector(chunk_hash: str, vector: npt.ArrayLike) -> npt.NDArray[np.float32]:
+        array = np.asarray(vector, dtype=np.float32).reshape(-1)
+        if array.size == 0 or not bool(np.all(np.isfinite(array))):
+            raise ValueError(f"vector for chunk {chunk_hash} is empty or not finite")
+        return array
+
+    def pop_rebuilt_reason(self) -> str | None:
+        """Return and clear ``rebuilt_reason`` (so the notice is shown once)."""
+        with self._lock:
+            reason, self.rebuilt_reason = self.rebuilt_reason, None
+            return reason
+
+    def close(self) -> None:
+        self._conn.close()
+        self._ledger.close()

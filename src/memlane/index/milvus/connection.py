@@ -1,0 +1,334 @@
+"""Opening Milvus: Milvus Lite per operation, a remote server per index object.
+
+**Milvus Lite** (a local path; 3.x stores a directory) runs in-process: the
+first client of a path starts a gRPC server thread for it, and that server
+holds ``flock`` on the database's ``LOCK`` file, so a second *process*
+cannot open it until the first releases the server. memlane therefore opens
+Lite for one operation at a time and lets go right after. Threads of one
+process share one server through ``LITE``: a refcount per absolute path and
+a short linger before the server is released, so back-to-back operations do
+not pay the open (~25 ms warm, 100-250 ms cold) while another process is
+kept out for milliseconds only. A failed open is retried on the backoff
+delays; a held ``LOCK`` is then reported as ``IndexBusyError`` (never as a
+format problem: pymilvus only says "Open local milvus failed").
+
+**A server** (``http(s)://``, Zilliz Cloud): one client per index object,
+closed with it, connected with a short timeout so an unreachable URI fails
+fast.
+
+pymilvus is imported lazily, only here and when a Milvus index is used.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from memlane.core.errors import MemlaneError
+from memlane.core.locks import lock_fd
+from memlane.index.protocol import IndexBusyError, IndexUnavailableError
+
+#: How long a released Lite server stays up for the next operation of this
+#: process (the contract's bound: another process waits at most this long).
+LINGER_S = 0.2
+#: Connect timeout for a Milvus server: an unreachable URI fails in this.
+CONNECT_TIMEOUT_S = 3.0
+_REMOTE_SCHEMES = ("http://", "https://", "tcp://", "unix:")
+_LOGGERS = ("pymilvus", "milvus_lite", "grpc")
+
+
+def is_remote(uri: str) -> bool:
+    return uri.startswith(_REMOTE_SCHEMES)
+
+
+def lite_path(uri: str) -> Path:
+    """The absolute database path of a Milvus Lite URI (``~`` expanded)."""
+    return Path(uri).expanduser().absolute()
+
+
+def display_uri(uri: str) -> str:
+    """Where the index lives, safe to show: ``milvus-lite:///abs/path`` or the
+    server URL without any user:password."""
+    if not is_remote(uri):
+        return f"milvus-lite://{lite_path(uri)}"
+    parts = urlsplit(uri)
+    if parts.username is None and parts.password is None:
+        return uri
+    host = parts.hostname or ""
+    netloc = f"{host}:{parts.port}" if parts.port is not None else host
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+
+
+def quiet_client_logs() -> None:
+    """pymilvus and Milvus Lite log tracebacks for errors memlane reports in
+    one line; they stay quiet unless memlane itself logs at debug level."""
+    if logging.getLogger("memlane").isEnabledFor(logging.DEBUG):
+        return
+    for name in _LOGGERS:
+        logging.getLogger(name).setLevel(logging.CRITICAL + 1)
+
+
+def lock_is_held(path: Path) -> bool:
+    """Whether another process holds the Lite database's LOCK (a non-blocking
+    probe, released at once)."""
+    lock = path / "LOCK"
+    try:
+        fd = os.open(lock, os.O_RDWR | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        lock_fd(fd, wait=False)
+    except OSError:
+        return True
+    finally:
+        os.close(fd)  # closing releases the probe's lock, if it got it
+    return False
+
+
+def _reason(exc: BaseException) -> str:
+    """The one-line cause inside a pymilvus exception."""
+    message = getattr(exc, "message", None)
+    text = message if isinstance(message, str) and message else str(exc)
+    return " ".join(text.split()) or type(exc).__name__
+
+
+def translate(exc: BaseException, uri: str) -> MemlaneError:
+    """A pymilvus failure as the one-line error the user sees."""
+    if isinstance(exc, MemlaneError):
+        return exc
+    shown = display_uri(uri)
+    reason = _reason(exc)
+    lowered = reason.lower()
+    if any(word in lowered for word in ("auth", "token", "credential", "permission denied")):
+        return IndexUnavailableError(
+            f"Milvus at {shown} refused the token ({reason})",
+            hint="check index.token (env:VAR must hold a valid token)",
+        )
+    if is_remote(uri):
+        return IndexUnavailableError(
+            f"cannot reach Milvus at {shown} ({reason})", hint="start it or fix index.uri"
+        )
+    return IndexUnavailableError(
+        f"cannot use the Milvus Lite database {lite_path(uri)} ({reason})",
+        hint="fix index.uri, or move the path aside to start a new database",
+    )
+
+
+def _lite_open_error(path: Path, exc: BaseException) -> MemlaneError:
+    if path.is_file():
+        return IndexUnavailableError(
+            f"{path} is a file, not a Milvus Lite 3 database (a directory); it may be "
+            "from Milvus Lite 2.x",
+            hint="point index.uri at another path, or move the file aside",
+        )
+    if path.suffix != ".db":
+        return IndexUnavailableError(
+            f"the Milvus Lite path {path} does not end in .db",
+            hint="Milvus Lite opens only paths ending in .db; fix index.uri",
+        )
+    return translate(exc, str(path))
+
+
+def busy_error(path: Path) -> IndexBusyError:
+    return IndexBusyError(
+        f"the Milvus Lite database {path} is in use by another process (locked)",
+        hint="try again, or use a Milvus server for several processes",
+    )
+
+
+@dataclass
+class _LiteEntry:
+    client: Any
+    users: int = 0
+    timer: threading.Timer | None = None
+
+
+class LiteServers:
+    """Process-wide Milvus Lite clients, one per absolute path, refcounted,
+    released ``LINGER_S`` after their last user."""
+
+    def __init__(self, linger_s: float = LINGER_S) -> None:
+        self.linger_s = linger_s
+        self._lock = threading.Lock()
+        self._entries: dict[Path, _LiteEntry] = {}
+
+    def acquire(
+        self, path: Path, delays_ms: Sequence[int], sleep: Callable[[float], None] = time.sleep
+    ) -> Any:
+        """A client of the database at ``path``; every call pairs with ``release``."""
+        with self._lock:
+            entry = self._entries.get(path)
+            if entry is not None:
+                if entry.timer is not None:
+                    entry.timer.cancel()
+                    entry.timer = None
+                entry.users += 1
+                return entry.client
+        client = self._open(path, delays_ms, sleep)
+        with self._lock:
+            entry = self._entries.get(path)
+            if entry is None:
+                entry = self._entries[path] = _LiteEntry(client)
+            elif entry.client is not client:
+                # Another thread opened it meanwhile: one server per path
+                # (milvus_lite shares it), so the extra client just closes.
+                with contextlib.suppress(Exception):
+                    client.close()
+                if entry.timer is not None:
+                    entry.timer.cancel()
+                    entry.timer = None
+            entry.users += 1
+            return entry.client
+
+    def release(self, path: Path) -> None:
+        with self._lock:
+            entry = self._entries.get(path)
+            if entry is None:
+                return
+            entry.users -= 1
+            if entry.users > 0:
+                return
+            if self.linger_s <= 0:
+                self._entries.pop(path)
+            else:
+                timer = threading.Timer(self.linger_s, self._expire, (path, entry))
+                timer.daemon = True
+                entry.timer = timer
+                timer.start()
+                return
+        self._stop(path, entry)
+
+    def release_now(self, path: Path) -> None:
+        """Stop an idle server at once (a drop or reset that must let go)."""
+        with self._lock:
+            entry = self._entries.get(path)
+            if entry is None or entry.users > 0:
+                return
+            if entry.timer is not None:
+                entry.timer.cancel()
+            self._entries.pop(path)
+        self._stop(path, entry)
+
+    def _expire(self, path: Path, entry: _LiteEntry) -> None:
+        with self._lock:
+            if self._entries.get(path) is not entry or entry.users > 0:
+                return
+            self._entries.pop(path)
+        self._stop(path, entry)
+
+    @staticmethod
+    def _stop(path: Path, entry: _LiteEntry) -> None:
+        from milvus_lite.server_manager import server_manager_instance
+
+        with contextlib.suppress(Exception):
+            entry.client.close()
+        server_manager_instance.release_server(str(path))
+
+    @staticmethod
+    def _open(path: Path, delays_ms: Sequence[int], sleep: Callable[[float], None]) -> Any:
+        from pymilvus import MilvusClient
+
+        quiet_client_logs()  # after the import: pymilvus sets its levels on import
+        path.parent.mkdir(parents=True, exist_ok=True)
+        attempts = [*delays_ms, None]
+        for delay in attempts:
+            try:
+                return MilvusClient(uri=str(path))
+            except Exception as exc:
+                if not (path.is_dir() and lock_is_held(path)):
+                    raise _lite_open_error(path, exc) from None
+                if delay is None:
+                    raise busy_error(path) from None
+                sleep(delay / 1000)
+        raise busy_error(path)  # pragma: no cover - the loop returns or raises
+
+
+#: The one registry of this process.
+LITE = LiteServers()
+
+
+class Connection:
+    """How an index object reaches its Milvus: ``with conn.client() as c``
+    is one operation."""
+
+    def __init__(
+        self,
+        uri: str,
+        *,
+        token: str | None = None,
+        backoff_delays_ms: Sequence[int] = (),
+        connect_timeout_s: float = CONNECT_TIMEOUT_S,
+        registry: LiteServers | None = None,
+    ) -> None:
+        self.raw_uri = uri
+        self.remote = is_remote(uri)
+        self.path = None if self.remote else lite_path(uri)
+        self.token = token
+        self.backoff_delays_ms = tuple(backoff_delays_ms)
+        self.connect_timeout_s = connect_timeout_s
+        self._registry = registry or LITE
+        self._remote_client: Any | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def shown(self) -> str:
+        return display_uri(self.raw_uri)
+
+    @contextlib.contextmanager
+    def client(self) -> Iterator[Any]:
+        """A connected client for one operation; pymilvus errors raised in
+        the block come out as one-line ``MemlaneError``s."""
+        if self.path is None:
+            client = self._remote()
+            try:
+                yield client
+            except MemlaneError:
+                raise
+            except Exception as exc:
+                raise translate(exc, self.raw_uri) from exc
+            return
+        client = self._registry.acquire(self.path, self.backoff_delays_ms)
+        try:
+            yield client
+        except MemlaneError:
+            raise
+        except Exception as exc:
+            raise translate(exc, self.raw_uri) from exc
+        finally:
+            self._registry.release(self.path)
+
+    def _remote(self) -> Any:
+        with self._lock:
+            if self._remote_client is None:
+                from pymilvus import MilvusClient
+
+                quiet_client_logs()
+
+                kwargs: dict[str, Any] = {"uri": self.raw_uri, "timeout": self.connect_timeout_s}
+                if self.token:
+                    kwargs["token"] = self.token
+                try:
+                    self._remote_client = MilvusClient(**kwargs)
+                except Exception as exc:
+                    raise translate(exc, self.raw_uri) from None
+            return self._remote_client
+
+    def release_now(self) -> None:
+        """Let another process have a Lite database at once (after a drop)."""
+        if self.path is not None:
+            self._registry.release_now(self.path)
+
+    def close(self) -> None:
+        with self._lock:
+            client, self._remote_client = self._remote_client, None
+        if client is not None:
+            with contextlib.suppress(Exception):
+                client.close()

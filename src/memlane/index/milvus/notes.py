@@ -1,0 +1,301 @@
+"""The Milvus notes index: memsearch's collection behind ``IndexBackend``.
+
+A collection memlane creates is one memsearch reads and writes, and the
+reverse (same schema, same chunk ids); memlane's filter metadata rides in
+dynamic fields. The local ledger (``ledger.py``) caches file records and
+holds chunks waiting for a vector. Searches run both legs in Milvus and
+memlane's fusion on the results (``search.py``). Milvus Lite is opened per
+operation (``connection.py``).
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
+
+from memlane.core.errors import ConfigError, MemlaneError
+from memlane.core.settings import BACKOFF_DELAYS_MS, IndexSettings
+from memlane.core.types import Chunk, SearchMode
+from memlane.index.legs.fusion import fusion_method
+from memlane.index.milvus import schema, search
+from memlane.index.milvus.ledger import META_COLLECTION, META_MODEL, META_URI
+from memlane.index.milvus.writes import MilvusWriter, indexed_of
+from memlane.index.protocol import FileRecord, IndexedChunk, ScoredChunk, SearchFilters
+from memlane.index.sqlite.notes import candidate_count
+
+if TYPE_CHECKING:
+    from memlane.index.protocol import IndexBackend
+
+#: Rows sampled for the collection's centroid (the mean cosine a query
+#: scores by chance), re-sampled when the row count changes bucket.
+CENTROID_SAMPLE = 2048
+
+
+def row_bucket(rows: int) -> int:
+    """Row counts within a factor of ~1.4 share a centroid."""
+    return 0 if rows <= 0 else 1 + int(2 * math.log2(rows))
+
+
+class MilvusIndex(MilvusWriter):
+    """IndexBackend over a Milvus (Lite, server or Zilliz Cloud) collection."""
+
+    backend = "milvus"
+
+    def __init__(
+        self,
+        uri: str,
+        collection: str,
+        ledger_path: Path,
+        settings: IndexSettings | None = None,
+        *,
+        token: str | None = None,
+        backoff_delays_ms: Sequence[int] = BACKOFF_DELAYS_MS,
+    ) -> None:
+        self.settings = settings or IndexSettings()
+        if not 0.0 <= self.settings.alpha <= 1.0:
+            raise ConfigError(
+                f"index.alpha must lie in [0, 1], got {self.settings.alpha}",
+                hint="the dense leg's weight; the lexical leg gets 1 - alpha",
+            )
+        self._fuse = fusion_method(self.settings.fusion)
+        self._cache_lock = threading.Lock()
+        self._freq_rows = -1
+        self._doc_freq: dict[str, int] = {}
+        super().__init__(
+            uri, collection, ledger_path, token=token, backoff_delays_ms=backoff_delays_ms
+        )
+
+    # -- caches --------------------------------------------------------------
+
+    def _written(self) -> None:
+        with self._cache_lock:
+            self._freq_rows = -1
+            self._doc_freq = {}
+
+    def _forget_caches(self) -> None:
+        self._written()
+
+    def _frequencies(self, rows: int) -> dict[str, int]:
+        """The document-frequency cache, valid while the row count holds."""
+        with self._cache_lock:
+            if rows != self._freq_rows:
+                self._freq_rows, self._doc_freq = rows, {}
+            return self._doc_freq
+
+    def _centroid(self, client: Any, rows: int) -> npt.NDArray[np.float32] | None:
+        bucket = row_bucket(rows)
+        cached = self._ledger.centroid()
+        if cached is not None and cached[0] == bucket:
+            return np.asarray(cached[1], dtype=np.float32)
+        vector = search.centroid(client, self.collection, CENTROID_SAMPLE)
+        if vector is not None:
+            self._ledger.set_centroid(bucket, vector.astype(float).tolist())
+        return vector
+
+    # -- reads -----------------------------------------------------------------
+
+    def files(self) -> dict[str, FileRecord]:
+        with self._session() as client:
+            self._reconcile(client)
+        return self._ledger.files()
+
+    def chunk_hashes(self, source: str) -> set[str]:
+        """What Milvus holds for ``source`` (whoever embedded it) and what waits
+        for a vector."""
+        with self._session() as client:
+            held = set(self._source_rows(client, source))
+        return held | self._ledger.pending_hashes(source)
+
+    def chunk_contexts(self, source: str) -> dict[str, str]:
+        """memsearch's schema has no BM25 context column: every context is ""."""
+        return dict.fromkeys(self.chunk_hashes(source), "")
+
+    def count(self) -> int:
+        with self._session() as client:
+            rows = search.count(client, self.collection) if self._exists else 0
+        return rows + self._ledger.pending_count()
+
+    def get(self, chunk_hash: str, /) -> Chunk | None:
+        item = self.get_indexed(chunk_hash)
+        return item.chunk if item is not None else None
+
+    def get_indexed(self, chunk_hash: str) -> IndexedChunk | None:
+        with self._session() as client:
+            rows = (
+                search.rows_by_hash(client, self.collection, [chunk_hash]) if self._exists else {}
+            )
+        if chunk_hash in rows:
+            return indexed_of(rows[chunk_hash])
+        pending = self._ledger.pending([chunk_hash])
+        return pending[0] if pending else None
+
+    def vector_of(self, chunk_hash: str) -> np.ndarray | None:
+        with self._session() as client:
+            if not self._exists:
+                return None
+            stored = self._vectors(client, [chunk_hash])
+        vector = stored.get(chunk_hash)
+        return None if vector is None else np.asarray(vector, dtype=np.float32)
+
+    def export(self, batch: int = 512) -> Iterator[list[tuple[IndexedChunk, np.ndarray | None]]]:
+        """Every row with its vector, then the pending chunks (no vector), in
+        batches: what ``migrate`` copies. One Lite session for the whole walk."""
+        with self._session() as client:
+            if self._exists:
+                fields = [*schema.CHUNK_FIELDS, schema.VECTOR]
+                for rows in self._iterate(client, "", fields, batch):
+                    yield [
+                        (indexed_of(row), np.asarray(row[schema.VECTOR], dtype=np.float32))
+                        for row in rows
+                    ]
+        waiting = self._ledger.pending()
+        for start in range(0, len(waiting), batch):
+            yield [(item, None) for item in waiting[start : start + batch]]
+
+    def stats(self) -> dict[str, Any]:
+        with self._session() as client:
+            rows = search.count(client, self.collection) if self._exists else 0
+            model = self._stored_model(client)
+        pending = self._ledger.pending_count()
+        return {
+            "path": self.uri,
+            "backend": self.backend,
+            "collection": self.collection,
+            "chunks": rows + pending,
+            "vectors": rows,
+            "pending": pending,
+            "files": self._ledger.file_count(),
+            "model": model,
+            "dimension": self._dimension,
+        }
+
+    def health(self) -> dict[str, Any]:
+        """Whether the collection can be reached and used, for ``memlane status``."""
+        out: dict[str, Any] = {
+            "backend": self.backend,
+            "uri": self.uri,
+            "collection": self.collection,
+            "reachable": False,
+            "exists": False,
+            "rows": None,
+            "dimension": None,
+            "error": None,
+        }
+        try:
+            with self._session() as client:
+                out["reachable"] = True
+                out["exists"] = self._exists
+                out["dimension"] = self._dimension
+                out["rows"] = search.count(client, self.collection) if self._exists else 0
+        except MemlaneError as exc:
+            out["error"] = str(exc)
+        return out
+
+    # -- admin -----------------------------------------------------------------
+
+    def reset(self, source_prefix: str) -> int:
+        """Delete the rows whose source starts with ``source_prefix`` and clear
+        the ledger (a reindex); the collection itself stays (it may be shared)."""
+        removed = 0
+        with self._session() as client:
+            if self._exists:
+                expr = f"source like {schema.like_prefix(source_prefix)}"
+                hashes = [
+                    str(row[schema.PRIMARY])
+                    for rows in self._iterate(client, expr, [schema.PRIMARY])
+                    for row in rows
+                ]
+                for start in range(0, len(hashes), 512):
+                    client.delete(collection_name=self.collection, ids=hashes[start : start + 512])
+                removed = len(hashes)
+        self._ledger.clear(keep=self._kept_meta())
+        self._written()
+        return removed
+
+    def drop(self) -> None:
+        """Drop the whole collection (an explicit user action only)."""
+        with self._session() as client:
+            if self._exists:
+                client.drop_collection(collection_name=self.collection)
+        self._ledger.clear(keep=self._kept_meta())
+        self._exists = False
+        self._dimension = None
+        self._written()
+        self._conn.release_now()
+
+    @staticmethod
+    def _kept_meta() -> tuple[str, ...]:
+        return (META_URI, META_COLLECTION, META_MODEL)
+
+    def purge_deleted(self) -> str | None:
+        """Ask Milvus to compact (deleted rows leave its segments); a notice
+        when it cannot."""
+        try:
+            with self._session() as client:
+                if self._exists:
+                    client.compact(collection_name=self.collection)
+        except MemlaneError as exc:
+            return f"deleted rows stay in Milvus until it compacts ({exc})"
+        return None
+
+    # -- search ------------------------------------------------------------------
+
+    def search(
+        self,
+        query: str,
+        vector: np.ndarray | None,
+        k: int,
+        filters: SearchFilters | None = None,
+        *,
+        lexical: bool = True,
+    ) -> tuple[SearchMode, list[ScoredChunk]]:
+        """Hybrid search; ``vector`` None skips the dense leg (mode lexical),
+        ``lexical`` False the BM25 leg (mode semantic)."""
+        qvec = None if vector is None else np.asarray(vector, dtype=np.float32).reshape(-1)
+        if filters is not None and filters.is_empty():
+            filters = None
+        if not lexical and qvec is None:
+            raise ValueError("a semantic-only search needs a query vector")
+        with self._session() as client:
+            if qvec is not None and self._exists:
+                self._check_dimension(qvec.size)
+            rows = search.count(client, self.collection) if self._exists else 0
+            dense = qvec is not None and rows > 0
+            mode: SearchMode = "semantic" if not lexical else "hybrid" if dense else "lexical"
+            if rows == 0 or k <= 0 or (lexical and not query.strip()):
+                return mode, []
+            coll = search.Collection(
+                self.collection,
+                rows,
+                self._centroid(client, rows) if dense else None,
+                self._frequencies(rows),
+            )
+            fused = search.run(
+                client,
+                coll,
+                query,
+                qvec if dense else None,
+                mode,
+                n=candidate_count(k),
+                expr=schema.expression(filters),
+                settings=self.settings,
+                method=self._fuse,
+            )[:k]
+            found = search.rows_by_hash(client, self.collection, [h for h, _ in fused])
+        return mode, [
+            ScoredChunk(chunk=indexed_of(found[h]).chunk, score=score)
+            for h, score in fused
+            if h in found
+        ]
+
+
+if TYPE_CHECKING:
+    # mypy checks here that the Milvus index satisfies the index protocol.
+    def _satisfies_protocol(index: MilvusIndex) -> IndexBackend:
+        return index

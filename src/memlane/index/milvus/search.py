@@ -1,0 +1,236 @@
+"""Search over a Milvus collection: both legs run in Milvus, memlane's fusion
+and calibrated score are applied to what Milvus returns, so a hit's score
+means what it means on the SQLite backend (``legs/relevance.py``).
+
+- **dense leg**: ``embedding`` searched with COSINE, ``candidate_count(k)``
+  deep, filters as a Milvus expression;
+- **lexical leg**: BM25 on ``sparse_vector`` (Milvus's analyzer over
+  ``content``) for the query's content words (stopwords dropped, as the
+  SQLite leg drops them). Milvus Lite returns BM25 distances negated; the
+  absolute value is the score;
+- **evidence** (the default fusion): coverage is bm25 over the ideal
+  bm25 of the query, the sum of Milvus's idf of its content words,
+  ``log(1 + (N - df + 0.5) / (df + 0.5))`` (a document of average length
+  holding a word once scores exactly its idf). The document frequencies come
+  from one BM25 search with one text per word: each text's hits are exactly
+  the rows holding that word (capped at ``DF_PROBE_LIMIT``). The collection's
+  mean cosine for the query is the query against the centroid of the
+  collection's unit vectors (estimated from a sample by the caller).
+
+``run_analyzer`` is not implemented by Milvus Lite, so words are split here
+the way Milvus's standard analyzer does (Unicode words, lower-cased); Milvus
+analyzes each probe text itself, so a word split differently still probes
+the right rows.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from memlane.core.settings import IndexSettings
+from memlane.core.types import SearchMode
+from memlane.index.legs import relevance
+from memlane.index.legs.dense import DenseResult
+from memlane.index.legs.fusion import EVIDENCE, Fused, FusionMethod
+from memlane.index.legs.lexical import LexicalQuery, LexicalRanking
+from memlane.index.legs.query import STOPWORDS, query_terms
+from memlane.index.milvus import schema
+
+#: Milvus's cap on a search's limit (topk); a word in more rows than this
+#: counts as in this many.
+DF_PROBE_LIMIT = 16384
+MAX_QUERY_CHARS = 8000
+_WORD_RE = re.compile(r"\w+", re.UNICODE)
+
+BM25_PARAMS = {"metric_type": "BM25"}
+COSINE_PARAMS = {"metric_type": "COSINE"}
+
+
+def words(text: str) -> list[str]:
+    """The query's words as Milvus's standard analyzer sees them (about)."""
+    return _WORD_RE.findall(text[:MAX_QUERY_CHARS].lower())
+
+
+def bm25_idf(docs_with_term: int, total_docs: int) -> float:
+    """Milvus's BM25 idf."""
+    return math.log(1.0 + (total_docs - docs_with_term + 0.5) / (docs_with_term + 0.5))
+
+
+def unit(vector: npt.ArrayLike) -> npt.NDArray[np.float32]:
+    array = np.asarray(vector, dtype=np.float32).reshape(-1)
+    norm = float(np.linalg.norm(array))
+    return array / norm if norm > 0 else array
+
+
+@dataclass(frozen=True)
+class Collection:
+    """What a search needs to know about the collection it searches."""
+
+    name: str
+    rows: int  # every row (the N of BM25's idf)
+    centroid: npt.NDArray[np.float32] | None  # mean of the unit vectors
+    doc_freq: dict[str, int]  # the caller's cache for this row count; filled here
+
+
+def _hits(result: Any) -> list[tuple[str, float]]:
+    if not result:
+        return []
+    return [(str(hit[schema.PRIMARY]), float(hit["distance"])) for hit in result[0]]
+
+
+def doc_frequencies(client: Any, coll: Collection, terms: list[str]) -> dict[str, int]:
+    """How many rows hold each term (one probe search for the unknown ones)."""
+    unknown = [t for t in terms if t not in coll.doc_freq]
+    if unknown and coll.rows > 0:
+        result = client.search(
+            collection_name=coll.name,
+            data=unknown,
+            anns_field=schema.SPARSE,
+            limit=min(coll.rows, DF_PROBE_LIMIT),
+            search_params=BM25_PARAMS,
+            output_fields=[],
+        )
+        for term, hits in zip(unknown, result, strict=True):
+            coll.doc_freq[term] = len(hits)
+    return {t: coll.doc_freq.get(t, 0) for t in terms}
+
+
+def lexical_leg(
+    client: Any, coll: Collection, query: str, n: int, expr: str
+) -> tuple[list[tuple[str, float]], LexicalQuery]:
+    terms = query_terms(words(query), STOPWORDS)
+    if not terms or coll.rows == 0:
+        return [], LexicalQuery((), 0.0)
+    freq = doc_frequencies(client, coll, terms)
+    # A word no row holds counts as a word of one row (as on SQLite): an
+    # absent telling word leaves the query weakly covered.
+    ideal = sum(bm25_idf(max(freq[t], 1), coll.rows) for t in terms)
+    present = [t for t in terms if freq[t] > 0]
+    lexical_query = LexicalQuery(tuple(present), ideal)
+    if not present:
+        return [], lexical_query
+    result = client.search(
+        collection_name=coll.name,
+        data=[" ".join(present)],
+        anns_field=schema.SPARSE,
+        limit=n,
+        filter=expr,
+        search_params=BM25_PARAMS,
+        output_fields=[schema.PRIMARY],
+    )
+    hits = [(h, abs(d)) for h, d in _hits(result)]
+    hits.sort(key=lambda item: (-item[1], item[0]))
+    return hits, lexical_query
+
+
+def dense_leg(
+    client: Any, coll: Collection, qvec: npt.NDArray[np.float32], n: int, expr: str
+) -> list[tuple[str, float]]:
+    result = client.search(
+        collection_name=coll.name,
+        data=[qvec.tolist()],
+        anns_field=schema.VECTOR,
+        limit=n,
+        filter=expr,
+        search_params=COSINE_PARAMS,
+        output_fields=[schema.PRIMARY],
+    )
+    hits = _hits(result)
+    hits.sort(key=lambda item: (-item[1], item[0]))
+    return hits
+
+
+def cosines(
+    client: Any, collection: str, qvec: npt.NDArray[np.float32], hashes: Iterable[str]
+) -> dict[str, float]:
+    """The cosine of each row among ``hashes`` with the query (their stored
+    embeddings fetched): a lexical-only candidate's dense evidence."""
+    wanted = list(hashes)
+    if not wanted:
+        return {}
+    rows = client.get(collection_name=collection, ids=wanted, output_fields=[schema.VECTOR])
+    query = unit(qvec)
+    return {str(row[schema.PRIMARY]): float(unit(row[schema.VECTOR]) @ query) for row in rows}
+
+
+def count(client: Any, collection: str, expr: str = "") -> int:
+    rows = client.query(collection_name=collection, filter=expr, output_fields=["count(*)"])
+    return int(rows[0]["count(*)"]) if rows else 0
+
+
+def centroid(client: Any, collection: str, sample: int) -> npt.NDArray[np.float32] | None:
+    """The mean of up to ``sample`` rows' unit vectors (None: no rows)."""
+    rows = client.query(
+        collection_name=collection, filter="", output_fields=[schema.VECTOR], limit=sample
+    )
+    if not rows:
+        return None
+    matrix = np.asarray([row[schema.VECTOR] for row in rows], dtype=np.float32)
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return np.asarray((matrix / norms).mean(axis=0), dtype=np.float32)
+
+
+def run(
+    client: Any,
+    coll: Collection,
+    query: str,
+    qvec: npt.NDArray[np.float32] | None,
+    mode: SearchMode,
+    *,
+    n: int,
+    expr: str,
+    settings: IndexSettings,
+    method: FusionMethod | None,
+) -> list[tuple[str, float]]:
+    """The legs ``mode`` asks for, fused: (chunk hash, score), best first."""
+    dense_hits = (
+        dense_leg(client, coll, qvec, n, expr) if mode != "lexical" and qvec is not None else None
+    )
+    lexical: tuple[list[tuple[str, float]], LexicalQuery] | None = None
+    if mode != "semantic":
+        lexical = lexical_leg(client, coll, query, n, expr)
+    # The fusion functions rank integer row ids; a hash's id is its place
+    # in sorted order, so ties fall the same way on every call.
+    found = {h for h, _ in dense_hits or []} | {h for h, _ in (lexical[0] if lexical else [])}
+    ids = {h: i for i, h in enumerate(sorted(found))}
+    hashes = {i: h for h, i in ids.items()}
+
+    def as_ids(hits: list[tuple[str, float]]) -> list[tuple[int, float]]:
+        return [(ids[h], score) for h, score in hits]
+
+    dense = None
+    if dense_hits is not None and qvec is not None:
+        rows = coll.rows if not expr else count(client, coll.name, expr)
+        mean = float(unit(qvec) @ coll.centroid) if coll.centroid is not None else 0.0
+        dense = DenseResult(as_ids(dense_hits), mean, rows)
+    ranking = LexicalRanking(as_ids(lexical[0]), lexical[1]) if lexical is not None else None
+    fused: Fused
+    if settings.fusion == EVIDENCE or method is None:
+
+        def cosines_of(rowids: Iterable[int]) -> dict[int, float]:
+            if qvec is None:
+                return {}
+            got = cosines(client, coll.name, qvec, [hashes[r] for r in rowids])
+            return {ids[h]: value for h, value in got.items()}
+
+        fused = relevance.evidence_ranking(relevance.gather(dense, ranking, cosines_of), mode)
+    else:
+        fused = relevance.rank_fusion(
+            method, dense, ranking, alpha=settings.alpha, rrf_k=settings.rrf_k
+        )
+    return [(hashes[rowid], score) for rowid, score in fused]
+
+
+def rows_by_hash(client: Any, collection: str, hashes: list[str]) -> Mapping[str, dict[str, Any]]:
+    if not hashes:
+        return {}
+    rows = client.get(collection_name=collection, ids=hashes, output_fields=schema.CHUNK_FIELDS)
+    return {str(row[schema.PRIMARY]): dict(row) for row in rows}
