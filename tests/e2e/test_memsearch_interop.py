@@ -96,7 +96,8 @@ def test_memlane_indexes_and_memsearch_finds_the_same_chunk_hashes(derived_mesh:
     ours = mesh.memlane_hits(REDIS)
     theirs = mesh.memsearch_hits(REDIS)
     assert top_hash(theirs, "Redis") == top_hash(ours, "Redis")
-    assert {h["chunk_hash"] for h in theirs} == {h["chunk_hash"] for h in ours}
+    # memlane leaves out hits below search.min_score; memsearch returns every row it ranks.
+    assert {h["chunk_hash"] for h in ours} <= {h["chunk_hash"] for h in theirs}
     # memsearch reads rows that carry memlane's filter fields (dynamic fields) without a hitch.
     rows = mesh.rows("source", "memlane_kind", "memlane_date", "memlane_session")
     assert rows is not None and len(rows) == 2

@@ -75,5 +75,5 @@ def test_a_token_is_only_ever_a_reference(project: Path, monkeypatch: pytest.Mon
     path = global_config_path()
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text('[index]\ntoken = "s3cret"\n')
-    with pytest.raises(ConfigError, match="stores a secret in index.token"):
+    with pytest.raises(ConfigError, match=r"stores a secret in index\.token"):
         load_config(project, env={})

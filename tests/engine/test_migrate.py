@@ -28,7 +28,9 @@ def _embedding_env(server: FakeEmbeddings, model: str = "fake-embed") -> dict[st
 
 
 def _texts_embedded(server: FakeEmbeddings) -> int:
-    return sum(len(r["json"]["input"]) for r in server.requests if r["path"].endswith("/embeddings"))
+    return sum(
+        len(r["json"]["input"]) for r in server.requests if r["path"].endswith("/embeddings")
+    )
 
 
 def _seeded(project: Path, server: FakeEmbeddings, clock: FixedClock) -> Memory:
