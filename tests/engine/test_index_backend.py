@@ -39,11 +39,16 @@ def test_milvus_uri_defaults_to_memsearch_and_resolves_lite_paths(tmp_path: Path
     assert is_remote_uri("HTTP://h:19530") and not is_remote_uri("~/milvus.db")
 
 
-def test_one_ledger_per_collection_and_uri(tmp_path: Path) -> None:
-    a = ledger_path(IndexSettings(backend="milvus", uri=str(tmp_path / "a.db")), "ms_p_1")
-    b = ledger_path(IndexSettings(backend="milvus", uri=str(tmp_path / "b.db")), "ms_p_1")
+def test_one_ledger_per_store_collection_and_uri(tmp_path: Path) -> None:
+    store = tmp_path / "p" / ".memsearch" / "memory"
+    a = ledger_path(IndexSettings(backend="milvus", uri=str(tmp_path / "a.db")), "ms_p_1", store)
+    b = ledger_path(IndexSettings(backend="milvus", uri=str(tmp_path / "b.db")), "ms_p_1", store)
     assert a != b and a.parent == b.parent == index_dir()
     assert a.name.startswith("ms_p_1-")
+    # Two stores writing one shared collection keep their own records.
+    other = tmp_path / "q" / ".memsearch" / "memory"
+    settings = IndexSettings(backend="milvus", uri=str(tmp_path / "a.db"))
+    assert ledger_path(settings, "ms_p_1", other) != a
 
 
 def test_an_unknown_backend_is_a_clear_error(project: Path) -> None:

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
     from memlane.core.types import SearchResult
     from memlane.engine.project import Memory
-    from memlane.engine.reports import IndexReport
+    from memlane.engine.reports import IndexReport, Progress
 
 
 def scope(
@@ -119,6 +119,17 @@ def _show_report(report: IndexReport, as_json: bool) -> None:
         f"{report.indexed_chunks} new chunks, {report.removed_files} files pruned, "
         f"{report.total_chunks} chunks in the index ({report.seconds:.2f} s, {report.status})"
     )
+
+
+def _catch_up_notes(mem: Memory, bar: Progress) -> list[str]:
+    """Index what changed before a search; an index that cannot be used now
+    is left for the search to report (it says the index is unavailable)."""
+    from memlane.index.protocol import DimensionMismatchError, IndexUnavailableError
+
+    try:
+        return mem.sync(bar, quiet_when_idle=True).notices
+    except (IndexUnavailableError, DimensionMismatchError):
+        return []
 
 
 def search(
@@ -245,7 +256,7 @@ def search(
             # The catch-up before the search shows a bar when it has much to do
             # (a new store, or every note embedded again after an upgrade).
             with ProgressBar("indexing") as bar:
-                caught_up = mem.sync(bar, quiet_when_idle=True).notices
+                caught_up = _catch_up_notes(mem, bar)
         if batch is not None:
             for line in caught_up:
                 notice(line)

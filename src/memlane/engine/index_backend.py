@@ -62,11 +62,14 @@ def milvus_uri(settings: IndexSettings) -> str:
     return os.path.abspath(os.path.expanduser(uri))
 
 
-def ledger_path(settings: IndexSettings, collection: str) -> Path:
-    """The local cache of what was indexed into ``collection`` at this URI
-    (file records, chunks waiting for a vector): one per collection and URI,
-    under memlane's index directory. Losing it costs a rescan, never data."""
-    digest = hashlib.sha256(milvus_uri(settings).encode("utf-8")).hexdigest()[:8]
+def ledger_path(settings: IndexSettings, collection: str, store: Path) -> Path:
+    """The local cache of what this store indexed into ``collection`` at this
+    URI (file records, chunks waiting for a vector), under memlane's index
+    directory. One per store, collection and URI: two projects sharing one
+    collection each remove only the files they indexed. Losing it costs a
+    rescan, never data."""
+    key = f"{milvus_uri(settings)}\n{os.path.realpath(store)}"
+    digest = hashlib.sha256(key.encode("utf-8")).hexdigest()[:8]
     return index_dir() / f"{collection}-{digest}{LEDGER_SUFFIX}"
 
 
@@ -84,19 +87,19 @@ def open_notes_index(scope: Scope, settings: IndexSettings) -> NotesIndex:
     check_backend(settings)
     collection = collection_of(scope, settings)
     if settings.backend == MILVUS:
-        return _open_milvus(settings, collection)
+        return _open_milvus(settings, collection, scope.store)
     from memlane.index.sqlite.notes import SqliteIndex
 
     return SqliteIndex(sqlite_index_path(settings, collection), settings)
 
 
-def _open_milvus(settings: IndexSettings, collection: str) -> MilvusIndex:
+def _open_milvus(settings: IndexSettings, collection: str, store: Path) -> MilvusIndex:
     from memlane.index.milvus.notes import MilvusIndex
 
     return MilvusIndex(
         milvus_uri(settings),
         collection,
-        ledger_path(settings, collection),
+        ledger_path(settings, collection, store),
         settings,
         token=settings.token,
     )
@@ -114,7 +117,11 @@ def reset_notes_index(scope: Scope, settings: IndexSettings, index: NotesIndex |
     if settings.backend == MILVUS:
         from memlane.index.milvus.notes import MilvusIndex
 
-        milvus = index if isinstance(index, MilvusIndex) else _open_milvus(settings, collection)
+        milvus = (
+            index
+            if isinstance(index, MilvusIndex)
+            else _open_milvus(settings, collection, scope.store)
+        )
         try:
             milvus.reset(str(scope.store))
         finally:
