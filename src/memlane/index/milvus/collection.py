@@ -86,13 +86,14 @@ class CollectionAccess:
             if create_dimension is None:
                 return False
             schema.create(client, name, create_dimension)
-            epoch = secrets.token_hex(8)
-            properties = {EPOCH_PROPERTY: epoch}
+            created = secrets.token_hex(8)
+            properties = {EPOCH_PROPERTY: created}
             model = self._ledger.meta(META_MODEL)
             if model is not None:
                 properties[schema.MODEL_PROPERTY] = model
             self._set_properties(client, properties)
-            self._ledger.set_meta(**{META_EPOCH: epoch})
+            self._ledger.set_meta(**{META_EPOCH: created})
+            self._conn.written(name)
             self._dimension = create_dimension
             client.load_collection(collection_name=name)
             return True
@@ -101,16 +102,17 @@ class CollectionAccess:
         properties = description.get("properties") or {}
         stored_epoch = properties.get(EPOCH_PROPERTY)
         known = self._ledger.meta(META_EPOCH)
-        if stored_epoch is not None:
-            epoch = str(stored_epoch)
-        else:
+        epoch: str | None = str(stored_epoch) if stored_epoch is not None else None
+        if epoch is None:
             # Created by another tool (memsearch): give it an epoch so a
-            # later drop and recreate is noticed.
+            # later drop and recreate is noticed. A server that keeps no
+            # properties gets no such check (the ledger is then trusted).
             epoch = secrets.token_hex(8)
-            self._set_properties(client, {EPOCH_PROPERTY: epoch})
-        if known is not None and known != epoch:
+            if not self._set_properties(client, {EPOCH_PROPERTY: epoch}):
+                epoch = None
+        if epoch is not None and known is not None and known != epoch:
             self._lost(f"the collection {name} was recreated by another tool")
-        if known != epoch:
+        if epoch is not None and known != epoch:
             self._ledger.set_meta(**{META_EPOCH: epoch})
         client.load_collection(collection_name=name)
         return True
@@ -125,7 +127,12 @@ class CollectionAccess:
         self._forget_caches()
 
     def _forget_caches(self) -> None:
-        """Hook: the collection's contents changed under this object."""
+        """Hook: the collection's contents changed (search caches go)."""
+
+    def _written(self) -> None:
+        """This object changed the collection (in or right after an operation)."""
+        self._conn.written(self.collection)
+        self._forget_caches()
 
     def _set_properties(self, client: Any, properties: Mapping[str, str]) -> bool:
         """Collection properties where the server keeps them (Lite 3.x does)."""

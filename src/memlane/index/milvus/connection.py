@@ -21,13 +21,14 @@ pymilvus is imported lazily, only here and when a Milvus index is used.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import logging
 import os
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -35,6 +36,8 @@ from urllib.parse import urlsplit, urlunsplit
 from memlane.core.errors import MemlaneError
 from memlane.core.locks import lock_fd
 from memlane.index.protocol import IndexBusyError, IndexUnavailableError
+
+log = logging.getLogger(__name__)
 
 #: How long a released Lite server stays up for the next operation of this
 #: process (the contract's bound: another process waits at most this long).
@@ -149,6 +152,8 @@ class _LiteEntry:
     client: Any
     users: int = 0
     timer: threading.Timer | None = None
+    #: Collections written since the open: flushed before the server stops.
+    written: set[str] = field(default_factory=set)
 
 
 class LiteServers:
@@ -159,32 +164,54 @@ class LiteServers:
         self.linger_s = linger_s
         self._lock = threading.Lock()
         self._entries: dict[Path, _LiteEntry] = {}
+        self._exit_hook = False
+        # Held while a server starts or stops: an open racing a stop would
+        # get the stopping server's port from milvus_lite and lose it.
+        self._transition = threading.Lock()
+
+    def written(self, path: Path, collection: str) -> None:
+        """``collection`` at ``path`` was written: flush it before the server stops."""
+        with self._lock:
+            entry = self._entries.get(path)
+            if entry is not None:
+                entry.written.add(collection)
+
+    def release_all(self) -> None:
+        """Stop every server (flushing what was written): at exit, before
+        milvus_lite's own exit hook stops them without a flush."""
+        with self._lock:
+            entries = list(self._entries.items())
+            self._entries.clear()
+        for path, entry in entries:
+            if entry.timer is not None:
+                entry.timer.cancel()
+            self._stop(path, entry)
 
     def acquire(
         self, path: Path, delays_ms: Sequence[int], sleep: Callable[[float], None] = time.sleep
     ) -> Any:
         """A client of the database at ``path``; every call pairs with ``release``."""
-        with self._lock:
-            entry = self._entries.get(path)
-            if entry is not None:
-                if entry.timer is not None:
-                    entry.timer.cancel()
-                    entry.timer = None
-                entry.users += 1
-                return entry.client
-        client = self._open(path, delays_ms, sleep)
+        client = self._join(path)
+        if client is not None:
+            return client
+        with self._transition:
+            client = self._join(path)  # another thread opened it meanwhile
+            if client is not None:
+                return client
+            client = self._open(path, delays_ms, sleep)
+            with self._lock:
+                self._entries[path] = _LiteEntry(client, users=1)
+            return client
+
+    def _join(self, path: Path) -> Any | None:
+        """The open client of ``path`` with one more user, if there is one."""
         with self._lock:
             entry = self._entries.get(path)
             if entry is None:
-                entry = self._entries[path] = _LiteEntry(client)
-            elif entry.client is not client:
-                # Another thread opened it meanwhile: one server per path
-                # (milvus_lite shares it), so the extra client just closes.
-                with contextlib.suppress(Exception):
-                    client.close()
-                if entry.timer is not None:
-                    entry.timer.cancel()
-                    entry.timer = None
+                return None
+            if entry.timer is not None:
+                entry.timer.cancel()
+                entry.timer = None
             entry.users += 1
             return entry.client
 
@@ -222,21 +249,43 @@ class LiteServers:
             if self._entries.get(path) is not entry or entry.users > 0:
                 return
             self._entries.pop(path)
-        self._stop(path, entry)
+        try:
+            self._stop(path, entry)
+        except Exception:
+            # A timer thread has no caller to report to; at interpreter
+            # exit milvus_lite may already be torn down.
+            log.debug("stopping the Milvus Lite server of %s failed", path, exc_info=True)
+
+    def _stop(self, path: Path, entry: _LiteEntry) -> None:
+        with self._transition:
+            self._stop_server(path, entry)
 
     @staticmethod
-    def _stop(path: Path, entry: _LiteEntry) -> None:
+    def _stop_server(path: Path, entry: _LiteEntry) -> None:
         from milvus_lite.server_manager import server_manager_instance
 
+        # Milvus Lite keeps new rows in its write-ahead log until a flush,
+        # and every later open replays that log: unflushed, a few thousand
+        # rows cost seconds on each open; flushed, ~0.3 s. One flush per
+        # server session, not per write, keeps segments few.
+        for collection in sorted(entry.written):
+            with contextlib.suppress(Exception):
+                entry.client.flush(collection_name=collection)
         with contextlib.suppress(Exception):
             entry.client.close()
         server_manager_instance.release_server(str(path))
 
-    @staticmethod
-    def _open(path: Path, delays_ms: Sequence[int], sleep: Callable[[float], None]) -> Any:
+    def _open(self, path: Path, delays_ms: Sequence[int], sleep: Callable[[float], None]) -> Any:
         from pymilvus import MilvusClient
 
         quiet_client_logs()  # after the import: pymilvus sets its levels on import
+        if not self._exit_hook:
+            # Registered after milvus_lite's (imported by pymilvus), so it
+            # runs first at exit.
+            import milvus_lite.server_manager  # noqa: F401
+
+            atexit.register(self.release_all)
+            self._exit_hook = True
         path.parent.mkdir(parents=True, exist_ok=True)
         attempts = [*delays_ms, None]
         for delay in attempts:
@@ -320,6 +369,11 @@ class Connection:
                 except Exception as exc:
                     raise translate(exc, self.raw_uri) from None
             return self._remote_client
+
+    def written(self, collection: str) -> None:
+        """``collection`` was written in the current operation."""
+        if self.path is not None:
+            self._registry.written(self.path, collection)
 
     def release_now(self) -> None:
         """Let another process have a Lite database at once (after a drop)."""

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
 #: Rows sampled for the collection's centroid (the mean cosine a query
 #: scores by chance), re-sampled when the row count changes bucket.
-CENTROID_SAMPLE = 2048
+CENTROID_SAMPLE = 512
 
 
 def row_bucket(rows: int) -> int:
@@ -73,13 +73,10 @@ class MilvusIndex(MilvusWriter):
 
     # -- caches --------------------------------------------------------------
 
-    def _written(self) -> None:
+    def _forget_caches(self) -> None:
         with self._cache_lock:
             self._freq_rows = -1
             self._doc_freq = {}
-
-    def _forget_caches(self) -> None:
-        self._written()
 
     def _frequencies(self, rows: int) -> dict[str, int]:
         """The document-frequency cache, valid while the row count holds."""

@@ -85,49 +85,55 @@ def _hits(result: Any) -> list[tuple[str, float]]:
     return [(str(hit[schema.PRIMARY]), float(hit["distance"])) for hit in result[0]]
 
 
-def doc_frequencies(client: Any, coll: Collection, terms: list[str]) -> dict[str, int]:
-    """How many rows hold each term (one probe search for the unknown ones)."""
-    unknown = [t for t in terms if t not in coll.doc_freq]
-    if unknown and coll.rows > 0:
-        result = client.search(
-            collection_name=coll.name,
-            data=unknown,
-            anns_field=schema.SPARSE,
-            limit=min(coll.rows, DF_PROBE_LIMIT),
-            search_params=BM25_PARAMS,
-            output_fields=[],
-        )
-        for term, hits in zip(unknown, result, strict=True):
-            coll.doc_freq[term] = len(hits)
-    return {t: coll.doc_freq.get(t, 0) for t in terms}
+def _bm25(client: Any, coll: Collection, texts: list[str], limit: int, expr: str) -> Any:
+    return client.search(
+        collection_name=coll.name,
+        data=texts,
+        anns_field=schema.SPARSE,
+        limit=limit,
+        filter=expr,
+        search_params=BM25_PARAMS,
+        output_fields=[schema.PRIMARY],
+    )
+
+
+def _best(result: Any, n: int) -> list[tuple[str, float]]:
+    hits = [(h, abs(d)) for h, d in _hits(result)]
+    hits.sort(key=lambda item: (-item[1], item[0]))
+    return hits[:n]
 
 
 def lexical_leg(
     client: Any, coll: Collection, query: str, n: int, expr: str
 ) -> tuple[list[tuple[str, float]], LexicalQuery]:
+    """BM25 candidates and the query's ideal bm25. Words whose document
+    frequency is not cached are probed in the same call when no filter
+    applies (a filter would cut the probe's counts), else in a second."""
     terms = query_terms(words(query), STOPWORDS)
     if not terms or coll.rows == 0:
         return [], LexicalQuery((), 0.0)
-    freq = doc_frequencies(client, coll, terms)
+    text = " ".join(terms)
+    unknown = [t for t in terms if t not in coll.doc_freq]
+    probe_limit = min(coll.rows, DF_PROBE_LIMIT)
+    hits: list[tuple[str, float]] | None = None
+    if unknown:
+        if expr:
+            probed = _bm25(client, coll, unknown, probe_limit, "")
+        else:
+            result = _bm25(client, coll, [text, *unknown], max(n, probe_limit), "")
+            hits, probed = _best(result, n), result[1:]
+        for term, found in zip(unknown, probed, strict=True):
+            coll.doc_freq[term] = len(found)
+    freq = {t: coll.doc_freq.get(t, 0) for t in terms}
     # A word no row holds counts as a word of one row (as on SQLite): an
     # absent telling word leaves the query weakly covered.
     ideal = sum(bm25_idf(max(freq[t], 1), coll.rows) for t in terms)
-    present = [t for t in terms if freq[t] > 0]
-    lexical_query = LexicalQuery(tuple(present), ideal)
+    present = tuple(t for t in terms if freq[t] > 0)
     if not present:
-        return [], lexical_query
-    result = client.search(
-        collection_name=coll.name,
-        data=[" ".join(present)],
-        anns_field=schema.SPARSE,
-        limit=n,
-        filter=expr,
-        search_params=BM25_PARAMS,
-        output_fields=[schema.PRIMARY],
-    )
-    hits = [(h, abs(d)) for h, d in _hits(result)]
-    hits.sort(key=lambda item: (-item[1], item[0]))
-    return hits, lexical_query
+        return [], LexicalQuery(present, ideal)
+    if hits is None:
+        hits = _best(_bm25(client, coll, [text], n, expr), n)
+    return hits, LexicalQuery(present, ideal)
 
 
 def dense_leg(

@@ -88,9 +88,6 @@ def _batches(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
 class MilvusWriter(CollectionAccess):
     """The write half of ``MilvusIndex``."""
 
-    def _written(self) -> None:
-        """Hook: this object changed the collection (search caches go)."""
-
     # -- model -----------------------------------------------------------------
 
     def ensure_model(self, model: str, dimension: int | None) -> bool:
