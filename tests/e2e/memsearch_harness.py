@@ -19,11 +19,13 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from helpers import make_project, run_memlane
+from helpers import make_project, run_memlane, wait_for
 
 MODEL = "all-MiniLM-L6-v2"
 TIMEOUT_S = 180.0
@@ -154,6 +156,34 @@ class Mesh:
         assert done.returncode == 0, f"memsearch search failed:\n{done.stderr[-3000:]}"
         hits: list[dict[str, Any]] = json.loads(done.stdout)
         return hits
+
+    @contextmanager
+    def memsearch_watch(self) -> Iterator[subprocess.Popen[bytes]]:
+        """``memsearch watch <store>`` running (it keeps the database open) for the block."""
+        log = self.root / "memsearch-watch.log"
+        with log.open("wb") as out:
+            proc = subprocess.Popen(
+                [
+                    str(self.memsearch_python),
+                    *("-m", "memsearch", "watch", str(self.store)),
+                    *self.memsearch_flags(),
+                ],
+                cwd=self.project,
+                env={**self.memsearch_env(), "PYTHONUNBUFFERED": "1"},
+                stdout=out,
+                stderr=subprocess.STDOUT,
+            )
+        try:
+            wait_for(
+                lambda: proc.poll() is not None or b"Watching" in log.read_bytes(),
+                timeout=TIMEOUT_S,
+                what="memsearch watch started",
+            )
+            assert proc.poll() is None, log.read_text(errors="replace")[-3000:]
+            yield proc
+        finally:
+            proc.terminate()
+            proc.wait(timeout=60)
 
     def _memsearch_script(self, script: str, *args: str) -> Any:
         done = subprocess.run(

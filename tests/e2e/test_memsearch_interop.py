@@ -223,6 +223,25 @@ def test_back_to_back_runs_find_the_database_unlocked(mesh: Mesh) -> None:
     assert "numpy" in runs[-1].stdout
 
 
+def test_a_database_memsearch_holds_is_reported_locked_and_nothing_is_lost(mesh: Mesh) -> None:
+    """memsearch watch keeps the Lite database open: memlane says so, in one line, and waits its turn."""
+    mesh.write("2026-11-30.md", MONDAY)
+    mesh.memlane_index()
+    with mesh.memsearch_watch():
+        mesh.write("2026-12-01.md", TUESDAY)
+        done = mesh.memlane("index")
+        assert done.returncode != 0
+        assert "in use by another process (locked)" in done.stderr
+        assert "Traceback" not in done.stderr
+        searched = mesh.memlane("search", REDIS, "--json")  # the search says so instead of failing
+        assert searched.returncode == 0, searched.stderr
+        assert "locked" in searched.stdout + searched.stderr
+    # Once memsearch has let go, the entry written meanwhile is indexed: nothing was lost.
+    report = mesh.memlane_index()
+    assert report["total_chunks"] == 3
+    assert top_hash(mesh.memlane_hits(INVOICE), "invoice exporter") in mesh.hashes()
+
+
 def test_a_long_lived_memlane_lets_memsearch_in_between_searches(
     mesh: Mesh, monkeypatch: pytest.MonkeyPatch
 ) -> None:
