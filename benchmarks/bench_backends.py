@@ -246,6 +246,9 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=3600.0, help="per child process, s")
     parser.add_argument("--keep", action="store_true", help="keep the temp dirs")
     parser.add_argument("--out", default="bench-backends", help="JSON name under results/")
+    parser.add_argument(
+        "--commit", default="", help="the commit measured, when run from a copy outside git"
+    )
     parser.add_argument("--child-build", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--child-warm", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -272,7 +275,7 @@ def main() -> None:
         p for p in (str(src), base_env.get("PYTHONPATH", "")) if p
     )
     started = time.perf_counter()
-    rows = []
+    rows: list[dict[str, Any]] = []
     for size in sizes:
         for backend in backends:
             root = Path(tempfile.mkdtemp(prefix=f"memlane-bench-{backend}-{size}-"))
@@ -288,17 +291,28 @@ def main() -> None:
                     print(f"  kept {root}")
                 else:
                     shutil.rmtree(root, ignore_errors=True)
-            print(f"  done in {time.perf_counter() - t0:.0f} s", flush=True)
-    cols = ["backend", "chunks", "index_s", "chunks_per_s", "index_rss_mb", "disk_mb"]
-    cols += ["first_search_s", "warm_p50_ms", "warm_p95_ms", "search_rss_mb"]
-    cols += ["cold_p50_s", "cold_rss_mb", "reindex_embedded"]
-    shown = [{c: r.get(c, "-") for c in cols} for r in rows]
-    print_table(f"SQLite vs Milvus Lite (hybrid, k={TOP_K}, random unit vectors)", shown)
-    path = write_json(
+            print(f"  done in {time.perf_counter() - t0:.0f} s: {json.dumps(rows[-1])}", flush=True)
+            # Written after every run: a long run interrupted keeps what it measured.
+            path = report(args, rows, started)
+    print_table(
+        f"SQLite vs Milvus Lite (hybrid, k={TOP_K}, random unit vectors)",
+        [{c: r.get(c, "-") for c in COLUMNS} for r in rows],
+    )
+    print(f"\nwrote {path} ({time.perf_counter() - started:.0f} s)")
+
+
+COLUMNS = ["backend", "chunks", "index_s", "chunks_per_s", "index_rss_mb", "disk_mb"]
+COLUMNS += ["first_search_s", "warm_p50_ms", "warm_p95_ms", "search_rss_mb"]
+COLUMNS += ["cold_p50_s", "cold_rss_mb", "reindex_embedded"]
+
+
+def report(args: argparse.Namespace, rows: list[dict[str, Any]], started: float) -> Path:
+    return write_json(
         args.out,
         {
             "command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]),
-            "memlane_code": code_state(Path(__file__).resolve().parents[1]),
+            "memlane_code": code_state(Path(__file__).resolve().parents[1])
+            | ({"commit": args.commit} if args.commit else {}),
             "vectors": "deterministic random unit vectors (sha256-seeded), 384-d",
             "top_k": TOP_K,
             "cpus": os.cpu_count(),
@@ -307,7 +321,6 @@ def main() -> None:
             "rows": rows,
         },
     )
-    print(f"\nwrote {path} ({time.perf_counter() - started:.0f} s)")
 
 
 if __name__ == "__main__":
