@@ -103,8 +103,20 @@ def test_a_plain_file_is_not_a_database(tmp_path: Path) -> None:
 
 def test_a_path_without_db_suffix_is_explained(tmp_path: Path) -> None:
     index = open_index(tmp_path / "milvus", "ms_x", tmp_path / "ledger.sqlite")
+    record, chunks = make_file(src(tmp_path, "a.md"), ["one"])
     with pytest.raises(IndexUnavailableError, match=r"does not end in \.db"):
-        index.count()
+        index.replace_file(record, chunks, vectors_for(chunks))
+    index.close()
+
+
+def test_reads_of_a_database_never_written_create_nothing(tmp_path: Path) -> None:
+    db = tmp_path / "never" / "milvus.db"
+    index = open_index(db, "ms_x", tmp_path / "ledger.sqlite")
+    assert index.ensure_model(MODEL, DIM) is False
+    assert (index.count(), index.files(), index.search("q", None, 3)) == (0, {}, ("lexical", []))
+    assert index.health()["reachable"] is True
+    assert index.health()["exists"] is False
+    assert not db.exists()
     index.close()
 
 
@@ -136,3 +148,4 @@ def test_display_uri_hides_credentials() -> None:
     )
     assert display_uri("http://localhost:19530") == "http://localhost:19530"
     assert display_uri("/tmp/m/milvus.db") == "milvus-lite:///tmp/m/milvus.db"
+    assert display_uri("milvus-lite:///tmp/m/milvus.db") == "milvus-lite:///tmp/m/milvus.db"

@@ -41,6 +41,7 @@ def shape(description: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+@pytest.mark.parity
 def test_the_schema_is_memsearchs(tmp_path: Path, lite_db: Path, collection: str) -> None:
     store_mod = pytest.importorskip("memsearch.store")
     theirs_db = tmp_path / "memsearch.db"

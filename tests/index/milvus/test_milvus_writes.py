@@ -4,6 +4,7 @@ vectors, get, vector_of, export, reset, drop, and rows memsearch wrote."""
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -112,8 +113,13 @@ def test_reset_deletes_a_prefix_and_keeps_the_collection(
     other_record, other = make_file(str(tmp_path / "other" / "a.md"), ["theirs"])
     milvus_index.replace_file(mine_record, mine, vectors_for(mine))
     milvus_index.replace_file(other_record, other, vectors_for(other))
+    # memsearch's schema has no BM25 context column.
+    assert milvus_index.chunk_contexts(mine_record.source) == dict.fromkeys(
+        [c.chunk.chunk_hash for c in mine], ""
+    )
     assert milvus_index.reset(str(tmp_path / "mine") + "/") == 2
     assert milvus_index.count() == 1
+    assert milvus_index.purge_deleted() is None  # Milvus Lite compacts
     assert milvus_index.files() == {}  # the ledger is cleared: a reindex rescans
     assert milvus_index.health()["exists"] is True
     milvus_index.drop()
@@ -185,3 +191,33 @@ def test_a_fresh_ledger_lists_the_collections_sources_for_a_rescan(
     assert files[str(here)] != FileRecord(str(here), 0, 0, "")
     assert files[str(here)].mtime_ns != here.stat().st_mtime_ns
     fresh.close()
+
+
+def test_threads_share_one_lite_server(lite_db: Path, collection: str, tmp_path: Path) -> None:
+    """Threads of one process writing at once, each through its own index
+    object: one server, refcounted, nothing lost."""
+    first = open_index(lite_db, collection, tmp_path / "ledger-0.sqlite")
+    first.ensure_model(MODEL, DIM)
+    errors: list[BaseException] = []
+
+    def work(n: int) -> None:
+        index = open_index(lite_db, collection, tmp_path / f"ledger-{n}.sqlite")
+        try:
+            index.ensure_model(MODEL, DIM)
+            for f in range(3):
+                record, chunks = make_file(src(tmp_path, f"t{n}-{f}.md"), [f"thread {n} file {f}"])
+                index.replace_file(record, chunks, vectors_for(chunks))
+                index.search(f"thread {n}", unit_vector("q"), 3)
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            index.close()
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(1, 4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert first.count() == 9
+    first.close()

@@ -73,9 +73,19 @@ class CollectionAccess:
     def _session(self, create_dimension: int | None = None) -> Iterator[Any]:
         """A client for one operation with the collection checked (and created
         when ``create_dimension`` is given and it does not exist)."""
-        with self._lock, self._conn.client() as client:
-            self._exists = self._check(client, create_dimension)
-            yield client
+        with self._lock:
+            path = self._conn.path
+            if path is not None and create_dimension is None and not path.exists():
+                # Nothing to read from a Lite database never written, and
+                # a read must not create one (nor pay pymilvus's import).
+                if self._ledger.meta(META_EPOCH) is not None:
+                    self._lost(f"the Milvus Lite database {path} was removed")
+                self._exists, self._dimension = False, None
+                yield None
+                return
+            with self._conn.client() as client:
+                self._exists = self._check(client, create_dimension)
+                yield client
 
     def _check(self, client: Any, create_dimension: int | None) -> bool:
         name = self.collection
@@ -85,7 +95,13 @@ class CollectionAccess:
             self._dimension = None
             if create_dimension is None:
                 return False
-            schema.create(client, name, create_dimension)
+            try:
+                schema.create(client, name, create_dimension)
+            except Exception:
+                if not client.has_collection(name):
+                    raise
+                # Another writer created it a moment ago: check it as found.
+                return self._check(client, None)
             created = secrets.token_hex(8)
             properties = {EPOCH_PROPERTY: created}
             model = self._ledger.meta(META_MODEL)

@@ -44,6 +44,7 @@ log = logging.getLogger(__name__)
 LINGER_S = 0.2
 #: Connect timeout for a Milvus server: an unreachable URI fails in this.
 CONNECT_TIMEOUT_S = 3.0
+LITE_SCHEME = "milvus-lite://"
 _REMOTE_SCHEMES = ("http://", "https://", "tcp://", "unix:")
 _LOGGERS = ("pymilvus", "milvus_lite", "grpc")
 
@@ -53,15 +54,16 @@ def is_remote(uri: str) -> bool:
 
 
 def lite_path(uri: str) -> Path:
-    """The absolute database path of a Milvus Lite URI (``~`` expanded)."""
-    return Path(uri).expanduser().absolute()
+    """The absolute database path of a Milvus Lite URI (``~`` expanded; the
+    ``milvus-lite://`` form ``display_uri`` shows is accepted too)."""
+    return Path(uri.removeprefix(LITE_SCHEME)).expanduser().absolute()
 
 
 def display_uri(uri: str) -> str:
     """Where the index lives, safe to show: ``milvus-lite:///abs/path`` or the
     server URL without any user:password."""
     if not is_remote(uri):
-        return f"milvus-lite://{lite_path(uri)}"
+        return f"{LITE_SCHEME}{lite_path(uri)}"
     parts = urlsplit(uri)
     if parts.username is None and parts.password is None:
         return uri
@@ -178,14 +180,15 @@ class LiteServers:
 
     def release_all(self) -> None:
         """Stop every server (flushing what was written): at exit, before
-        milvus_lite's own exit hook stops them without a flush."""
-        with self._lock:
-            entries = list(self._entries.items())
-            self._entries.clear()
-        for path, entry in entries:
-            if entry.timer is not None:
-                entry.timer.cancel()
-            self._stop(path, entry)
+        the servers' thread pools stop taking calls."""
+        with self._transition:
+            with self._lock:
+                entries = list(self._entries.items())
+                self._entries.clear()
+            for path, entry in entries:
+                if entry.timer is not None:
+                    entry.timer.cancel()
+                self._stop_server(path, entry)
 
     def acquire(
         self, path: Path, delays_ms: Sequence[int], sleep: Callable[[float], None] = time.sleep
@@ -223,41 +226,40 @@ class LiteServers:
             entry.users -= 1
             if entry.users > 0:
                 return
-            if self.linger_s <= 0:
-                self._entries.pop(path)
-            else:
+            if self.linger_s > 0:
                 timer = threading.Timer(self.linger_s, self._expire, (path, entry))
                 timer.daemon = True
                 entry.timer = timer
                 timer.start()
                 return
-        self._stop(path, entry)
+        self._stop_idle(path, entry)
 
     def release_now(self, path: Path) -> None:
         """Stop an idle server at once (a drop or reset that must let go)."""
-        with self._lock:
-            entry = self._entries.get(path)
-            if entry is None or entry.users > 0:
-                return
-            if entry.timer is not None:
-                entry.timer.cancel()
-            self._entries.pop(path)
-        self._stop(path, entry)
+        self._stop_idle(path, None)
 
     def _expire(self, path: Path, entry: _LiteEntry) -> None:
-        with self._lock:
-            if self._entries.get(path) is not entry or entry.users > 0:
-                return
-            self._entries.pop(path)
         try:
-            self._stop(path, entry)
+            self._stop_idle(path, entry)
         except Exception:
             # A timer thread has no caller to report to; at interpreter
             # exit milvus_lite may already be torn down.
             log.debug("stopping the Milvus Lite server of %s failed", path, exc_info=True)
 
-    def _stop(self, path: Path, entry: _LiteEntry) -> None:
+    def _stop_idle(self, path: Path, expected: _LiteEntry | None) -> None:
+        """Stop the server of ``path`` if nobody uses it (and it is still
+        ``expected``). The check and the stop happen under ``_transition``,
+        so an exit hook or an open waits for a stop under way."""
         with self._transition:
+            with self._lock:
+                entry = self._entries.get(path)
+                if entry is None or entry.users > 0:
+                    return
+                if expected is not None and entry is not expected:
+                    return
+                if entry.timer is not None:
+                    entry.timer.cancel()
+                self._entries.pop(path)
             self._stop_server(path, entry)
 
     @staticmethod
@@ -279,25 +281,39 @@ class LiteServers:
         from pymilvus import MilvusClient
 
         quiet_client_logs()  # after the import: pymilvus sets its levels on import
-        if not self._exit_hook:
-            # Registered after milvus_lite's (imported by pymilvus), so it
-            # runs first at exit.
-            import milvus_lite.server_manager  # noqa: F401
-
-            atexit.register(self.release_all)
-            self._exit_hook = True
         path.parent.mkdir(parents=True, exist_ok=True)
         attempts = [*delays_ms, None]
         for delay in attempts:
             try:
-                return MilvusClient(uri=str(path))
+                client = MilvusClient(uri=str(path))
             except Exception as exc:
                 if not (path.is_dir() and lock_is_held(path)):
                     raise _lite_open_error(path, exc) from None
                 if delay is None:
                     raise busy_error(path) from None
                 sleep(delay / 1000)
+                continue
+            self._hook_exit()
+            return client
         raise busy_error(path)  # pragma: no cover - the loop returns or raises
+
+    def _hook_exit(self) -> None:
+        """Stop (and flush) our servers when the interpreter exits, while
+        the server's gRPC thread pool still takes calls: Python shuts those
+        pools down in its threading exit hooks, which run before ``atexit``
+        ones, so a flush from ``atexit`` would never reach the server.
+        Registered after the first server started (and with it the pool's
+        own hook), so it runs before that hook."""
+        if self._exit_hook:
+            return
+        self._exit_hook = True
+        register = getattr(threading, "_register_atexit", None)
+        if register is None:  # pragma: no cover - CPython has it since 3.9
+            atexit.register(self.release_all)
+            return
+        # RuntimeError: the interpreter is already shutting down.
+        with contextlib.suppress(RuntimeError):
+            register(self.release_all)
 
 
 #: The one registry of this process.
