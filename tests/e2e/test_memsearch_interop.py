@@ -11,7 +11,6 @@ process at a time) without either reporting it locked.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -58,13 +57,11 @@ def mesh(tmp_path: Path, memsearch_python: Path, embedding_endpoint: EmbedServer
 
 
 @pytest.fixture
-def derived_mesh(
-    tmp_path: Path, memsearch_python: Path, embedding_endpoint: EmbedServer
-) -> Iterator[Mesh]:
+def derived_mesh(tmp_path: Path, memsearch_python: Path, embedding_endpoint: EmbedServer) -> Mesh:
     """A fresh project; memlane derives the collection name, memsearch is given it (its plugins')."""
     mesh = Mesh(tmp_path, memsearch_python, embedding_endpoint.base_url, "", set_collection=False)
     mesh.collection = collection_name(mesh.project)
-    yield mesh
+    return mesh
 
 
 def top_hash(hits: list[dict[str, object]], needle: str) -> str:
