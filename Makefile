@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test test-fast test-dates soak faketime lint bench bench-quality bench-compare clean
+.PHONY: install demo test test-fast test-dates soak faketime lint bench bench-quality bench-compare bench-backends clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -87,6 +87,11 @@ bench-quality: $(STAMP)
 
 bench-compare: $(STAMP)
 	$(BIN)/python benchmarks/compare_memsearch.py
+
+# The notes index on SQLite and on Milvus Lite at 10k and 100k chunks (long:
+# Milvus Lite's writes slow down as the collection grows; see docs/benchmarks.md).
+bench-backends: $(STAMP)
+	$(BIN)/python benchmarks/bench_backends.py
 
 clean:
 	rm -rf $(VENV) build dist .pytest_cache .mypy_cache .ruff_cache

@@ -57,8 +57,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 from _common import median, percentile, print_table, write_json
+from memsearch_venv import MEMSEARCH_VERSION, ensure_memsearch
 
-MEMSEARCH_VERSION = "0.4.23"
 DEFAULT_CACHE = Path(os.environ.get("XDG_CACHE_HOME") or "~/.cache").expanduser() / "memlane-bench"
 LOCOMO_DEFAULT = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo-dev.json"
 MODEL = "all-MiniLM-L6-v2"
@@ -289,32 +289,6 @@ def code_state(repo: Path) -> dict[str, Any]:
         "src_dirty": bool(git("status", "--porcelain", "--", "src")),
         "frozen_src": False,
     }
-
-
-# ---------------------------------------------------------------------------
-# memsearch's venv
-
-
-def memsearch_python(cache: Path, timeout_s: float) -> Path:
-    """The interpreter of a venv holding memsearch==MEMSEARCH_VERSION (created once)."""
-    venv = cache / "memsearch-venv"
-    py = venv / "bin" / "python"
-    probe = "import importlib.metadata as m; print(m.version('memsearch'))"
-    if py.exists():
-        got = subprocess.run([py, "-c", probe], capture_output=True, text=True, timeout=60)
-        if got.returncode == 0 and got.stdout.strip() == MEMSEARCH_VERSION:
-            return py
-        shutil.rmtree(venv)
-    print(f"creating {venv} (pip install memsearch=={MEMSEARCH_VERSION}) ...", flush=True)
-    cache.mkdir(parents=True, exist_ok=True)
-    base = getattr(sys, "_base_executable", None) or sys.executable
-    subprocess.run([base, "-m", "venv", str(venv)], check=True, timeout=timeout_s)
-    subprocess.run(
-        [py, "-m", "pip", "install", "--quiet", f"memsearch=={MEMSEARCH_VERSION}"],
-        check=True,
-        timeout=timeout_s,
-    )
-    return py
 
 
 # ---------------------------------------------------------------------------
@@ -728,7 +702,7 @@ def main() -> None:
     n_cold = args.cold_queries if args.cold_queries is not None else (3 if args.quick else 5)
     n_convs = args.locomo_convs if args.locomo_convs is not None else (1 if args.quick else 5)
 
-    ms_py = memsearch_python(args.cache_dir, args.timeout)
+    ms_py = ensure_memsearch(args.cache_dir / "memsearch-venv", timeout_s=args.timeout)
     corpora: list[Corpus] = []
     if not args.no_synthetic:
         corpora.append(synthetic_corpus(syn_chunks, n_queries))

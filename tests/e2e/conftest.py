@@ -1,9 +1,15 @@
 """Fixtures for the end-to-end tests with the real pi and Claude Code binaries
-(pi_harness.py, claude_harness.py)."""
+(pi_harness.py, claude_harness.py) and the real memsearch (memsearch_harness.py).
+
+memsearch's venv and the embedding endpoint both tools call are the
+benchmarks' own (benchmarks/memsearch_venv.py, benchmarks/embed_server.py),
+imported from there: one implementation for the side-by-side benchmark and
+these tests, and nothing test-only ships in the package."""
 
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,6 +19,10 @@ from pi_harness import NpmUnavailable, PiInstall, ensure_pi, ensure_typescript
 
 from fake_llm import FakeModel
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+from embed_server import EmbedServer, bundled_server
+from memsearch_venv import MEMSEARCH_VERSION, MemsearchUnavailable, ensure_memsearch
+
 # Read at import: the root conftest clears MEMLANE_* variables for every test.
 CACHE = Path(
     os.environ.get("MEMLANE_E2E_CACHE") or Path.home() / ".cache" / "memlane-e2e"
@@ -21,7 +31,7 @@ CACHE = Path(
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
-        "markers", "e2e: end-to-end tests with the real pi and Claude Code binaries"
+        "markers", "e2e: end-to-end tests with the real pi, Claude Code and memsearch"
     )
 
 
@@ -56,4 +66,23 @@ def tsc(pi_install: PiInstall) -> Path:
 def fake_model() -> Iterator[FakeModel]:
     """pi's model (fake_llm.FakeModel): agent turns and distillations scripted apart."""
     with FakeModel() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def memsearch_python() -> Path:
+    """The interpreter of a venv with memsearch (PyPI, pinned), cached in $MEMLANE_E2E_CACHE."""
+    try:
+        return ensure_memsearch(CACHE / f"memsearch-{MEMSEARCH_VERSION}")
+    except MemsearchUnavailable as exc:
+        pytest.skip(f"memsearch interop tests skipped: {exc}")
+
+
+@pytest.fixture(scope="session")
+def embedding_endpoint(shared_cache: Path) -> Iterator[EmbedServer]:
+    """memlane's bundled model as OpenAI /v1/embeddings on 127.0.0.1, for memlane and memsearch."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("MEMLANE_CACHE_DIR", str(shared_cache))  # the int8 model is derived once
+        server = bundled_server()
+    with server:
         yield server

@@ -124,11 +124,21 @@ def _show_report(report: IndexReport, as_json: bool) -> None:
 def _catch_up_notes(mem: Memory, bar: Progress) -> list[str]:
     """Index what changed before a search; an index that cannot be used now
     is left for the search to report (it says the index is unavailable)."""
-    from memlane.index.protocol import DimensionMismatchError, IndexUnavailableError
+    from memlane.index.protocol import (
+        DimensionMismatchError,
+        IndexBusyError,
+        IndexUnavailableError,
+    )
 
     try:
         return mem.sync(bar, quiet_when_idle=True).notices
     except (IndexUnavailableError, DimensionMismatchError):
+        return []
+    except IndexBusyError:
+        # A Milvus Lite database another process holds (memsearch watch):
+        # the search says so, as engine/recall/notes.py does for its own call.
+        if mem.index.backend != "milvus":
+            raise
         return []
 
 

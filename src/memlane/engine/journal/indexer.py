@@ -262,7 +262,9 @@ class Indexer:
         record = FileRecord(str(path), st.st_mtime_ns, st.st_size, digest)
         chunks = chunk_markdown(text, str(path), self.model)
         described = describe_chunks(chunks, path, self.store)
-        stored = self.index.chunk_hashes(str(path)) if known is not None else set()
+        # Asked even for a file this index never recorded: on a shared
+        # collection (Milvus) another tool may have embedded it already.
+        stored = self.index.chunk_hashes(str(path))
         # Only chunks the index does not hold need embedding: one whose
         # neighbour changed gets its new BM25 context and keeps its vector.
         new = [c for c in chunks if c.chunk_hash not in stored]
