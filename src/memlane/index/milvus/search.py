@@ -167,7 +167,12 @@ def cosines(
 
 
 def count(client: Any, collection: str, expr: str = "") -> int:
-    rows = client.query(collection_name=collection, filter=expr, output_fields=["count(*)"])
+    rows = client.query(
+        collection_name=collection,
+        filter=expr,
+        output_fields=["count(*)"],
+        consistency_level=schema.STRONG,
+    )
     return int(rows[0]["count(*)"]) if rows else 0
 
 
