@@ -355,3 +355,39 @@ def test_a_collection_memsearch_creates_later_is_not_embedded_again(
         assert mem.search("staging cluster scales", mode="lexical").hits
     finally:
         mem.close()
+
+
+def test_search_all_reads_the_other_projects_collections(
+    tmp_path: Path,
+    fake_embeddings: FakeEmbeddings,
+    clock: FixedClock,
+    lite: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from helpers import make_project
+
+    root = tmp_path / "work"
+    env = _env(fake_embeddings, lite)
+    here = make_project(root, "api")
+    there = make_project(root, "billing")
+    never = make_project(root, "docs")  # noqa: F841 - a project nobody indexed
+    other = open_memory(there, clock=clock, lexical=False, **env)
+    other.write("billing retries failed card charges three times")
+    other.sync()
+    other.close()
+    monkeypatch.setenv("MEMLANE_SCAN_ROOTS", str(root))
+    mem = _memory(here, env, clock)
+    try:
+        mem.write("the api rate limit is 100 requests a minute")
+        mem.sync()
+        result = mem.search("card charges retries", scope="all", mode="lexical")
+        labels = {hit.project for hit in result.hits}
+        assert str(there) in labels
+        top = next(hit for hit in result.hits if hit.project == str(there))
+        assert "card charges" in top.content
+        from memlane.engine.recall.crossrepo import expand_in_project
+
+        section = expand_in_project(mem, top.chunk_hash, str(there))
+        assert "three times" in section.content
+    finally:
+        mem.close()

@@ -107,6 +107,11 @@ def _open_milvus(settings: IndexSettings, collection: str, store: Path) -> Milvu
     )
 
 
+def open_collection(settings: IndexSettings, collection: str, store: Path) -> MilvusIndex:
+    """The Milvus collection of another project (cross-repo search reads it)."""
+    return _open_milvus(settings, collection, store)
+
+
 def reset_notes_index(scope: Scope, settings: IndexSettings, index: NotesIndex | None) -> None:
     """Drop what the index holds of this project before a rebuild from markdown.
 
