@@ -85,10 +85,12 @@ class MilvusIndex(MilvusWriter):
             self._doc_freq = {}
 
     def _frequencies(self, rows: int) -> dict[str, int]:
-        """The document-frequency cache, valid while the row count holds."""
+        """The document-frequency cache, kept while the row count stays in its
+        bucket (``row_bucket``: a few writes barely move a word's idf, and a
+        probe costs a round trip through the whole collection)."""
         with self._cache_lock:
-            if rows != self._freq_rows:
-                self._freq_rows, self._doc_freq = rows, {}
+            if row_bucket(rows) != self._freq_rows:
+                self._freq_rows, self._doc_freq = row_bucket(rows), {}
             return self._doc_freq
 
     def _centroid(self, client: Any, rows: int) -> npt.NDArray[np.float32] | None:
