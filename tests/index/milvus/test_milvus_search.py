@@ -208,7 +208,7 @@ def test_a_common_words_frequency_is_estimated_past_the_probe_cap(
         milvus_index.replace_file(record, chunks, vectors_for(chunks))
     assert milvus_index.count() == 320
     milvus_index.search("common rare7", unit_vector("common rare7"), 5)
-    freq = milvus_index._frequencies(320)
+    freq = milvus_index.document_frequencies(320)
     assert freq["rare7"] == 1
     # Found 40 times (the cap), measured about 320: a sample of ~20 rows, so
     # well above the cap and never above the row count.

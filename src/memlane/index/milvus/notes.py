@@ -84,7 +84,7 @@ class MilvusIndex(MilvusWriter):
             self._freq_rows = -1
             self._doc_freq = {}
 
-    def _frequencies(self, rows: int) -> dict[str, int]:
+    def document_frequencies(self, rows: int) -> dict[str, int]:
         """The document-frequency cache, kept while the row count stays in its
         bucket (``row_bucket``: a few writes barely move a word's idf, and a
         probe costs a round trip through the whole collection)."""
@@ -285,7 +285,7 @@ class MilvusIndex(MilvusWriter):
                 self.collection,
                 rows,
                 self._centroid(client, rows) if dense else None,
-                self._frequencies(rows),
+                self.document_frequencies(rows),
             )
             fused = search.run(
                 client,
