@@ -229,6 +229,7 @@ def _remove(
     source: Path,
     locate: Callable[[bytes, Path], Span],
     hooks: RewriteHooks | None,
+    dry_run: bool = False,
 ) -> Removed:
     hooks = hooks or RewriteHooks()
     path = _daily_file(store_dir, source)
@@ -244,6 +245,8 @@ def _remove(
             # Decode before anything changes: the echo is the only copy left
             # of the removed text, so a file that cannot be shown is refused.
             markdown = decode(removed, path)
+            if dry_run:
+                return _removed(path, span, markdown)
             mode = os.fstat(fd).st_mode & 0o7777
             try:
                 temp_fd, temp_name = tempfile.mkstemp(
@@ -296,6 +299,10 @@ def _remove(
             step("forget.salvaged")
         finally:
             os.close(fd)
+    return _removed(path, span, markdown)
+
+
+def _removed(path: Path, span: Span, markdown: str) -> Removed:
     return Removed(
         source=str(path),
         start_line=span.first + 1,
@@ -316,8 +323,12 @@ def forget_chunk(
     chunk_hash: str | None = None,
     model: str = "",
     hooks: RewriteHooks | None = None,
+    dry_run: bool = False,
 ) -> Removed:
     """Remove the entry (or compact block) holding line *start_line* of *source*.
+
+    ``dry_run``: find it by the same rules and return what would be removed,
+    changing nothing (the web viewer's confirmation page).
 
     With *chunk_hash*, the file as it is now (read under the lock) must
     still produce that chunk at *start_line* with *model*; otherwise the
@@ -337,7 +348,7 @@ def forget_chunk(
                 )
         return locate_line(data, start_line, path)
 
-    return _remove(store_dir, Path(source), locate, hooks)
+    return _remove(store_dir, Path(source), locate, hooks, dry_run)
 
 
 def forget_entry(
@@ -347,9 +358,11 @@ def forget_entry(
     *,
     model: str | None = None,
     hooks: RewriteHooks | None = None,
+    dry_run: bool = False,
 ) -> Removed:
     """Remove the one entry headed ``### HH:MM`` (or the compact block headed
-    ``## Memory Compact HH:MM``) in ``<store>/<date>.md``.
+    ``## Memory Compact HH:MM``) in ``<store>/<date>.md``; ``dry_run`` as
+    ``forget_chunk``'s.
 
     *hhmm* ``"14:03#2"`` is the second of the entries headed 14:03; a bare
     time that several headings carry is refused, listing them (with their
@@ -370,4 +383,5 @@ def forget_entry(
         path,
         lambda data, p: locate_time(data, address, p, source=source, model=model),
         hooks,
+        dry_run,
     )

@@ -342,6 +342,19 @@ class SessionStore(SessionSearch):
 
         return self._run(op)
 
+    def messages_per_day(self) -> dict[str, int]:
+        """How many documents each UTC day holds (``YYYY-MM-DD`` of their timestamp)."""
+
+        def op(conn: sqlite3.Connection) -> dict[str, int]:
+            with self._read(conn):
+                rows = conn.execute(
+                    "SELECT substr(date, 1, 10), count(*) FROM chunks "
+                    "WHERE date IS NOT NULL GROUP BY 1"
+                ).fetchall()
+            return {str(day): int(n) for day, n in rows if day}
+
+        return self._run(op)
+
     def recent_sessions(self, n: int, exclude: str | None = None) -> list[SessionInfo]:
         """The ``n`` sessions with the latest messages, newest first."""
 

@@ -1,0 +1,119 @@
+"""Health (``memlane status`` as a page) and Forget (a confirmation, then
+memory_forget itself)."""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from memlane.hosts.web.render import esc, link, page
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from memlane.hosts.web.app import Viewer
+    from memlane.store.forget import Removed
+
+_ROW_RE = re.compile(r"^(\S.*?)\s{2,}(.*)$")
+
+
+def health(viewer: Viewer) -> str:
+    """The doctor's report: what is missing first, then every row of it."""
+    result = viewer.tools.call("memory_status")
+    details = result.details
+    missing = details.get("missing") or []
+    if missing:
+        fixes = "".join(f"<li>{esc(text)}</li>" for text in missing)
+        head = f'<section class="missing"><h2>Missing</h2><ul>{fixes}</ul></section>'
+    else:
+        head = '<p class="ok">Nothing missing.</p>'
+    rows = []
+    notes = []
+    for line in result.text.split("\n"):
+        if line.startswith(("missing: ", "nothing missing")):
+            continue
+        if line.startswith("note: "):
+            notes.append(f"<li>{esc(line.removeprefix('note: '))}</li>")
+            continue
+        match = _ROW_RE.match(line)
+        if match:
+            rows.append(f"<tr><th>{esc(match.group(1))}</th><td>{esc(match.group(2))}</td></tr>")
+    counters = (
+        f'<p class="summary">{details.get("chunks", 0)} chunks in {details.get("files", 0)} '
+        f"files, {details.get('vectors', 0)} with vectors; index "
+        f"{esc((details.get('index_state') or {}).get('status', 'never indexed'))}</p>"
+    )
+    body = (
+        head
+        + counters
+        + f'<table class="status">{"".join(rows)}</table>'
+        + (
+            f'<section class="notes"><h2>Notes</h2><ul>{"".join(notes)}</ul></section>'
+            if notes
+            else ""
+        )
+    )
+    return page("Health", body, active="/health")
+
+
+def forget_arguments(params: Mapping[str, str]) -> dict[str, str]:
+    """memory_forget's arguments named in a request (chunk_hash, or date and time)."""
+    return {
+        name: params[name].strip()
+        for name in ("chunk_hash", "date", "time")
+        if params.get(name, "").strip()
+    }
+
+
+def forget_confirm(viewer: Viewer, params: Mapping[str, str]) -> str:
+    """Exactly what the removal will take, and the button that takes it."""
+    from memlane.engine.journal.forget_preview import fingerprint, preview_forget
+
+    arguments = forget_arguments(params)
+    removed = preview_forget(viewer.memory, **arguments)
+    hidden = "".join(
+        f'<input type="hidden" name="{esc(k)}" value="{esc(v)}">' for k, v in arguments.items()
+    )
+    body = (
+        _removed_block(removed, "This will be removed for good")
+        + '<form method="post" action="/forget" class="confirm">'
+        + hidden
+        + f'<input type="hidden" name="fingerprint" value="{esc(fingerprint(removed))}">'
+        + f'<input type="hidden" name="csrf" value="{esc(viewer.keys.csrf)}">'
+        + '<button type="submit" class="danger" id="confirm-forget">Forget this entry</button> '
+        + link("/", "cancel")
+        + "</form>"
+    )
+    return page("Forget", body)
+
+
+def forget_apply(viewer: Viewer, form: Mapping[str, str]) -> tuple[int, str]:
+    """Remove it with memory_forget, when it is still what the confirmation showed."""
+    from memlane.engine.journal.forget_preview import fingerprint, preview_forget
+
+    arguments = forget_arguments(form)
+    current = preview_forget(viewer.memory, **arguments)
+    if fingerprint(current) != form.get("fingerprint", ""):
+        body = (
+            '<p class="error">The file changed since the confirmation was shown, so nothing '
+            "was removed.</p>" + link(_again(arguments), "review it again")
+        )
+        return 409, page("Forget", body)
+    details = viewer.tools.call("memory_forget", arguments).details
+    body = f'<p class="ok">{esc(details["headline"])}</p><pre class="removed">{esc(details["markdown"])}</pre>'
+    notices = details.get("notices") or ()
+    return 200, page("Forgotten", body, notices=notices)
+
+
+def _again(arguments: Mapping[str, str]) -> str:
+    from memlane.hosts.web.render import url
+
+    return url("/forget", arguments)
+
+
+def _removed_block(removed: Removed, title: str) -> str:
+    return (
+        f'<p class="warning">{esc(title)}: {esc(removed.kind)} at lines '
+        f"{removed.start_line}-{removed.end_line} of {esc(removed.source)}</p>"
+        f'<pre class="removed">{esc(removed.markdown)}</pre>'
+    )
