@@ -1,0 +1,36 @@
+"""The web viewer's fixtures: ``web_store`` (a real project memory, _web.py),
+``viewer`` over it, and ``client``: Starlette's TestClient on the viewer's
+application, sent to 127.0.0.1, signed in with the access token."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from _web import BASE_URL, WebStore, build_web_store
+from starlette.testclient import TestClient
+
+from helpers import FixedClock
+from memlane.hosts.web.app import Viewer, build_app
+
+
+@pytest.fixture
+def web_store(project: Path, clock: FixedClock) -> Iterator[WebStore]:
+    built = build_web_store(project, clock)
+    yield built
+    built.memory.close()
+
+
+@pytest.fixture
+def viewer(web_store: WebStore) -> Viewer:
+    return Viewer(web_store.memory)
+
+
+@pytest.fixture
+def client(viewer: Viewer) -> Iterator[TestClient]:
+    """Signed in: its first request carried the token, and it keeps the cookie it got."""
+    with TestClient(build_app(viewer), base_url=BASE_URL) as test_client:
+        first = test_client.get("/", params={"token": viewer.keys.token})
+        assert first.status_code == 200, first.text
+        yield test_client

@@ -1,0 +1,233 @@
+"""The viewer's routes over a real store: access, CSRF, and every page's content."""
+
+from __future__ import annotations
+
+import re
+
+from _web import BASE_URL, SESSION_ID, WebStore
+from starlette.testclient import TestClient
+
+from memlane.hosts.web.app import Viewer, build_app
+
+
+def _csrf_form(html: str) -> dict[str, str]:
+    """The hidden fields of the confirmation form, as a browser would post them."""
+    return dict(re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)">', html))
+
+
+# -- access ---------------------------------------------------------------------------
+
+
+def test_every_request_without_the_token_is_refused(viewer: Viewer) -> None:
+    with TestClient(build_app(viewer), base_url=BASE_URL) as anonymous:
+        for path in ("/", "/search?q=redis", "/health", "/static/app.css", "/forget", "/nope"):
+            answer = anonymous.get(path)
+            assert answer.status_code == 403, path
+            assert "token" in answer.text
+        assert anonymous.get("/", params={"token": "wrong" + viewer.keys.token}).status_code == 403
+        assert anonymous.post("/forget", data={"date": "2026-11-30"}).status_code == 403
+
+
+def test_the_token_sets_a_cookie_that_opens_the_later_pages(viewer: Viewer) -> None:
+    with TestClient(build_app(viewer), base_url=BASE_URL) as browser:
+        first = browser.get("/", params={"token": viewer.keys.token})
+        assert first.status_code == 200
+        cookie = first.headers["set-cookie"]
+        assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
+        assert browser.get("/health").status_code == 200
+        assert "default-src 'self'" in first.headers["content-security-policy"]
+
+
+def test_a_foreign_host_name_is_refused_even_with_the_token(viewer: Viewer) -> None:
+    with TestClient(build_app(viewer), base_url="http://attacker.example") as rebound:
+        assert rebound.get("/", params={"token": viewer.keys.token}).status_code == 403
+
+
+# -- state changes: POST only, same origin, CSRF token -----------------------------------
+
+
+def test_forgetting_is_post_only(client: TestClient, web_store: WebStore) -> None:
+    for method in ("PUT", "DELETE", "PATCH"):
+        answer = client.request(method, "/forget", params={"date": web_store.today})
+        assert answer.status_code == 405, method
+    # A GET with every argument only shows the confirmation: nothing is removed.
+    before = _daily(web_store, web_store.today)
+    shown = client.get(
+        "/forget", params={"date": web_store.today, "time": _first_time(client, web_store)}
+    )
+    assert shown.status_code == 200 and "Forget this entry" in shown.text
+    assert _daily(web_store, web_store.today) == before
+
+
+def test_a_post_without_the_csrf_token_or_from_another_origin_is_refused(
+    client: TestClient, web_store: WebStore
+) -> None:
+    time = _first_time(client, web_store)
+    form = _csrf_form(client.get("/forget", params={"date": web_store.today, "time": time}).text)
+    before = _daily(web_store, web_store.today)
+    own = {"origin": BASE_URL}
+    no_csrf = {k: v for k, v in form.items() if k != "csrf"}
+    assert client.post("/forget", data=no_csrf, headers=own).status_code == 403
+    wrong = {**form, "csrf": "x" + form["csrf"]}
+    assert client.post("/forget", data=wrong, headers=own).status_code == 403
+    foreign = {"origin": "http://attacker.example"}
+    assert client.post("/forget", data=form, headers=foreign).status_code == 403
+    assert client.post("/forget", data=form).status_code == 403  # no Origin nor Referer
+    assert _daily(web_store, web_store.today) == before
+
+
+def test_forget_from_a_day_entry_removes_exactly_what_the_confirmation_showed(
+    client: TestClient, web_store: WebStore
+) -> None:
+    day = client.get(f"/day/{web_store.today}").text
+    assert "/forget?date=" in day
+    time = _first_time(client, web_store)
+    confirm = client.get("/forget", params={"date": web_store.today, "time": time}).text
+    shown = re.search(r'<pre class="removed">(.*?)</pre>', confirm, re.S)
+    assert shown is not None and "Redis" in shown.group(1)
+    before = _daily(web_store, web_store.today)
+    done = client.post("/forget", data=_csrf_form(confirm), headers={"origin": BASE_URL})
+    assert done.status_code == 200, done.text
+    assert "Removed from" in done.text
+    after = _daily(web_store, web_store.today)
+    assert "moved the hot cache to Redis" in before
+    assert "moved the hot cache to Redis" not in after
+    assert "release checklist" in after  # the other entry of the day stays
+    search = client.get("/search", params={"q": "hot cache Redis TTLs", "kind": "journal"}).text
+    assert "moved the hot cache" not in search
+
+
+def test_forget_refuses_when_the_file_changed_after_the_confirmation(
+    client: TestClient, web_store: WebStore
+) -> None:
+    hit = _hash_of(client, "release checklist")
+    confirm = client.get("/forget", params={"chunk_hash": hit}).text
+    path = web_store.store / f"{web_store.today}.md"
+    path.write_text(
+        path.read_text(encoding="utf-8").replace("docs/release.md", "docs/RELEASE.md"),
+        encoding="utf-8",
+    )
+    answer = client.post("/forget", data=_csrf_form(confirm), headers={"origin": BASE_URL})
+    assert answer.status_code in (404, 409)
+    assert "docs/RELEASE.md" in path.read_text(encoding="utf-8")
+
+
+# -- the pages ----------------------------------------------------------------------
+
+
+def test_the_timeline_counts_each_day(client: TestClient, web_store: WebStore) -> None:
+    page = client.get("/").text
+    assert f'href="/day/{web_store.today}"' in page
+    assert f'href="/day/{web_store.yesterday}"' in page
+    days = {d["day"]: d for d in client.get("/timeline.json").json()}
+    assert days[web_store.today]["journal"] == 2
+    assert days[web_store.yesterday]["journal"] == 1
+    assert days[web_store.today]["topics"] == 1
+    assert sum(d["messages"] for d in days.values()) == 0  # not indexed before a sessions visit
+    client.get("/sessions")
+    days = {d["day"]: d for d in client.get("/timeline.json").json()}
+    assert days["2026-08-13"]["messages"] == 5
+
+
+def test_a_day_shows_each_entry_with_time_session_and_transcript(
+    client: TestClient, web_store: WebStore
+) -> None:
+    page = client.get(f"/day/{web_store.today}").text
+    assert "moved the hot cache to Redis" in page and "release checklist" in page
+    assert f"session {SESSION_ID}" in page
+    assert f"turn={web_store.redis_turn}" in page
+    transcript = client.get(
+        "/transcript", params={"path": str(web_store.transcript), "turn": web_store.redis_turn}
+    )
+    assert transcript.status_code == 200
+    assert "5 minute TTLs for the Redis cache keys" in transcript.text
+    assert client.get("/day/2026-13-45").status_code == 400
+    assert "No daily file" in client.get("/day/2020-01-01").text
+
+
+def test_search_shows_hits_then_the_section_then_the_turns(
+    client: TestClient, web_store: WebStore
+) -> None:
+    page = client.get("/search", params={"q": "Redis cache TTLs"}).text
+    assert 'class="score"' in page and 'data-kind="journal"' in page
+    chunk = _hash_of(client, "Redis cache TTLs")
+    section = client.get("/fragment/expand", params={"hash": chunk}).text
+    assert "moved the hot cache to Redis" in section
+    assert 'class="transcript"' in section and str(web_store.transcript) in section
+    turns = client.get(
+        "/fragment/transcript",
+        params={"path": str(web_store.transcript), "turn": web_store.redis_turn},
+    ).text
+    assert 'class="turn role-user target"' in turns
+
+
+def test_search_filters_and_says_when_nothing_is_relevant(
+    client: TestClient, web_store: WebStore
+) -> None:
+    later = client.get(
+        "/search", params={"q": "webhook idempotency", "after": web_store.today}
+    ).text
+    assert "idempotency key" not in later.split('<p class="summary">')[-1]
+    nothing = client.get("/search", params={"q": "kubernetes helm chart rollout"}).text
+    assert 'class="nothing"' in nothing
+    topics = client.get("/search", params={"q": "deploys Tuesdays billing", "kind": "topic"}).text
+    assert 'data-kind="topic"' in topics and 'data-kind="journal"' not in topics
+    sessions = client.get("/search", params={"q": "flaky webhook test", "kind": "session"}).text
+    assert 'data-kind="session"' in sessions and SESSION_ID in sessions
+    other = client.get("/search", params={"q": "Redis cache", "session": "someone-else"}).text
+    assert 'data-kind="journal"' not in other
+
+
+def test_the_topics_pages_show_memory_md_and_each_entry(client: TestClient) -> None:
+    index = client.get("/topics").text
+    assert "MEMORY.md" in index and 'href="/topics/deploys"' in index
+    topic = client.get("/topics/deploys").text
+    assert "Deploy day" in topic and "billing cron" in topic
+    assert client.get("/topics/no-such-topic").status_code == 404
+
+
+def test_the_sessions_pages_list_sessions_and_their_messages(
+    client: TestClient, web_store: WebStore
+) -> None:
+    listing = client.get("/sessions").text
+    assert SESSION_ID in listing and "let us move the hot cache to Redis" in listing
+    messages = client.get("/session", params={"transcript": str(web_store.transcript)}).text
+    assert "idempotency key" in messages and "5 messages" in messages
+
+
+def test_the_health_page_is_the_status_report(client: TestClient, web_store: WebStore) -> None:
+    page = client.get("/health").text
+    assert "Nothing missing." in page or 'class="missing"' in page
+    assert str(web_store.store) in page
+    assert "auto-context" in page and "capture" in page
+    assert re.search(r"\d+ chunks in \d+ files", page)
+
+
+def test_markup_in_memory_is_shown_as_text(client: TestClient, web_store: WebStore) -> None:
+    web_store.memory.write("the agent noted <script>alert(1)</script> in a <b>log</b>")
+    page = client.get(f"/day/{web_store.today}").text
+    assert "<script>alert(1)</script>" not in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    search = client.get("/search", params={"q": '<img src=x onerror="x">'}).text
+    assert "<img src=x" not in search
+
+
+# -- helpers ------------------------------------------------------------------------
+
+
+def _daily(store: WebStore, day: str) -> str:
+    return (store.store / f"{day}.md").read_text(encoding="utf-8")
+
+
+def _first_time(client: TestClient, store: WebStore) -> str:
+    page = client.get(f"/day/{store.today}").text
+    found = re.search(r'data-time="([^"]+)"', page)
+    assert found is not None
+    return found.group(1)
+
+
+def _hash_of(client: TestClient, query: str) -> str:
+    page = client.get("/search", params={"q": query, "kind": "journal"}).text
+    found = re.search(r'<article class="hit" data-hash="([0-9a-f]+)"', page)
+    assert found is not None, page
+    return found.group(1)
