@@ -1,11 +1,14 @@
 """The web viewer's fixtures: ``web_store`` (a real project memory, _web.py),
 ``viewer`` over it, and ``client``: Starlette's TestClient on the viewer's
-application, sent to 127.0.0.1, signed in with the access token."""
+application, sent to 127.0.0.1, signed in with the access token; ``browser``:
+one headless Chromium for the run (chromium.py installs it when missing).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from _web import BASE_URL, WebStore, build_web_store
@@ -34,3 +37,23 @@ def client(viewer: Viewer) -> Iterator[TestClient]:
         first = test_client.get("/", params={"token": viewer.keys.token})
         assert first.status_code == 200, first.text
         yield test_client
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    """One headless Chromium (Debian's, driven by Playwright) for the whole run."""
+    playwright_api = pytest.importorskip(
+        "playwright.sync_api", reason="playwright is not installed (the test extra has it)"
+    )
+    from chromium import BrowserUnavailable, ensure_chromium
+
+    try:
+        executable = ensure_chromium()
+    except BrowserUnavailable as exc:
+        pytest.skip(f"browser tests skipped: {exc}")
+    with playwright_api.sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=executable, args=["--no-sandbox"])
+        try:
+            yield launched
+        finally:
+            launched.close()
