@@ -22,8 +22,8 @@ def ui(
 ) -> None:
     """Browse this project's memory in a local web viewer: timeline, days, search,
     topics, sessions, health, forget. Served on 127.0.0.1 behind a random token."""
-    from memlane.hosts.web.app import Viewer
     from memlane.hosts.web.server import serve
+    from memlane.hosts.web.viewer import Viewer
 
     def say(line: str) -> None:
         typer.echo(line)

@@ -15,7 +15,8 @@ from _web import BASE_URL, WebStore, build_web_store
 from starlette.testclient import TestClient
 
 from helpers import FixedClock
-from memlane.hosts.web.app import Viewer, build_app
+from memlane.hosts.web.app import build_app
+from memlane.hosts.web.viewer import Viewer
 
 
 @pytest.fixture

@@ -8,7 +8,6 @@ are answered one at a time, which is what one person's browser needs.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl
@@ -22,62 +21,16 @@ from starlette.staticfiles import StaticFiles
 from memlane.core.errors import MemlaneError, NotFoundError
 from memlane.hosts.web import pages_admin, pages_notes, pages_recall
 from memlane.hosts.web.render import error_box, page
-from memlane.hosts.web.security import Guard, Secrets, same_origin
+from memlane.hosts.web.security import Guard, same_origin
 
 if TYPE_CHECKING:
-    from memlane.engine.project import Memory
-    from memlane.engine.sessions.layer import SessionsLayer
-    from memlane.engine.timeline import Timeline
-    from memlane.engine.tools.dispatch import Tools
+    from memlane.hosts.web.viewer import Viewer
 
 STATIC = Path(__file__).with_name("static")
 #: A form body larger than this is refused (the viewer's forms are a few fields).
 MAX_FORM_BYTES = 16_384
 
 Handler = Callable[[Request], Awaitable[Response]]
-
-
-@dataclass
-class Viewer:
-    """One project's memory as the pages use it (one per server)."""
-
-    memory: Memory
-    keys: Secrets = field(default_factory=Secrets)
-    _tools: Tools | None = None
-    _timeline: Timeline | None = None
-    _sessions: SessionsLayer | None = None
-
-    @property
-    def tools(self) -> Tools:
-        if self._tools is None:
-            from memlane.engine.tools.dispatch import Tools
-
-            # Held to the project's own sessions and anchors, as an agent is:
-            # a page's links carry transcript paths a request could change.
-            self._tools = Tools(self.memory)
-        return self._tools
-
-    @property
-    def timeline(self) -> Timeline:
-        if self._timeline is None:
-            from memlane.engine.timeline import Timeline
-
-            self._timeline = Timeline(self.memory)
-        return self._timeline
-
-    def catch_up_sessions(self) -> SessionsLayer:
-        """The sessions layer with new messages indexed first (as `memlane search` does)."""
-        if self._sessions is None:
-            from memlane.engine.sessions.layer import SessionsLayer
-
-            self._sessions = SessionsLayer(self.memory)
-        self._sessions.backfill()
-        return self._sessions
-
-    def close(self) -> None:
-        if self._sessions is not None:
-            self._sessions.close()
-        self.memory.close()
 
 
 def _page_no(request: Request) -> int:
@@ -118,6 +71,7 @@ def params(request: Request) -> dict[str, str]:
 
 def build_app(viewer: Viewer) -> Starlette:
     """The application for *viewer*, behind its token (security.Guard)."""
+
     async def timeline(request: Request) -> Response:
         return _html(pages_notes.timeline(viewer, _page_no(request)))
 

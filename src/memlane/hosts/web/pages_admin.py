@@ -11,7 +11,7 @@ from memlane.hosts.web.render import esc, link, page
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from memlane.hosts.web.app import Viewer
+    from memlane.hosts.web.viewer import Viewer
     from memlane.store.forget import Removed
 
 _ROW_RE = re.compile(r"^(\S.*?)\s{2,}(.*)$")

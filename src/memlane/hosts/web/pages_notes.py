@@ -8,7 +8,7 @@ from memlane.hosts.web.render import esc, link, markdown_html, page, pager, url
 
 if TYPE_CHECKING:
     from memlane.engine.timeline import DayCount, DayEntry
-    from memlane.hosts.web.app import Viewer
+    from memlane.hosts.web.viewer import Viewer
 
 #: Days in one page of the timeline (its chart and its table).
 TIMELINE_DAYS = 60
@@ -20,6 +20,7 @@ BAR_WIDTH = 14
 
 
 def timeline(viewer: Viewer, page_no: int) -> str:
+    viewer.catch_up_sessions()  # the messages of sessions since the last visit count too
     days = viewer.timeline.days()
     newest_first = days[::-1]
     start = (page_no - 1) * TIMELINE_DAYS
@@ -66,12 +67,13 @@ def chart(days: list[DayCount]) -> str:
             f'<rect class="hit" x="{x}" y="0" width="{BAR_WIDTH}" height="{CHART_HEIGHT}"></rect>'
             f"{''.join(rects)}</a>"
         )
+    span = esc(f"{days[0].day} → {days[-1].day}" if days else "")
     legend = "".join(f'<span class="key {name}"></span>{esc(label)} ' for name, label in SERIES)
     return (
         f'<figure class="chart"><svg id="timeline-chart" role="img" width="{width}" '
         f'height="{CHART_HEIGHT + 4}" viewBox="0 0 {width} {CHART_HEIGHT + 4}">'
         f"<title>memory per day</title>{''.join(bars)}</svg>"
-        f"<figcaption>{legend}(peak {peak} a day)</figcaption></figure>"
+        f"<figcaption>{span}: {legend}(peak {peak} a day)</figcaption></figure>"
     )
 
 

@@ -16,7 +16,7 @@ from memlane.hosts.web.render import esc, link, markdown_html, page, pager, url
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from memlane.hosts.web.app import Viewer
+    from memlane.hosts.web.viewer import Viewer
 
 KINDS = (
     ("", "notes"),

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from memlane.core.errors import MemlaneError
 
 if TYPE_CHECKING:
-    from memlane.hosts.web.app import Viewer
+    from memlane.hosts.web.viewer import Viewer
 
 HOST = "127.0.0.1"
 

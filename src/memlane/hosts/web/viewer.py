@@ -1,0 +1,57 @@
+"""``Viewer``: one project's memory as the viewer's pages use it (one per server)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from memlane.hosts.web.security import Secrets
+
+if TYPE_CHECKING:
+    from memlane.engine.project import Memory
+    from memlane.engine.sessions.layer import SessionsLayer
+    from memlane.engine.timeline import Timeline
+    from memlane.engine.tools.dispatch import Tools
+
+
+@dataclass
+class Viewer:
+    """The memory, the tools' dispatch over it, its timeline and sessions layer, the keys."""
+
+    memory: Memory
+    keys: Secrets = field(default_factory=Secrets)
+    _tools: Tools | None = None
+    _timeline: Timeline | None = None
+    _sessions: SessionsLayer | None = None
+
+    @property
+    def tools(self) -> Tools:
+        if self._tools is None:
+            from memlane.engine.tools.dispatch import Tools
+
+            # Held to the project's own sessions and anchors, as an agent is:
+            # a page's links carry transcript paths a request could change.
+            self._tools = Tools(self.memory)
+        return self._tools
+
+    @property
+    def timeline(self) -> Timeline:
+        if self._timeline is None:
+            from memlane.engine.timeline import Timeline
+
+            self._timeline = Timeline(self.memory)
+        return self._timeline
+
+    def catch_up_sessions(self) -> SessionsLayer:
+        """The sessions layer with new messages indexed first (as `memlane search` does)."""
+        if self._sessions is None:
+            from memlane.engine.sessions.layer import SessionsLayer
+
+            self._sessions = SessionsLayer(self.memory)
+        self._sessions.backfill()
+        return self._sessions
+
+    def close(self) -> None:
+        if self._sessions is not None:
+            self._sessions.close()
+        self.memory.close()
