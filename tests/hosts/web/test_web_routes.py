@@ -98,6 +98,21 @@ def test_forget_from_a_day_entry_removes_exactly_what_the_confirmation_showed(
     assert "moved the hot cache" not in search
 
 
+def test_forget_from_a_search_hit_removes_that_entry(
+    client: TestClient, web_store: WebStore
+) -> None:
+    hit = _hash_of(client, "release checklist")
+    confirm = client.get("/forget", params={"chunk_hash": hit}).text
+    assert "release checklist" in confirm and "hot cache" not in confirm.split("<pre")[1]
+    done = client.post("/forget", data=_csrf_form(confirm), headers={"referer": BASE_URL + "/"})
+    assert done.status_code == 200, done.text
+    after = _daily(web_store, web_store.today)
+    assert "release checklist" not in after and "moved the hot cache to Redis" in after
+    # The hash is gone with the entry: asking again is a clear "not found".
+    again = client.get("/forget", params={"chunk_hash": hit})
+    assert again.status_code == 404 and 'class="error"' in again.text
+
+
 def test_forget_refuses_when_the_file_changed_after_the_confirmation(
     client: TestClient, web_store: WebStore
 ) -> None:
