@@ -142,6 +142,10 @@ def test_the_timeline_counts_each_day(client: TestClient, web_store: WebStore) -
     # The session's five messages, indexed when the timeline page was opened.
     assert days["2026-08-13"]["messages"] == 5
     assert 'href="/day/2026-08-13"' in client.get("/").text
+    # A new entry shows at once: a daily file that changed is counted again.
+    web_store.memory.write("the agent renamed the billing cron job")
+    days = {d["day"]: d for d in client.get("/timeline.json").json()}
+    assert days[web_store.today]["journal"] == 3
 
 
 def test_a_day_shows_each_entry_with_time_session_and_transcript(
@@ -165,6 +169,7 @@ def test_search_shows_hits_then_the_section_then_the_turns(
 ) -> None:
     page = client.get("/search", params={"q": "Redis cache TTLs"}).text
     assert 'class="score"' in page and 'data-kind="journal"' in page
+    assert f'href="/day/{web_store.today}"' in page
     chunk = _hash_of(client, "Redis cache TTLs")
     section = client.get("/fragment/expand", params={"hash": chunk}).text
     assert "moved the hot cache to Redis" in section

@@ -123,6 +123,11 @@ def _hit(viewer: Viewer, hit: Mapping[str, Any]) -> str:
             f'<button type="button" class="expand" data-hash="{esc(chunk)}">expand</button>'
         )
     if kind == "journal":
+        from memlane.store.layout import date_of
+
+        day = date_of(Path(hit["source"]))
+        if day is not None:
+            actions.append(link(f"/day/{day}", f"open {day}", class_="day"))
         actions.append(link(url("/forget", {"chunk_hash": chunk}), "forget…", class_="forget"))
     return (
         f'<article class="hit" data-hash="{esc(chunk)}" data-kind="{esc(kind)}">'
