@@ -162,6 +162,10 @@ def test_a_day_shows_each_entry_with_time_session_and_transcript(
     assert "5 minute TTLs for the Redis cache keys" in transcript.text
     assert client.get("/day/2026-13-45").status_code == 400
     assert "No daily file" in client.get("/day/2020-01-01").text
+    # A day of session messages only lists its sessions.
+    messages_only = client.get("/day/2026-08-13").text
+    assert "No daily file" in messages_only and "Sessions that day" in messages_only
+    assert SESSION_ID in messages_only
 
 
 def test_search_shows_hits_then_the_section_then_the_turns(

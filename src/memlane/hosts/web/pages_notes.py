@@ -14,6 +14,8 @@ if TYPE_CHECKING:
 TIMELINE_DAYS = 60
 #: Entries in one page of a day.
 DAY_ENTRIES = 50
+#: How many of the latest sessions a day page looks through for that day's.
+SESSIONS_SCANNED = 200
 SERIES = (("journal", "journal entries"), ("topics", "topics changed"), ("messages", "messages"))
 CHART_HEIGHT = 160
 BAR_WIDTH = 14
@@ -91,9 +93,10 @@ def day(viewer: Viewer, day_name: str, page_no: int) -> str:
     from memlane.engine.timeline import day_file
 
     found = day_file(viewer.memory, day_name)
+    sessions = _sessions_on(viewer, day_name)
     if not found.exists:
         body = f"<p class=empty>No daily file for {esc(day_name)} ({esc(found.path)}).</p>"
-        return page(day_name, body, active="/")
+        return page(day_name, body + sessions, active="/")
     start = (page_no - 1) * DAY_ENTRIES
     entries = found.entries[start : start + DAY_ENTRIES]
     more = len(found.entries) > start + DAY_ENTRIES
@@ -101,8 +104,26 @@ def day(viewer: Viewer, day_name: str, page_no: int) -> str:
         f'<p class="summary">{len(found.entries)} entries in {esc(found.path)}</p>'
         + "".join(_entry(day_name, e) for e in entries)
         + pager(f"/day/{day_name}", {}, page_no, more)
+        + sessions
     )
     return page(day_name, body, active="/")
+
+
+def _sessions_on(viewer: Viewer, day_name: str) -> str:
+    """The recent sessions that had messages on that day (UTC), as links."""
+    infos = [
+        info
+        for info in viewer.catch_up_sessions().recent(SESSIONS_SCANNED)
+        if (info.first_at or "")[:10] <= day_name <= (info.last_at or "")[:10]
+    ]
+    if not infos:
+        return ""
+    items = "".join(
+        f"<li>{link(url('/session', {'transcript': info.transcript}), info.session_id)}: "
+        f"{info.messages} messages, {esc(info.first_user[:120])}</li>"
+        for info in infos
+    )
+    return f'<section class="day-sessions"><h2>Sessions that day</h2><ul>{items}</ul></section>'
 
 
 def _entry(day_name: str, entry: DayEntry) -> str:
