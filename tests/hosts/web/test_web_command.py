@@ -1,4 +1,5 @@
-"""``memlane ui`` as a command: the port it is given, --open, the assets it ships."""
+"""``memlane ui`` as a command: the port it is given, --open, the assets it
+ships, and what its pages cost (no model load to list messages)."""
 
 from __future__ import annotations
 
@@ -11,12 +12,14 @@ import sys
 from pathlib import Path
 
 import pytest
-from _web import build_web_store
+from _web import BASE_URL, SESSION_ID, build_web_store
 from starlette.testclient import TestClient
 
-from helpers import MEMLANE, Cli, FixedClock, wait_for
-from memlane.hosts.web.app import STATIC
+from fake_embedding import FakeEmbeddings
+from helpers import MEMLANE, Cli, FixedClock, open_memory, wait_for
+from memlane.hosts.web.app import STATIC, build_app
 from memlane.hosts.web.render import markdown_html
+from memlane.hosts.web.viewer import Viewer
 
 
 def _free_port() -> int:
@@ -88,3 +91,32 @@ def test_markdown_is_rendered_without_passing_markup_through() -> None:
     assert "session:s" not in html
     assert "<img" not in html and "&lt;img src=x onerror=alert(1)&gt;" in html
     assert "<pre><code>&lt;script&gt;x&lt;/script&gt;</code></pre>" in html
+
+
+def test_pages_that_list_messages_index_them_without_loading_the_embedder(
+    project: Path, clock: FixedClock, fake_embeddings: FakeEmbeddings
+) -> None:
+    build_web_store(project, clock).memory.close()
+    memory = open_memory(
+        project,
+        clock=clock,
+        lexical=False,
+        MEMLANE_EMBEDDING_PROVIDER="openai",
+        MEMLANE_EMBEDDING_BASE_URL=fake_embeddings.base_url,
+        MEMLANE_EMBEDDING_MODEL="fake-embed",
+    )
+    viewer = Viewer(memory)
+    try:
+        with TestClient(build_app(viewer), base_url=BASE_URL) as browser:
+            assert browser.get("/", params={"token": viewer.keys.token}).status_code == 200
+            assert SESSION_ID in browser.get("/sessions").text
+            assert browser.get("/day/2026-08-13").status_code == 200
+            assert fake_embeddings.requests == []  # listed, counted, not embedded
+            # (The fake's vectors are hashes of the text: what the search ranks
+            # is no matter here, only that it embedded the messages first.)
+            found = browser.get("/search", params={"q": "flaky webhook", "kind": "session"})
+            assert found.status_code == 200
+        embedded = [text for r in fake_embeddings.requests for text in r["json"]["input"]]
+        assert any("idempotency key" in text for text in embedded)  # a search embeds them
+    finally:
+        viewer.close()

@@ -46,7 +46,7 @@ def search(viewer: Viewer, params: Mapping[str, str]) -> str:
     if kind:
         arguments["kind"] = kind
     if kind in ("session", "all"):
-        viewer.catch_up_sessions()
+        viewer.catch_up_sessions(embed=True)
     details = viewer.tools.call("memory_search", arguments).details
     hits: list[dict[str, Any]] = details.get("hits") or []
     if details.get("nothing_relevant") or not hits:

@@ -20,9 +20,9 @@ class Viewer:
 
     memory: Memory
     keys: Secrets = field(default_factory=Secrets)
-    _tools: Tools | None = None
-    _timeline: Timeline | None = None
-    _sessions: SessionsLayer | None = None
+    _tools: Tools | None = field(default=None, init=False, repr=False)
+    _timeline: Timeline | None = field(default=None, init=False, repr=False)
+    _layers: dict[bool, SessionsLayer] = field(default_factory=dict, init=False, repr=False)
 
     @property
     def tools(self) -> Tools:
@@ -42,16 +42,25 @@ class Viewer:
             self._timeline = Timeline(self.memory)
         return self._timeline
 
-    def catch_up_sessions(self) -> SessionsLayer:
-        """The sessions layer with new messages indexed first (as `memlane search` does)."""
-        if self._sessions is None:
+    def catch_up_sessions(self, *, embed: bool = False) -> SessionsLayer:
+        """The sessions layer with new messages indexed first (as `memlane search` does).
+
+        ``embed``: embed them too, before a session search. Pages that only
+        count or list messages index them without vectors (fast, no model
+        load); the next embedding pass gives those rows their vectors.
+        """
+        layer = self._layers.get(embed)
+        if layer is None:
             from memlane.engine.sessions.layer import SessionsLayer
 
-            self._sessions = SessionsLayer(self.memory)
-        self._sessions.backfill()
-        return self._sessions
+            layer = (
+                SessionsLayer(self.memory) if embed else SessionsLayer(self.memory, embedder=None)
+            )
+            self._layers[embed] = layer
+        layer.backfill()
+        return layer
 
     def close(self) -> None:
-        if self._sessions is not None:
-            self._sessions.close()
+        for layer in self._layers.values():
+            layer.close()
         self.memory.close()
