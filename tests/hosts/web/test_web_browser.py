@@ -182,6 +182,7 @@ def test_search_then_expand_then_the_transcript_inline(
 def test_topics_and_sessions_show_their_content(page: Any, server: Running, tmp_path: Path) -> None:
     page.goto(server.base + "/topics")
     assert "MEMORY.md" in page.inner_text("main")
+    shot(page, tmp_path, "topics")
     page.click('a[href="/topics/deploys"]')
     assert "billing cron" in page.inner_text("main")
     shot(page, tmp_path, "topic")
