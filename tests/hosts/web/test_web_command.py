@@ -91,6 +91,11 @@ def test_markdown_is_rendered_without_passing_markup_through() -> None:
     assert "session:s" not in html
     assert "<img" not in html and "&lt;img src=x onerror=alert(1)&gt;" in html
     assert "<pre><code>&lt;script&gt;x&lt;/script&gt;</code></pre>" in html
+    index = markdown_html(
+        "- [Deploys](topics/deploys.md) — when\n- [x](https://evil.example) [y](javascript:z)"
+    )
+    assert '<a href="/topics/deploys">Deploys</a> — when' in index
+    assert "<a href" not in index.split("</li>", 1)[1]  # any other link stays text
 
 
 def test_pages_that_list_messages_index_them_without_loading_the_embedder(

@@ -22,7 +22,11 @@ NAV = (
 )
 _HEADING_RE = re.compile(r"^(#{1,6})\s+(.+)$")
 _BULLET_RE = re.compile(r"^\s*[-*]\s+(.*)$")
-_INLINE_CODE_RE = re.compile(r"`([^`\n]+)`")
+#: Inline code, and MEMORY.md's links to its topic files (the only links
+#: rendered as links: they stay inside the viewer).
+_INLINE_RE = re.compile(
+    r"`(?P<code>[^`\n]+)`|\[(?P<text>[^\]\n]+)\]\(topics/(?P<slug>[\w-]+)\.md\)"
+)
 _COMMENT_RE = re.compile(r"<!--.*?-->", re.DOTALL)
 
 
@@ -77,12 +81,15 @@ def pager(path: str, params: Mapping[str, object], page_no: int, has_more: bool)
 
 
 def _inline(text: str) -> str:
-    """One line of text: escaped, with `code` spans."""
+    """One line of text: escaped, with `code` spans and links to topic files."""
     out = []
     last = 0
-    for match in _INLINE_CODE_RE.finditer(text):
+    for match in _INLINE_RE.finditer(text):
         out.append(esc(text[last : match.start()]))
-        out.append(f"<code>{esc(match.group(1))}</code>")
+        if match.group("code") is not None:
+            out.append(f"<code>{esc(match.group('code'))}</code>")
+        else:
+            out.append(link(f"/topics/{match.group('slug')}", match.group("text")))
         last = match.end()
     out.append(esc(text[last:]))
     return "".join(out)
@@ -90,8 +97,8 @@ def _inline(text: str) -> str:
 
 def markdown_html(text: str) -> str:
     """A safe rendering of memory markdown: headings, bullets, fenced code,
-    inline code and paragraphs; HTML comments (anchors) are left out and
-    any other markup is shown as text."""
+    inline code, links to topic files and paragraphs; HTML comments
+    (anchors) are left out and any other markup is shown as text."""
     out: list[str] = []
     in_list = False
     fence: list[str] | None = None
