@@ -151,8 +151,8 @@ def main() -> int:
     report = memory.sync()
     index_s = time.perf_counter() - t0
     viewer = Viewer(memory)
-    client = TestClient(build_app(viewer), base_url="http://127.0.0.1")
-    client.get("/", params={"token": viewer.keys.token})  # signs in; sessions indexed here
+    client = TestClient(build_app(viewer), base_url=f"http://127.0.0.1/{viewer.keys.token}")
+    client.get("/")  # the first page view: sessions indexed here
 
     search = client.get("/search", params={"q": QUERIES[0], "kind": "journal"}).text
     chunk = re.search(r'data-hash="([0-9a-f]+)"', search)

@@ -33,9 +33,9 @@ def viewer(web_store: WebStore) -> Viewer:
 
 @pytest.fixture
 def client(viewer: Viewer) -> Iterator[TestClient]:
-    """Signed in: its first request carried the token, and it keeps the cookie it got."""
-    with TestClient(build_app(viewer), base_url=BASE_URL) as test_client:
-        first = test_client.get("/", params={"token": viewer.keys.token})
+    """Signed in: every request goes under the viewer's token prefix, as its links do."""
+    with TestClient(build_app(viewer), base_url=f"{BASE_URL}/{viewer.keys.token}") as test_client:
+        first = test_client.get("/")
         assert first.status_code == 200, first.text
         yield test_client
 

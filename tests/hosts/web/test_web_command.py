@@ -47,8 +47,14 @@ def test_ui_listens_on_the_port_given_and_opens_the_browser_on_its_url(
     try:
         wait_for(opened.exists, timeout=60, what="the browser command ran")
         wait_for(lambda: opened.read_text(encoding="utf-8"), timeout=10)
-        url = opened.read_text(encoding="utf-8").strip()
-        assert re.fullmatch(rf"http://127\.0\.0\.1:{port}/\?token=[\w-]{{20,}}", url), url
+        # The browser is given a private file that redirects, not the URL:
+        # the token stays off every command line.
+        opener = opened.read_text(encoding="utf-8").strip()
+        assert opener.startswith("file://") and "token" not in opener, opener
+        redirect = Path(opener.removeprefix("file://")).read_text(encoding="utf-8")
+        found = re.search(rf'url=(http://127\.0\.0\.1:{port}/[\w-]{{20,}}/)"', redirect)
+        assert found is not None, redirect
+        url = found.group(1)
     finally:
         process.send_signal(signal.SIGINT)
         output, _ = process.communicate(timeout=30)
@@ -68,9 +74,10 @@ def test_a_port_in_use_is_one_clear_error(cli: Cli) -> None:
     assert "Traceback" not in result.stderr
 
 
-def test_every_asset_a_page_names_ships_in_the_package(client: TestClient) -> None:
+def test_every_asset_a_page_names_ships_in_the_package(client: TestClient, viewer: Viewer) -> None:
     page = client.get("/").text
-    assets = re.findall(r'(?:href|src)="(/static/[^"]+)"', page)
+    root = f"/{viewer.keys.token}"
+    assets = re.findall(rf'(?:href|src)="{root}(/static/[^"]+)"', page)
     assert sorted(assets) == ["/static/app.css", "/static/app.js"]
     for asset in assets:
         assert (STATIC / asset.removeprefix("/static/")).is_file()
@@ -112,8 +119,8 @@ def test_pages_that_list_messages_index_them_without_loading_the_embedder(
     )
     viewer = Viewer(memory)
     try:
-        with TestClient(build_app(viewer), base_url=BASE_URL) as browser:
-            assert browser.get("/", params={"token": viewer.keys.token}).status_code == 200
+        with TestClient(build_app(viewer), base_url=f"{BASE_URL}/{viewer.keys.token}") as browser:
+            assert browser.get("/").status_code == 200
             assert SESSION_ID in browser.get("/sessions").text
             assert browser.get("/day/2026-08-13").status_code == 200
             assert fake_embeddings.requests == []  # listed, counted, not embedded

@@ -4,10 +4,17 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from _web import BASE_URL, SESSION_ID, WebStore
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
 from starlette.testclient import TestClient
+from starlette.websockets import WebSocketDisconnect
 
 from memlane.hosts.web.app import build_app
+from memlane.hosts.web.security import Guard
 from memlane.hosts.web.viewer import Viewer
 
 
@@ -29,18 +36,85 @@ def test_every_request_without_the_token_is_refused(viewer: Viewer) -> None:
         assert anonymous.post("/forget", data={"date": "2026-11-30"}).status_code == 403
 
 
-def test_the_token_sets_a_cookie_that_opens_the_later_pages(viewer: Viewer) -> None:
+def test_the_token_prefix_opens_every_page_and_no_cookie_carries_it(viewer: Viewer) -> None:
+    root = f"/{viewer.keys.token}"
     with TestClient(build_app(viewer), base_url=BASE_URL) as browser:
-        first = browser.get("/", params={"token": viewer.keys.token})
+        first = browser.get(f"{root}/")
         assert first.status_code == 200
-        cookie = first.headers["set-cookie"]
-        assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
-        assert browser.get("/health").status_code == 200
+        assert f'href="{root}/health"' in first.text  # links stay under the prefix
         assert "default-src 'self'" in first.headers["content-security-policy"]
+        for path in ("/", "/health", "/static/app.css"):
+            answer = browser.get(root + path)
+            assert answer.status_code == 200, path
+            assert "set-cookie" not in answer.headers, path
+        # Nothing a browser keeps goes along to another path or another port's server.
+        assert not browser.cookies
+        assert browser.get("/health").status_code == 403
+
+
+def test_two_viewers_work_side_by_side(web_store: WebStore) -> None:
+    first, second = Viewer(web_store.memory), Viewer(web_store.memory)
+    with (
+        TestClient(build_app(first), base_url=BASE_URL) as one,
+        TestClient(build_app(second), base_url=BASE_URL) as other,
+    ):
+        for _ in range(2):  # alternately, as two tabs would
+            assert one.get(f"/{first.keys.token}/health").status_code == 200
+            assert other.get(f"/{second.keys.token}/health").status_code == 200
+        assert one.get(f"/{second.keys.token}/health").status_code == 403
+        assert other.get(f"/{first.keys.token}/").status_code == 403
+
+
+def test_another_apps_odd_cookie_does_not_lock_the_user_out(viewer: Viewer) -> None:
+    with TestClient(build_app(viewer), base_url=BASE_URL) as browser:
+        odd = {"cookie": 'prefs={"theme": "dark"}; other=1'}
+        assert browser.get(f"/{viewer.keys.token}/health", headers=odd).status_code == 200
+
+
+def test_a_token_in_the_query_is_sent_to_the_same_page_without_it(viewer: Viewer) -> None:
+    token = viewer.keys.token
+    with TestClient(build_app(viewer), base_url=BASE_URL, follow_redirects=False) as browser:
+        old_style = browser.get("/search", params={"token": token, "q": "redis"})
+        assert old_style.status_code == 303
+        assert old_style.headers["location"] == f"/{token}/search?q=redis"
+        inside = browser.get(f"/{token}/health", params={"token": token})
+        assert inside.status_code == 303 and inside.headers["location"] == f"/{token}/health"
+        bare = browser.get(f"/{token}")
+        assert bare.status_code == 303 and bare.headers["location"] == f"/{token}/"
+
+
+def test_a_websocket_is_refused(client: TestClient) -> None:
+    with pytest.raises(WebSocketDisconnect), client.websocket_connect("/"):
+        pass
+
+
+def test_a_server_error_carries_the_security_headers(viewer: Viewer) -> None:
+    # The viewer's app is the Guard around all of Starlette, its error page included.
+    assert isinstance(build_app(viewer), Guard)
+
+    async def broken(request: Request) -> Response:
+        raise RuntimeError("a bug in a page")
+
+    guarded = Guard(Starlette(routes=[Route("/boom", broken)]), viewer.keys)
+    with TestClient(
+        guarded, base_url=f"{BASE_URL}/{viewer.keys.token}", raise_server_exceptions=False
+    ) as browser:
+        answer = browser.get("/boom")
+    assert answer.status_code == 500
+    assert "default-src 'self'" in answer.headers["content-security-policy"]
+    assert answer.headers["x-frame-options"] == "DENY"
+
+
+def test_a_huge_page_number_is_the_first_page(client: TestClient) -> None:
+    for page in ("9" * 5000, "-3", "x"):
+        answer = client.get("/sessions", params={"page": page})
+        assert answer.status_code == 200, page[:10]
+        assert "page 1" in answer.text
 
 
 def test_a_foreign_host_name_is_refused_even_with_the_token(viewer: Viewer) -> None:
     with TestClient(build_app(viewer), base_url="http://attacker.example") as rebound:
+        assert rebound.get(f"/{viewer.keys.token}/").status_code == 403
         assert rebound.get("/", params={"token": viewer.keys.token}).status_code == 403
 
 
@@ -104,7 +178,9 @@ def test_forget_from_a_search_hit_removes_that_entry(
     hit = _hash_of(client, "release checklist")
     confirm = client.get("/forget", params={"chunk_hash": hit}).text
     assert "release checklist" in confirm and "hot cache" not in confirm.split("<pre")[1]
-    done = client.post("/forget", data=_csrf_form(confirm), headers={"referer": BASE_URL + "/"})
+    done = client.post(
+        "/forget", data=_csrf_form(confirm), headers={"referer": f"{client.base_url}/"}
+    )
     assert done.status_code == 200, done.text
     after = _daily(web_store, web_store.today)
     assert "release checklist" not in after and "moved the hot cache to Redis" in after
@@ -131,17 +207,20 @@ def test_forget_refuses_when_the_file_changed_after_the_confirmation(
 # -- the pages ----------------------------------------------------------------------
 
 
-def test_the_timeline_counts_each_day(client: TestClient, web_store: WebStore) -> None:
+def test_the_timeline_counts_each_day(
+    client: TestClient, web_store: WebStore, viewer: Viewer
+) -> None:
+    root = f"/{viewer.keys.token}"
     page = client.get("/").text
-    assert f'href="/day/{web_store.today}"' in page
-    assert f'href="/day/{web_store.yesterday}"' in page
+    assert f'href="{root}/day/{web_store.today}"' in page
+    assert f'href="{root}/day/{web_store.yesterday}"' in page
     days = {d["day"]: d for d in client.get("/timeline.json").json()}
     assert days[web_store.today]["journal"] == 2
     assert days[web_store.yesterday]["journal"] == 1
     assert days[web_store.today]["topics"] == 1
     # The session's five messages, indexed when the timeline page was opened.
     assert days["2026-08-13"]["messages"] == 5
-    assert 'href="/day/2026-08-13"' in client.get("/").text
+    assert f'href="{root}/day/2026-08-13"' in client.get("/").text
     # A new entry shows at once: a daily file that changed is counted again.
     web_store.memory.write("the agent renamed the billing cron job")
     days = {d["day"]: d for d in client.get("/timeline.json").json()}
@@ -169,11 +248,11 @@ def test_a_day_shows_each_entry_with_time_session_and_transcript(
 
 
 def test_search_shows_hits_then_the_section_then_the_turns(
-    client: TestClient, web_store: WebStore
+    client: TestClient, web_store: WebStore, viewer: Viewer
 ) -> None:
     page = client.get("/search", params={"q": "Redis cache TTLs"}).text
     assert 'class="score"' in page and 'data-kind="journal"' in page
-    assert f'href="/day/{web_store.today}"' in page
+    assert f'href="/{viewer.keys.token}/day/{web_store.today}"' in page
     chunk = _hash_of(client, "Redis cache TTLs")
     section = client.get("/fragment/expand", params={"hash": chunk}).text
     assert "moved the hot cache to Redis" in section
@@ -202,9 +281,9 @@ def test_search_filters_and_says_when_nothing_is_relevant(
     assert 'data-kind="journal"' not in other
 
 
-def test_the_topics_pages_show_memory_md_and_each_entry(client: TestClient) -> None:
+def test_the_topics_pages_show_memory_md_and_each_entry(client: TestClient, viewer: Viewer) -> None:
     index = client.get("/topics").text
-    assert "MEMORY.md" in index and 'href="/topics/deploys"' in index
+    assert "MEMORY.md" in index and f'href="/{viewer.keys.token}/topics/deploys"' in index
     topic = client.get("/topics/deploys").text
     assert "Deploy day" in topic and "billing cron" in topic
     assert client.get("/topics/no-such-topic").status_code == 404

@@ -21,7 +21,7 @@ from starlette.staticfiles import StaticFiles
 from memlane.core.errors import MemlaneError, NotFoundError
 from memlane.hosts.web import pages_admin, pages_notes, pages_recall
 from memlane.hosts.web.render import error_box, page
-from memlane.hosts.web.security import Guard, same_origin
+from memlane.hosts.web.security import ASGIApp, Guard, same_origin
 
 if TYPE_CHECKING:
     from memlane.hosts.web.viewer import Viewer
@@ -33,9 +33,16 @@ MAX_FORM_BYTES = 16_384
 Handler = Callable[[Request], Awaitable[Response]]
 
 
+#: The highest page number a request may ask for (a longer number is page 1,
+#: not a 500 from converting a 5000-digit integer).
+MAX_PAGE = 1_000_000
+
+
 def _page_no(request: Request) -> int:
     raw = request.query_params.get("page", "1")
-    return max(1, int(raw)) if raw.isdigit() else 1
+    if not raw.isdigit() or len(raw) > len(str(MAX_PAGE)):
+        return 1
+    return min(max(1, int(raw)), MAX_PAGE)
 
 
 def _html(body: str, status: int = 200) -> HTMLResponse:
@@ -50,7 +57,9 @@ def _guarded(fn: Callable[[Request], Awaitable[Response]]) -> Handler:
             return await fn(request)
         except MemlaneError as exc:
             status = 404 if isinstance(exc, NotFoundError) else 400
-            fragment = request.url.path.startswith("/fragment/")
+            fragment = request.url.path.removeprefix(request.scope.get("root_path", "")).startswith(
+                "/fragment/"
+            )
             box = error_box(exc.message, exc.hint)
             return _html(box if fragment else page("Not possible", box), status)
 
@@ -69,8 +78,12 @@ def params(request: Request) -> dict[str, str]:
     return dict(request.query_params)
 
 
-def build_app(viewer: Viewer) -> Starlette:
-    """The application for *viewer*, behind its token (security.Guard)."""
+def build_app(viewer: Viewer) -> ASGIApp:
+    """The application for *viewer*, behind its token (security.Guard).
+
+    Guard wraps the whole Starlette app, its error middleware included, so a
+    500 carries the security headers too.
+    """
 
     async def timeline(request: Request) -> Response:
         return _html(pages_notes.timeline(viewer, _page_no(request)))
@@ -146,6 +159,4 @@ def build_app(viewer: Viewer) -> Starlette:
         Route("/forget", _guarded(forget_apply), methods=["POST"]),
         Mount("/static", app=StaticFiles(directory=STATIC), name="static"),
     ]
-    app = Starlette(routes=routes)
-    app.add_middleware(Guard, keys=viewer.keys)
-    return app
+    return Guard(Starlette(routes=routes), keys=viewer.keys)

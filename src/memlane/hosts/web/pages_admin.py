@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from memlane.hosts.web.render import esc, link, page
+from memlane.hosts.web.render import esc, link, page, url
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -76,12 +76,12 @@ def forget_confirm(viewer: Viewer, params: Mapping[str, str]) -> str:
     )
     body = (
         _removed_block(removed, "This will be removed for good")
-        + '<form method="post" action="/forget" class="confirm">'
+        + f'<form method="post" action="{esc(url("/forget"))}" class="confirm">'
         + hidden
         + f'<input type="hidden" name="fingerprint" value="{esc(fingerprint(removed))}">'
         + f'<input type="hidden" name="csrf" value="{esc(viewer.keys.csrf)}">'
         + '<button type="submit" class="danger" id="confirm-forget">Forget this entry</button> '
-        + link("/", "cancel")
+        + link(url("/"), "cancel")
         + "</form>"
     )
     return page("Forget", body)
@@ -106,8 +106,6 @@ def forget_apply(viewer: Viewer, form: Mapping[str, str]) -> tuple[int, str]:
 
 
 def _again(arguments: Mapping[str, str]) -> str:
-    from memlane.hosts.web.render import url
-
     return url("/forget", arguments)
 
 

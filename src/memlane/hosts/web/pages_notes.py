@@ -64,7 +64,7 @@ def chart(days: list[DayCount]) -> str:
                 )
         tip = f"{day.day}: {day.journal} journal, {day.topics} topics, {day.messages} messages"
         bars.append(
-            f'<a href="{esc("/day/" + day.day)}" class="day-bar" data-day="{esc(day.day)}">'
+            f'<a href="{esc(url("/day/" + day.day))}" class="day-bar" data-day="{esc(day.day)}">'
             f"<title>{esc(tip)}</title>"
             f'<rect class="hit" x="{x}" y="0" width="{BAR_WIDTH}" height="{CHART_HEIGHT}"></rect>'
             f"{''.join(rects)}</a>"
@@ -81,7 +81,7 @@ def chart(days: list[DayCount]) -> str:
 
 def _day_table(days: list[DayCount]) -> str:
     rows = "".join(
-        f"<tr><td>{link('/day/' + d.day, d.day)}</td><td>{d.journal}</td>"
+        f"<tr><td>{link(url('/day/' + d.day), d.day)}</td><td>{d.journal}</td>"
         f"<td>{d.topics}</td><td>{d.messages}</td></tr>"
         for d in days
     )
@@ -163,7 +163,7 @@ def topics(viewer: Viewer) -> str:
     )
     infos = list_all(viewer.memory)
     rows = "".join(
-        f"<tr><td>{link('/topics/' + info.slug, info.name)}</td><td>{esc(info.type)}</td>"
+        f"<tr><td>{link(url('/topics/' + info.slug), info.name)}</td><td>{esc(info.type)}</td>"
         f"<td>{esc(info.description)}</td><td>{len(info.titles)}</td><td>{esc(info.updated)}</td></tr>"
         for info in infos
     )

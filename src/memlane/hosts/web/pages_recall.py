@@ -85,7 +85,7 @@ def _search_form(params: Mapping[str, str]) -> str:
         )
 
     return (
-        '<form class="search" method="get" action="/search">'
+        f'<form class="search" method="get" action="{esc(url("/search"))}">'
         f'<input type="search" name="q" id="q" placeholder="what to look for" '
         f'value="{esc(params.get("q", ""))}" autofocus>'
         f'<label>kind <select name="kind">{options}</select></label>'
@@ -127,7 +127,7 @@ def _hit(viewer: Viewer, hit: Mapping[str, Any]) -> str:
 
         day = date_of(Path(hit["source"]))
         if day is not None:
-            actions.append(link(f"/day/{day}", f"open {day}", class_="day"))
+            actions.append(link(url(f"/day/{day}"), f"open {day}", class_="day"))
         actions.append(link(url("/forget", {"chunk_hash": chunk}), "forget…", class_="forget"))
     return (
         f'<article class="hit" data-hash="{esc(chunk)}" data-kind="{esc(kind)}">'
@@ -190,7 +190,7 @@ def sessions(viewer: Viewer, page_no: int) -> str:
         for info in infos[:SESSIONS_PAGE]
     )
     form = (
-        '<form class="search" method="get" action="/search"><input type="hidden" name="kind" '
+        f'<form class="search" method="get" action="{esc(url("/search"))}"><input type="hidden" name="kind" '
         'value="session"><input type="search" name="q" placeholder="search past messages">'
         '<button type="submit">Search sessions</button></form>'
     )

@@ -11,6 +11,7 @@ from __future__ import annotations
 import html
 import re
 from collections.abc import Iterable, Mapping
+from contextvars import ContextVar
 from urllib.parse import urlencode
 
 NAV = (
@@ -28,6 +29,9 @@ _INLINE_RE = re.compile(
     r"`(?P<code>[^`\n]+)`|\[(?P<text>[^\]\n]+)\]\(topics/(?P<slug>[\w-]+)\.md\)"
 )
 _COMMENT_RE = re.compile(r"<!--.*?-->", re.DOTALL)
+#: The token prefix every link of the current request starts with (set by
+#: security.Guard for the request; empty outside one, e.g. in unit tests).
+ROOT: ContextVar[str] = ContextVar("memlane_ui_root", default="")
 
 
 def esc(value: object) -> str:
@@ -36,9 +40,11 @@ def esc(value: object) -> str:
 
 
 def url(path: str, params: Mapping[str, object] | None = None) -> str:
-    """*path* with the non-empty *params* as its query string (escape it with ``esc``)."""
+    """The viewer's *path* (under the token prefix) with the non-empty *params*
+    as its query string (escape it with ``esc``)."""
     query = {k: str(v) for k, v in (params or {}).items() if v not in (None, "")}
-    return f"{path}?{urlencode(query)}" if query else path
+    where = ROOT.get() + path
+    return f"{where}?{urlencode(query)}" if query else where
 
 
 def link(href: str, text: object, **attrs: str) -> str:
@@ -49,7 +55,7 @@ def link(href: str, text: object, **attrs: str) -> str:
 def page(title: str, body: str, *, active: str = "", notices: Iterable[str] = ()) -> str:
     """A whole page: the navigation bar, *title* and *body* (already HTML)."""
     nav = "".join(
-        f'<a href="{href}"{" class=active" if href == active else ""}>{esc(name)}</a>'
+        f'<a href="{esc(url(href))}"{" class=active" if href == active else ""}>{esc(name)}</a>'
         for href, name in NAV
     )
     shown = "".join(f'<p class="notice">{esc(text)}</p>' for text in notices)
@@ -57,9 +63,9 @@ def page(title: str, body: str, *, active: str = "", notices: Iterable[str] = ()
         "<!doctype html>\n<html lang=en><head><meta charset=utf-8>"
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{esc(title)} · memlane</title>"
-        '<link rel="stylesheet" href="/static/app.css">'
-        '<script src="/static/app.js" defer></script></head>'
-        f'<body><nav><span class="brand">memlane</span>{nav}</nav>'
+        f'<link rel="stylesheet" href="{esc(url("/static/app.css"))}">'
+        f'<script src="{esc(url("/static/app.js"))}" defer></script></head>'
+        f'<body data-root="{esc(ROOT.get())}"><nav><span class="brand">memlane</span>{nav}</nav>'
         f"<main><h1>{esc(title)}</h1>{shown}{body}</main></body></html>\n"
     )
 
@@ -89,7 +95,7 @@ def _inline(text: str) -> str:
         if match.group("code") is not None:
             out.append(f"<code>{esc(match.group('code'))}</code>")
         else:
-            out.append(link(f"/topics/{match.group('slug')}", match.group("text")))
+            out.append(link(url(f"/topics/{match.group('slug')}"), match.group("text")))
         last = match.end()
     out.append(esc(text[last:]))
     return "".join(out)

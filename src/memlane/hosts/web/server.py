@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import html
+import shutil
 import socket
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memlane.core.errors import MemlaneError
@@ -31,7 +34,7 @@ def bind(port: int) -> socket.socket:
 
 
 def viewer_url(sock: socket.socket, token: str) -> str:
-    return f"http://{HOST}:{sock.getsockname()[1]}/?token={token}"
+    return f"http://{HOST}:{sock.getsockname()[1]}/{token}/"
 
 
 def serve(
@@ -54,11 +57,35 @@ def serve(
     server = uvicorn.Server(config)
     say(f"memlane ui: {address}")
     say("  (only this URL opens it: it carries the access token; Ctrl-C stops the viewer)")
-    if open_browser:
+    opener = _redirect_file(address) if open_browser else None
+    if opener is not None:
         import webbrowser
 
-        webbrowser.open(address)
+        webbrowser.open(opener.as_uri())
     try:
         server.run(sockets=[sock])
     finally:
         sock.close()
+        if opener is not None:
+            shutil.rmtree(opener.parent, ignore_errors=True)
+
+
+def _redirect_file(address: str) -> Path:
+    """A private HTML file that sends the browser on to *address*.
+
+    The browser is started with this file's path, not the URL: the token
+    then never appears on a command line (``ps`` shows those to every user).
+    The directory is the caller's alone (0700) and goes when the viewer stops.
+    """
+    import tempfile
+
+    directory = Path(tempfile.mkdtemp(prefix="memlane-ui-"))
+    page = directory / "open.html"
+    quoted = html.escape(address, quote=True)
+    page.write_text(
+        f'<!doctype html><meta charset=utf-8><meta http-equiv="refresh" content="0;url={quoted}">'
+        f'<title>memlane ui</title><a href="{quoted}">open the memlane viewer</a>\n',
+        encoding="utf-8",
+    )
+    page.chmod(0o600)
+    return page

@@ -6,7 +6,8 @@ async function loadInto(target, path, params) {
   const query = new URLSearchParams(params);
   target.textContent = "loading…";
   try {
-    const response = await fetch(path + "?" + query.toString(), { credentials: "same-origin" });
+    // Every URL of the viewer starts with its token prefix (the body says which).
+    const response = await fetch(document.body.dataset.root + path + "?" + query.toString(), { credentials: "same-origin" });
     // The fragment is HTML the server built with every value escaped.
     target.innerHTML = await response.text();
   } catch (error) {
