@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from memlane.engine.ports import ProjectMemory
 
-_ENTRY_LINE_RE = re.compile(rb"^### (?:[01]\d|2[0-3]):[0-5]\d[ \t]*\r?$", re.MULTILINE)
 _DAY_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
 
@@ -42,16 +41,19 @@ class DayCount:
 
 @dataclass(frozen=True)
 class DayEntry:
-    """One ``### HH:MM`` entry (or compact block) of a daily file.
+    """One part of a daily file: a ``### HH:MM`` entry, a ``## Memory Compact``
+    block (its ``###`` sub-sections included) or a hand-written section.
 
-    ``address`` is the time memory_forget takes for it (``HH:MM#N``: the
-    N-th heading at that time in the file), so a removal names exactly it.
+    The parts are store/forget_locate.py's ``blocks``: exactly the spans
+    memory_forget removes. ``address`` is the time that removes the entry
+    (``HH:MM#N``: the N-th entry at that time in the file); a hand-written
+    section (kind ``other``) has none, as no removal takes it.
     """
 
     time: str
     address: str
     line: int  # the heading's line, 1-based
-    kind: str  # "entry" or "compact"
+    kind: str  # "entry", "compact" or "other"
     text: str  # the entry's lines below the heading, anchor comment left out
     session: str | None = None
     turn: str | None = None
@@ -101,7 +103,7 @@ class Timeline:
             key = (stat.st_size, stat.st_mtime_ns)
             cached = self._journal.get(path)
             if cached is None or cached[0] != key:
-                cached = (key, len(_ENTRY_LINE_RE.findall(path.read_bytes())))
+                cached = (key, _removable_count(path.read_bytes()))
                 self._journal[path] = cached
             counts[day] = counts.get(day, 0) + cached[1]
         for gone in set(self._journal) - seen:
@@ -136,12 +138,19 @@ class Timeline:
             return {}  # an unreadable sessions index: the timeline shows the notes
 
 
+def _removable_count(data: bytes) -> int:
+    """The entries and compact blocks of a daily file (what forget can take)."""
+    from memlane.store.forget_locate import blocks
+
+    return sum(1 for block in blocks(data) if block.kind != "other")
+
+
 def day_file(mem: ProjectMemory, day: str) -> DayFile:
-    """The daily file of *day* (``YYYY-MM-DD``), split into its entries."""
+    """The daily file of *day* (``YYYY-MM-DD``), split into its blocks."""
     from memlane.core.errors import MemlaneError
     from memlane.store.anchor import parse_anchor
     from memlane.store.daily import daily_path
-    from memlane.store.markdown import heading_of
+    from memlane.store.forget_locate import blocks
     from memlane.store.section import read_markdown
 
     if not _DAY_RE.match(day):
@@ -154,36 +163,22 @@ def day_file(mem: ProjectMemory, day: str) -> DayFile:
         raise MemlaneError(f"invalid date {day!r}", "use YYYY-MM-DD, e.g. 2026-03-14") from None
     if not path.is_file():
         return DayFile(day, str(path), False)
-    lines = read_markdown(path, mem.scope.store).split("\n")
+    # Damaged lines read as empty ones, so the line numbers stay the file's.
+    text = read_markdown(path, mem.scope.store)
+    lines = [line.removesuffix("\r") for line in text.split("\n")]
     entries: list[DayEntry] = []
-    seen_times: dict[str, int] = {}
-    starts: list[tuple[int, str, str]] = []
-    for number, line in enumerate(lines):
-        found = heading_of(line.removesuffix("\r"))
-        if found is None:
-            continue
-        level, title = found
-        if level == 3 and re.fullmatch(r"(?:[01]\d|2[0-3]):[0-5]\d", title):
-            starts.append((number, title, "entry"))
-        elif level == 2 and title.startswith("Memory Compact"):
-            starts.append((number, title.removeprefix("Memory Compact").strip(), "compact"))
-        elif level <= 3:
-            starts.append((number, "", "other"))
-    for i, (number, hhmm, kind) in enumerate(starts):
-        if kind == "other":
-            continue
-        end = starts[i + 1][0] if i + 1 < len(starts) else len(lines)
-        body = lines[number + 1 : end]
-        anchor = parse_anchor("\n".join(body[:2]))
-        text = "\n".join(b for b in body if not b.lstrip().startswith("<!-- session:")).strip()
-        seen_times[hhmm] = seen_times.get(hhmm, 0) + 1
+    for block in blocks(text.encode("utf-8")):
+        heading_line = block.first if block.kind != "other" else block.first - 1
+        body = lines[heading_line + 1 : block.last + 1]
+        anchor = parse_anchor("\n".join(body[:2])) if block.kind != "other" else None
+        shown = "\n".join(b for b in body if not b.lstrip().startswith("<!-- session:")).strip()
         entries.append(
             DayEntry(
-                time=hhmm,
-                address=f"{hhmm}#{seen_times[hhmm]}",
-                line=number + 1,
-                kind=kind,
-                text=text,
+                time=block.time,
+                address=block.address,
+                line=block.first + 1,
+                kind=block.kind,
+                text=shown,
                 session=anchor.session if anchor else None,
                 turn=anchor.turn if anchor else None,
                 transcript=anchor.transcript if anchor else None,

@@ -247,6 +247,28 @@ def test_a_day_shows_each_entry_with_time_session_and_transcript(
     assert SESSION_ID in messages_only
 
 
+def test_a_day_shows_whole_compact_blocks_and_hand_written_sections(
+    client: TestClient, web_store: WebStore
+) -> None:
+    path = web_store.store / f"{web_store.today}.md"
+    path.write_text(
+        path.read_text(encoding="utf-8")
+        + "\n## Memory Compact 18:30\n\n### Decisions\n- keep Redis\n\n"
+        "### Open questions\n- TTLs per key?\n\n## Notes\n\nCall the billing team.\n",
+        encoding="utf-8",
+    )
+    page = client.get(f"/day/{web_store.today}").text
+    compact = page.split('data-time="18:30#1"', 1)[1].split("</article>", 1)[0]
+    assert "keep Redis" in compact and "TTLs per key?" in compact  # the whole block
+    assert "Call the billing team." in page  # a hand-written section shows too
+    notes = page.split("Call the billing team.", 1)[0].rsplit("<article", 1)[1]
+    assert "forget" not in notes  # no removal takes it
+    confirm = client.get("/forget", params={"date": web_store.today, "time": "18:30#1"}).text
+    assert "TTLs per key?" in confirm and "billing team" not in confirm
+    days = {d["day"]: d for d in client.get("/timeline.json").json()}
+    assert days[web_store.today]["journal"] == 3  # two entries and the compact block
+
+
 def test_search_shows_hits_then_the_section_then_the_turns(
     client: TestClient, web_store: WebStore, viewer: Viewer
 ) -> None:

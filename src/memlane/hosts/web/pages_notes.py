@@ -136,11 +136,17 @@ def _entry(day_name: str, entry: DayEntry) -> str:
                 class_="transcript-link",
             )
         )
-    links.append(
-        link(url("/forget", {"date": day_name, "time": entry.address}), "forget…", class_="forget")
-    )
+    if entry.address:  # a hand-written section has none: no removal takes it
+        links.append(
+            link(
+                url("/forget", {"date": day_name, "time": entry.address}),
+                "forget…",
+                class_="forget",
+            )
+        )
     session = f'<span class="session">session {esc(entry.session)}</span>' if entry.session else ""
-    kind = "" if entry.kind == "entry" else '<span class="kind">compact</span>'
+    labels = {"compact": "compact", "other": "notes written by hand"}
+    kind = f'<span class="kind">{labels[entry.kind]}</span>' if entry.kind in labels else ""
     return (
         f'<article class="entry" data-time="{esc(entry.address)}">'
         f'<header><span class="time">{esc(entry.time)}</span>{kind}{session}'
