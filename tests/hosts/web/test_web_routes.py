@@ -189,7 +189,23 @@ def test_forget_from_a_search_hit_removes_that_entry(
     assert again.status_code == 404 and 'class="error"' in again.text
 
 
-def test_forget_refuses_when_the_file_changed_after_the_confirmation(
+def test_forget_by_date_and_time_refuses_with_409_when_the_entry_changed(
+    client: TestClient, web_store: WebStore
+) -> None:
+    time = _first_time(client, web_store)
+    confirm = client.get("/forget", params={"date": web_store.today, "time": time}).text
+    path = web_store.store / f"{web_store.today}.md"
+    path.write_text(
+        path.read_text(encoding="utf-8").replace("5 minute TTLs", "10 minute TTLs"),
+        encoding="utf-8",
+    )
+    answer = client.post("/forget", data=_csrf_form(confirm), headers={"origin": BASE_URL})
+    assert answer.status_code == 409
+    assert "changed since the confirmation" in answer.text
+    assert "10 minute TTLs" in path.read_text(encoding="utf-8")
+
+
+def test_forget_by_hash_refuses_when_the_file_changed_after_the_confirmation(
     client: TestClient, web_store: WebStore
 ) -> None:
     hit = _hash_of(client, "release checklist")

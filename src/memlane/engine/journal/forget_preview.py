@@ -3,12 +3,12 @@
 The entry is found exactly as ``maintenance.forget`` finds it (the same
 chunk-hash resolution, the same store rules: store/forget.py's dry run), so
 what a confirmation shows is what the removal takes, as long as the file
-does not change in between; ``fingerprint`` lets the caller check that.
+does not change in between: pass its ``Removed.fingerprint()`` to
+``maintenance.forget(..., expect=...)``, which checks it under the store lock.
 """
 
 from __future__ import annotations
 
-import hashlib
 from typing import TYPE_CHECKING
 
 from memlane.core.errors import MemlaneError
@@ -51,9 +51,3 @@ def preview_forget(
             "a date and a time are needed together", "e.g. date=2026-03-14 time=09:05"
         )
     return forget_entry(store, date, time, model=mem.model, dry_run=True)
-
-
-def fingerprint(removed: Removed) -> str:
-    """A short digest of what would be removed and where, to confirm against."""
-    key = f"{removed.source}\0{removed.start_line}\0{removed.end_line}\0{removed.markdown}"
-    return hashlib.sha256(key.encode("utf-8")).hexdigest()[:32]

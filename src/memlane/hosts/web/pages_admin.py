@@ -67,7 +67,7 @@ def forget_arguments(params: Mapping[str, str]) -> dict[str, str]:
 
 def forget_confirm(viewer: Viewer, params: Mapping[str, str]) -> str:
     """Exactly what the removal will take, and the button that takes it."""
-    from memlane.engine.journal.forget_preview import fingerprint, preview_forget
+    from memlane.engine.journal.forget_preview import preview_forget
 
     arguments = forget_arguments(params)
     removed = preview_forget(viewer.memory, **arguments)
@@ -78,7 +78,7 @@ def forget_confirm(viewer: Viewer, params: Mapping[str, str]) -> str:
         _removed_block(removed, "This will be removed for good")
         + f'<form method="post" action="{esc(url("/forget"))}" class="confirm">'
         + hidden
-        + f'<input type="hidden" name="fingerprint" value="{esc(fingerprint(removed))}">'
+        + f'<input type="hidden" name="fingerprint" value="{esc(removed.fingerprint())}">'
         + f'<input type="hidden" name="csrf" value="{esc(viewer.keys.csrf)}">'
         + '<button type="submit" class="danger" id="confirm-forget">Forget this entry</button> '
         + link(url("/"), "cancel")
@@ -89,17 +89,20 @@ def forget_confirm(viewer: Viewer, params: Mapping[str, str]) -> str:
 
 def forget_apply(viewer: Viewer, form: Mapping[str, str]) -> tuple[int, str]:
     """Remove it with memory_forget, when it is still what the confirmation showed."""
-    from memlane.engine.journal.forget_preview import fingerprint, preview_forget
+    from memlane.core.errors import ConflictError
 
     arguments = forget_arguments(form)
-    current = preview_forget(viewer.memory, **arguments)
-    if fingerprint(current) != form.get("fingerprint", ""):
+    try:
+        # The engine compares the confirmation's fingerprint under the store
+        # lock: no change can slip in between the check and the removal.
+        result = viewer.tools.forget_confirmed(form.get("fingerprint", ""), **arguments)
+    except ConflictError:
         body = (
             '<p class="error">The file changed since the confirmation was shown, so nothing '
             "was removed.</p>" + link(_again(arguments), "review it again")
         )
         return 409, page("Forget", body)
-    details = viewer.tools.call("memory_forget", arguments).details
+    details = result.details
     body = f'<p class="ok">{esc(details["headline"])}</p><pre class="removed">{esc(details["markdown"])}</pre>'
     notices = details.get("notices") or ()
     return 200, page("Forgotten", body, notices=notices)
