@@ -28,7 +28,11 @@ def web_store(project: Path, clock: FixedClock) -> Iterator[WebStore]:
 
 @pytest.fixture
 def viewer(web_store: WebStore) -> Viewer:
-    return Viewer(web_store.memory)
+    """Caught up with the project's sessions, as ``memlane ui`` is when it starts
+    (without its Background thread: the tests add messages themselves)."""
+    viewer = Viewer(web_store.memory)
+    viewer.catch_up()
+    return viewer
 
 
 @pytest.fixture

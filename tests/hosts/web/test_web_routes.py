@@ -285,6 +285,29 @@ def test_a_day_shows_whole_compact_blocks_and_hand_written_sections(
     assert days[web_store.today]["journal"] == 3  # two entries and the compact block
 
 
+def test_a_day_lists_the_sessions_with_messages_that_day_only(
+    client: TestClient, web_store: WebStore, viewer: Viewer
+) -> None:
+    from datetime import UTC, datetime
+
+    from _transcript_builders import PiSession
+
+    spread = PiSession("019a2b3c-spread")
+    spread.clock = datetime(2026, 8, 20, 9, 0, tzinfo=UTC)
+    spread.user("asked on the twentieth")
+    spread.clock = datetime(2026, 8, 22, 9, 0, tzinfo=UTC)
+    spread.user("asked again on the twenty-second")
+    path = web_store.transcript.with_name("2026-08-20T09-00-00_spread.jsonl")
+    path.write_text("\n".join(spread.lines) + "\n", encoding="utf-8")
+    viewer.catch_up()
+    first = client.get("/day/2026-08-20").text
+    assert "019a2b3c-spread" in first and "1 messages that day" in first
+    assert SESSION_ID not in first.split("Sessions that day", 1)[1]
+    # The session spans the 21st but has no message on it.
+    assert "Sessions that day" not in client.get("/day/2026-08-21").text
+    assert "019a2b3c-spread" in client.get("/day/2026-08-22").text
+
+
 def test_search_shows_hits_then_the_section_then_the_turns(
     client: TestClient, web_store: WebStore, viewer: Viewer
 ) -> None:

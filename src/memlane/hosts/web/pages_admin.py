@@ -3,7 +3,6 @@ memory_forget itself)."""
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING
 
 from memlane.hosts.web.render import esc, link, page, url
@@ -14,44 +13,31 @@ if TYPE_CHECKING:
     from memlane.hosts.web.viewer import Viewer
     from memlane.store.forget import Removed
 
-_ROW_RE = re.compile(r"^(\S.*?)\s{2,}(.*)$")
-
 
 def health(viewer: Viewer) -> str:
-    """The doctor's report: what is missing first, then every row of it."""
-    result = viewer.tools.call("memory_status")
-    details = result.details
-    missing = details.get("missing") or []
-    if missing:
-        fixes = "".join(f"<li>{esc(text)}</li>" for text in missing)
+    """The doctor's report from its structured Status: what is missing first,
+    then every row of it (engine/reports.py's ``status_rows``), then notes."""
+    from memlane.engine.reports import status_rows
+
+    st = viewer.memory.status()  # what memory_status reports without a live session
+    if st.missing:
+        fixes = "".join(f"<li>{esc(text)}</li>" for text in st.missing)
         head = f'<section class="missing"><h2>Missing</h2><ul>{fixes}</ul></section>'
     else:
         head = '<p class="ok">Nothing missing.</p>'
-    rows = []
-    notes = []
-    for line in result.text.split("\n"):
-        if line.startswith(("missing: ", "nothing missing")):
-            continue
-        if line.startswith("note: "):
-            notes.append(f"<li>{esc(line.removeprefix('note: '))}</li>")
-            continue
-        match = _ROW_RE.match(line)
-        if match:
-            rows.append(f"<tr><th>{esc(match.group(1))}</th><td>{esc(match.group(2))}</td></tr>")
-    counters = (
-        f'<p class="summary">{details.get("chunks", 0)} chunks in {details.get("files", 0)} '
-        f"files, {details.get('vectors', 0)} with vectors; index "
-        f"{esc((details.get('index_state') or {}).get('status', 'never indexed'))}</p>"
+    rows = "".join(
+        f"<tr><th>{esc(label)}</th><td>{esc(value)}</td></tr>" for label, value in status_rows(st)
     )
+    counters = (
+        f'<p class="summary">{st.chunks} chunks in {st.files} files, {st.vectors} with '
+        f"vectors; index {esc(st.state.get('status', 'never indexed'))}</p>"
+    )
+    notes = "".join(f"<li>{esc(text)}</li>" for text in st.notices)
     body = (
         head
         + counters
-        + f'<table class="status">{"".join(rows)}</table>'
-        + (
-            f'<section class="notes"><h2>Notes</h2><ul>{"".join(notes)}</ul></section>'
-            if notes
-            else ""
-        )
+        + f'<table class="status">{rows}</table>'
+        + (f'<section class="notes"><h2>Notes</h2><ul>{notes}</ul></section>' if notes else "")
     )
     return page("Health", body, active="/health")
 

@@ -14,15 +14,14 @@ if TYPE_CHECKING:
 TIMELINE_DAYS = 60
 #: Entries in one page of a day.
 DAY_ENTRIES = 50
-#: How many of the latest sessions a day page looks through for that day's.
-SESSIONS_SCANNED = 200
+#: Sessions a day page lists (the ones with that day's latest messages first).
+DAY_SESSIONS = 50
 SERIES = (("journal", "journal entries"), ("topics", "topics changed"), ("messages", "messages"))
 CHART_HEIGHT = 160
 BAR_WIDTH = 14
 
 
 def timeline(viewer: Viewer, page_no: int) -> str:
-    viewer.catch_up_sessions()  # the messages of sessions since the last visit count too
     days = viewer.timeline.days()
     newest_first = days[::-1]
     start = (page_no - 1) * TIMELINE_DAYS
@@ -110,19 +109,17 @@ def day(viewer: Viewer, day_name: str, page_no: int) -> str:
 
 
 def _sessions_on(viewer: Viewer, day_name: str) -> str:
-    """The recent sessions that had messages on that day (UTC), as links."""
-    infos = [
-        info
-        for info in viewer.catch_up_sessions().recent(SESSIONS_SCANNED)
-        if (info.first_at or "")[:10] <= day_name <= (info.last_at or "")[:10]
-    ]
+    """The sessions with messages on that day (UTC), as links."""
+    infos = viewer.sessions.on_day(day_name, DAY_SESSIONS + 1)
     if not infos:
         return ""
     items = "".join(
         f"<li>{link(url('/session', {'transcript': info.transcript}), info.session_id)}: "
-        f"{info.messages} messages, {esc(info.first_user[:120])}</li>"
-        for info in infos
+        f"{info.messages} messages that day, {esc(info.first_user[:120])}</li>"
+        for info in infos[:DAY_SESSIONS]
     )
+    if len(infos) > DAY_SESSIONS:
+        items += f"<li>… and more: the first {DAY_SESSIONS} are listed</li>"
     return f'<section class="day-sessions"><h2>Sessions that day</h2><ul>{items}</ul></section>'
 
 

@@ -45,8 +45,6 @@ def search(viewer: Viewer, params: Mapping[str, str]) -> str:
             arguments[name] = params[name].strip()
     if kind:
         arguments["kind"] = kind
-    if kind in ("session", "all"):
-        viewer.catch_up_sessions(embed=True)
     details = viewer.tools.call("memory_search", arguments).details
     hits: list[dict[str, Any]] = details.get("hits") or []
     if details.get("nothing_relevant") or not hits:
@@ -96,16 +94,8 @@ def _search_form(params: Mapping[str, str]) -> str:
     )
 
 
-def hit_kind(viewer: Viewer, hit: Mapping[str, Any]) -> str:
-    from memlane.store.layout import kind_of
-
-    if hit.get("turn") is not None:
-        return "session"
-    return kind_of(Path(hit["source"]), viewer.memory.scope.store)
-
-
 def _hit(viewer: Viewer, hit: Mapping[str, Any]) -> str:
-    kind = hit_kind(viewer, hit)
+    kind = str(hit.get("kind") or "journal")  # the engine's; unset only for another project
     chunk = str(hit["chunk_hash"])
     where = (
         f"{hit['source']}:{hit['start_line']}-{hit['end_line']}"
@@ -179,9 +169,8 @@ def transcript_page(viewer: Viewer, path: str, turn: str | None) -> str:
 
 
 def sessions(viewer: Viewer, page_no: int) -> str:
-    layer = viewer.catch_up_sessions()
     start = (page_no - 1) * SESSIONS_PAGE
-    infos = layer.recent(start + SESSIONS_PAGE + 1)[start:]
+    infos = viewer.sessions.recent(SESSIONS_PAGE + 1, offset=start)
     more = len(infos) > SESSIONS_PAGE
     rows = "".join(
         f"<tr><td>{link(url('/session', {'transcript': info.transcript}), info.session_id)}</td>"
@@ -206,11 +195,11 @@ def sessions(viewer: Viewer, page_no: int) -> str:
 
 
 def session(viewer: Viewer, transcript: str, page_no: int) -> str:
-    layer = viewer.catch_up_sessions()
-    docs = layer.store.docs_of(transcript)
+    layer = viewer.sessions
+    total = layer.message_count(transcript)
     start = (page_no - 1) * MESSAGES_PAGE
-    shown = docs[start : start + MESSAGES_PAGE]
-    title = f"Session {docs[0].session_id}" if docs and docs[0].session_id else "Session"
+    shown = layer.messages_of(transcript, MESSAGES_PAGE, offset=start)
+    title = f"Session {shown[0].session_id}" if shown and shown[0].session_id else "Session"
     rows = "".join(
         f'<div class="turn role-{esc(d.role)}"><span class="role">{esc(d.role)}</span>'
         f'<span class="time">{esc(d.timestamp or "")}</span>'
@@ -219,8 +208,8 @@ def session(viewer: Viewer, transcript: str, page_no: int) -> str:
         for d in shown
     )
     body = (
-        f'<p class="where">{esc(transcript)}: {len(docs)} messages</p>'
+        f'<p class="where">{esc(transcript)}: {total} messages</p>'
         + (rows or "<p class=empty>No messages of this transcript are indexed.</p>")
-        + pager("/session", {"transcript": transcript}, page_no, len(docs) > start + MESSAGES_PAGE)
+        + pager("/session", {"transcript": transcript}, page_no, total > start + MESSAGES_PAGE)
     )
     return page(title, body, active="/sessions")

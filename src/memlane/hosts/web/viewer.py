@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from memlane.hosts.web.security import Secrets
 
 if TYPE_CHECKING:
+    from memlane.engine.live.background import Background
     from memlane.engine.project import Memory
     from memlane.engine.sessions.layer import SessionsLayer
     from memlane.engine.timeline import Timeline
@@ -22,7 +23,8 @@ class Viewer:
     keys: Secrets = field(default_factory=Secrets)
     _tools: Tools | None = field(default=None, init=False, repr=False)
     _timeline: Timeline | None = field(default=None, init=False, repr=False)
-    _layers: dict[bool, SessionsLayer] = field(default_factory=dict, init=False, repr=False)
+    _sessions: SessionsLayer | None = field(default=None, init=False, repr=False)
+    _background: Background | None = field(default=None, init=False, repr=False)
 
     @property
     def tools(self) -> Tools:
@@ -42,25 +44,37 @@ class Viewer:
             self._timeline = Timeline(self.memory)
         return self._timeline
 
-    def catch_up_sessions(self, *, embed: bool = False) -> SessionsLayer:
-        """The sessions layer with new messages indexed first (as `memlane search` does).
+    @property
+    def sessions(self) -> SessionsLayer:
+        """The sessions layer the pages read (lexical: a page never loads the model).
 
-        ``embed``: embed them too, before a session search. Pages that only
-        count or list messages index them without vectors (fast, no model
-        load); the next embedding pass gives those rows their vectors.
+        Pages only read it: the index is kept current by ``start``, as the
+        MCP server keeps it, never by a page view.
         """
-        layer = self._layers.get(embed)
-        if layer is None:
+        if self._sessions is None:
             from memlane.engine.sessions.layer import SessionsLayer
 
-            layer = (
-                SessionsLayer(self.memory) if embed else SessionsLayer(self.memory, embedder=None)
-            )
-            self._layers[embed] = layer
-        layer.backfill()
-        return layer
+            self._sessions = SessionsLayer(self.memory, embedder=None)
+        return self._sessions
+
+    def catch_up(self) -> None:
+        """Index the project's new session messages now, once (``memlane
+        sessions backfill``'s entry point, without the vectors: fast)."""
+        self.sessions.backfill()
+
+    def start(self) -> None:
+        """Once, before serving: catch up, then the engine's Background (the
+        MCP server's): it embeds the new messages and sweeps for more."""
+        from memlane.engine.live.background import start_background
+
+        self.catch_up()
+        self._background = start_background(self.memory)
 
     def close(self) -> None:
-        for layer in self._layers.values():
-            layer.close()
+        if self._background is not None:
+            self._background.stop()
+            if self._background.sessions_layer is not None:
+                self._background.sessions_layer.close()
+        if self._sessions is not None:
+            self._sessions.close()
         self.memory.close()
