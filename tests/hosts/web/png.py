@@ -97,3 +97,18 @@ def distinct_colours(path: Path) -> int:
     pixels = read_png(path)
     flat = pixels.reshape(-1, pixels.shape[2])
     return len(np.unique(flat, axis=0))
+
+
+def pixels_of_colour(path: Path, rgb: tuple[int, int, int]) -> int:
+    """How many pixels are exactly *rgb* (a chart bar's fill, say)."""
+    pixels = read_png(path)[:, :, :3]
+    return int(np.all(pixels == np.array(rgb, dtype=np.uint8), axis=2).sum())
+
+
+def changed_fraction(first: Path, second: Path) -> float:
+    """The share of pixels that differ between two screenshots (1.0 when
+    their sizes differ)."""
+    a, b = read_png(first)[:, :, :3], read_png(second)[:, :, :3]
+    if a.shape != b.shape:
+        return 1.0
+    return float(np.any(a != b, axis=2).mean())
