@@ -21,7 +21,12 @@ def ui(
     ] = False,
 ) -> None:
     """Browse this project's memory in a local web viewer: timeline, days, search,
-    topics, sessions, health, forget. Served on 127.0.0.1 behind a random token."""
+    topics, sessions, health, forget.
+
+    Served on 127.0.0.1 behind a random token in the printed URL. The project
+    is the current directory's; `memlane -C DIR ui` opens DIR's. More:
+    docs/web-viewer.md.
+    """
     from memlane.hosts.web.server import serve
     from memlane.hosts.web.viewer import Viewer
 

@@ -63,6 +63,13 @@ def test_ui_listens_on_the_port_given_and_opens_the_browser_on_its_url(
     assert "memlane ui: stopped" in output
 
 
+def test_the_help_names_the_project_option_and_the_docs(cli: Cli) -> None:
+    result = cli("ui", "--help")
+    assert result.returncode == 0
+    text = " ".join(result.stdout.split())
+    assert "-C DIR" in text and "docs/web-viewer.md" in text
+
+
 def test_a_port_in_use_is_one_clear_error(cli: Cli) -> None:
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))

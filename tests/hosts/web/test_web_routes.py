@@ -236,7 +236,10 @@ def test_the_timeline_counts_each_day(
     assert days[web_store.today]["topics"] == 1
     # The session's five messages, indexed when the timeline page was opened.
     assert days["2026-08-13"]["messages"] == 5
-    assert f'href="{root}/day/2026-08-13"' in client.get("/").text
+    page = client.get("/").text
+    assert f'href="{root}/day/2026-08-13"' in page
+    # The days between the session and the notes are a labelled gap, not adjacent bars.
+    assert '<g class="gap"><title>107 days without memory</title>' in page
     # A new entry shows at once: a daily file that changed is counted again.
     web_store.memory.write("the agent renamed the billing cron job")
     days = {d["day"]: d for d in client.get("/timeline.json").json()}

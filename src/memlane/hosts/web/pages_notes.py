@@ -19,6 +19,8 @@ DAY_SESSIONS = 50
 SERIES = (("journal", "journal entries"), ("topics", "topics changed"), ("messages", "messages"))
 CHART_HEIGHT = 160
 BAR_WIDTH = 14
+#: The room a run of days without memory takes in the chart.
+GAP_WIDTH = 16
 
 
 def timeline(viewer: Viewer, page_no: int) -> str:
@@ -42,39 +44,61 @@ def timeline(viewer: Viewer, page_no: int) -> str:
 
 
 def chart(days: list[DayCount]) -> str:
-    """Stacked bars, one per day (oldest left), each a link to its day."""
+    """Stacked bars, one per day with memory (oldest left), each a link to its
+    day; a gap between days that are not consecutive is drawn and labelled
+    with how many days without memory it stands for."""
+    from datetime import date
+
     peak = max((d.journal + d.topics + d.messages for d in days), default=0) or 1
-    width = max(len(days) * (BAR_WIDTH + 4) + 8, 120)
-    bars = []
-    for i, day in enumerate(days):
-        x = 4 + i * (BAR_WIDTH + 4)
-        y = CHART_HEIGHT
-        rects = []
-        for name, _label in SERIES:
-            value = getattr(day, name)
-            height = round(value / peak * (CHART_HEIGHT - 10))
-            if value and height < 2:
-                height = 2
-            y -= height
-            if height:
-                rects.append(
-                    f'<rect class="bar {name}" x="{x}" y="{y}" width="{BAR_WIDTH}" '
-                    f'height="{height}"></rect>'
-                )
-        tip = f"{day.day}: {day.journal} journal, {day.topics} topics, {day.messages} messages"
-        bars.append(
-            f'<a href="{esc(url("/day/" + day.day))}" class="day-bar" data-day="{esc(day.day)}">'
-            f"<title>{esc(tip)}</title>"
-            f'<rect class="hit" x="{x}" y="0" width="{BAR_WIDTH}" height="{CHART_HEIGHT}"></rect>'
-            f"{''.join(rects)}</a>"
-        )
+    parts = []
+    x = 4
+    previous: date | None = None
+    for day in days:
+        current = date.fromisoformat(day.day)
+        skipped = (current - previous).days - 1 if previous is not None else 0
+        if skipped > 0:
+            label = f"{skipped} day{'s' if skipped != 1 else ''} without memory"
+            parts.append(
+                f'<g class="gap"><title>{esc(label)}</title>'
+                f'<text x="{x + GAP_WIDTH // 2}" y="{CHART_HEIGHT - 4}" '
+                f'text-anchor="middle">…</text></g>'
+            )
+            x += GAP_WIDTH
+        previous = current
+        parts.append(_bar(day, x, peak))
+        x += BAR_WIDTH + 4
+    width = max(x + 4, 120)
     span = esc(f"{days[0].day} → {days[-1].day}" if days else "")
     legend = "".join(f'<span class="key {name}"></span>{esc(label)} ' for name, label in SERIES)
     return (
         f'<figure class="chart"><svg id="timeline-chart" role="img" width="{width}" '
         f'height="{CHART_HEIGHT + 4}" viewBox="0 0 {width} {CHART_HEIGHT + 4}">'
-        f"<title>memory per day</title>{''.join(bars)}</svg>"
-        f"<figcaption>{span}: {legend}(peak {peak} a day)</figcaption></figure>"
+        f"<title>memory per day</title>{''.join(parts)}</svg>"
+        f"<figcaption>{span}: {legend}(peak {peak} a day; … marks days without memory)"
+        "</figcaption></figure>"
+    )
+
+
+def _bar(day: DayCount, x: int, peak: int) -> str:
+    y = CHART_HEIGHT
+    rects = []
+    for name, _label in SERIES:
+        value = getattr(day, name)
+        height = round(value / peak * (CHART_HEIGHT - 10))
+        if value and height < 2:
+            height = 2
+        y -= height
+        if height:
+            rects.append(
+                f'<rect class="bar {name}" x="{x}" y="{y}" width="{BAR_WIDTH}" '
+                f'height="{height}"></rect>'
+            )
+    tip = f"{day.day}: {day.journal} journal, {day.topics} topics, {day.messages} messages"
+    return (
+        f'<a href="{esc(url("/day/" + day.day))}" class="day-bar" data-day="{esc(day.day)}">'
+        f"<title>{esc(tip)}</title>"
+        f'<rect class="hit" x="{x}" y="0" width="{BAR_WIDTH}" height="{CHART_HEIGHT}"></rect>'
+        f"{''.join(rects)}</a>"
     )
 
 
