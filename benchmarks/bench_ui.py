@@ -1,8 +1,9 @@
 """Server time of every page of the web viewer (`memlane ui`) on a big store.
 
 Builds a project of ``--entries`` journal entries (40 a day, about 350
-characters each, anchored to a real pi transcript of this project with
-``--messages`` messages), ``--topics`` topic files, indexes it (lexical:
+characters each, anchored to real pi transcripts of this project:
+``--sessions`` of them with ``--messages`` messages each), ``--topics``
+topic files, indexes it and the sessions (lexical:
 ``embedding.provider none``, so building takes seconds; hybrid search
 latency is bench_search.py's), then requests every page ``--runs`` times
 through the viewer's own application (Starlette's TestClient: routing,
@@ -10,7 +11,7 @@ the token check, the engine call and the HTML, without a network) and
 reports p50 / p95 per page. The first request of each page is left out
 (it opens the index and the sessions store, once per server).
 
-    python benchmarks/bench_ui.py [--entries 10000] [--messages 2000] [--runs 30]
+    python benchmarks/bench_ui.py [--entries 10000] [--sessions 300] [--messages 300] [--runs 30]
 
 Prints a table and writes benchmarks/results/ui.json. Target: every page
 ≤ 200 ms.
@@ -39,16 +40,16 @@ SESSION_ID = "bench-ui-session"
 QUERIES = ("Redis cache TTL", "flaky webhook handler", "Postgres pool retry", "invoice exporter")
 
 
-def write_transcript(path: Path, messages: int) -> list[str]:
-    """A pi session file of *messages* alternating user/assistant messages; their ids."""
-    start = datetime(2026, 1, 1, 9, 0, tzinfo=UTC)
-    rng = random.Random(3)
+def write_transcript(path: Path, session_id: str, start: datetime, messages: int) -> list[str]:
+    """A pi session file of *messages* alternating user/assistant messages, one
+    every 3 minutes from *start*; their ids."""
+    rng = random.Random(session_id)
     lines = [
         json.dumps(
             {
                 "type": "session",
                 "version": 3,
-                "id": SESSION_ID,
+                "id": session_id,
                 "timestamp": start.isoformat(),
                 "cwd": str(path.parent),
             }
@@ -61,7 +62,7 @@ def write_transcript(path: Path, messages: int) -> list[str]:
         role = "user" if n % 2 == 0 else "assistant"
         text = entry_text(rng, 200)
         content: Any = text if role == "user" else [{"type": "text", "text": text}]
-        moment = start + timedelta(minutes=7 * n)
+        moment = start + timedelta(minutes=3 * n)
         lines.append(
             json.dumps(
                 {
@@ -79,13 +80,18 @@ def write_transcript(path: Path, messages: int) -> list[str]:
     return ids
 
 
-def build(project: Path, entries: int, messages: int, topics: int) -> dict[str, Any]:
+def build(project: Path, entries: int, sessions: int, messages: int, topics: int) -> dict[str, Any]:
     from memlane.transcripts.locate import pi_project_dir
 
     sessions_dir = pi_project_dir(str(project))
     sessions_dir.mkdir(parents=True)
+    first = datetime(2026, 1, 1, 9, 0, tzinfo=UTC)
     transcript = sessions_dir / "2026-01-01T09-00-00_bench.jsonl"
-    turns = write_transcript(transcript, messages)
+    turns = write_transcript(transcript, SESSION_ID, first, messages)
+    for n in range(1, sessions):
+        start = first + timedelta(hours=8 * n)  # three sessions a day
+        name = start.strftime("%Y-%m-%dT%H-%M-%S") + f"_bench{n:03d}.jsonl"
+        write_transcript(sessions_dir / name, f"{SESSION_ID}-{n:03d}", start, messages)
     user_turns = turns[::2]
     store = project / ".memsearch" / "memory"
     store.mkdir(parents=True)
@@ -126,7 +132,8 @@ def build(project: Path, entries: int, messages: int, topics: int) -> dict[str, 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--entries", type=int, default=10_000)
-    parser.add_argument("--messages", type=int, default=2_000)
+    parser.add_argument("--sessions", type=int, default=300)
+    parser.add_argument("--messages", type=int, default=300, help="messages per session")
     parser.add_argument("--topics", type=int, default=20)
     parser.add_argument("--runs", type=int, default=30)
     args = parser.parse_args()
@@ -138,7 +145,7 @@ def main() -> int:
     os.environ["MEMLANE_EMBEDDING_PROVIDER"] = "none"
     project = root / "proj"
     (project / ".git").mkdir(parents=True)
-    built = build(project, args.entries, args.messages, args.topics)
+    built = build(project, args.entries, args.sessions, args.messages, args.topics)
 
     from starlette.testclient import TestClient
 
@@ -151,8 +158,10 @@ def main() -> int:
     report = memory.sync()
     index_s = time.perf_counter() - t0
     viewer = Viewer(memory)
+    t0 = time.perf_counter()
+    viewer.catch_up()  # what `memlane ui` does once at start (its Background is left out)
+    sessions_s = time.perf_counter() - t0
     client = TestClient(build_app(viewer), base_url=f"http://127.0.0.1/{viewer.keys.token}")
-    client.get("/")  # the first page view: sessions indexed here
 
     search = client.get("/search", params={"q": QUERIES[0], "kind": "journal"}).text
     chunk = re.search(r'data-hash="([0-9a-f]+)"', search)
@@ -161,6 +170,7 @@ def main() -> int:
     pages: list[tuple[str, str, dict[str, str]]] = [
         ("timeline", "/", {}),
         ("day (40 entries)", f"/day/{built['day']}", {}),
+        ("day (3 sessions' messages)", "/day/2026-01-05", {}),
         ("search, notes", "/search", {"q": QUERIES[1]}),
         ("search, everything", "/search", {"q": QUERIES[2], "kind": "all"}),
         ("expand (L2)", "/fragment/expand", {"hash": chunk.group(1)}),
@@ -172,7 +182,9 @@ def main() -> int:
         ("topics", "/topics", {}),
         ("topic", "/topics/topic-001", {}),
         ("sessions", "/sessions", {}),
+        ("sessions, page 6", "/sessions", {"page": "6"}),
         ("session (page of 50)", "/session", {"transcript": built["transcript"]}),
+        ("session, page 6", "/session", {"transcript": built["transcript"], "page": "6"}),
         ("health", "/health", {}),
         ("forget confirmation", "/forget", {"chunk_hash": hashes[-1]}),
     ]
@@ -224,15 +236,17 @@ def main() -> int:
     )
     print_table(
         f"memlane ui, server time per page: {report.total_chunks} chunks, "
-        f"{args.entries} entries, {args.messages} session messages, {args.topics} topics "
-        f"(lexical; index built in {index_s:.1f} s)",
+        f"{args.entries} entries, {args.sessions} sessions x {args.messages} messages, "
+        f"{args.topics} topics (lexical; index built in {index_s:.1f} s, sessions in "
+        f"{sessions_s:.1f} s)",
         rows,
     )
     path = write_json(
         "ui",
         {
             "entries": args.entries,
-            "messages": args.messages,
+            "sessions": args.sessions,
+            "messages_per_session": args.messages,
             "topics": args.topics,
             "chunks": report.total_chunks,
             "pages": results,
