@@ -159,7 +159,7 @@ def main() -> int:
     index_s = time.perf_counter() - t0
     viewer = Viewer(memory)
     t0 = time.perf_counter()
-    viewer.catch_up()  # what `memlane ui` does once at start (its Background is left out)
+    viewer.catch_up()  # what the viewer's Background does first when `memlane ui` starts
     sessions_s = time.perf_counter() - t0
     client = TestClient(build_app(viewer), base_url=f"http://127.0.0.1/{viewer.keys.token}")
 

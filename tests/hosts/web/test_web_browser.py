@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import threading
+import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +25,7 @@ import pytest
 from _web import SESSION_ID, WebStore, build_web_store
 from png import changed_fraction, distinct_colours, pixels_of_colour
 
-from helpers import NOW, FixedClock, isolate_environment, make_project
+from helpers import NOW, FixedClock, isolate_environment, make_project, wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -56,6 +57,11 @@ class Running:
         while not self.lines.empty():
             out.append(self.lines.get())
         return "".join(out)
+
+
+def _get(url: str) -> str:
+    with urllib.request.urlopen(url, timeout=30) as answer:
+        return str(answer.read().decode("utf-8"))
 
 
 def _read_lines(stream: Any, into: queue.Queue[str]) -> None:
@@ -93,6 +99,12 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
                 if line.startswith("memlane ui: http://"):
                     url = line.split("memlane ui: ", 1)[1].strip()
             origin = url.rsplit("/", 2)[0]
+            # The engine catches the sessions index up on its own thread.
+            wait_for(
+                lambda: SESSION_ID in _get(url + "sessions"),
+                timeout=START_TIMEOUT_S,
+                what="the viewer indexed the project's session",
+            )
             yield Running(process, url, url.rstrip("/"), origin, store, lines, reader)
         finally:
             if process.poll() is None:

@@ -144,10 +144,14 @@ def test_start_keeps_the_sessions_index_current(project: Path, clock: FixedClock
 
     build_web_store(project, clock).memory.close()
     viewer = Viewer(open_memory(project, clock=clock, MEMLANE_SESSIONS_SWEEP_INTERVAL_MS="200"))
-    viewer.start()  # the catch-up, then the engine's Background sweeps for more
+    viewer.start()  # the engine's Background: a catch-up, then sweeps for more
     try:
         with TestClient(build_app(viewer), base_url=f"{BASE_URL}/{viewer.keys.token}") as browser:
-            assert SESSION_ID in browser.get("/sessions").text
+            wait_for(
+                lambda: SESSION_ID in browser.get("/sessions").text,
+                timeout=60,
+                what="the catch-up indexed the session",
+            )
             later = PiSession("019a2b3c-later")
             later.user("a question asked after the viewer started")
             path = pi_project_dir(str(project)) / "2026-08-14T09-00-00_later.jsonl"

@@ -50,7 +50,7 @@ def serve(
     from memlane.hosts.web.app import build_app
 
     sock = bind(port)
-    viewer.start()  # once: the sessions index is caught up and then kept current
+    viewer.start()  # once: the engine catches the sessions index up and keeps it current
     address = viewer_url(sock, viewer.keys.token)
     config = uvicorn.Config(
         build_app(viewer), log_level="warning", lifespan="off", access_log=False

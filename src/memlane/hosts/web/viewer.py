@@ -58,16 +58,18 @@ class Viewer:
         return self._sessions
 
     def catch_up(self) -> None:
-        """Index the project's new session messages now, once (``memlane
-        sessions backfill``'s entry point, without the vectors: fast)."""
+        """Index the project's new session messages now, without vectors
+        (``memlane sessions backfill``'s entry point): the tests and the
+        benchmark call it to start from a caught-up index."""
         self.sessions.backfill()
 
     def start(self) -> None:
-        """Once, before serving: catch up, then the engine's Background (the
-        MCP server's): it embeds the new messages and sweeps for more."""
+        """Once, when the server starts: the engine's Background (the MCP
+        server's) catches the sessions index up, embeds the new messages and
+        then sweeps for more, on its own threads. The pages meanwhile show
+        what is indexed so far; a big history is not waited for."""
         from memlane.engine.live.background import start_background
 
-        self.catch_up()
         self._background = start_background(self.memory)
 
     def close(self) -> None:
