@@ -65,7 +65,8 @@ TABLES_DDL = (
     # sessions by recency (covering: no row is read to group them), a
     # session's first ask and summary, a transcript's messages in order.
     # Created on open when missing, so older files get them too.
-    "CREATE INDEX IF NOT EXISTS chunks_day ON chunks(substr(date, 1, 10), session)",
+    # (date and transcript ride along so the per-day queries read no row.)
+    "CREATE INDEX IF NOT EXISTS chunks_day ON chunks(substr(date, 1, 10), session, date, transcript)",
     "CREATE INDEX IF NOT EXISTS chunks_session_span ON chunks(session, date, transcript)",
     "CREATE INDEX IF NOT EXISTS chunks_session_source ON chunks(session, source, date)",
     "CREATE INDEX IF NOT EXISTS chunks_transcript ON chunks(transcript, id)",

@@ -349,8 +349,12 @@ class SessionStore(SessionBrowse):
                 embedded = conn.execute(
                     "SELECT count(*) FROM chunks WHERE vec_gen IS NOT NULL"
                 ).fetchone()[0]
+                # The partial index holds exactly these rows: counted from it,
+                # not by reading every row without a vector (all of them, in
+                # a lexical-only project).
                 pending = conn.execute(
-                    "SELECT count(*) FROM chunks WHERE embed = 1 AND vec_gen IS NULL"
+                    "SELECT count(*) FROM chunks INDEXED BY chunks_pending "
+                    "WHERE embed = 1 AND vec_gen IS NULL"
                 ).fetchone()[0]
                 sessions = conn.execute(
                     "SELECT count(DISTINCT session) FROM chunks WHERE session IS NOT NULL"
