@@ -362,6 +362,25 @@ def test_the_sessions_pages_list_sessions_and_their_messages(
     assert "idempotency key" in messages and "5 messages" in messages
 
 
+def test_a_long_session_is_shown_a_page_at_a_time(
+    client: TestClient, web_store: WebStore, viewer: Viewer
+) -> None:
+    from _transcript_builders import PiSession
+
+    long = PiSession("019a2b3c-long")
+    for n in range(60):
+        long.user(f"question number {n:02d}")
+    path = web_store.transcript.with_name("2026-08-13T15-00-00_long.jsonl")
+    path.write_text("\n".join(long.lines) + "\n", encoding="utf-8")
+    viewer.catch_up()
+    first = client.get("/session", params={"transcript": str(path)}).text
+    assert "60 messages" in first and "question number 49" in first
+    assert "question number 50" not in first and 'rel="next"' in first
+    second = client.get("/session", params={"transcript": str(path), "page": "2"}).text
+    assert "question number 50" in second and "question number 59" in second
+    assert "question number 49" not in second and 'rel="next"' not in second
+
+
 def test_the_health_page_is_the_status_report(client: TestClient, web_store: WebStore) -> None:
     page = client.get("/health").text
     assert "Nothing missing." in page or 'class="missing"' in page
