@@ -394,3 +394,22 @@ def test_index_failure_after_the_removal_still_echoes_it(
     assert "run `memlane index`" in removed.notices[0]
     assert SECRET not in (memory.scope.store / f"{DAY}.md").read_text()
     assert memory.search(SECRET).hits == []  # the next sync drops its chunks
+
+
+def test_a_confirmed_forget_is_refused_when_the_entry_changed_since(memory: Memory) -> None:
+    from memlane.core.errors import ConflictError
+    from memlane.engine.journal.forget_preview import preview_forget
+
+    memory.write("the cache lives in redis", now=at("09:00"))
+    memory.write("payments use stripe", now=at("09:10"))
+    path = memory.scope.store / f"{DAY}.md"
+    shown = preview_forget(memory, date=DAY, time="09:00")
+    path.write_text(path.read_text().replace("lives in redis", "lives in memcached"))
+    changed = path.read_text()
+    with pytest.raises(ConflictError, match="changed since the removal was confirmed"):
+        forget(memory, date=DAY, time="09:00", expect=shown.fingerprint())
+    assert path.read_text() == changed  # nothing removed
+    again = preview_forget(memory, date=DAY, time="09:00")
+    removed = forget(memory, date=DAY, time="09:00", expect=again.fingerprint())
+    assert "memcached" in removed.markdown and "memcached" not in path.read_text()
+    assert "payments use stripe" in path.read_text()

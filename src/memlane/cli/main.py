@@ -29,6 +29,7 @@ from memlane.cli import (
     repair_cmds,
     sessions_cmds,
     topic_cmds,
+    ui_cmds,
 )
 from memlane.cli.context import CliState, state
 
@@ -83,6 +84,7 @@ dream_cmds.register(app)
 sessions_cmds.register(app)
 repair_cmds.register(app)
 migrate_cmds.register(app)
+ui_cmds.register(app)
 app.add_typer(config_cmds.config_app, name="config")
 app.command("trust", help="Trust this project so its .memlane.toml is read.")(config_cmds.trust)
 

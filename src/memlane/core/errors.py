@@ -49,6 +49,10 @@ class NotFoundError(MemlaneError):
     """A chunk hash, file or entry that was asked for does not exist."""
 
 
+class ConflictError(MemlaneError):
+    """What a caller confirmed changed before the action ran; nothing was done."""
+
+
 class EmbedderError(MemlaneError):
     """The embedding provider could not load or answer."""
 

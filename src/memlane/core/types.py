@@ -176,9 +176,14 @@ class Hit:
     #: line range (start_line and end_line are 0).
     session: str | None = None
     turn: str | None = None
+    #: "journal", "topic" or "session", when the search knew it (a hit from
+    #: another project's store is left unset).
+    kind: str | None = None
 
     @classmethod
-    def of(cls, chunk: Chunk, score: float, project: str | None = None) -> Hit:
+    def of(
+        cls, chunk: Chunk, score: float, project: str | None = None, kind: str | None = None
+    ) -> Hit:
         """A search hit for an indexed chunk."""
         return cls(
             score=score,
@@ -189,6 +194,7 @@ class Hit:
             end_line=chunk.end_line,
             content=chunk.content,
             project=project,
+            kind=kind,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -203,6 +209,8 @@ class Hit:
         }
         if self.project is not None:
             data["project"] = self.project
+        if self.kind is not None:
+            data["kind"] = self.kind
         if self.turn is not None:
             # Where the message is: its turn, not a line range it does not have.
             del data["start_line"], data["end_line"]

@@ -220,8 +220,21 @@ def health_line(health: dict[str, Any]) -> str:
 
 def render_status(st: Status) -> str:
     """The doctor's text report, shared with the sidecar's memory_status."""
-    out: list[str] = []
-    rows = [
+    rows = status_rows(st)
+    width = max(len(r[0]) for r in rows)
+    out = [f"{key:<{width}}  {value}" for key, value in rows]
+    out += [f"missing: {text}" for text in st.missing]
+    out += [f"note: {text}" for text in st.notices]
+    if not st.missing:
+        out.append("nothing missing")
+    return "\n".join(out)
+
+
+def status_rows(st: Status) -> list[tuple[str, str]]:
+    """The report's (label, value) rows, in order: what ``render_status``
+    prints and the web viewer's Health page shows (``missing`` and
+    ``notices`` are the Status's own fields)."""
+    rows: list[tuple[str, str | None]] = [
         ("memlane", st.versions["memlane"]),
         ("python / sqlite", f"{st.versions['python']} / {st.versions['sqlite']}"),
         ("scope", st.scope["scope"]),
@@ -346,10 +359,4 @@ def render_status(st: Status) -> str:
         rows.append(("sessions note", str(st.sessions["rebuilt"])))
     for item in st.config:
         rows.append(("config", f"{item['key']} = {item['value']}  [{item['layer']}]"))
-    width = max(len(r[0]) for r in rows)
-    out += [f"{key:<{width}}  {value}" for key, value in rows]
-    out += [f"missing: {text}" for text in st.missing]
-    out += [f"note: {text}" for text in st.notices]
-    if not st.missing:
-        out.append("nothing missing")
-    return "\n".join(out)
+    return [(label, str(value)) for label, value in rows]

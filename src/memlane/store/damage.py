@@ -23,6 +23,7 @@ nothing else: an entry with one damaged line keeps its intact ones.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -188,6 +189,14 @@ def lines_to_set_aside(data: bytes, path: str | Path = "") -> list[int]:
     return sorted(moving)
 
 
+#: What ``damage_in`` found in each file, under the file's identity as
+#: ``lstat`` gives it (device, inode, mode, size, modification time): a
+#: long-lived process (the web viewer, the engine) reports on every status
+#: request, and a file whose identity did not change is not read again. A
+#: file replaced, rewritten, appended to or turned into a link misses.
+_found_by_file: dict[str, tuple[tuple[int, ...], tuple[DamagedLine, ...]]] = {}
+
+
 def damage_in(store: Path, paths: Iterable[Path]) -> list[DamagedLine]:
     """The damaged lines of every file in *paths*, files of *store* read by
     the store's rules (an unreadable or refused file is skipped: the indexer
@@ -195,8 +204,21 @@ def damage_in(store: Path, paths: Iterable[Path]) -> list[DamagedLine]:
     found: list[DamagedLine] = []
     for path in paths:
         try:
+            st = os.lstat(path)
+        except OSError:
+            continue
+        identity = (st.st_dev, st.st_ino, st.st_mode, st.st_size, st.st_mtime_ns)
+        key = str(path)
+        known = _found_by_file.get(key)
+        if known is not None and known[0] == identity:
+            found.extend(known[1])
+            continue
+        try:
             data = safe_paths.read_bytes(store, path, max_bytes=safe_paths.MARKDOWN_MAX_BYTES)
         except (StoreError, OSError):
+            _found_by_file.pop(key, None)
             continue
-        found.extend(check_bytes(data, path).damaged)
+        damaged = check_bytes(data, path).damaged
+        _found_by_file[key] = (identity, damaged)
+        found.extend(damaged)
     return found

@@ -74,6 +74,7 @@ the race with appenders or fail the rename; memlane itself never passes any.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import re
 import tempfile
@@ -84,7 +85,7 @@ from pathlib import Path
 from typing import Any
 
 from memlane.core.diskspace import disk_full_error, is_disk_full
-from memlane.core.errors import NotFoundError, StoreError
+from memlane.core.errors import ConflictError, NotFoundError, StoreError
 from memlane.core.faults import step
 from memlane.core.locks import flocked
 from memlane.core.regular_file import read_all_from
@@ -138,6 +139,12 @@ class Removed:
     markdown: str
     kind: Kind
     notices: tuple[str, ...] = ()
+
+    def fingerprint(self) -> str:
+        """A short digest of what is removed and where: a confirmation shows
+        it, and the removal is refused when the file no longer gives it."""
+        key = f"{self.source}\0{self.start_line}\0{self.end_line}\0{self.markdown}"
+        return hashlib.sha256(key.encode("utf-8")).hexdigest()[:32]
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -229,6 +236,8 @@ def _remove(
     source: Path,
     locate: Callable[[bytes, Path], Span],
     hooks: RewriteHooks | None,
+    dry_run: bool = False,
+    expect: str | None = None,
 ) -> Removed:
     hooks = hooks or RewriteHooks()
     path = _daily_file(store_dir, source)
@@ -244,6 +253,15 @@ def _remove(
             # Decode before anything changes: the echo is the only copy left
             # of the removed text, so a file that cannot be shown is refused.
             markdown = decode(removed, path)
+            if expect is not None and _removed(path, span, markdown).fingerprint() != expect:
+                # Checked under the lock: nothing can change the file between
+                # this comparison and the rewrite below.
+                raise ConflictError(
+                    f"{path} changed since the removal was confirmed; nothing was removed",
+                    "review the entry again and confirm what it is now",
+                )
+            if dry_run:
+                return _removed(path, span, markdown)
             mode = os.fstat(fd).st_mode & 0o7777
             try:
                 temp_fd, temp_name = tempfile.mkstemp(
@@ -296,6 +314,10 @@ def _remove(
             step("forget.salvaged")
         finally:
             os.close(fd)
+    return _removed(path, span, markdown)
+
+
+def _removed(path: Path, span: Span, markdown: str) -> Removed:
     return Removed(
         source=str(path),
         start_line=span.first + 1,
@@ -316,8 +338,15 @@ def forget_chunk(
     chunk_hash: str | None = None,
     model: str = "",
     hooks: RewriteHooks | None = None,
+    dry_run: bool = False,
+    expect: str | None = None,
 ) -> Removed:
     """Remove the entry (or compact block) holding line *start_line* of *source*.
+
+    ``dry_run``: find it by the same rules and return what would be removed,
+    changing nothing (the web viewer's confirmation page). ``expect``: the
+    ``Removed.fingerprint`` that confirmation showed; when what the file
+    gives now differs, ``ConflictError`` and nothing is removed.
 
     With *chunk_hash*, the file as it is now (read under the lock) must
     still produce that chunk at *start_line* with *model*; otherwise the
@@ -337,7 +366,7 @@ def forget_chunk(
                 )
         return locate_line(data, start_line, path)
 
-    return _remove(store_dir, Path(source), locate, hooks)
+    return _remove(store_dir, Path(source), locate, hooks, dry_run, expect)
 
 
 def forget_entry(
@@ -347,9 +376,12 @@ def forget_entry(
     *,
     model: str | None = None,
     hooks: RewriteHooks | None = None,
+    dry_run: bool = False,
+    expect: str | None = None,
 ) -> Removed:
     """Remove the one entry headed ``### HH:MM`` (or the compact block headed
-    ``## Memory Compact HH:MM``) in ``<store>/<date>.md``.
+    ``## Memory Compact HH:MM``) in ``<store>/<date>.md``; ``dry_run`` and
+    ``expect`` as ``forget_chunk``'s.
 
     *hhmm* ``"14:03#2"`` is the second of the entries headed 14:03; a bare
     time that several headings carry is refused, listing them (with their
@@ -370,4 +402,6 @@ def forget_entry(
         path,
         lambda data, p: locate_time(data, address, p, source=source, model=model),
         hooks,
+        dry_run,
+        expect,
     )

@@ -141,6 +141,69 @@ def _span(lines: list[bytes], headings: list[tuple[int, str] | None], first: int
     return Span(first=first, last=last, start=start, end=end, kind=kind)
 
 
+# -- every block of a file ------------------------------------------------------------
+
+
+BlockKind = Literal["entry", "compact", "other"]
+
+
+@dataclass(frozen=True)
+class Block:
+    """One part of a daily file, in file order, by the rules a removal uses.
+
+    ``entry`` and ``compact`` blocks are exactly the spans memory_forget
+    removes (a compact block with its ``###`` sub-sections); ``address`` is
+    the time that removes it (``HH:MM#N``, as ``locate_time`` numbers them).
+    ``other`` is hand-written text under a heading of its own (a ``## Notes``
+    section, say), which no removal takes: it has no address.
+    """
+
+    first: int  # the block's first line, 0-based (its heading, for an entry)
+    last: int
+    kind: BlockKind
+    time: str = ""  # HH:MM of an entry or compact heading
+    address: str = ""
+
+
+def blocks(data: bytes) -> list[Block]:
+    """Every entry, compact block and hand-written section of *data*.
+
+    ``other`` blocks with nothing but headings and blank lines (the day's
+    ``# date`` and ``## Session`` headings) are left out.
+    """
+    lines = lines_of(data)
+    headings = [_heading(line) for line in lines]
+    out: list[Block] = []
+    seen: dict[str, int] = {}
+    covered_to = -1  # the last line an entry or compact block took
+    other_from: int | None = None
+
+    def flush_other(upto: int) -> None:
+        if other_from is None:
+            return
+        body = [i for i in range(other_from, upto) if headings[i] is None and lines[i].strip()]
+        if body:
+            out.append(Block(other_from, upto - 1, "other"))
+
+    for i, found in enumerate(headings):
+        if i <= covered_to:
+            continue
+        if _is_compact_heading(found) or _is_entry_heading(found):
+            flush_other(i)
+            other_from = None
+            assert found is not None
+            hhmm = found[1].removeprefix("Memory Compact").strip()
+            span = _span(lines, headings, i)
+            seen[hhmm] = seen.get(hhmm, 0) + 1
+            out.append(Block(i, span.last, span.kind, hhmm, f"{hhmm}#{seen[hhmm]}"))
+            covered_to = span.last
+        elif (found is not None and found[0] <= 3) or other_from is None:
+            flush_other(i)
+            other_from = i
+    flush_other(len(lines))
+    return out
+
+
 # -- by line -------------------------------------------------------------------------
 
 

@@ -99,6 +99,7 @@ def forget(
     chunk_hash: str | None = None,
     date: str | None = None,
     time: str | None = None,
+    expect: str | None = None,
 ) -> Removed:
     """Remove one entry or compact block; its chunks leave the index at once.
 
@@ -106,6 +107,10 @@ def forget(
     characters) or by *date* and *time* (``HH:MM``, or ``HH:MM#N`` for the
     N-th entry written that minute) together, never both. The result echoes the removed markdown,
     which is then the only copy (see the module docstring).
+
+    *expect*: the ``Removed.fingerprint`` of a confirmation (forget_preview.py);
+    the store compares it under its lock and raises ``ConflictError``, removing
+    nothing, when the file no longer gives that.
     """
     by_time = date is not None or time is not None
     if (chunk_hash is None) == (not by_time):
@@ -119,14 +124,19 @@ def forget(
 
         chunk = resolve_chunk(mem, chunk_hash)
         removed = forget_chunk(
-            store, chunk.source, chunk.start_line, chunk_hash=chunk.chunk_hash, model=mem.model
+            store,
+            chunk.source,
+            chunk.start_line,
+            chunk_hash=chunk.chunk_hash,
+            model=mem.model,
+            expect=expect,
         )
     else:
         if date is None or time is None:
             raise MemlaneError(
                 "a date and a time are needed together", "e.g. date=2026-03-14 time=09:05"
             )
-        removed = forget_entry(store, date, time, model=mem.model)
+        removed = forget_entry(store, date, time, model=mem.model, expect=expect)
     try:
         mem.sync(operation="forget")
     except MemlaneError as exc:

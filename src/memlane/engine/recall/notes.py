@@ -8,6 +8,7 @@ only; an error when no embedder is available). Only hits scoring the floor
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memlane.core.errors import DiskFullError, MemlaneError
@@ -87,6 +88,9 @@ def _search_notes(
     got_mode, scored = memory.index.search(
         request.query, vector, k, filters, lexical=mode != "semantic"
     )
-    hits = [Hit.of(s.chunk, s.score) for s in scored]
+    from memlane.store.layout import kind_of
+
+    store = memory.scope.store
+    hits = [Hit.of(s.chunk, s.score, kind=kind_of(Path(s.chunk.source), store)) for s in scored]
     result = SearchResult(query=request.query, mode=got_mode, hits=hits, notices=notices)
     return result.at_least(memory.min_score(request.min_score))

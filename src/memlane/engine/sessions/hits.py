@@ -54,6 +54,7 @@ class SessionHit:
             content=self.text,
             session=self.session_id,
             turn=self.entry_id,
+            kind="session",
         )
 
     def to_json(self) -> dict[str, Any]:

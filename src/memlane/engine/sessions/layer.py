@@ -195,8 +195,24 @@ class SessionsLayer:
             doc.text[:200], "semantic", [SessionHit.of(s) for s in scored], self._with_damage([])
         )
 
-    def recent(self, n: int | None = None, exclude: str | None = None) -> list[SessionInfo]:
-        return self.store.recent_sessions(self.settings.primer_top_k if n is None else n, exclude)
+    def recent(
+        self, n: int | None = None, exclude: str | None = None, *, offset: int = 0
+    ) -> list[SessionInfo]:
+        """The sessions with the latest messages, newest first, from *offset*."""
+        n = self.settings.primer_top_k if n is None else n
+        return self.store.recent_sessions(n, exclude, offset=offset)
+
+    def on_day(self, day: str, n: int, *, offset: int = 0) -> list[SessionInfo]:
+        """The sessions with messages on UTC *day* (``YYYY-MM-DD``), latest
+        first; their counts and first/last times are that day's."""
+        return self.store.sessions_on_day(day, n, offset=offset)
+
+    def messages_of(self, transcript: str, n: int, *, offset: int = 0) -> list[StoredDoc]:
+        """*n* stored messages of *transcript* in order, from *offset*."""
+        return self.store.transcript_page(transcript, n, offset)
+
+    def message_count(self, transcript: str) -> int:
+        return self.store.transcript_count(transcript)
 
     def stats(self) -> dict[str, Any]:
         data = self.store.stats()

@@ -235,9 +235,35 @@ class Tools:
         return with_headline(transcript.render(), transcript.to_json())
 
     def _forget(self, args: dict[str, Any]) -> ToolResult:
+        return self._forget_checked(args.get("chunk_hash"), args.get("date"), args.get("time"))
+
+    def forget_confirmed(
+        self,
+        expect: str,
+        *,
+        chunk_hash: str | None = None,
+        date: str | None = None,
+        time: str | None = None,
+    ) -> ToolResult:
+        """memory_forget after a confirmation: *expect* is the fingerprint of
+        what it showed (forget_preview.py); a file changed since is refused
+        (``ConflictError``) under the store lock, nothing removed."""
+        try:
+            return self._forget_checked(chunk_hash, date, time, expect=expect)
+        except MemlaneError as exc:
+            _redact_error(exc)
+            raise
+
+    def _forget_checked(
+        self,
+        chunk_hash: str | None,
+        date: str | None,
+        time: str | None,
+        *,
+        expect: str | None = None,
+    ) -> ToolResult:
         from memlane.engine.journal.maintenance import forget
 
-        chunk_hash, date, time = args.get("chunk_hash"), args.get("date"), args.get("time")
         if not chunk_hash and not (date and time):
             raise MemlaneError(
                 "memory_forget needs a chunk_hash, or both date and time",
@@ -248,7 +274,7 @@ class Tools:
                 "memory_forget takes a chunk_hash or a date and time, not both",
                 "pass the chunk_hash alone, or date and time without it",
             )
-        removed = forget(self.memory, chunk_hash=chunk_hash, date=date, time=time)
+        removed = forget(self.memory, chunk_hash=chunk_hash, date=date, time=time, expect=expect)
         if self.session is not None:
             self.session.refresh_snapshot()
         headline = (

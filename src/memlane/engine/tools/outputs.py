@@ -46,6 +46,7 @@ _HIT = {
         "end_line": _INTEGER,
         "content": _STRING,
         "project": _STRING,
+        "kind": {**_STRING, "description": "journal, topic or session (unset for other projects)."},
         "session": {**_NULLABLE_STRING, "description": "A past message's session."},
         "turn": {**_STRING, "description": "A past message's turn: memory_transcript's turn."},
     },

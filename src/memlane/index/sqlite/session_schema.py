@@ -61,6 +61,15 @@ TABLES_DDL = (
     # Rows still waiting for a vector (the backfill's resume point).
     "CREATE INDEX IF NOT EXISTS chunks_pending ON chunks(id) WHERE embed = 1 AND vec_gen IS NULL",
     "CREATE INDEX IF NOT EXISTS chunks_session ON chunks(session, date)",
+    # Browsing (session_browse.py): per-day counts and a day's sessions, the
+    # sessions by recency (covering: no row is read to group them), a
+    # session's first ask and summary, a transcript's messages in order.
+    # Created on open when missing, so older files get them too.
+    # (date and transcript ride along so the per-day queries read no row.)
+    "CREATE INDEX IF NOT EXISTS chunks_day ON chunks(substr(date, 1, 10), session, date, transcript)",
+    "CREATE INDEX IF NOT EXISTS chunks_session_span ON chunks(session, date, transcript)",
+    "CREATE INDEX IF NOT EXISTS chunks_session_source ON chunks(session, source, date)",
+    "CREATE INDEX IF NOT EXISTS chunks_transcript ON chunks(transcript, id)",
     # Same covering index as the main index: lexical.filter_sql names it.
     "CREATE INDEX IF NOT EXISTS chunks_filter ON chunks(id, kind, date, session, source)",
     f"""

@@ -51,14 +51,14 @@ from memlane.index.protocol import DimensionMismatchError
 from memlane.index.session_docs import (
     DOC_KIND,
     BatchWrite,
-    SessionInfo,
     SourceState,
     StoredDoc,
     content_hash,
 )
 from memlane.index.sqlite import schema
+from memlane.index.sqlite.session_browse import SessionBrowse
 from memlane.index.sqlite.session_schema import DOC_COLUMNS, SOURCE_COLUMNS
-from memlane.index.sqlite.session_search import SessionLexicalLeg, SessionSearch
+from memlane.index.sqlite.session_search import SessionLexicalLeg
 
 if TYPE_CHECKING:
     from memlane.index.protocol import HybridIndex
@@ -74,7 +74,7 @@ def sessions_path_for(index_path: Path) -> Path:
     return index_path.with_name(stem + SESSIONS_SUFFIX)
 
 
-class SessionStore(SessionSearch):
+class SessionStore(SessionBrowse):
     """FTS5 + numpy hybrid search over session documents, in one SQLite file.
 
     Satisfies ``memlane.index.protocol.HybridIndex`` (as the notes index
@@ -342,44 +342,6 @@ class SessionStore(SessionSearch):
 
         return self._run(op)
 
-    def recent_sessions(self, n: int, exclude: str | None = None) -> list[SessionInfo]:
-        """The ``n`` sessions with the latest messages, newest first."""
-
-        def op(conn: sqlite3.Connection) -> list[SessionInfo]:
-            with self._read(conn):
-                rows = conn.execute(
-                    "SELECT session, min(transcript), min(date), max(date), count(*) FROM chunks "
-                    "WHERE session IS NOT NULL AND (? IS NULL OR session != ?) "
-                    "GROUP BY session ORDER BY max(date) DESC LIMIT ?",
-                    (exclude, exclude, max(n, 0)),
-                ).fetchall()
-                out = []
-                for session, transcript, first_at, last_at, messages in rows:
-                    first = conn.execute(
-                        "SELECT content FROM chunks WHERE session = ? AND source = 'user' "
-                        "ORDER BY date, id LIMIT 1",
-                        (session,),
-                    ).fetchone()
-                    summary = conn.execute(
-                        "SELECT content FROM chunks WHERE session = ? AND source = 'summary' "
-                        "ORDER BY date DESC, id DESC LIMIT 1",
-                        (session,),
-                    ).fetchone()
-                    out.append(
-                        SessionInfo(
-                            session_id=session,
-                            transcript=transcript,
-                            first_at=first_at,
-                            last_at=last_at,
-                            messages=int(messages),
-                            first_user=self._shown(conn, first[0]) if first else "",
-                            last_summary=self._shown(conn, summary[0]) if summary else None,
-                        )
-                    )
-                return out
-
-        return self._run(op)
-
     def stats(self) -> dict[str, Any]:
         def op(conn: sqlite3.Connection) -> dict[str, Any]:
             with self._read(conn):
@@ -387,8 +349,12 @@ class SessionStore(SessionSearch):
                 embedded = conn.execute(
                     "SELECT count(*) FROM chunks WHERE vec_gen IS NOT NULL"
                 ).fetchone()[0]
+                # The partial index holds exactly these rows: counted from it,
+                # not by reading every row without a vector (all of them, in
+                # a lexical-only project).
                 pending = conn.execute(
-                    "SELECT count(*) FROM chunks WHERE embed = 1 AND vec_gen IS NULL"
+                    "SELECT count(*) FROM chunks INDEXED BY chunks_pending "
+                    "WHERE embed = 1 AND vec_gen IS NULL"
                 ).fetchone()[0]
                 sessions = conn.execute(
                     "SELECT count(DISTINCT session) FROM chunks WHERE session IS NOT NULL"

@@ -1,0 +1,162 @@
+"""The viewer's Starlette application: the routes, errors as pages, POST checks.
+
+Handlers are ``async`` but do their (short, local) work inline: the engine's
+SQLite connections then stay on the event loop's one thread, and requests
+are answered one at a time, which is what one person's browser needs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+from urllib.parse import parse_qsl
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from memlane.core.errors import MemlaneError, NotFoundError
+from memlane.hosts.web import pages_admin, pages_notes, pages_recall
+from memlane.hosts.web.render import error_box, page
+from memlane.hosts.web.security import ASGIApp, Guard, same_origin
+
+if TYPE_CHECKING:
+    from memlane.hosts.web.viewer import Viewer
+
+STATIC = Path(__file__).with_name("static")
+#: A form body larger than this is refused (the viewer's forms are a few fields).
+MAX_FORM_BYTES = 16_384
+
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+#: The highest page number a request may ask for (a longer number is page 1,
+#: not a 500 from converting a 5000-digit integer).
+MAX_PAGE = 1_000_000
+
+
+def _page_no(request: Request) -> int:
+    raw = request.query_params.get("page", "1")
+    if not raw.isdigit() or len(raw) > len(str(MAX_PAGE)):
+        return 1
+    return min(max(1, int(raw)), MAX_PAGE)
+
+
+def _html(body: str, status: int = 200) -> HTMLResponse:
+    return HTMLResponse(body, status_code=status)
+
+
+def _guarded(fn: Callable[[Request], Awaitable[Response]]) -> Handler:
+    """Expected failures (a bad date, an unknown hash) become a page saying so."""
+
+    async def handler(request: Request) -> Response:
+        try:
+            return await fn(request)
+        except MemlaneError as exc:
+            status = 404 if isinstance(exc, NotFoundError) else 400
+            fragment = request.url.path.removeprefix(request.scope.get("root_path", "")).startswith(
+                "/fragment/"
+            )
+            box = error_box(exc.message, exc.hint)
+            return _html(box if fragment else page("Not possible", box), status)
+
+    return handler
+
+
+async def _form(request: Request) -> dict[str, str] | None:
+    """The urlencoded body of a POST, or None when it is too big."""
+    body = await request.body()
+    if len(body) > MAX_FORM_BYTES:
+        return None
+    return dict(parse_qsl(body.decode("utf-8", "replace"), keep_blank_values=True))
+
+
+def params(request: Request) -> dict[str, str]:
+    return dict(request.query_params)
+
+
+def build_app(viewer: Viewer) -> ASGIApp:
+    """The application for *viewer*, behind its token (security.Guard).
+
+    Guard wraps the whole Starlette app, its error middleware included, so a
+    500 carries the security headers too.
+    """
+
+    async def timeline(request: Request) -> Response:
+        return _html(pages_notes.timeline(viewer, _page_no(request)))
+
+    async def timeline_json(request: Request) -> Response:
+        from starlette.responses import JSONResponse
+
+        return JSONResponse([d.to_json() for d in viewer.timeline.days()])
+
+    async def day(request: Request) -> Response:
+        return _html(pages_notes.day(viewer, request.path_params["day"], _page_no(request)))
+
+    async def topics(request: Request) -> Response:
+        return _html(pages_notes.topics(viewer))
+
+    async def topic(request: Request) -> Response:
+        return _html(pages_notes.topic(viewer, request.path_params["slug"]))
+
+    async def search(request: Request) -> Response:
+        return _html(pages_recall.search(viewer, params(request)))
+
+    async def expand(request: Request) -> Response:
+        return _html(pages_recall.expand_fragment(viewer, request.query_params.get("hash", "")))
+
+    async def transcript_fragment(request: Request) -> Response:
+        q = request.query_params
+        return _html(pages_recall.transcript_fragment(viewer, q.get("path", ""), q.get("turn")))
+
+    async def transcript(request: Request) -> Response:
+        q = request.query_params
+        return _html(pages_recall.transcript_page(viewer, q.get("path", ""), q.get("turn")))
+
+    async def sessions(request: Request) -> Response:
+        return _html(pages_recall.sessions(viewer, _page_no(request)))
+
+    async def session(request: Request) -> Response:
+        transcript_path = request.query_params.get("transcript", "")
+        return _html(pages_recall.session(viewer, transcript_path, _page_no(request)))
+
+    async def health(request: Request) -> Response:
+        return _html(pages_admin.health(viewer))
+
+    async def forget_confirm(request: Request) -> Response:
+        return _html(pages_admin.forget_confirm(viewer, params(request)))
+
+    async def forget_apply(request: Request) -> Response:
+        form = await _form(request)
+        if form is None:
+            return _html(page("Refused", error_box("the form is too large", None)), 413)
+        if not same_origin(request.scope) or not viewer.keys.csrf_ok(form.get("csrf")):
+            box = error_box(
+                "refused: this form did not come from this viewer's own page (CSRF check)",
+                "open the entry in the viewer and confirm there",
+            )
+            return _html(page("Refused", box), 403)
+        status, body = pages_admin.forget_apply(viewer, form)
+        return _html(body, status)
+
+    routes = [
+        Route("/", _guarded(timeline)),
+        Route("/timeline.json", _guarded(timeline_json)),
+        Route("/day/{day}", _guarded(day)),
+        Route("/topics", _guarded(topics)),
+        Route("/topics/{slug}", _guarded(topic)),
+        Route("/search", _guarded(search)),
+        Route("/fragment/expand", _guarded(expand)),
+        Route("/fragment/transcript", _guarded(transcript_fragment)),
+        Route("/transcript", _guarded(transcript)),
+        Route("/sessions", _guarded(sessions)),
+        Route("/session", _guarded(session)),
+        Route("/health", _guarded(health)),
+        Route("/forget", _guarded(forget_confirm), methods=["GET"]),
+        Route("/forget", _guarded(forget_apply), methods=["POST"]),
+        Mount("/static", app=StaticFiles(directory=STATIC), name="static"),
+    ]
+    return Guard(Starlette(routes=routes), keys=viewer.keys)

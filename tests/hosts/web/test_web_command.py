@@ -1,0 +1,165 @@
+"""``memlane ui`` as a command: the port it is given, --open, the assets it
+ships, and what its pages cost (no model load to list messages)."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from _web import BASE_URL, SESSION_ID, build_web_store
+from starlette.testclient import TestClient
+
+from fake_embedding import FakeEmbeddings
+from helpers import MEMLANE, Cli, FixedClock, open_memory, wait_for
+from memlane.hosts.web.app import STATIC, build_app
+from memlane.hosts.web.render import markdown_html
+from memlane.hosts.web.viewer import Viewer
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.mark.subprocess
+def test_ui_listens_on_the_port_given_and_opens_the_browser_on_its_url(
+    project: Path, clock: FixedClock, tmp_path: Path
+) -> None:
+    build_web_store(project, clock).memory.close()
+    opened = tmp_path / "opened.txt"
+    # Python's webbrowser runs $BROWSER with the URL in place of %s.
+    recorder = f"import sys; open({str(opened)!r}, 'w').write(sys.argv[1])"
+    port = _free_port()
+    process = subprocess.Popen(
+        [*MEMLANE, "-C", str(project), "ui", "--port", str(port), "--open"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "BROWSER": f"{sys.executable} -c {recorder!r} %s"},
+    )
+    try:
+        wait_for(opened.exists, timeout=60, what="the browser command ran")
+        wait_for(lambda: opened.read_text(encoding="utf-8"), timeout=10)
+        # The browser is given a private file that redirects, not the URL:
+        # the token stays off every command line.
+        opener = opened.read_text(encoding="utf-8").strip()
+        assert opener.startswith("file://") and "token" not in opener, opener
+        redirect = Path(opener.removeprefix("file://")).read_text(encoding="utf-8")
+        found = re.search(rf'url=(http://127\.0\.0\.1:{port}/[\w-]{{20,}}/)"', redirect)
+        assert found is not None, redirect
+        url = found.group(1)
+    finally:
+        process.send_signal(signal.SIGINT)
+        output, _ = process.communicate(timeout=30)
+    assert process.returncode == 0, output
+    assert f"memlane ui: {url}" in output
+    assert "memlane ui: stopped" in output
+
+
+def test_the_help_names_the_project_option_and_the_docs(cli: Cli) -> None:
+    result = cli("ui", "--help")
+    assert result.returncode == 0
+    text = " ".join(result.stdout.split())
+    assert "-C DIR" in text and "docs/web-viewer.md" in text
+
+
+def test_a_port_in_use_is_one_clear_error(cli: Cli) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        result = cli("ui", "--port", str(port))
+    assert result.returncode == 1
+    assert f"cannot listen on 127.0.0.1:{port}" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_every_asset_a_page_names_ships_in_the_package(client: TestClient, viewer: Viewer) -> None:
+    page = client.get("/").text
+    root = f"/{viewer.keys.token}"
+    assets = re.findall(rf'(?:href|src)="{root}(/static/[^"]+)"', page)
+    assert sorted(assets) == ["/static/app.css", "/static/app.js"]
+    for asset in assets:
+        assert (STATIC / asset.removeprefix("/static/")).is_file()
+        assert client.get(asset).status_code == 200
+    # Nothing from a network: no page or asset names another origin.
+    for text in [page, *(p.read_text(encoding="utf-8") for p in STATIC.iterdir())]:
+        assert not re.search(r"(?:src|href)=\"(?:https?:)?//", text)
+        assert "@import" not in text and "url(http" not in text
+
+
+def test_markdown_is_rendered_without_passing_markup_through() -> None:
+    html = markdown_html(
+        "## Decisions\n<!-- session:s turn:t transcript:/x -->\n- use `<b>` tags\n"
+        "<img src=x onerror=alert(1)>\n```\n<script>x</script>\n```"
+    )
+    assert "<h3>Decisions</h3>" in html
+    assert "<li>use <code>&lt;b&gt;</code> tags</li>" in html
+    assert "session:s" not in html
+    assert "<img" not in html and "&lt;img src=x onerror=alert(1)&gt;" in html
+    assert "<pre><code>&lt;script&gt;x&lt;/script&gt;</code></pre>" in html
+    index = markdown_html(
+        "- [Deploys](topics/deploys.md) — when\n- [x](https://evil.example) [y](javascript:z)"
+    )
+    assert '<a href="/topics/deploys">Deploys</a> — when' in index
+    assert "<a href" not in index.split("</li>", 1)[1]  # any other link stays text
+
+
+def test_pages_read_the_sessions_index_and_never_load_the_embedder(
+    project: Path, clock: FixedClock, fake_embeddings: FakeEmbeddings
+) -> None:
+    build_web_store(project, clock).memory.close()
+    memory = open_memory(
+        project,
+        clock=clock,
+        lexical=False,
+        MEMLANE_EMBEDDING_PROVIDER="openai",
+        MEMLANE_EMBEDDING_BASE_URL=fake_embeddings.base_url,
+        MEMLANE_EMBEDDING_MODEL="fake-embed",
+    )
+    viewer = Viewer(memory)
+    try:
+        with TestClient(build_app(viewer), base_url=f"{BASE_URL}/{viewer.keys.token}") as browser:
+            # A page view reads the index; it never reads transcripts itself.
+            assert "No past sessions" in browser.get("/sessions").text
+            viewer.catch_up()  # what `memlane ui` does once, when it starts
+            assert SESSION_ID in browser.get("/sessions").text
+            assert SESSION_ID in browser.get("/day/2026-08-13").text
+            assert browser.get("/").status_code == 200
+        assert fake_embeddings.requests == []  # listed, counted, not embedded
+    finally:
+        viewer.close()
+
+
+def test_start_keeps_the_sessions_index_current(project: Path, clock: FixedClock) -> None:
+    from _transcript_builders import PiSession
+    from memlane.transcripts.locate import pi_project_dir
+
+    build_web_store(project, clock).memory.close()
+    viewer = Viewer(open_memory(project, clock=clock, MEMLANE_SESSIONS_SWEEP_INTERVAL_MS="200"))
+    viewer.start()  # the engine's Background: a catch-up, then sweeps for more
+    try:
+        with TestClient(build_app(viewer), base_url=f"{BASE_URL}/{viewer.keys.token}") as browser:
+            wait_for(
+                lambda: SESSION_ID in browser.get("/sessions").text,
+                timeout=60,
+                what="the catch-up indexed the session",
+            )
+            later = PiSession("019a2b3c-later")
+            later.user("a question asked after the viewer started")
+            path = pi_project_dir(str(project)) / "2026-08-14T09-00-00_later.jsonl"
+            path.write_text("\n".join(later.lines) + "\n", encoding="utf-8")
+            wait_for(
+                lambda: "019a2b3c-later" in browser.get("/sessions").text,
+                timeout=60,
+                what="the sweeper indexed the new session",
+            )
+    finally:
+        viewer.close()
