@@ -160,7 +160,7 @@ def test_an_unreachable_server_is_remembered_for_a_moment(
     first = open_index(uri, "ms_remote", tmp_path / "a.sqlite")
     with pytest.raises(IndexUnavailableError) as caught:
         first.count()
-    assert uri in connection._UNREACHABLE
+    assert uri in connection.UNREACHABLE
     # Another index object of this process is told at once, with the same words.
     second = open_index(uri, "ms_remote", tmp_path / "b.sqlite")
     with pytest.raises(IndexUnavailableError) as again:
@@ -168,9 +168,9 @@ def test_an_unreachable_server_is_remembered_for_a_moment(
     assert str(again.value) == str(caught.value)
     # Past the window, the server is tried again (and still refused here).
     monkeypatch.setattr(connection, "UNREACHABLE_RETRY_S", 0.0)
-    connection._UNREACHABLE[uri] = (0.0, caught.value)
+    connection.UNREACHABLE[uri] = (0.0, caught.value)
     with pytest.raises(IndexUnavailableError):
         second.count()
-    assert connection._UNREACHABLE[uri][0] > 0.0  # a fresh failure was recorded
+    assert connection.UNREACHABLE[uri][0] > 0.0  # a fresh failure was recorded
     first.close()
     second.close()

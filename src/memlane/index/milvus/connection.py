@@ -323,7 +323,9 @@ LITE = LiteServers()
 #: any index object of this process (a short negative cache; the next
 #: operation after it tries again).
 UNREACHABLE_RETRY_S = 5.0
-_UNREACHABLE: dict[str, tuple[float, MemlaneError]] = {}
+#: That negative cache: URI -> (monotonic time it may be tried again, the
+#: error it gave). Public so a test can see and age an entry.
+UNREACHABLE: dict[str, tuple[float, MemlaneError]] = {}
 
 
 class Connection:
@@ -379,7 +381,7 @@ class Connection:
     def _remote(self) -> Any:
         with self._lock:
             if self._remote_client is None:
-                failed = _UNREACHABLE.get(self.raw_uri)
+                failed = UNREACHABLE.get(self.raw_uri)
                 if failed is not None and time.monotonic() < failed[0]:
                     # Said a moment ago: fail at once instead of waiting
                     # out the connect timeout again (a search right after
@@ -396,9 +398,9 @@ class Connection:
                     self._remote_client = MilvusClient(**kwargs)
                 except Exception as exc:
                     error = translate(exc, self.raw_uri)
-                    _UNREACHABLE[self.raw_uri] = (time.monotonic() + UNREACHABLE_RETRY_S, error)
+                    UNREACHABLE[self.raw_uri] = (time.monotonic() + UNREACHABLE_RETRY_S, error)
                     raise error from None
-                _UNREACHABLE.pop(self.raw_uri, None)
+                UNREACHABLE.pop(self.raw_uri, None)
             return self._remote_client
 
     def written(self, collection: str) -> None:
