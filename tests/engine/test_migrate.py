@@ -129,6 +129,13 @@ def test_target_settings_read_the_uri() -> None:
     assert target_settings(current, "sqlite:///srv/idx").uri == "/srv/idx"
     with pytest.raises(ConfigError):
         target_settings(current, "  ")
+    # The current server's token goes to that server only.
+    on_zilliz = IndexSettings(backend="milvus", uri="https://z.example:443", token="zk")
+    assert target_settings(on_zilliz, "https://z.example:443", collection="c").token == "zk"
+    assert target_settings(on_zilliz, "http://other-host:19530").token is None
+    assert target_settings(on_zilliz, "/tmp/m.db").token is None
+    with_password = target_settings(current, "http://root:pw@h:19530")
+    assert "pw" not in " ".join(switch_commands(with_password))
     commands = switch_commands(remote, "env:ZILLIZ_TOKEN")
     assert commands == [
         "memlane config set index.backend milvus",

@@ -193,3 +193,201 @@ def test_status_says_milvus_needs_an_embedder(project: Path, clock: FixedClock, 
         assert "embedding.provider" in line and "index.backend sqlite" in line
     finally:
         mem.close()
+
+
+def _memsearch_row(client: object, collection: str, source: str, text: str, dim: int) -> str:
+    """A row as memsearch writes it: its fields only, no memlane_* metadata."""
+    import hashlib
+
+    import numpy as np
+
+    chunk_hash = hashlib.sha256(f"{source}:{text}".encode()).hexdigest()[:16]
+    vector = np.ones(dim, dtype=np.float32) / np.sqrt(dim)
+    client.upsert(  # type: ignore[attr-defined]
+        collection_name=collection,
+        data=[
+            {
+                "chunk_hash": chunk_hash,
+                "embedding": vector.tolist(),
+                "content": text,
+                "source": source,
+                "heading": "",
+                "heading_level": 0,
+                "start_line": 1,
+                "end_line": 1,
+            }
+        ],
+    )
+    return chunk_hash
+
+
+def test_rows_of_files_memlane_does_not_index_survive_a_fresh_ledger_and_reindex(
+    project: Path, fake_embeddings: FakeEmbeddings, clock: FixedClock, lite: str
+) -> None:
+    """memsearch indexes MEMORY.md, memlane's walk skips it: memlane must not
+    take it for a file of its own that went away."""
+    from fake_embedding import DIM
+    from memlane.core.paths import index_dir
+    from memlane.index.milvus.connection import LITE
+
+    mem = _memory(project, _env(fake_embeddings, lite), clock)
+    mem.write("the deploy key lives in the vault")
+    mem.sync()
+    memory_md = mem.scope.store / "MEMORY.md"
+    memory_md.write_text("- [Deploys](topics/deploys.md) — how we ship\n")
+    path = Path(lite).absolute()
+    client = LITE.acquire(path, ())
+    try:
+        kept = _memsearch_row(client, mem.collection, str(memory_md), "how we ship", DIM)
+    finally:
+        LITE.release(path)
+    mem.close()
+    for ledger in index_dir().glob("*.milvus-ledger.sqlite*"):
+        ledger.unlink()  # a lost ledger: the next run learns from the collection
+
+    again = _memory(project, _env(fake_embeddings, lite), clock)
+    try:
+        report = again.sync()
+        assert report.removed_files == 0 and report.embedded_chunks == 0
+        assert again.index.get(kept) is not None
+        again.reindex()
+        assert again.index.get(kept) is not None  # reindex rebuilt only memlane's files
+        assert again.search("deploy key vault", mode="lexical").hits
+    finally:
+        again.close()
+
+
+def test_reindex_keeps_a_sibling_store_whose_path_starts_the_same(
+    tmp_path: Path, fake_embeddings: FakeEmbeddings, clock: FixedClock, lite: str
+) -> None:
+    from helpers import make_project
+
+    env = {**_env(fake_embeddings, lite), "MEMLANE_INDEX_COLLECTION": "shared"}
+    first = make_project(tmp_path, "proj")
+    second = make_project(tmp_path, "proj-2")
+    # b's store path starts with a's: /t/m/memory and /t/m/memory-2/memory.
+    a = open_memory(first, clock=clock, lexical=False, MEMSEARCH_DIR=str(tmp_path / "m"), **env)
+    b = open_memory(
+        second,
+        clock=clock,
+        lexical=False,
+        MEMSEARCH_DIR=str(tmp_path / "m" / "memory-2"),
+        **env,
+    )
+    try:
+        assert str(b.scope.store).startswith(str(a.scope.store))
+        a.write("proj keeps its migrations in db/")
+        b.write("proj-2 keeps its migrations in sql/")
+        a.sync()
+        b.sync()
+        a.reindex()
+        hits = b.search("migrations sql", mode="lexical").hits
+        assert any("sql/" in h.content for h in hits)
+    finally:
+        a.close()
+        b.close()
+
+
+def test_without_the_milvus_extra_the_error_says_how_to_install(
+    project: Path,
+    fake_embeddings: FakeEmbeddings,
+    clock: FixedClock,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import sys
+
+    from memlane.index.protocol import IndexUnavailableError
+
+    monkeypatch.setitem(sys.modules, "pymilvus", None)  # import pymilvus fails
+    mem = _memory(project, _env(fake_embeddings, str(tmp_path / "fresh.db")), clock)
+    try:
+        mem.write("written without a Milvus client installed")
+        with pytest.raises(IndexUnavailableError) as caught:
+            mem.sync()
+        assert "pymilvus is not installed" in caught.value.message
+        assert caught.value.hint is not None and "memlane[milvus]" in caught.value.hint
+        result = mem.search("Milvus client")
+        assert any("memlane[milvus]" in n for n in result.notices)
+    finally:
+        mem.close()
+
+
+def test_a_collection_memsearch_creates_later_is_not_embedded_again(
+    project: Path, fake_embeddings: FakeEmbeddings, clock: FixedClock, lite: str
+) -> None:
+    """memlane looked first (no database yet); memsearch then created and
+    filled the collection: memlane takes its rows over instead of embedding."""
+    from fake_embedding import DIM, unit
+    from memlane.core.types import embedding_text_of
+    from memlane.index.milvus import schema
+    from memlane.index.milvus.connection import LITE
+    from memlane.store.chunker import chunk_markdown
+
+    mem = _memory(project, _env(fake_embeddings, lite), clock)
+    try:
+        entry = mem.write("the staging cluster scales to zero at night")
+        assert mem.index.files() == {}  # a read before the database exists
+        path = Path(lite).absolute()
+        client = LITE.acquire(path, ())
+        try:  # memsearch creates the collection and indexes the file
+            schema.create(client, mem.collection, DIM)
+            rows = [
+                {
+                    "chunk_hash": c.chunk_hash,
+                    "embedding": unit(embedding_text_of(c.content)).tolist(),
+                    "content": c.content,
+                    "source": c.source,
+                    "heading": c.heading,
+                    "heading_level": c.heading_level,
+                    "start_line": c.start_line,
+                    "end_line": c.end_line,
+                }
+                for c in chunk_markdown(Path(entry.path).read_text(), entry.path, mem.model)
+            ]
+            client.upsert(collection_name=mem.collection, data=rows)
+        finally:
+            LITE.release(path)
+        calls = len(fake_embeddings.requests)
+        report = mem.sync()
+        assert report.embedded_chunks == 0
+        assert len(fake_embeddings.requests) == calls  # nothing went to the embedder
+        assert mem.search("staging cluster scales", mode="lexical").hits
+    finally:
+        mem.close()
+
+
+def test_search_all_reads_the_other_projects_collections(
+    tmp_path: Path,
+    fake_embeddings: FakeEmbeddings,
+    clock: FixedClock,
+    lite: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from helpers import make_project
+
+    root = tmp_path / "work"
+    env = _env(fake_embeddings, lite)
+    here = make_project(root, "api")
+    there = make_project(root, "billing")
+    never = make_project(root, "docs")  # noqa: F841 - a project nobody indexed
+    other = open_memory(there, clock=clock, lexical=False, **env)
+    other.write("billing retries failed card charges three times")
+    other.sync()
+    other.close()
+    monkeypatch.setenv("MEMLANE_SCAN_ROOTS", str(root))
+    mem = _memory(here, env, clock)
+    try:
+        mem.write("the api rate limit is 100 requests a minute")
+        mem.sync()
+        result = mem.search("card charges retries", scope="all", mode="lexical")
+        labels = {hit.project for hit in result.hits}
+        assert str(there) in labels
+        top = next(hit for hit in result.hits if hit.project == str(there))
+        assert "card charges" in top.content
+        from memlane.engine.recall.crossrepo import expand_in_project
+
+        section = expand_in_project(mem, top.chunk_hash, str(there))
+        assert "three times" in section.content
+    finally:
+        mem.close()

@@ -94,6 +94,7 @@ def open_notes_index(scope: Scope, settings: IndexSettings) -> NotesIndex:
 
 
 def _open_milvus(settings: IndexSettings, collection: str, store: Path) -> MilvusIndex:
+    from memlane.engine.journal.indexer import walk_name
     from memlane.index.milvus.notes import MilvusIndex
 
     return MilvusIndex(
@@ -102,8 +103,13 @@ def _open_milvus(settings: IndexSettings, collection: str, store: Path) -> Milvu
         ledger_path(settings, collection, store),
         settings,
         token=settings.token,
-        source_root=os.path.realpath(store),
+        owns=lambda source: walk_name(store, source) is not None,
     )
+
+
+def open_collection(settings: IndexSettings, collection: str, store: Path) -> MilvusIndex:
+    """The Milvus collection of another project (cross-repo search reads it)."""
+    return _open_milvus(settings, collection, store)
 
 
 def reset_notes_index(scope: Scope, settings: IndexSettings, index: NotesIndex | None) -> None:

@@ -41,7 +41,7 @@ class MigrationReport:
     collection: str
     model_matched: bool
     files: int = 0
-    chunks: int = 0  # chunks of this store in the target afterwards
+    chunks: int = 0  # rows in the target collection afterwards (shared: everyone's)
     reused: int = 0  # vectors copied from the current index
     embedded: int = 0  # vectors computed by the embedder
     unembedded: int = 0  # chunks stored without a vector (no working embedder)
@@ -72,13 +72,24 @@ def target_settings(
         return dataclasses.replace(
             current, backend="sqlite", uri=directory or None, collection=collection, token=None
         )
+    if token is None and current.backend == "milvus" and _same_server(current.uri, text):
+        token = current.token  # the same server: its token, never another's
     return dataclasses.replace(
         current,
         backend="milvus",
         uri=text,
         collection=collection or current.collection,
-        token=token if token is not None else current.token,
+        token=token,
     )
+
+
+def _same_server(current_uri: str | None, target_uri: str) -> bool:
+    from urllib.parse import urlsplit
+
+    if not current_uri:
+        return False
+    a, b = urlsplit(current_uri), urlsplit(target_uri)
+    return bool(a.hostname) and (a.scheme, a.hostname, a.port) == (b.scheme, b.hostname, b.port)
 
 
 class ReusedVectors:
@@ -224,7 +235,12 @@ def switch_commands(target: IndexSettings, token_ref: str | None = None) -> list
             else "memlane config set index.uri --unset"
         )
     else:
-        commands.append(f"memlane config set index.uri {milvus_uri(target)}")
+        from memlane.index.milvus.connection import display_uri
+
+        uri = milvus_uri(target)
+        # A password in the URL is never printed: it belongs in index.token.
+        shown = display_uri(uri) if uri.lower().startswith(("http://", "https://")) else uri
+        commands.append(f"memlane config set index.uri {shown}")
         if token_ref:
             commands.append(f"memlane config set index.token {token_ref}")
     if target.collection:

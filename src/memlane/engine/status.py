@@ -193,10 +193,20 @@ def _milvus_health(memory: ProjectMemory, problem: str | None) -> dict[str, Any]
     from memlane.index.milvus.notes import MilvusIndex
 
     index = memory.index
-    health: dict[str, Any] = index.health() if isinstance(index, MilvusIndex) else {}
-    if problem and not health.get("error"):
-        health["error"] = problem.removeprefix("index: ")
-    return health
+    if problem:
+        # Already said (and waited for) by stats(): a second try would only
+        # wait out the same connect timeout or lock retries again.
+        return {
+            "backend": "milvus",
+            "uri": index.uri,
+            "collection": memory.collection,
+            "reachable": False,
+            "exists": False,
+            "rows": None,
+            "dimension": None,
+            "error": problem.removeprefix("index: "),
+        }
+    return index.health() if isinstance(index, MilvusIndex) else {}
 
 
 def _index_problem(exc: BaseException, path: Path) -> str:

@@ -191,3 +191,25 @@ def test_an_empty_collection_or_query_finds_nothing(milvus_index: MilvusIndex) -
     # As on SQLite: no stored vector, no dense leg.
     assert milvus_index.search("anything", unit_vector("a"), 3) == ("lexical", [])
     assert milvus_index.search("anything", None, 3) == ("lexical", [])
+
+
+def test_a_common_words_frequency_is_estimated_past_the_probe_cap(
+    milvus_index: MilvusIndex, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A word the probe finds at its cap is counted on a sixteenth of the rows
+    (chunk hashes are uniform hex) and scaled: its idf stays near the truth
+    instead of being that of a word in exactly ``DF_PROBE_LIMIT`` rows."""
+    from memlane.index.milvus import search
+
+    monkeypatch.setattr(search, "DF_PROBE_LIMIT", 40)
+    for n in range(16):
+        texts = [f"common note {n} {i} rare{n * 20 + i}" for i in range(20)]
+        record, chunks = make_file(str(tmp_path / "memory" / f"f{n}.md"), texts)
+        milvus_index.replace_file(record, chunks, vectors_for(chunks))
+    assert milvus_index.count() == 320
+    milvus_index.search("common rare7", unit_vector("common rare7"), 5)
+    freq = milvus_index.document_frequencies(320)
+    assert freq["rare7"] == 1
+    # Found 40 times (the cap), measured about 320: a sample of ~20 rows, so
+    # well above the cap and never above the row count.
+    assert 160 <= freq["common"] <= 320

@@ -124,6 +124,33 @@ def embedding_inputs(chunks: Sequence[IndexedChunk]) -> dict[str, str]:
     return {item.chunk.chunk_hash: embedding_text_of(item.chunk.content) for item in chunks}
 
 
+def walk_name(store: Path, source: str) -> str | None:
+    """*source* under the name the walk of *store* lists it by, or None when
+    the walk skips it (``list_markdown_files``' rules for a plain file): the
+    files memlane keeps in step with an index, present or removed."""
+    root = store.expanduser().resolve()
+    candidate = Path(source).expanduser().absolute()
+    for base in (root, store.expanduser().absolute()):
+        try:
+            relative = candidate.relative_to(base)
+        except ValueError:
+            continue
+        if not relative.parts or relative.parts == (MEMORY_INDEX,):
+            return None
+        if any(part.startswith(".") for part in relative.parts):
+            return None
+        if not relative.name.lower().endswith(MARKDOWN_SUFFIXES):
+            return None
+        listed = root / relative
+        try:
+            # A link, or a path through one, is never indexed (the walk's rule).
+            check_store_path(store, listed)
+        except UnsafePathError:
+            return None
+        return str(listed)  # a removed file too: its chunks leave the index
+    return None
+
+
 class Indexer:
     def __init__(
         self,
@@ -194,29 +221,8 @@ class Indexer:
         return plan
 
     def walk_name(self, source: str) -> str | None:
-        """*source* under the name the store walk lists it by, or None when
-        the walk skips it (``list_markdown_files``' rules for a plain file)."""
-        root = self.store.expanduser().resolve()
-        candidate = Path(source).expanduser().absolute()
-        for base in (root, self.store.expanduser().absolute()):
-            try:
-                relative = candidate.relative_to(base)
-            except ValueError:
-                continue
-            if not relative.parts or relative.parts == (MEMORY_INDEX,):
-                return None
-            if any(part.startswith(".") for part in relative.parts):
-                return None
-            if not relative.name.lower().endswith(MARKDOWN_SUFFIXES):
-                return None
-            listed = root / relative
-            try:
-                # A link, or a path through one, is never indexed (the walk's rule).
-                check_store_path(self.store, listed)
-            except UnsafePathError:
-                return None
-            return str(listed)  # a removed file too: its chunks leave the index
-        return None
+        """*source* under the name the store walk lists it by (``walk_name``)."""
+        return walk_name(self.store, source)
 
     def apply(
         self, plan: SyncPlan, operation: str = "index", progress: Progress | None = None

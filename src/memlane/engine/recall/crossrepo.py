@@ -60,7 +60,12 @@ from memlane.index.sqlite import schema
 from memlane.index.sqlite.readonly import IndexUnreadable, ReadOnlySqliteIndex
 
 if TYPE_CHECKING:
+    from memlane.core.config import Config
     from memlane.engine.ports import ProjectMemory
+    from memlane.index.milvus.notes import MilvusIndex
+
+    #: Another project's notes index, opened to read.
+    ProjectIndex = ReadOnlySqliteIndex | MilvusIndex
 
 
 # -- read-only index -----------------------------------------------------------------
@@ -82,6 +87,32 @@ def open_read_only(path: Path, settings: IndexSettings) -> ReadOnlySqliteIndex |
         if not path.exists():
             return None
         raise
+
+
+def open_project_index(
+    config: Config, collection: str, store_dir: Path, path: Path
+) -> ProjectIndex | None:
+    """Another project's notes index for reading, on the configured backend:
+    its SQLite file (``open_read_only``), or its collection at the same Milvus
+    URI. None when it was never indexed."""
+    if config.index.backend != "milvus":
+        return open_read_only(path, config.index)
+    from memlane.engine.index_backend import open_collection
+
+    index = open_collection(config.index, collection, store_dir)
+    if not index.health().get("exists"):
+        index.close()
+        return None
+    return index
+
+
+def _space_of(index: ProjectIndex) -> tuple[Any, Any]:
+    """(model, dimension) the index's vectors were made with."""
+    if isinstance(index, ReadOnlySqliteIndex):
+        meta = index.meta()
+        return meta.get(schema.META_MODEL), meta.get(schema.META_DIMENSION)
+    stats = index.stats()
+    return stats.get("model"), stats.get("dimension")
 
 
 # -- fan-out ---------------------------------------------------------------------------
@@ -246,7 +277,9 @@ def search_all(
     leg_errors = (MemlaneError, sqlite3.Error)
     for order, target in enumerate(targets):
         try:
-            index = open_read_only(target.index_path, mem.config.index)
+            index = open_project_index(
+                mem.config, target.collection, target.store_dir, target.index_path
+            )
         except leg_errors as exc:
             result.fail(target.label, _problem(exc))
             continue
@@ -302,7 +335,7 @@ def _embed_query(
 
 
 def _vector_for(
-    index: ReadOnlySqliteIndex,
+    index: ProjectIndex,
     target: ProjectTarget,
     vector: np.ndarray | None,
     space: str,
@@ -316,9 +349,7 @@ def _vector_for(
     """
     if vector is None:
         return None
-    meta = index.meta()
-    model = meta.get(schema.META_MODEL)
-    dimension = meta.get(schema.META_DIMENSION)
+    model, dimension = _space_of(index)
     if dimension is None:
         notices.append(f"{target.label} has no vectors; searched lexically (BM25)")
         return None
@@ -374,7 +405,7 @@ def expand_in_project(
 
     collection, store_dir, path = resolve_project(mem, project, env=env)
     try:
-        index = open_read_only(path, mem.config.index)
+        index = open_project_index(mem.config, collection, store_dir, path)
     except IndexUnreadable as exc:
         raise NotFoundError(f"project {project}: {exc.message}") from None
     if index is None:

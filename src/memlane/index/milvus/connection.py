@@ -98,6 +98,25 @@ def lock_is_held(path: Path) -> bool:
     return False
 
 
+INSTALL_HINT = "install the Milvus extra: pip install 'memlane[milvus]'"
+
+
+def milvus_client_class(*, lite: bool) -> Any:
+    """pymilvus's ``MilvusClient`` (and, for a local path, Milvus Lite), or a
+    one-line error saying which package is missing and how to install it."""
+    try:
+        from pymilvus import MilvusClient
+
+        if lite:
+            import milvus_lite  # noqa: F401 - only checks it is installed
+    except ImportError as exc:
+        raise IndexUnavailableError(
+            f"index.backend is milvus but {exc.name or 'pymilvus'} is not installed",
+            hint=INSTALL_HINT,
+        ) from None
+    return MilvusClient
+
+
 def _reason(exc: BaseException) -> str:
     """The one-line cause inside a pymilvus exception."""
     message = getattr(exc, "message", None)
@@ -278,7 +297,7 @@ class LiteServers:
         server_manager_instance.release_server(str(path))
 
     def _open(self, path: Path, delays_ms: Sequence[int], sleep: Callable[[float], None]) -> Any:
-        from pymilvus import MilvusClient
+        MilvusClient = milvus_client_class(lite=True)
 
         quiet_client_logs()  # after the import: pymilvus sets its levels on import
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -323,8 +342,6 @@ LITE = LiteServers()
 #: any index object of this process (a short negative cache; the next
 #: operation after it tries again).
 UNREACHABLE_RETRY_S = 5.0
-#: That negative cache: URI -> (monotonic time it may be tried again, the
-#: error it gave). Public so a test can see and age an entry.
 UNREACHABLE: dict[str, tuple[float, MemlaneError]] = {}
 
 
@@ -387,8 +404,7 @@ class Connection:
                     # out the connect timeout again (a search right after
                     # its failed catch-up index run).
                     raise IndexUnavailableError(failed[1].message, failed[1].hint)
-                from pymilvus import MilvusClient
-
+                MilvusClient = milvus_client_class(lite=False)
                 quiet_client_logs()
 
                 kwargs: dict[str, Any] = {"uri": self.raw_uri, "timeout": self.connect_timeout_s}

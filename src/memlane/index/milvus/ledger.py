@@ -101,6 +101,9 @@ class Ledger:
         try:
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
+            # Pending chunks hold memory text: a forgotten one is overwritten
+            # on disk, not just unlinked from the b-tree.
+            conn.execute("PRAGMA secure_delete=ON")
             for ddl in _DDL:
                 conn.execute(ddl)
             conn.execute("SELECT count(*) FROM files").fetchone()

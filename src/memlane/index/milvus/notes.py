@@ -11,8 +11,9 @@ operation (``connection.py``).
 from __future__ import annotations
 
 import math
+import os
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -56,12 +57,13 @@ class MilvusIndex(MilvusWriter):
         *,
         token: str | None = None,
         backoff_delays_ms: Sequence[int] = BACKOFF_DELAYS_MS,
-        source_root: str | None = None,
+        owns: Callable[[str], bool] | None = None,
     ) -> None:
-        """``source_root``: the store whose files this index keeps in step;
-        a fresh ledger only takes over sources below it."""
+        """``owns``: which sources this index keeps in step (the files the
+        store walk lists); a fresh ledger takes over only those, and a reset
+        deletes only their rows. None: every source."""
         self.settings = settings or IndexSettings()
-        self.source_root = source_root
+        self._owns = owns
         if not 0.0 <= self.settings.alpha <= 1.0:
             raise ConfigError(
                 f"index.alpha must lie in [0, 1], got {self.settings.alpha}",
@@ -82,11 +84,13 @@ class MilvusIndex(MilvusWriter):
             self._freq_rows = -1
             self._doc_freq = {}
 
-    def _frequencies(self, rows: int) -> dict[str, int]:
-        """The document-frequency cache, valid while the row count holds."""
+    def document_frequencies(self, rows: int) -> dict[str, int]:
+        """The document-frequency cache, kept while the row count stays in its
+        bucket (``row_bucket``: a few writes barely move a word's idf, and a
+        probe costs a round trip through the whole collection)."""
         with self._cache_lock:
-            if rows != self._freq_rows:
-                self._freq_rows, self._doc_freq = rows, {}
+            if row_bucket(rows) != self._freq_rows:
+                self._freq_rows, self._doc_freq = row_bucket(rows), {}
             return self._doc_freq
 
     def _centroid(self, client: Any, rows: int) -> npt.NDArray[np.float32] | None:
@@ -201,16 +205,22 @@ class MilvusIndex(MilvusWriter):
     # -- admin -----------------------------------------------------------------
 
     def reset(self, source_prefix: str) -> int:
-        """Delete the rows whose source starts with ``source_prefix`` and clear
-        the ledger (a reindex); the collection itself stays (it may be shared)."""
+        """Delete the rows of the files below the directory ``source_prefix``
+        that this index keeps in step (``owns``), and clear the ledger (a
+        reindex); the collection itself stays (it may be shared), and so do
+        rows of files memlane does not index (memsearch's ``MEMORY.md``)."""
         removed = 0
         with self._session() as client:
             if self._exists:
-                expr = f"source like {schema.like_prefix(source_prefix)}"
+                # A directory's rows, never those of a sibling whose name
+                # merely starts the same ("proj" vs "proj-2").
+                prefix = source_prefix.rstrip(os.sep) + os.sep
+                expr = f"source like {schema.like_prefix(prefix)}"
                 hashes = [
                     str(row[schema.PRIMARY])
-                    for rows in self._iterate(client, expr, [schema.PRIMARY])
+                    for rows in self._iterate(client, expr, [schema.PRIMARY, "source"])
                     for row in rows
+                    if self.owns(str(row["source"]))
                 ]
                 for start in range(0, len(hashes), 512):
                     client.delete(collection_name=self.collection, ids=hashes[start : start + 512])
@@ -275,7 +285,7 @@ class MilvusIndex(MilvusWriter):
                 self.collection,
                 rows,
                 self._centroid(client, rows) if dense else None,
-                self._frequencies(rows),
+                self.document_frequencies(rows),
             )
             fused = search.run(
                 client,

@@ -25,6 +25,9 @@ DATE = "memlane_date"
 SESSION = "memlane_session"
 #: The collection property holding memlane's vector-space string.
 MODEL_PROPERTY = "memlane.model"
+#: Read-your-writes for the reads that decide what to write or delete (a
+#: server's default, Bounded, may not yet show a row upserted a moment ago).
+STRONG = "Strong"
 
 #: Scalar fields a chunk row is read back from.
 CHUNK_FIELDS = [

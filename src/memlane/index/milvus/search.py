@@ -13,7 +13,8 @@ means what it means on the SQLite backend (``legs/relevance.py``).
   ``log(1 + (N - df + 0.5) / (df + 0.5))`` (a document of average length
   holding a word once scores exactly its idf). The document frequencies come
   from one BM25 search with one text per word: each text's hits are exactly
-  the rows holding that word (capped at ``DF_PROBE_LIMIT``). The collection's
+  the rows holding that word (capped at ``DF_PROBE_LIMIT``; a word found that
+  often is counted on a sixteenth of the rows and scaled). The collection's
   mean cosine for the query is the query against the centroid of the
   collection's unit vectors (estimated from a sample by the caller).
 
@@ -43,9 +44,15 @@ from memlane.index.legs.lexical import LexicalQuery, LexicalRanking
 from memlane.index.legs.query import STOPWORDS, query_terms
 from memlane.index.milvus import schema
 
-#: Milvus's cap on a search's limit (topk); a word in more rows than this
-#: counts as in this many.
-DF_PROBE_LIMIT = 16384
+#: Rows a document-frequency probe may return per word. Milvus Lite's cost
+#: grows with the rows a search returns (at 10k chunks a common word costs
+#: ~0.15 s at 1,024 and ~3 s at 16,384, Milvus's maximum): a word found this
+#: often is counted again on a sixteenth of the collection (``SAMPLE_PREFIXES``).
+DF_PROBE_LIMIT = 1024
+#: A common word's frequency is measured on the rows whose chunk hash (a hex
+#: sha256) starts with one of these, a uniform sixteenth, and scaled up.
+SAMPLE_PREFIXES = ("0",)
+SAMPLE_SHARE = 16
 MAX_QUERY_CHARS = 8000
 _WORD_RE = re.compile(r"\w+", re.UNICODE)
 
@@ -122,8 +129,13 @@ def lexical_leg(
         else:
             result = _bm25(client, coll, [text, *unknown], max(n, probe_limit), "")
             hits, probed = _best(result, n), result[1:]
+        common = []
         for term, found in zip(unknown, probed, strict=True):
             coll.doc_freq[term] = len(found)
+            if len(found) >= probe_limit and probe_limit < coll.rows:
+                common.append(term)
+        if common:
+            _sample_frequencies(client, coll, common, probe_limit)
     freq = {t: coll.doc_freq.get(t, 0) for t in terms}
     # A word no row holds counts as a word of one row (as on SQLite): an
     # absent telling word leaves the query weakly covered.
@@ -134,6 +146,17 @@ def lexical_leg(
     if hits is None:
         hits = _best(_bm25(client, coll, [text], n, expr), n)
     return hits, LexicalQuery(present, ideal)
+
+
+def _sample_frequencies(client: Any, coll: Collection, terms: list[str], limit: int) -> None:
+    """The frequency of words the probe found at its cap, estimated on a
+    uniform sixteenth of the rows (by chunk-hash prefix) and scaled up;
+    never below what the probe already saw, never above the row count."""
+    sample = " or ".join(f'{schema.PRIMARY} like "{p}%"' for p in SAMPLE_PREFIXES)
+    result = _bm25(client, coll, terms, limit, sample)
+    for term, found in zip(terms, result, strict=True):
+        estimate = len(found) * SAMPLE_SHARE
+        coll.doc_freq[term] = min(coll.rows, max(coll.doc_freq[term], estimate))
 
 
 def dense_leg(
@@ -167,7 +190,12 @@ def cosines(
 
 
 def count(client: Any, collection: str, expr: str = "") -> int:
-    rows = client.query(collection_name=collection, filter=expr, output_fields=["count(*)"])
+    rows = client.query(
+        collection_name=collection,
+        filter=expr,
+        output_fields=["count(*)"],
+        consistency_level=schema.STRONG,
+    )
     return int(rows[0]["count(*)"]) if rows else 0
 
 

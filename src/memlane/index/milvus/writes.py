@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -88,8 +88,12 @@ def _batches(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
 class MilvusWriter(CollectionAccess):
     """The write half of ``MilvusIndex``."""
 
-    #: The store this index keeps in step (``MilvusIndex``'s argument).
-    source_root: str | None = None
+    #: ``MilvusIndex``'s ``owns`` argument (None: every source).
+    _owns: Callable[[str], bool] | None = None
+
+    def owns(self, source: str) -> bool:
+        """Whether this index keeps ``source`` in step."""
+        return self._owns is None or self._owns(source)
 
     # -- model -----------------------------------------------------------------
 
@@ -121,22 +125,20 @@ class MilvusWriter(CollectionAccess):
         """A fresh ledger learns which sources the collection holds (those
         that are files here): they are re-read and compared with Milvus, so
         nothing it holds is embedded again. Sources that are not files here
-        are left alone: they may be another machine's, and so are files outside
-        ``source_root`` (another project on this machine sharing the collection)."""
+        are left alone: they may be another machine's, and so are the ones
+        this index does not keep in step (``owns``: another project sharing
+        the collection, memsearch's ``MEMORY.md``)."""
         if self._ledger.meta(META_RECONCILED) is not None:
             return
+        if not self._exists:
+            # Nothing to learn yet: a collection another tool creates and
+            # fills later is learnt on the first operation that sees it.
+            return
         sources: set[str] = set()
-        if self._exists:
-            for rows in self._iterate(client, "", ["source"]):
-                sources.update(str(row["source"]) for row in rows)
-        root = self.source_root
+        for rows in self._iterate(client, "", ["source"]):
+            sources.update(str(row["source"]) for row in rows)
         self._ledger.add_placeholders(
-            sorted(
-                s
-                for s in sources
-                if os.path.isfile(s)
-                and (root is None or s.startswith(root.rstrip(os.sep) + os.sep))
-            )
+            sorted(s for s in sources if self.owns(s) and os.path.isfile(s))
         )
 
     def _iterate(
@@ -160,6 +162,7 @@ class MilvusWriter(CollectionAccess):
             return {}
         rows = client.query(
             collection_name=self.collection,
+            consistency_level=schema.STRONG,
             filter=f"source == {schema.literal(source)}",
             output_fields=[schema.PRIMARY, schema.KIND, schema.DATE, schema.SESSION],
         )
@@ -247,6 +250,7 @@ class MilvusWriter(CollectionAccess):
                     expr = schema.source_in(list(part))
                     rows = client.query(
                         collection_name=self.collection,
+                        consistency_level=schema.STRONG,
                         filter=expr,
                         output_fields=[schema.PRIMARY],
                     )
