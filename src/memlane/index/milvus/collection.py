@@ -35,6 +35,11 @@ from memlane.index.protocol import DimensionMismatchError
 
 #: The collection property naming who created it / which binding it is.
 EPOCH_PROPERTY = "memlane.epoch"
+# Threads of one process share one Lite server: two creating the same
+# collection at once race inside Milvus Lite (its directory "exists" before
+# the collection does). One creation at a time per process; another process
+# is kept out by the Lite lock, a server's race by the recheck below.
+_CREATE_LOCK = threading.Lock()
 
 
 class CollectionAccess:
@@ -95,13 +100,17 @@ class CollectionAccess:
             self._dimension = None
             if create_dimension is None:
                 return False
-            try:
-                schema.create(client, name, create_dimension)
-            except Exception:
-                if not client.has_collection(name):
-                    raise
-                # Another writer created it a moment ago: check it as found.
-                return self._check(client, None)
+            with _CREATE_LOCK:
+                if client.has_collection(name):
+                    # Another thread of this process created it meanwhile.
+                    return self._check(client, None)
+                try:
+                    schema.create(client, name, create_dimension)
+                except Exception:
+                    if not client.has_collection(name):
+                        raise
+                    # Another writer created it a moment ago: check it as found.
+                    return self._check(client, None)
             created = secrets.token_hex(8)
             properties = {EPOCH_PROPERTY: created}
             model = self._ledger.meta(META_MODEL)
