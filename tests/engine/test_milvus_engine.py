@@ -391,3 +391,20 @@ def test_search_all_reads_the_other_projects_collections(
         assert "three times" in section.content
     finally:
         mem.close()
+
+
+def test_the_state_file_names_a_lite_database_by_its_path(
+    project: Path, fake_embeddings: FakeEmbeddings, clock: FixedClock, lite: str
+) -> None:
+    """memsearch writes ``milvus_uri`` as the bare path: so does memlane."""
+    from memlane.index import state
+
+    mem = _memory(project, _env(fake_embeddings, lite), clock)
+    try:
+        mem.write("the state file is shared with memsearch")
+        mem.sync()
+        recorded = state.load(mem.scope.state_path)
+        assert recorded["milvus_uri"] == str(Path(lite).absolute())
+        assert recorded["collection"] == mem.collection
+    finally:
+        mem.close()

@@ -38,6 +38,17 @@ def is_remote_uri(uri: str) -> bool:
     return uri.lower().startswith(_REMOTE_SCHEMES)
 
 
+def state_uri(index_uri: str) -> str:
+    """The backend URI as ``.index-state.json`` records it: a Milvus Lite
+    database by its bare path, as memsearch writes it, so the field does not
+    change form with whichever tool indexed last."""
+    if not index_uri.startswith("milvus-lite:"):
+        return index_uri  # SQLite, or a server URL (shown without credentials)
+    from memlane.index.milvus.connection import LITE_SCHEME
+
+    return index_uri.removeprefix(LITE_SCHEME)
+
+
 def collection_of(scope: Scope, settings: IndexSettings) -> str:
     """The collection of this project: ``index.collection`` or the derived name."""
     return settings.collection or scope.collection

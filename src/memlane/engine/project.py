@@ -238,6 +238,7 @@ class Memory:
         not rewrite the index state file.
         """
         from memlane.embed.factory import vector_space
+        from memlane.engine.index_backend import state_uri
         from memlane.index import state
 
         index = self.index
@@ -265,7 +266,7 @@ class Memory:
                 operation=operation,
                 paths=paths,
                 collection=self.collection,
-                uri=index.uri,
+                uri=state_uri(index.uri),
                 now=self.clock.now(),
             )
 
