@@ -163,3 +163,30 @@ def test_start_keeps_the_sessions_index_current(project: Path, clock: FixedClock
             )
     finally:
         viewer.close()
+
+
+def test_ctrl_c_while_the_viewer_starts_stops_it_without_an_exception(
+    project: Path, clock: FixedClock
+) -> None:
+    """A Ctrl-C that lands before uvicorn's own handlers are in place (here:
+    while the URL is printed) asks the server to stop. Raised as
+    KeyboardInterrupt wherever the main thread is, it can be swallowed (inside
+    an import's weakref callback) and leave the viewer running."""
+    from memlane.hosts.web.server import serve
+
+    store = build_web_store(project, clock)
+    viewer = Viewer(store.memory)
+    said: list[str] = []
+
+    def say(line: str) -> None:
+        said.append(line)
+        if len(said) == 1:
+            os.kill(os.getpid(), signal.SIGINT)
+
+    before = signal.getsignal(signal.SIGINT)
+    try:
+        serve(viewer, 0, say=say)  # returns: no KeyboardInterrupt, no server left running
+    finally:
+        viewer.close()
+    assert said[0].startswith("memlane ui: http://127.0.0.1:")
+    assert signal.getsignal(signal.SIGINT) is before  # the handler is put back

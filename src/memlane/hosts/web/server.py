@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import shutil
+import signal
 import socket
 from collections.abc import Callable
 from pathlib import Path
@@ -50,12 +51,20 @@ def serve(
     from memlane.hosts.web.app import build_app
 
     sock = bind(port)
-    viewer.start()  # once: the engine catches the sessions index up and keeps it current
-    address = viewer_url(sock, viewer.keys.token)
     config = uvicorn.Config(
         build_app(viewer), log_level="warning", lifespan="off", access_log=False
     )
     server = uvicorn.Server(config)
+    # Until uvicorn installs its own handlers, a Ctrl-C (or SIGTERM) asks the
+    # server to stop instead of raising KeyboardInterrupt wherever the main
+    # thread happens to be: raised inside an import's weakref callback it is
+    # swallowed, and the server would then run on.
+    previous = {
+        signum: signal.signal(signum, lambda *_: setattr(server, "should_exit", True))
+        for signum in (signal.SIGINT, signal.SIGTERM)
+    }
+    viewer.start()  # once: the engine catches the sessions index up and keeps it current
+    address = viewer_url(sock, viewer.keys.token)
     say(f"memlane ui: {address}")
     say("  (only this URL opens it: it carries the access token; Ctrl-C stops the viewer)")
     opener = _redirect_file(address) if open_browser else None
@@ -64,8 +73,11 @@ def serve(
 
         webbrowser.open(opener.as_uri())
     try:
-        server.run(sockets=[sock])
+        if not server.should_exit:
+            server.run(sockets=[sock])
     finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
         sock.close()
         if opener is not None:
             shutil.rmtree(opener.parent, ignore_errors=True)
