@@ -1,15 +1,22 @@
 """The viewer's Starlette application: the routes, errors as pages, POST checks.
 
-Handlers are ``async`` but do their (short, local) work inline: the engine's
-SQLite connections then stay on the event loop's one thread, and requests
-are answered one at a time, which is what one person's browser needs.
+Each handler hands its engine work to the viewer's one worker thread: pages
+are built one at a time (what one person's browser needs, and one thread
+for the engine's connections), while the event loop stays free, so a slow
+index (a remote Milvus timing out, a Lite database another process holds)
+never stalls the static files or the other tabs.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
+import functools
+import weakref
 from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import parse_qsl
 
 from starlette.applications import Starlette
@@ -31,6 +38,7 @@ STATIC = Path(__file__).with_name("static")
 MAX_FORM_BYTES = 16_384
 
 Handler = Callable[[Request], Awaitable[Response]]
+T = TypeVar("T")
 
 
 #: The highest page number a request may ask for (a longer number is page 1,
@@ -84,50 +92,66 @@ def build_app(viewer: Viewer) -> ASGIApp:
     Guard wraps the whole Starlette app, its error middleware included, so a
     500 carries the security headers too.
     """
+    worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memlane-ui")
+
+    async def work(fn: Callable[..., T], *args: Any) -> T:
+        """``fn(*args)`` on the worker thread (see the module docstring)."""
+        loop = asyncio.get_running_loop()
+        # In this request's context: the pages' links read its token prefix there.
+        context = contextvars.copy_context()
+        return await loop.run_in_executor(worker, functools.partial(context.run, fn, *args))
 
     async def timeline(request: Request) -> Response:
-        return _html(pages_notes.timeline(viewer, _page_no(request)))
+        return _html(await work(pages_notes.timeline, viewer, _page_no(request)))
 
     async def timeline_json(request: Request) -> Response:
         from starlette.responses import JSONResponse
 
-        return JSONResponse([d.to_json() for d in viewer.timeline.days()])
+        days = await work(viewer.timeline.days)
+        return JSONResponse([d.to_json() for d in days])
 
     async def day(request: Request) -> Response:
-        return _html(pages_notes.day(viewer, request.path_params["day"], _page_no(request)))
+        return _html(
+            await work(pages_notes.day, viewer, request.path_params["day"], _page_no(request))
+        )
 
     async def topics(request: Request) -> Response:
-        return _html(pages_notes.topics(viewer))
+        return _html(await work(pages_notes.topics, viewer))
 
     async def topic(request: Request) -> Response:
-        return _html(pages_notes.topic(viewer, request.path_params["slug"]))
+        return _html(await work(pages_notes.topic, viewer, request.path_params["slug"]))
 
     async def search(request: Request) -> Response:
-        return _html(pages_recall.search(viewer, params(request)))
+        return _html(await work(pages_recall.search, viewer, params(request)))
 
     async def expand(request: Request) -> Response:
-        return _html(pages_recall.expand_fragment(viewer, request.query_params.get("hash", "")))
+        chunk = request.query_params.get("hash", "")
+        return _html(await work(pages_recall.expand_fragment, viewer, chunk))
 
     async def transcript_fragment(request: Request) -> Response:
         q = request.query_params
-        return _html(pages_recall.transcript_fragment(viewer, q.get("path", ""), q.get("turn")))
+        return _html(
+            await work(pages_recall.transcript_fragment, viewer, q.get("path", ""), q.get("turn"))
+        )
 
     async def transcript(request: Request) -> Response:
         q = request.query_params
-        return _html(pages_recall.transcript_page(viewer, q.get("path", ""), q.get("turn")))
+        return _html(
+            await work(pages_recall.transcript_page, viewer, q.get("path", ""), q.get("turn"))
+        )
 
     async def sessions(request: Request) -> Response:
-        return _html(pages_recall.sessions(viewer, _page_no(request)))
+        return _html(await work(pages_recall.sessions, viewer, _page_no(request)))
 
     async def session(request: Request) -> Response:
         transcript_path = request.query_params.get("transcript", "")
-        return _html(pages_recall.session(viewer, transcript_path, _page_no(request)))
+        return _html(await work(pages_recall.session, viewer, transcript_path, _page_no(request)))
 
     async def health(request: Request) -> Response:
-        return _html(pages_admin.health(viewer))
+        return _html(await work(pages_admin.health, viewer))
 
     async def forget_confirm(request: Request) -> Response:
-        return _html(pages_admin.forget_confirm(viewer, params(request)))
+        return _html(await work(pages_admin.forget_confirm, viewer, params(request)))
 
     async def forget_apply(request: Request) -> Response:
         form = await _form(request)
@@ -139,7 +163,7 @@ def build_app(viewer: Viewer) -> ASGIApp:
                 "open the entry in the viewer and confirm there",
             )
             return _html(page("Refused", box), 403)
-        status, body = pages_admin.forget_apply(viewer, form)
+        status, body = await work(pages_admin.forget_apply, viewer, form)
         return _html(body, status)
 
     routes = [
@@ -159,4 +183,7 @@ def build_app(viewer: Viewer) -> ASGIApp:
         Route("/forget", _guarded(forget_apply), methods=["POST"]),
         Mount("/static", app=StaticFiles(directory=STATIC), name="static"),
     ]
-    return Guard(Starlette(routes=routes), keys=viewer.keys)
+    app = Guard(Starlette(routes=routes), keys=viewer.keys)
+    # The worker thread goes with the application (it is idle between pages).
+    weakref.finalize(app, worker.shutdown, wait=False)
+    return app

@@ -94,6 +94,12 @@ def _search_form(params: Mapping[str, str]) -> str:
     )
 
 
+def _in_store(viewer: Viewer, source: str) -> bool:
+    store = viewer.memory.scope.store
+    path = Path(source)
+    return path.is_relative_to(store) or path.is_relative_to(store.resolve())
+
+
 def _hit(viewer: Viewer, hit: Mapping[str, Any]) -> str:
     kind = str(hit.get("kind") or "journal")  # the engine's; unset only for another project
     chunk = str(hit["chunk_hash"])
@@ -103,6 +109,12 @@ def _hit(viewer: Viewer, hit: Mapping[str, Any]) -> str:
         else f"{hit['source']} turn {hit.get('turn')}"
     )
     actions = []
+    if kind != "session" and not _in_store(viewer, str(hit["source"])):
+        # A chunk of a file this machine does not hold (a shared Milvus
+        # collection: another machine's or project's store): shown as the
+        # search returned it, with nothing to expand, open or forget here.
+        note = '<span class="note">from another store: shown as found</span>'
+        return _hit_article(hit, chunk, kind, where, note)
     if kind == "session":
         actions.append(
             f'<button type="button" class="transcript" data-path="{esc(hit["source"])}" '
@@ -119,13 +131,19 @@ def _hit(viewer: Viewer, hit: Mapping[str, Any]) -> str:
         if day is not None:
             actions.append(link(url(f"/day/{day}"), f"open {day}", class_="day"))
         actions.append(link(url("/forget", {"chunk_hash": chunk}), "forget…", class_="forget"))
+    return _hit_article(hit, chunk, kind, where, " ".join(actions))
+
+
+def _hit_article(hit: Mapping[str, Any], chunk: str, kind: str, where: str, actions: str) -> str:
+    """One hit: score, kind, heading, where it is from, its text and its
+    actions (HTML)."""
     return (
         f'<article class="hit" data-hash="{esc(chunk)}" data-kind="{esc(kind)}">'
         f'<header><span class="score">{float(hit["score"]):.3f}</span>'
         f'<span class="kind">{esc(kind)}</span><strong>{esc(hit.get("heading") or "")}</strong>'
         f'<span class="where">{esc(where)}</span></header>'
         f'<div class="content">{markdown_html(str(hit.get("content", "")))}</div>'
-        f'<div class="actions">{" ".join(actions)}</div><div class="more"></div></article>'
+        f'<div class="actions">{actions}</div><div class="more"></div></article>'
     )
 
 
