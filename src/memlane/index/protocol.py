@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
+import numpy.typing as npt
 
 from memlane.core.errors import MemlaneError
 from memlane.core.types import Chunk, Kind, SearchMode, context_of
@@ -106,6 +107,17 @@ def file_contexts(chunks: Iterable[IndexedChunk]) -> dict[str, str]:
         out[item.chunk.chunk_hash] = context_of(previous.chunk.content) if same and previous else ""
         previous = item
     return out
+
+
+def query_vector_of(
+    vector: npt.ArrayLike | None, *, lexical: bool
+) -> npt.NDArray[np.float32] | None:
+    """The query vector as every index searches with it (float32, flat), or
+    None; a semantic-only search (``lexical`` False) must have one."""
+    qvec = None if vector is None else np.asarray(vector, dtype=np.float32).reshape(-1)
+    if not lexical and qvec is None:
+        raise ValueError("a semantic-only search needs a query vector")
+    return qvec
 
 
 class Scored(Protocol):

@@ -27,7 +27,13 @@ from memlane.index.legs.fusion import fusion_method
 from memlane.index.milvus import schema, search
 from memlane.index.milvus.ledger import META_COLLECTION, META_MODEL, META_URI
 from memlane.index.milvus.writes import MilvusWriter, indexed_of
-from memlane.index.protocol import FileRecord, IndexedChunk, ScoredChunk, SearchFilters
+from memlane.index.protocol import (
+    FileRecord,
+    IndexedChunk,
+    ScoredChunk,
+    SearchFilters,
+    query_vector_of,
+)
 from memlane.index.sqlite.notes import candidate_count
 
 if TYPE_CHECKING:
@@ -268,11 +274,9 @@ class MilvusIndex(MilvusWriter):
     ) -> tuple[SearchMode, list[ScoredChunk]]:
         """Hybrid search; ``vector`` None skips the dense leg (mode lexical),
         ``lexical`` False the BM25 leg (mode semantic)."""
-        qvec = None if vector is None else np.asarray(vector, dtype=np.float32).reshape(-1)
+        qvec = query_vector_of(vector, lexical=lexical)
         if filters is not None and filters.is_empty():
             filters = None
-        if not lexical and qvec is None:
-            raise ValueError("a semantic-only search needs a query vector")
         with self._session() as client:
             if qvec is not None and self._exists:
                 self._check_dimension(qvec.size)

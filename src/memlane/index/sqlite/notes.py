@@ -37,6 +37,7 @@ from memlane.index.protocol import (
     IndexedChunk,
     ScoredChunk,
     SearchFilters,
+    query_vector_of,
 )
 from memlane.index.sqlite import schema
 from memlane.index.sqlite.file import BUSY_TIMEOUT_S as BUSY_TIMEOUT_S
@@ -331,11 +332,9 @@ class SqliteIndex(NotesWriter):
     ) -> tuple[SearchMode, list[ScoredChunk]]:
         """Hybrid search; ``vector`` None skips the dense leg (mode lexical),
         ``lexical`` False skips the BM25 leg (mode semantic)."""
-        qvec = None if vector is None else np.asarray(vector, dtype=np.float32).reshape(-1)
+        qvec = query_vector_of(vector, lexical=lexical)
         if filters is not None and filters.is_empty():
             filters = None
-        if not lexical and qvec is None:
-            raise ValueError("a semantic-only search needs a query vector")
         return self._run(lambda conn: self._search(conn, query, qvec, k, filters, lexical))
 
     def _search(

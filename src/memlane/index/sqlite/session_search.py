@@ -16,7 +16,7 @@ from memlane.core.settings import IndexSettings, SessionsSettings
 from memlane.core.types import SearchMode
 from memlane.index.legs import lexical, relevance
 from memlane.index.legs.fusion import FusionMethod
-from memlane.index.protocol import SearchFilters
+from memlane.index.protocol import SearchFilters, query_vector_of
 from memlane.index.session_docs import ScoredDoc, SessionFilters, StoredDoc, search_filters
 from memlane.index.sqlite import schema
 from memlane.index.sqlite.file import search_mode
@@ -112,9 +112,7 @@ class SessionSearch(SessionRedaction):
     ) -> tuple[SearchMode, list[ScoredDoc]]:
         """Hybrid search; ``vector`` None skips the dense leg (mode lexical),
         ``lexical`` False skips the BM25 leg (mode semantic)."""
-        qvec = None if vector is None else np.asarray(vector, dtype=np.float32).reshape(-1)
-        if not lexical and qvec is None:
-            raise ValueError("a semantic-only search needs a query vector")
+        qvec = query_vector_of(vector, lexical=lexical)
         shared = search_filters(filters)
         return self._run(lambda conn: self._search(conn, query, qvec, k, shared, lexical))
 
