@@ -30,6 +30,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from memlane.core import link
+
 sys.path.insert(0, str(Path(__file__).parent))
 import memlane
 from _common import percentile, print_table, write_json
@@ -89,9 +91,9 @@ class Bench:
                 out.write(json.dumps({**line, "sessionId": session_id, "parentUuid": None}) + "\n")
 
     def engine_pid(self) -> int | None:
-        lock = Path(self.env["MEMLANE_HOME"]) / "claude-code" / "engine.lock"
+        place = link.Place(self.env["MEMLANE_HOME"], link.engine_key(self.env))
         try:
-            pid = int(lock.read_text().split()[0])
+            pid = int(Path(place.lock).read_text().split()[0])
             os.kill(pid, 0)
         except (OSError, ValueError, IndexError):
             return None

@@ -33,7 +33,16 @@ import pytest
 
 from fake_embedding import FakeEmbeddings
 from fake_llm import FakeAnthropic, FakeOpenAI
-from helpers import NOW, Cli, FixedClock, isolate_environment, make_project, open_memory
+from helpers import (
+    NOW,
+    Cli,
+    FixedClock,
+    engine_pids,
+    isolate_environment,
+    make_project,
+    open_memory,
+    stop_engines,
+)
 from memlane.engine.project import Memory
 
 
@@ -85,6 +94,16 @@ def shared_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("memlane-cache")
 
 
+@pytest.fixture(scope="module", autouse=True)
+def no_engine_outlives_its_module() -> Iterator[None]:
+    """Engines a module-scoped fixture's clients started (the end-to-end worlds)."""
+    before = set(engine_pids())
+    yield
+    started = set(engine_pids()) - before
+    if started:
+        stop_engines(only=started)
+
+
 @pytest.fixture(autouse=True)
 def isolated_home(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch, shared_cache: Path
@@ -94,8 +113,13 @@ def isolated_home(
     from memlane.core.scope import clear_store_command_cache
 
     clear_store_command_cache()
+    before = set(engine_pids())
     yield home
     clear_store_command_cache()
+    # An engine a test's client started (in any home) must not outlive the test.
+    started = set(engine_pids()) - before
+    if started:
+        stop_engines(only=started)
 
 
 @pytest.fixture

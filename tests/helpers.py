@@ -19,6 +19,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -82,6 +83,57 @@ def isolate_environment(monkeypatch: pytest.MonkeyPatch, home: Path, cache: Path
     monkeypatch.setenv("PI_CODING_AGENT_DIR", str(home / "pi-agent"))
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(home / "claude"))
     monkeypatch.delenv("PI_CODING_AGENT_SESSION_DIR", raising=False)
+
+
+#: ``python -m`` name of the warm engine (core/link.py's ENGINE_MODULE).
+ENGINE_MODULE = "memlane.hosts.server"
+
+
+def engine_pids(home: Path | None = None) -> list[int]:
+    """The warm engines running for *home* (every one of this user when None)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
+            if ENGINE_MODULE.encode() not in cmdline:
+                continue
+            state = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            if state == "Z":
+                continue
+            if home is not None:
+                environ = Path(f"/proc/{entry}/environ").read_bytes().split(b"\0")
+                if f"MEMLANE_HOME={home}".encode() not in environ:
+                    continue
+        except OSError:
+            continue
+        found.append(int(entry))
+    return found
+
+
+def stop_engines(
+    home: Path | None = None, wait_s: float = 20.0, *, only: set[int] | None = None
+) -> None:
+    """SIGTERM every engine of *home* (or those in *only*): they end their sessions;
+    SIGKILL what is left after *wait_s*. No test leaves an engine behind."""
+    import signal
+
+    def mine() -> list[int]:
+        pids = engine_pids(home)
+        return [pid for pid in pids if only is None or pid in only]
+
+    pids = mine()
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + wait_s
+    while pids and time.monotonic() < deadline:
+        time.sleep(0.05)
+        pids = mine()
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
 
 
 def make_project(parent: Path, name: str = "proj", *, git: bool = True) -> Path:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -28,7 +27,7 @@ from typing import Any
 
 from pi_harness import NPM_FAST_FAIL, NpmUnavailable, _locked, _npm, _npm_reason
 
-from helpers import make_project
+from helpers import make_project, stop_engines
 
 CLAUDE_PACKAGE = "@anthropic-ai/claude-code@2.1.332"
 CLAUDE_VERSION = "2.1.332"
@@ -36,7 +35,6 @@ INSTALL_TIMEOUT_S = 900
 RUN_TIMEOUT_S = 120
 REPO = Path(__file__).resolve().parents[2]
 MEMLANE = str(Path(sys.executable).parent / "memlane")
-ENGINE_MODULE = "memlane.hosts.claude_code.daemon"
 
 
 @dataclass(frozen=True)
@@ -235,27 +233,15 @@ class ClaudeWorld:
         return "\n".join(p.read_text(encoding="utf-8") for p in self.daily_files())
 
     def engine_log(self) -> str:
-        path = self.memlane_home / "claude-code" / "engine.log"
-        return path.read_text(encoding="utf-8", errors="replace") if path.exists() else ""
+        logs = sorted((self.memlane_home / "engine").glob("*.log"))
+        return "".join(p.read_text(encoding="utf-8", errors="replace") for p in logs)
 
     def stop_engine(self, timeout_s: float = 20) -> None:
         """End this world's memlane engine (it would idle for minutes): SIGTERM, then SIGKILL."""
-        try:
-            pid = int((self.memlane_home / "claude-code" / "engine.lock").read_text().split()[0])
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-        except (OSError, ValueError, IndexError):
-            return
-        if ENGINE_MODULE.encode() not in cmdline:
-            return  # the engine is gone and its pid reused
-        os.kill(pid, signal.SIGTERM)
-        deadline = time.monotonic() + timeout_s
-        while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        if Path(f"/proc/{pid}").exists():
-            os.kill(pid, signal.SIGKILL)
+        stop_engines(self.memlane_home, timeout_s)
 
     def hook_failures(self) -> list[dict[str, Any]]:
-        path = self.memlane_home / "claude-code" / "hook-failures.jsonl"
+        path = self.memlane_home / "engine" / "client-failures.jsonl"
         if not path.exists():
             return []
         return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -34,10 +36,21 @@ def state(ctx: typer.Context) -> CliState:
     return obj
 
 
+#: Who opens a command's memory: unset, the command opens the project itself;
+#: inside the warm engine, a handle on the memory the engine holds
+#: (hosts/server/commands.py), so the command shares its loaded model.
+memory_opener: ContextVar[Callable[[Path | None, Clock], Memory] | None] = ContextVar(
+    "memory_opener", default=None
+)
+
+
 def open_memory(ctx: typer.Context) -> Memory:
     from memlane.engine.project import Memory
 
     current = state(ctx)
+    opener = memory_opener.get()
+    if opener is not None:
+        return opener(current.directory, current.clock)
     return Memory.open(current.directory, clock=current.clock)
 
 

@@ -21,6 +21,7 @@ from memlane.cli import (
     commands,
     config_cmds,
     dream_cmds,
+    engine_cmds,
     host_cmds,
     import_cmds,
     install_cmds,
@@ -76,6 +77,7 @@ def root(
 
 commands.register(app)
 host_cmds.register(app)
+engine_cmds.register(app)
 install_cmds.register(app)
 mcp_cmds.register(app)
 topic_cmds.register(app)

@@ -135,8 +135,10 @@ class Status:
     llm_budget: dict[str, Any] | None = None
     # The topic memory at a glance (engine/topics/overview.py), when readable.
     topics: dict[str, Any] | None = None
-    # Claude Code hook calls that failed or were too slow (engine/hook_failures.py).
+    # Thin-client calls that failed open or were too slow (engine/warm_engine.py).
     hooks: dict[str, Any] | None = None
+    # The warm engine of this home: running (pid, start, memory) or not.
+    engine: dict[str, Any] = field(default_factory=dict)
     # Can the index backend be used right now: reachable, collection, rows, error.
     index_health: dict[str, Any] = field(default_factory=dict)
 
@@ -165,6 +167,7 @@ class Status:
             "auto_context": dict(self.auto_context),
             "session": self.session,
             "hooks": self.hooks,
+            "engine": self.engine,
             "damaged_lines": [line.to_json() for line in self.damaged],
             "notices": list(self.notices),
         }
@@ -271,10 +274,12 @@ def status_rows(st: Status) -> list[tuple[str, str]]:
         from memlane.engine.journal.capture_recovery import status_line
 
         rows.append(("capture journal", status_line(capture["journal"])))
-    if st.hooks:
-        from memlane.engine import hook_failures
+    from memlane.engine import warm_engine
 
-        rows.append(("claude code hooks", hook_failures.status_line(st.hooks)))
+    if st.engine:
+        rows.append(("engine", warm_engine.engine_line(st.engine)))
+    if st.hooks:
+        rows.append(("client failures", warm_engine.status_line(st.hooks)))
     ac = st.auto_context
     if ac.get("enabled"):
         rows.append(

@@ -134,11 +134,12 @@ def project_status(
         interrupted = pending_recovery(memory.scope.store)
         if interrupted:
             missing.append(f"topics: {interrupted}")
-    from memlane.engine import hook_failures
+    from memlane.engine import warm_engine
 
     return Status(
         topics=None if refused else _topics_of(memory),
-        hooks=hook_failures.summary(),
+        hooks=warm_engine.summary(),
+        engine=warm_engine.engine_info(memory.clock.now().timestamp()),
         sessions=sessions_stats,
         versions=versions,
         scope={**memory.scope.to_json(), "collection": memory.collection},

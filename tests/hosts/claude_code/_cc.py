@@ -9,37 +9,18 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import memlane
-from helpers import wait_for
+from helpers import engine_pids, stop_engines, wait_for
+from memlane.core import link
 
 HOOK = Path(memlane.__file__).parent / "hosts" / "claude_code" / "hook.py"
 SRC = Path(memlane.__file__).parent.parent
-ENGINE_MODULE = "memlane.hosts.claude_code.daemon"
-
-
-def engine_pids(home: Path) -> list[int]:
-    """The memlane engines running for *home* (every process of this user)."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
-            if ENGINE_MODULE.encode() not in cmdline:
-                continue
-            environ = Path(f"/proc/{entry}/environ").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if f"MEMLANE_HOME={home}".encode() in environ:
-            found.append(int(entry))
-    return found
+__all__ = ["engine_pids"]
 
 
 def memlane_pids(home: Path) -> list[int]:
@@ -108,22 +89,19 @@ class Hooks:
         """Run one hook call: its output (None when it printed nothing); it must exit 0."""
         return finish(self.start(event, session_id, env, **fields))
 
+    def place(self) -> link.Place:
+        """Where the hooks' engine keeps its files (its key is of the hooks' environment)."""
+        return link.Place(str(self.home), link.engine_key(self.env))
+
     def failures(self) -> list[dict[str, Any]]:
-        path = self.home / "claude-code" / "hook-failures.jsonl"
+        path = self.home / "engine" / "client-failures.jsonl"
         if not path.exists():
             return []
         return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
     def stop_engines(self) -> None:
         """SIGTERM every engine of this home, SIGKILL what is left after 20 s."""
-        pids = engine_pids(self.home)
-        for pid in pids:
-            os.kill(pid, signal.SIGTERM)
-        deadline = time.monotonic() + 20
-        while engine_pids(self.home) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        for pid in engine_pids(self.home):
-            os.killpg(pid, signal.SIGKILL)
+        stop_engines(self.home)
 
     def wait_engine_gone(self, timeout: float = 30.0) -> None:
         wait_for(lambda: not engine_pids(self.home), timeout, "the engine exits")

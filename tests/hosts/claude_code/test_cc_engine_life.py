@@ -25,7 +25,6 @@ from memlane.core.scope import resolve_scope
 from memlane.engine.journal.capture_journal import journal_dir
 from memlane.engine.journal.capture_recovery import summary
 from memlane.hosts.claude_code import running
-from memlane.hosts.claude_code.hook import socket_path
 
 pytestmark = pytest.mark.subprocess
 
@@ -56,8 +55,8 @@ def test_after_session_end_and_the_idle_time_no_memlane_process_is_left(hooks: H
     assert len(engine_pids(hooks.home)) == 1
     hooks.call("SessionEnd", SESSION, reason="prompt_input_exit")
     wait_for(lambda: not memlane_pids(hooks.home), 30, "every memlane process gone")
-    assert not Path(socket_path(str(hooks.home))).exists()
-    log = (hooks.home / "claude-code" / "engine.log").read_text()
+    assert not Path(hooks.place().preferred_socket()).exists()
+    log = Path(hooks.place().log).read_text()
     assert "idle for" in log
 
 
@@ -78,7 +77,7 @@ def test_an_engine_killed_mid_capture_loses_nothing(hooks: Hooks, project: Path)
     hanging = {"MEMLANE_LLM_PROVIDER": "command", "MEMLANE_LLM_COMMAND": "sleep 120"}
     hooks.call("SessionStart", SESSION, env=hanging, source="startup")
     turn = write_turn(project, question="where do the logs go?", answer="To /var/log/app.")
-    hooks.call("Stop", SESSION)
+    hooks.call("Stop", SESSION, env=hanging)
     (pid,) = engine_pids(hooks.home)
     journal = journal_dir(resolve_scope(project))
     assert summary(journal)["queued"] == 1  # on disk, held by the live engine
@@ -99,8 +98,8 @@ class StuckEngine:
     """A process-less stand-in at the engine's socket that accepts and never answers,
     or answers an error."""
 
-    def __init__(self, home: Path, *, answer: bytes | None, first: bytes | None = None) -> None:
-        path = socket_path(str(home))
+    def __init__(self, hooks: Hooks, *, answer: bytes | None, first: bytes | None = None) -> None:
+        path = hooks.place().preferred_socket()
         os.makedirs(os.path.dirname(path), exist_ok=True)
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.listener.bind(path)
@@ -134,7 +133,7 @@ class StuckEngine:
 def test_a_slow_engine_costs_the_session_nothing_and_is_counted(
     hooks: Hooks, project: Path
 ) -> None:
-    stuck = StuckEngine(hooks.home, answer=None)
+    stuck = StuckEngine(hooks, answer=None)
     try:
         assert hooks.call("UserPromptSubmit", SESSION, prompt="hello") is None
     finally:
@@ -145,13 +144,14 @@ def test_a_slow_engine_costs_the_session_nothing_and_is_counted(
     status = run_memlane("status", "--json", cwd=project, env=hooks.env)
     assert json.loads(status.stdout)["hooks"]["slow"] == 1
     text = run_memlane("status", cwd=project, env=hooks.env).stdout
-    assert "claude code hooks" in text and "0 failed, 1 slow" in text
+    assert "client failures" in text and "0 failed, 1 slow" in text
+    assert "claude-code hook UserPromptSubmit" in text
 
 
 def test_a_failing_engine_costs_the_session_nothing_and_is_counted(
     hooks: Hooks, project: Path
 ) -> None:
-    stuck = StuckEngine(hooks.home, answer=b"error\ninternal error: boom")
+    stuck = StuckEngine(hooks, answer=b"error\ninternal error: boom")
     try:
         assert hooks.call("SessionStart", SESSION, source="startup") is None
     finally:
@@ -165,7 +165,7 @@ def test_a_failing_engine_costs_the_session_nothing_and_is_counted(
 def test_an_engine_that_closes_without_answering_is_asked_again(hooks: Hooks) -> None:
     # An engine going away may accept a call and close it unanswered: the hook asks once more.
     output = b'ok\n{"systemMessage": "memlane: memory on"}'
-    stuck = StuckEngine(hooks.home, answer=output, first=b"")
+    stuck = StuckEngine(hooks, answer=output, first=b"")
     try:
         out = hooks.call("SessionStart", SESSION, source="startup")
     finally:
@@ -174,14 +174,13 @@ def test_an_engine_that_closes_without_answering_is_asked_again(hooks: Hooks) ->
     assert hooks.failures() == []
 
 
-def test_a_socket_directory_others_may_write_to_is_never_used(hooks: Hooks) -> None:
-    directory = Path(socket_path(str(hooks.home))).parent
+def test_an_engine_directory_others_may_write_to_is_never_used(hooks: Hooks) -> None:
+    directory = Path(hooks.place().directory)
     directory.mkdir(parents=True)
     directory.chmod(0o777)
     assert hooks.call("SessionStart", SESSION, source="startup") is None
     assert engine_pids(hooks.home) == []
-    (failure,) = hooks.failures()
-    assert "not a private directory" in failure["detail"]
+    assert not list(directory.iterdir())  # nothing written where others may write
 
 
 def test_an_engine_whose_socket_is_gone_exits(hooks: Hooks, project: Path) -> None:
@@ -190,7 +189,7 @@ def test_an_engine_whose_socket_is_gone_exits(hooks: Hooks, project: Path) -> No
     hooks.call("Stop", SESSION)
     assert len(engine_pids(hooks.home)) == 1
     (old,) = engine_pids(hooks.home)
-    Path(socket_path(str(hooks.home))).unlink()  # MEMLANE_HOME wiped, say: no hook finds it
+    Path(hooks.place().preferred_socket()).unlink()  # MEMLANE_HOME wiped, say: no hook finds it
     # The next hook starts an engine, which takes over once the old one has gone.
     out = hooks.call("SessionStart", "next-session", source="startup")
     assert out is not None
@@ -215,19 +214,19 @@ def test_an_engine_that_dies_at_start_fails_the_hook_at_once(hooks: Hooks) -> No
     (failure,) = hooks.failures()
     assert failure["what"] == "failed"
     assert "the engine exited at start" in failure["detail"]
-    assert str(hooks.home / "claude-code" / "engine.log") in failure["detail"]
+    assert hooks.place().log in failure["detail"]
 
 
 def test_a_bad_idle_setting_leaves_the_engine_serving(
     isolated_home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from memlane.hosts.claude_code import daemon
+    from memlane.hosts.server import process
 
-    monkeypatch.setenv("MEMLANE_DAEMON_IDLE_S", "soon")
-    assert daemon.configured_idle_s() == daemon.DEFAULT_IDLE_S
-    (isolated_home / "config.toml").write_text("[daemon]\nidle_s = 'later'\n")
-    monkeypatch.delenv("MEMLANE_DAEMON_IDLE_S")
-    assert daemon.configured_idle_s() == daemon.DEFAULT_IDLE_S
+    monkeypatch.setenv("MEMLANE_ENGINE_IDLE_S", "soon")
+    assert process.configured_idle_s() == process.DEFAULT_IDLE_S
+    (isolated_home / "config.toml").write_text("[engine]\nidle_s = 'later'\n")
+    monkeypatch.delenv("MEMLANE_ENGINE_IDLE_S")
+    assert process.configured_idle_s() == process.DEFAULT_IDLE_S
 
 
 def test_a_session_whose_claude_code_died_without_session_end_is_ended(
@@ -252,6 +251,6 @@ def test_a_session_whose_claude_code_died_without_session_end_is_ended(
         30,
         "the engine ends the session of a Claude Code that is gone",
     )
-    log = (hooks.home / "claude-code" / "engine.log").read_text()
+    log = Path(hooks.place().log).read_text()
     assert f"session {SESSION[:8]}: Claude Code" in log
     assert engine_pids(hooks.home)  # ended by the engine, which still serves

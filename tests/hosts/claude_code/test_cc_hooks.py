@@ -8,6 +8,7 @@ path, so the socket takes its short fallback path under /tmp.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,7 +17,6 @@ from _cc import Hooks, daily_text, engine_pids, finish
 
 from _transcript_builders import ClaudeSession
 from helpers import wait_for
-from memlane.hosts.claude_code.hook import socket_path
 from memlane.hosts.mcp.server import Engine
 
 pytestmark = pytest.mark.subprocess
@@ -48,19 +48,32 @@ def write_turn(project: Path, session_id: str = SESSION, *, question: str, answe
     return last
 
 
-def test_a_long_memlane_home_gets_a_short_socket_path(tmp_path: Path, project: Path) -> None:
+def test_a_long_memlane_home_gets_a_short_private_socket_path(
+    tmp_path: Path, project: Path
+) -> None:
     home = tmp_path / ("a-long-directory-name-" * 5) / "memlane-home"
     home.mkdir(parents=True)
-    path = socket_path(str(home))
-    assert len(path.encode()) <= 100
-    assert path.startswith("/tmp/memlane-")
+    # What another local user could do: create /tmp/memlane-<uid> first, open to all.
+    # No socket is ever put at a name someone else can create.
+    squatted = Path(f"/tmp/memlane-{os.getuid()}")
+    made = not squatted.exists()
+    if made:
+        squatted.mkdir()
+        squatted.chmod(0o777)
     long_home = Hooks(home, project)
     try:
         out = long_home.call("SessionStart", SESSION, source="startup")
         assert out is not None and out["hookSpecificOutput"]["additionalContext"]
-        assert Path(path).is_socket()
+        path = long_home.place().socket_path()
+        assert path is not None and len(path.encode()) <= 100
+        assert Path(path).is_socket() and Path(path).parent != squatted
+        assert (Path(path).parent.stat().st_mode & 0o777) == 0o700
     finally:
         long_home.stop_engines()
+        if made:
+            squatted.rmdir()
+    # The engine took its private directory away with it.
+    assert not Path(path).parent.exists()
 
 
 def test_session_start_gives_the_snapshot_and_a_status_line(hooks: Hooks) -> None:
@@ -169,7 +182,7 @@ def test_no_hooks_does_nothing(hooks: Hooks) -> None:
     out = hooks.call("SessionStart", SESSION, env={"MEMLANE_NO_HOOKS": "1"}, source="startup")
     assert out is None
     assert engine_pids(hooks.home) == []
-    assert not (hooks.home / "claude-code").exists()
+    assert not (hooks.home / "engine").exists()
 
 
 def test_stop_hook_active_captures_nothing(hooks: Hooks, project: Path) -> None:

@@ -13,12 +13,13 @@ from test_cc_hooks import SESSION, write_turn
 
 from _transcript_builders import ClaudeSession
 from helpers import FixedClock, make_project
+from memlane.core import link
 from memlane.core.scope import resolve_scope
-from memlane.engine import hook_failures
+from memlane.engine import warm_engine
 from memlane.hosts.claude_code import hook, running
 from memlane.hosts.claude_code.exchange import read_turn
-from memlane.hosts.claude_code.projects import Projects
 from memlane.hosts.mcp.server import Engine
+from memlane.hosts.server.projects import Projects
 from memlane.store.anchor import ANCHOR_RE
 
 
@@ -77,11 +78,11 @@ def test_a_stop_before_the_transcript_holds_the_answer_takes_the_one_it_names(
     assert early.exchange.entry_id in late.ids
 
 
-def test_both_sides_of_the_socket_find_the_same_files(isolated_home: Path) -> None:
-    home = hook.memlane_home()
-    assert home == str(isolated_home.resolve())
-    assert Path(hook.failures_path(home)) == hook_failures.failures_path()
-    assert Path(hook.engine_dir(home)) / "running" == running.records_dir()
+def test_clients_and_status_find_the_same_files(isolated_home: Path) -> None:
+    place = link.Place()
+    assert place.home == str(isolated_home.resolve())
+    assert Path(place.failures) == warm_engine.failures_path()
+    assert Path(place.directory).parent / "claude-code" / "running" == running.records_dir()
 
 
 def test_memory_write_over_mcp_is_anchored_to_the_running_claude_code_session(
@@ -113,10 +114,9 @@ def test_the_session_claude_code_names_wins_and_an_ended_one_is_gone(
     running.note(collection, "a", "/tmp/a.jsonl", os.getpid())
     running.note(collection, "b", "/tmp/b.jsonl", os.getpid())
     assert running.current(collection, parent_pid=os.getpid()) == ("b", "/tmp/b.jsonl")
-    monkeypatch.setenv(running.SESSION_ENV, "a")
-    assert running.current(collection, parent_pid=os.getpid()) == ("a", "/tmp/a.jsonl")
+    assert running.current(collection, parent_pid=os.getpid(), wanted="a") == ("a", "/tmp/a.jsonl")
     running.ended(collection, "b")
-    assert running.current(collection) == ("a", "/tmp/a.jsonl")
+    assert running.current(collection, wanted="a") == ("a", "/tmp/a.jsonl")
     records = json.loads((running.records_dir() / f"{collection}.json").read_text())
     assert set(records["sessions"]) == {"a"}
 
@@ -177,10 +177,11 @@ def test_a_session_claude_code_names_but_no_hook_reported_finds_its_transcript(
     transcript = claude_project_dir(str(project)) / "named.jsonl"
     transcript.parent.mkdir(parents=True)
     transcript.write_text("{}\n")
-    monkeypatch.setenv(running.SESSION_ENV, "named")
-    monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(project))
     collection = resolve_scope(project).collection
-    assert running.current(collection) == ("named", str(transcript))
+    assert running.current(collection, wanted="named", cwd=str(project)) == (
+        "named",
+        str(transcript),
+    )
 
 
 def test_a_turn_counts_as_captured_only_once_it_was_queued(project: Path) -> None:

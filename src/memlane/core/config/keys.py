@@ -207,10 +207,18 @@ KEYS: dict[str, Key] = {
         Key("session.shutdown_cap_ms", int, S.SHUTDOWN_CAP_MS, "SHUTDOWN_CAP_MS"),
         Key("session.shutdown_grace_ms", int, S.SHUTDOWN_GRACE_MS, "SHUTDOWN_GRACE_MS"),
         Key(
-            "daemon.idle_s",
+            "engine.idle_s",
             float,
             600.0,
-            "the Claude Code engine exits after this many seconds with nothing to do",
+            "the warm engine exits after this many seconds with no client and nothing to do",
+            aliases=("MEMLANE_DAEMON_IDLE_S",),
+        ),
+        Key(
+            "engine.cli_starts",
+            bool,
+            False,
+            "a one-off CLI command (search, write, ...) starts the warm engine when none "
+            "runs; otherwise it uses one only when an agent or MCP client started it",
         ),
         Key(
             "session.backoff_delays_ms",

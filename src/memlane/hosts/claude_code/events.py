@@ -6,7 +6,7 @@
 | SessionStart (compact), PreCompact | ``Session.compacted()``: the snapshot rebuilt | SessionStart: the new snapshot |
 | UserPromptSubmit | ``Session.before_agent_start(prompt)`` | the hidden message as ``additionalContext`` |
 | Stop | the settled exchange read from the transcript → ``Session.agent_settled`` (journaled before the answer) | nothing |
-| SessionEnd | ``Session.shutdown()`` | nothing |
+| SessionEnd | ``Session.shutdown()``, on the engine's threads (the hook returns at once) | nothing |
 
 A session whose Claude Code process died without a SessionEnd is ended the
 same way on the engine's idle tick (``end_abandoned``).
@@ -22,7 +22,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from memlane.hosts.claude_code import running, turns
-from memlane.hosts.claude_code.projects import Project, Projects
+from memlane.hosts.server.projects import Project, Projects
 
 if TYPE_CHECKING:
     from memlane.engine.live.session import Session
@@ -74,8 +74,11 @@ class Events:
         return project.run(job).result()
 
     def _end(self, project: Project, session_id: str) -> None:
+        """End the session on the engine's own threads, without waiting: Claude Code
+        cancels a SessionEnd hook that takes long at exit, and what the end flushes
+        is journaled already (the engine outlives the hook)."""
         running.ended(project.collection, session_id)
-        self.projects.end(project, session_id)
+        self.projects.end(project, session_id, wait=False)
         turns.forget_session(session_id)
 
     def end_abandoned(self) -> None:

@@ -123,12 +123,20 @@ def _save(collection: str, sessions: dict[str, dict[str, Any]]) -> None:
     write_atomic(path, json.dumps({"sessions": sessions}, sort_keys=True) + "\n")
 
 
-def current(collection: str, *, parent_pid: int | None = None) -> tuple[str, str | None] | None:
-    """(session id, transcript path) of the Claude Code session this process serves, or None.
+def current(
+    collection: str,
+    *,
+    parent_pid: int | None = None,
+    wanted: str | None = None,
+    cwd: str | None = None,
+) -> tuple[str, str | None] | None:
+    """(session id, transcript path) of the Claude Code session a client serves, or None.
 
-    None for a process Claude Code did not start (its parent is none of the
-    recorded Claude Code processes and ``CLAUDE_CODE_SESSION_ID`` is unset):
-    another MCP client's entry must not pass for part of a Claude Code session.
+    ``parent_pid``: the process that started the client (``memlane mcp``);
+    ``wanted``: the ``CLAUDE_CODE_SESSION_ID`` it was started with; ``cwd``: its
+    directory. None for a client Claude Code did not start (its parent is none
+    of the recorded Claude Code processes and it names no session): another
+    MCP client's entry must not pass for part of a Claude Code session.
     """
     sessions = _read(collection)
     live = {
@@ -136,7 +144,6 @@ def current(collection: str, *, parent_pid: int | None = None) -> tuple[str, str
         for k, v in sessions.items()
         if not isinstance(v.get("pid"), int) or pid_alive(v["pid"])
     }
-    wanted = os.environ.get(SESSION_ENV)
     if wanted and wanted in live:
         return wanted, live[wanted].get("transcript")
     if parent_pid is not None:
@@ -151,6 +158,5 @@ def current(collection: str, *, parent_pid: int | None = None) -> tuple[str, str
     # installed, or not run yet): its transcript is where Claude Code keeps them.
     from memlane.transcripts.locate import claude_project_dir
 
-    cwd = os.environ.get("CLAUDE_PROJECT_DIR") or os.getcwd()
-    transcript = claude_project_dir(cwd) / f"{wanted}.jsonl"
+    transcript = claude_project_dir(cwd or os.getcwd()) / f"{wanted}.jsonl"
     return wanted, str(transcript) if transcript.is_file() else None

@@ -1,5 +1,5 @@
 """The warm engine's projects and sessions: one ``Memory`` per project, one ``Session`` per
-Claude Code session id (the engine's rules in engine/live/session.py; this only keeps them).
+agent session (the engine's rules in engine/live/session.py; this only keeps them).
 
 An index connection belongs to the thread that opened it, so each project
 has one worker thread, and every call on its memory or its sessions runs
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from memlane.engine.parts import SharedParts
     from memlane.engine.project import Memory
 
-log = logging.getLogger("memlane.claude_code")
+log = logging.getLogger("memlane.engine")
 
 T = TypeVar("T")
 
@@ -179,6 +179,22 @@ class Projects:
                 return True
             projects = list(self._projects.values())
         return any(s.pending_captures for p in projects for s in list(p.sessions.values()))
+
+    def describe(self) -> list[dict[str, object]]:
+        """Each open project and its sessions (``memlane engine status``)."""
+        with self._lock:
+            projects = list(self._projects.values())
+        return [
+            {
+                "collection": project.collection,
+                "scope": str(project.memory.scope.scope),
+                "sessions": [
+                    {"id": session_id, "host": session.host}
+                    for session_id, session in list(project.sessions.items())
+                ],
+            }
+            for project in projects
+        ]
 
     def every_session(self) -> list[tuple[Project, str]]:
         """(project, session id) of every open session."""

@@ -1,0 +1,1 @@
+"""The warm engine: one process per user serving every host (hosts/server/process.py)."""

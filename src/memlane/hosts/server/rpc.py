@@ -1,0 +1,397 @@
+"""One JSON-RPC connection to the engine: a host's session, its tool calls, its commands.
+
+The sidecar protocol (DESIGN §9), one JSON object per line, spoken by every
+thin client that is not a hook: pi (through ``memlane sidecar``, which only
+relays bytes), ``memlane mcp``, the CLI. The connection's first line named the
+client and its directory (core/link.py's ``rpc_header``).
+
+| method | params | result |
+|---|---|---|
+| session_start | {cwd, session_id, transcript_path, host, reason?} | {snapshot, notices[]} |
+| before_agent_start | {prompt} | {system_append, message: {content} or null} |
+| agent_settled | {exchange: {user, assistant, aborted, entry_id, session_id, transcript_path, tools?}} | {queued, reason?} |
+| session_compact | {} | {snapshot} |
+| session_shutdown | {} | {flushed, pending} |
+| tool | {name, arguments} | {text, details} |
+| cli | {argv, stdin?} | {stdout, stderr, code} |
+| engine.status | {} | what ``memlane engine status`` shows |
+| engine.stop | {} | {stopping: true} |
+
+and from the engine: ``llm.complete {system, prompt, model?, max_tokens?}`` →
+``{text}`` (the host's own model distils), ``llm.cancel {id}`` (the session
+ended: the host stops that call).
+
+A connection holds at most one session at a time (a new ``session_start``
+ends the previous one). Its requests are answered in order on a thread of
+the connection; work on a project's memory runs on that project's worker
+(hosts/server/projects.py), so an index connection never changes threads.
+When the client goes away, its session is ended as if it had sent
+``session_shutdown``: the captures are written (without the host's model
+once the host is gone).
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import sys
+import threading
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+
+from memlane.core.errors import MemlaneError
+from memlane.hosts.jsonrpc import (
+    APPLICATION_ERROR,
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    METHOD_NOT_FOUND,
+    Connection,
+    RemoteError,
+    Request,
+    RpcError,
+)
+
+if TYPE_CHECKING:
+    from memlane.engine.live.session import Session
+    from memlane.engine.tools.dispatch import Tools
+    from memlane.hosts.server.projects import Project, Projects
+
+log = logging.getLogger("memlane.engine")
+
+#: How long the engine waits for the host to answer llm.complete beyond the
+#: LLM deadline itself (the host's own request also needs a moment).
+HOST_CALL_SLACK_S = 2.0
+#: The host closed the connection without ending its session: how long the
+#: pending captures may take to be written.
+END_OF_INPUT_FLUSH_CAP_MS = 10_000
+
+
+class EngineControl(Protocol):
+    """What a connection may ask of the engine process itself."""
+
+    def status(self) -> dict[str, Any]: ...
+
+    def stop(self) -> None: ...
+
+
+class CommandRunner(Protocol):
+    """Runs one ``memlane`` command line inside the engine (hosts/server/commands.py)."""
+
+    def __call__(self, argv: list[str], cwd: str, stdin: str | None) -> dict[str, Any]: ...
+
+
+class ParamsError(Exception):
+    pass
+
+
+def _obj(params: Any, method: str) -> dict[str, Any]:
+    if params is None:
+        return {}
+    if not isinstance(params, dict):
+        raise ParamsError(f"{method}: params must be an object")
+    return params
+
+
+def _str(params: dict[str, Any], key: str, method: str, *, required: bool = False) -> str | None:
+    value = params.get(key)
+    if value is None:
+        if required:
+            raise ParamsError(f"{method}: missing required param {key!r}")
+        return None
+    if not isinstance(value, str):
+        raise ParamsError(f"{method}: {key} must be a string, got {value!r}")
+    return value
+
+
+class RpcSession:
+    """Serves one connection until the client closes it."""
+
+    def __init__(
+        self,
+        connection: Connection,
+        projects: Projects,
+        directory: Path,
+        *,
+        client: str = "unknown",
+        client_pid: int | None = None,
+        agent_session: str | None = None,
+        engine: EngineControl | None = None,
+        commands: CommandRunner | None = None,
+        wait_at_end: bool = False,
+    ) -> None:
+        """``directory``: the client's working directory (tool calls before any
+        session act there). ``client_pid`` and ``agent_session``: the process
+        that started the client and the agent session it names, so a
+        ``memory_write`` from Claude Code's MCP server is anchored to its session
+        (hosts/claude_code/running.py). ``wait_at_end``: at the end of input, wait
+        for the session's captures (a process that exits next) or leave them to
+        the engine's threads (the engine outlives the connection)."""
+        self.conn = connection
+        self.projects = projects
+        self.directory = directory
+        self.client = client
+        self.client_pid = client_pid
+        self.agent_session = agent_session
+        self.engine = engine
+        self.commands = commands
+        self.wait_at_end = wait_at_end
+        self.project: Project | None = None
+        self.session: Session | None = None
+        self._tools: Tools | None = None
+        self._work: queue.Queue[Request | None] = queue.Queue()
+        self._worker = threading.Thread(target=self._work_loop, name=f"memlane-{client}")
+
+    # -- lifecycle ------------------------------------------------------------------
+
+    def run(self) -> None:
+        """Serve until the client closes the connection, then end its session."""
+        self._worker.start()
+        try:
+            self.conn.serve(self._work.put)
+        finally:
+            self._work.put(None)
+            self._worker.join()
+
+    def _work_loop(self) -> None:
+        while True:
+            request = self._work.get()
+            if request is None:
+                self._at_eof()
+                return
+            self._answer(request)
+
+    def _at_eof(self) -> None:
+        if self.session is None or self.project is None:
+            return
+        log.info("%s went away: ending session %s", self.client, self.session.session_id[:8])
+        flush = self.projects.end(
+            self.project,
+            self.session.session_id,
+            END_OF_INPUT_FLUSH_CAP_MS,
+            wait=self.wait_at_end,
+        )
+        if flush is not None:
+            log.info("captures flushed=%s pending=%s", flush.flushed, flush.pending)
+        self.session = None
+
+    def _answer(self, request: Request) -> None:
+        handler = self._HANDLERS.get(request.method)
+        try:
+            if handler is None:
+                raise RpcError(
+                    METHOD_NOT_FOUND,
+                    f"unknown method {request.method!r}; the methods are "
+                    + ", ".join(self._HANDLERS),
+                )
+            result = handler(self, _obj(request.params, request.method))
+        except ParamsError as exc:
+            self._error(request, RpcError(INVALID_PARAMS, str(exc)))
+        except RpcError as exc:
+            self._error(request, exc)
+        except MemlaneError as exc:
+            self._error(request, RpcError(APPLICATION_ERROR, str(exc), {"hint": exc.hint}))
+        except Exception as exc:
+            traceback.print_exc(file=sys.stderr)
+            self._error(
+                request,
+                RpcError(INTERNAL_ERROR, f"internal error in {request.method}: {exc!r}"),
+            )
+        else:
+            if request.id is not None:
+                self.conn.reply(request.id, result)
+
+    def _error(self, request: Request, error: RpcError) -> None:
+        if request.id is not None:
+            self.conn.reply_error(request.id, error)
+        else:
+            log.warning("%s (notification) failed: %s", request.method, error.message)
+
+    # -- engine objects ---------------------------------------------------------------
+
+    def _current_project(self) -> Project:
+        if self.project is None:
+            self.project = self.projects.for_dir(str(self.directory))
+        return self.project
+
+    def _on_project(self, job: Callable[[], Any]) -> Any:
+        return self._current_project().run(job).result()
+
+    def _require_session(self, method: str) -> Session:
+        if self.session is None:
+            raise RpcError(
+                APPLICATION_ERROR, f"{method} before session_start: start a session first"
+            )
+        return self.session
+
+    def _host_call(self, params: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+        try:
+            result = self.conn.request("llm.complete", params, timeout_s + HOST_CALL_SLACK_S)
+        except RemoteError as exc:
+            raise RuntimeError(f"the host could not complete: {exc}") from None
+        if not isinstance(result, dict):
+            raise RuntimeError(f"the host answered llm.complete with {type(result).__name__}")
+        return result
+
+    def _write_anchor(self) -> tuple[str, str | None] | None:
+        """The Claude Code session a session-less ``memory_write`` belongs to."""
+        from memlane.hosts.claude_code import running
+
+        project = self._current_project()
+        return running.current(
+            project.collection,
+            parent_pid=self.client_pid,
+            wanted=self.agent_session,
+            cwd=str(self.directory),
+        )
+
+    # -- methods ------------------------------------------------------------------------
+
+    def session_start(self, params: dict[str, Any]) -> dict[str, Any]:
+        from memlane.engine.live.session import Session
+
+        method = "session_start"
+        session_id = _str(params, "session_id", method, required=True)
+        assert session_id is not None
+        transcript_path = _str(params, "transcript_path", method)
+        host = _str(params, "host", method) or self.client
+        cwd = _str(params, "cwd", method)
+        if self.session is not None and self.project is not None:
+            self.projects.end(self.project, self.session.session_id)
+            self.session = None
+        if cwd:
+            self.directory = Path(cwd)
+        # A project that cannot be opened (an untrusted setting, a failing store
+        # command) fails this call; nothing keeps writing into the previous one.
+        self.project = None
+        self._tools = None
+        project = self._current_project()
+        if self.projects.session(project, session_id) is not None:
+            # The same session again (the host restarted its client): a new
+            # start, with this connection as its host.
+            self.projects.end(project, session_id)
+
+        def open_session() -> Session:
+            return Session.open(
+                project.memory,
+                host=host,
+                session_id=session_id,
+                transcript_path=transcript_path,
+                host_call=self._host_call,
+            )
+
+        session: Session = project.run(open_session).result()
+        self.projects.opened(project, session)
+        self.session = session
+        return {"snapshot": session.snapshot.text, "notices": list(session.notices)}
+
+    def before_agent_start(self, params: dict[str, Any]) -> dict[str, Any]:
+        prompt = _str(params, "prompt", "before_agent_start") or ""
+        session = self._require_session("before_agent_start")
+        injection = self._on_project(lambda: session.before_agent_start(prompt))
+        result: dict[str, Any] = injection.to_json()
+        return result
+
+    def agent_settled(self, params: dict[str, Any]) -> dict[str, Any]:
+        from memlane.core.types import Exchange
+
+        method = "agent_settled"
+        raw = params.get("exchange")
+        if not isinstance(raw, dict):
+            raise ParamsError(f"{method}: params.exchange must be an object")
+        aborted = raw.get("aborted", False)
+        if not isinstance(aborted, bool):
+            raise ParamsError(f"{method}: exchange.aborted must be a boolean")
+        # The names of every tool the run called (optional): lets capture
+        # tell an answer that only restated recalled memory from one that
+        # also did work.
+        tools = raw.get("tools")
+        if tools is not None and not (
+            isinstance(tools, list) and all(isinstance(t, str) for t in tools)
+        ):
+            raise ParamsError(f"{method}: exchange.tools must be a list of tool names")
+        exchange = Exchange(
+            user=_str(raw, "user", method) or "",
+            assistant=_str(raw, "assistant", method) or "",
+            aborted=aborted,
+            entry_id=_str(raw, "entry_id", method),
+            session_id=_str(raw, "session_id", method),
+            transcript_path=_str(raw, "transcript_path", method),
+            tools=None if tools is None else tuple(tools),
+        )
+        session = self._require_session(method)
+        queued = self._on_project(lambda: session.agent_settled(exchange))
+        result: dict[str, Any] = queued.to_json()
+        return result
+
+    def session_compact(self, params: dict[str, Any]) -> dict[str, Any]:
+        session = self._require_session("session_compact")
+        return {"snapshot": self._on_project(session.compacted)}
+
+    def session_shutdown(self, params: dict[str, Any]) -> dict[str, Any]:
+        session, project = self.session, self.project
+        self.session = None
+        self._tools = None
+        if session is None or project is None:
+            return {"flushed": True, "pending": 0}
+        flush = self.projects.end(project, session.session_id)
+        if flush is None:
+            return {"flushed": False, "pending": session.pending_captures}
+        result: dict[str, Any] = flush.to_json()
+        return result
+
+    def tool(self, params: dict[str, Any]) -> dict[str, Any]:
+        from memlane.engine.tools.dispatch import Tools
+
+        name = _str(params, "name", "tool", required=True)
+        arguments = params.get("arguments")
+        if arguments is not None and not isinstance(arguments, dict):
+            raise ParamsError("tool: arguments must be an object")
+        assert name is not None
+        project = self._current_project()
+
+        def call() -> dict[str, Any]:
+            if self._tools is None:
+                self._tools = Tools(
+                    project.memory,
+                    self.session,
+                    write_anchor=self._write_anchor if self.session is None else None,
+                )
+            result: dict[str, Any] = self._tools.call(name, arguments).to_json()
+            return result
+
+        answer: dict[str, Any] = self._on_project(call)
+        return answer
+
+    def cli(self, params: dict[str, Any]) -> dict[str, Any]:
+        if self.commands is None:
+            raise RpcError(METHOD_NOT_FOUND, "this engine runs no commands")
+        argv = params.get("argv")
+        if not isinstance(argv, list) or not all(isinstance(a, str) for a in argv):
+            raise ParamsError("cli: argv must be a list of strings")
+        stdin = _str(params, "stdin", "cli")
+        return self.commands(argv, str(self.directory), stdin)
+
+    def engine_status(self, params: dict[str, Any]) -> dict[str, Any]:
+        if self.engine is None:
+            raise RpcError(METHOD_NOT_FOUND, "not an engine: nothing to report")
+        return self.engine.status()
+
+    def engine_stop(self, params: dict[str, Any]) -> dict[str, Any]:
+        if self.engine is None:
+            raise RpcError(METHOD_NOT_FOUND, "not an engine: nothing to stop")
+        self.engine.stop()
+        return {"stopping": True}
+
+    _HANDLERS: ClassVar[dict[str, Callable[[RpcSession, dict[str, Any]], dict[str, Any]]]] = {
+        "session_start": session_start,
+        "before_agent_start": before_agent_start,
+        "agent_settled": agent_settled,
+        "session_compact": session_compact,
+        "session_shutdown": session_shutdown,
+        "tool": tool,
+        "cli": cli,
+        "engine.status": engine_status,
+        "engine.stop": engine_stop,
+    }
