@@ -209,7 +209,7 @@ def test_a_locked_index_costs_the_search_only_the_newest_entry(
     with IndexWriteLock(mem.index_path):
         result = tools.call("memory_search", {"query": "deploy script staging"})
     assert _hits(result)  # the older notes still answer
-    assert any("newest memories may be missing" in n for n in result.details["notices"])
+    assert any("newest memories are not in these results" in n for n in result.details["notices"])
     assert session.status_json()["fresh_writes"]["waiting_files"] == 1  # kept for later
     hits = _hits(tools.call("memory_search", {"query": NEW_NOTE_QUERY}))
     assert hits and NEW_NOTE in hits[0]["content"]

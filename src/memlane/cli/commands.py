@@ -124,6 +124,7 @@ def _show_report(report: IndexReport, as_json: bool) -> None:
 def _catch_up_notes(mem: Memory, bar: Progress) -> list[str]:
     """Index what changed before a search; an index that cannot be used now
     is left for the search to report (it says the index is unavailable)."""
+    from memlane.engine.lock_waits import newest_not_indexed
     from memlane.index.protocol import (
         DimensionMismatchError,
         IndexBusyError,
@@ -134,12 +135,11 @@ def _catch_up_notes(mem: Memory, bar: Progress) -> list[str]:
         return mem.sync(bar, quiet_when_idle=True).notices
     except (IndexUnavailableError, DimensionMismatchError):
         return []
-    except IndexBusyError:
-        # A Milvus Lite database another process holds (memsearch watch):
-        # the search says so, as engine/recall/notes.py does for its own call.
-        if mem.index.backend != "milvus":
-            raise
-        return []
+    except IndexBusyError as exc:
+        # Another process holds the index past the search's wait budget
+        # (engine/lock_waits.py): the index as it stands answers. When it
+        # cannot even be opened the search says so itself.
+        return [newest_not_indexed(exc)]
 
 
 def search(
@@ -253,7 +253,12 @@ def search(
     )
     check_request(request)  # a bad argument is said before anything is indexed
     hint = None
-    with open_memory(ctx) as mem:
+    from memlane.engine.lock_waits import NEWEST_NOT_INDEXED, read_waits
+    from memlane.engine.recall.notes import UNAVAILABLE
+
+    # One wait budget for the catch-ups and the search: a lock another
+    # process holds costs at most sum(session.backoff_delays_ms) in all.
+    with open_memory(ctx) as mem, read_waits(mem):
         if request.route in ("sessions", "everything"):
             from memlane.cli.sessions_cmds import catch_up
 
@@ -279,6 +284,9 @@ def search(
         for text in mem.notices:
             notice(text)
     result = recalled.result
+    if any(n.startswith(UNAVAILABLE) for n in result.notices):
+        # The index could not be read at all: that notice says it all.
+        caught_up = [n for n in caught_up if not n.startswith(NEWEST_NOT_INDEXED)]
     result.notices[:0] = caught_up
     if recalled.fan_out is not None:
         if as_json:

@@ -53,11 +53,18 @@ def _echo_report(report: BackfillReport) -> None:
 
 def catch_up(mem: Memory) -> SessionsLayer:
     """The project's sessions layer with every new message indexed (progress on stderr)."""
+    from memlane.engine.lock_waits import sessions_not_caught_up
     from memlane.engine.sessions.layer import SessionsLayer
+    from memlane.index.protocol import IndexBusyError
 
     layer = SessionsLayer(mem)
-    with ProgressBar("sessions") as progress:
-        report = layer.backfill(progress)
+    try:
+        with ProgressBar("sessions") as progress:
+            report = layer.backfill(progress)
+    except IndexBusyError as exc:
+        # Inside a search's wait budget: search what is indexed already.
+        notice(sessions_not_caught_up(exc))
+        return layer
     if report.activity:
         notice(f"indexed {report.documents_added} new session message(s) first")
     return layer
@@ -167,7 +174,10 @@ def search(
 
     New messages are indexed first, like `memlane search` does for notes.
     """
-    with open_memory(ctx) as mem:
+    from memlane.engine.lock_waits import read_waits
+
+    # A lock another process holds is waited for briefly (engine/lock_waits.py).
+    with open_memory(ctx) as mem, read_waits(mem):
         layer = catch_up(mem)
         result = layer.search(
             query, k, mode=mode, session=session, after=after, before=before, role=role

@@ -391,15 +391,19 @@ class Memory:
 
     def similar(self, chunk_hash: str, k: int = 10) -> SearchResult:
         """More like this chunk: nearest stored vectors, the chunk itself excluded."""
+        from memlane.engine.lock_waits import read_waits
         from memlane.engine.recall.expand import similar
 
-        return similar(self, chunk_hash, k)
+        with read_waits(self):  # a lock is waited for briefly, then reported
+            return similar(self, chunk_hash, k)
 
     def expand(self, chunk_hash: str) -> Section:
         """L2 recall: the whole heading section a chunk came from, with its anchor."""
+        from memlane.engine.lock_waits import read_waits
         from memlane.engine.recall.expand import expand
 
-        return expand(self, chunk_hash)
+        with read_waits(self):
+            return expand(self, chunk_hash)
 
     def transcript(
         self,
@@ -503,6 +507,9 @@ class Memory:
     ) -> Status:
         """The doctor's report. ``probe`` loads the embedder to see that it works;
         ``host`` (a session's) decides what ``llm.provider = auto`` means."""
+        from memlane.engine.lock_waits import read_waits
         from memlane.engine.status import project_status
 
-        return project_status(self, probe=probe, host_llm=host_llm, host=host)
+        # A part another process keeps locked is reported, not waited for.
+        with read_waits(self):
+            return project_status(self, probe=probe, host_llm=host_llm, host=host)

@@ -58,8 +58,17 @@ def catch_up(memory: ProjectMemory, char_limit: int | None) -> IndexReport | Non
 
 def catch_up_before_search(memory: ProjectMemory) -> list[str]:
     """``catch_up`` within the handle's limit; a failure is a notice, never a failed search."""
+    from memlane.index.protocol import IndexBusyError
+
     try:
         report = catch_up(memory, memory.catch_up_char_limit)
+    except IndexBusyError as exc:
+        # Locked past the read's wait budget: the writes stay noted (and in
+        # the markdown) for the next search or index run.
+        memory.fresh.failed()
+        from memlane.engine.lock_waits import newest_not_indexed
+
+        return [newest_not_indexed(exc)]
     except MemlaneError as exc:
         memory.fresh.failed()
         return [f"the newest memories may be missing: indexing them failed ({exc.message})"]

@@ -154,6 +154,17 @@ class AutoContext:
         def work(
             memory: Memory,
         ) -> tuple[list[Hit] | None, Surfaced | None, list[Hit] | None]:
+            from memlane.engine.lock_waits import read_waits
+
+            # A lock another process holds is waited for only until the
+            # deadline: the worker answers the next prompt, not a lock.
+            left_ms = max(0.0, deadline - time.monotonic()) * 1000
+            with read_waits(memory, within_ms=left_ms):
+                return search_all(memory)
+
+        def search_all(
+            memory: Memory,
+        ) -> tuple[list[Hit] | None, Surfaced | None, list[Hit] | None]:
             hits = (
                 # Room for this session's own entries, which are dropped below.
                 memory.search(query, top_k + OWN_ENTRY_ROOM, mode=mode, sync=False).hits

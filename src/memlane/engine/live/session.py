@@ -316,11 +316,15 @@ class Session:
         settings = self.memory.config.sessions
         if not (settings.enabled and settings.primer):
             return None
+        from memlane.engine.lock_waits import read_waits
         from memlane.engine.sessions.primer import primer
         from memlane.engine.sessions.registry import open_store
 
         try:
-            recent = open_store(self.memory).recent_sessions(settings.primer_top_k, self.session_id)
+            # A sessions index another process keeps locked costs the primer, briefly.
+            with read_waits(self.memory):
+                store = open_store(self.memory)
+                recent = store.recent_sessions(settings.primer_top_k, self.session_id)
         except Exception as exc:  # a damaged sessions index must not stop a session
             log.info("primer unavailable: %s", exc)
             return None

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from memlane.core.errors import DiskFullError, MemlaneError
 from memlane.core.types import Hit, SearchMode, SearchResult
+from memlane.engine.lock_waits import NEWEST_NOT_INDEXED, newest_not_indexed
 from memlane.index.protocol import DimensionMismatchError, IndexBusyError, IndexUnavailableError
 
 if TYPE_CHECKING:
@@ -34,8 +35,9 @@ def search_notes(memory: ProjectMemory, request: SearchRequest) -> SearchResult:
     except (IndexUnavailableError, DimensionMismatchError) as exc:
         notices.append(unavailable_notice(exc))
     except IndexBusyError as exc:
-        if memory.index.backend != "milvus":
-            raise
+        # Held past the read's wait budget (engine/lock_waits.py): nothing of the
+        # notes could be read, so the catch-up's own notice says nothing more.
+        notices[:] = [n for n in notices if not n.startswith(NEWEST_NOT_INDEXED)]
         notices.append(unavailable_notice(exc))
     mode: SearchMode = "lexical" if request.mode == "lexical" else "hybrid"
     if request.mode == "semantic":
@@ -43,11 +45,15 @@ def search_notes(memory: ProjectMemory, request: SearchRequest) -> SearchResult:
     return SearchResult(query=request.query, mode=mode, hits=[], notices=notices)
 
 
+#: How the notice of an index that could not be read at all begins.
+UNAVAILABLE = "the index is unavailable, so nothing was searched"
+
+
 def unavailable_notice(exc: MemlaneError) -> str:
     """One line: the index cannot answer now, why, the fix, and that nothing is lost."""
     fix = f"; {exc.hint}" if exc.hint else ""
     return (
-        f"the index is unavailable, so nothing was searched: {exc.message}{fix} "
+        f"{UNAVAILABLE}: {exc.message}{fix} "
         "(memories are still written to markdown; the next index run catches up)"
     )
 
@@ -70,6 +76,10 @@ def _search_notes(
                 f"{exc.message}; these results come from the index as it was, "
                 "without what changed since it was last updated"
             )
+        except IndexBusyError as exc:
+            # Another process holds the index past the wait budget: the
+            # index as it stands answers; the next sync picks the rest up.
+            notices.append(newest_not_indexed(exc))
     else:
         from memlane.engine.journal.catch_up import catch_up_before_search
 

@@ -13,7 +13,9 @@ hands it to the one leg that answers it:
 
 ``Memory.search``, ``memory_search`` (pi, MCP, Claude Code), ``memlane
 search`` and the session's auto-context all call ``search`` here, so a rule
-about searching is written once.
+about searching is written once. One of them: a search never waits long for
+a lock (engine/lock_waits.py); a part it could not read is left out and
+named in a notice.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from memlane.core.types import SearchResult
+from memlane.core.types import SearchMode, SearchResult
 from memlane.engine.recall.request import SearchRequest, check_request, notes_kind
 
 if TYPE_CHECKING:
@@ -40,7 +42,14 @@ class Recalled:
 
 def search(memory: ProjectMemory, request: SearchRequest) -> Recalled:
     """Check *request* once, then answer it from the leg its kind and scope name."""
+    from memlane.engine.lock_waits import read_waits
+
     check_request(request)
+    with read_waits(memory):
+        return _route(memory, request)
+
+
+def _route(memory: ProjectMemory, request: SearchRequest) -> Recalled:
     route = request.route
     if route == "projects":
         from memlane.engine.recall.crossrepo import search_all
@@ -74,19 +83,27 @@ def _with_k(memory: ProjectMemory, request: SearchRequest) -> SearchRequest:
 
 
 def _sessions(memory: ProjectMemory, request: SearchRequest) -> SearchResult:
+    from memlane.engine.lock_waits import sessions_unread
     from memlane.engine.sessions.layer import search_sessions
+    from memlane.index.protocol import IndexBusyError
 
     k = request.k or memory.config.sessions.recall_default_top_k
-    return search_sessions(
-        memory,
-        request.query,
-        k,
-        mode=request.mode,
-        session=request.session,
-        after=request.after,
-        before=request.before,
-        role=request.role,
-    ).at_least(memory.min_score(request.min_score))
+    try:
+        found = search_sessions(
+            memory,
+            request.query,
+            k,
+            mode=request.mode,
+            session=request.session,
+            after=request.after,
+            before=request.before,
+            role=request.role,
+        )
+    except IndexBusyError as exc:
+        # Locked past the wait budget: the other parts of the search still answer.
+        mode: SearchMode = "semantic" if request.mode == "semantic" else "lexical"
+        found = SearchResult(request.query, mode, [], notices=[sessions_unread(exc)])
+    return found.at_least(memory.min_score(request.min_score))
 
 
 def _everything(memory: ProjectMemory, request: SearchRequest) -> SearchResult:

@@ -13,6 +13,7 @@ every surface.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 from memlane.core.errors import MemlaneError
@@ -80,7 +81,8 @@ class Tools:
             self._topic_switch.poll()
         try:
             checked = check_arguments(spec, arguments)
-            result = handler(checked)
+            with _waits_of(self.memory, name, checked):
+                result = handler(checked)
         except MemlaneError as exc:
             # An error may quote an argument (a title, a path, a value): what
             # goes back to the agent or the MCP client carries no secret.
@@ -354,6 +356,23 @@ def section_result(section: Section, text: str, project: str | None) -> ToolResu
 def with_headline(text: str, details: dict[str, Any]) -> ToolResult:
     """*details* with the text's first line as ``headline``."""
     return ToolResult(text, {"headline": text.split("\n", 1)[0], **details})
+
+
+#: Tools that only read: a lock another process holds is waited for briefly
+#: (session.backoff_delays_ms), then the part it keeps is reported
+#: (engine/lock_waits.py). memory_topic reads unless it adds or removes.
+READ_TOOLS = frozenset({"memory_search", "memory_expand", "memory_similar", "memory_status"})
+
+
+def _waits_of(memory: Memory, name: str, arguments: dict[str, Any]) -> AbstractContextManager[Any]:
+    from contextlib import nullcontext
+
+    from memlane.engine.lock_waits import read_waits
+
+    reads = name in READ_TOOLS or (
+        name == "memory_topic" and arguments.get("action") not in ("add", "remove")
+    )
+    return read_waits(memory) if reads else nullcontext()
 
 
 def _redact_error(exc: MemlaneError) -> None:

@@ -9,8 +9,11 @@ process share one server through ``LITE``: a refcount per absolute path and
 a short linger before the server is released, so back-to-back operations do
 not pay the open (~25 ms warm, 100-250 ms cold) while another process is
 kept out for milliseconds only. A failed open is retried on the backoff
-delays; a held ``LOCK`` is then reported as ``IndexBusyError`` (never as a
-format problem: pymilvus only says "Open local milvus failed").
+delays; a held ``LOCK`` is then reported as ``IndexBusyError`` naming who
+holds it (never as a format problem: pymilvus only says "Open local milvus
+failed"). Inside a read's wait budget (core/waits.py: a search) the retries
+and the wait for another thread's open share that budget, so a search
+makes one bounded wait, not one per operation.
 
 **A server** (``http(s)://``, Zilliz Cloud): one client per index object,
 closed with it, connected with a short timeout so an unreachable URI fails
@@ -34,7 +37,8 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from memlane.core.errors import MemlaneError
-from memlane.core.locks import lock_fd
+from memlane.core.locks import describe_holders, lock_fd, lock_holders
+from memlane.core.waits import LockWaitedOut, acquire_bounded, current_budget
 from memlane.index.protocol import IndexBusyError, IndexUnavailableError
 
 log = logging.getLogger(__name__)
@@ -162,8 +166,10 @@ def _lite_open_error(path: Path, exc: BaseException) -> MemlaneError:
 
 
 def busy_error(path: Path) -> IndexBusyError:
+    holders = lock_holders(path / "LOCK")
+    who = f"; held by {describe_holders(holders)}" if holders else ""
     return IndexBusyError(
-        f"the Milvus Lite database {path} is in use by another process (locked)",
+        f"the Milvus Lite database {path} is in use by another process (locked){who}",
         hint="try again, or use a Milvus server for several processes",
     )
 
@@ -216,7 +222,12 @@ class LiteServers:
         client = self._join(path)
         if client is not None:
             return client
-        with self._transition:
+        try:
+            # Another thread may be opening it, waiting out another process.
+            acquire_bounded(self._transition)
+        except LockWaitedOut:
+            raise busy_error(path) from None
+        try:
             client = self._join(path)  # another thread opened it meanwhile
             if client is not None:
                 return client
@@ -224,6 +235,8 @@ class LiteServers:
             with self._lock:
                 self._entries[path] = _LiteEntry(client, users=1)
             return client
+        finally:
+            self._transition.release()
 
     def _join(self, path: Path) -> Any | None:
         """The open client of ``path`` with one more user, if there is one."""
@@ -301,19 +314,29 @@ class LiteServers:
 
         quiet_client_logs()  # after the import: pymilvus sets its levels on import
         path.parent.mkdir(parents=True, exist_ok=True)
-        attempts = [*delays_ms, None]
-        for delay in attempts:
-            try:
-                client = MilvusClient(uri=str(path))
-            except Exception as exc:
-                if not (path.is_dir() and lock_is_held(path)):
-                    raise _lite_open_error(path, exc) from None
-                if delay is None:
-                    raise busy_error(path) from None
-                sleep(delay / 1000)
-                continue
-            self._hook_exit()
-            return client
+        budget = current_budget()
+        # Inside a read's budget its schedule (what is left of it) replaces ours.
+        schedule = [d * 1000 for d in budget.schedule()] if budget is not None else delays_ms
+        attempts = [*schedule, None]
+        started = time.monotonic()
+        locked_out = False
+        try:
+            for delay in attempts:
+                try:
+                    client = MilvusClient(uri=str(path))
+                except Exception as exc:
+                    if not (path.is_dir() and lock_is_held(path)):
+                        raise _lite_open_error(path, exc) from None
+                    locked_out = True
+                    if delay is None:
+                        raise busy_error(path) from None
+                    sleep(delay / 1000)
+                    continue
+                self._hook_exit()
+                return client
+        finally:
+            if budget is not None and locked_out:  # waiting, not an open's work, is counted
+                budget.spend(time.monotonic() - started)
         raise busy_error(path)  # pragma: no cover - the loop returns or raises
 
     def _hook_exit(self) -> None:

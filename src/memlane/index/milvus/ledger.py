@@ -24,12 +24,15 @@ import json
 import logging
 import sqlite3
 import threading
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from memlane.core.types import Chunk, embedding_text_of
-from memlane.index.protocol import FileRecord, IndexedChunk
+from memlane.core.waits import LockWaitedOut, holding, spend, sqlite_wait_s
+from memlane.index.protocol import FileRecord, IndexBusyError, IndexedChunk
+from memlane.index.sqlite.busy import write_lock_holder
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +83,7 @@ class Ledger:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._lock = threading.Lock()
+        self._busy_ms = round(BUSY_TIMEOUT_S * 1000)
         self._conn = self._open()
 
     def _open(self) -> sqlite3.Connection:
@@ -113,19 +117,47 @@ class Ledger:
         return conn
 
     @contextlib.contextmanager
+    def _guarded(self) -> Iterator[sqlite3.Connection]:
+        """The connection under this ledger's lock, with SQLite's busy wait
+        bounded by a read's wait budget (core/waits.py); a lock held past it
+        is ``IndexBusyError``."""
+        try:
+            with holding(self._lock):
+                wanted = round(sqlite_wait_s(BUSY_TIMEOUT_S) * 1000)
+                if wanted != self._busy_ms:
+                    self._conn.execute(f"PRAGMA busy_timeout = {int(wanted)}")
+                    self._busy_ms = wanted
+                started = time.monotonic()
+                try:
+                    yield self._conn
+                except sqlite3.OperationalError as exc:
+                    if "locked" not in str(exc).lower() and "busy" not in str(exc).lower():
+                        raise
+                    spend(time.monotonic() - started)
+                    raise self._busy_error() from None
+        except LockWaitedOut:
+            raise self._busy_error() from None
+
+    def _busy_error(self) -> IndexBusyError:
+        return IndexBusyError(
+            f"the Milvus index's ledger {self.path} is locked by {write_lock_holder(self.path)}",
+            hint="another memlane is indexing this store; retry shortly",
+        )
+
+    @contextlib.contextmanager
     def _txn(self) -> Iterator[sqlite3.Connection]:
-        with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE")
+        with self._guarded() as conn:
+            conn.execute("BEGIN IMMEDIATE")
             try:
-                yield self._conn
+                yield conn
             except BaseException:
-                self._conn.execute("ROLLBACK")
+                conn.execute("ROLLBACK")
                 raise
-            self._conn.execute("COMMIT")
+            conn.execute("COMMIT")
 
     def _read(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
-        with self._lock:
-            return self._conn.execute(sql, params).fetchall()
+        with self._guarded() as conn:
+            return conn.execute(sql, params).fetchall()
 
     # -- meta ----------------------------------------------------------------
 

@@ -13,7 +13,9 @@ CLI). ``SqliteFile`` is what they share:
 - ``_run``: run an operation; on a moved file reconnect and retry; on damage
   move the file aside (``recovery.py``), recreate it, delete the damaged
   copy and retry once; a lock
-  held past the busy timeout becomes ``IndexBusyError``;
+  held past the busy timeout becomes ``IndexBusyError`` naming who holds it;
+- inside a read's wait budget (core/waits.py) every lock wait (SQLite's,
+  the rebuild lock while opening, this object's thread lock) is bounded;
 - ``_write``/``_read``: short transactions; every write bumps the generation
   counter (``dense_sync``) and now and then prunes old tombstones.
 
@@ -43,7 +45,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, ClassVar, Self, TypeVar
+from typing import Any, ClassVar, Self, TypeVar, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -52,11 +54,13 @@ from memlane.core.diskspace import disk_full_error
 from memlane.core.errors import IndexCorruptError
 from memlane.core.faults import step
 from memlane.core.types import SearchMode
+from memlane.core.waits import LockWaitedOut, acquire_bounded, spend, sqlite_wait_s
 from memlane.index.legs import lexical
 from memlane.index.legs.dense import DenseMatrix
 from memlane.index.legs.dense_sync import synced_matrix
 from memlane.index.protocol import DimensionMismatchError, IndexBusyError
 from memlane.index.sqlite import schema
+from memlane.index.sqlite.busy import rebuild_lock_error, thread_busy_error
 from memlane.index.sqlite.recovery import (
     SQLITE_READONLY_DBMOVED,
     FileId,
@@ -142,13 +146,12 @@ class SqliteFile:
         # One connection per object, shared by the engine's threads (search
         # and the background indexer/ingestor) under this lock.
         self._lock = threading.RLock()
+        self._reason_lock, self._rebuilt_reason = threading.Lock(), cast(str | None, None)
         self._conn: sqlite3.Connection | None = None
+        self._busy_ms = -1  # the busy timeout set on the connection
         self._file_id: FileId | None = None
         self._dense: DenseMatrix | None = None
         self._lexical = lexical_leg
-        # Set when this object found (or saw another process replace) a
-        # damaged file; a user-facing surface pops it and says so once.
-        self.rebuilt_reason: str | None = None
         self._rebuild_count = 0  # _check_identity: did reopening rebuild?
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self._lock:
@@ -179,7 +182,7 @@ class SqliteFile:
         reopened it; ``rebuilt_meanwhile`` when reopening rebuilt it again."""
         raise NotImplementedError
 
-    def _busy_error(self) -> IndexBusyError:
+    def _busy_error(self, waited_s: float) -> IndexBusyError:
         raise NotImplementedError
 
     def _recreate_failed(self, exc: BaseException) -> IndexCorruptError:
@@ -193,6 +196,10 @@ class SqliteFile:
     def _busy_timeout_s(self) -> float:
         """SQLite's busy wait, also the open retry's deadline (read per call)."""
         return BUSY_TIMEOUT_S
+
+    def _wait_s(self) -> float:
+        """The busy wait for the next statement: bounded by a read's wait budget."""
+        return sqlite_wait_s(self._busy_timeout_s())
 
     def _tombstone_window(self) -> tuple[int, int]:
         """(generations of tombstones kept, generations between prune passes)."""
@@ -209,15 +216,18 @@ class SqliteFile:
         # Switching a brand-new file to WAL while another process creates the
         # schema can answer SQLITE_BUSY at once, without the busy handler
         # (sqlite's journal-mode change is not retried): retry it here.
-        deadline = time.monotonic() + self._busy_timeout_s()
+        started = time.monotonic()
+        deadline = started + self._wait_s()
         while True:
             try:
                 # Shared lock: a rebuild (exclusive) cannot swap the file between
                 # our connect and recording which file we connected to.
-                with file_lock(self.path, exclusive=False):
+                with file_lock(self.path, exclusive=False, bounded=True):
                     self._connect()
                 self._validate_or_create()
                 return
+            except LockWaitedOut as exc:
+                raise rebuild_lock_error(self._label, self.path, exc.spent_s) from None
             except (sqlite3.DatabaseError, _DamagedIndex) as exc:
                 reason = self._damage_reason(exc)
                 if reason is None:
@@ -225,6 +235,7 @@ class SqliteFile:
                     if self._busy_while_opening(exc) and time.monotonic() < deadline:
                         time.sleep(OPEN_RETRY_S)
                         continue
+                    spend(time.monotonic() - started if self._busy_while_opening(exc) else 0)
                     translated = self._translate(exc)
                     if translated is exc:
                         raise
@@ -233,13 +244,15 @@ class SqliteFile:
                 return
 
     def _connect(self) -> None:
+        wait_s = self._wait_s()
         conn = sqlite3.connect(
             str(self.path),
-            timeout=self._busy_timeout_s(),
+            timeout=wait_s,
             isolation_level=None,  # we issue BEGIN/COMMIT ourselves
             check_same_thread=False,
         )
         self._conn = conn
+        self._busy_ms = round(wait_s * 1000)
         # Recorded before the first read: a file that turns out damaged is
         # moved aside only if it is still this very file (recovery.move_aside).
         self._file_id = file_id(self.path)
@@ -346,10 +359,21 @@ class SqliteFile:
             )
         return dense if dense is not None and len(dense) > 0 else None
 
+    @property
+    def rebuilt_reason(self) -> str | None:
+        """Why the file was found damaged (or replaced); popped once by a surface."""
+        return self._rebuilt_reason
+
+    @rebuilt_reason.setter
+    def rebuilt_reason(self, reason: str | None) -> None:
+        with self._reason_lock:
+            self._rebuilt_reason = reason
+
     def pop_rebuilt_reason(self) -> str | None:
-        """Return and clear ``rebuilt_reason`` (so the notice is shown once)."""
-        with self._lock:
-            reason, self.rebuilt_reason = self.rebuilt_reason, None
+        """Return and clear ``rebuilt_reason`` (so the notice is shown once);
+        never waits for an operation another thread runs on the file."""
+        with self._reason_lock:
+            reason, self._rebuilt_reason = self._rebuilt_reason, None
             return reason
 
     def close(self) -> None:
@@ -375,7 +399,7 @@ class SqliteFile:
 
     def _translate(self, exc: BaseException) -> BaseException:
         if isinstance(exc, sqlite3.DatabaseError) and is_busy(exc):
-            return self._busy_error()
+            return self._busy_error(max(self._busy_ms, 0) / 1000)
         if isinstance(exc, sqlite3.DatabaseError) and is_full(exc, self.path):
             return disk_full_error(
                 self.path,
@@ -389,17 +413,22 @@ class SqliteFile:
         The retry makes a write land in the fresh file (nothing lost before
         the re-index) and makes a read answer from it (empty).
         """
-        with self._lock:
+        with self._guard():
             self._check_identity()
             for attempt in range(2):
+                conn = self._connection()
+                self._set_busy_wait(conn)
+                started = time.monotonic()
                 try:
-                    return op(self._connection())
+                    return op(conn)
                 except (sqlite3.DatabaseError, _DamagedIndex) as exc:
                     if attempt == 0 and _file_moved(exc):
                         self._check_identity()  # replaced mid-call: reopen, retry
                         continue
                     reason = self._damage_reason(exc)
                     busy = isinstance(exc, sqlite3.DatabaseError) and is_busy(exc)
+                    if busy:
+                        spend(time.monotonic() - started)  # a read's budget paid for it
                     if reason is None or (busy and self._busy_before_damage):
                         translated = self._translate(exc)
                         if translated is exc:
@@ -409,6 +438,25 @@ class SqliteFile:
                         raise self._damaged_after_recreate(reason) from exc
                     self._rebuild(reason)
             raise AssertionError("unreachable")
+
+    @contextlib.contextmanager
+    def _guard(self) -> Iterator[None]:
+        """This object's thread lock; inside a read's wait budget, bounded."""
+        try:
+            acquire_bounded(self._lock)
+        except LockWaitedOut as exc:
+            raise thread_busy_error(self._label, self.path, exc.spent_s) from None
+        try:
+            yield
+        finally:
+            self._lock.release()
+
+    def _set_busy_wait(self, conn: sqlite3.Connection) -> None:
+        """SQLite's busy timeout for this operation (a PRAGMA only when it changes)."""
+        wanted = round(self._wait_s() * 1000)
+        if wanted != self._busy_ms:
+            conn.execute(f"PRAGMA busy_timeout = {int(wanted)}")
+            self._busy_ms = wanted
 
     # -- transactions ------------------------------------------------------------------
 

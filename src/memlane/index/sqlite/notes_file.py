@@ -15,6 +15,7 @@ from memlane.core.errors import IndexCorruptError
 from memlane.index.legs import lexical
 from memlane.index.protocol import IndexBusyError
 from memlane.index.sqlite import schema
+from memlane.index.sqlite.busy import write_lock_holder
 from memlane.index.sqlite.file import SqliteFile, _DamagedIndex
 
 log = logging.getLogger("memlane.index.sqlite.notes")
@@ -154,10 +155,10 @@ class NotesFile(SqliteFile):
             )
             log.info("%s", self.rebuilt_reason)
 
-    def _busy_error(self) -> IndexBusyError:
-        waited = self._busy_timeout_s()
+    def _busy_error(self, waited_s: float) -> IndexBusyError:
         return IndexBusyError(
-            f"index {self.path} stayed locked by another process for {waited:g} s",
+            f"index {self.path} stayed locked by another process for {waited_s:.2g} s "
+            f"(its write lock is held by {write_lock_holder(self.path)})",
             hint="another memlane is indexing; retry shortly",
         )
 
@@ -179,7 +180,7 @@ class NotesFile(SqliteFile):
     # -- protocol: model binding ---------------------------------------------
 
     def ensure_model(self, model: str, dimension: int | None) -> bool:
-        with self._lock:
+        with self._guard():
             self._bound_model = (model, dimension)
             return self._run(lambda conn: self._ensure_model(conn, model, dimension))
 

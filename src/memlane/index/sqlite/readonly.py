@@ -19,7 +19,7 @@ from memlane.core.errors import IndexCorruptError, MemlaneError
 from memlane.core.settings import IndexSettings
 from memlane.index.legs import lexical
 from memlane.index.sqlite import schema
-from memlane.index.sqlite.file import BUSY_TIMEOUT_S, CACHE_SIZE_KIB
+from memlane.index.sqlite.file import CACHE_SIZE_KIB
 from memlane.index.sqlite.notes import SqliteIndex
 from memlane.index.sqlite.recovery import file_id
 
@@ -87,17 +87,19 @@ class ReadOnlySqliteIndex(SqliteIndex):
 
     def _open(self) -> None:
         uri = "file:" + urllib.parse.quote(str(self.path)) + "?mode=ro"
+        wait_s = self._wait_s()  # bounded inside a search's wait budget
         try:
             conn = sqlite3.connect(
                 uri,
                 uri=True,
-                timeout=BUSY_TIMEOUT_S,
+                timeout=wait_s,
                 isolation_level=None,
                 check_same_thread=False,
             )
         except sqlite3.Error as exc:
             raise IndexUnreadable(f"cannot open {self.path} read-only: {exc}") from None
         self._conn = conn
+        self._busy_ms = round(wait_s * 1000)
         self._file_id = file_id(self.path)
         self._lexical = self._ro_leg
         try:

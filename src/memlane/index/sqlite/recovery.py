@@ -99,11 +99,15 @@ def lock_path_of(path: Path) -> Path:
 
 
 @contextlib.contextmanager
-def file_lock(path: Path, *, exclusive: bool) -> Iterator[None]:
-    """``flock`` on ``<path>.lock``: shared for opening, exclusive for rebuilds."""
+def file_lock(path: Path, *, exclusive: bool, bounded: bool = False) -> Iterator[None]:
+    """``flock`` on ``<path>.lock``: shared for opening, exclusive for rebuilds.
+
+    ``bounded``: inside a read's wait budget, ``LockWaitedOut`` when a
+    rebuild keeps it (core/waits.py).
+    """
     lock = lock_path_of(path)
     lock.parent.mkdir(parents=True, exist_ok=True)
-    with lock_file(lock, exclusive=exclusive):
+    with lock_file(lock, exclusive=exclusive, bounded=bounded):
         yield
 
 

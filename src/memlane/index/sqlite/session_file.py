@@ -16,6 +16,7 @@ from memlane.core.errors import IndexCorruptError
 from memlane.index.legs import lexical
 from memlane.index.protocol import IndexBusyError
 from memlane.index.sqlite import schema
+from memlane.index.sqlite.busy import write_lock_holder
 from memlane.index.sqlite.file import SqliteFile
 from memlane.index.sqlite.session_schema import (
     DROP_DDL,
@@ -116,9 +117,10 @@ class SessionFile(SqliteFile):
         if not rebuilt_meanwhile:
             self._mark_rebuilt("another process replaced the file (rebuilt after damage)")
 
-    def _busy_error(self) -> IndexBusyError:
+    def _busy_error(self, waited_s: float) -> IndexBusyError:
         return IndexBusyError(
-            f"session index {self.path} stayed locked by another process",
+            f"session index {self.path} stayed locked by another process for {waited_s:.2g} s "
+            f"(its write lock is held by {write_lock_holder(self.path)})",
             hint="another memlane is ingesting transcripts; retry shortly",
         )
 

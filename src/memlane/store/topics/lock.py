@@ -19,7 +19,8 @@ from pathlib import Path
 
 from memlane.core.errors import StoreError
 from memlane.core.faults import step
-from memlane.core.locks import flocked
+from memlane.core.locks import describe_holders, flocked, lock_holders
+from memlane.core.waits import LockWaitedOut, lock_fd_bounded
 from memlane.store import dream_journal, safe_paths
 from memlane.store.layout import TOPICS_DIR
 from memlane.store.leftovers import sweep_writer_temps
@@ -52,14 +53,16 @@ def holds_lock(store: Path) -> bool:
 
 
 @contextmanager
-def locked(store: Path, *, recover: bool = True) -> Iterator[None]:
+def locked(store: Path, *, recover: bool = True, bounded: bool = False) -> Iterator[None]:
     """Exclusive lock over every topic and index rewrite of *store*.
 
     A dream journal found on taking the lock is an apply that was killed
     midway: it is settled (``dream_journal.recover``) before the caller sees
     any file, so nobody reads or writes on top of half a dream. The check is
     one ``exists()``. *recover* False is for ``engine/dream``, which recovers
-    itself to report what it did.
+    itself to report what it did. *bounded*: for a reader inside a read's
+    wait budget (core/waits.py), a ``StoreError`` naming the holder when the
+    lock stays held; writers wait their turn.
     """
     try:
         safe_paths.check_store_root(store)
@@ -72,7 +75,9 @@ def locked(store: Path, *, recover: bool = True) -> Iterator[None]:
             "check that the store directory is writable",
         ) from None
     try:
-        with flocked(fd):
+        if bounded:
+            _lock_bounded(store, fd)
+        with flocked(fd):  # at once when bounded: this descriptor holds it already
             step("topic.locked")
             info = os.fstat(fd)
             key = (info.st_dev, info.st_ino)
@@ -89,6 +94,18 @@ def locked(store: Path, *, recover: bool = True) -> Iterator[None]:
                 _held_keys().discard(key)
     finally:
         os.close(fd)
+
+
+def _lock_bounded(store: Path, fd: int) -> None:
+    try:
+        lock_fd_bounded(fd)
+    except LockWaitedOut as exc:
+        who = describe_holders(lock_holders(store / LOCK_NAME, exclusive=True))
+        raise StoreError(
+            f"the topic files of {store} are being rewritten by {who} (a dream or a topic "
+            f"edit holds their lock; waited {exc.spent_s:.1f} s)",
+            "retry in a moment",
+        ) from None
 
 
 def _filesystem_now(fd: int) -> float | None:
@@ -109,5 +126,5 @@ def settle_interrupted_dream(store: Path) -> None:
     """For readers that take no lock: when a dream journal is there, take the
     lock once, which settles it (or waits for a dream being applied right now)."""
     if dream_journal.journal_path(store).exists() and not holds_lock(store):
-        with locked(store):
+        with locked(store, bounded=True):  # a reader: bounded inside a read's budget
             pass
