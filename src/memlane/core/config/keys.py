@@ -224,7 +224,8 @@ KEYS: dict[str, Key] = {
             "session.backoff_delays_ms",
             str,
             ",".join(str(d) for d in S.BACKOFF_DELAYS_MS),
-            "BACKOFF_DELAYS_MS: retry delays for a locked-out index operation",
+            "BACKOFF_DELAYS_MS: retry delays for a locked-out index operation; their sum "
+            "bounds a search's wait on another process's lock",
         ),
         Key("search.top_k", int, S.SEARCH_TOP_K, "SEARCH_TOP_K: default hits per search"),
         Key(
