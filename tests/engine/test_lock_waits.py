@@ -12,6 +12,9 @@ meanwhile waits its turn or lands in the markdown: nothing is lost.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
@@ -204,17 +207,17 @@ def test_the_warm_engine_answers_a_search_while_the_index_is_locked(
     project: Path, isolated_home: Path
 ) -> None:
     env = {"MEMLANE_EMBEDDING_PROVIDER": "none"}  # the engine and its clients: one setting
-    assert run_memlane("write", OLD_NOTE, cwd=project, env=env).returncode == 0
+    assert _quick("write", OLD_NOTE, cwd=project, env=env).returncode == 0
     started = run_memlane("engine", "start", cwd=project, env=env)
     assert started.returncode == 0, started.stderr
     try:
-        first = run_memlane("search", "deploy script AWS_PROFILE", cwd=project, env=env)
+        first = _quick("search", "deploy script AWS_PROFILE", cwd=project, env=env)
         assert "AWS_PROFILE" in first.stdout, first.stderr
         index_path = open_memory(project).index_path
         with HeldLock("write", index_path) as holder:
-            assert run_memlane("write", NEW_NOTE, cwd=project, env=env).returncode == 0
+            assert _quick("write", NEW_NOTE, cwd=project, env=env).returncode == 0
             answer = answered_while_held(
-                lambda: run_memlane("search", NEW_QUERY, cwd=project, env=env), holder
+                lambda: _quick("search", NEW_QUERY, cwd=project, env=env), holder
             )
             assert answer.returncode == 0, answer.stderr
             assert NEWEST_MISSING in answer.stdout
@@ -222,14 +225,28 @@ def test_the_warm_engine_answers_a_search_while_the_index_is_locked(
         # It was the engine that answered (a client that cannot reach it works alone).
         shown = run_memlane("engine", "status", "--json", cwd=project, env=env)
         engines = json.loads(shown.stdout)["engines"]
-        assert [e["calls"] >= 4 and e["projects"] for e in engines] == [True], shown.stdout
-        wait_for(lambda: "quokka" in _search(project, env), 60, "the note found after release")
+        assert [bool(e["calls"] >= 4 and e["projects"]) for e in engines] == [True], shown.stdout
+        wait_for(
+            lambda: "called quokka" in _quick("search", NEW_QUERY, cwd=project, env=env).stdout,
+            60,
+            "the note found once the lock is released",
+        )
     finally:
         run_memlane("engine", "stop", "--all", cwd=project, env=env)
 
 
-def _search(project: Path, env: dict[str, str]) -> str:
-    return run_memlane("search", NEW_QUERY, cwd=project, env=env).stdout
+def _quick(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """The ``memlane`` console script: it hands quick commands to a running engine."""
+    script = Path(sys.executable).with_name("memlane")
+    return subprocess.run(
+        [str(script), *args],
+        cwd=cwd,
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
 
 
 def test_a_milvus_lite_database_another_process_holds_costs_the_search_one_bounded_wait(
