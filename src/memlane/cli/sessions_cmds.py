@@ -196,9 +196,10 @@ def similar(
     as_json: JsonOpt = False,
 ) -> None:
     """Messages closest to a stored one (itself excluded)."""
+    from memlane.engine.lock_waits import read_waits
     from memlane.engine.sessions.layer import SessionsLayer
 
-    with open_memory(ctx) as mem:
+    with open_memory(ctx) as mem, read_waits(mem):
         result = SessionsLayer(mem).similar(key, k)
     if as_json:
         print_json(result.to_json())
