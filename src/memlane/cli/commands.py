@@ -287,6 +287,9 @@ def search(
     if any(n.startswith(UNAVAILABLE) for n in result.notices):
         # The index could not be read at all: that notice says it all.
         caught_up = [n for n in caught_up if not n.startswith(NEWEST_NOT_INDEXED)]
+    elif any(n.startswith(NEWEST_NOT_INDEXED) for n in caught_up):
+        # In the engine the search's own catch-up met the lock again: said once.
+        result.notices[:] = [n for n in result.notices if not n.startswith(NEWEST_NOT_INDEXED)]
     result.notices[:0] = caught_up
     if recalled.fan_out is not None:
         if as_json:

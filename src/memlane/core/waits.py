@@ -192,6 +192,12 @@ def sqlite_wait_s(default_s: float) -> float:
     return min(default_s, max(budget.left_s, MIN_SQLITE_WAIT_S))
 
 
+def waited_s(default_s: float) -> float:
+    """What this read has waited for locks in all; *default_s* outside a budget."""
+    budget = _current.get()
+    return budget.spent_s if budget is not None else default_s
+
+
 def spend(seconds: float) -> None:
     """A wait made outside these helpers (a statement that met a lock) costs the budget."""
     budget = _current.get()

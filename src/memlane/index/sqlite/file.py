@@ -54,7 +54,7 @@ from memlane.core.diskspace import disk_full_error
 from memlane.core.errors import IndexCorruptError
 from memlane.core.faults import step
 from memlane.core.types import SearchMode
-from memlane.core.waits import LockWaitedOut, acquire_bounded, spend, sqlite_wait_s
+from memlane.core.waits import LockWaitedOut, acquire_bounded, spend, sqlite_wait_s, waited_s
 from memlane.index.legs import lexical
 from memlane.index.legs.dense import DenseMatrix
 from memlane.index.legs.dense_sync import synced_matrix
@@ -399,7 +399,7 @@ class SqliteFile:
 
     def _translate(self, exc: BaseException) -> BaseException:
         if isinstance(exc, sqlite3.DatabaseError) and is_busy(exc):
-            return self._busy_error(max(self._busy_ms, 0) / 1000)
+            return self._busy_error(waited_s(max(self._busy_ms, 0) / 1000))
         if isinstance(exc, sqlite3.DatabaseError) and is_full(exc, self.path):
             return disk_full_error(
                 self.path,
