@@ -9,8 +9,9 @@ Another process takes one of the notes index's locks and holds it for
 - ``rebuild``: the exclusive ``flock`` on ``<index>.lock`` a rebuild holds;
   a process that has not opened the index yet needs it (shared) to open it.
 
-Meanwhile ``memory_search`` is asked again and again, round after round, on
-each surface (interleaved), and the time to its answer is measured:
+Meanwhile ``memory_search`` is asked again and again on one surface (one
+hold per surface, so a search that waits out the lock costs only its own
+surface's figures), and the time to its answer is measured:
 
 - ``cli``: ``memlane search`` with no engine (``MEMLANE_ENGINE=off``): a new
   process that imports, loads the model and searches in-process;
@@ -18,8 +19,8 @@ each surface (interleaved), and the time to its answer is measured:
 - ``mcp``: the ``memory_search`` tool of a running ``memlane mcp`` server
   (stdio JSON-RPC; the write before it is its ``memory_write`` tool).
 
-Before the hold the same calls run without a lock (the baseline), so the
-table also shows what the lock added. Each locked answer is checked to have
+Right before each hold the same calls run without a lock (the baseline), so
+the table also shows what the lock added. Each locked answer is checked to have
 come while the lock was still held and to say so (a notice naming the lock's
 holder). Target: every answer within ``sum(BACKOFF_DELAYS_MS) + 1 s``
 (4.7 s with the defaults).
@@ -47,7 +48,7 @@ from pathlib import Path
 from typing import IO, Any
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _common import median, percentile, print_table, write_json
+from _common import median, print_table, write_json
 
 #: What a locked answer says (engine/lock_waits.py, engine/recall/notes.py), and
 #: the error of the code before bounded waits.
@@ -245,20 +246,21 @@ class Surfaces:
 
 def measure(
     surfaces: Surfaces,
+    name: str,
     kind: str,
     index_path: Path,
     hold_s: float,
     runs: int,
     words: Callable[[], str],
-) -> list[dict[str, Any]]:
-    rows: list[dict[str, Any]] = []
+) -> dict[str, Any]:
+    """*runs* searches on surface *name* without a lock, then as many (up to
+    *runs*) while another process holds the lock for *hold_s*."""
     write = kind == "write"
-    baseline: dict[str, list[float]] = {name: [] for name in surfaces.names}
+    baseline: list[float] = []
     for _ in range(runs):
-        for name in surfaces.names:
-            got = surfaces.search(name, words(), write=write)
-            if got is not None:
-                baseline[name].append(got[0])
+        got = surfaces.search(name, words(), write=write)
+        if got is not None:
+            baseline.append(got[0])
     holder = subprocess.Popen(
         [sys.executable, "-c", HOLDER, kind, str(index_path), str(hold_s)],
         stdout=subprocess.PIPE,
@@ -266,51 +268,43 @@ def measure(
     )
     assert holder.stdout is not None
     assert holder.stdout.readline().strip() == "held"
-    held_from = time.monotonic()
-    locked: dict[str, list[float]] = {name: [] for name in surfaces.names}
-    said: dict[str, int] = {name: 0 for name in surfaces.names}
-    late: dict[str, list[float]] = {name: [] for name in surfaces.names}
-    rounds = 0
-    while rounds < runs and holder.poll() is None:
-        for name in surfaces.names:
-            got = surfaces.search(name, words(), write=write)
-            if got is None:
-                continue
-            took, text = got
-            if holder.poll() is not None:
-                late[name].append(took)  # answered only after the lock was let go
-                continue
-            locked[name].append(took)
-            said[name] += any(n in text for n in LOCK_NOTICES)
-        rounds += 1
-    held_for = time.monotonic() - held_from
-    holder.wait()
-    for name in surfaces.names:
-        times = locked[name]
-        base = median(baseline[name])
-        rows.append(
-            {
-                "lock": kind,
-                "surface": name,
-                "answers_while_held": len(times),
-                "said_so": said[name],
-                "after_release": len(late[name]),
-                "after_release_max_s": round(max(late[name]), 1) if late[name] else None,
-                "p50_s": round(median(times), 2),
-                "max_s": round(max(times), 2) if times else float("nan"),
-                "unlocked_p50_s": round(base, 2),
-                "added_p50_s": round(median(times) - base, 2),
-                "p95_s": round(percentile(times, 95), 2),
-            }
-        )
-    print(f"  {kind}: held {held_for:.0f} s, {rounds} rounds", file=sys.stderr)
-    return rows
+    locked: list[float] = []
+    late: list[float] = []
+    said = 0
+    while len(locked) < runs and holder.poll() is None:
+        got = surfaces.search(name, words(), write=write)
+        if got is None:
+            continue
+        took, text = got
+        if holder.poll() is not None:
+            late.append(took)  # answered only after the lock was let go
+            break
+        locked.append(took)
+        said += any(n in text for n in LOCK_NOTICES)
+    holder.wait()  # the rest of the hold
+    base = median(baseline)
+    print(f"  {kind} / {name}: {len(locked)} answers while held", file=sys.stderr)
+    return {
+        "lock": kind,
+        "surface": name,
+        "answers_while_held": len(locked),
+        "said_so": said,
+        "first_s": round(locked[0], 2) if locked else None,
+        "p50_s": round(median(locked), 2),
+        "max_s": round(max(locked), 2) if locked else float("nan"),
+        "unlocked_p50_s": round(base, 2),
+        "added_p50_s": round(median(locked) - base, 2),
+        "after_release": len(late),
+        "after_release_s": round(late[0], 1) if late else None,
+    }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--hold-s", type=float, default=90.0)
-    parser.add_argument("--runs", type=int, default=5, help="rounds per phase")
+    parser.add_argument(
+        "--runs", type=int, default=5, help="searches per surface, unlocked and while held"
+    )
     parser.add_argument("--kinds", default="write,rebuild")
     parser.add_argument("--surfaces", default="cli,engine,mcp")
     parser.add_argument("--src", type=Path, default=None, help="another checkout's src")
@@ -334,7 +328,10 @@ def main() -> None:
     rows: list[dict[str, Any]] = []
     try:
         for kind in [k for k in args.kinds.split(",") if k]:
-            rows += measure(surfaces, kind, index_path, args.hold_s, args.runs, words)
+            for name in names:  # one hold per surface: each meets the whole of it
+                rows.append(
+                    measure(surfaces, name, kind, index_path, args.hold_s, args.runs, words)
+                )
     finally:
         surfaces.close()
         shutil.rmtree(root, ignore_errors=True)
