@@ -130,6 +130,13 @@ def test_a_search_of_everything_answers_from_the_notes_when_the_sessions_index_i
         assert "AWS_PROFILE" in result.hits[0].content  # the notes answered
         (notice,) = [n for n in result.notices if n.startswith("past sessions were not searched")]
         assert f"pid {holder.pid}" in notice
+        cli = Cli(clock, cwd=project)
+        answer = answered_while_held(
+            lambda: cli("search", "--kind", "all", "deploy script AWS_PROFILE"), holder
+        )
+        assert answer.returncode == 0, answer.stderr
+        assert "AWS_PROFILE" in answer.stdout
+        assert "note: past sessions were not searched" in answer.stdout
     after = mem.search("deploy script AWS_PROFILE", kind="all")
     assert not any("past sessions" in n for n in after.notices)
     mem.close()

@@ -260,9 +260,14 @@ def search(
     # process holds costs at most sum(session.backoff_delays_ms) in all.
     with open_memory(ctx) as mem, read_waits(mem):
         if request.route in ("sessions", "everything"):
-            from memlane.cli.sessions_cmds import catch_up
+            from contextlib import suppress
 
-            catch_up(mem)
+            from memlane.cli.sessions_cmds import catch_up
+            from memlane.index.protocol import IndexBusyError
+
+            # The sessions index cannot be opened now: the search says so.
+            with suppress(IndexBusyError):
+                catch_up(mem)
             hint = "memlane transcript SOURCE --turn ID, or memlane expand HASH"
         caught_up: list[str] = []
         if request.route in ("notes", "everything"):
