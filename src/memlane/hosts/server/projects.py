@@ -30,17 +30,25 @@ if TYPE_CHECKING:
 log = logging.getLogger("memlane.engine")
 
 T = TypeVar("T")
+#: How long a closing project waits for the sessions layer's pending indexing.
+BACKGROUND_FLUSH_S = 5.0
 
 
 class Project:
-    """One project's memory, its worker thread and its open sessions."""
+    """One project's memory, its worker thread, its background work and its open sessions."""
 
     def __init__(self, memory: Memory) -> None:
+        from memlane.engine.live.background import Background
+
         self.memory = memory
         self.sessions: dict[str, Session] = {}
         self._worker = ThreadPoolExecutor(
             max_workers=1, thread_name_prefix=f"memlane-{memory.scope.collection[:24]}"
         )
+        # The model's warm-up and the sessions layer's backfill and sweep, once per
+        # project for every session, tool call and command the engine serves: they
+        # run on while sessions come and go (engine/live/background.py).
+        self.background = Background(memory.fork()).start()
 
     @property
     def collection(self) -> str:
@@ -50,6 +58,11 @@ class Project:
         return self._worker.submit(job)
 
     def close(self) -> None:
+        self.background.stop(timeout_s=0.5)
+        layer = self.background.sessions_layer
+        if layer is not None:
+            layer.flush(BACKGROUND_FLUSH_S)
+            layer.close()
         self._worker.submit(self.memory.close).result()
         self._worker.shutdown(wait=True)
 

@@ -279,6 +279,7 @@ class RpcSession:
                 session_id=session_id,
                 transcript_path=transcript_path,
                 host_call=self._host_call,
+                background=project.background,
             )
 
         session: Session = project.run(open_session).result()
