@@ -38,6 +38,12 @@ import os
 import sys
 import time
 
+# ``typing`` costs a hook call milliseconds: types are for the checker only.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import hashlib
+    from collections.abc import Callable
+
 HOME_ENV = "MEMLANE_HOME"
 DEFAULT_HOME = "~/.memlane"
 #: ``python -m`` this to run the engine.
@@ -132,12 +138,22 @@ def keyed_environment(env: dict[str, str] | os._Environ[str] | None = None) -> d
 
 def engine_key(env: dict[str, str] | os._Environ[str] | None = None) -> str:
     """12 hex characters naming the engine for this installation and *env*."""
-    import hashlib
+    parts = [package_dir()] + [f"{k}={v}" for k, v in sorted(keyed_environment(env).items())]
+    return _sha256_hex("\0".join(parts).encode("utf-8", "surrogateescape"))[:12]
 
-    digest = hashlib.sha256(package_dir().encode("utf-8", "surrogateescape"))
-    for name, value in sorted(keyed_environment(env).items()):
-        digest.update(b"\0" + f"{name}={value}".encode("utf-8", "surrogateescape"))
-    return digest.hexdigest()[:12]
+
+def _sha256_hex(data: bytes) -> str:
+    """SHA-256 from the interpreter's built-in module: ``hashlib`` loads OpenSSL,
+    a few milliseconds every hook call pays for."""
+    sha256: Callable[[bytes], hashlib._Hash]
+    try:
+        from _sha2 import sha256  # type: ignore[import-not-found, no-redef]  # 3.12+
+    except ImportError:
+        try:
+            from _sha256 import sha256  # type: ignore[import-not-found, no-redef]
+        except ImportError:
+            from hashlib import sha256
+    return sha256(data).hexdigest()
 
 
 class Place:
