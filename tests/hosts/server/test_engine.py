@@ -106,6 +106,7 @@ def test_a_relative_path_argument_is_read_here_not_in_the_engine(project: Path) 
 def test_a_one_off_command_starts_no_engine_unless_configured(
     project: Path, isolated_home: Path
 ) -> None:
+    assert memlane("write", "a first memory", cwd=project).returncode == 0
     assert memlane("search", "anything", cwd=project).returncode == 0
     assert engine_pids(isolated_home) == []
     (isolated_home / "config.toml").write_text("[engine]\ncli_starts = true\n")
