@@ -11,8 +11,10 @@ looks at the command line:
   ``engine.cli_starts`` asks to start one), which runs the same command
   code with its model already loaded (hosts/server/commands.py);
 
-and everything else, or any of these when no engine can serve it, runs here
-in full (cli/main.py), exactly as it would without an engine.
+and everything else runs here in full (cli/main.py). A quick command no
+engine serves runs here too, without the command-line framework when its
+arguments are in a plain form (cli/quick.py: the same command code, half a
+second of imports less), else in full, exactly as it would without an engine.
 """
 
 from __future__ import annotations
@@ -160,8 +162,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         code = relay(os.path.abspath(_sub_directory(rest) or directory))
         if code is not None:
             return code
-    elif command in DELEGATED and _portable(rest):
-        code = delegate(directory, command, rest)
+    elif command in DELEGATED:
+        if _portable(rest):
+            code = delegate(directory, command, rest)
+            if code is not None:
+                return code
+        # No engine: the quick commands run here without typer (cli/quick.py).
+        from memlane.cli.quick import run as run_quick
+
+        code = run_quick(args)
         if code is not None:
             return code
     from memlane.cli.main import main as full
