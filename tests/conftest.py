@@ -95,11 +95,14 @@ def shared_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module", autouse=True)
-def no_engine_outlives_its_module() -> Iterator[None]:
-    """Engines a module-scoped fixture's clients started (the end-to-end worlds)."""
-    before = set(engine_pids())
+def no_engine_outlives_its_module(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Engines a module-scoped fixture's clients started (the end-to-end worlds).
+    Only this session's (a home under its temporary directory): another test run
+    or a person on the same machine runs engines of their own."""
+    ours = tmp_path_factory.getbasetemp()
+    before = set(engine_pids(under=ours))
     yield
-    started = set(engine_pids()) - before
+    started = set(engine_pids(under=ours)) - before
     if started:
         stop_engines(only=started)
 
@@ -113,11 +116,13 @@ def isolated_home(
     from memlane.core.scope import clear_store_command_cache
 
     clear_store_command_cache()
-    before = set(engine_pids())
+    ours = tmp_path_factory.getbasetemp()
+    before = set(engine_pids(under=ours))
     yield home
     clear_store_command_cache()
-    # An engine a test's client started (in any home) must not outlive the test.
-    started = set(engine_pids()) - before
+    # An engine a test's client started (in any home of this session) must not
+    # outlive the test.
+    started = set(engine_pids(under=ours)) - before
     if started:
         stop_engines(only=started)
 

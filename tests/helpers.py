@@ -89,8 +89,10 @@ def isolate_environment(monkeypatch: pytest.MonkeyPatch, home: Path, cache: Path
 ENGINE_MODULE = "memlane.hosts.server"
 
 
-def engine_pids(home: Path | None = None) -> list[int]:
-    """The warm engines running for *home* (every one of this user when None)."""
+def engine_pids(home: Path | None = None, *, under: Path | None = None) -> list[int]:
+    """The warm engines running for *home* (every one of this user when None), or
+    for any home *under* a directory (this test session's temporary files: other
+    sessions on the machine run engines of their own)."""
     found = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -102,9 +104,12 @@ def engine_pids(home: Path | None = None) -> list[int]:
             state = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[0]
             if state == "Z":
                 continue
-            if home is not None:
+            if home is not None or under is not None:
                 environ = Path(f"/proc/{entry}/environ").read_bytes().split(b"\0")
-                if f"MEMLANE_HOME={home}".encode() not in environ:
+                if home is not None and f"MEMLANE_HOME={home}".encode() not in environ:
+                    continue
+                prefix = f"MEMLANE_HOME={under}/".encode()
+                if under is not None and not any(v.startswith(prefix) for v in environ):
                     continue
         except OSError:
             continue

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from memlane.cli import quick
+from memlane.cli import quick_cmds
 from memlane.cli.context import ProgressBar, notice, open_memory, print_json, state
 from memlane.cli.free_text import FreeTextCommand
 
@@ -23,7 +23,7 @@ def scope(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Show where this project's memory lives: scope, store, collection, state directory."""
-    quick.scope_command(state(ctx).directory, as_json)
+    quick_cmds.scope_command(state(ctx).directory, as_json)
 
 
 def write(
@@ -35,7 +35,7 @@ def write(
 ) -> None:
     """Append a timestamped, anchored memory entry to today's daily file."""
     current = state(ctx)
-    quick.write_command(current.directory, current.clock, text, as_json)
+    quick_cmds.write_command(current.directory, current.clock, text, as_json)
 
 
 def chunks(
@@ -177,7 +177,7 @@ def search(
     does, it says that nothing relevant was found.
     """
     current = state(ctx)
-    quick.search_command(
+    quick_cmds.search_command(
         current.directory,
         current.clock,
         query=query,
@@ -207,7 +207,7 @@ def expand(
 ) -> None:
     """L2 recall: the whole section a chunk came from, with its session anchor."""
     current = state(ctx)
-    quick.expand_command(current.directory, current.clock, chunk_hash, project, as_json)
+    quick_cmds.expand_command(current.directory, current.clock, chunk_hash, project, as_json)
 
 
 def transcript(
@@ -223,7 +223,7 @@ def transcript(
 ) -> None:
     """L3 recall: the original conversation turns around an anchored memory."""
     current = state(ctx)
-    quick.transcript_command(current.directory, current.clock, path, turn, project, as_json)
+    quick_cmds.transcript_command(current.directory, current.clock, path, turn, project, as_json)
 
 
 def forget(
@@ -271,9 +271,9 @@ def _run_tool(
     arguments: Mapping[str, object],
     as_json: bool,
 ) -> None:
-    """The CLI face of a tool (cli/quick.py's ``tool_command``)."""
+    """The CLI face of a tool (cli/quick_cmds.py's ``tool_command``)."""
     current = state(ctx)
-    quick.tool_command(current.directory, current.clock, name, arguments, as_json)
+    quick_cmds.tool_command(current.directory, current.clock, name, arguments, as_json)
 
 
 def status(

@@ -49,6 +49,16 @@ memory_opener: ContextVar[Callable[[Path | None, Clock], Memory] | None] = Conte
 )
 
 
+#: Where the person ran the command (relative paths are shown from there): unset,
+#: this process's working directory; for a command the engine runs, its client's.
+working_directory: ContextVar[str | None] = ContextVar("working_directory", default=None)
+
+
+def here() -> str:
+    """The directory relative paths are shown from (``working_directory``)."""
+    return working_directory.get() or os.getcwd()
+
+
 def open_memory(ctx: typer.Context) -> Memory:
     current = state(ctx)
     return open_memory_at(current.directory, current.clock)

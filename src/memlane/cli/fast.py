@@ -112,7 +112,8 @@ def delegate(directory: str, command: str, args: list[str]) -> int | None:
     stdin = sys.stdin.read() if "-" in args else None
     try:
         with client:
-            answer = client.call("cli", {"argv": [command, *args], "stdin": stdin}, ANSWER_S)
+            params = {"argv": [command, *args], "stdin": stdin, "workdir": os.getcwd()}
+            answer = client.call("cli", params, ANSWER_S)
     except (link.EngineUnavailable, link.EngineError) as exc:
         took = time.monotonic() - started
         link.record_failure(place, CLIENT, command, "failed", str(exc), took)

@@ -11,7 +11,7 @@ import typer
 
 from memlane.cli.context import ProgressBar, notice, open_memory, print_json
 from memlane.cli.free_text import FreeTextCommand
-from memlane.cli.quick import catch_up_sessions
+from memlane.cli.quick_cmds import catch_up_sessions
 
 if TYPE_CHECKING:
     from memlane.engine.sessions.hits import SessionSearch
