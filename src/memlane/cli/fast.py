@@ -22,7 +22,10 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Sequence
+
+TYPE_CHECKING = False  # not typing's: this module starts every memlane command
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 #: Commands the engine may run for the CLI: their output depends only on the
 #: project, the arguments and the standard input, never on this process.
