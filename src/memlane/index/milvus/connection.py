@@ -21,7 +21,6 @@ pymilvus is imported lazily, only here and when a Milvus index is used.
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import logging
 import os
@@ -35,6 +34,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from memlane.core.errors import MemlaneError
 from memlane.core.locks import lock_fd
+from memlane.core.native import at_exit, native_call
 from memlane.index.protocol import IndexBusyError, IndexUnavailableError
 
 log = logging.getLogger(__name__)
@@ -259,7 +259,8 @@ class LiteServers:
 
     def _expire(self, path: Path, entry: _LiteEntry) -> None:
         try:
-            self._stop_idle(path, entry)
+            with native_call():  # at exit, release_all stops it instead
+                self._stop_idle(path, entry)
         except Exception:
             # A timer thread has no caller to report to; at interpreter
             # exit milvus_lite may already be torn down.
@@ -317,22 +318,13 @@ class LiteServers:
         raise busy_error(path)  # pragma: no cover - the loop returns or raises
 
     def _hook_exit(self) -> None:
-        """Stop (and flush) our servers when the interpreter exits, while
-        the server's gRPC thread pool still takes calls: Python shuts those
-        pools down in its threading exit hooks, which run before ``atexit``
-        ones, so a flush from ``atexit`` would never reach the server.
-        Registered after the first server started (and with it the pool's
-        own hook), so it runs before that hook."""
+        """Stop (and flush) our servers when the interpreter exits, once no
+        operation is in flight and while the server's gRPC thread pool still
+        takes calls (core/native.py's exit hooks run before thread pools stop)."""
         if self._exit_hook:
             return
         self._exit_hook = True
-        register = getattr(threading, "_register_atexit", None)
-        if register is None:  # pragma: no cover - CPython has it since 3.9
-            atexit.register(self.release_all)
-            return
-        # RuntimeError: the interpreter is already shutting down.
-        with contextlib.suppress(RuntimeError):
-            register(self.release_all)
+        at_exit(self.release_all)
 
 
 #: The one registry of this process.
@@ -376,24 +368,27 @@ class Connection:
     def client(self) -> Iterator[Any]:
         """A connected client for one operation; pymilvus errors raised in
         the block come out as one-line ``MemlaneError``s."""
-        if self.path is None:
-            client = self._remote()
+        # A gRPC call on a daemon thread must not be cut by the interpreter's
+        # exit: the exit waits for this operation to end (core/native.py).
+        with native_call():
+            if self.path is None:
+                client = self._remote()
+                try:
+                    yield client
+                except MemlaneError:
+                    raise
+                except Exception as exc:
+                    raise translate(exc, self.raw_uri) from exc
+                return
+            client = self._registry.acquire(self.path, self.backoff_delays_ms)
             try:
                 yield client
             except MemlaneError:
                 raise
             except Exception as exc:
                 raise translate(exc, self.raw_uri) from exc
-            return
-        client = self._registry.acquire(self.path, self.backoff_delays_ms)
-        try:
-            yield client
-        except MemlaneError:
-            raise
-        except Exception as exc:
-            raise translate(exc, self.raw_uri) from exc
-        finally:
-            self._registry.release(self.path)
+            finally:
+                self._registry.release(self.path)
 
     def _remote(self) -> Any:
         with self._lock:
