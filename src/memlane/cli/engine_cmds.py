@@ -128,6 +128,12 @@ def _show(info: dict[str, Any], own_key: str) -> None:
                     else "no open session"
                 )
             )
+        lite = info.get("milvus_lite") or {}
+        for path in lite.get("open") or []:
+            typer.echo(
+                f"  holds Milvus Lite {path} (let go {lite.get('linger_s', '?')} s after its "
+                f"last use; opened {lite.get('opens', '?')} times)"
+            )
     typer.echo(f"  socket {info.get('socket')}")
     typer.echo(f"  log {info.get('log')}")
 

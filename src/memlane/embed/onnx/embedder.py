@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memlane.core.errors import EmbedderError
+from memlane.core.native import native_call
 from memlane.core.paths import cache_dir as default_cache_dir
 from memlane.core.settings import (
     BUNDLED_MODEL_NAME,
@@ -257,23 +258,26 @@ class OnnxEmbedder:
         try:
             for start in range(0, len(order), window):
                 picked = order[start : start + window]
-                encoded = self._tokenize(model, [texts[i] for i in picked])
-                by_tokens = sorted(range(len(picked)), key=lambda j: len(encoded[j]))
-                batches = [
-                    [by_tokens[j] for j in batch]
-                    for batch in self.plan_batches([len(encoded[j]) for j in by_tokens])
-                ]
-                inputs = [[encoded[j] for j in batch] for batch in batches]
-                batch_count += len(batches)
-                if len(batches) > 1 and self.threads > 1 and pool is None:
-                    from concurrent.futures import ThreadPoolExecutor
+                # One window's tokenising and runs at a time: an exit waits for
+                # them, never for the whole call (core/native.py).
+                with native_call():
+                    encoded = self._tokenize(model, [texts[i] for i in picked])
+                    by_tokens = sorted(range(len(picked)), key=lambda j: len(encoded[j]))
+                    batches = [
+                        [by_tokens[j] for j in batch]
+                        for batch in self.plan_batches([len(encoded[j]) for j in by_tokens])
+                    ]
+                    inputs = [[encoded[j] for j in batch] for batch in batches]
+                    batch_count += len(batches)
+                    if len(batches) > 1 and self.threads > 1 and pool is None:
+                        from concurrent.futures import ThreadPoolExecutor
 
-                    pool = ThreadPoolExecutor(self.threads, thread_name_prefix="memlane-embed")
-                if pool is None:
-                    results = [self._run(model, ids) for ids in inputs]
-                else:
-                    # The run releases the GIL, so batches use all cores.
-                    results = list(pool.map(lambda ids: self._run(model, ids), inputs))
+                        pool = ThreadPoolExecutor(self.threads, thread_name_prefix="memlane-embed")
+                    if pool is None:
+                        results = [self._run(model, ids) for ids in inputs]
+                    else:
+                        # The run releases the GIL, so batches use all cores.
+                        results = list(pool.map(lambda ids: self._run(model, ids), inputs))
                 for batch, vectors in zip(batches, results, strict=True):
                     if out is None:
                         out = np.empty((len(texts), vectors.shape[1]), dtype=np.float32)
@@ -338,7 +342,10 @@ class OnnxEmbedder:
             # The derived int8 file is another model than its source.
             getattr(self._derive, "__qualname__", None),
         )
-        loaded = shared_model(key, self._load)
+        # Outside every lock: a daemon thread that an exit stops at the gate
+        # holds nothing another thread waits for (core/native.py).
+        with native_call():
+            loaded = shared_model(key, self._load)
         if self._dimension is None:
             self._dimension = loaded.dimension
         self._loaded = loaded
@@ -397,7 +404,8 @@ class OnnxEmbedder:
         return tokenize(model.tokenizer, texts, max_tokens=self.max_tokens)
 
     def _release_memory(self, model: LoadedModel) -> None:
-        release_memory(model)
+        with native_call():
+            release_memory(model)
 
     def _run(self, model: LoadedModel, ids: list[list[int]]) -> Vectors:
         return run_batch(model, ids, pooling=self.pooling, model_path=self.model_path)

@@ -197,7 +197,12 @@ class Projects:
             thread.start()
             return thread, session
 
-        begun = project.run(begin).result()
+        try:
+            begun = project.run(begin).result()
+        except RuntimeError:
+            # The project is closed: the engine is exiting and ended its sessions
+            # itself (a client it hung up on asks again as it goes).
+            return None
         if begun is None or not wait:
             return None
         thread, session = begun

@@ -16,6 +16,7 @@ client and its directory (core/link.py's ``rpc_header``).
 | cli | {argv, stdin?, workdir?} | {stdout, stderr, code} |
 | engine.status | {} | what ``memlane engine status`` shows |
 | engine.stop | {} | {stopping: true} |
+| engine.release_lite | {path} | {released}: let go of a Milvus Lite database another process wants |
 
 and from the engine: ``llm.complete {system, prompt, model?, max_tokens?}`` →
 ``{text}`` (the host's own model distils), ``llm.cancel {id}`` (the session
@@ -388,6 +389,14 @@ class RpcSession:
         self.engine.stop()
         return {"stopping": True}
 
+    def engine_release_lite(self, params: dict[str, Any]) -> dict[str, Any]:
+        """Another memlane process found a Milvus Lite database this engine holds."""
+        from memlane.engine.index_backend import let_go_of_milvus_lite
+
+        path = _str(params, "path", "engine.release_lite", required=True)
+        assert path is not None
+        return {"released": let_go_of_milvus_lite(path)}
+
     _HANDLERS: ClassVar[dict[str, Callable[[RpcSession, dict[str, Any]], dict[str, Any]]]] = {
         "session_start": session_start,
         "before_agent_start": before_agent_start,
@@ -398,4 +407,5 @@ class RpcSession:
         "cli": cli,
         "engine.status": engine_status,
         "engine.stop": engine_stop,
+        "engine.release_lite": engine_release_lite,
     }
