@@ -89,8 +89,10 @@ def isolate_environment(monkeypatch: pytest.MonkeyPatch, home: Path, cache: Path
 ENGINE_MODULE = "memlane.hosts.server"
 
 
-def engine_pids(home: Path | None = None) -> list[int]:
-    """The warm engines running for *home* (every one of this user when None)."""
+def engine_pids(home: Path | None = None, *, under: Path | None = None) -> list[int]:
+    """The warm engines running for *home* (every one of this user when None), or for
+    any home below *under* (this test run's: another run's engines are not ours)."""
+    roots = () if under is None else tuple({str(under), os.path.realpath(under)})
     found = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -105,6 +107,13 @@ def engine_pids(home: Path | None = None) -> list[int]:
             if home is not None:
                 environ = Path(f"/proc/{entry}/environ").read_bytes().split(b"\0")
                 if f"MEMLANE_HOME={home}".encode() not in environ:
+                    continue
+            if roots:
+                environ = Path(f"/proc/{entry}/environ").read_bytes().split(b"\0")
+                homes = [
+                    v[len(b"MEMLANE_HOME=") :] for v in environ if v.startswith(b"MEMLANE_HOME=")
+                ]
+                if not any(os.fsdecode(h).startswith(roots) for h in homes):
                     continue
         except OSError:
             continue

@@ -413,6 +413,34 @@ class Client:
             )
         return answer.get("result")
 
+    def notify(self, method: str, params: dict[str, object]) -> None:
+        """Send *method* as a notification: the engine answers nothing (``EngineGone``
+        when it hung up)."""
+        import json
+
+        line = {"jsonrpc": "2.0", "method": method, "params": params}
+        try:
+            self._sock.settimeout(None)
+            self._sock.sendall(json.dumps(line).encode("utf-8") + b"\n")
+        except OSError as exc:
+            raise EngineGone(f"the engine went away before {method}: {exc}") from None
+
+    def is_open(self) -> bool:
+        """Whether the engine still holds this connection (it hangs up when it stops
+        or exits idle): a call sent on a closed one would be lost."""
+        if self._buffer:
+            return True
+        try:
+            self._sock.setblocking(False)
+            try:
+                return self._sock.recv(1, _socket.MSG_PEEK) != b""
+            finally:
+                self._sock.setblocking(True)
+        except BlockingIOError:
+            return True  # open, nothing to read
+        except OSError:
+            return False
+
     def _read_line(self, deadline: float) -> bytes:
         while b"\n" not in self._buffer:
             self._sock.settimeout(max(deadline - time.monotonic(), 0.01))

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memlane.core.errors import MemlaneError
-from memlane.store.topics import TOPIC_TYPES
+from memlane.core.topic_types import TOPIC_TYPES
 
 RECALL_LADDER = (
     "Recall works in three steps; stop at the first that answers: memory_search (L1, "

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, TypeVar
 from memlane.core.clock import SYSTEM_CLOCK, Clock
 
 if TYPE_CHECKING:
+    from memlane.engine.live.background import Background
     from memlane.engine.live.session import Session
     from memlane.engine.live.state import Flush
     from memlane.engine.parts import SharedParts
@@ -41,6 +42,8 @@ class Project:
         self._worker = ThreadPoolExecutor(
             max_workers=1, thread_name_prefix=f"memlane-{memory.scope.collection[:24]}"
         )
+        self._background: Background | None = None
+        self._background_lock = threading.Lock()
 
     @property
     def collection(self) -> str:
@@ -49,7 +52,20 @@ class Project:
     def run(self, job: Callable[[], T]) -> Future[T]:
         return self._worker.submit(job)
 
+    def start_background(self) -> None:
+        """The model's warm-up and the sessions layer's catch-up and sweep, once, for a
+        client with no session of its own (``memlane mcp``: MCP has no session events)."""
+        from memlane.engine.live.background import start_background
+
+        with self._background_lock:
+            if self._background is None:
+                self._background = start_background(self.memory)
+
     def close(self) -> None:
+        with self._background_lock:
+            background = self._background
+        if background is not None:
+            background.stop(timeout_s=0.5)
         self._worker.submit(self.memory.close).result()
         self._worker.shutdown(wait=True)
 

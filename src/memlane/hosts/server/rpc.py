@@ -12,6 +12,7 @@ client and its directory (core/link.py's ``rpc_header``).
 | agent_settled | {exchange: {user, assistant, aborted, entry_id, session_id, transcript_path, tools?}} | {queued, reason?} |
 | session_compact | {} | {snapshot} |
 | session_shutdown | {} | {flushed, pending} |
+| prepare | {} | {collection} |
 | tool | {name, arguments} | {text, details} |
 | cli | {argv, stdin?} | {stdout, stderr, code} |
 | engine.status | {} | what ``memlane engine status`` shows |
@@ -341,6 +342,14 @@ class RpcSession:
         result: dict[str, Any] = flush.to_json()
         return result
 
+    def prepare(self, params: dict[str, Any]) -> dict[str, Any]:
+        """Open the connection's project ahead of its first tool call and start its
+        background work (``memlane mcp`` sends this at ``initialize``, as a notification)."""
+        project = self._current_project()
+        if self.session is None:
+            project.start_background()
+        return {"collection": project.collection}
+
     def tool(self, params: dict[str, Any]) -> dict[str, Any]:
         from memlane.engine.tools.dispatch import Tools
 
@@ -350,6 +359,8 @@ class RpcSession:
             raise ParamsError("tool: arguments must be an object")
         assert name is not None
         project = self._current_project()
+        if self.session is None:
+            project.start_background()
 
         def call() -> dict[str, Any]:
             if self._tools is None:
@@ -390,6 +401,7 @@ class RpcSession:
         "agent_settled": agent_settled,
         "session_compact": session_compact,
         "session_shutdown": session_shutdown,
+        "prepare": prepare,
         "tool": tool,
         "cli": cli,
         "engine.status": engine_status,
