@@ -7,9 +7,10 @@ importing a light module of the engine, such as the tool specs that
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
+TYPE_CHECKING = False  # typing unimported: see above
 if TYPE_CHECKING:
+    from typing import Any
+
     from memlane.engine.project import Memory
 
 __all__ = ["Memory"]

@@ -24,23 +24,25 @@ thread (an in-process memory's index connection belongs to its thread).
 
 from __future__ import annotations
 
-import logging
 import os
+import sys
 import threading
 import time
-from typing import TYPE_CHECKING, Any
 
 from memlane.core import link
 from memlane.hosts.mcp.tools import READ_ONLY, error_result, success_result
 
+# Nothing heavy before the first answers: not even typing or logging (thin.py).
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import logging
+    from typing import Any
+
     from memlane.core.clock import Clock
     from memlane.engine.live.background import Background
     from memlane.engine.project import Memory
     from memlane.engine.tools.dispatch import Tools
     from memlane.engine.tools.spec import ToolResult
-
-log = logging.getLogger("memlane.mcp")
 
 CLIENT = "mcp"
 #: How long after ``initialize`` a call waits for the engine to be reachable
@@ -53,6 +55,28 @@ RESTART_AFTER_S = 60.0
 #: How long the engine may take to answer a call (a first search loads the model).
 ANSWER_S = 300.0
 SEARCH = "memory_search"
+_stderr_logging = [False]  # set by thin.run: log to stderr, configured at first use
+
+
+def log_to_stderr() -> None:
+    """Log to stderr (``MEMLANE_LOG_LEVEL``, default WARNING) once something is logged:
+    the ``memlane mcp`` process, not a server run inside another program."""
+    _stderr_logging[0] = True
+
+
+def logger() -> logging.Logger:
+    """``memlane mcp``'s logger (``logging`` is imported on first use)."""
+    import logging
+
+    if _stderr_logging[0]:
+        _stderr_logging[0] = False
+        level = os.environ.get("MEMLANE_LOG_LEVEL", "WARNING").upper()
+        logging.basicConfig(
+            stream=sys.stderr,
+            level=level if level in logging.getLevelNamesMapping() else "WARNING",
+            format="memlane mcp: %(levelname)s %(name)s: %(message)s",
+        )
+    return logging.getLogger("memlane.mcp")
 
 
 class Calls:
@@ -100,7 +124,7 @@ class Calls:
             self._client = self._open(self._deadline, start=True)
         except link.EngineUnavailable as exc:
             self._reach_error = exc
-            log.info("no engine: %s", exc)
+            logger().info("no engine: %s", exc)
         finally:
             self._reached.set()
 
@@ -198,7 +222,7 @@ class Calls:
                 )
             return _engine_answer(answer)
         except Exception as exc:  # a bug: the server must keep serving
-            log.exception("%s failed", name)
+            logger().exception("%s failed", name)
             return error_result(
                 f"internal error in {name}: {exc!r}",
                 "this is a memlane bug; the server's stderr has the trace",
@@ -213,7 +237,7 @@ class Calls:
         return self._here(name, arguments, degraded=why)
 
     def _record(self, name: str, what: str, detail: str, began: float) -> None:
-        log.warning("%s answered without the engine (%s): %s", name, what, detail)
+        logger().warning("%s answered without the engine (%s): %s", name, what, detail)
         link.record_failure(self.place, CLIENT, name, what, detail, time.monotonic() - began)
 
     # -- in this process ------------------------------------------------------------------
@@ -294,6 +318,7 @@ class Local:
     """The project's memory and tools in this process (no engine, or none reachable)."""
 
     def __init__(self, directory: str, clock: Clock | None, *, background: bool) -> None:
+        logger()  # the engine logs too: set up before it is imported
         from memlane.core.clock import clock_from_env
         from memlane.engine.project import Memory
         from memlane.engine.tools.dispatch import Tools

@@ -34,16 +34,13 @@ fd 0 at the null device (nothing else can consume the client's messages).
 from __future__ import annotations
 
 import fcntl
-import logging
 import os
 import queue
 import sys
 import threading
 from collections.abc import Callable
-from contextlib import suppress
-from typing import IO, TYPE_CHECKING, Any, cast
 
-from memlane.hosts.mcp.calls import START_S, Calls
+from memlane.hosts.mcp.calls import START_S, Calls, log_to_stderr, logger
 from memlane.hosts.mcp.tools import INSTRUCTIONS, SERVER_NAME, tool_definitions
 from memlane.hosts.wire import (
     INVALID_PARAMS,
@@ -58,10 +55,13 @@ from memlane.hosts.wire import (
     read_line,
 )
 
+# What this imports is its whole start-up cost: not even typing or logging,
+# which together would cost more than the rest (logging comes at first use).
+TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from memlane.core.clock import Clock
+    from typing import IO, Any
 
-log = logging.getLogger("memlane.mcp")
+    from memlane.core.clock import Clock
 
 #: The revisions of MCP's ``initialize`` handshake this server speaks, oldest
 #: first: the ``mcp`` SDK's ``HANDSHAKE_PROTOCOL_VERSIONS`` (tests/hosts/test_mcp.py
@@ -119,7 +119,7 @@ class Server:
                 continue
             checked = check_mcp_line(line)
             if isinstance(checked, Refused):
-                log.warning("refused a malformed message: %s", checked.reason)
+                logger().warning("refused a malformed message: %s", checked.reason)
                 if checked.reply is not None:
                     self.send(checked.reply)
                 continue
@@ -212,7 +212,7 @@ class Server:
         try:
             self.calls.close()
         except Exception:
-            log.exception("closing the memory failed")
+            logger().exception("closing the memory failed")
 
     def _dropped(self, request_id: Any, *, done: bool) -> bool:
         """Whether the client cancelled the call (it gets no answer)."""
@@ -234,9 +234,12 @@ class Server:
     def send(self, message: dict[str, Any] | list[dict[str, Any]]) -> None:
         """One line to the client; a client already gone is no error here."""
         line = encode_message(message)
-        with self._out_lock, suppress(OSError, ValueError):
-            self._out.write(line)
-            self._out.flush()
+        with self._out_lock:
+            try:
+                self._out.write(line)
+                self._out.flush()
+            except (OSError, ValueError):
+                pass
 
 
 # -- checking a line ------------------------------------------------------------------------
@@ -312,21 +315,20 @@ def _take_fd(
         return fallback, lambda: None
 
     def restore() -> None:
-        with suppress(OSError):
+        try:
             os.dup2(private, fd)
+        except OSError:  # contextlib unimported: see the imports
+            return
 
     # closefd=False: the descriptor must never be closed and reused under a reader.
-    return cast(IO[bytes], os.fdopen(private, mode, closefd=False)), restore
+    stream: IO[bytes] = os.fdopen(private, mode, closefd=False)
+    return stream, restore
 
 
 def run(directory: str, *, clock: Clock | None = None) -> int:
     """Serve on stdin/stdout until the client closes stdin (0), or Ctrl-C (130).
     Logs go to stderr."""
-    logging.basicConfig(
-        stream=sys.stderr,
-        level=os.environ.get("MEMLANE_LOG_LEVEL", "WARNING").upper(),
-        format="memlane mcp: %(levelname)s %(name)s: %(message)s",
-    )
+    log_to_stderr()
     wire_in, restore_in = _take_fd(0, lambda: os.open(os.devnull, os.O_RDONLY), "rb")
     wire_out, restore_out = _take_fd(1, lambda: os.dup(2), "wb")
     server = Server(directory, wire_out, clock=clock)

@@ -18,11 +18,14 @@ itself.
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from memlane.engine.tools.catalog import SPECS
 from memlane.engine.tools.outputs import error_details, output_schema
 from memlane.engine.tools.spec import RECALL_LADDER
+
+TYPE_CHECKING = False  # typing unimported on the server's start (thin.py)
+if TYPE_CHECKING:
+    from typing import Any
 
 SERVER_NAME = "memlane"
 INSTRUCTIONS = (
