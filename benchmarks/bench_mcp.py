@@ -14,6 +14,10 @@ is left out, with its tools. Measured from spawning the ``memlane`` script
   engine and with none running (the server starts it, the engine opens the
   project and loads the model).
 
+Beside the wall times, the CPU time of each process over its whole life
+(start to exit) for the warm handshakes: on a busy machine it moves much
+less than the wall time, and shows what the process costs on an idle one.
+
 ``--compare MEMLANE`` measures another ``memlane`` executable the same way
 in the same runs (an older version, for a before and after).
 
@@ -28,6 +32,7 @@ import argparse
 import compileall
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -84,8 +89,18 @@ def _answer(out: IO[bytes], request_id: int) -> dict[str, Any]:
             return message
 
 
+CPU: dict[str, list[float]] = {}  # what -> CPU ms of each process (its whole life)
+
+
+def _children_cpu_ms() -> float:
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (used.ru_utime + used.ru_stime) * 1000
+
+
 def session(memlane: str, project: Path, env: dict[str, str], *, search: bool) -> float:
-    """One client session: spawn, handshake (and a search); ms until the last answer."""
+    """One client session: spawn, handshake (and a search); ms until the last answer.
+    The process's CPU time (start to exit) goes to ``CPU[memlane]``."""
+    cpu = _children_cpu_ms()
     started = time.perf_counter()
     proc = subprocess.Popen(
         [memlane, "mcp", "-C", str(project)],
@@ -113,13 +128,18 @@ def session(memlane: str, project: Path, env: dict[str, str], *, search: bool) -
         proc.stdin.close()
         proc.wait(120)
         proc.stdout.close()
+    if not search:
+        CPU.setdefault(memlane, []).append(_children_cpu_ms() - cpu)
     return took
 
 
 def bare_python() -> float:
+    cpu = _children_cpu_ms()
     started = time.perf_counter()
     subprocess.run([sys.executable, "-c", "pass"], check=True)
-    return (time.perf_counter() - started) * 1000
+    took = (time.perf_counter() - started) * 1000
+    CPU.setdefault("python", []).append(_children_cpu_ms() - cpu)
+    return took
 
 
 def engine(memlane: str, env: dict[str, str], action: str) -> None:
@@ -128,13 +148,17 @@ def engine(memlane: str, env: dict[str, str], action: str) -> None:
     )
 
 
-def row(what: str, walls: list[float], floor: list[float] | None) -> dict[str, Any]:
+def row(
+    what: str, walls: list[float], floor: list[float] | None, cpu: list[float] | None = None
+) -> dict[str, Any]:
     found: dict[str, Any] = {
         "what": what,
         "runs": len(walls),
         "p50_ms": median(walls),
         "p95_ms": percentile(walls, 95),
     }
+    if cpu:
+        found["cpu_p50_ms"] = median(cpu)
     if floor:
         found["x_python_p50"] = median(walls) / median(floor)
         found["x_python_p95"] = percentile(walls, 95) / percentile(floor, 95)
@@ -150,13 +174,14 @@ def measure(
     for memlane in executables.values():
         engine(memlane, env, "start")
         session(memlane, project, env, search=True)  # the project open, the model loaded
+    CPU.clear()
     for _ in range(args.runs):  # interleaved: every kind sees the same load
         floor.append(bare_python())
         for name, memlane in executables.items():
             warm[name].append(session(memlane, project, env, search=False))
-    rows.append(row("python -c pass", floor, None))
-    for name in executables:
-        rows.append(row(f"{name}: handshake, engine running", warm[name], floor))
+    rows.append(row("python -c pass", floor, None, CPU["python"]))
+    for name, memlane in executables.items():
+        rows.append(row(f"{name}: handshake, engine running", warm[name], floor, CPU[memlane]))
 
     cold: dict[str, list[float]] = {name: [] for name in executables}
     cold_floor: list[float] = []
@@ -220,6 +245,7 @@ def main() -> int:
                 "p95 ms": r["p95_ms"],
                 "x python p50": r.get("x_python_p50", ""),
                 "x python p95": r.get("x_python_p95", ""),
+                "CPU p50 ms": r.get("cpu_p50_ms", ""),
             }
             for r in rows
         ],
