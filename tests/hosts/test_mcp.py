@@ -527,6 +527,51 @@ def test_the_server_exits_0_when_the_client_closes_stdin(project: Path, mode: st
     assert "A note before closing." in notes
 
 
+def _zombie_children(pid: int) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if fields[0] == "Z" and int(fields[1]) == pid:
+                found.append(int(entry))
+    return found
+
+
+def test_an_engine_stopped_between_calls_is_started_again(project: Path) -> None:
+    """`memlane engine stop` while a client runs: it stops at once (the engine is
+    this server's child), and the server's next call starts the next engine."""
+    env = server_env()
+    info = Path(engine_place(env).info)
+    server = Lines(project, env)
+    try:
+        server.send(initialize(), INITIALIZED)
+        assert server.read()["id"] == 1
+        wait_for(info.exists, 60, "the engine")
+        call = {"name": "memory_write", "arguments": {"text": "Staging runs on port 2222."}}
+        server.send(request(2, "tools/call", **call))
+        assert not server.read()["result"].get("isError")
+
+        stopped = subprocess.run(
+            [*SERVER[:-1], "engine", "stop"], env=env, capture_output=True, text=True, timeout=60
+        )
+        assert stopped.returncode == 0 and ": stopped" in stopped.stdout, stopped
+        assert not info.exists()
+
+        search = {"name": "memory_search", "arguments": {"query": "staging port"}}
+        server.send(request(3, "tools/call", **search))
+        found = server.read()["result"]["structuredContent"]
+        assert "2222" in found["hits"][0]["content"] and "notices" not in found, found
+        assert info.exists()  # the next engine
+        assert _zombie_children(server.proc.pid) == []  # the stopped one was reaped
+    finally:
+        server.stop()
+    failures = Path(link.Place().failures)
+    assert not failures.exists(), failures.read_text()
+
+
 def test_the_hot_path_imports_neither_the_engine_nor_the_sdk() -> None:
     # What `memlane mcp` imports before its first tools/call: its whole start-up cost.
     probe = (

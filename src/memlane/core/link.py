@@ -264,6 +264,19 @@ def spawn(place: Place, python: str | None = None) -> int:
             ).pid
 
 
+#: Engines this process started (``reach``), until ``reap_started`` saw them exit.
+_started: list[int] = []
+
+
+def reap_started() -> None:
+    """Reap the engines this process started that have exited since: a client that
+    lives on (``memlane mcp``, the pi bridge) leaves no zombie behind an engine
+    that was stopped."""
+    for pid in list(_started):
+        if _exited(pid):
+            _started.remove(pid)
+
+
 def _exited(pid: int) -> bool:
     """Whether the engine this process started has exited (it is our child)."""
     try:
@@ -301,6 +314,7 @@ def reach(place: Place, deadline: float, *, start: bool = True) -> _socket.socke
         if sock is not None:
             return sock
         pid = spawn(place)
+        _started.append(pid)
         while time.monotonic() < deadline:
             time.sleep(POLL_S)
             sock = connect(place, deadline - time.monotonic())

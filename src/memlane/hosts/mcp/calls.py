@@ -177,9 +177,11 @@ class Calls:
         return self._client
 
     def _drop(self) -> None:
+        """Hang up on an engine that went away (reaped, if this server started it)."""
         if self._client is not None:
             self._client.close()
             self._client = None
+        link.reap_started()
 
     # -- a call ---------------------------------------------------------------------------
 
