@@ -194,6 +194,22 @@ def test_the_server_speaks_every_handshake_version_of_the_sdk() -> None:
     assert PROTOCOL_VERSIONS == HANDSHAKE_PROTOCOL_VERSIONS
 
 
+def test_the_sdks_high_level_client_falls_back_to_the_handshake(project: Path) -> None:
+    # mcp.Client probes `server/discover` (the stateless revision) first; a
+    # handshake server answers -32601 and the client runs `initialize` instead.
+    from mcp import Client
+
+    async def body() -> None:
+        async with Client(server_params(project, server_env(IN_PROCESS))) as client:
+            assert client.protocol_version == LATEST_HANDSHAKE_VERSION
+            listed = await client.list_tools()
+            assert [t.name for t in listed.tools] == [s.name for s in SPECS]
+            status = await client.call_tool("memory_status", {})
+            assert not status.is_error and str(project) in text_of(status)
+
+    run(body)
+
+
 def test_results_map_to_text_structured_content_and_is_error() -> None:
     done = success_result("two hits", {"path": Path("/m/x.md"), "hits": [1, 2]})
     parsed = CallToolResult.model_validate(done)
