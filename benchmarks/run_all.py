@@ -15,6 +15,7 @@ SCRIPTS = [
     "bench_autocontext.py",
     "bench_fresh.py",
     "bench_redaction.py",
+    "bench_mcp.py",
 ]
 
 

@@ -59,7 +59,13 @@ def _alive(pid: int) -> bool:
         return False
     except PermissionError:
         return True
-    return True
+    # An exited engine whose parent (the long-lived client that started it:
+    # `memlane mcp`, the pi bridge) has not reaped it yet is a zombie: gone.
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
 
 
 def _live_status(place: link.Place) -> dict[str, Any] | None:

@@ -6,6 +6,8 @@ looks at the command line:
 
 - ``memlane sidecar`` (started by pi for each session) relays pi's protocol
   to the warm engine (hosts/pi/bridge.py);
+- ``memlane mcp`` (started by an MCP client) serves MCP on stdio with the
+  standard library (hosts/mcp/thin.py), the engine behind it;
 - a quick command (``search``, ``expand``, ``write``, ``transcript``,
   ``status``, ``scope``) is handed to the engine when one is running (or
   ``engine.cli_starts`` asks to start one), which runs the same command
@@ -66,6 +68,16 @@ def _sub_directory(args: list[str]) -> str | None:
         if arg.startswith("-C") and len(arg) > 2:
             return arg[2:].removeprefix("=")
     return None
+
+
+def _only_directory(args: list[str]) -> bool:
+    """Whether *args* are at most a ``-C DIR`` (anything else, ``--help`` included,
+    goes to the full command line, which explains it)."""
+    if not args:
+        return True
+    if len(args) == 1:
+        return args[0].startswith("-C") and len(args[0]) > 2
+    return len(args) == 2 and args[0] == "-C"
 
 
 def _portable(args: list[str]) -> bool:
@@ -166,6 +178,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         code = relay(os.path.abspath(_sub_directory(rest) or directory))
         if code is not None:
             return code
+    elif command == "mcp" and _only_directory(rest):
+        from memlane.hosts.mcp.thin import run as serve_mcp
+
+        return serve_mcp(os.path.abspath(_sub_directory(rest) or directory))
     elif command in DELEGATED:
         if _portable(rest):
             code = delegate(directory, command, rest)
@@ -187,3 +203,7 @@ def run() -> None:
     from memlane.core.process import exit_process
 
     exit_process(main())
+
+
+if __name__ == "__main__":  # ``python -m memlane.cli.fast``: what the ``memlane`` script runs
+    run()

@@ -281,6 +281,19 @@ def spawn(place: Place, python: str | None = None) -> int:
             ).pid
 
 
+#: Engines this process started (``reach``), until ``reap_started`` saw them exit.
+_started: list[int] = []
+
+
+def reap_started() -> None:
+    """Reap the engines this process started that have exited since: a client that
+    lives on (``memlane mcp``, the pi bridge) leaves no zombie behind an engine
+    that was stopped."""
+    for pid in list(_started):
+        if _exited(pid):
+            _started.remove(pid)
+
+
 def _exited(pid: int) -> bool:
     """Whether the engine this process started has exited (it is our child)."""
     try:
@@ -318,6 +331,7 @@ def reach(place: Place, deadline: float, *, start: bool = True) -> _socket.socke
         if sock is not None:
             return sock
         pid = spawn(place)
+        _started.append(pid)
         while time.monotonic() < deadline:
             time.sleep(POLL_S)
             sock = connect(place, deadline - time.monotonic())
@@ -493,6 +507,34 @@ class Client:
                 code if isinstance(code, int) else None,
             )
         return answer.get("result")
+
+    def notify(self, method: str, params: dict[str, object]) -> None:
+        """Send *method* as a notification: the engine answers nothing (``EngineGone``
+        when it hung up)."""
+        import json
+
+        line = {"jsonrpc": "2.0", "method": method, "params": params}
+        try:
+            self._sock.settimeout(None)
+            self._sock.sendall(json.dumps(line).encode("utf-8") + b"\n")
+        except OSError as exc:
+            raise EngineGone(f"the engine went away before {method}: {exc}") from None
+
+    def is_open(self) -> bool:
+        """Whether the engine still holds this connection (it hangs up when it stops
+        or exits idle): a call sent on a closed one would be lost."""
+        if self._buffer:
+            return True
+        try:
+            self._sock.setblocking(False)
+            try:
+                return self._sock.recv(1, _socket.MSG_PEEK) != b""
+            finally:
+                self._sock.setblocking(True)
+        except BlockingIOError:
+            return True  # open, nothing to read
+        except OSError:
+            return False
 
     def _read_line(self, deadline: float) -> bytes:
         while b"\n" not in self._buffer:

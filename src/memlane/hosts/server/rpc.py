@@ -12,6 +12,7 @@ client and its directory (core/link.py's ``rpc_header``).
 | agent_settled | {exchange: {user, assistant, aborted, entry_id, session_id, transcript_path, tools?}} | {queued, reason?} |
 | session_compact | {} | {snapshot} |
 | session_shutdown | {} | {flushed, pending} |
+| prepare | {} | {collection} |
 | tool | {name, arguments} | {text, details} |
 | cli | {argv, stdin?, workdir?} | {stdout, stderr, code} |
 | engine.status | {} | what ``memlane engine status`` shows |
@@ -345,6 +346,12 @@ class RpcSession:
         result: dict[str, Any] = flush.to_json()
         return result
 
+    def prepare(self, params: dict[str, Any]) -> dict[str, Any]:
+        """Open the connection's project ahead of its first tool call, which starts its
+        background work (``memlane mcp`` sends this at ``initialize``, as a notification)."""
+        project = self._current_project()
+        return {"collection": project.collection}
+
     def tool(self, params: dict[str, Any]) -> dict[str, Any]:
         from memlane.engine.tools.dispatch import Tools
 
@@ -403,6 +410,7 @@ class RpcSession:
         "agent_settled": agent_settled,
         "session_compact": session_compact,
         "session_shutdown": session_shutdown,
+        "prepare": prepare,
         "tool": tool,
         "cli": cli,
         "engine.status": engine_status,
