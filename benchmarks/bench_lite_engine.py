@@ -35,7 +35,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 from _common import median, percentile, print_table, write_json
-from memlane.core import link
+from memlane.core import engine_client, link
 
 MEMLANE = Path(sys.executable).with_name("memlane")
 QUERIES = (
@@ -69,7 +69,7 @@ def prepare(root: Path, lite: Path) -> tuple[Path, dict[str, str]]:
     return project, env
 
 
-def _call(client: link.Client, method: str, params: dict[str, Any]) -> Any:
+def _call(client: engine_client.Client, method: str, params: dict[str, Any]) -> Any:
     return client.call(method, params, 120.0)
 
 
@@ -82,7 +82,9 @@ def one_round(project: Path, env: dict[str, str], searches: int, gap_s: float) -
     place = link.Place(env["MEMLANE_HOME"], link.engine_key(env))
     deadline = time.monotonic() + 60
     try:
-        with link.Client.open(place, "bench", str(project), deadline, start=False) as client:
+        with engine_client.Client.open(
+            place, "bench", str(project), deadline, start=False
+        ) as client:
             search = {"name": "memory_search", "arguments": {"query": QUERIES[0]}}
             _call(client, "tool", search)  # the model load and the first open
             before = _call(client, "engine.status", {})["milvus_lite"]["opens"]

@@ -12,7 +12,7 @@ from typing import Annotated, Any
 import typer
 
 from memlane.cli.context import print_json
-from memlane.core import link
+from memlane.core import engine_client, link
 from memlane.core.errors import MemlaneError
 
 engine_app = typer.Typer(
@@ -71,11 +71,11 @@ def _alive(pid: int) -> bool:
 def _live_status(place: link.Place) -> dict[str, Any] | None:
     """What the running engine says of itself (None when none answers)."""
     try:
-        with link.Client.open(
+        with engine_client.Client.open(
             place, "engine-cmd", os.getcwd(), time.monotonic() + CALL_TIMEOUT_S, start=False
         ) as client:
             result = client.call("engine.status", {}, CALL_TIMEOUT_S)
-    except (link.EngineUnavailable, link.EngineError):
+    except (link.EngineUnavailable, engine_client.EngineError):
         return None
     return result if isinstance(result, dict) else None
 
@@ -154,7 +154,7 @@ def start() -> None:
             f"unset {link.ENGINE_SWITCH_ENV} to let agents and commands share one warm engine",
         )
     try:
-        with link.Client.open(
+        with engine_client.Client.open(
             place, "engine-cmd", os.getcwd(), time.monotonic() + STOP_WAIT_S, start=True
         ) as client:
             info = client.call("engine.status", {}, CALL_TIMEOUT_S)

@@ -107,19 +107,21 @@ def _cli_starts_engine() -> bool:
 def delegate(directory: str, command: str, args: list[str]) -> int | None:
     """Run the command in the engine; its exit code, or None when no engine could
     run it (the caller runs it here)."""
-    from memlane.core import link
+    from memlane.core import engine_client, link
 
     if link.engine_disabled():
         return None
     place = link.Place()
     started = time.monotonic()
     try:
-        client = link.Client.open(place, CLIENT, directory, started + REACH_S, start=False)
+        client = engine_client.Client.open(place, CLIENT, directory, started + REACH_S, start=False)
     except link.EngineUnavailable:
         if not _cli_starts_engine():
             return None
         try:
-            client = link.Client.open(place, CLIENT, directory, started + START_S, start=True)
+            client = engine_client.Client.open(
+                place, CLIENT, directory, started + START_S, start=True
+            )
         except link.EngineUnavailable as exc:
             took = time.monotonic() - started
             link.record_failure(place, CLIENT, command, "failed", str(exc), took)
@@ -129,7 +131,7 @@ def delegate(directory: str, command: str, args: list[str]) -> int | None:
         with client:
             params = {"argv": [command, *args], "stdin": stdin, "workdir": os.getcwd()}
             answer = client.call("cli", params, ANSWER_S)
-    except (link.EngineUnavailable, link.EngineError) as exc:
+    except (link.EngineUnavailable, engine_client.EngineError) as exc:
         took = time.monotonic() - started
         link.record_failure(place, CLIENT, command, "failed", str(exc), took)
         if stdin is not None:

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from fake_embedding import FakeEmbeddings
-from memlane.core import link
+from memlane.core import engine_client, link
 from memlane.index.milvus.connection import LINGER_S, lock_is_held
 
 pytest.importorskip("pymilvus")
@@ -68,13 +68,15 @@ def memlane(*args: str, cwd: Path, **env: str) -> subprocess.CompletedProcess[st
     )
 
 
-def _engine(project: Path) -> link.Client:
+def _engine(project: Path) -> engine_client.Client:
     started = memlane("engine", "start", cwd=project)
     assert started.returncode == 0, started.stderr
-    return link.Client.open(link.Place(), "test", str(project), time.monotonic() + 60, start=False)
+    return engine_client.Client.open(
+        link.Place(), "test", str(project), time.monotonic() + 60, start=False
+    )
 
 
-def _search(client: link.Client, query: str) -> dict[str, Any]:
+def _search(client: engine_client.Client, query: str) -> dict[str, Any]:
     # Every match, whatever the fake vectors score: what is under test is the database.
     arguments = {"query": query, "min_score": 0}
     answer = client.call("tool", {"name": "memory_search", "arguments": arguments}, 120)
@@ -82,7 +84,7 @@ def _search(client: link.Client, query: str) -> dict[str, Any]:
     return answer
 
 
-def _lite_state(client: link.Client) -> dict[str, Any]:
+def _lite_state(client: engine_client.Client) -> dict[str, Any]:
     status = client.call("engine.status", {}, 30)
     assert isinstance(status, dict)
     state: dict[str, Any] = status["milvus_lite"]

@@ -29,7 +29,7 @@ import sys
 import threading
 import time
 
-from memlane.core import link
+from memlane.core import engine_client, link
 from memlane.hosts.mcp.tools import READ_ONLY, error_result, success_result
 
 # Nothing heavy before the first answers: not even typing or logging (thin.py).
@@ -94,7 +94,7 @@ class Calls:
         self.start_s = start_s
         self.engine_off = link.engine_disabled()
         self._place: link.Place | None = None
-        self._client: link.Client | None = None
+        self._client: engine_client.Client | None = None
         self._reached = threading.Event()
         self._reach_error: link.EngineUnavailable | None = None
         self._deadline = 0.0
@@ -128,13 +128,13 @@ class Calls:
         finally:
             self._reached.set()
 
-    def _open(self, deadline: float, *, start: bool) -> link.Client:
+    def _open(self, deadline: float, *, start: bool) -> engine_client.Client:
         meta: dict[str, object] = {}
         agent_session = os.environ.get("CLAUDE_CODE_SESSION_ID")
         if agent_session:
             meta["agent_session"] = agent_session
         try:
-            client = link.Client.open(
+            client = engine_client.Client.open(
                 self.place, CLIENT, self.directory, deadline, start=start, **meta
             )
             client.notify("prepare", {})
@@ -142,7 +142,7 @@ class Calls:
             raise link.EngineUnavailable(f"cannot reach the engine: {exc}") from None
         return client
 
-    def _engine(self) -> link.Client | None:
+    def _engine(self) -> engine_client.Client | None:
         """The engine's connection, waiting for the first one within the budget, or
         None (``_reach_error`` says why)."""
         if not self._started:
@@ -163,7 +163,7 @@ class Calls:
         # could not start is tried again after a while, not on every call.
         return self._reopen(start=time.monotonic() - self._last_start >= RESTART_AFTER_S)
 
-    def _reopen(self, *, start: bool) -> link.Client | None:
+    def _reopen(self, *, start: bool) -> engine_client.Client | None:
         if start:
             self._last_start = time.monotonic()
         budget = self.start_s if start else RECONNECT_S
@@ -199,7 +199,7 @@ class Calls:
                 return self._fail_open(name, arguments, began)
             try:
                 answer = client.call("tool", {"name": name, "arguments": arguments}, ANSWER_S)
-            except link.EngineError as exc:
+            except engine_client.EngineError as exc:
                 return _engine_error(exc)
             except link.EngineSlow as exc:
                 self._reach_error = exc
@@ -304,7 +304,7 @@ def _engine_answer(answer: object) -> dict[str, Any]:
     )
 
 
-def _engine_error(exc: link.EngineError) -> dict[str, Any]:
+def _engine_error(exc: engine_client.EngineError) -> dict[str, Any]:
     """The engine's error answer as a tool error: its message and hint."""
     message = exc.message
     if exc.hint and message.endswith(f" ({exc.hint})"):

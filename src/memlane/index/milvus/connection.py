@@ -384,7 +384,7 @@ def ask_engines_to_let_go(path: Path) -> bool:
     """Ask every warm engine of this ``MEMLANE_HOME`` to let go of the Lite
     database at *path* (``engine.release_lite``); True when one did. Best
     effort: an engine that does not answer within ``ASK_ENGINE_S`` is skipped."""
-    from memlane.core import link
+    from memlane.core import engine_client, link
 
     if link.engine_disabled():
         return False
@@ -393,11 +393,11 @@ def ask_engines_to_let_go(path: Path) -> bool:
     for info in sorted(Path(link.engine_dir(home)).glob("*.json")):
         place = link.Place(home, info.stem)
         try:
-            with link.Client.open(
+            with engine_client.Client.open(
                 place, "milvus-lite", str(path.parent), time.monotonic() + ASK_ENGINE_S, start=False
             ) as client:
                 answer = client.call("engine.release_lite", {"path": str(path)}, ASK_ENGINE_S)
-        except (link.EngineUnavailable, link.EngineError):
+        except (link.EngineUnavailable, engine_client.EngineError):
             continue
         released = released or (isinstance(answer, dict) and answer.get("released") is True)
     return released
