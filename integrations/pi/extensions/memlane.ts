@@ -13,7 +13,14 @@
  *   session_compact {} -> {snapshot}
  *   session_shutdown {} -> {flushed, pending}
  *   tool {name, arguments} -> {text, details}
- * and from the sidecar: llm.complete {system, prompt, model?, max_tokens?} -> {text}.
+ * and from the sidecar: llm.complete {system, prompt, model?, max_tokens?} -> {text}, and the
+ * notification llm.cancel {id}: memlane no longer wants that answer (its deadline passed, the
+ * session ended), so pi aborts the model request (sidecar.ts).
+ *
+ * pi never waits for memlane to start: session_start spawns the sidecar and returns; each
+ * later event waits for the start within its own deadline and goes on without memory when
+ * it is not done (connection.ts). At shutdown pi waits for the captures (distilled through
+ * pi's model within memlane's SHUTDOWN_CAP_MS) and aborts what memlane still asked of it.
  *
  * `/dream` is not a sidecar call: it runs `memlane dream` itself, once to plan
  * (`--dry-run --save-plan`), and, after the user confirms the diff, once to apply
@@ -46,8 +53,8 @@ export default function memlane(pi: ExtensionAPI): void {
 		if (shim.mode !== "tui" || process.env.MEMLANE_PI_DEBUG) process.stderr.write(`${LOG_PREFIX} ${line}\n`);
 	};
 
-	async function onSidecarRequest(method: string, params: JsonObject): Promise<Json> {
-		if (method === "llm.complete") return llmComplete(shim.ctx, params);
+	async function onSidecarRequest(method: string, params: JsonObject, signal: AbortSignal): Promise<Json> {
+		if (method === "llm.complete") return llmComplete(shim.ctx, params, signal);
 		throw new SidecarError(`pi does not handle ${method}`, -32601);
 	}
 

@@ -153,8 +153,13 @@ export function registerTools(pi: ExtensionAPI, shim: Shim): void {
 			parameters: spec.parameters,
 			async execute(_toolCallId, params, signal, _onUpdate, ctx) {
 				shim.ctx = ctx;
-				const child = await shim.connection.ensure();
-				if (!child) return { content: [{ type: "text", text: shim.connection.unavailableText() }], details: { unavailable: true } };
+				// A start still under way is waited for a while; then the tool says memory is starting.
+				const child = await shim.connection.ensure(shim.connection.startWait("tool"));
+				if (!child) {
+					const starting = shim.connection.isStarting;
+					const details = starting ? { unavailable: true, starting: true } : { unavailable: true };
+					return { content: [{ type: "text", text: shim.connection.unavailableText() }], details };
+				}
 				const call = child.request("tool", { name: spec.name, arguments: (params ?? {}) as JsonObject });
 				const aborted = new Promise<never>((_, reject) => {
 					if (signal?.aborted) reject(new Error("aborted"));

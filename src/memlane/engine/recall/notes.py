@@ -19,6 +19,14 @@ if TYPE_CHECKING:
     from memlane.engine.ports import ProjectMemory
     from memlane.engine.recall.request import SearchRequest
 
+#: Said with a search's results while an index run of the project is under way
+#: (a first session's catch-up, a rebuild): an empty or short result may only
+#: mean the index has not reached those memories yet.
+INDEX_BUILDING = (
+    "the index is still being built: memories it has not reached yet are missing from "
+    "these results; search again in a moment (memory_status shows the index state)"
+)
+
 
 def search_notes(memory: ProjectMemory, request: SearchRequest) -> SearchResult:
     """The top ``request.k`` chunks of the notes (journal and topics) for a checked request.
@@ -29,6 +37,8 @@ def search_notes(memory: ProjectMemory, request: SearchRequest) -> SearchResult:
     ``catch_up_char_limit``), so a memory written a moment ago is found.
     """
     notices: list[str] = []
+    if not request.sync and memory.parts.indexing:
+        notices.append(INDEX_BUILDING)
     try:
         return _search_notes(memory, request, notices)
     except (IndexUnavailableError, DimensionMismatchError) as exc:
