@@ -94,30 +94,40 @@ def shared_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("memlane-cache")
 
 
+@pytest.fixture(scope="session")
+def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """This run's temporary directory: every test's ``MEMLANE_HOME`` is inside it, so
+    the engines of other runs on the machine are never taken for this run's."""
+    return tmp_path_factory.getbasetemp().resolve()
+
+
 @pytest.fixture(scope="module", autouse=True)
-def no_engine_outlives_its_module() -> Iterator[None]:
+def no_engine_outlives_its_module(run_dir: Path) -> Iterator[None]:
     """Engines a module-scoped fixture's clients started (the end-to-end worlds)."""
-    before = set(engine_pids())
+    before = set(engine_pids(under=run_dir))
     yield
-    started = set(engine_pids()) - before
+    started = set(engine_pids(under=run_dir)) - before
     if started:
         stop_engines(only=started)
 
 
 @pytest.fixture(autouse=True)
 def isolated_home(
-    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch, shared_cache: Path
+    tmp_path_factory: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch,
+    shared_cache: Path,
+    run_dir: Path,
 ) -> Iterator[Path]:
     home = tmp_path_factory.mktemp("memlane-home")
     isolate_environment(monkeypatch, home, shared_cache)
     from memlane.core.scope import clear_store_command_cache
 
     clear_store_command_cache()
-    before = set(engine_pids())
+    before = set(engine_pids(under=run_dir))
     yield home
     clear_store_command_cache()
-    # An engine a test's client started (in any home) must not outlive the test.
-    started = set(engine_pids()) - before
+    # An engine a test's client started (in any home of this run) must not outlive the test.
+    started = set(engine_pids(under=run_dir)) - before
     if started:
         stop_engines(only=started)
 

@@ -89,8 +89,10 @@ def isolate_environment(monkeypatch: pytest.MonkeyPatch, home: Path, cache: Path
 ENGINE_MODULE = "memlane.hosts.server"
 
 
-def engine_pids(home: Path | None = None) -> list[int]:
-    """The warm engines running for *home* (every one of this user when None)."""
+def engine_pids(home: Path | None = None, *, under: Path | None = None) -> list[int]:
+    """The warm engines running for *home* (every one of this user when None), or
+    for a ``MEMLANE_HOME`` inside *under* (this test run's temporary directory:
+    never another run's engines, which may share the machine)."""
     found = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -102,9 +104,13 @@ def engine_pids(home: Path | None = None) -> list[int]:
             state = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[0]
             if state == "Z":
                 continue
-            if home is not None:
+            if home is not None or under is not None:
                 environ = Path(f"/proc/{entry}/environ").read_bytes().split(b"\0")
-                if f"MEMLANE_HOME={home}".encode() not in environ:
+                if home is not None and f"MEMLANE_HOME={home}".encode() not in environ:
+                    continue
+                if under is not None and not any(
+                    line.startswith(f"MEMLANE_HOME={under}/".encode()) for line in environ
+                ):
                     continue
         except OSError:
             continue

@@ -174,3 +174,7 @@ def run() -> None:
     from memlane.core.process import exit_process
 
     exit_process(main())
+
+
+if __name__ == "__main__":  # ``python -m memlane.cli.fast``: the console script, by module
+    run()
