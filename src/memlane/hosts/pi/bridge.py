@@ -33,14 +33,25 @@ def relay(directory: str) -> int | None:
     caller then serves the protocol itself)."""
     place = link.Place()
     started = time.monotonic()
-    try:
-        sock = link.reach(place, started + REACH_S)
-    except link.EngineUnavailable as exc:
-        what = "slow" if isinstance(exc, link.EngineSlow) else "failed"
-        link.record_failure(place, CLIENT, "session", what, str(exc), time.monotonic() - started)
-        return None
-    sock.settimeout(None)
-    sock.sendall(link.rpc_header(CLIENT, directory))
+    for attempt in range(2):
+        try:
+            sock = link.reach(place, started + REACH_S)
+        except link.EngineUnavailable as exc:
+            what = "slow" if isinstance(exc, link.EngineSlow) else "failed"
+            link.record_failure(
+                place, CLIENT, "session", what, str(exc), time.monotonic() - started
+            )
+            return None
+        sock.settimeout(None)
+        try:
+            sock.sendall(link.rpc_header(CLIENT, directory))
+            break
+        except OSError:
+            # An engine that was going away as we reached it: reach again once
+            # (a new one starts); pi has sent nothing it could lose yet.
+            sock.close()
+            if attempt:
+                return None
     threading.Thread(target=_to_engine, args=(sock,), name="memlane-relay", daemon=True).start()
     try:
         while chunk := sock.recv(65536):
