@@ -218,8 +218,10 @@ def first_session(pi: PiInstall, tmp: Path, n: int) -> dict[str, Any]:
         world = make_world(pi, root, fake, memlane=True, cache=root / "model-cache")
         state_file = world.project / ".memsearch" / ".index-state.json"
         fake.agent(Reply.say(REDIS_ANSWER))
+        record = world.root / "timings.jsonl"
         first = world.print_mode(REDIS_PROMPT, timeout_s=RUN_TIMEOUT_S)
         ended = time.monotonic()
+        spans = timings(record)
         at_exit = _status(state_file)
         seen: list[str] = []
 
@@ -228,7 +230,6 @@ def first_session(pi: PiInstall, tmp: Path, n: int) -> dict[str, Any]:
             return Reply.say("Memory says Redis.")
 
         fake.agent(Reply.call("memory_search", query=SEARCH_QUERY), answer)
-        record = world.root / "timings.jsonl"
         record.unlink(missing_ok=True)
         second = world.run("What cache did we choose last time?", timeout_s=RUN_TIMEOUT_S)
         search_ms = first_ms(timings(record), "tool:memory_search")
@@ -242,6 +243,8 @@ def first_session(pi: PiInstall, tmp: Path, n: int) -> dict[str, Any]:
     return {
         "run": n + 1,
         "session1_s": round(first.seconds, 2),
+        "s1_before_agent_ms": first_ms(spans, "before_agent_start"),
+        "s1_shutdown_ms": first_ms(spans, "session_shutdown"),
         "index_at_exit": at_exit,
         "index_ok_after_s": round(complete_s, 1) if complete_s is not None else None,
         "found": REDIS_BULLET in result,

@@ -3,7 +3,8 @@
 The host is released as soon as it is no longer needed (captures written),
 before the index settles; what the index has not done by the cap is drained
 afterwards instead of dropped, so a first session's entries become
-searchable; a search while an index run is under way says so. The embedding
+searchable; a search while an index run is under way says so, and one while
+the model loads answers from the lexical leg at once and says so. The embedding
 endpoint is a fake server on 127.0.0.1 that holds every request until the
 test opens it: an index that cannot finish until then, proven by what the
 calls returned while it was held, never by timing them.
@@ -22,7 +23,7 @@ from helpers import FixedClock, open_memory, start_session, wait_for
 from memlane.core.types import Exchange
 from memlane.engine.live.state import Flush
 from memlane.engine.project import Memory
-from memlane.engine.recall.notes import INDEX_BUILDING
+from memlane.engine.recall.notes import INDEX_BUILDING, MODEL_LOADING
 from memlane.engine.tools.dispatch import Tools
 
 HELD_S = 120.0  # how long an embedding request may wait for the test to open the server
@@ -101,3 +102,23 @@ def test_a_search_while_the_index_is_being_built_says_so(memory: Memory) -> None
     assert during.startswith("No memories match 'the mailer queue'")
     assert f"note: {INDEX_BUILDING}" in during
     assert INDEX_BUILDING not in after
+
+
+def test_a_search_while_the_model_loads_answers_lexically_at_once_and_says_so(
+    held_memory: Memory, embedder: FakeOpenAI
+) -> None:
+    session = start_session(held_memory)  # its warm-up waits on the held endpoint
+    tools = Tools(held_memory, session)
+    try:
+        wrote = tools.call("memory_write", {"text": "the mailer uses SQS with a dead-letter queue"})
+        assert "Saved to" in wrote.text
+        wait_for(lambda: held_memory.parts.loading_now, HELD_S, "the model's warm-up")
+        # Answered while the endpoint still holds every embedding: it never waited for one.
+        found = tools.call("memory_search", {"query": "which queue does the mailer use"})
+        assert "(lexical search)" in found.text and f"note: {MODEL_LOADING}" in found.text
+        assert "SQS" in found.text, found.text
+    finally:
+        embedder.embeddings_open.set()
+        session.shutdown()
+    # Once the model answers, the chunk stored for the lexical leg gets its vector.
+    assert held_memory.index.missing_vectors(limit=1) == []

@@ -1,7 +1,9 @@
 """``memlane sidecar`` as pi starts it: a relay to the warm engine, real processes throughout.
 
 The relay imports neither the command-line framework nor the engine (pi
-starts one per session); the engine answers ``session_shutdown`` once the
+starts one per session, before its session starts) and starts no engine for
+a pi that went away without a word; when no engine can be reached, what it
+read is served in-process; the engine answers ``session_shutdown`` once the
 session no longer needs its host, finishes the index on its own, and does
 not exit on idle before it is done. The embedding endpoint is a fake server
 on 127.0.0.1 that holds every request until the test opens it: an index
@@ -73,7 +75,7 @@ def test_the_relay_imports_neither_the_cli_framework_nor_the_engine(
         [sys.executable, "-X", "importtime", *FAST[1:], "sidecar", "-C", str(project)],
         cwd=project,
         env=env,
-        stdin=subprocess.DEVNULL,  # pi's EOF at once: the relay reaches the engine, then ends
+        stdin=subprocess.DEVNULL,  # a pi that goes away before its session starts
         capture_output=True,
         text=True,
         timeout=READ_TIMEOUT_S * 4,
@@ -86,7 +88,28 @@ def test_the_relay_imports_neither_the_cli_framework_nor_the_engine(
     assert not {
         name for name in imported if name.startswith(("memlane.engine", "memlane.cli.main"))
     }
-    assert engine_pids(engine_home), "no engine was reached"
+    assert engine_pids(engine_home) == [], "an engine was started for a pi that said nothing"
+
+
+def test_with_no_engine_to_reach_the_relay_serves_what_pi_sent_in_process(
+    engine_home: Path, project: Path
+) -> None:
+    env = {**os.environ, "MEMLANE_EMBEDDING_PROVIDER": "none", "MEMLANE_ENGINE": "off"}
+    relay = Relay(project, env)
+    try:
+        started = relay.result(
+            "session_start",
+            {"cwd": str(project), "session_id": "s-1", "transcript_path": None, "host": "pi"},
+        )
+        assert "memory_search" in started["snapshot"]
+        wrote = relay.result(
+            "tool", {"name": "memory_write", "arguments": {"text": "the queue is RabbitMQ"}}
+        )
+        assert "Saved to" in wrote["text"]
+        assert relay.result("session_shutdown", {})["flushed"] is True
+    finally:
+        assert relay.finish() == 0
+    assert engine_pids(engine_home) == []
 
 
 def test_shutdown_answers_before_the_index_settles_and_the_engine_stays_to_finish_it(

@@ -17,7 +17,8 @@
  * notification llm.cancel {id}: memlane no longer wants that answer (its deadline passed, the
  * session ended), so pi aborts the model request (sidecar.ts).
  *
- * pi never waits for memlane to start: session_start spawns the sidecar and returns; each
+ * pi never waits for memlane to start: the sidecar is spawned when the extension loads (it
+ * starts no engine until the session speaks), session_start sends it the session and returns; each
  * later event waits for the start within its own deadline and goes on without memory when
  * it is not done (connection.ts). At shutdown pi waits for the captures (distilled through
  * pi's model within memlane's SHUTDOWN_CAP_MS) and aborts what memlane still asked of it.
@@ -66,6 +67,9 @@ export default function memlane(pi: ExtensionAPI): void {
 		},
 	});
 	const shim: Shim = { connection, ctx: null, mode: "print", log, settled: new Set() };
+	// pi's session starts in pi's working directory: the sidecar's process start
+	// overlaps pi's own (connection.ts).
+	connection.prestart(process.cwd());
 
 	registerEvents(pi, shim);
 	registerTools(pi, shim);

@@ -89,6 +89,12 @@ class SharedParts:
         return self._index_runs > 0
 
     @property
+    def loading_now(self) -> bool:
+        """The model is being loaded or warmed up (a first start derives it) by
+        another thread right now: a search that embeds would wait for it."""
+        return (self.loading or self._model.warming > 0) and not self.warmed
+
+    @property
     def working(self) -> bool:
         """Work a process that serves this project should not exit in the middle
         of: an index run, or the model loading or warming up."""

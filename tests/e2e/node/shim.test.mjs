@@ -21,9 +21,11 @@ const FAKE_SIDECAR = fileURLToPath(new URL("./fake_sidecar.mjs", import.meta.url
 let dir;
 let wrapper;
 let startLog;
+const home = process.cwd();
 
 beforeEach(() => {
 	dir = mkdtempSync(join(tmpdir(), "memlane-shim-test-"));
+	process.chdir(dir); // pi runs in its session's directory: the extension starts its sidecar there
 	wrapper = join(dir, "memlane");
 	startLog = join(dir, "starts.log");
 	writeFileSync(wrapper, `#!/bin/sh\nexec "${process.execPath}" "${FAKE_SIDECAR}" "$@"\n`);
@@ -34,6 +36,7 @@ beforeEach(() => {
 });
 
 afterEach(() => {
+	process.chdir(home);
 	delete process.env.MEMLANE_COMMAND;
 	delete process.env.FAKE_SIDECAR_MODE;
 	delete process.env.FAKE_SIDECAR_GATE;
@@ -331,4 +334,20 @@ test("llm.cancel aborts the model request pi runs for memlane, and closing abort
 	assert.equal(calls[1].signal.aborted, true, "the session's end aborts what memlane still asked");
 	await sleep(50);
 	assert.equal(existsSync(seen) ? readFileSync(seen, "utf8") : "", "", "no answer is sent for a cancelled request");
+});
+
+test("the sidecar starts when the extension loads, and the session's start uses it", async () => {
+	process.env.MEMLANE_COMMAND = wrapper;
+	const shim = loadShim();
+	const spawnedAtLoad = async () => {
+		for (let i = 0; i < 200 && starts() === 0; i++) await sleep(20);
+		return starts();
+	};
+	assert.equal(await spawnedAtLoad(), 1, "no sidecar was started at load");
+	await capturingStderr(async () => {
+		await shim.sessionStart();
+		assert.deepEqual(await shim.beforeAgentStart(), {});
+		await shim.shutdown();
+	});
+	assert.equal(starts(), 1, "the session started a second sidecar");
 });

@@ -58,9 +58,31 @@ export class SidecarConnection {
 	private notInstalled = false; // the memlane executable itself is missing
 	private readonly consecutiveTimeouts = new Map<string, number>(); // per method
 	private sessionParams: JsonObject | null = null;
+	private prestarted: { cwd: string; child: Sidecar } | null = null;
 
 	constructor(hooks: ConnectionHooks) {
 		this.hooks = hooks;
+	}
+
+	/**
+	 * Start the sidecar now, while pi itself is still starting, so its process start
+	 * (a Python interpreter) is not waited for later; the first session whose cwd is
+	 * the same uses it. It connects to a running engine at once, but starts none
+	 * until the session speaks, and exits if pi goes away first.
+	 */
+	prestart(cwd: string): void {
+		if (this.prestarted || this.sidecar || this.sessionParams) return;
+		this.prestarted = { cwd, child: this.hooks.spawn(cwd) };
+	}
+
+	/** The prestarted sidecar when it serves `cwd` and still runs; any other is closed. */
+	private takePrestarted(cwd: string): Sidecar | null {
+		const pre = this.prestarted;
+		this.prestarted = null;
+		if (!pre) return null;
+		if (pre.cwd === cwd && pre.child.alive) return pre.child;
+		void pre.child.close(0);
+		return null;
 	}
 
 	/** A new pi session: forget the last one's failures and start its sidecar, without waiting. */
@@ -110,7 +132,8 @@ export class SidecarConnection {
 		let settled = false;
 		const starting = (async () => {
 			const spawned = performance.now();
-			const child = this.hooks.spawn(String(params.cwd));
+			const cwd = String(params.cwd);
+			const child = this.takePrestarted(cwd) ?? this.hooks.spawn(cwd);
 			this.sidecar = child;
 			try {
 				const result = asObject(await child.request("session_start", params));
@@ -183,6 +206,7 @@ export class SidecarConnection {
 	 */
 	async end(): Promise<boolean> {
 		const started = performance.now();
+		this.takePrestarted("");
 		const starting = this.starting;
 		this.sessionParams = null; // no respawn from here on
 		let child: Sidecar | null = this.sidecar;
