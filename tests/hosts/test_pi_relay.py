@@ -94,7 +94,12 @@ def test_the_relay_imports_neither_the_cli_framework_nor_the_engine(
 def test_with_no_engine_to_reach_the_relay_serves_what_pi_sent_in_process(
     engine_home: Path, project: Path
 ) -> None:
-    env = {**os.environ, "MEMLANE_EMBEDDING_PROVIDER": "none", "MEMLANE_ENGINE": "off"}
+    # An engine directory another user could write to: no engine is used there, so
+    # the relay, which already read pi's first request, serves it in-process.
+    shared = engine_home / "engine"
+    shared.mkdir(parents=True)
+    shared.chmod(0o777)
+    env = {**os.environ, "MEMLANE_EMBEDDING_PROVIDER": "none"}
     relay = Relay(project, env)
     try:
         started = relay.result(

@@ -37,6 +37,8 @@ REACH_S = 30.0
 def relay(directory: str) -> int | None:
     """Relay until either side closes; None when no engine could be reached (the
     caller then serves the protocol itself, from what pi sent so far)."""
+    if link.engine_disabled():
+        return None  # MEMLANE_ENGINE=off: served in this process, as asked
     place = link.Place()
     first = b""
     sock = _connect(place, directory, start=False)

@@ -169,6 +169,8 @@ class Projects:
             )
             with self._lock:
                 self._ending.add(thread)
+                # The ended sessions kept until their index work is done (never more).
+                self._finishing = [s for s in self._finishing if s.working]
                 self._finishing.append(session)
             thread.start()
             return thread, session
