@@ -21,7 +21,8 @@
  * starts no engine until the session speaks), session_start sends it the session and returns; each
  * later event waits for the start within its own deadline and goes on without memory when
  * it is not done (connection.ts). At shutdown pi waits for the captures (distilled through
- * pi's model within memlane's SHUTDOWN_CAP_MS) and aborts what memlane still asked of it.
+ * pi's model within memlane's SHUTDOWN_CAP_MS), never for a start still under way, and
+ * aborts what memlane still asked of it.
  *
  * `/dream` is not a sidecar call: it runs `memlane dream` itself, once to plan
  * (`--dry-run --save-plan`), and, after the user confirms the diff, once to apply

@@ -301,7 +301,6 @@ test("a session that ends before memlane has started closes it without waiting f
 		},
 		log: (line) => log.push(line),
 		notify: () => {},
-		startWaits: { session_shutdown: 100 },
 	});
 	connection.begin({ cwd: dir, session_id: "s", transcript_path: null, host: "pi" });
 	assert.equal(await connection.end(), true);

@@ -200,22 +200,17 @@ export class SidecarConnection {
 	}
 
 	/**
-	 * The session ends: wait for a start still under way (within session_shutdown's
-	 * deadline), ask the sidecar to flush, abort the model requests it still has pi
-	 * running, then close it. False when no sidecar was ever started this session.
+	 * The session ends: ask the sidecar to flush, abort the model requests it still has
+	 * pi running, then close it. A start still under way is not waited for: every event
+	 * that could have queued a capture went on without memory, and closing the sidecar's
+	 * input ends whatever session memlane opens. False when no sidecar was ever started.
 	 */
 	async end(): Promise<boolean> {
 		const started = performance.now();
 		this.takePrestarted("");
-		const starting = this.starting;
+		const child: Sidecar | null = this.sidecar;
+		const ready = this.starting === null && child !== null && child.alive;
 		this.sessionParams = null; // no respawn from here on
-		let child: Sidecar | null = this.sidecar;
-		let ready = starting === null && child !== null && child.alive;
-		if (starting) {
-			const got = await within(starting, this.startWait("session_shutdown"), null);
-			ready = got !== null;
-			child = got ?? this.sidecar;
-		}
 		this.sidecar = null;
 		this.starting = null;
 		if (!child) return false;

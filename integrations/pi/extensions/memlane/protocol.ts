@@ -32,7 +32,6 @@ export const START_WAIT_MS: Record<string, number> = {
 	before_agent_start: TIMEOUT_MS.before_agent_start,
 	agent_settled: TIMEOUT_MS.agent_settled,
 	session_compact: TIMEOUT_MS.session_compact,
-	session_shutdown: TIMEOUT_MS.session_shutdown,
 	tool: 10_000,
 };
 // The engine's notification that it no longer wants an llm.complete answer.
