@@ -69,7 +69,10 @@ class Client:
         self.lines = Lines(stdout_fd)
         self.next_id = 1
         self.llm_requests: list[dict[str, Any]] = []
-        self.answer_llm: Callable[[dict[str, Any]], dict[str, Any]] = lambda p: {
+        self.llm_ids: list[Any] = []
+        self.notifications: list[dict[str, Any]] = []
+        # None: the host's model never answers (the request is left unanswered).
+        self.answer_llm: Callable[[dict[str, Any]], dict[str, Any] | None] = lambda p: {
             "text": "- the agent did something worth remembering"
         }
 
@@ -102,12 +105,14 @@ class Client:
             message = self.read()
             if message.get("method") == "llm.complete":
                 self.llm_requests.append(message["params"])
-                reply = {
-                    "jsonrpc": "2.0",
-                    "id": message["id"],
-                    "result": self.answer_llm(message["params"]),
-                }
-                self.send_line(json.dumps(reply))
+                self.llm_ids.append(message["id"])
+                answer = self.answer_llm(message["params"])
+                if answer is not None:
+                    reply = {"jsonrpc": "2.0", "id": message["id"], "result": answer}
+                    self.send_line(json.dumps(reply))
+                continue
+            if "method" in message and "id" not in message:
+                self.notifications.append(message)
                 continue
             if message.get("id") == request_id:
                 return message
@@ -228,6 +233,32 @@ def test_capture_goes_through_the_hosts_llm_and_lands_anchored(
     anchor = parse_anchor(text)
     assert anchor is not None and anchor.turn == "ab12cd34"
     assert anchor.transcript == "/tmp/x/session.jsonl"
+
+
+def test_a_model_that_never_answers_is_cancelled_at_the_cap_and_the_exchange_kept(
+    project: Path, clock: FixedClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MEMLANE_EMBEDDING_PROVIDER", "none")
+    monkeypatch.setenv("MEMLANE_SESSION_SHUTDOWN_CAP_MS", "1500")
+    client = InProcess(project, clock)
+    try:
+        _start(client, project)
+        client.answer_llm = lambda p: None  # the host's model hangs
+        exchange = {"user": "which queue for the mailer?", "assistant": "Use SQS, not Redis."}
+        assert client.result("agent_settled", {"exchange": exchange}) == {"queued": True}
+        flushed = client.result("session_shutdown", {})
+        # The capture's deadline passed: written as a digest (nothing lost), and
+        # the engine told the host to stop the call it no longer waits for.
+        assert flushed == {"flushed": True, "pending": 0}
+        assert len(client.llm_ids) == 1
+        assert client.notifications == [
+            {"jsonrpc": "2.0", "method": "llm.cancel", "params": {"id": client.llm_ids[0]}}
+        ]
+        text = _daily_text(project)
+        assert "which queue for the mailer?" in text and "distillation failed" in text
+    finally:
+        client.close()
+        close_stores()
 
 
 def test_gated_exchange_is_not_queued(sidecar: InProcess, project: Path) -> None:

@@ -282,7 +282,8 @@ class Memory:
 
         record(state.record_started)
         try:
-            report = indexer.apply(plan, operation, progress)
+            with self._parts.index_run():
+                report = indexer.apply(plan, operation, progress)
         except MemlaneError as exc:
             record(state.record_error, exc)
             raise

@@ -34,6 +34,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -442,14 +443,32 @@ class Session:
     def pending_captures(self) -> int:
         return self._captures.pending_captures
 
-    def shutdown(self, cap_ms: int | None = None) -> Flush:
-        """Flush pending captures and settle the indexer, racing the cap."""
+    def shutdown(
+        self,
+        cap_ms: int | None = None,
+        *,
+        host_released: Callable[[Flush], None] | None = None,
+        drain_index: bool = False,
+    ) -> Flush:
+        """Flush pending captures and settle the indexer, racing the cap.
+
+        ``host_released`` is called as soon as the host is no longer needed
+        (every capture written, distilled or as a digest, and their extractions
+        done or abandoned): a warm engine answers its host then, and the index
+        settles after. ``drain_index``: what the indexer has not done by the cap
+        still runs afterwards (a process that outlives the session, the warm
+        engine); otherwise it is left to the next session's catch-up.
+        """
         cap_s = (self.settings.shutdown_cap_ms if cap_ms is None else cap_ms) / 1000
         started = time.monotonic()
         jobs = self._captures.flush(
             started + cap_s * CAPTURE_SHARE_OF_SHUTDOWN,
             started + cap_s * EXTRACTION_SHARE_OF_SHUTDOWN,
         )
+        if host_released is not None:
+            pending = sum(1 for j in jobs if not j.done.is_set())
+            unwritten = self._captures.unwritten
+            host_released(Flush(flushed=pending == 0 and unwritten == 0, pending=pending))
         if self._background is not None and self._owns_background:
             self._background.stop(timeout_s=0.5)
         layer = self.sessions_layer
@@ -458,11 +477,18 @@ class Session:
             if self._owns_background:
                 layer.close()  # a shared one stays open for the project's next session
         settled = self.indexer.settle(max(0.0, started + cap_s - time.monotonic()))
-        self.indexer.close()
+        self.indexer.close(drain=drain_index)
         self._auto.stop()
         pending = sum(1 for j in jobs if not j.done.is_set())
         unwritten = self._captures.unwritten
         return Flush(flushed=settled and pending == 0 and unwritten == 0, pending=pending)
+
+    @property
+    def working(self) -> bool:
+        """Index work (a run under way or due, a drain after shutdown) or the
+        background start (warm-up, sessions catch-up) is still running."""
+        background = self._background
+        return self.indexer.working or (background is not None and background.working)
 
     def wait_recovery(self, timeout_s: float) -> bool:
         """Wait until what ended sessions left is written (True) or *timeout_s* passes."""

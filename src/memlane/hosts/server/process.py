@@ -117,6 +117,7 @@ class Engine:
         self._last = time.monotonic()
         self._next_check = self._last + ABANDONED_CHECK_S
         self._checking: threading.Thread | None = None
+        self._said_busy = False  # the log says once why an idle engine stays
 
     # -- the accept loop -----------------------------------------------------------------
 
@@ -181,8 +182,20 @@ class Engine:
     def _idle(self) -> bool:
         with self._lock:
             if self._active or time.monotonic() - self._last < self.idle_s:
+                self._said_busy = False
                 return False
-        return not self.projects.busy()
+        if not self.projects.busy():
+            return True
+        if not self._said_busy:
+            # A first session's catch-up index, the model's first load: done
+            # before the engine goes, or the next session starts them over.
+            log.info(
+                "idle for %.0f s, but work is under way (indexing, the model loading, "
+                "a session ending): exiting once it is done",
+                self.idle_s,
+            )
+            self._said_busy = True
+        return False
 
     # -- one connection ------------------------------------------------------------------
 

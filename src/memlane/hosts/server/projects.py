@@ -104,6 +104,8 @@ class Projects:
         self._by_session: dict[str, Project] = {}
         self._parts: dict[object, SharedParts] = {}  # embedding settings → shared embedder
         self._ending: set[threading.Thread] = set()
+        # Ended sessions whose index work may still run (busy() until it is done).
+        self._finishing: list[Session] = []
 
     # -- lookup ------------------------------------------------------------------------
 
@@ -174,14 +176,29 @@ class Projects:
             self._by_session[session.session_id] = project
 
     def end(
-        self, project: Project, session_id: str, cap_ms: int | None = None, *, wait: bool = True
+        self,
+        project: Project,
+        session_id: str,
+        cap_ms: int | None = None,
+        *,
+        wait: bool = True,
+        release_host: bool = False,
     ) -> Flush | None:
         """End a session; its flush, when it finished in time.
 
         Taken off the project in the project's order (a Stop that came first
         still reaches the session), then shut down on a thread of its own.
+        ``release_host``: wait only until the session no longer needs its host
+        (captures written, extractions done); the index settles after that on
+        the same thread, and what it has not indexed by the cap is finished by
+        the engine (``busy`` counts it) rather than dropped.
         """
         result: list[Flush] = []
+        released = threading.Event()
+
+        def on_released(flush: Flush) -> None:
+            result.append(flush)
+            released.set()
 
         def begin() -> tuple[threading.Thread, Session] | None:
             session = project.sessions.pop(session_id, None)
@@ -190,10 +207,15 @@ class Projects:
             if session is None:
                 return None
             thread = threading.Thread(
-                target=self._shut, args=(session, cap_ms, result), name="memlane-end"
+                target=self._shut,
+                args=(session, cap_ms, result, released, on_released if release_host else None),
+                name="memlane-end",
             )
             with self._lock:
                 self._ending.add(thread)
+                # The ended sessions kept until their index work is done (never more).
+                self._finishing = [s for s in self._finishing if s.working]
+                self._finishing.append(session)
             thread.start()
             return thread, session
 
@@ -205,29 +227,49 @@ class Projects:
             return None
         if begun is None or not wait:
             return None
-        thread, session = begun
+        _, session = begun
         cap_s = (session.settings.shutdown_cap_ms if cap_ms is None else cap_ms) / 1000
-        thread.join(cap_s + 1.0)
+        released.wait(cap_s + 1.0)
         return result[0] if result else None
 
-    def _shut(self, session: Session, cap_ms: int | None, result: list[Flush]) -> None:
+    def _shut(
+        self,
+        session: Session,
+        cap_ms: int | None,
+        result: list[Flush],
+        released: threading.Event,
+        on_released: Callable[[Flush], None] | None,
+    ) -> None:
         try:
-            result.append(session.shutdown(cap_ms=cap_ms))
+            flush = session.shutdown(cap_ms=cap_ms, host_released=on_released, drain_index=True)
+            result.append(flush)
         except Exception:
             log.exception("ending session %s failed", session.session_id)
         finally:
+            released.set()
             with self._lock:
                 self._ending.discard(threading.current_thread())
 
     # -- the engine's state ---------------------------------------------------------------
 
     def busy(self) -> bool:
-        """Something is still to be done: a session ending, or captures pending."""
+        """Something is still to be done: a session ending, captures pending, an
+        index run under way or due (an ended session's included), the model
+        loading, or a session's background start (warm-up, sessions catch-up)
+        still running. The engine does not exit on idle before it is done: a
+        first session's catch-up index completes even though the session ended."""
         with self._lock:
             if self._ending:
                 return True
+            self._finishing = [s for s in self._finishing if s.working]
+            if self._finishing:
+                return True
             projects = list(self._projects.values())
-        return any(s.pending_captures for p in projects for s in list(p.sessions.values()))
+        return any(
+            project.memory.parts.working
+            or any(s.pending_captures or s.working for s in list(project.sessions.values()))
+            for project in projects
+        )
 
     def describe(self) -> list[dict[str, object]]:
         """Each open project and its sessions (``memlane engine status``)."""
