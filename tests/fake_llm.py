@@ -54,7 +54,8 @@ pi's own) from the queue ``server.agent(reply, ...)`` (a ``Reply``:
 ``Request`` returning one; ``default_text`` when the queue is empty) and
 every other request (memlane's distillation through the sidecar's
 ``llm.complete``) with ``server.distill`` (text or a function of the
-``Request``). ``agent_requests`` and ``distill_requests`` split
+``Request`` returning text, or a ``Behaviour``: ``Behaviour(delay_s=3600)``
+is a model that never answers). ``agent_requests`` and ``distill_requests`` split
 ``requests`` between the two.
 
 Embeddings (OpenAI): ``POST /v1/embeddings`` answers deterministic vectors
@@ -577,7 +578,7 @@ class FakeModel(FakeOpenAI):
         self,
         *,
         default_text: str = "Done.",
-        distill: str | Callable[[Request], str] = DEFAULT_DISTILLATION,
+        distill: str | Callable[[Request], str | Behaviour] = DEFAULT_DISTILLATION,
         **behaviour: Any,
     ) -> None:
         super().__init__(responder=self._respond, **behaviour)
@@ -614,7 +615,10 @@ class FakeModel(FakeOpenAI):
             reply = script(request) if callable(script) else script
         else:
             distill = self.distill
-            reply = Reply.say(distill(request) if callable(distill) else distill)
+            answer = distill(request) if callable(distill) else distill
+            if isinstance(answer, Behaviour):
+                return answer  # a whole scripted response: an error, a model that hangs
+            reply = Reply.say(answer)
         return replace(self.behaviour, answer=reply.text, tool_calls=reply.tool_calls)
 
 

@@ -71,7 +71,7 @@ class Client:
 def _params(project: Path) -> StdioServerParameters:
     return StdioServerParameters(
         command=sys.executable,
-        args=["-m", "memlane.cli.main", "mcp", "-C", str(project)],
+        args=["-m", "memlane.cli.fast", "mcp", "-C", str(project)],
         env={**os.environ, "MEMLANE_EMBEDDING_PROVIDER": "none"},
     )
 

@@ -23,7 +23,7 @@ from typing import IO, Any
 import pytest
 
 from fake_llm import FakeOpenAI
-from helpers import FixedClock, wait_for
+from helpers import FixedClock, make_project, wait_for
 from memlane.core.scope import resolve_scope
 from memlane.engine.sessions.registry import close_stores
 from memlane.hosts.jsonrpc import Connection
@@ -69,7 +69,10 @@ class Client:
         self.lines = Lines(stdout_fd)
         self.next_id = 1
         self.llm_requests: list[dict[str, Any]] = []
-        self.answer_llm: Callable[[dict[str, Any]], dict[str, Any]] = lambda p: {
+        self.llm_ids: list[Any] = []
+        self.notifications: list[dict[str, Any]] = []
+        # None: the host's model never answers (the request is left unanswered).
+        self.answer_llm: Callable[[dict[str, Any]], dict[str, Any] | None] = lambda p: {
             "text": "- the agent did something worth remembering"
         }
 
@@ -102,12 +105,14 @@ class Client:
             message = self.read()
             if message.get("method") == "llm.complete":
                 self.llm_requests.append(message["params"])
-                reply = {
-                    "jsonrpc": "2.0",
-                    "id": message["id"],
-                    "result": self.answer_llm(message["params"]),
-                }
-                self.send_line(json.dumps(reply))
+                self.llm_ids.append(message["id"])
+                answer = self.answer_llm(message["params"])
+                if answer is not None:
+                    reply = {"jsonrpc": "2.0", "id": message["id"], "result": answer}
+                    self.send_line(json.dumps(reply))
+                continue
+            if "method" in message and "id" not in message:
+                self.notifications.append(message)
                 continue
             if message.get("id") == request_id:
                 return message
@@ -230,6 +235,32 @@ def test_capture_goes_through_the_hosts_llm_and_lands_anchored(
     assert anchor.transcript == "/tmp/x/session.jsonl"
 
 
+def test_a_model_that_never_answers_is_cancelled_at_the_cap_and_the_exchange_kept(
+    project: Path, clock: FixedClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MEMLANE_EMBEDDING_PROVIDER", "none")
+    monkeypatch.setenv("MEMLANE_SESSION_SHUTDOWN_CAP_MS", "1500")
+    client = InProcess(project, clock)
+    try:
+        _start(client, project)
+        client.answer_llm = lambda p: None  # the host's model hangs
+        exchange = {"user": "which queue for the mailer?", "assistant": "Use SQS, not Redis."}
+        assert client.result("agent_settled", {"exchange": exchange}) == {"queued": True}
+        flushed = client.result("session_shutdown", {})
+        # The capture's deadline passed: written as a digest (nothing lost), and
+        # the engine told the host to stop the call it no longer waits for.
+        assert flushed == {"flushed": True, "pending": 0}
+        assert len(client.llm_ids) == 1
+        assert client.notifications == [
+            {"jsonrpc": "2.0", "method": "llm.cancel", "params": {"id": client.llm_ids[0]}}
+        ]
+        text = _daily_text(project)
+        assert "which queue for the mailer?" in text and "distillation failed" in text
+    finally:
+        client.close()
+        close_stores()
+
+
 def test_gated_exchange_is_not_queued(sidecar: InProcess, project: Path) -> None:
     _start(sidecar, project)
     result = sidecar.result(
@@ -350,6 +381,35 @@ def test_a_failed_session_start_never_writes_into_the_previous_project(
     assert str(other) in wrote["error"]["message"]
     text = _daily_text(project)
     assert "for the first" in text and "for other" not in text
+
+
+def _open_sessions(sidecar: InProcess) -> dict[str, list[str]]:
+    """Each open project's scope and the ids of its open sessions."""
+    return {
+        str(p["scope"]): [str(s["id"]) for s in p["sessions"]]
+        for p in sidecar.sidecar.projects.describe()
+    }
+
+
+def test_a_new_session_ends_the_previous_one_and_keeps_the_project(
+    sidecar: InProcess, project: Path
+) -> None:
+    _start(sidecar, project)
+    first = sidecar.sidecar.session
+    sidecar.result("session_start", {"cwd": str(project), "session_id": "s-2", "host": "pi"})
+    assert sidecar.sidecar.session is not first and sidecar.sidecar.session is not None
+    assert _open_sessions(sidecar) == {str(project): ["s-2"]}  # one project, one session
+
+
+def test_a_session_in_another_directory_switches_the_project(
+    sidecar: InProcess, project: Path, tmp_path: Path
+) -> None:
+    other = make_project(tmp_path, "other")
+    _start(sidecar, project)
+    sidecar.result("session_start", {"cwd": str(other), "session_id": "s-2", "host": "pi"})
+    assert _open_sessions(sidecar) == {str(project): [], str(other): ["s-2"]}
+    sidecar.result("tool", {"name": "memory_write", "arguments": {"text": "for the other one"}})
+    assert "for the other one" in _daily_text(other)
 
 
 # -- the real process ------------------------------------------------------------------------

@@ -13,7 +13,16 @@
  *   session_compact {} -> {snapshot}
  *   session_shutdown {} -> {flushed, pending}
  *   tool {name, arguments} -> {text, details}
- * and from the sidecar: llm.complete {system, prompt, model?, max_tokens?} -> {text}.
+ * and from the sidecar: llm.complete {system, prompt, model?, max_tokens?} -> {text}, and the
+ * notification llm.cancel {id}: memlane no longer wants that answer (its deadline passed, the
+ * session ended), so pi aborts the model request (sidecar.ts).
+ *
+ * pi never waits for memlane to start: the sidecar is spawned when the extension loads (it
+ * starts no engine until the session speaks), session_start sends it the session and returns; each
+ * later event waits for the start within its own deadline and goes on without memory when
+ * it is not done (connection.ts). At shutdown pi waits for the captures (distilled through
+ * pi's model within memlane's SHUTDOWN_CAP_MS), never for a start still under way, and
+ * aborts what memlane still asked of it.
  *
  * `/dream` is not a sidecar call: it runs `memlane dream` itself, once to plan
  * (`--dry-run --save-plan`), and, after the user confirms the diff, once to apply
@@ -46,8 +55,8 @@ export default function memlane(pi: ExtensionAPI): void {
 		if (shim.mode !== "tui" || process.env.MEMLANE_PI_DEBUG) process.stderr.write(`${LOG_PREFIX} ${line}\n`);
 	};
 
-	async function onSidecarRequest(method: string, params: JsonObject): Promise<Json> {
-		if (method === "llm.complete") return llmComplete(shim.ctx, params);
+	async function onSidecarRequest(method: string, params: JsonObject, signal: AbortSignal): Promise<Json> {
+		if (method === "llm.complete") return llmComplete(shim.ctx, params, signal);
 		throw new SidecarError(`pi does not handle ${method}`, -32601);
 	}
 
@@ -59,6 +68,9 @@ export default function memlane(pi: ExtensionAPI): void {
 		},
 	});
 	const shim: Shim = { connection, ctx: null, mode: "print", log, settled: new Set() };
+	// pi's session starts in pi's working directory: the sidecar's process start
+	// overlaps pi's own (connection.ts).
+	connection.prestart(process.cwd());
 
 	registerEvents(pi, shim);
 	registerTools(pi, shim);

@@ -12,7 +12,7 @@ from typing import Annotated, Any
 import typer
 
 from memlane.cli.context import print_json
-from memlane.core import link
+from memlane.core import engine_client, link
 from memlane.core.errors import MemlaneError
 
 engine_app = typer.Typer(
@@ -59,17 +59,23 @@ def _alive(pid: int) -> bool:
         return False
     except PermissionError:
         return True
-    return True
+    # An exited engine whose parent (the long-lived client that started it:
+    # `memlane mcp`, the pi bridge) has not reaped it yet is a zombie: gone.
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
 
 
 def _live_status(place: link.Place) -> dict[str, Any] | None:
     """What the running engine says of itself (None when none answers)."""
     try:
-        with link.Client.open(
+        with engine_client.Client.open(
             place, "engine-cmd", os.getcwd(), time.monotonic() + CALL_TIMEOUT_S, start=False
         ) as client:
             result = client.call("engine.status", {}, CALL_TIMEOUT_S)
-    except (link.EngineUnavailable, link.EngineError):
+    except (link.EngineUnavailable, engine_client.EngineError):
         return None
     return result if isinstance(result, dict) else None
 
@@ -128,6 +134,12 @@ def _show(info: dict[str, Any], own_key: str) -> None:
                     else "no open session"
                 )
             )
+        lite = info.get("milvus_lite") or {}
+        for path in lite.get("open") or []:
+            typer.echo(
+                f"  holds Milvus Lite {path} (let go {lite.get('linger_s', '?')} s after its "
+                f"last use; opened {lite.get('opens', '?')} times)"
+            )
     typer.echo(f"  socket {info.get('socket')}")
     typer.echo(f"  log {info.get('log')}")
 
@@ -136,8 +148,13 @@ def _show(info: dict[str, Any], own_key: str) -> None:
 def start() -> None:
     """Start the engine for this environment now (clients start it on demand anyway)."""
     place = link.Place()
+    if link.engine_disabled():
+        raise MemlaneError(
+            f"the engine is off ({link.ENGINE_SWITCH_ENV}=off)",
+            f"unset {link.ENGINE_SWITCH_ENV} to let agents and commands share one warm engine",
+        )
     try:
-        with link.Client.open(
+        with engine_client.Client.open(
             place, "engine-cmd", os.getcwd(), time.monotonic() + STOP_WAIT_S, start=True
         ) as client:
             info = client.call("engine.status", {}, CALL_TIMEOUT_S)

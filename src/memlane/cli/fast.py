@@ -6,13 +6,17 @@ looks at the command line:
 
 - ``memlane sidecar`` (started by pi for each session) relays pi's protocol
   to the warm engine (hosts/pi/bridge.py);
+- ``memlane mcp`` (started by an MCP client) serves MCP on stdio with the
+  standard library (hosts/mcp/thin.py), the engine behind it;
 - a quick command (``search``, ``expand``, ``write``, ``transcript``,
   ``status``, ``scope``) is handed to the engine when one is running (or
   ``engine.cli_starts`` asks to start one), which runs the same command
   code with its model already loaded (hosts/server/commands.py);
 
-and everything else, or any of these when no engine can serve it, runs here
-in full (cli/main.py), exactly as it would without an engine.
+and everything else runs here in full (cli/main.py). A quick command no
+engine serves runs here too, without the command-line framework when its
+arguments are in a plain form (cli/quick.py: the same command code, half a
+second of imports less), else in full, exactly as it would without an engine.
 """
 
 from __future__ import annotations
@@ -20,7 +24,10 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Sequence
+
+TYPE_CHECKING = False  # not typing's: this module starts every memlane command
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 #: Commands the engine may run for the CLI: their output depends only on the
 #: project, the arguments and the standard input, never on this process.
@@ -63,6 +70,16 @@ def _sub_directory(args: list[str]) -> str | None:
     return None
 
 
+def _only_directory(args: list[str]) -> bool:
+    """Whether *args* are at most a ``-C DIR`` (anything else, ``--help`` included,
+    goes to the full command line, which explains it)."""
+    if not args:
+        return True
+    if len(args) == 1:
+        return args[0].startswith("-C") and len(args[0]) > 2
+    return len(args) == 2 and args[0] == "-C"
+
+
 def _portable(args: list[str]) -> bool:
     """Whether the engine may run these arguments: no relative path among them
     (the engine's working directory is not ours), nothing asked on the terminal."""
@@ -90,19 +107,21 @@ def _cli_starts_engine() -> bool:
 def delegate(directory: str, command: str, args: list[str]) -> int | None:
     """Run the command in the engine; its exit code, or None when no engine could
     run it (the caller runs it here)."""
-    from memlane.core import link
+    from memlane.core import engine_client, link
 
     if link.engine_disabled():
         return None
     place = link.Place()
     started = time.monotonic()
     try:
-        client = link.Client.open(place, CLIENT, directory, started + REACH_S, start=False)
+        client = engine_client.Client.open(place, CLIENT, directory, started + REACH_S, start=False)
     except link.EngineUnavailable:
         if not _cli_starts_engine():
             return None
         try:
-            client = link.Client.open(place, CLIENT, directory, started + START_S, start=True)
+            client = engine_client.Client.open(
+                place, CLIENT, directory, started + START_S, start=True
+            )
         except link.EngineUnavailable as exc:
             took = time.monotonic() - started
             link.record_failure(place, CLIENT, command, "failed", str(exc), took)
@@ -110,8 +129,9 @@ def delegate(directory: str, command: str, args: list[str]) -> int | None:
     stdin = sys.stdin.read() if "-" in args else None
     try:
         with client:
-            answer = client.call("cli", {"argv": [command, *args], "stdin": stdin}, ANSWER_S)
-    except (link.EngineUnavailable, link.EngineError) as exc:
+            params = {"argv": [command, *args], "stdin": stdin, "workdir": os.getcwd()}
+            answer = client.call("cli", params, ANSWER_S)
+    except (link.EngineUnavailable, engine_client.EngineError) as exc:
         took = time.monotonic() - started
         link.record_failure(place, CLIENT, command, "failed", str(exc), took)
         if stdin is not None:
@@ -160,8 +180,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         code = relay(os.path.abspath(_sub_directory(rest) or directory))
         if code is not None:
             return code
-    elif command in DELEGATED and _portable(rest):
-        code = delegate(directory, command, rest)
+    elif command == "mcp" and _only_directory(rest):
+        from memlane.hosts.mcp.thin import run as serve_mcp
+
+        return serve_mcp(os.path.abspath(_sub_directory(rest) or directory))
+    elif command in DELEGATED:
+        if _portable(rest):
+            code = delegate(directory, command, rest)
+            if code is not None:
+                return code
+        # No engine: the quick commands run here without typer (cli/quick.py).
+        from memlane.cli.quick import run as run_quick
+
+        code = run_quick(args)
         if code is not None:
             return code
     from memlane.cli.main import main as full
@@ -174,3 +205,7 @@ def run() -> None:
     from memlane.core.process import exit_process
 
     exit_process(main())
+
+
+if __name__ == "__main__":  # ``python -m memlane.cli.fast``: what the ``memlane`` script runs
+    run()

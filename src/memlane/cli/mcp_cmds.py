@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated
 
@@ -25,17 +26,11 @@ def mcp(
     Started by the client (see `memlane install mcp --print`); exits when stdin
     closes. Logs go to stderr.
     """
-    try:
-        from memlane.hosts.mcp.server import run_mcp
-    except ImportError as exc:
-        if exc.name is None or not exc.name.startswith(("mcp", "mcp_types")):
-            raise
-        raise MemlaneError(
-            f"the MCP server needs the mcp package ({exc.name} is missing)",
-            "reinstall memlane, or: pip install 'mcp>=2.3,<3'",
-        ) from None
+    from memlane.hosts.mcp.thin import run as serve_mcp
+
     chosen = directory or state(ctx).directory
-    raise typer.Exit(run_mcp(Path(chosen) if chosen else None, clock=state(ctx).clock))
+    where = os.path.abspath(chosen) if chosen else os.getcwd()
+    raise typer.Exit(serve_mcp(where, clock=state(ctx).clock))
 
 
 def install_mcp(

@@ -38,6 +38,14 @@ import os
 import sys
 import time
 
+from memlane.core.jsonlite import dumps
+
+# ``typing`` costs a hook call milliseconds: types are for the checker only.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import hashlib
+    from collections.abc import Callable
+
 HOME_ENV = "MEMLANE_HOME"
 DEFAULT_HOME = "~/.memlane"
 #: ``python -m`` this to run the engine.
@@ -132,12 +140,22 @@ def keyed_environment(env: dict[str, str] | os._Environ[str] | None = None) -> d
 
 def engine_key(env: dict[str, str] | os._Environ[str] | None = None) -> str:
     """12 hex characters naming the engine for this installation and *env*."""
-    import hashlib
+    parts = [package_dir()] + [f"{k}={v}" for k, v in sorted(keyed_environment(env).items())]
+    return _sha256_hex("\0".join(parts).encode("utf-8", "surrogateescape"))[:12]
 
-    digest = hashlib.sha256(package_dir().encode("utf-8", "surrogateescape"))
-    for name, value in sorted(keyed_environment(env).items()):
-        digest.update(b"\0" + f"{name}={value}".encode("utf-8", "surrogateescape"))
-    return digest.hexdigest()[:12]
+
+def _sha256_hex(data: bytes) -> str:
+    """SHA-256 from the interpreter's built-in module: ``hashlib`` loads OpenSSL,
+    a few milliseconds every hook call pays for."""
+    sha256: Callable[[bytes], hashlib._Hash]
+    try:
+        from _sha2 import sha256  # type: ignore[import-not-found, no-redef]  # 3.12+
+    except ImportError:
+        try:
+            from _sha256 import sha256  # type: ignore[import-not-found, no-redef]
+        except ImportError:
+            from hashlib import sha256
+    return sha256(data).hexdigest()
 
 
 class Place:
@@ -264,6 +282,19 @@ def spawn(place: Place, python: str | None = None) -> int:
             ).pid
 
 
+#: Engines this process started (``reach``), until ``reap_started`` saw them exit.
+_started: list[int] = []
+
+
+def reap_started() -> None:
+    """Reap the engines this process started that have exited since: a client that
+    lives on (``memlane mcp``, the pi bridge) leaves no zombie behind an engine
+    that was stopped."""
+    for pid in list(_started):
+        if _exited(pid):
+            _started.remove(pid)
+
+
 def _exited(pid: int) -> bool:
     """Whether the engine this process started has exited (it is our child)."""
     try:
@@ -301,6 +332,7 @@ def reach(place: Place, deadline: float, *, start: bool = True) -> _socket.socke
         if sock is not None:
             return sock
         pid = spawn(place)
+        _started.append(pid)
         while time.monotonic() < deadline:
             time.sleep(POLL_S)
             sock = connect(place, deadline - time.monotonic())
@@ -316,10 +348,8 @@ def reach(place: Place, deadline: float, *, start: bool = True) -> _socket.socke
 
 def rpc_header(client: str, cwd: str, **meta: object) -> bytes:
     """The first line of a JSON-RPC connection: who is calling, from where."""
-    import json
-
     fields = {"client": client, "cwd": cwd, "pid": os.getppid(), **meta}
-    return RPC_HEADER + b" " + json.dumps(fields, ensure_ascii=True).encode("ascii") + b"\n"
+    return RPC_HEADER + b" " + dumps(fields).encode("ascii") + b"\n"
 
 
 def record_failure(
@@ -328,7 +358,6 @@ def record_failure(
     """One line in ``client-failures.jsonl``: a client failed open (``what``:
     ``failed`` or ``slow``; the time of the last one is the file's). Never
     raises: the client must go on."""
-    import json
 
     try:
         make_private_dir(place.directory)
@@ -343,94 +372,6 @@ def record_failure(
         if os.path.exists(path) and os.path.getsize(path) > FAILURES_MAX_BYTES:
             os.replace(path, path + ".1")  # the older failures stay one file back
         with open(path, "a", encoding="utf-8") as out:
-            out.write(json.dumps(line) + "\n")
+            out.write(dumps(line) + "\n")
     except (OSError, EngineUnavailable):
         pass  # nowhere to record it: still never fail the host
-
-
-class EngineError(RuntimeError):
-    """The engine answered a call with an error: its message and hint."""
-
-    def __init__(self, message: str, hint: str | None = None, code: int | None = None) -> None:
-        super().__init__(message)
-        self.message = message
-        self.hint = hint
-        self.code = code
-
-
-class EngineGone(EngineUnavailable):
-    """The engine closed the connection before answering."""
-
-
-class Client:
-    """A JSON-RPC connection to the engine for calls one at a time (the CLI,
-    ``memlane mcp``, ``memlane engine``). The engine asks such a client nothing."""
-
-    def __init__(self, sock: _socket.socket) -> None:
-        self._sock = sock
-        self._buffer = b""
-        self._ids = 0
-
-    @classmethod
-    def open(
-        cls, place: Place, client: str, cwd: str, deadline: float, *, start: bool, **meta: object
-    ) -> Client:
-        """Reach the engine (starting it when *start*) and introduce this client."""
-        sock = reach(place, deadline, start=start)
-        sock.settimeout(None)
-        sock.sendall(rpc_header(client, cwd, **meta))
-        return cls(sock)
-
-    def call(self, method: str, params: dict[str, object], timeout_s: float) -> object:
-        """The result of *method* (``EngineError`` for an error answer, ``EngineGone``
-        when the engine hung up, ``EngineSlow`` past *timeout_s*)."""
-        import json
-
-        self._ids += 1
-        request_id = self._ids
-        line = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
-        deadline = time.monotonic() + timeout_s
-        try:
-            self._sock.settimeout(max(timeout_s, 0.01))
-            self._sock.sendall(json.dumps(line).encode("utf-8") + b"\n")
-            while True:
-                answer = json.loads(self._read_line(deadline))
-                if isinstance(answer, dict) and answer.get("id") == request_id:
-                    break
-        except TimeoutError:
-            raise EngineSlow(f"the engine did not answer {method} within {timeout_s:g} s") from None
-        except (ConnectionError, BrokenPipeError) as exc:
-            raise EngineGone(f"the engine went away during {method}: {exc}") from None
-        error = answer.get("error")
-        if isinstance(error, dict):
-            data = error.get("data")
-            hint = data.get("hint") if isinstance(data, dict) else None
-            code = error.get("code")
-            raise EngineError(
-                str(error.get("message") or "the engine failed"),
-                hint if isinstance(hint, str) else None,
-                code if isinstance(code, int) else None,
-            )
-        return answer.get("result")
-
-    def _read_line(self, deadline: float) -> bytes:
-        while b"\n" not in self._buffer:
-            self._sock.settimeout(max(deadline - time.monotonic(), 0.01))
-            chunk = self._sock.recv(65536)
-            if not chunk:
-                raise ConnectionError("end of stream")
-            self._buffer += chunk
-        line, _, self._buffer = self._buffer.partition(b"\n")
-        return line
-
-    def close(self) -> None:
-        import contextlib
-
-        with contextlib.suppress(OSError):
-            self._sock.close()
-
-    def __enter__(self) -> Client:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()

@@ -192,6 +192,13 @@ def sqlite_wait_s(default_s: float) -> float:
     return min(default_s, max(budget.left_s, MIN_SQLITE_WAIT_S))
 
 
+def retry_delays_ms(default_ms: Sequence[float]) -> list[float]:
+    """The delays to retry a locked-out call on: inside a budget, what it can
+    still afford (``WaitBudget.schedule``), else *default_ms*."""
+    budget = _current.get()
+    return [d * 1000 for d in budget.schedule()] if budget is not None else list(default_ms)
+
+
 def waited_s(default_s: float) -> float:
     """What this read has waited for locks in all; *default_s* outside a budget."""
     budget = _current.get()

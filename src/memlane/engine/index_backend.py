@@ -150,3 +150,37 @@ def reset_notes_index(scope: Scope, settings: IndexSettings, index: NotesIndex |
     if index is not None:
         index.close()
     SqliteIndex.destroy(sqlite_index_path(settings, collection))
+
+
+# -- Milvus Lite in a long-lived process (index/milvus/connection.py's LITE) ---------
+
+
+def hold_milvus_lite(seconds: float) -> None:
+    """Keep every Milvus Lite database this process opens open for *seconds*
+    after its last operation (the warm engine's ``engine.lite_hold_s``), so the
+    searches of the sessions it serves never re-open it."""
+    from memlane.index.milvus.connection import LITE
+
+    LITE.hold(seconds)
+
+
+def let_go_of_milvus_lite(uri: str) -> bool:
+    """Another process asks for the Lite database at *uri*: released now (True),
+    or as soon as the operation using it ends."""
+    from memlane.index.milvus.connection import LITE, lite_path
+
+    return LITE.let_go(lite_path(uri))
+
+
+def release_milvus_lite() -> None:
+    """Flush and close every Milvus Lite database this process holds (an exit)."""
+    from memlane.index.milvus.connection import LITE
+
+    LITE.release_all()
+
+
+def milvus_lite_state() -> dict[str, object]:
+    """The Lite databases open in this process, the servers started so far, the linger."""
+    from memlane.index.milvus.connection import LITE
+
+    return LITE.state()

@@ -22,15 +22,20 @@ file under its own lock and waits its turn.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import functools
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Concatenate, ParamSpec, TypeVar
 
 from memlane.core.waits import WaitBudget, bounded_waits, clipped_delays
 
 if TYPE_CHECKING:
     from memlane.core.errors import MemlaneError
     from memlane.engine.ports import ProjectMemory
+
+P = ParamSpec("P")
+R = TypeVar("R")
+M = TypeVar("M", bound="ProjectMemory")
 
 #: The start of the notice a search gives when its catch-up met a lock.
 NEWEST_NOT_INDEXED = "the newest memories are not in these results"
@@ -48,6 +53,17 @@ def read_waits(memory: ProjectMemory, *, within_ms: float | None = None) -> Iter
         delays = clipped_delays(delays, within_ms)
     with bounded_waits(delays) as budget:
         yield budget
+
+
+def bounded_read(read: Callable[Concatenate[M, P], R]) -> Callable[Concatenate[M, P], R]:
+    """*read* (whose first argument is the memory it reads) inside ``read_waits``."""
+
+    @functools.wraps(read)
+    def bounded(memory: M, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        with read_waits(memory):
+            return read(memory, *args, **kwargs)
+
+    return bounded
 
 
 def newest_not_indexed(exc: MemlaneError) -> str:

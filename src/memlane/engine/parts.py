@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from memlane.core.errors import EmbedderError
@@ -36,6 +38,8 @@ class _Model:
         self.embedder_failed_at = 0.0
         self.loading = False
         self.warmed = False
+        self.warming = 0  # warm() calls running (a first load derives the model)
+        self.warming_lock = threading.Lock()
 
 
 def _model_field(name: str) -> property:
@@ -64,6 +68,37 @@ class SharedParts:
         self._writer: DailyWriter | None = None
         self._writer_lock = threading.Lock()
         self.fresh = FreshWrites()
+        self._runs_lock = threading.Lock()
+        self._index_runs = 0  # full index runs under way in this process
+
+    @contextmanager
+    def index_run(self) -> Iterator[None]:
+        """Around a full index run of this project: while one is under way the
+        index is being built, and a search says so (``indexing``)."""
+        with self._runs_lock:
+            self._index_runs += 1
+        try:
+            yield
+        finally:
+            with self._runs_lock:
+                self._index_runs -= 1
+
+    @property
+    def indexing(self) -> bool:
+        """A full index run of this project is under way in this process."""
+        return self._index_runs > 0
+
+    @property
+    def loading_now(self) -> bool:
+        """The model is being loaded or warmed up (a first start derives it) by
+        another thread right now: a search that embeds would wait for it."""
+        return (self.loading or self._model.warming > 0) and not self.warmed
+
+    @property
+    def working(self) -> bool:
+        """Work a process that serves this project should not exit in the middle
+        of: an index run, or the model loading or warming up."""
+        return self.indexing or self.loading or self._model.warming > 0
 
     def sharing_embedder(self) -> SharedParts:
         """Parts for another project of this process: this embedder (one model load for
@@ -126,19 +161,27 @@ class SharedParts:
         only shows at the first embedding; found here, it enters the
         negative cache instead of costing the first search its wait.
         """
-        embedder = self.load_embedder(settings)
-        if embedder is None:
-            return
+        self._warming(+1)
         try:
-            warm = getattr(embedder, "warm", None)
-            if callable(warm):
-                warm()
-            else:
-                embedder.embed_query("memlane warm-up")
-        except EmbedderError as exc:
-            self.failed(exc)
-            return
-        self.warmed = True
+            embedder = self.load_embedder(settings)
+            if embedder is None:
+                return
+            try:
+                warm = getattr(embedder, "warm", None)
+                if callable(warm):
+                    warm()
+                else:
+                    embedder.embed_query("memlane warm-up")
+            except EmbedderError as exc:
+                self.failed(exc)
+                return
+            self.warmed = True
+        finally:
+            self._warming(-1)
+
+    def _warming(self, step: int) -> None:
+        with self._model.warming_lock:
+            self._model.warming += step
 
     def failed(self, exc: EmbedderError) -> None:
         """An embedding call failed: skip the dense leg until the retry time."""

@@ -66,6 +66,7 @@ class Memory:
         self.catch_up_char_limit = catch_up_char_limit
         self._parts = _parts or SharedParts()
         self._index: NotesIndex | None = None
+        self._lender: Memory | None = None
 
     def fork(self, *, catch_up_char_limit: int | None = None) -> Memory:
         """Another handle on the same memory for another thread.
@@ -83,6 +84,13 @@ class Memory:
             catch_up_char_limit=catch_up_char_limit,
             _parts=self._parts,
         )
+
+    def lend(self) -> Memory:
+        """This handle's index for code on its thread that closes what it opens (a
+        CLI command in the engine): own notices; closing leaves the index open."""
+        view = self.fork(catch_up_char_limit=self.catch_up_char_limit)
+        view._lender = self
+        return view
 
     @classmethod
     def open(
@@ -144,6 +152,8 @@ class Memory:
     @property
     def index(self) -> NotesIndex:
         """The notes index on the configured backend (engine/index_backend.py)."""
+        if self._lender is not None:
+            return self._lender.index
         if self._index is None:
             from memlane.engine.index_backend import open_notes_index
 
@@ -151,7 +161,7 @@ class Memory:
         return self._index
 
     def close(self) -> None:
-        if self._index is not None:
+        if self._lender is None and self._index is not None:
             self._index.close()
             self._index = None
 
@@ -272,7 +282,8 @@ class Memory:
 
         record(state.record_started)
         try:
-            report = indexer.apply(plan, operation, progress)
+            with self._parts.index_run():
+                report = indexer.apply(plan, operation, progress)
         except MemlaneError as exc:
             record(state.record_error, exc)
             raise
@@ -326,6 +337,8 @@ class Memory:
         """Drop the derived index and rebuild it from the markdown alone."""
         from memlane.engine.index_backend import reset_notes_index
 
+        if self._lender is not None:
+            return self._lender.reindex(progress)
         index, self._index = self._index, None
         reset_notes_index(self.scope, self.config.index, index)
         return self.sync(progress, operation="reindex")
@@ -391,19 +404,15 @@ class Memory:
 
     def similar(self, chunk_hash: str, k: int = 10) -> SearchResult:
         """More like this chunk: nearest stored vectors, the chunk itself excluded."""
-        from memlane.engine.lock_waits import read_waits
         from memlane.engine.recall.expand import similar
 
-        with read_waits(self):  # a lock is waited for briefly, then reported
-            return similar(self, chunk_hash, k)
+        return similar(self, chunk_hash, k)
 
     def expand(self, chunk_hash: str) -> Section:
         """L2 recall: the whole heading section a chunk came from, with its anchor."""
-        from memlane.engine.lock_waits import read_waits
         from memlane.engine.recall.expand import expand
 
-        with read_waits(self):
-            return expand(self, chunk_hash)
+        return expand(self, chunk_hash)
 
     def transcript(
         self,
@@ -507,9 +516,6 @@ class Memory:
     ) -> Status:
         """The doctor's report. ``probe`` loads the embedder to see that it works;
         ``host`` (a session's) decides what ``llm.provider = auto`` means."""
-        from memlane.engine.lock_waits import read_waits
         from memlane.engine.status import project_status
 
-        # A part another process keeps locked is reported, not waited for.
-        with read_waits(self):
-            return project_status(self, probe=probe, host_llm=host_llm, host=host)
+        return project_status(self, probe=probe, host_llm=host_llm, host=host)

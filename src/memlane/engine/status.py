@@ -12,12 +12,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memlane.core.errors import EmbedderError, MemlaneError
+from memlane.engine.lock_waits import bounded_read
 from memlane.engine.reports import Status
 
 if TYPE_CHECKING:
     from memlane.engine.ports import ProjectMemory
 
 
+@bounded_read  # a part another process keeps locked is reported, not waited for
 def project_status(
     memory: ProjectMemory, *, probe: bool = False, host_llm: bool = False, host: str | None = None
 ) -> Status:

@@ -6,6 +6,11 @@ every line; answers to our own requests complete their waiters, incoming
 requests go to ``on_request``. Writes are serialised so two threads never
 interleave a line.
 
+A request of ours that is no longer wanted (its deadline passed, its
+session ended) is failed at once with ``Cancelled``, and the other side is
+told with a notification naming its id (``llm.cancel {id}``), so it stops
+the work instead of finishing it for nobody.
+
 What a line may hold, and the error a malformed one is answered with, are
 the wire rules of ``hosts/wire.py``, shared with ``memlane mcp``.
 """
@@ -40,6 +45,7 @@ __all__ = [
     "INVALID_REQUEST",
     "METHOD_NOT_FOUND",
     "PARSE_ERROR",
+    "Cancelled",
     "Connection",
     "RemoteError",
     "Request",
@@ -65,6 +71,10 @@ class RpcError(Exception):
         return out
 
 
+class Cancelled(Exception):
+    """One of our requests was given up before its answer came (``Connection.cancel``)."""
+
+
 class RemoteError(Exception):
     """The other side answered one of our requests with an error."""
 
@@ -82,11 +92,14 @@ class Request:
 
 
 class _Waiter:
-    def __init__(self) -> None:
+    def __init__(self, method: str, cancel_notice: str | None) -> None:
+        self.method = method
+        self.cancel_notice = cancel_notice  # the notification that tells the other side
         self.event = threading.Event()
         self.result: Any = None
         self.error: Any = None
         self.answered = False
+        self.cancelled: str | None = None  # why we gave it up
 
 
 class Connection:
@@ -118,10 +131,18 @@ class Connection:
     def reply_error(self, request_id: Any, error: RpcError) -> None:
         self.send({"jsonrpc": "2.0", "id": request_id, "error": error.to_json()})
 
-    def request(self, method: str, params: Any, timeout_s: float) -> Any:
-        """Ask the other side and wait for its answer (``TimeoutError`` past the deadline)."""
+    def request(
+        self, method: str, params: Any, timeout_s: float, *, cancel_notice: str | None = None
+    ) -> Any:
+        """Ask the other side and wait for its answer (``TimeoutError`` past the deadline,
+        ``Cancelled`` when ``cancel`` gave it up first).
+
+        ``cancel_notice``: the notification (``{id}``) that tells the other side
+        to stop the work, sent when this request is given up (its deadline, or
+        ``cancel``).
+        """
         request_id = f"memlane-{next(self._ids)}"
-        waiter = _Waiter()
+        waiter = _Waiter(method, cancel_notice)
         with self._waiters_lock:
             self._waiters[request_id] = waiter
         try:
@@ -131,7 +152,10 @@ class Connection:
             if not waiter.event.wait(timeout_s):
                 if self.closed.is_set():
                     raise ConnectionError("the host closed the connection")
+                self._give_up(request_id, waiter)
                 raise TimeoutError(f"{method} got no answer within {timeout_s:g} s")
+            if waiter.cancelled is not None:
+                raise Cancelled(f"{method} was cancelled: {waiter.cancelled}")
             if waiter.error is None and not waiter.answered:
                 raise ConnectionError("the host closed the connection before answering")
         finally:
@@ -140,6 +164,37 @@ class Connection:
         if waiter.error is not None:
             raise RemoteError(waiter.error)
         return waiter.result
+
+    def cancel(self, method: str, reason: str) -> int:
+        """Give up every request of ours to *method* still waiting for its answer: each
+        fails at once with ``Cancelled`` (*reason*) and the other side is told. How
+        many were cancelled."""
+        with self._waiters_lock:
+            given_up = [
+                (request_id, waiter)
+                for request_id, waiter in self._waiters.items()
+                if waiter.method == method and not waiter.event.is_set()
+            ]
+            for _, waiter in given_up:
+                waiter.cancelled = reason
+                waiter.event.set()
+        for request_id, waiter in given_up:
+            self._tell_cancelled(request_id, waiter)
+        return len(given_up)
+
+    def _give_up(self, request_id: str, waiter: _Waiter) -> None:
+        """Our deadline passed: the other side may stop the work."""
+        with self._waiters_lock:
+            if waiter.event.is_set():
+                return  # answered (or cancelled) just now
+            waiter.cancelled = "its deadline passed"
+        self._tell_cancelled(request_id, waiter)
+
+    def _tell_cancelled(self, request_id: str, waiter: _Waiter) -> None:
+        if waiter.cancel_notice is not None and not self.closed.is_set():
+            self.send(
+                {"jsonrpc": "2.0", "method": waiter.cancel_notice, "params": {"id": request_id}}
+            )
 
     # -- receiving ------------------------------------------------------------------
 
@@ -181,11 +236,11 @@ class Connection:
         request_id = message.get("id")
         with self._waiters_lock:
             waiter = self._waiters.get(str(request_id))
-        if waiter is None:
-            return  # a late answer to a request we gave up on
-        if "error" in message:
-            waiter.error = message["error"]
-        else:
-            waiter.result = message.get("result")
-        waiter.answered = True
-        waiter.event.set()
+            if waiter is None or waiter.cancelled is not None:
+                return  # a late answer to a request we gave up on
+            if "error" in message:
+                waiter.error = message["error"]
+            else:
+                waiter.result = message.get("result")
+            waiter.answered = True
+            waiter.event.set()

@@ -29,13 +29,22 @@ Every line written goes through ``encode_message``: strict JSON (never
 from __future__ import annotations
 
 import json
-import logging
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, replace
-from typing import IO, Any
 
-log = logging.getLogger("memlane.wire")
+# ``memlane mcp`` reads every line through here before anything else is loaded:
+# ``typing``, ``dataclasses`` and ``logging`` would cost more than the rest of its start.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import logging
+    from typing import IO, Any
+
+
+def _log() -> logging.Logger:
+    import logging
+
+    return logging.getLogger("memlane.wire")
+
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
@@ -60,11 +69,22 @@ SKIP_CHUNK_BYTES = 64 * 1024
 _LIMIT_TEXT = f"{MAX_LINE_BYTES // (1024 * 1024)} MiB"
 
 
-@dataclass(frozen=True)
 class OversizedLine:
     """A line longer than the limit, read past and dropped (``size`` bytes)."""
 
-    size: int
+    __slots__ = ("size",)
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, OversizedLine) and other.size == self.size
+
+    def __hash__(self) -> int:
+        return hash(self.size)
+
+    def __repr__(self) -> str:
+        return f"OversizedLine(size={self.size})"
 
 
 def read_line(stream: IO[bytes], limit: int = MAX_LINE_BYTES) -> bytes | OversizedLine | None:
@@ -113,11 +133,21 @@ def error_response(request_id: Any, code: int, message: str, data: Any = None) -
 # -- checking what came in -------------------------------------------------------------
 
 
-@dataclass(frozen=True)
 class Message:
     """One well-formed JSON-RPC message (lone surrogates already replaced)."""
 
-    body: dict[str, Any]
+    __slots__ = ("body",)
+
+    def __init__(self, body: dict[str, Any]) -> None:
+        self.body = body
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Message) and other.body == self.body
+
+    __hash__ = None  # type: ignore[assignment]  # the body is a dict
+
+    def __repr__(self) -> str:
+        return f"Message(body={self.body!r})"
 
     @property
     def is_request(self) -> bool:
@@ -128,16 +158,37 @@ class Message:
         return "method" in self.body and "id" not in self.body
 
 
-@dataclass(frozen=True)
 class Refused:
     """A malformed line and what to answer it with (None: nothing, as for a
-    batch of notifications, which JSON-RPC never answers)."""
+    batch of notifications, which JSON-RPC never answers).
 
-    reply: dict[str, Any] | list[dict[str, Any]] | None
-    reason: str
-    # A malformed answer to one of our own requests names it here, so that
-    # request fails at once instead of waiting out its deadline.
-    answers: Any = None
+    ``answers``: a malformed answer to one of our own requests names it here,
+    so that request fails at once instead of waiting out its deadline.
+    """
+
+    __slots__ = ("answers", "reason", "reply")
+
+    def __init__(
+        self,
+        reply: dict[str, Any] | list[dict[str, Any]] | None,
+        reason: str,
+        answers: Any = None,
+    ) -> None:
+        self.reply = reply
+        self.reason = reason
+        self.answers = answers
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Refused) and (other.reply, other.reason, other.answers) == (
+            self.reply,
+            self.reason,
+            self.answers,
+        )
+
+    __hash__ = None  # type: ignore[assignment]  # the reply is a dict
+
+    def __repr__(self) -> str:
+        return f"Refused(reply={self.reply!r}, reason={self.reason!r}, answers={self.answers!r})"
 
 
 MessageCheck = Callable[[Message], "Message | Refused"]
@@ -202,7 +253,7 @@ def check_value(value: Any, also: MessageCheck | None = None) -> Message | Refus
         if "method" in value:
             return _refuse(_echoable(value.get("id")), INVALID_REQUEST, problem)
         refused = _refuse(None, INVALID_REQUEST, problem)
-        return replace(refused, answers=_echoable(value.get("id")))
+        return Refused(refused.reply, refused.reason, _echoable(value.get("id")))
     message = Message(without_lone_surrogates(value))
     return also(message) if also is not None else message
 
@@ -341,9 +392,9 @@ def encode_message(message: dict[str, Any] | list[dict[str, Any]]) -> bytes:
     try:
         return _dumps(without_lone_surrogates(_finite(message)))
     except (TypeError, ValueError) as exc:
-        log.error("a reply could not be written as JSON: %s", exc)
+        _log().error("a reply could not be written as JSON: %s", exc)
     except RecursionError:
-        log.error("a reply nests too deeply to be written as JSON")
+        _log().error("a reply nests too deeply to be written as JSON")
     if isinstance(message, list):
         return _dumps([_internal_error_for(m) for m in message])
     return _dumps(_internal_error_for(message))

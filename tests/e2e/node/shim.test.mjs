@@ -1,9 +1,10 @@
 // The pi extension's own logic under a fake pi, with node's test runner (`node --test`):
 // degradation when memlane is missing or broken, the respawn cap, request deadlines and
-// the kill after repeated misses. Run by tests/e2e/test_pi_shim.py with the e2e cache's
+// the kill after repeated misses, a session_start that never waits for memlane, and
+// llm.cancel aborting the model request pi runs for memlane. Run by tests/e2e/test_pi_shim.py with the e2e cache's
 // Node 22 and `--import ./resolve_pi.mjs` (pi's packages from the cached pi install).
 import assert from "node:assert/strict";
-import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, test } from "node:test";
@@ -12,7 +13,7 @@ import { fileURLToPath } from "node:url";
 
 import memlane from "../../../integrations/pi/extensions/memlane.ts";
 import { SidecarConnection } from "../../../integrations/pi/extensions/memlane/connection.ts";
-import { TIMEOUT_MS } from "../../../integrations/pi/extensions/memlane/protocol.ts";
+import { STARTING_TEXT, TIMEOUT_MS } from "../../../integrations/pi/extensions/memlane/protocol.ts";
 import { Sidecar, SidecarError } from "../../../integrations/pi/extensions/memlane/sidecar.ts";
 
 const FAKE_SIDECAR = fileURLToPath(new URL("./fake_sidecar.mjs", import.meta.url));
@@ -20,9 +21,11 @@ const FAKE_SIDECAR = fileURLToPath(new URL("./fake_sidecar.mjs", import.meta.url
 let dir;
 let wrapper;
 let startLog;
+const home = process.cwd();
 
 beforeEach(() => {
 	dir = mkdtempSync(join(tmpdir(), "memlane-shim-test-"));
+	process.chdir(dir); // pi runs in its session's directory: the extension starts its sidecar there
 	wrapper = join(dir, "memlane");
 	startLog = join(dir, "starts.log");
 	writeFileSync(wrapper, `#!/bin/sh\nexec "${process.execPath}" "${FAKE_SIDECAR}" "$@"\n`);
@@ -33,8 +36,11 @@ beforeEach(() => {
 });
 
 afterEach(() => {
+	process.chdir(home);
 	delete process.env.MEMLANE_COMMAND;
 	delete process.env.FAKE_SIDECAR_MODE;
+	delete process.env.FAKE_SIDECAR_GATE;
+	delete process.env.FAKE_SIDECAR_SEEN;
 	rmSync(dir, { recursive: true, force: true });
 });
 
@@ -92,7 +98,7 @@ function loadShim() {
 	};
 }
 
-/** Collect the shim's stderr log lines while `body` runs. */
+/** Collect the shim's stderr log lines while `body(lines so far)` runs. */
 async function capturingStderr(body) {
 	const lines = [];
 	const write = process.stderr.write;
@@ -102,7 +108,7 @@ async function capturingStderr(body) {
 		return true;
 	};
 	try {
-		await body();
+		await body(lines);
 	} finally {
 		process.stderr.write = write;
 	}
@@ -232,4 +238,115 @@ test("/recall in print mode returns only after the run it asked for has settled"
 	});
 	assert.equal(shim.sent.length, 1);
 	assert.match(shim.sent[0], /^Recall from long-term memory: kafka pinning/);
+});
+
+test("session_start returns before memlane has started; the next event waits for it and its notices arrive", async () => {
+	process.env.MEMLANE_COMMAND = wrapper;
+	process.env.FAKE_SIDECAR_MODE = "slow"; // session_start is answered once the gate file exists
+	const gate = join(dir, "gate");
+	process.env.FAKE_SIDECAR_GATE = gate;
+	const shim = loadShim();
+	let before;
+	let hook;
+	const log = await capturingStderr(async (lines) => {
+		await shim.sessionStart(); // returns while memlane still holds its answer
+		before = [...lines];
+		const waiting = shim.beforeAgentStart();
+		await sleep(200);
+		writeFileSync(gate, "");
+		hook = await waiting;
+		await shim.shutdown();
+	});
+	assert.ok(!before.includes("[memlane] memory is ready"), before.join("\n"));
+	assert.ok(log.includes("[memlane] memory is ready"), log.join("\n"));
+	assert.deepEqual(hook, {}, "before_agent_start got memlane's answer (undefined: it went on without memory)");
+	assert.equal(starts(), 1);
+});
+
+test("a tool that outwaits a start still under way says memory is starting; the start goes on", async () => {
+	process.env.FAKE_SIDECAR_MODE = "slow";
+	const gate = join(dir, "gate");
+	process.env.FAKE_SIDECAR_GATE = gate;
+	const log = [];
+	const connection = new SidecarConnection({
+		spawn: (cwd) => new Sidecar(wrapper, ["sidecar", "-C", cwd], cwd, async () => null, (line) => log.push(line)),
+		log: (line) => log.push(line),
+		notify: () => {},
+		startWaits: { tool: 100, before_agent_start: 100 },
+	});
+	connection.begin({ cwd: dir, session_id: "s", transcript_path: null, host: "pi" });
+	assert.equal(await connection.ensure(connection.startWait("tool")), null);
+	assert.equal(connection.isStarting, true);
+	assert.equal(connection.unavailableText(), STARTING_TEXT);
+	assert.equal(await connection.forward("before_agent_start", { prompt: "hi" }), null);
+	assert.ok(log.includes("before_agent_start: memlane is still starting; this event goes on without memory"), log.join("\n"));
+	writeFileSync(gate, "");
+	const child = await connection.ensure(connection.startWait("tool") * 100);
+	assert.ok(child, "the start went on and answered");
+	assert.equal(connection.isStarting, false);
+	assert.deepEqual(await connection.forward("before_agent_start", { prompt: "hi" }), { text: "answered before_agent_start" });
+	assert.equal(starts(), 1, "one start, waited for by every call");
+	assert.equal(await connection.end(), true);
+});
+
+test("a session that ends before memlane has started closes it without waiting for the start", async () => {
+	process.env.FAKE_SIDECAR_MODE = "slow";
+	process.env.FAKE_SIDECAR_GATE = join(dir, "never");
+	const log = [];
+	let spawned;
+	const connection = new SidecarConnection({
+		spawn: (cwd) => {
+			spawned = new Sidecar(wrapper, ["sidecar", "-C", cwd], cwd, async () => null, (line) => log.push(line));
+			return spawned;
+		},
+		log: (line) => log.push(line),
+		notify: () => {},
+	});
+	connection.begin({ cwd: dir, session_id: "s", transcript_path: null, host: "pi" });
+	assert.equal(await connection.end(), true);
+	assert.ok(log.includes("the session ended before memlane finished starting"), log.join("\n"));
+	assert.equal(spawned.alive, false, "the sidecar was closed (killed after the grace when it ignores EOF)");
+});
+
+test("llm.cancel aborts the model request pi runs for memlane, and closing aborts the rest", async () => {
+	process.env.FAKE_SIDECAR_MODE = "ask";
+	const seen = join(dir, "seen.jsonl");
+	process.env.FAKE_SIDECAR_SEEN = seen;
+	const calls = [];
+	const handler = (method, params, signal) =>
+		new Promise((_, reject) => {
+			calls.push({ method, signal }); // a model that never answers
+			signal.addEventListener("abort", () => reject(signal.reason), { once: true });
+		});
+	const sidecar = new Sidecar(wrapper, ["sidecar", "-C", dir], dir, handler, () => {});
+	await sidecar.request("session_start", { cwd: dir });
+	await sidecar.request("tool", { name: "memory_status", arguments: {} }); // memlane asks llm.complete first
+	assert.equal(calls.length, 1);
+	assert.equal(calls[0].method, "llm.complete");
+	assert.equal(sidecar.hostCalls, 1);
+	await sidecar.request("before_agent_start", { prompt: "hi" }); // llm.cancel {id: "memlane-1"} comes first
+	assert.equal(calls[0].signal.aborted, true);
+	assert.equal(sidecar.hostCalls, 0);
+	await sidecar.request("tool", { name: "memory_status", arguments: {} });
+	assert.equal(calls.length, 2);
+	await sidecar.close(2000);
+	assert.equal(calls[1].signal.aborted, true, "the session's end aborts what memlane still asked");
+	await sleep(50);
+	assert.equal(existsSync(seen) ? readFileSync(seen, "utf8") : "", "", "no answer is sent for a cancelled request");
+});
+
+test("the sidecar starts when the extension loads, and the session's start uses it", async () => {
+	process.env.MEMLANE_COMMAND = wrapper;
+	const shim = loadShim();
+	const spawnedAtLoad = async () => {
+		for (let i = 0; i < 200 && starts() === 0; i++) await sleep(20);
+		return starts();
+	};
+	assert.equal(await spawnedAtLoad(), 1, "no sidecar was started at load");
+	await capturingStderr(async () => {
+		await shim.sessionStart();
+		assert.deepEqual(await shim.beforeAgentStart(), {});
+		await shim.shutdown();
+	});
+	assert.equal(starts(), 1, "the session started a second sidecar");
 });

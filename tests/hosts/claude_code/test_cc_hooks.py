@@ -16,8 +16,8 @@ import pytest
 from _cc import Hooks, daily_text, engine_pids, finish
 
 from _transcript_builders import ClaudeSession
-from helpers import wait_for
-from memlane.hosts.mcp.server import Engine
+from helpers import open_memory, wait_for
+from memlane.engine.tools.dispatch import Tools
 
 pytestmark = pytest.mark.subprocess
 
@@ -108,15 +108,11 @@ def test_stop_captures_the_settled_exchange_once_with_its_anchor(
     assert daily_text(project).count(f"turn:{turn}") == 1
     assert hooks.failures() == []
     # L3: the agent's memory_transcript follows the anchor back to the turn.
-    engine = Engine(project)
-    try:
-        result = engine.call_sync(
+    with open_memory(project) as memory:
+        result = Tools(memory).call(
             "memory_transcript", {"transcript_path": str(transcript), "turn": turn}
         )
-    finally:
-        engine.close()
-    assert not result.is_error
-    text = "".join(getattr(block, "text", "") for block in result.content)
+    text = result.text
     assert "why does the deploy script need sudo?" in text
     assert "user unit" in text
 

@@ -6,19 +6,20 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from test_cc_hooks import SESSION, write_turn
 
 from _transcript_builders import ClaudeSession
-from helpers import FixedClock, make_project
+from helpers import make_project
 from memlane.core import link
 from memlane.core.scope import resolve_scope
 from memlane.engine import warm_engine
 from memlane.hosts.claude_code import hook, running
 from memlane.hosts.claude_code.exchange import read_turn
-from memlane.hosts.mcp.server import Engine
 from memlane.hosts.server.projects import Projects
 from memlane.store.anchor import ANCHOR_RE
 
@@ -85,26 +86,61 @@ def test_clients_and_status_find_the_same_files(isolated_home: Path) -> None:
     assert Path(place.directory).parent / "claude-code" / "running" == running.records_dir()
 
 
+def _write_over_mcp(project: Path, text: str, **env: str) -> str:
+    """``memory_write`` through the real ``memlane mcp`` (started by this test's
+    process, which stands for Claude Code) and the engine behind it; the store's text."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "memlane.cli.fast", "mcp", "-C", str(project)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "MEMLANE_EMBEDDING_PROVIDER": "none", **env},
+    )
+    init = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t"}}
+    call = {"name": "memory_write", "arguments": {"text": text}}
+    lines = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call},
+    ]
+    out, err = proc.communicate(
+        "".join(json.dumps(line) + "\n" for line in lines).encode(), timeout=120
+    )
+    replies = [json.loads(line) for line in out.splitlines()]
+    assert proc.returncode == 0 and "Traceback" not in err.decode(), err.decode()
+    assert [r["id"] for r in replies] == [1, 2], replies
+    assert not replies[1]["result"].get("isError"), replies[1]
+    return "".join(p.read_text() for p in resolve_scope(project).store.glob("*.md"))
+
+
+@pytest.mark.subprocess
 def test_memory_write_over_mcp_is_anchored_to_the_running_claude_code_session(
-    project: Path, clock: FixedClock, monkeypatch: pytest.MonkeyPatch
+    project: Path,
 ) -> None:
-    monkeypatch.setenv("MEMLANE_EMBEDDING_PROVIDER", "none")
     collection = resolve_scope(project).collection
     transcript = str(project / f"{SESSION}.jsonl")
-    claude = running.claude_pid(os.getppid())  # the engine's parent stands for Claude Code
+    claude = os.getpid()  # this test started the server: it stands for Claude Code
     running.note(collection, "older-session", "/tmp/older.jsonl", claude)
     running.note(collection, SESSION, transcript, claude)
-    engine = Engine(project, clock=clock)
-    try:
-        result = engine.call_sync("memory_write", {"text": "the deploy needs the VPN"})
-    finally:
-        engine.close()
-    assert not result.is_error
-    written = "".join(p.read_text() for p in resolve_scope(project).store.glob("*.md"))
+    written = _write_over_mcp(project, "the deploy needs the VPN")
     anchor = ANCHOR_RE.search(written)
     assert anchor is not None
     assert f"session:{SESSION}" in anchor.group(0)
     assert f"transcript:{transcript}" in anchor.group(0)
+
+
+@pytest.mark.subprocess
+def test_the_session_claude_code_names_to_the_server_is_its_anchor(project: Path) -> None:
+    collection = resolve_scope(project).collection
+    claude = os.getpid()
+    running.note(collection, "older-session", "/tmp/older.jsonl", claude)
+    running.note(collection, SESSION, str(project / f"{SESSION}.jsonl"), claude)
+    # Claude Code sets CLAUDE_CODE_SESSION_ID for its MCP servers: that one wins.
+    written = _write_over_mcp(
+        project, "the deploy needs the VPN", CLAUDE_CODE_SESSION_ID="older-session"
+    )
+    anchor = ANCHOR_RE.search(written)
+    assert anchor is not None and "session:older-session" in anchor.group(0), written
 
 
 def test_the_session_claude_code_names_wins_and_an_ended_one_is_gone(
@@ -121,21 +157,13 @@ def test_the_session_claude_code_names_wins_and_an_ended_one_is_gone(
     assert set(records["sessions"]) == {"a"}
 
 
-def test_a_server_claude_code_did_not_start_gets_no_claude_code_anchor(
-    project: Path, clock: FixedClock, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("MEMLANE_EMBEDDING_PROVIDER", "none")
+@pytest.mark.subprocess
+def test_a_server_claude_code_did_not_start_gets_no_claude_code_anchor(project: Path) -> None:
     collection = resolve_scope(project).collection
     # A live Claude Code session of the project, run by a process that is not the server's parent.
-    running.note(collection, SESSION, str(project / f"{SESSION}.jsonl"), os.getpid())
-    assert running.current(collection, parent_pid=os.getppid()) is None
-    engine = Engine(project, clock=clock)  # its parent is this test's: no Claude Code
-    try:
-        result = engine.call_sync("memory_write", {"text": "the deploy needs the VPN"})
-    finally:
-        engine.close()
-    assert not result.is_error
-    written = "".join(p.read_text() for p in resolve_scope(project).store.glob("*.md"))
+    running.note(collection, SESSION, str(project / f"{SESSION}.jsonl"), os.getppid())
+    assert running.current(collection, parent_pid=os.getpid()) is None
+    written = _write_over_mcp(project, "the deploy needs the VPN")
     assert "the deploy needs the VPN" in written
     assert f"session:{SESSION}" not in written
 

@@ -6,7 +6,14 @@ import { join } from "node:path";
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
 import { type Shim, tell, untilSettled } from "./host.ts";
 import { cliFailure, runMemlane } from "./memlane-cli.ts";
-import { asObject, DREAM_TIMEOUT_MS, type Json, type JsonObject, ONE_SHOT_MODES, RUN_IDLE_MS } from "./protocol.ts";
+import {
+	asObject,
+	DREAM_TIMEOUT_MS,
+	type Json,
+	type JsonObject,
+	ONE_SHOT_MODES,
+	RUN_IDLE_MS,
+} from "./protocol.ts";
 
 // /memory [status|stats|search <query>|reindex|on|off]: status goes through the sidecar;
 // the sessions-layer and on/off subcommands are the CLI's (`memlane sessions …`,
@@ -62,7 +69,7 @@ export function registerCommands(pi: ExtensionAPI, shim: Shim): void {
 				const result = await runMemlane(ctx.cwd, cli.args, cli.timeoutMs);
 				text = result.code === 0 && !result.failure ? result.stdout.trim() : cliFailure(result);
 			} else if (sub === "status" || sub === "search") {
-				const child = await shim.connection.ensure();
+				const child = await shim.connection.ensure(shim.connection.startWait("tool"));
 				if (!child) text = shim.connection.unavailableText();
 				else {
 					const call =

@@ -1,13 +1,17 @@
 /** pi's lifecycle events, forwarded to the sidecar. */
 
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
+import { recordTiming } from "./connection.ts";
 import { settledExchange, type Shim } from "./host.ts";
 import { asObject, CONTEXT_MESSAGE_TYPE, type JsonObject } from "./protocol.ts";
 
 export function registerEvents(pi: ExtensionAPI, shim: Shim): void {
 	const { connection } = shim;
 
+	// pi waits for this handler before its first prompt: it only starts the sidecar
+	// (connection.ts), whose answer later events wait for within their own deadlines.
 	pi.on("session_start", async (event, ctx) => {
+		const started = performance.now();
 		shim.ctx = ctx;
 		shim.mode = ctx.mode;
 		const sm = ctx.sessionManager;
@@ -18,7 +22,8 @@ export function registerEvents(pi: ExtensionAPI, shim: Shim): void {
 			host: "pi",
 		};
 		if (event.reason) sessionParams.reason = event.reason;
-		await connection.begin(sessionParams);
+		connection.begin(sessionParams);
+		recordTiming("session_start_wait", performance.now() - started);
 	});
 
 	pi.on("before_agent_start", async (event, ctx) => {
@@ -65,6 +70,8 @@ export function registerEvents(pi: ExtensionAPI, shim: Shim): void {
 
 	pi.on("session_shutdown", async () => {
 		// The context stays set while the sidecar flushes: its distillation asks llm.complete.
+		// memlane answers within its SHUTDOWN_CAP_MS (captures it could not distil by then are
+		// written as digests); what it still asked of pi's model is then aborted, so pi exits.
 		if (await connection.end()) shim.ctx = null;
 	});
 }

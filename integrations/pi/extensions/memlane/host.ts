@@ -116,8 +116,9 @@ export function pickModel(ctx: ExtensionContext, wanted: string | undefined) {
 	return sameProvider.reduce((best, m) => (modelCost(m) < modelCost(best) ? m : best));
 }
 
-/** Answer the sidecar's `llm.complete` with pi's own model registry (the session's provider). */
-export async function llmComplete(ctx: ExtensionContext | null, params: JsonObject): Promise<Json> {
+/** Answer the sidecar's `llm.complete` with pi's own model registry (the session's provider).
+ * `signal` aborts the model request (memlane sent `llm.cancel`, or the session ended). */
+export async function llmComplete(ctx: ExtensionContext | null, params: JsonObject, signal?: AbortSignal): Promise<Json> {
 	if (!ctx) throw new Error("no pi session is active");
 	const model = pickModel(ctx, typeof params.model === "string" && params.model ? params.model : undefined);
 	const prompt = typeof params.prompt === "string" ? params.prompt : "";
@@ -126,7 +127,7 @@ export async function llmComplete(ctx: ExtensionContext | null, params: JsonObje
 	const response = await ctx.modelRegistry.complete(
 		model,
 		{ systemPrompt: typeof params.system === "string" ? params.system : undefined, messages },
-		{ maxTokens, cacheRetention: "none" } as Parameters<typeof ctx.modelRegistry.complete>[2],
+		{ maxTokens, cacheRetention: "none", signal } as Parameters<typeof ctx.modelRegistry.complete>[2],
 	);
 	if (response.stopReason === "error" || response.stopReason === "aborted") {
 		throw new Error(`${model.provider}/${model.id}: ${response.errorMessage ?? response.stopReason}`);

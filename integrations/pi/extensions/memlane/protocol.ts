@@ -13,6 +13,8 @@ export const TIMEOUT_CRASH_THRESHOLD = 3;
 
 // Per-request deadlines (ms). The sidecar enforces the real budgets (auto-context
 // 300 ms, shutdown flush 15 s); these only keep pi from hanging on a stuck child.
+// session_start's is how long the start may take in the background: pi never waits
+// for it.
 export const TIMEOUT_MS: Record<string, number> = {
 	session_start: 30_000,
 	before_agent_start: 5_000,
@@ -22,6 +24,18 @@ export const TIMEOUT_MS: Record<string, number> = {
 	tool: 300_000,
 };
 export const DEFAULT_TIMEOUT_MS = 30_000;
+// How long each event waits for a start still under way (a cold engine takes seconds)
+// before it goes on without memory: the event's own deadline, except a tool's (and
+// /memory's), whose call may take minutes but whose wait for the start should not:
+// past it the tool answers that memory is starting.
+export const START_WAIT_MS: Record<string, number> = {
+	before_agent_start: TIMEOUT_MS.before_agent_start,
+	agent_settled: TIMEOUT_MS.agent_settled,
+	session_compact: TIMEOUT_MS.session_compact,
+	tool: 10_000,
+};
+// The engine's notification that it no longer wants an llm.complete answer.
+export const CANCEL_METHOD = "llm.cancel";
 // One `memlane dream` run: the LLM restates every topic it changes (memlane allows it
 // at least 180 s); past this the child is killed.
 export const DREAM_TIMEOUT_MS = 600_000;
@@ -35,6 +49,8 @@ export const ONE_SHOT_MODES: ReadonlySet<string> = new Set(["print", "json"]);
 export const INSTALL_HINT =
 	"memlane is not on PyPI: install it from a memlane checkout with `pip install .` (or `pipx install <checkout or git URL>`), then run `memlane install pi` (it records which memlane pi should run).";
 export const STATUS_HINT = "Run `memlane status` in the project for what is wrong, then restart pi.";
+export const STARTING_TEXT =
+	"memlane is still starting in this pi session (its engine is loading), so memory could not answer this call yet. Nothing is lost: try again in a moment.";
 export const CONTEXT_MESSAGE_TYPE = "memlane-context";
 export const LOG_PREFIX = "[memlane]";
 

@@ -1,11 +1,24 @@
 /**
  * One `memlane sidecar` child and a JSON-RPC 2.0 client over its stdio.
  *
+ * The sidecar may ask pi too (`llm.complete`): each such request runs with an
+ * AbortSignal, aborted when the sidecar sends `llm.cancel {id}` (it no longer
+ * wants the answer), when pi ends the session (`abortHostCalls`) and when the
+ * child is gone, so no model request outlives what it was for.
+ *
  * Node built-ins only (no pi import), so `node --test` runs it as it is.
  */
 
 import { type ChildProcess, spawn } from "node:child_process";
-import { DEFAULT_TIMEOUT_MS, type Json, type JsonObject, type RpcError, SHUTDOWN_GRACE_MS, TIMEOUT_MS } from "./protocol.ts";
+import {
+	CANCEL_METHOD,
+	DEFAULT_TIMEOUT_MS,
+	type Json,
+	type JsonObject,
+	type RpcError,
+	SHUTDOWN_GRACE_MS,
+	TIMEOUT_MS,
+} from "./protocol.ts";
 
 interface Pending {
 	method: string;
@@ -14,8 +27,8 @@ interface Pending {
 	timer: NodeJS.Timeout;
 }
 
-/** Answers a request the sidecar sends to pi (`llm.complete`). */
-export type RequestHandler = (method: string, params: JsonObject) => Promise<Json>;
+/** Answers a request the sidecar sends to pi (`llm.complete`); `signal` aborts when the answer is no longer wanted. */
+export type RequestHandler = (method: string, params: JsonObject, signal: AbortSignal) => Promise<Json>;
 
 export class SidecarError extends Error {
 	readonly code?: number;
@@ -33,6 +46,8 @@ export class SidecarError extends Error {
 export class Sidecar {
 	private readonly child: ChildProcess;
 	private readonly pending = new Map<number, Pending>();
+	/** The sidecar's requests pi is still working on, by their id. */
+	private readonly incoming = new Map<string, AbortController>();
 	private readonly onRequest: RequestHandler;
 	private readonly log: (line: string) => void;
 	private readonly timeouts: Record<string, number>;
@@ -96,8 +111,11 @@ export class Sidecar {
 		});
 	}
 
-	/** Close stdin (the sidecar exits on EOF) and kill it if it is still running after the grace. */
+	/** Close stdin (the sidecar exits on EOF) and kill it if it is still running after the grace.
+	 * Model requests pi still runs for the sidecar are aborted first: pi exits without waiting for them. */
 	async close(graceMs = SHUTDOWN_GRACE_MS): Promise<void> {
+		const aborted = this.abortHostCalls("the session ended");
+		if (aborted) this.log(`aborted ${aborted} model request(s) memlane no longer needs`);
 		if (this.alive) this.child.stdin?.end();
 		let timer: NodeJS.Timeout | undefined;
 		const grace = new Promise<"timeout">((resolve) => {
@@ -117,6 +135,19 @@ export class Sidecar {
 		if (this.alive) this.child.kill("SIGKILL");
 	}
 
+	/** Abort every request of the sidecar pi is still working on (the session ends). */
+	abortHostCalls(reason: string): number {
+		const calls = [...this.incoming.values()];
+		this.incoming.clear();
+		for (const controller of calls) controller.abort(new Error(reason));
+		return calls.length;
+	}
+
+	/** How many of the sidecar's requests pi is working on now. */
+	get hostCalls(): number {
+		return this.incoming.size;
+	}
+
 	private send(message: JsonObject): void {
 		this.child.stdin?.write(`${JSON.stringify(message)}\n`);
 	}
@@ -131,6 +162,8 @@ export class Sidecar {
 		}
 		if (this.stderrBuffer) this.log(this.stderrBuffer);
 		this.stderrBuffer = "";
+		// Nobody can take the answers any more.
+		this.abortHostCalls(reason);
 	}
 
 	private onStderr(chunk: string): void {
@@ -187,16 +220,39 @@ export class Sidecar {
 		const params = (message.params && typeof message.params === "object" ? message.params : {}) as JsonObject;
 		const id = message.id;
 		const answer = id !== undefined && id !== null;
-		this.onRequest(method, params).then(
+		if (method === CANCEL_METHOD && !answer) {
+			this.cancelIncoming(params.id);
+			return;
+		}
+		const controller = new AbortController();
+		const key = answer ? JSON.stringify(id) : null;
+		if (key !== null) this.incoming.set(key, controller);
+		const done = () => {
+			if (key !== null && this.incoming.get(key) === controller) this.incoming.delete(key);
+		};
+		this.onRequest(method, params, controller.signal).then(
 			(result) => {
-				if (answer && this.alive) this.send({ jsonrpc: "2.0", id, result });
+				done();
+				if (answer && this.alive && !controller.signal.aborted) this.send({ jsonrpc: "2.0", id, result });
 			},
 			(err: unknown) => {
+				done();
 				const text = err instanceof Error ? err.message : String(err);
 				const code = err instanceof SidecarError && err.code !== undefined ? err.code : -32000;
+				if (controller.signal.aborted) return; // the sidecar gave it up: nobody waits for an answer
 				if (answer && this.alive) this.send({ jsonrpc: "2.0", id, error: { code, message: text } });
 				else this.log(`${method} failed: ${text}`);
 			},
 		);
+	}
+
+	/** `llm.cancel {id}`: the sidecar no longer wants that answer; stop the work. */
+	private cancelIncoming(id: Json | undefined): void {
+		if (id === undefined || id === null) return;
+		const key = JSON.stringify(id);
+		const controller = this.incoming.get(key);
+		if (!controller) return; // answered already
+		this.incoming.delete(key);
+		controller.abort(new Error("memlane cancelled the request"));
 	}
 }

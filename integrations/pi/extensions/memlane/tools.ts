@@ -3,6 +3,7 @@
 import { StringEnum } from "@earendil-works/pi-ai";
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
 import { type TSchema, Type } from "typebox";
+import { recordTiming } from "./connection.ts";
 import type { Shim } from "./host.ts";
 import { asObject, type JsonObject } from "./protocol.ts";
 
@@ -153,14 +154,21 @@ export function registerTools(pi: ExtensionAPI, shim: Shim): void {
 			parameters: spec.parameters,
 			async execute(_toolCallId, params, signal, _onUpdate, ctx) {
 				shim.ctx = ctx;
-				const child = await shim.connection.ensure();
-				if (!child) return { content: [{ type: "text", text: shim.connection.unavailableText() }], details: { unavailable: true } };
+				const started = performance.now();
+				// A start still under way is waited for a while; then the tool says memory is starting.
+				const child = await shim.connection.ensure(shim.connection.startWait("tool"));
+				if (!child) {
+					const starting = shim.connection.isStarting;
+					const details = starting ? { unavailable: true, starting: true } : { unavailable: true };
+					return { content: [{ type: "text", text: shim.connection.unavailableText() }], details };
+				}
 				const call = child.request("tool", { name: spec.name, arguments: (params ?? {}) as JsonObject });
 				const aborted = new Promise<never>((_, reject) => {
 					if (signal?.aborted) reject(new Error("aborted"));
 					signal?.addEventListener("abort", () => reject(new Error("aborted")), { once: true });
 				});
 				const result = asObject(await Promise.race([call, aborted]));
+				recordTiming(`tool:${spec.name}`, performance.now() - started);
 				const text = typeof result.text === "string" ? result.text : JSON.stringify(result);
 				return { content: [{ type: "text", text }], details: result.details ?? null };
 			},

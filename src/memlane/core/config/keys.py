@@ -214,6 +214,14 @@ KEYS: dict[str, Key] = {
             aliases=("MEMLANE_DAEMON_IDLE_S",),
         ),
         Key(
+            "engine.lite_hold_s",
+            float,
+            60.0,
+            "the warm engine keeps a Milvus Lite database open this many seconds after its "
+            "last use (a memlane command asking for it gets it at once; memsearch waits up to "
+            "this long); 0.2 releases it after each use, as other processes do",
+        ),
+        Key(
             "engine.cli_starts",
             bool,
             False,

@@ -7,12 +7,14 @@ measured faster than ORT's intra-op threads and keeps peak memory low.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memlane.core.errors import EmbedderError
+from memlane.core.native import native_call
 from memlane.core.paths import cache_dir as default_cache_dir
 from memlane.core.settings import (
     BUNDLED_MODEL_NAME,
@@ -30,6 +32,7 @@ from memlane.embed.onnx.files import (
     verify_sha256,
 )
 from memlane.embed.onnx.inference import release_memory, run_batch
+from memlane.embed.onnx.optimized import optimized_model
 from memlane.embed.onnx.session import (
     LoadedModel,
     ModelKey,
@@ -255,23 +258,26 @@ class OnnxEmbedder:
         try:
             for start in range(0, len(order), window):
                 picked = order[start : start + window]
-                encoded = self._tokenize(model, [texts[i] for i in picked])
-                by_tokens = sorted(range(len(picked)), key=lambda j: len(encoded[j]))
-                batches = [
-                    [by_tokens[j] for j in batch]
-                    for batch in self.plan_batches([len(encoded[j]) for j in by_tokens])
-                ]
-                inputs = [[encoded[j] for j in batch] for batch in batches]
-                batch_count += len(batches)
-                if len(batches) > 1 and self.threads > 1 and pool is None:
-                    from concurrent.futures import ThreadPoolExecutor
+                # One window's tokenising and runs at a time: an exit waits for
+                # them, never for the whole call (core/native.py).
+                with native_call():
+                    encoded = self._tokenize(model, [texts[i] for i in picked])
+                    by_tokens = sorted(range(len(picked)), key=lambda j: len(encoded[j]))
+                    batches = [
+                        [by_tokens[j] for j in batch]
+                        for batch in self.plan_batches([len(encoded[j]) for j in by_tokens])
+                    ]
+                    inputs = [[encoded[j] for j in batch] for batch in batches]
+                    batch_count += len(batches)
+                    if len(batches) > 1 and self.threads > 1 and pool is None:
+                        from concurrent.futures import ThreadPoolExecutor
 
-                    pool = ThreadPoolExecutor(self.threads, thread_name_prefix="memlane-embed")
-                if pool is None:
-                    results = [self._run(model, ids) for ids in inputs]
-                else:
-                    # The run releases the GIL, so batches use all cores.
-                    results = list(pool.map(lambda ids: self._run(model, ids), inputs))
+                        pool = ThreadPoolExecutor(self.threads, thread_name_prefix="memlane-embed")
+                    if pool is None:
+                        results = [self._run(model, ids) for ids in inputs]
+                    else:
+                        # The run releases the GIL, so batches use all cores.
+                        results = list(pool.map(lambda ids: self._run(model, ids), inputs))
                 for batch, vectors in zip(batches, results, strict=True):
                     if out is None:
                         out = np.empty((len(texts), vectors.shape[1]), dtype=np.float32)
@@ -336,7 +342,10 @@ class OnnxEmbedder:
             # The derived int8 file is another model than its source.
             getattr(self._derive, "__qualname__", None),
         )
-        loaded = shared_model(key, self._load)
+        # Outside every lock: a daemon thread that an exit stops at the gate
+        # holds nothing another thread waits for (core/native.py).
+        with native_call():
+            loaded = shared_model(key, self._load)
         if self._dimension is None:
             self._dimension = loaded.dimension
         self._loaded = loaded
@@ -344,6 +353,7 @@ class OnnxEmbedder:
 
     def _load(self) -> LoadedModel:
         run_path = self.model_path
+        optimized: Path | None = None
         if self._expected_sha256 is not None:
             verify_sha256(
                 self.model_path,
@@ -351,22 +361,51 @@ class OnnxEmbedder:
                 expected_size=self._expected_size,
                 cache_dir=self._verify_cache_dir,
             )
+            cache = self._verify_cache_dir or default_cache_dir()
+            run_sha = self._expected_sha256
             if self._derive is not None:
-                cache = self._verify_cache_dir or default_cache_dir()
                 run_path, run_sha = self._derive(self.model_path, self._expected_sha256, cache)
                 verify_sha256(run_path, run_sha, cache_dir=self._verify_cache_dir)
+            optimized = self._optimized(run_path, run_sha, cache)
+        if optimized is not None:
+            try:
+                return self._load_file(optimized)
+            except EmbedderError:
+                pass  # the graph as it is, below: only the start is slower
+        return self._load_file(run_path)
+
+    def _load_file(self, path: Path) -> LoadedModel:
         return load_model(
-            run_path,
+            path,
             self.tokenizer_path,
             max_tokens=self.max_tokens,
             intra_op_threads=self.intra_op_threads,
         )
 
+    def _optimized(self, path: Path, sha256: str, cache: Path) -> Path | None:
+        """The checked model with its graph optimized already (embed/onnx/optimized.py)."""
+        try:
+            import onnxruntime
+        except ImportError:
+            return None  # load_model says what is missing
+        made = optimized_model(onnxruntime, path, sha256, cache)
+        if made is None:
+            return None
+        try:
+            verify_sha256(made[0], made[1], cache_dir=self._verify_cache_dir)
+        except EmbedderError:
+            for damaged in (made[0], made[0].with_name(made[0].name + ".sha256")):
+                with contextlib.suppress(OSError):
+                    damaged.unlink()  # made again by the next load
+            return None
+        return made[0]
+
     def _tokenize(self, model: LoadedModel, texts: list[str]) -> list[list[int]]:
         return tokenize(model.tokenizer, texts, max_tokens=self.max_tokens)
 
     def _release_memory(self, model: LoadedModel) -> None:
-        release_memory(model)
+        with native_call():
+            release_memory(model)
 
     def _run(self, model: LoadedModel, ids: list[list[int]]) -> Vectors:
         return run_batch(model, ids, pooling=self.pooling, model_path=self.model_path)

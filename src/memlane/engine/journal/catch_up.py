@@ -16,8 +16,13 @@ if TYPE_CHECKING:
     from memlane.engine.reports import IndexReport
 
 
-def catch_up(memory: ProjectMemory, char_limit: int | None) -> IndexReport | None:
+def catch_up(
+    memory: ProjectMemory, char_limit: int | None, *, embed: bool = True
+) -> IndexReport | None:
     """Index the files *memory*'s process wrote since they were last indexed.
+
+    ``embed=False`` (the model is still loading): their chunks are stored for
+    the lexical leg only, at once; the next index run embeds them.
 
     A few stat calls, a read of each written file and the embedding of its
     new chunks. Index writes go through the index's own write transactions,
@@ -41,9 +46,9 @@ def catch_up(memory: ProjectMemory, char_limit: int | None) -> IndexReport | Non
         report = memory.sync(quiet_when_idle=True)  # wiped for a new model: the same
         report.notices.append("the embedding setup changed; every chunk was embedded again")
         return report
-    indexer = memory.indexer()
+    indexer = memory.indexer() if embed else memory.indexer().lexical_only()
     plan = indexer.plan_files(sources)
-    embeds = memory.config.embedding.provider != "none"
+    embeds = embed and memory.config.embedding.provider != "none"
     if embeds and char_limit is not None and plan.embedding_chars > char_limit:
         fresh.left_to_indexer()
         return None
@@ -56,12 +61,12 @@ def catch_up(memory: ProjectMemory, char_limit: int | None) -> IndexReport | Non
     return report
 
 
-def catch_up_before_search(memory: ProjectMemory) -> list[str]:
+def catch_up_before_search(memory: ProjectMemory, *, embed: bool = True) -> list[str]:
     """``catch_up`` within the handle's limit; a failure is a notice, never a failed search."""
     from memlane.index.protocol import IndexBusyError
 
     try:
-        report = catch_up(memory, memory.catch_up_char_limit)
+        report = catch_up(memory, memory.catch_up_char_limit, embed=embed)
     except IndexBusyError as exc:
         # Locked past the read's wait budget: the writes stay noted (and in
         # the markdown) for the next search or index run.

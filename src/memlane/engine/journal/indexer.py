@@ -176,6 +176,13 @@ class Indexer:
     def _embedder(self) -> Embedder | None:
         return None if self._embedder_failed else self._get_embedder()
 
+    def lexical_only(self) -> Indexer:
+        """This indexer, storing chunks without vectors (for the lexical leg at once,
+        while the model loads); a later run embeds them (``missing_vectors``)."""
+        return Indexer(
+            self.store, self.index, self.model, lambda: None, vectors_expected=self.vectors_expected
+        )
+
     def plan(self, progress: Progress | None = None) -> SyncPlan:
         """Read what changed (cheap: a stat per file, a read per changed file)."""
         started = time.monotonic()

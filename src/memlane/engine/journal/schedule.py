@@ -69,6 +69,7 @@ class IndexScheduler:
         self._cond = threading.Condition()
         self._due: float | None = None
         self._stop = False
+        self._drain = False  # closed, but what is due still runs first
         self._settling = False
         self.state = ScheduleState()
         self._thread = threading.Thread(target=self._run, name="memlane-indexer", daemon=True)
@@ -90,8 +91,10 @@ class IndexScheduler:
 
     def _schedule(self, due: float) -> None:
         with self._cond:
-            if self._stop:
+            if self._stop and not self._drain:
                 return
+            if self._stop:
+                due = time.monotonic()  # draining: no later
             self._due = due if self._due is None else _merge(self._due, due)
             self.state.pending = True
             self._cond.notify_all()
@@ -114,12 +117,23 @@ class IndexScheduler:
             finally:
                 self._settling = False
 
-    def close(self, timeout_s: float = 0.0) -> None:
+    def close(self, timeout_s: float = 0.0, *, drain: bool = False) -> None:
+        """Stop taking requests. ``drain``: what is due runs first, at once (no
+        debounce), then the worker ends; otherwise only a run already under way
+        finishes."""
         with self._cond:
             self._stop = True
+            self._drain = drain
             self._cond.notify_all()
         if timeout_s > 0:
             self._thread.join(timeout_s)
+
+    @property
+    def working(self) -> bool:
+        """A run is under way, or one is due and the worker will do it."""
+        with self._cond:
+            due = self._due is not None and (not self._stop or self._drain)
+            return self._thread.is_alive() and (self.state.running or due)
 
     # -- worker ---------------------------------------------------------------
 
@@ -131,7 +145,7 @@ class IndexScheduler:
                     while not self._stop and (self._due is None or self._due > time.monotonic()):
                         wait = None if self._due is None else self._due - time.monotonic()
                         self._cond.wait(wait)
-                    if self._stop:
+                    if self._stop and not (self._drain and self._due is not None):
                         return
                     self._due = None
                     self.state.running = True

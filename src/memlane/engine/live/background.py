@@ -40,6 +40,7 @@ class Background:
         self._sweeper: Sweeper | None = None
         self._lock = threading.Lock()  # stop must see the sweeper, or it must not start
         self._stopped = False
+        self._threads: list[threading.Thread] = []
 
     @property
     def sessions_layer(self) -> SessionsLayer | None:
@@ -51,14 +52,26 @@ class Background:
         if self.memory.config.embedding.provider != "none":
             # The embedder is shared across threads behind its own lock: a
             # search that comes first simply waits for it.
-            threading.Thread(
-                target=self.memory.warm_embedder, name="memlane-embedder-warmup", daemon=True
-            ).start()
+            self._threads.append(
+                threading.Thread(
+                    target=self.memory.warm_embedder, name="memlane-embedder-warmup", daemon=True
+                )
+            )
         if self.memory.config.sessions.enabled:
-            threading.Thread(
-                target=self._run_sessions_layer, name="memlane-sessions-start", daemon=True
-            ).start()
+            self._threads.append(
+                threading.Thread(
+                    target=self._run_sessions_layer, name="memlane-sessions-start", daemon=True
+                )
+            )
+        for thread in self._threads:
+            thread.start()
         return self
+
+    @property
+    def working(self) -> bool:
+        """The warm-up or the sessions catch-up is still running (not the sweeper,
+        which runs for as long as the session)."""
+        return any(thread.is_alive() for thread in self._threads)
 
     def stop(self, timeout_s: float = 0.5) -> None:
         """Stop the sweeper; a catch-up still running starts none after this.

@@ -34,6 +34,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -128,6 +129,7 @@ class Session:
         )
         self.sessions_settings = memory.config.sessions
         self._background: Background | None = None
+        self._owns_background = True
         self._primer_line: str | None = None
         self._recall_log = RecallLog()  # what memlane handed the agent since the last exchange
         self._lock = threading.Lock()  # the snapshot
@@ -163,8 +165,15 @@ class Session:
         transcript_path: str | None = None,
         llm: LLM | None = None,
         settings: SessionSettings | None = None,
+        background: Background | None = None,
     ) -> Session:
-        """session_start: catch-up index and embedder warm-up in the background."""
+        """session_start: catch-up index and embedder warm-up in the background.
+
+        ``background``: the project's own warm-up and sessions layer, when a
+        long-lived host keeps one per project (the warm engine); the session
+        then uses it and leaves it running at its end. Without it the session
+        starts its own and stops it at shutdown.
+        """
         session = cls(
             memory,
             host=host,
@@ -181,7 +190,8 @@ class Session:
         ).start()
         # The embedder warm-up and the sessions layer's catch-up and sweep: what
         # every host gets, with or without a session.
-        session._background = Background(memory, session.notices).start()
+        session._owns_background = background is None
+        session._background = background or Background(memory, session.notices).start()
         session._auto.start()
         if session._primer_line:
             session.notices.append(session._primer_line)
@@ -209,6 +219,7 @@ class Session:
         session_id: str,
         transcript_path: str | None = None,
         host_call: HostCall | None = None,
+        background: Background | None = None,
     ) -> Session:
         """``start`` with the LLM chosen by the configuration.
 
@@ -233,6 +244,7 @@ class Session:
             session_id=session_id,
             transcript_path=transcript_path,
             llm=llm,
+            background=background,
         )
         session.host_llm_available = host_call is not None
         session.notices.extend(notices)
@@ -316,15 +328,11 @@ class Session:
         settings = self.memory.config.sessions
         if not (settings.enabled and settings.primer):
             return None
-        from memlane.engine.lock_waits import read_waits
         from memlane.engine.sessions.primer import primer
-        from memlane.engine.sessions.registry import open_store
+        from memlane.engine.sessions.registry import recent_for_primer
 
         try:
-            # A sessions index another process keeps locked costs the primer, briefly.
-            with read_waits(self.memory):
-                store = open_store(self.memory)
-                recent = store.recent_sessions(settings.primer_top_k, self.session_id)
+            recent = recent_for_primer(self.memory, settings.primer_top_k, self.session_id)
         except Exception as exc:  # a damaged sessions index must not stop a session
             log.info("primer unavailable: %s", exc)
             return None
@@ -435,26 +443,52 @@ class Session:
     def pending_captures(self) -> int:
         return self._captures.pending_captures
 
-    def shutdown(self, cap_ms: int | None = None) -> Flush:
-        """Flush pending captures and settle the indexer, racing the cap."""
+    def shutdown(
+        self,
+        cap_ms: int | None = None,
+        *,
+        host_released: Callable[[Flush], None] | None = None,
+        drain_index: bool = False,
+    ) -> Flush:
+        """Flush pending captures and settle the indexer, racing the cap.
+
+        ``host_released`` is called as soon as the host is no longer needed
+        (every capture written, distilled or as a digest, and their extractions
+        done or abandoned): a warm engine answers its host then, and the index
+        settles after. ``drain_index``: what the indexer has not done by the cap
+        still runs afterwards (a process that outlives the session, the warm
+        engine); otherwise it is left to the next session's catch-up.
+        """
         cap_s = (self.settings.shutdown_cap_ms if cap_ms is None else cap_ms) / 1000
         started = time.monotonic()
         jobs = self._captures.flush(
             started + cap_s * CAPTURE_SHARE_OF_SHUTDOWN,
             started + cap_s * EXTRACTION_SHARE_OF_SHUTDOWN,
         )
-        if self._background is not None:
+        if host_released is not None:
+            pending = sum(1 for j in jobs if not j.done.is_set())
+            unwritten = self._captures.unwritten
+            host_released(Flush(flushed=pending == 0 and unwritten == 0, pending=pending))
+        if self._background is not None and self._owns_background:
             self._background.stop(timeout_s=0.5)
         layer = self.sessions_layer
         if layer is not None:
             layer.flush(max(0.0, started + cap_s - time.monotonic()) / 2)
-            layer.close()
+            if self._owns_background:
+                layer.close()  # a shared one stays open for the project's next session
         settled = self.indexer.settle(max(0.0, started + cap_s - time.monotonic()))
-        self.indexer.close()
+        self.indexer.close(drain=drain_index)
         self._auto.stop()
         pending = sum(1 for j in jobs if not j.done.is_set())
         unwritten = self._captures.unwritten
         return Flush(flushed=settled and pending == 0 and unwritten == 0, pending=pending)
+
+    @property
+    def working(self) -> bool:
+        """Index work (a run under way or due, a drain after shutdown) or the
+        background start (warm-up, sessions catch-up) is still running."""
+        background = self._background
+        return self.indexer.working or (background is not None and background.working)
 
     def wait_recovery(self, timeout_s: float) -> bool:
         """Wait until what ended sessions left is written (True) or *timeout_s* passes."""

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from memlane.core.errors import NotFoundError, StoreError
 from memlane.core.types import Hit, SearchResult, Section
+from memlane.engine.lock_waits import bounded_read
 from memlane.engine.recall.request import check_k
 
 if TYPE_CHECKING:
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
 _CHUNK_HASH_RE = re.compile(r"^[0-9a-f]{16}$")
 
 
+@bounded_read  # a lock another process holds is waited for briefly, then reported
 def similar(memory: ProjectMemory, chunk_hash: str, k: int = 10) -> SearchResult:
     """More like this chunk: nearest stored vectors, the chunk itself excluded."""
     wanted = chunk_hash.strip().lower()
@@ -43,6 +45,7 @@ def similar(memory: ProjectMemory, chunk_hash: str, k: int = 10) -> SearchResult
     return SearchResult(query=chunk.content[:200], mode=mode, hits=hits, notices=notices)
 
 
+@bounded_read
 def expand(memory: ProjectMemory, chunk_hash: str) -> Section:
     """L2 recall: the whole heading section a chunk came from, with its anchor."""
     return expand_section(memory.index, memory.scope, chunk_hash, memory.notices)

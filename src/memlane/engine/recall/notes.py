@@ -20,6 +20,20 @@ if TYPE_CHECKING:
     from memlane.engine.ports import ProjectMemory
     from memlane.engine.recall.request import SearchRequest
 
+#: Said when a hybrid search in a session answered from the lexical leg because the
+#: embedding model is still loading (waiting for it could take a minute on a first start).
+MODEL_LOADING = (
+    "the embedding model is still loading, so these are lexical (BM25) results only; "
+    "search again in a moment for results by meaning"
+)
+#: Said with a search's results while an index run of the project is under way
+#: (a first session's catch-up, a rebuild): an empty or short result may only
+#: mean the index has not reached those memories yet.
+INDEX_BUILDING = (
+    "the index is still being built: memories it has not reached yet are missing from "
+    "these results; search again in a moment (memory_status shows the index state)"
+)
+
 
 def search_notes(memory: ProjectMemory, request: SearchRequest) -> SearchResult:
     """The top ``request.k`` chunks of the notes (journal and topics) for a checked request.
@@ -30,6 +44,8 @@ def search_notes(memory: ProjectMemory, request: SearchRequest) -> SearchResult:
     ``catch_up_char_limit``), so a memory written a moment ago is found.
     """
     notices: list[str] = []
+    if not request.sync and memory.parts.indexing:
+        notices.append(INDEX_BUILDING)
     try:
         return _search_notes(memory, request, notices)
     except (IndexUnavailableError, DimensionMismatchError) as exc:
@@ -43,6 +59,11 @@ def search_notes(memory: ProjectMemory, request: SearchRequest) -> SearchResult:
     if request.mode == "semantic":
         mode = "semantic"
     return SearchResult(query=request.query, mode=mode, hits=[], notices=notices)
+
+
+def _model_loading(memory: ProjectMemory) -> bool:
+    """The embedding model is being loaded (or derived) and a search would wait for it."""
+    return memory.config.embedding.provider != "none" and memory.parts.loading_now
 
 
 #: How the notice of an index that could not be read at all begins.
@@ -80,11 +101,18 @@ def _search_notes(
             # Another process holds the index past the wait budget: the
             # index as it stands answers; the next sync picks the rest up.
             notices.append(newest_not_indexed(exc))
-    else:
+    mode = request.mode
+    if not request.sync:
         from memlane.engine.journal.catch_up import catch_up_before_search
 
-        notices.extend(catch_up_before_search(memory))
-    mode = request.mode
+        # An agent's search in a session never waits for the model to load
+        # (seconds, a minute on a first start): the lexical leg answers and
+        # says so; the fresh chunks are stored for it and embedded later.
+        loading = not request.wait_for_model and mode == "hybrid" and _model_loading(memory)
+        notices.extend(catch_up_before_search(memory, embed=not loading))
+        if loading:
+            mode = "lexical"
+            notices.append(MODEL_LOADING)
     vector = memory.query_vector(request.query, mode, notices)
     filters = SearchFilters(
         kind=notes_kind(request.kind),

@@ -33,6 +33,9 @@ class SearchRequest:
     (the CLI, the MCP server: another process may have written); False in a
     live session, whose indexer keeps it current — then only what this
     process wrote since the last index run is indexed first.
+    ``wait_for_model``: False (an agent's ``memory_search`` in a session)
+    answers a hybrid search from the lexical leg, and says so, while another
+    thread is still loading the model, instead of waiting for it.
     """
 
     query: str
@@ -48,6 +51,7 @@ class SearchRequest:
     min_score: float | None = None
     sync: bool = True
     env: Mapping[str, str] | None = None
+    wait_for_model: bool = True
 
     @property
     def route(self) -> Route:

@@ -6,11 +6,13 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from memlane.engine.lock_waits import bounded_read
 from memlane.engine.sessions.docs import redact_text
 from memlane.index.sqlite.sessions import SessionStore, sessions_path_for
 
 if TYPE_CHECKING:
     from memlane.engine.ports import ProjectMemory
+    from memlane.index.session_docs import SessionInfo
 
 
 _stores: dict[Path, SessionStore] = {}
@@ -30,6 +32,12 @@ def open_store(mem: ProjectMemory) -> SessionStore:
             store = SessionStore(path, mem.config.index, mem.config.sessions, redact=redact_text)
             _stores[path] = store
         return store
+
+
+@bounded_read  # a sessions index another process keeps locked costs the primer, briefly
+def recent_for_primer(mem: ProjectMemory, n: int, exclude: str | None) -> list[SessionInfo]:
+    """The latest sessions of the project, for a session's primer (the snapshot)."""
+    return open_store(mem).recent_sessions(n, exclude)
 
 
 def damage_notice(store: SessionStore, *, pop: bool) -> str | None:

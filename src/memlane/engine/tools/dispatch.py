@@ -143,6 +143,9 @@ class Tools:
             # memory_write just made is found); without a session the whole
             # store is synced first.
             sync=self.session is None,
+            # An agent in a session gets lexical results at once, said so, rather
+            # than wait for a model that is still loading (a first start: a minute).
+            wait_for_model=self.session is None,
         )
         recalled = search(self.memory, request)
         if recalled.fan_out is not None:

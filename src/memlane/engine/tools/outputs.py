@@ -12,7 +12,9 @@ A leaf like tools/spec.py: it imports nothing from the engine.
 
 from __future__ import annotations
 
-from typing import Any
+TYPE_CHECKING = False  # typing unimported: ``memlane mcp`` lists these first
+if TYPE_CHECKING:
+    from typing import Any
 
 _STRING = {"type": "string"}
 _NULLABLE_STRING = {"type": ["string", "null"]}

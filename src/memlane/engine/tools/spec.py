@@ -10,11 +10,15 @@ gives a bad call the same clear error on every host.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any
 
 from memlane.core.errors import MemlaneError
-from memlane.store.topics import TOPIC_TYPES
+from memlane.core.topic_types import TOPIC_TYPES
+
+# ``typing`` and ``dataclasses`` stay unimported: ``memlane mcp`` lists the tools
+# from this module before anything else, and those two alone would double its start.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 RECALL_LADDER = (
     "Recall works in three steps; stop at the first that answers: memory_search (L1, "
@@ -23,19 +27,73 @@ RECALL_LADDER = (
 )
 
 
-@dataclass(frozen=True)
-class Param:
+class _Value:
+    """Compared, hashed and shown by its fields (``__slots__``), set once in
+    ``__init__``: what a frozen dataclass gives."""
+
+    __slots__: tuple[str, ...] = ()
+    #: Fields left out of the hash (unhashable values).
+    _unhashed: tuple[str, ...] = ()
+
+    def _set(self, **fields: object) -> None:
+        for name, value in fields.items():
+            object.__setattr__(self, name, value)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"{type(self).__name__} is read-only: cannot set {name}")
+
+    def _values(self) -> tuple[object, ...]:
+        return tuple(getattr(self, name) for name in self.__slots__)
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        assert isinstance(other, _Value)
+        return self._values() == other._values()
+
+    def __hash__(self) -> int:
+        return hash(tuple(getattr(self, n) for n in self.__slots__ if n not in self._unhashed))
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__)
+        return f"{type(self).__name__}({shown})"
+
+
+class Param(_Value):
+    """One argument of a tool; ``type`` is its JSON schema type (string, integer,
+    number, boolean)."""
+
+    __slots__ = ("description", "enum", "maximum", "minimum", "name", "required", "type")
     name: str
-    type: str  # JSON schema type: string | integer | number | boolean
+    type: str
     description: str
-    required: bool = False
-    enum: tuple[str, ...] = ()
-    minimum: int | None = None
-    maximum: int | None = None
+    required: bool
+    enum: tuple[str, ...]
+    minimum: int | None
+    maximum: int | None
+
+    def __init__(
+        self,
+        name: str,
+        type: str,
+        description: str,
+        required: bool = False,
+        enum: tuple[str, ...] = (),
+        minimum: int | None = None,
+        maximum: int | None = None,
+    ) -> None:
+        self._set(
+            name=name,
+            type=type,
+            description=description,
+            required=required,
+            enum=enum,
+            minimum=minimum,
+            maximum=maximum,
+        )
 
 
-@dataclass(frozen=True)
-class ToolSpec:
+class ToolSpec(_Value):
     """One agent tool: what it is called, what it does, its arguments and its effect.
 
     ``title`` is the short name a host shows a person. The effect flags are
@@ -44,20 +102,54 @@ class ToolSpec:
     (can remove what was stored) and ``idempotent`` (calling it again with
     the same arguments changes nothing more). Every tool works on this
     machine's memory only, never the open world.
+
+    ``rule``: root keywords for a rule between arguments (which ones go
+    together). Never a root oneOf/anyOf/allOf: Claude Code rewrites such a
+    schema to a bare object before the model sees it (required and all), and
+    the Messages API refuses one; nested inside other keywords they pass.
     """
 
+    __slots__ = (
+        "description",
+        "destructive",
+        "idempotent",
+        "name",
+        "params",
+        "read_only",
+        "rule",
+        "title",
+    )
+    _unhashed = ("rule",)
     name: str
     description: str
     params: tuple[Param, ...]
-    title: str = ""
-    read_only: bool = False
-    destructive: bool = False
-    idempotent: bool = False
-    #: Root keywords for a rule between arguments (which ones go together).
-    #: Never a root oneOf/anyOf/allOf: Claude Code rewrites such a schema to a
-    #: bare object before the model sees it (required and all), and the
-    #: Messages API refuses one; nested inside other keywords they pass.
-    rule: Mapping[str, Any] = field(default_factory=dict, hash=False)
+    title: str
+    read_only: bool
+    destructive: bool
+    idempotent: bool
+    rule: Mapping[str, Any]
+
+    def __init__(
+        self,
+        name: str,
+        description: str,
+        params: tuple[Param, ...],
+        title: str = "",
+        read_only: bool = False,
+        destructive: bool = False,
+        idempotent: bool = False,
+        rule: Mapping[str, Any] | None = None,
+    ) -> None:
+        self._set(
+            name=name,
+            description=description,
+            params=params,
+            title=title,
+            read_only=read_only,
+            destructive=destructive,
+            idempotent=idempotent,
+            rule=rule if rule is not None else {},
+        )
 
     def json_schema(self) -> dict[str, Any]:
         props: dict[str, Any] = {}
@@ -79,10 +171,16 @@ class ToolSpec:
         }
 
 
-@dataclass(frozen=True)
-class ToolResult:
+class ToolResult(_Value):
+    """What a tool answers: ``text`` for the agent, ``details`` the same facts as data."""
+
+    __slots__ = ("details", "text")
+    _unhashed = ("details",)
     text: str
     details: dict[str, Any]
+
+    def __init__(self, text: str, details: dict[str, Any]) -> None:
+        self._set(text=text, details=details)
 
     def to_json(self) -> dict[str, Any]:
         return {"text": self.text, "details": self.details}

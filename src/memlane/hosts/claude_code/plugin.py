@@ -100,12 +100,13 @@ def memlane_executable() -> str | None:
 
 
 def mcp_server(memlane: str | None = None, python: str | None = None) -> dict[str, Any]:
-    """The stdio server entry: ``<memlane> mcp``, else ``<python> -m memlane.cli.main mcp``."""
+    """The stdio server entry: ``<memlane> mcp``, else ``<python> -m memlane.cli.fast mcp``
+    (what the ``memlane`` script runs: the server starts without the full CLI)."""
     exe = memlane if memlane is not None else memlane_executable()
     if exe:
         return {"type": "stdio", "command": exe, "args": ["mcp"]}
     interpreter = python or str(Path(sys.executable).absolute())
-    return {"type": "stdio", "command": interpreter, "args": ["-m", "memlane.cli.main", "mcp"]}
+    return {"type": "stdio", "command": interpreter, "args": ["-m", "memlane.cli.fast", "mcp"]}
 
 
 def static_files(memlane: str) -> dict[str, str]:

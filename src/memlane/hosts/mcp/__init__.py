@@ -1,5 +1,8 @@
 """The MCP host: ``memlane mcp``, the agent tools over MCP on stdio.
 
-Nothing here imports the ``mcp`` SDK at package import: it is only loaded
-when the server actually starts, so every other command stays fast.
+``thin`` is the server (standard library and memlane's light modules only:
+it answers the handshake and the tool list in milliseconds), ``tools`` what
+it lists and how results look, ``calls`` how a call reaches the warm engine
+(or this process, when none can be reached), ``config`` the client
+configuration ``memlane install mcp --print`` prints. No ``mcp`` SDK here.
 """

@@ -24,7 +24,8 @@ def memlane_command(argv0: str | None = None, python: str | None = None) -> list
     if name in ("memlane", "memlane.exe") and Path(argv0).is_file():
         # abspath, not realpath: a ``uv tool``/pipx shim keeps working across upgrades.
         return [os.path.abspath(argv0)]
-    return [python or sys.executable, "-m", "memlane.cli.main"]
+    # cli/fast.py is what the console script runs: `mcp` starts without the full CLI.
+    return [python or sys.executable, "-m", "memlane.cli.fast"]
 
 
 def _toml_string(value: str) -> str:

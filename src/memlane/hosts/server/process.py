@@ -61,22 +61,32 @@ LOCK_WAIT_S = 3.0
 LOG_MAX_BYTES = 10 * 1024 * 1024
 #: ``engine.idle_s`` when the configuration cannot be read.
 DEFAULT_IDLE_S = 600.0
+#: ``engine.lite_hold_s`` when the configuration cannot be read.
+DEFAULT_LITE_HOLD_S = 60.0
 #: How long a hook call's connection may take to arrive whole.
 HOOK_READ_TIMEOUT_S = 30.0
 
 
 def configured_idle_s() -> float:
+    return _configured_seconds("engine.idle_s", DEFAULT_IDLE_S, "idle exit after")
+
+
+def configured_lite_hold_s() -> float:
+    return _configured_seconds("engine.lite_hold_s", DEFAULT_LITE_HOLD_S, "Milvus Lite held")
+
+
+def _configured_seconds(key: str, default: float, what: str) -> float:
     from memlane.core.config.layers import load_config
     from memlane.core.errors import ConfigError
 
     try:
-        value = load_config(None).get("engine.idle_s")
+        value = load_config(None).get(key)
     except ConfigError as exc:
         # An engine that died here would make every client wait out its limit;
         # each call reports the bad setting instead (its session loads it too).
-        log.error("%s (%s): idle exit after %.0f s", exc.message, exc.hint, DEFAULT_IDLE_S)
-        return DEFAULT_IDLE_S
-    return float(value) if isinstance(value, int | float) else DEFAULT_IDLE_S
+        log.error("%s (%s): %s %.0f s", exc.message, exc.hint, what, default)
+        return default
+    return float(value) if isinstance(value, int | float) else default
 
 
 class Engine:
@@ -107,6 +117,7 @@ class Engine:
         self._last = time.monotonic()
         self._next_check = self._last + ABANDONED_CHECK_S
         self._checking: threading.Thread | None = None
+        self._said_busy = False  # the log says once why an idle engine stays
 
     # -- the accept loop -----------------------------------------------------------------
 
@@ -171,8 +182,20 @@ class Engine:
     def _idle(self) -> bool:
         with self._lock:
             if self._active or time.monotonic() - self._last < self.idle_s:
+                self._said_busy = False
                 return False
-        return not self.projects.busy()
+        if not self.projects.busy():
+            return True
+        if not self._said_busy:
+            # A first session's catch-up index, the model's first load: done
+            # before the engine goes, or the next session starts them over.
+            log.info(
+                "idle for %.0f s, but work is under way (indexing, the model loading, "
+                "a session ending): exiting once it is done",
+                self.idle_s,
+            )
+            self._said_busy = True
+        return False
 
     # -- one connection ------------------------------------------------------------------
 
@@ -280,6 +303,7 @@ class Engine:
 
     def status(self) -> dict[str, Any]:
         from memlane import __version__
+        from memlane.engine.index_backend import milvus_lite_state
 
         with self._lock:
             clients = dict(self._clients)
@@ -299,12 +323,16 @@ class Engine:
             "calls": calls,
             "rss_mb": _rss_mb(),
             "projects": self.projects.describe(),
+            "milvus_lite": milvus_lite_state(),
         }
 
     def close(self) -> None:
         """End every session (captures written), then hang up on every client still
         connected: a pi session's bridge exits, and pi starts the next engine."""
+        from memlane.engine.index_backend import release_milvus_lite
+
         self.projects.close()
+        release_milvus_lite()  # held while the engine ran: flushed and let go now
         with self._lock:
             still_open = list(self._open)
         for conn in still_open:
@@ -452,6 +480,10 @@ def main() -> int:
     listener.listen(64)
     _write_info(place, path)
     engine = Engine(listener, configured_idle_s(), place, path)
+    from memlane.engine.index_backend import hold_milvus_lite
+
+    # One Lite client for every session and call served, never re-opened per search.
+    hold_milvus_lite(configured_lite_hold_s())
     log.info("serving %s on %s (idle exit after %.0f s)", place.home, path, engine.idle_s)
 
     def stop(signum: int, frame: object) -> None:

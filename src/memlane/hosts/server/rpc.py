@@ -11,15 +11,37 @@ client and its directory (core/link.py's ``rpc_header``).
 | before_agent_start | {prompt} | {system_append, message: {content} or null} |
 | agent_settled | {exchange: {user, assistant, aborted, entry_id, session_id, transcript_path, tools?}} | {queued, reason?} |
 | session_compact | {} | {snapshot} |
-| session_shutdown | {} | {flushed, pending} |
+| session_shutdown | {} | {flushed, pending} (see below) |
+| prepare | {} | {collection} |
 | tool | {name, arguments} | {text, details} |
-| cli | {argv, stdin?} | {stdout, stderr, code} |
+| cli | {argv, stdin?, workdir?} | {stdout, stderr, code} |
 | engine.status | {} | what ``memlane engine status`` shows |
 | engine.stop | {} | {stopping: true} |
+| engine.release_lite | {path} | {released}: let go of a Milvus Lite database another process wants |
 
-and from the engine: ``llm.complete {system, prompt, model?, max_tokens?}`` →
-``{text}`` (the host's own model distils), ``llm.cancel {id}`` (the session
-ended: the host stops that call).
+and from the engine to the host:
+
+| method | params | result |
+|---|---|---|
+| llm.complete | {system, prompt, model?, max_tokens?} | {text}: the host's own model distils |
+| llm.cancel | {id} (a notification: no answer) | the host stops that ``llm.complete`` |
+
+The engine sends ``llm.cancel`` when it no longer wants an answer: the
+call's deadline passed, or the session ended (``session_shutdown``, or a new
+``session_start`` on the connection) while the call was still out. The
+waiting call fails at once, so capture writes its fallback entry (the
+exchange as a verbatim digest: nothing is lost) instead of holding the
+shutdown until the host gives up on its model; the host aborts the model
+request it made for that id. A host that ignores the notification loses
+nothing but the work it does for no one.
+
+``session_shutdown`` answers once the session no longer needs the host:
+its pending captures are written (distilled through ``llm.complete`` within
+``SHUTDOWN_CAP_MS``, the rest as digests) and their extractions are done
+(``flushed``: all of them written; ``pending``: how many were not). In the
+warm engine, indexing what was written goes on after the answer, on the
+engine's threads, so the host can exit at once; the in-process sidecar
+(no engine) settles the index first, as the process ends next.
 
 A connection holds at most one session at a time (a new ``session_start``
 ends the previous one). Its requests are answered in order on a thread of
@@ -36,6 +58,7 @@ import logging
 import queue
 import sys
 import threading
+import time
 import traceback
 from collections.abc import Callable
 from pathlib import Path
@@ -47,6 +70,7 @@ from memlane.hosts.jsonrpc import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
     METHOD_NOT_FOUND,
+    Cancelled,
     Connection,
     RemoteError,
     Request,
@@ -63,6 +87,9 @@ log = logging.getLogger("memlane.engine")
 #: How long the engine waits for the host to answer llm.complete beyond the
 #: LLM deadline itself (the host's own request also needs a moment).
 HOST_CALL_SLACK_S = 2.0
+HOST_CALL = "llm.complete"
+#: The notification that tells the host to stop an ``llm.complete`` {id}.
+HOST_CANCEL = "llm.cancel"
 #: The host closed the connection without ending its session: how long the
 #: pending captures may take to be written.
 END_OF_INPUT_FLUSH_CAP_MS = 10_000
@@ -79,7 +106,9 @@ class EngineControl(Protocol):
 class CommandRunner(Protocol):
     """Runs one ``memlane`` command line inside the engine (hosts/server/commands.py)."""
 
-    def __call__(self, argv: list[str], cwd: str, stdin: str | None) -> dict[str, Any]: ...
+    def __call__(
+        self, argv: list[str], cwd: str, stdin: str | None, workdir: str | None = None
+    ) -> dict[str, Any]: ...
 
 
 class ParamsError(Exception):
@@ -178,6 +207,7 @@ class RpcSession:
 
     def _answer(self, request: Request) -> None:
         handler = self._HANDLERS.get(request.method)
+        started = time.monotonic()
         try:
             if handler is None:
                 raise RpcError(
@@ -201,6 +231,11 @@ class RpcSession:
         else:
             if request.id is not None:
                 self.conn.reply(request.id, result)
+        finally:
+            # The engine's log says what each call cost (docs/architecture.md: debugging it).
+            log.info(
+                "%s %s: %.0f ms", self.client, request.method, (time.monotonic() - started) * 1000
+            )
 
     def _error(self, request: Request, error: RpcError) -> None:
         if request.id is not None:
@@ -227,12 +262,22 @@ class RpcSession:
 
     def _host_call(self, params: dict[str, Any], timeout_s: float) -> dict[str, Any]:
         try:
-            result = self.conn.request("llm.complete", params, timeout_s + HOST_CALL_SLACK_S)
+            result = self.conn.request(
+                HOST_CALL, params, timeout_s + HOST_CALL_SLACK_S, cancel_notice=HOST_CANCEL
+            )
         except RemoteError as exc:
             raise RuntimeError(f"the host could not complete: {exc}") from None
+        except Cancelled as exc:
+            raise RuntimeError(str(exc)) from None
         if not isinstance(result, dict):
             raise RuntimeError(f"the host answered llm.complete with {type(result).__name__}")
         return result
+
+    def _cancel_host_calls(self, why: str) -> None:
+        """The session no longer needs the host's model: stop what it still asked."""
+        cancelled = self.conn.cancel(HOST_CALL, why)
+        if cancelled:
+            log.info("%d %s call(s) of %s cancelled: %s", cancelled, HOST_CALL, self.client, why)
 
     def _write_anchor(self) -> tuple[str, str | None] | None:
         """The Claude Code session a session-less ``memory_write`` belongs to."""
@@ -258,8 +303,9 @@ class RpcSession:
         host = _str(params, "host", method) or self.client
         cwd = _str(params, "cwd", method)
         if self.session is not None and self.project is not None:
-            self.projects.end(self.project, self.session.session_id)
+            self.projects.end(self.project, self.session.session_id, release_host=True)
             self.session = None
+            self._cancel_host_calls("a new session started on this connection")
         if cwd:
             self.directory = Path(cwd)
         # A project that cannot be opened (an untrusted setting, a failing store
@@ -279,6 +325,7 @@ class RpcSession:
                 session_id=session_id,
                 transcript_path=transcript_path,
                 host_call=self._host_call,
+                background=project.background,
             )
 
         session: Session = project.run(open_session).result()
@@ -335,11 +382,20 @@ class RpcSession:
         self._tools = None
         if session is None or project is None:
             return {"flushed": True, "pending": 0}
-        flush = self.projects.end(project, session.session_id)
+        # In the engine, the answer comes once the host is no longer needed
+        # (captures written, extractions done); the index settles after it.
+        flush = self.projects.end(project, session.session_id, release_host=not self.wait_at_end)
+        self._cancel_host_calls("the session ended")
         if flush is None:
             return {"flushed": False, "pending": session.pending_captures}
         result: dict[str, Any] = flush.to_json()
         return result
+
+    def prepare(self, params: dict[str, Any]) -> dict[str, Any]:
+        """Open the connection's project ahead of its first tool call, which starts its
+        background work (``memlane mcp`` sends this at ``initialize``, as a notification)."""
+        project = self._current_project()
+        return {"collection": project.collection}
 
     def tool(self, params: dict[str, Any]) -> dict[str, Any]:
         from memlane.engine.tools.dispatch import Tools
@@ -371,7 +427,8 @@ class RpcSession:
         if not isinstance(argv, list) or not all(isinstance(a, str) for a in argv):
             raise ParamsError("cli: argv must be a list of strings")
         stdin = _str(params, "stdin", "cli")
-        return self.commands(argv, str(self.directory), stdin)
+        workdir = _str(params, "workdir", "cli")
+        return self.commands(argv, str(self.directory), stdin, workdir)
 
     def engine_status(self, params: dict[str, Any]) -> dict[str, Any]:
         if self.engine is None:
@@ -384,14 +441,24 @@ class RpcSession:
         self.engine.stop()
         return {"stopping": True}
 
+    def engine_release_lite(self, params: dict[str, Any]) -> dict[str, Any]:
+        """Another memlane process found a Milvus Lite database this engine holds."""
+        from memlane.engine.index_backend import let_go_of_milvus_lite
+
+        path = _str(params, "path", "engine.release_lite", required=True)
+        assert path is not None
+        return {"released": let_go_of_milvus_lite(path)}
+
     _HANDLERS: ClassVar[dict[str, Callable[[RpcSession, dict[str, Any]], dict[str, Any]]]] = {
         "session_start": session_start,
         "before_agent_start": before_agent_start,
         "agent_settled": agent_settled,
         "session_compact": session_compact,
         "session_shutdown": session_shutdown,
+        "prepare": prepare,
         "tool": tool,
         "cli": cli,
         "engine.status": engine_status,
         "engine.stop": engine_stop,
+        "engine.release_lite": engine_release_lite,
     }

@@ -3,17 +3,25 @@
 **Milvus Lite** (a local path; 3.x stores a directory) runs in-process: the
 first client of a path starts a gRPC server thread for it, and that server
 holds ``flock`` on the database's ``LOCK`` file, so a second *process*
-cannot open it until the first releases the server. memlane therefore opens
-Lite for one operation at a time and lets go right after. Threads of one
-process share one server through ``LITE``: a refcount per absolute path and
-a short linger before the server is released, so back-to-back operations do
-not pay the open (~25 ms warm, 100-250 ms cold) while another process is
-kept out for milliseconds only. A failed open is retried on the backoff
-delays; a held ``LOCK`` is then reported as ``IndexBusyError`` naming who
-holds it (never as a format problem: pymilvus only says "Open local milvus
-failed"). Inside a read's wait budget (core/waits.py: a search) the retries
-and the wait for another thread's open share that budget, so a search
-makes one bounded wait, not one per operation.
+cannot open it until the first releases the server. Threads of one process
+share one server through ``LITE``: a refcount per absolute path and a linger
+before the server is released, so back-to-back operations do not pay the
+open (~25 ms warm, 100-250 ms cold). How long it lingers depends on the
+process:
+
+- a short-lived one (the CLI, a relay serving pi alone) lets go ``LINGER_S``
+  after its last operation: another process is kept out for moments only;
+- the warm engine holds it (``LiteServers.hold``: ``engine.lite_hold_s``
+  after its last operation, and until it exits): every session and tool
+  call it serves uses one open client, never re-opened per search. A memlane
+  process that finds the database held asks the engines of its
+  ``MEMLANE_HOME`` to let go (``engine.release_lite``), and they do as soon
+  as no operation of theirs is running.
+
+A failed open is retried on the backoff delays; a held ``LOCK`` is then
+reported as ``IndexBusyError`` naming who holds it (never as a format
+problem: pymilvus only says "Open local milvus failed"); inside a search both
+waits share its one wait budget (core/waits.py).
 
 **A server** (``http(s)://``, Zilliz Cloud): one client per index object,
 closed with it, connected with a short timeout so an unreachable URI fails
@@ -24,7 +32,6 @@ pymilvus is imported lazily, only here and when a Milvus index is used.
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import logging
 import os
@@ -38,14 +45,19 @@ from urllib.parse import urlsplit, urlunsplit
 
 from memlane.core.errors import MemlaneError
 from memlane.core.locks import describe_holders, lock_fd, lock_holders
-from memlane.core.waits import LockWaitedOut, acquire_bounded, current_budget
+from memlane.core.native import at_exit, native_call
+from memlane.core.waits import LockWaitedOut, acquire_bounded, retry_delays_ms, spend
 from memlane.index.protocol import IndexBusyError, IndexUnavailableError
 
 log = logging.getLogger(__name__)
 
 #: How long a released Lite server stays up for the next operation of this
-#: process (the contract's bound: another process waits at most this long).
+#: process (the contract's bound: another process waits at most this long),
+#: unless the process holds it (the warm engine: ``LiteServers.hold``).
 LINGER_S = 0.2
+#: How long a process that finds a Lite database held waits for each engine it
+#: asks to let go of it.
+ASK_ENGINE_S = 1.0
 #: Connect timeout for a Milvus server: an unreachable URI fails in this.
 CONNECT_TIMEOUT_S = 3.0
 LITE_SCHEME = "milvus-lite://"
@@ -166,10 +178,9 @@ def _lite_open_error(path: Path, exc: BaseException) -> MemlaneError:
 
 
 def busy_error(path: Path) -> IndexBusyError:
-    holders = lock_holders(path / "LOCK")
-    who = f"; held by {describe_holders(holders)}" if holders else ""
+    who = describe_holders(lock_holders(path / "LOCK"))
     return IndexBusyError(
-        f"the Milvus Lite database {path} is in use by another process (locked){who}",
+        f"the Milvus Lite database {path} is in use by another process (locked); held by {who}",
         hint="try again, or use a Milvus server for several processes",
     )
 
@@ -181,6 +192,8 @@ class _LiteEntry:
     timer: threading.Timer | None = None
     #: Collections written since the open: flushed before the server stops.
     written: set[str] = field(default_factory=set)
+    #: Another process asked for the database: stop as soon as nobody uses it.
+    let_go: bool = False
 
 
 class LiteServers:
@@ -189,12 +202,43 @@ class LiteServers:
 
     def __init__(self, linger_s: float = LINGER_S) -> None:
         self.linger_s = linger_s
+        #: True in a process that holds its databases (the warm engine).
+        self.holding = False
+        #: Servers started by this process (each start costs 25-250 ms).
+        self.opens = 0
         self._lock = threading.Lock()
         self._entries: dict[Path, _LiteEntry] = {}
         self._exit_hook = False
         # Held while a server starts or stops: an open racing a stop would
         # get the stopping server's port from milvus_lite and lose it.
         self._transition = threading.Lock()
+
+    def hold(self, seconds: float) -> None:
+        """Keep each database open *seconds* after its last operation instead of
+        ``LINGER_S`` (never less): the warm engine, one client for everything it
+        serves. Another memlane process may still ask for it (``let_go``)."""
+        self.linger_s = max(seconds, LINGER_S)
+        self.holding = True
+
+    def let_go(self, path: Path) -> bool:
+        """Another process asks for the database at *path*: stop its server now
+        when no operation uses it (True), else as soon as the last one ends."""
+        with self._lock:
+            entry = self._entries.get(path)
+            if entry is None:
+                return False
+            if entry.users > 0:
+                entry.let_go = True
+                return False
+        self._stop_idle(path, entry)
+        return True
+
+    def state(self) -> dict[str, object]:
+        """What ``memlane engine status`` shows: the databases open now, the
+        servers started so far, and how long one lingers after its last use."""
+        with self._lock:
+            open_paths = sorted(str(path) for path in self._entries)
+        return {"open": open_paths, "opens": self.opens, "linger_s": self.linger_s}
 
     def written(self, path: Path, collection: str) -> None:
         """``collection`` at ``path`` was written: flush it before the server stops."""
@@ -222,8 +266,7 @@ class LiteServers:
         client = self._join(path)
         if client is not None:
             return client
-        try:
-            # Another thread may be opening it, waiting out another process.
+        try:  # another thread may be opening it, waiting out another process
             acquire_bounded(self._transition)
         except LockWaitedOut:
             raise busy_error(path) from None
@@ -234,6 +277,7 @@ class LiteServers:
             client = self._open(path, delays_ms, sleep)
             with self._lock:
                 self._entries[path] = _LiteEntry(client, users=1)
+                self.opens += 1
             return client
         finally:
             self._transition.release()
@@ -258,7 +302,7 @@ class LiteServers:
             entry.users -= 1
             if entry.users > 0:
                 return
-            if self.linger_s > 0:
+            if self.linger_s > 0 and not entry.let_go:
                 timer = threading.Timer(self.linger_s, self._expire, (path, entry))
                 timer.daemon = True
                 entry.timer = timer
@@ -272,7 +316,8 @@ class LiteServers:
 
     def _expire(self, path: Path, entry: _LiteEntry) -> None:
         try:
-            self._stop_idle(path, entry)
+            with native_call():  # at exit, release_all stops it instead
+                self._stop_idle(path, entry)
         except Exception:
             # A timer thread has no caller to report to; at interpreter
             # exit milvus_lite may already be torn down.
@@ -314,48 +359,60 @@ class LiteServers:
 
         quiet_client_logs()  # after the import: pymilvus sets its levels on import
         path.parent.mkdir(parents=True, exist_ok=True)
-        budget = current_budget()
-        # Inside a read's budget its schedule (what is left of it) replaces ours.
-        schedule = [d * 1000 for d in budget.schedule()] if budget is not None else delays_ms
-        attempts = [*schedule, None]
-        started = time.monotonic()
-        locked_out = False
-        try:
-            for delay in attempts:
-                try:
-                    client = MilvusClient(uri=str(path))
-                except Exception as exc:
-                    if not (path.is_dir() and lock_is_held(path)):
-                        raise _lite_open_error(path, exc) from None
-                    locked_out = True
-                    if delay is None:
-                        raise busy_error(path) from None
+        attempts = [*retry_delays_ms(delays_ms), None]  # inside a read: its budget's
+        asked = self.holding  # an engine asks no one: it is the one others ask
+        for delay in attempts:
+            tried = time.monotonic()
+            try:
+                client = MilvusClient(uri=str(path))
+            except Exception as exc:
+                if not (path.is_dir() and lock_is_held(path)):
+                    raise _lite_open_error(path, exc) from None
+                if not asked:
+                    asked = True
+                    if ask_engines_to_let_go(path):
+                        continue  # one let go: try again at once
+                if delay is not None:
                     sleep(delay / 1000)
-                    continue
-                self._hook_exit()
-                return client
-        finally:
-            if budget is not None and locked_out:  # waiting, not an open's work, is counted
-                budget.spend(time.monotonic() - started)
+                spend(time.monotonic() - tried)  # a read's wait budget pays for it
+                if delay is None:
+                    raise busy_error(path) from None
+                continue
+            self._hook_exit()
+            return client
         raise busy_error(path)  # pragma: no cover - the loop returns or raises
 
     def _hook_exit(self) -> None:
-        """Stop (and flush) our servers when the interpreter exits, while
-        the server's gRPC thread pool still takes calls: Python shuts those
-        pools down in its threading exit hooks, which run before ``atexit``
-        ones, so a flush from ``atexit`` would never reach the server.
-        Registered after the first server started (and with it the pool's
-        own hook), so it runs before that hook."""
+        """Stop (and flush) our servers when the interpreter exits, once no
+        operation is in flight and while the server's gRPC thread pool still
+        takes calls (core/native.py's exit hooks run before thread pools stop)."""
         if self._exit_hook:
             return
         self._exit_hook = True
-        register = getattr(threading, "_register_atexit", None)
-        if register is None:  # pragma: no cover - CPython has it since 3.9
-            atexit.register(self.release_all)
-            return
-        # RuntimeError: the interpreter is already shutting down.
-        with contextlib.suppress(RuntimeError):
-            register(self.release_all)
+        at_exit(self.release_all)
+
+
+def ask_engines_to_let_go(path: Path) -> bool:
+    """Ask every warm engine of this ``MEMLANE_HOME`` to let go of the Lite
+    database at *path* (``engine.release_lite``); True when one did. Best
+    effort: an engine that does not answer within ``ASK_ENGINE_S`` is skipped."""
+    from memlane.core import engine_client, link
+
+    if link.engine_disabled():
+        return False
+    home = link.memlane_home()
+    released = False
+    for info in sorted(Path(link.engine_dir(home)).glob("*.json")):
+        place = link.Place(home, info.stem)
+        try:
+            with engine_client.Client.open(
+                place, "milvus-lite", str(path.parent), time.monotonic() + ASK_ENGINE_S, start=False
+            ) as client:
+                answer = client.call("engine.release_lite", {"path": str(path)}, ASK_ENGINE_S)
+        except (link.EngineUnavailable, engine_client.EngineError):
+            continue
+        released = released or (isinstance(answer, dict) and answer.get("released") is True)
+    return released
 
 
 #: The one registry of this process.
@@ -399,24 +456,27 @@ class Connection:
     def client(self) -> Iterator[Any]:
         """A connected client for one operation; pymilvus errors raised in
         the block come out as one-line ``MemlaneError``s."""
-        if self.path is None:
-            client = self._remote()
+        # A gRPC call on a daemon thread must not be cut by the interpreter's
+        # exit: the exit waits for this operation to end (core/native.py).
+        with native_call():
+            if self.path is None:
+                client = self._remote()
+                try:
+                    yield client
+                except MemlaneError:
+                    raise
+                except Exception as exc:
+                    raise translate(exc, self.raw_uri) from exc
+                return
+            client = self._registry.acquire(self.path, self.backoff_delays_ms)
             try:
                 yield client
             except MemlaneError:
                 raise
             except Exception as exc:
                 raise translate(exc, self.raw_uri) from exc
-            return
-        client = self._registry.acquire(self.path, self.backoff_delays_ms)
-        try:
-            yield client
-        except MemlaneError:
-            raise
-        except Exception as exc:
-            raise translate(exc, self.raw_uri) from exc
-        finally:
-            self._registry.release(self.path)
+            finally:
+                self._registry.release(self.path)
 
     def _remote(self) -> Any:
         with self._lock:

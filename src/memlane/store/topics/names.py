@@ -14,10 +14,10 @@ import unicodedata
 from pathlib import Path
 
 from memlane.core.errors import MemlaneError, StoreError
+from memlane.core.topic_types import TOPIC_TYPES as TOPIC_TYPES
 from memlane.store import safe_paths
 from memlane.store.layout import TOPICS_DIR
 
-TOPIC_TYPES = ("user", "feedback", "project", "reference")
 DEFAULT_TYPE = "feedback"
 SLUG_MAX_CHARS = 64
 TOPIC_NAME_MAX_CHARS = 200
