@@ -13,7 +13,7 @@ hands it to the one leg that answers it:
 
 ``Memory.search``, ``memory_search`` (pi, MCP, Claude Code), ``memlane
 search`` and the session's auto-context all call ``search`` here, so a rule
-about searching is written once. One of them: a search never waits long for
+about searching is written once. Among them: a search never waits long for
 a lock (engine/lock_waits.py); a part it could not read is left out and
 named in a notice.
 """
