@@ -95,13 +95,15 @@ def shared_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module", autouse=True)
-def no_engine_outlives_its_module() -> Iterator[None]:
-    """Engines a module-scoped fixture's clients started (the end-to-end worlds)."""
-    before = set(engine_pids())
+def no_engine_outlives_its_module(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Engines a module-scoped fixture's clients started (the end-to-end worlds):
+    every engine of a home in this run's temporary directory, and no other."""
+    ours = tmp_path_factory.getbasetemp()
+    before = set(engine_pids(under=ours))
     yield
-    started = set(engine_pids()) - before
+    started = set(engine_pids(under=ours)) - before
     if started:
-        stop_engines(only=started)
+        stop_engines(only=started, under=ours)
 
 
 @pytest.fixture(autouse=True)
@@ -113,13 +115,14 @@ def isolated_home(
     from memlane.core.scope import clear_store_command_cache
 
     clear_store_command_cache()
-    before = set(engine_pids())
+    ours = tmp_path_factory.getbasetemp()
+    before = set(engine_pids(under=ours))
     yield home
     clear_store_command_cache()
-    # An engine a test's client started (in any home) must not outlive the test.
-    started = set(engine_pids()) - before
+    # An engine a test's client started (in any home of this run) must not outlive it.
+    started = set(engine_pids(under=ours)) - before
     if started:
-        stop_engines(only=started)
+        stop_engines(only=started, under=ours)
 
 
 @pytest.fixture

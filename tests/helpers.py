@@ -89,8 +89,9 @@ def isolate_environment(monkeypatch: pytest.MonkeyPatch, home: Path, cache: Path
 ENGINE_MODULE = "memlane.hosts.server"
 
 
-def engine_pids(home: Path | None = None) -> list[int]:
-    """The warm engines running for *home* (every one of this user when None)."""
+def engine_pids(home: Path | None = None, *, under: Path | None = None) -> list[int]:
+    """The warm engines running for *home*, or for any home below *under* (this
+    test run's temporary directory: other runs on the machine keep theirs)."""
     found = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -102,10 +103,14 @@ def engine_pids(home: Path | None = None) -> list[int]:
             state = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[0]
             if state == "Z":
                 continue
-            if home is not None:
-                environ = Path(f"/proc/{entry}/environ").read_bytes().split(b"\0")
-                if f"MEMLANE_HOME={home}".encode() not in environ:
-                    continue
+            environ = Path(f"/proc/{entry}/environ").read_bytes().split(b"\0")
+            homes = [v[len(b"MEMLANE_HOME=") :] for v in environ if v.startswith(b"MEMLANE_HOME=")]
+            if home is not None and homes != [str(home).encode()]:
+                continue
+            if under is not None and not (
+                homes and homes[0].startswith(str(under).rstrip("/").encode() + b"/")
+            ):
+                continue
         except OSError:
             continue
         found.append(int(entry))
@@ -113,14 +118,18 @@ def engine_pids(home: Path | None = None) -> list[int]:
 
 
 def stop_engines(
-    home: Path | None = None, wait_s: float = 20.0, *, only: set[int] | None = None
+    home: Path | None = None,
+    wait_s: float = 20.0,
+    *,
+    only: set[int] | None = None,
+    under: Path | None = None,
 ) -> None:
     """SIGTERM every engine of *home* (or those in *only*): they end their sessions;
     SIGKILL what is left after *wait_s*. No test leaves an engine behind."""
     import signal
 
     def mine() -> list[int]:
-        pids = engine_pids(home)
+        pids = engine_pids(home, under=under)
         return [pid for pid in pids if only is None or pid in only]
 
     pids = mine()

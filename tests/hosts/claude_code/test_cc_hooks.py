@@ -133,6 +133,19 @@ def test_a_duplicate_stop_after_an_engine_restart_writes_nothing_twice(
     assert daily_text(project).count(f"turn:{turn}") == 1
 
 
+def test_a_session_end_with_no_engine_running_starts_none(hooks: Hooks, project: Path) -> None:
+    """Claude Code gives a plugin's SessionEnd hooks 1.5 s at exit: starting an engine
+    takes longer, and a new engine has no session to end."""
+    turn = write_turn(project, question="which queue?", answer="The retry queue.")
+    hooks.call("Stop", SESSION)
+    wait_for(lambda: f"turn:{turn}" in daily_text(project), what="the entry")
+    hooks.stop_engines()
+    assert hooks.call("SessionEnd", SESSION, reason="other") is None
+    assert engine_pids(hooks.home) == []
+    assert hooks.failures() == []
+    assert daily_text(project).count(f"turn:{turn}") == 1
+
+
 def test_user_prompt_submit_injects_matching_memory(hooks: Hooks, project: Path) -> None:
     auto = {
         "MEMLANE_AUTO_CONTEXT": "on",
