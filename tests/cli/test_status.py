@@ -33,7 +33,7 @@ def _status_names_what_is_missing(cli: Cli, fake_openai: FakeOpenAI) -> None:
     assert "missing: store:" in text and "memlane write" in text
     assert "config           embedding.provider = openai  [env]" in text
     assert "auto-context     on: top 3, score >= 0.5" in text
-    assert "capture llm      none" in text
+    assert "capture llm      auto: in Claude Code " in text
 
 
 def test_status_json_carries_capture_auto_context_and_config(cli: Cli) -> None:

@@ -9,6 +9,7 @@ path, so the socket takes its short fallback path under /tmp.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from _cc import Hooks, daily_text, engine_pids, finish
 
 from _transcript_builders import ClaudeSession
 from helpers import wait_for
+from memlane.core import link
 from memlane.hosts.mcp.server import Engine
 
 pytestmark = pytest.mark.subprocess
@@ -144,6 +146,35 @@ def test_a_session_end_with_no_engine_running_starts_none(hooks: Hooks, project:
     assert engine_pids(hooks.home) == []
     assert hooks.failures() == []
     assert daily_text(project).count(f"turn:{turn}") == 1
+
+
+def test_memory_status_over_mcp_names_the_llm_claude_code_sessions_distil_with(
+    hooks: Hooks, project: Path, tmp_path: Path
+) -> None:
+    """The engine distils Claude Code's exchanges with `claude -p --model haiku`:
+    memory_status from Claude Code's MCP server (it names its session) says so,
+    and so does a client outside any host, for each host."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    claude = bin_dir / "claude"
+    claude.write_text("#!/bin/sh\nexit 0\n")
+    claude.chmod(0o755)
+    hooks.env["PATH"] = f"{bin_dir}{os.pathsep}{hooks.env.get('PATH', '')}"
+    hooks.env["MEMLANE_LLM_PROVIDER"] = "auto"
+    out = hooks.call("SessionStart", SESSION, source="startup")  # the engine, with that PATH
+    assert out is not None and "no LLM for distillation" not in out["systemMessage"]
+    in_claude = f"command: {claude} -p --model haiku (Claude Code's, without hooks or a transcript)"
+    lines = {}
+    for meta in ({"agent_session": SESSION}, {}):
+        with link.Client.open(
+            hooks.place(), "mcp", str(project), time.monotonic() + 30, start=False, **meta
+        ) as client:
+            result = client.call("tool", {"name": "memory_status", "arguments": {}}, 60)
+        assert isinstance(result, dict)
+        lines[bool(meta)] = result["details"]["capture"]["llm"]
+    assert lines[True] == in_claude
+    assert lines[False].startswith(f"auto: in Claude Code {in_claude}; in pi "), lines[False]
+    hooks.call("SessionEnd", SESSION, reason="other")
 
 
 def test_user_prompt_submit_injects_matching_memory(hooks: Hooks, project: Path) -> None:
