@@ -352,7 +352,7 @@ def test_a_project_install_in_an_untrusted_folder_says_so_and_how_to_trust_it(
     home: Path, project: Path, mode: str, effect: str
 ) -> None:
     report = _install(project, mode=mode)
-    (line,) = [line for line in report.lines if "trust" in line]
+    (line,) = [line for line in report.lines if "has not trusted" in line]
     assert line.startswith(f"Claude Code has not trusted {project} yet: until you trust it, ")
     assert effect in line
     assert f"run `claude` in {project} once and accept the trust dialog" in line
