@@ -21,7 +21,10 @@ engine's start), then the runs are interleaved, the order rotated each
 round. A run's wall time is from spawning ``claude -p`` to its exit. The
 ratio is the variant's median over the baseline's median; the target is ≤ 1.25.
 With ``--split``, Claude Code runs with ``--debug`` and the table adds what it
-logged waiting for each hook and how long the MCP server took to connect.
+logged waiting for each hook, how long the MCP server took to connect, the
+time from its start to the first turn (SessionStart and UserPromptSubmit
+hooks, the wait for MCP servers still connecting) and its exit (from its
+shutdown's start to its last line: SessionEnd hooks, MCP servers stopped).
 
 Each run also counts the engine starts the variant's engine log shows (an
 engine that exited is started again by the next hook, and that run pays for
@@ -71,6 +74,10 @@ HOOK_LINE = re.compile(
 )
 MCP_LINE = re.compile(r'MCP server "[^"]*memlane[^"]*": Successfully connected .* in (\d+)ms')
 CANCELLED = "Hook cancelled"
+#: Claude Code's --debug lines: ``2026-12-03T16:02:16.358Z [DEBUG] ...``.
+STAMP = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+)Z ", re.MULTILINE)
+FIRST_TURN = "[engine] turn 1 start"
+SHUTDOWN = "[uds-messaging] Shutting down"
 
 
 @dataclass
@@ -83,6 +90,8 @@ class Variant:
     failed_runs: int = 0
     hooks_ms: dict[str, list[int]] = field(default_factory=dict)
     mcp_ms: list[int] = field(default_factory=list)
+    start_ms: list[float] = field(default_factory=list)
+    exit_ms: list[float] = field(default_factory=list)
 
     def engine_log_starts(self) -> int:
         assert self.world is not None
@@ -142,7 +151,33 @@ def run_once(variant: Variant, prompt: str, debug: Path | None) -> None:
         for event, ms in HOOK_LINE.findall(text):
             variant.hooks_ms.setdefault(event, []).append(int(ms))
         variant.mcp_ms += [int(ms) for ms in MCP_LINE.findall(text)]
+        start, first_turn, shutdown, end = phases(text)
+        if first_turn is not None:
+            variant.start_ms.append((first_turn - start) * 1000)
+        if shutdown is not None:
+            variant.exit_ms.append((end - shutdown) * 1000)
         debug.unlink()
+
+
+def phases(text: str) -> tuple[float, float | None, float | None, float]:
+    """From Claude Code's debug log: its first line, the first turn's start, the start of
+    its shutdown and its last line (seconds)."""
+    from datetime import datetime
+
+    def at(line_start: int) -> float:
+        found = STAMP.match(text, line_start)
+        assert found is not None
+        return datetime.fromisoformat(found.group(1)).timestamp()
+
+    stamps = [m.start() for m in STAMP.finditer(text)]
+    first_turn = shutdown = None
+    for offset in stamps:
+        line = text[offset : text.find("\n", offset)]
+        if first_turn is None and FIRST_TURN in line:
+            first_turn = at(offset)
+        if shutdown is None and SHUTDOWN in line:
+            shutdown = at(offset)
+    return at(stamps[0]), first_turn, shutdown, at(stamps[-1])
 
 
 def rows_of(variants: list[Variant], split: bool) -> list[dict[str, Any]]:
@@ -166,6 +201,8 @@ def rows_of(variants: list[Variant], split: bool) -> list[dict[str, Any]]:
                 values = v.hooks_ms.get(event, [])
                 row[f"{event} ms"] = statistics.median(values) if values else ""
             row["MCP connect ms"] = statistics.median(v.mcp_ms) if v.mcp_ms else ""
+            row["to 1st turn ms"] = statistics.median(v.start_ms) if v.start_ms else ""
+            row["exit ms"] = statistics.median(v.exit_ms) if v.exit_ms else ""
         rows.append(row)
     return rows
 
@@ -236,6 +273,8 @@ def main() -> int:
         "walls": {v.name: v.walls for v in variants},
         "hooks_ms": {v.name: v.hooks_ms for v in variants},
         "mcp_connect_ms": {v.name: v.mcp_ms for v in variants},
+        "to_first_turn_ms": {v.name: v.start_ms for v in variants},
+        "exit_ms": {v.name: v.exit_ms for v in variants},
     }
     print(f"JSON: {write_json('claude', result)}")
     return 0
