@@ -148,6 +148,30 @@ def test_a_session_end_with_no_engine_running_starts_none(hooks: Hooks, project:
     assert daily_text(project).count(f"turn:{turn}") == 1
 
 
+def test_a_new_session_of_the_same_claude_code_process_ends_the_previous_one(
+    hooks: Hooks, project: Path
+) -> None:
+    """No SessionEnd hook is installed (ADR 0023): a Claude Code process that starts
+    another session (/clear, /resume) is done with the one before, whose captures the
+    engine writes as a SessionEnd would."""
+    turn = write_turn(project, question="which broker?", answer="RabbitMQ, quorum queues.")
+    hooks.call("SessionStart", SESSION, source="startup")
+    hooks.call("Stop", SESSION)
+    other = "7e1f0a2b-2222-4333-8444-a55566667777"
+    hooks.call("SessionStart", other, source="clear")  # the same parent process
+    log = Path(hooks.place().log)
+    wait_for(
+        lambda: (
+            f"session {SESSION[:8]}: Claude Code (pid {os.getpid()}) went on with "
+            f"{other[:8]}: ending it" in log.read_text()
+        ),
+        what="the first session ended",
+    )
+    wait_for(lambda: f"turn:{turn}" in daily_text(project), what="its capture")
+    assert f"session {other[:8]}" not in log.read_text().split("went on with")[-1]
+    assert hooks.failures() == []
+
+
 def test_memory_status_over_mcp_names_the_llm_claude_code_sessions_distil_with(
     hooks: Hooks, project: Path, tmp_path: Path
 ) -> None:
