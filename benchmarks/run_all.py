@@ -11,7 +11,7 @@ SCRIPTS = [
     "bench_search.py",
     "bench_embed.py",
     "bench_index.py",
-    "bench_cold.py",
+    "bench_cli.py",
     "bench_autocontext.py",
     "bench_fresh.py",
     "bench_redaction.py",

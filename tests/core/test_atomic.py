@@ -33,6 +33,17 @@ def test_replaces_the_file_and_leaves_no_temp(tmp_path: Path) -> None:
     assert _temps(tmp_path) == []
 
 
+def test_a_write_that_need_not_survive_a_crash_is_as_atomic_and_keeps_the_mode(
+    tmp_path: Path,
+) -> None:
+    target = tmp_path / "running.json"
+    write_atomic(target, "one\n", new_file_mode=0o600, durable=False)
+    assert (target.read_text(encoding="utf-8"), _mode(target)) == ("one\n", 0o600)
+    write_atomic(target, "two\n", durable=False)
+    assert (target.read_text(encoding="utf-8"), _mode(target)) == ("two\n", 0o600)
+    assert _temps(tmp_path) == []
+
+
 def test_temp_names_are_unique_and_of_the_shape_the_sweep_knows(tmp_path: Path) -> None:
     target = tmp_path / "MEMORY.md"
     names = {atomic.temp_path_for(target).name for _ in range(50)}

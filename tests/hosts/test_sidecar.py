@@ -23,7 +23,7 @@ from typing import IO, Any
 import pytest
 
 from fake_llm import FakeOpenAI
-from helpers import FixedClock, wait_for
+from helpers import FixedClock, make_project, wait_for
 from memlane.core.scope import resolve_scope
 from memlane.engine.sessions.registry import close_stores
 from memlane.hosts.jsonrpc import Connection
@@ -350,6 +350,35 @@ def test_a_failed_session_start_never_writes_into_the_previous_project(
     assert str(other) in wrote["error"]["message"]
     text = _daily_text(project)
     assert "for the first" in text and "for other" not in text
+
+
+def _open_sessions(sidecar: InProcess) -> dict[str, list[str]]:
+    """Each open project's scope and the ids of its open sessions."""
+    return {
+        str(p["scope"]): [str(s["id"]) for s in p["sessions"]]
+        for p in sidecar.sidecar.projects.describe()
+    }
+
+
+def test_a_new_session_ends_the_previous_one_and_keeps_the_project(
+    sidecar: InProcess, project: Path
+) -> None:
+    _start(sidecar, project)
+    first = sidecar.sidecar.session
+    sidecar.result("session_start", {"cwd": str(project), "session_id": "s-2", "host": "pi"})
+    assert sidecar.sidecar.session is not first and sidecar.sidecar.session is not None
+    assert _open_sessions(sidecar) == {str(project): ["s-2"]}  # one project, one session
+
+
+def test_a_session_in_another_directory_switches_the_project(
+    sidecar: InProcess, project: Path, tmp_path: Path
+) -> None:
+    other = make_project(tmp_path, "other")
+    _start(sidecar, project)
+    sidecar.result("session_start", {"cwd": str(other), "session_id": "s-2", "host": "pi"})
+    assert _open_sessions(sidecar) == {str(project): [], str(other): ["s-2"]}
+    sidecar.result("tool", {"name": "memory_write", "arguments": {"text": "for the other one"}})
+    assert "for the other one" in _daily_text(other)
 
 
 # -- the real process ------------------------------------------------------------------------

@@ -27,18 +27,21 @@ from memlane.llm.claude_code import ClaudeCodeLLM
 from memlane.llm.factory import make_llm
 
 # Where the e2e lane installs Claude Code when it is not on PATH.
-INSTALLED = (
-    Path.home() / ".cache/memlane-e2e/claude-code-2/node_modules/@anthropic-ai/claude-code/bin"
-)
+INSTALLED = Path.home() / ".cache/memlane-e2e/claude-code-2/node_modules/@anthropic-ai"
 
 
 def _claude_binary() -> Path | None:
+    """``claude`` on PATH, else the e2e lane's: the package's ``bin/claude.exe`` once
+    its postinstall linked it (before that it is a small placeholder script), else
+    the platform package's own binary."""
     found = shutil.which("claude")
     if found:
         return Path(found)
-    for name in ("claude.exe", "claude"):
-        if (INSTALLED / name).is_file():
-            return INSTALLED / name
+    candidates = [INSTALLED / "claude-code" / "bin" / "claude.exe"]
+    candidates += sorted(INSTALLED.glob("claude-code-*/claude"))
+    for candidate in candidates:
+        if candidate.is_file() and candidate.stat().st_size > 1_000_000:
+            return candidate
     return None
 
 

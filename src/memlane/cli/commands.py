@@ -3,21 +3,19 @@ forget, compact, status, demo."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from memlane.cli import quick_cmds
 from memlane.cli.context import ProgressBar, notice, open_memory, print_json, state
 from memlane.cli.free_text import FreeTextCommand
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
+    from collections.abc import Mapping
 
-    from memlane.core.types import SearchResult
-    from memlane.engine.project import Memory
-    from memlane.engine.reports import IndexReport, Progress
+    from memlane.engine.reports import IndexReport
 
 
 def scope(
@@ -25,18 +23,7 @@ def scope(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Show where this project's memory lives: scope, store, collection, state directory."""
-    from memlane.core.scope import resolve_scope
-
-    resolved = resolve_scope(state(ctx).directory)
-    if as_json:
-        print_json(resolved.to_json())
-        return
-    data = resolved.to_json()
-    width = max(len(k) for k in data)
-    for key, value in data.items():
-        typer.echo(f"{key:<{width}}  {value if value is not None else '(none)'}")
-    if resolved.state_dir_note:
-        notice(resolved.state_dir_note)
+    quick_cmds.scope_command(state(ctx).directory, as_json)
 
 
 def write(
@@ -47,16 +34,8 @@ def write(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Append a timestamped, anchored memory entry to today's daily file."""
-    import sys
-
-    if text == "-":
-        text = sys.stdin.read()
-    with open_memory(ctx) as mem:
-        entry = mem.write(text)
-    if as_json:
-        print_json(entry.to_json())
-    else:
-        typer.echo(f"Wrote an entry at {entry.time} to {entry.path}")
+    current = state(ctx)
+    quick_cmds.write_command(current.directory, current.clock, text, as_json)
 
 
 def chunks(
@@ -119,27 +98,6 @@ def _show_report(report: IndexReport, as_json: bool) -> None:
         f"{report.indexed_chunks} new chunks, {report.removed_files} files pruned, "
         f"{report.total_chunks} chunks in the index ({report.seconds:.2f} s, {report.status})"
     )
-
-
-def _catch_up_notes(mem: Memory, bar: Progress) -> list[str]:
-    """Index what changed before a search; an index that cannot be used now
-    is left for the search to report (it says the index is unavailable)."""
-    from memlane.index.protocol import (
-        DimensionMismatchError,
-        IndexBusyError,
-        IndexUnavailableError,
-    )
-
-    try:
-        return mem.sync(bar, quiet_when_idle=True).notices
-    except (IndexUnavailableError, DimensionMismatchError):
-        return []
-    except IndexBusyError:
-        # A Milvus Lite database another process holds (memsearch watch):
-        # the search says so, as engine/recall/notes.py does for its own call.
-        if mem.index.backend != "milvus":
-            raise
-        return []
 
 
 def search(
@@ -218,107 +176,24 @@ def search(
     Only hits that score at least search.min_score are shown; when none
     does, it says that nothing relevant was found.
     """
-    from dataclasses import replace
-
-    from memlane.core.errors import MemlaneError
-    from memlane.core.render import render_search
-    from memlane.engine.recall.request import SearchRequest, check_request
-    from memlane.engine.recall.router import search as route_search
-
-    if lexical and mode not in (None, "lexical"):
-        raise MemlaneError(f"--lexical contradicts --mode {mode}", "give one of them")
-    if (query is None) == (batch is None):
-        raise MemlaneError(
-            "give either a QUERY or --batch FILE", "memlane search 'what to look for'"
-        )
-    if batch is not None and not as_json:
-        raise MemlaneError("--batch prints JSON lines", "add --json")
-    if kind in ("session", "all") and (batch is not None or source is not None or all_projects):
-        raise MemlaneError(f"--kind {kind} takes one QUERY and no --batch, --source or --all")
-    if all_projects and (batch is not None or source is not None):
-        raise MemlaneError("--all takes one QUERY and no --batch or --source")
-    request = SearchRequest(
-        query or "",
-        k,
+    current = state(ctx)
+    quick_cmds.search_command(
+        current.directory,
+        current.clock,
+        query=query,
+        k=k,
         kind=kind,
-        scope="all" if all_projects else "project",
         after=after,
         before=before,
         session=session,
-        source_prefix=str(Path(source).expanduser().resolve()) if source else None,
-        mode="lexical" if lexical else mode or "hybrid",
+        source=source,
+        lexical=lexical,
+        mode=mode,
+        batch=batch,
+        all_projects=all_projects,
         min_score=min_score,
-        # The notes are synced once below, with a progress bar, before any query.
-        sync=False,
+        as_json=as_json,
     )
-    check_request(request)  # a bad argument is said before anything is indexed
-    hint = None
-    with open_memory(ctx) as mem:
-        if request.route in ("sessions", "everything"):
-            from memlane.cli.sessions_cmds import catch_up
-
-            catch_up(mem)
-            hint = "memlane transcript SOURCE --turn ID, or memlane expand HASH"
-        caught_up: list[str] = []
-        if request.route in ("notes", "everything"):
-            if request.route == "notes":
-                mem.require_store()
-            # The catch-up before the search shows a bar when it has much to do
-            # (a new store, or every note embedded again after an upgrade).
-            with ProgressBar("indexing") as bar:
-                caught_up = _catch_up_notes(mem, bar)
-        if batch is not None:
-            for line in caught_up:
-                notice(line)
-            _search_batch(
-                _batch_queries(batch),
-                lambda text: route_search(mem, replace(request, query=text)).result,
-            )
-            return
-        recalled = route_search(mem, request)
-        for text in mem.notices:
-            notice(text)
-    result = recalled.result
-    result.notices[:0] = caught_up
-    if recalled.fan_out is not None:
-        if as_json:
-            print_json(recalled.fan_out.to_json())
-        else:
-            typer.echo(render_search(result, None, "memlane expand HASH --project PROJECT"))
-        return
-    if as_json:
-        print_json(result.to_json())
-    elif hint is not None:
-        typer.echo(render_search(result, os.getcwd(), hint))
-    else:
-        typer.echo(render_search(result, os.getcwd()))
-
-
-def _batch_queries(batch: str) -> list[str]:
-    """The lines of a --batch FILE (- for stdin)."""
-    import sys
-
-    from memlane.core.errors import MemlaneError
-
-    if batch == "-":
-        return sys.stdin.read().splitlines()
-    try:
-        return Path(batch).expanduser().read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise MemlaneError(f"cannot read --batch file {batch}: {exc}") from None
-
-
-def _search_batch(queries: list[str], one: Callable[[str], SearchResult]) -> None:
-    """One compact JSON object per query, in order; a blank line gets an
-    empty answer, so outputs stay aligned with inputs. The index caught up
-    once, before the first query."""
-    import json
-    import sys
-
-    for query in queries:
-        data = {"query": query, **one(query).to_json()}
-        sys.stdout.write(json.dumps(data, ensure_ascii=False) + "\n")
-        sys.stdout.flush()
 
 
 def expand(
@@ -331,10 +206,8 @@ def expand(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """L2 recall: the whole section a chunk came from, with its session anchor."""
-    arguments: dict[str, str] = {"chunk_hash": chunk_hash}
-    if project:
-        arguments["project"] = project
-    _run_tool(ctx, "memory_expand", arguments, as_json)
+    current = state(ctx)
+    quick_cmds.expand_command(current.directory, current.clock, chunk_hash, project, as_json)
 
 
 def transcript(
@@ -349,12 +222,8 @@ def transcript(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """L3 recall: the original conversation turns around an anchored memory."""
-    arguments: dict[str, str] = {"transcript_path": path}
-    if turn:
-        arguments["turn"] = turn
-    if project:
-        arguments["project"] = project
-    _run_tool(ctx, "memory_transcript", arguments, as_json)
+    current = state(ctx)
+    quick_cmds.transcript_command(current.directory, current.clock, path, turn, project, as_json)
 
 
 def forget(
@@ -401,27 +270,10 @@ def _run_tool(
     name: str,
     arguments: Mapping[str, object],
     as_json: bool,
-    prepare: Callable[[Memory], object] | None = None,
 ) -> None:
-    """The CLI face of a tool: the same text the agent sees, or its details as JSON.
-
-    ``prepare`` runs first on the opened memory (e.g. a sessions catch-up).
-    """
-    from memlane.engine.tools.dispatch import Tools
-
-    with open_memory(ctx) as mem:
-        if prepare is not None:
-            prepare(mem)
-        # A person at the CLI: L3 opens any transcript they name (a file they
-        # can read anyway); agents over MCP or the sidecar are held to the
-        # project's own sessions and anchors (engine/recall/transcript_access.py).
-        result = Tools(mem, caller_is_person=True).call(name, arguments)
-        for text in mem.notices:
-            notice(text)
-    if as_json:
-        print_json(result.details)
-    else:
-        typer.echo(result.text)
+    """The CLI face of a tool (cli/quick_cmds.py's ``tool_command``)."""
+    current = state(ctx)
+    quick_cmds.tool_command(current.directory, current.clock, name, arguments, as_json)
 
 
 def status(

@@ -136,6 +136,11 @@ def _show(info: dict[str, Any], own_key: str) -> None:
 def start() -> None:
     """Start the engine for this environment now (clients start it on demand anyway)."""
     place = link.Place()
+    if link.engine_disabled():
+        raise MemlaneError(
+            f"the engine is off ({link.ENGINE_SWITCH_ENV}=off)",
+            f"unset {link.ENGINE_SWITCH_ENV} to let agents and commands share one warm engine",
+        )
     try:
         with link.Client.open(
             place, "engine-cmd", os.getcwd(), time.monotonic() + STOP_WAIT_S, start=True

@@ -11,8 +11,10 @@ looks at the command line:
   ``engine.cli_starts`` asks to start one), which runs the same command
   code with its model already loaded (hosts/server/commands.py);
 
-and everything else, or any of these when no engine can serve it, runs here
-in full (cli/main.py), exactly as it would without an engine.
+and everything else runs here in full (cli/main.py). A quick command no
+engine serves runs here too, without the command-line framework when its
+arguments are in a plain form (cli/quick.py: the same command code, half a
+second of imports less), else in full, exactly as it would without an engine.
 """
 
 from __future__ import annotations
@@ -20,7 +22,10 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Sequence
+
+TYPE_CHECKING = False  # not typing's: this module starts every memlane command
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 #: Commands the engine may run for the CLI: their output depends only on the
 #: project, the arguments and the standard input, never on this process.
@@ -110,7 +115,8 @@ def delegate(directory: str, command: str, args: list[str]) -> int | None:
     stdin = sys.stdin.read() if "-" in args else None
     try:
         with client:
-            answer = client.call("cli", {"argv": [command, *args], "stdin": stdin}, ANSWER_S)
+            params = {"argv": [command, *args], "stdin": stdin, "workdir": os.getcwd()}
+            answer = client.call("cli", params, ANSWER_S)
     except (link.EngineUnavailable, link.EngineError) as exc:
         took = time.monotonic() - started
         link.record_failure(place, CLIENT, command, "failed", str(exc), took)
@@ -160,8 +166,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         code = relay(os.path.abspath(_sub_directory(rest) or directory))
         if code is not None:
             return code
-    elif command in DELEGATED and _portable(rest):
-        code = delegate(directory, command, rest)
+    elif command in DELEGATED:
+        if _portable(rest):
+            code = delegate(directory, command, rest)
+            if code is not None:
+                return code
+        # No engine: the quick commands run here without typer (cli/quick.py).
+        from memlane.cli.quick import run as run_quick
+
+        code = run_quick(args)
         if code is not None:
             return code
     from memlane.cli.main import main as full

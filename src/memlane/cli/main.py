@@ -6,9 +6,7 @@ failures print one clear line and exit non-zero; tracebacks are for bugs.
 
 from __future__ import annotations
 
-import errno
 import functools
-import sqlite3
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -33,6 +31,7 @@ from memlane.cli import (
     ui_cmds,
 )
 from memlane.cli.context import CliState, state
+from memlane.cli.outcome import guarded
 
 if TYPE_CHECKING:
     from memlane.core.clock import Clock
@@ -118,35 +117,32 @@ def main(argv: Sequence[str] | None = None, *, clock: Clock | None = None) -> in
     """Run one memlane command in this process and return its exit code.
 
     Expected failures print one ``memlane: error:`` line (and a hint) on
-    stderr instead of a traceback. *argv* defaults to the process's
-    arguments; *clock* is where every date and time comes from (by default
-    the system clock, or ``MEMLANE_NOW`` when set), so a caller can run a
-    command as of another moment.
+    stderr instead of a traceback (cli/outcome.py). *argv* defaults to the
+    process's arguments; *clock* is where every date and time comes from (by
+    default the system clock, or ``MEMLANE_NOW`` when set), so a caller can
+    run a command as of another moment.
     """
+    args = list(sys.argv[1:] if argv is None else argv)
+    return guarded(lambda: _invoke(args, clock))
+
+
+def _invoke(args: list[str], clock: Clock | None) -> int:
     import os
 
     from memlane.core.clock import clock_from_env
-    from memlane.core.errors import MemlaneError
 
-    args = list(sys.argv[1:] if argv is None else argv)
     exits, usage, aborts = _cli_exceptions()
     command = _command()
     try:
         chosen = clock or clock_from_env(os.environ)
         # Parse and invoke here, not through click's main(): that one turns
         # Ctrl-C into a silent exit 130 and a closed stdout into a silent
-        # exit 1 before the handlers below can say or decide anything.
+        # exit 1 before the handlers of cli/outcome.py can say or decide anything.
         with command.make_context("memlane", args, obj=CliState(clock=chosen)) as ctx:
             code = command.invoke(ctx)
         # Output still buffered would meet a closed pipe only at exit, past the
-        # handlers below ("Exception ignored ... BrokenPipeError", status 120).
+        # handlers ("Exception ignored ... BrokenPipeError", status 120).
         sys.stdout.flush()
-    except MemlaneError as exc:
-        # Messages may quote what the user typed: never a secret on the terminal.
-        sys.stderr.write(f"memlane: error: {_redacted(exc.message)}\n")
-        if exc.hint:
-            sys.stderr.write(f"  {_redacted(exc.hint)}\n")
-        return exc.exit_code
     except exits as exc:
         return int(getattr(exc, "exit_code", 0) or 0)
     except usage as exc:
@@ -158,49 +154,6 @@ def main(argv: Sequence[str] | None = None, *, clock: Clock | None = None) -> in
     except aborts:
         sys.stderr.write("memlane: interrupted\n")
         return 130
-    except KeyboardInterrupt:
-        sys.stderr.write("memlane: interrupted\n")
-        return 130
-    except BrokenPipeError:
-        # The reader went away (`memlane ... | head -1`): no message, but the
-        # output was cut short, so status 1, as Python, click and rich (which
-        # prints --help) give it.
-        _discard_stdout()
-        return 1
-    except UnicodeError as exc:
-        return _fail(
-            f"the input is not valid UTF-8 text ({getattr(exc, 'reason', exc)})",
-            "re-encode it as UTF-8 and try again; nothing was written",
-        )
-    except OSError as exc:
-        # The environment, not memlane: a read-only or missing directory, a full disk.
-        from memlane.core.diskspace import disk_full_error, is_disk_full
-
-        if is_disk_full(exc) and exc.filename:
-            full = disk_full_error(exc.filename, "it could not be written")
-            return _fail(full.message, full.hint or "")
-        if is_disk_full(exc):
-            return _fail(
-                "the disk is full: the command could not write what it needed",
-                "free some space (`df -h` shows how much is left) and try again",
-            )
-        if exc.errno == errno.EROFS:
-            where = f" ({exc.filename})" if exc.filename else ""
-            return _fail(
-                f"the file system is read-only{where}: the command could not write",
-                "remount it writable, or set MEMLANE_HOME / MEMSEARCH_DIR to a writable place",
-            )
-        where = f": {exc.filename}" if exc.filename else ""
-        return _fail(
-            f"{exc.strerror or exc}{where}",
-            "check that the path is writable by your user; MEMLANE_HOME moves memlane's "
-            "own files (index, config) elsewhere",
-        )
-    except sqlite3.Error as exc:
-        return _fail(
-            f"the index database failed: {exc}",
-            "`memlane status` shows the index state; `memlane reindex` rebuilds it from markdown",
-        )
     return code if isinstance(code, int) else 0
 
 
@@ -213,41 +166,11 @@ def _command() -> TyperGroup:
     return command
 
 
-def _discard_stdout() -> None:
-    """Point a real process's stdout at /dev/null after its reader closed the pipe.
-
-    Python flushes stdout at exit; into the closed pipe that flush would fail
-    once more and print "Exception ignored ... BrokenPipeError". An in-process
-    caller's replacement stream (``sys.stdout`` is not ``sys.__stdout__``) is
-    left alone.
-    """
-    import os
-
-    if sys.stdout is not sys.__stdout__ or sys.__stdout__ is None:
-        return
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(devnull, sys.__stdout__.fileno())
-    finally:
-        os.close(devnull)
-
-
 def run() -> None:
     """Console-script entry: the command line's command, its exit code as the process's."""
     from memlane.core.process import exit_process
 
     exit_process(main())
-
-
-def _redacted(text: str) -> str:
-    from memlane.store.redaction import redact
-
-    return redact(text).text
-
-
-def _fail(message: str, hint: str) -> int:
-    sys.stderr.write(f"memlane: error: {message}\n  {hint}\n")
-    return 1
 
 
 if __name__ == "__main__":

@@ -11,12 +11,11 @@ import typer
 
 from memlane.cli.context import ProgressBar, notice, open_memory, print_json
 from memlane.cli.free_text import FreeTextCommand
+from memlane.cli.quick_cmds import catch_up_sessions
 
 if TYPE_CHECKING:
-    from memlane.engine.project import Memory
     from memlane.engine.sessions.hits import SessionSearch
     from memlane.engine.sessions.ingest import BackfillReport
-    from memlane.engine.sessions.layer import SessionsLayer
 
 sessions_app = typer.Typer(
     name="sessions",
@@ -49,18 +48,6 @@ def _echo_report(report: BackfillReport) -> None:
         )
     for text in report.notices:
         notice(text)
-
-
-def catch_up(mem: Memory) -> SessionsLayer:
-    """The project's sessions layer with every new message indexed (progress on stderr)."""
-    from memlane.engine.sessions.layer import SessionsLayer
-
-    layer = SessionsLayer(mem)
-    with ProgressBar("sessions") as progress:
-        report = layer.backfill(progress)
-    if report.activity:
-        notice(f"indexed {report.documents_added} new session message(s) first")
-    return layer
 
 
 @sessions_app.command("backfill")
@@ -168,7 +155,7 @@ def search(
     New messages are indexed first, like `memlane search` does for notes.
     """
     with open_memory(ctx) as mem:
-        layer = catch_up(mem)
+        layer = catch_up_sessions(mem)
         result = layer.search(
             query, k, mode=mode, session=session, after=after, before=before, role=role
         )

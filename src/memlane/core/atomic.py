@@ -36,6 +36,7 @@ def write_atomic(
     mode: int | None = None,
     new_file_mode: int | None = None,
     fault_prefix: str | None = None,
+    durable: bool = True,
 ) -> None:
     """Replace *path* with *data* (``str`` is written as UTF-8) atomically.
 
@@ -43,7 +44,10 @@ def write_atomic(
     made private stays private); else *new_file_mode*; else the usual
     ``0o666`` less the umask. *fault_prefix* names the fault steps
     ``<prefix>.temp_written`` (before the rename) and ``<prefix>.renamed``
-    (after it) that the fault suite kills at.
+    (after it) that the fault suite kills at. ``durable=False`` skips the
+    fsyncs (each can take milliseconds on a busy disk) for a record that is
+    cheap to lose in a crash of the machine: readers still see the old file
+    or the new one, never half of one.
     """
     payload = data.encode("utf-8") if isinstance(data, str) else data
     final_mode = mode if mode is not None else _existing_mode(path, new_file_mode)
@@ -54,7 +58,8 @@ def write_atomic(
             if final_mode is not None:
                 os.fchmod(fd, final_mode)
             _write_all(fd, payload)
-            os.fsync(fd)
+            if durable:
+                os.fsync(fd)
         finally:
             os.close(fd)
         if fault_prefix is not None:
@@ -66,7 +71,8 @@ def write_atomic(
         raise
     if fault_prefix is not None:
         step(f"{fault_prefix}.renamed")
-    fsync_directory(path.parent)
+    if durable:
+        fsync_directory(path.parent)
 
 
 def fsync_directory(directory: Path) -> None:

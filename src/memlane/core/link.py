@@ -38,6 +38,13 @@ import os
 import sys
 import time
 
+# ``typing`` costs a hook call milliseconds: types are for the checker only.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import hashlib
+    from collections.abc import Callable
+    from typing import Any
+
 HOME_ENV = "MEMLANE_HOME"
 DEFAULT_HOME = "~/.memlane"
 #: ``python -m`` this to run the engine.
@@ -132,12 +139,22 @@ def keyed_environment(env: dict[str, str] | os._Environ[str] | None = None) -> d
 
 def engine_key(env: dict[str, str] | os._Environ[str] | None = None) -> str:
     """12 hex characters naming the engine for this installation and *env*."""
-    import hashlib
+    parts = [package_dir()] + [f"{k}={v}" for k, v in sorted(keyed_environment(env).items())]
+    return _sha256_hex("\0".join(parts).encode("utf-8", "surrogateescape"))[:12]
 
-    digest = hashlib.sha256(package_dir().encode("utf-8", "surrogateescape"))
-    for name, value in sorted(keyed_environment(env).items()):
-        digest.update(b"\0" + f"{name}={value}".encode("utf-8", "surrogateescape"))
-    return digest.hexdigest()[:12]
+
+def _sha256_hex(data: bytes) -> str:
+    """SHA-256 from the interpreter's built-in module: ``hashlib`` loads OpenSSL,
+    a few milliseconds every hook call pays for."""
+    sha256: Callable[[bytes], hashlib._Hash]
+    try:
+        from _sha2 import sha256  # type: ignore[import-not-found, no-redef]  # 3.12+
+    except ImportError:
+        try:
+            from _sha256 import sha256  # type: ignore[import-not-found, no-redef]
+        except ImportError:
+            from hashlib import sha256
+    return sha256(data).hexdigest()
 
 
 class Place:
@@ -316,10 +333,8 @@ def reach(place: Place, deadline: float, *, start: bool = True) -> _socket.socke
 
 def rpc_header(client: str, cwd: str, **meta: object) -> bytes:
     """The first line of a JSON-RPC connection: who is calling, from where."""
-    import json
-
     fields = {"client": client, "cwd": cwd, "pid": os.getppid(), **meta}
-    return RPC_HEADER + b" " + json.dumps(fields, ensure_ascii=True).encode("ascii") + b"\n"
+    return RPC_HEADER + b" " + dumps(fields).encode("ascii") + b"\n"
 
 
 def record_failure(
@@ -328,7 +343,6 @@ def record_failure(
     """One line in ``client-failures.jsonl``: a client failed open (``what``:
     ``failed`` or ``slow``; the time of the last one is the file's). Never
     raises: the client must go on."""
-    import json
 
     try:
         make_private_dir(place.directory)
@@ -343,9 +357,74 @@ def record_failure(
         if os.path.exists(path) and os.path.getsize(path) > FAILURES_MAX_BYTES:
             os.replace(path, path + ".1")  # the older failures stay one file back
         with open(path, "a", encoding="utf-8") as out:
-            out.write(json.dumps(line) + "\n")
+            out.write(dumps(line) + "\n")
     except (OSError, EngineUnavailable):
         pass  # nowhere to record it: still never fail the host
+
+
+# -- JSON without the json module ---------------------------------------------------------
+# ``import json`` costs a CLI call ~10-20 ms of CPU (its regular expressions),
+# as much as the rest of the client; the C accelerator under it does the work.
+
+
+def dumps(value: object) -> str:
+    """*value* (None, bool, int, str, list, dict with str keys) as ASCII JSON text,
+    as ``json.dumps`` writes it."""
+    try:
+        from _json import encode_basestring_ascii as quote
+    except ImportError:  # an interpreter without the accelerator
+        import json
+
+        return json.dumps(value)
+    return _dump(value, quote)
+
+
+def _dump(value: object, quote: Any) -> str:
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, str):
+        return str(quote(value))
+    if isinstance(value, int):
+        return int.__repr__(value)
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_dump(item, quote) for item in value) + "]"
+    if isinstance(value, dict):
+        items = (f"{_dump(str(k), quote)}: {_dump(v, quote)}" for k, v in value.items())
+        return "{" + ", ".join(items) + "}"
+    raise TypeError(f"cannot send {type(value).__name__} to the engine")
+
+
+class _Decoding:
+    """What the C scanner reads off a decoder: ``json.loads``' defaults."""
+
+    strict = True
+    object_hook = None
+    object_pairs_hook = None
+    parse_float = float
+    parse_int = int
+    parse_constant = float  # NaN, Infinity, -Infinity
+
+
+def loads(data: bytes) -> Any:
+    """The JSON value of *data* (``ValueError`` when it is not one whole value)."""
+    try:
+        from _json import make_scanner
+    except ImportError:
+        import json
+
+        return json.loads(data)
+    text = data.decode("utf-8").strip(" \t\r\n")
+    try:
+        value, end = make_scanner(_Decoding())(text, 0)  # type: ignore[arg-type]
+    except StopIteration:
+        raise ValueError("the engine's answer is not JSON") from None
+    if end != len(text):
+        raise ValueError("the engine's answer is not one JSON value")
+    return value
 
 
 class EngineError(RuntimeError):
@@ -377,24 +456,26 @@ class Client:
     ) -> Client:
         """Reach the engine (starting it when *start*) and introduce this client."""
         sock = reach(place, deadline, start=start)
-        sock.settimeout(None)
-        sock.sendall(rpc_header(client, cwd, **meta))
+        try:
+            sock.settimeout(None)
+            sock.sendall(rpc_header(client, cwd, **meta))
+        except OSError as exc:  # an engine that was exiting accepted, then went away
+            sock.close()
+            raise EngineGone(f"the engine went away: {exc}") from None
         return cls(sock)
 
     def call(self, method: str, params: dict[str, object], timeout_s: float) -> object:
         """The result of *method* (``EngineError`` for an error answer, ``EngineGone``
         when the engine hung up, ``EngineSlow`` past *timeout_s*)."""
-        import json
-
         self._ids += 1
         request_id = self._ids
         line = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
         deadline = time.monotonic() + timeout_s
         try:
             self._sock.settimeout(max(timeout_s, 0.01))
-            self._sock.sendall(json.dumps(line).encode("utf-8") + b"\n")
+            self._sock.sendall(dumps(line).encode("ascii") + b"\n")
             while True:
-                answer = json.loads(self._read_line(deadline))
+                answer = loads(self._read_line(deadline))
                 if isinstance(answer, dict) and answer.get("id") == request_id:
                     break
         except TimeoutError:
@@ -424,10 +505,10 @@ class Client:
         return line
 
     def close(self) -> None:
-        import contextlib
-
-        with contextlib.suppress(OSError):
+        try:
             self._sock.close()
+        except OSError:  # contextlib's import would cost the CLI more than the rest of its exit
+            return
 
     def __enter__(self) -> Client:
         return self

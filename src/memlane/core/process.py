@@ -20,8 +20,9 @@ def exit_process(code: int) -> None:
     left exits the ordinary way, which waits for it (and first stops idle
     thread pools, which joining them here would not).
     """
-    import threading
-
+    threading = sys.modules.get("threading")
+    if threading is None:
+        sys.exit(code)  # nothing imported threading: no other thread runs (a thin client)
     main_thread = threading.main_thread()
     others = [t for t in threading.enumerate() if t is not main_thread and t.is_alive()]
     if not others or any(not t.daemon for t in others):

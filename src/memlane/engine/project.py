@@ -66,6 +66,7 @@ class Memory:
         self.catch_up_char_limit = catch_up_char_limit
         self._parts = _parts or SharedParts()
         self._index: NotesIndex | None = None
+        self._lender: Memory | None = None
 
     def fork(self, *, catch_up_char_limit: int | None = None) -> Memory:
         """Another handle on the same memory for another thread.
@@ -83,6 +84,13 @@ class Memory:
             catch_up_char_limit=catch_up_char_limit,
             _parts=self._parts,
         )
+
+    def lend(self) -> Memory:
+        """This handle's index for code on its thread that closes what it opens (a
+        CLI command in the engine): own notices; closing leaves the index open."""
+        view = self.fork(catch_up_char_limit=self.catch_up_char_limit)
+        view._lender = self
+        return view
 
     @classmethod
     def open(
@@ -144,6 +152,8 @@ class Memory:
     @property
     def index(self) -> NotesIndex:
         """The notes index on the configured backend (engine/index_backend.py)."""
+        if self._lender is not None:
+            return self._lender.index
         if self._index is None:
             from memlane.engine.index_backend import open_notes_index
 
@@ -151,7 +161,7 @@ class Memory:
         return self._index
 
     def close(self) -> None:
-        if self._index is not None:
+        if self._lender is None and self._index is not None:
             self._index.close()
             self._index = None
 
@@ -326,6 +336,8 @@ class Memory:
         """Drop the derived index and rebuild it from the markdown alone."""
         from memlane.engine.index_backend import reset_notes_index
 
+        if self._lender is not None:
+            return self._lender.reindex(progress)
         index, self._index = self._index, None
         reset_notes_index(self.scope, self.config.index, index)
         return self.sync(progress, operation="reindex")

@@ -20,8 +20,9 @@ user and host), everything else stays byte-identical. Existing markers are
 never matched again, so redacting twice is a no-op. ``redact`` never raises:
 on an internal failure it fails closed (the whole text is withheld).
 
-detect-secrets (and the ``requests`` it pulls in, ~0.1 s) is imported on the
-first call only, so commands that never redact start as fast as before.
+detect-secrets' patterns are read out of it once and kept in a cache
+(redaction_patterns.py): a process that redacts compiles them without
+importing detect-secrets and the ``requests`` it pulls in (~0.2 s of CPU).
 
 Fault hook: inside ``with scanner_failure():`` every scan fails as a scanner
 bug would, so the fail-closed paths (``redact`` withholds the whole text,
@@ -33,12 +34,12 @@ from __future__ import annotations
 import contextlib
 import re
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from functools import lru_cache
 
 from memlane.store import redaction_rules as rules
-from memlane.store.private_keys import ANY_PEM_KEY_HEADER_RE, private_key_blocks
+from memlane.store.private_keys import private_key_blocks
+from memlane.store.redaction_patterns import Pattern, PatternSet, pattern_set
 
 PRIVATE_MARKER = "[private]"
 MARKER_PREFIX = "[REDACTED:"
@@ -175,8 +176,6 @@ _URL_PASSWORD_RE = re.compile(
     r"\b[A-Za-z][A-Za-z0-9+.-]*://[^\s:/@?#]*:(?P<v>[^\s/?#]+)@(?=[^\s@/?#]*[A-Za-z0-9])"
 )
 
-_TOKEN_TAIL_RE = re.compile(r"[A-Za-z0-9_-]*")
-_JWT_TAIL_RE = re.compile(r"[A-Za-z0-9_=-]*")
 _ALNUM_BEFORE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
 _LINE_RE = re.compile(r"[^\n]*\n?")
 _MAX_ROUNDS = 8
@@ -185,103 +184,6 @@ _MAX_ROUNDS = 8
 _GENERIC_KINDS = frozenset(
     {"password", "secret", "token", "api-key", "bearer-token", "high-entropy"}
 )
-
-
-@dataclass(frozen=True)
-class _Pattern:
-    kind: str
-    regex: re.Pattern[str]
-    # Tokens the pattern matches only a prefix of are extended to their end.
-    tail: re.Pattern[str] | None = None
-    # Loose patterns (no distinctive prefix) must not start inside a word.
-    word_start: bool = False
-    valid: Callable[[str], bool] | None = None
-
-
-@dataclass(frozen=True)
-class _PatternSet:
-    tokens: tuple[_Pattern, ...]
-    private_key_headers: tuple[re.Pattern[str], ...]
-    keyword: tuple[tuple[re.Pattern[str], int], ...]
-
-
-@lru_cache(maxsize=1)
-def _pattern_set() -> _PatternSet:
-    # Imported here: detect-secrets pulls in requests (~0.1 s), paid by redaction only.
-    from detect_secrets.plugins import keyword as ds_keyword
-    from detect_secrets.plugins.artifactory import ArtifactoryDetector
-    from detect_secrets.plugins.aws import AWSKeyDetector
-    from detect_secrets.plugins.azure_storage_key import AzureStorageKeyDetector
-    from detect_secrets.plugins.basic_auth import BasicAuthDetector
-    from detect_secrets.plugins.cloudant import CloudantDetector
-    from detect_secrets.plugins.discord import DiscordBotTokenDetector
-    from detect_secrets.plugins.github_token import GitHubTokenDetector
-    from detect_secrets.plugins.gitlab_token import GitLabTokenDetector
-    from detect_secrets.plugins.ibm_cloud_iam import IbmCloudIamDetector
-    from detect_secrets.plugins.ibm_cos_hmac import IbmCosHmacDetector
-    from detect_secrets.plugins.jwt import JwtTokenDetector
-    from detect_secrets.plugins.mailchimp import MailchimpDetector
-    from detect_secrets.plugins.npm import NpmDetector
-    from detect_secrets.plugins.openai import OpenAIDetector
-    from detect_secrets.plugins.private_key import PrivateKeyDetector
-    from detect_secrets.plugins.pypi_token import PypiTokenDetector
-    from detect_secrets.plugins.sendgrid import SendGridDetector
-    from detect_secrets.plugins.slack import SlackDetector
-    from detect_secrets.plugins.softlayer import SoftlayerDetector
-    from detect_secrets.plugins.square_oauth import SquareOAuthDetector
-    from detect_secrets.plugins.stripe import StripeDetector
-    from detect_secrets.plugins.telegram_token import TelegramBotTokenDetector
-    from detect_secrets.plugins.twilio import TwilioKeyDetector
-
-    tokens: list[_Pattern] = []
-
-    def add(
-        plugin: type, kind: str, *, tail: re.Pattern[str] | None = _TOKEN_TAIL_RE, **kw: object
-    ) -> None:
-        for regex in plugin.denylist:  # type: ignore[attr-defined]
-            tokens.append(_Pattern(kind, regex, tail, **kw))  # type: ignore[arg-type]
-
-    aws = list(AWSKeyDetector.denylist)
-    tokens.append(_Pattern("aws-access-key", aws[0], _TOKEN_TAIL_RE))
-    tokens.extend(_Pattern("aws-secret-key", regex) for regex in aws[1:])
-    add(GitHubTokenDetector, "github-token")
-    add(GitLabTokenDetector, "gitlab-token")
-    add(OpenAIDetector, "openai-key")
-    add(SlackDetector, "slack-token")
-    add(StripeDetector, "stripe-key")
-    add(NpmDetector, "npm-token", tail=None)
-    add(JwtTokenDetector, "jwt", tail=_JWT_TAIL_RE, valid=JwtTokenDetector.is_formally_valid)
-    add(BasicAuthDetector, "password", tail=None)
-    add(SendGridDetector, "sendgrid-key")
-    add(TwilioKeyDetector, "twilio-key", word_start=True)
-    add(DiscordBotTokenDetector, "discord-token", word_start=True)
-    add(PypiTokenDetector, "pypi-token")
-    add(TelegramBotTokenDetector, "telegram-token", word_start=True)
-    add(MailchimpDetector, "mailchimp-key", word_start=True)
-    add(AzureStorageKeyDetector, "azure-storage-key", tail=None)
-    add(ArtifactoryDetector, "artifactory-token", tail=None)
-    add(SquareOAuthDetector, "square-oauth-secret")
-    add(IbmCloudIamDetector, "ibm-cloud-key", tail=None)
-    add(IbmCosHmacDetector, "ibm-cos-key", tail=None)
-    add(CloudantDetector, "cloudant-key", tail=None)
-    add(SoftlayerDetector, "softlayer-key", tail=None)
-    for kind, pattern in rules.OWN_TOKENS:
-        tokens.append(_Pattern(kind, re.compile(pattern), _TOKEN_TAIL_RE, word_start=True))
-    tokens.append(
-        _Pattern(
-            "kubernetes-token",
-            re.compile(rules.BOOTSTRAP_TOKEN),
-            None,
-            valid=rules.is_bootstrap_token,
-        )
-    )
-
-    return _PatternSet(
-        tokens=tuple(tokens),
-        # detect-secrets' list has no "BEGIN ENCRYPTED PRIVATE KEY" (PKCS#8, passphrase-protected).
-        private_key_headers=(*PrivateKeyDetector.denylist, ANY_PEM_KEY_HEADER_RE),
-        keyword=tuple(ds_keyword.QUOTES_REQUIRED_DENYLIST_REGEX_TO_GROUP.items()),
-    )
 
 
 # --- the scan --------------------------------------------------------------------------------
@@ -310,7 +212,7 @@ def _redact(text: str) -> Redaction:
 def _redact_once(text: str) -> tuple[str, list[str]]:
     text, dropped = _PRIVATE_RE.subn(PRIVATE_MARKER, text)
     kinds = ["private"] * dropped
-    patterns = _pattern_set()
+    patterns = pattern_set()
     text, keys = _replace(text, _private_key_blocks(text, patterns.private_key_headers))
     kinds.extend(keys)
     text, found = _replace(text, _secret_spans(text, patterns))
@@ -354,7 +256,7 @@ def _private_key_blocks(text: str, headers: tuple[re.Pattern[str], ...]) -> Iter
         yield _Span(start, end, "private-key")
 
 
-def _secret_spans(text: str, patterns: _PatternSet) -> list[_Span]:
+def _secret_spans(text: str, patterns: PatternSet) -> list[_Span]:
     taken = [(m.start(), m.end()) for m in _EXISTING_MARKER_RE.finditer(text)]
     spans = [
         *_token_spans(text, patterns.tokens),
@@ -368,7 +270,7 @@ def _secret_spans(text: str, patterns: _PatternSet) -> list[_Span]:
     return [s for s in spans if not any(s.start < b and a < s.end for a, b in taken)]
 
 
-def _token_spans(text: str, tokens: tuple[_Pattern, ...]) -> Iterator[_Span]:
+def _token_spans(text: str, tokens: tuple[Pattern, ...]) -> Iterator[_Span]:
     for pattern in tokens:
         for match in pattern.regex.finditer(text):
             group = next((i for i in range(1, len(match.groups()) + 1) if match.group(i)), 0)

@@ -17,9 +17,9 @@ from pathlib import Path
 from memlane.core.config.files import read_toml
 from memlane.core.config.keys import KEYS, SECRET_PREFIX, Scalar, coerce
 from memlane.core.config.resolved import Config, Value
-from memlane.core.config.trust import project_file
+from memlane.core.config.trust import PROJECT_CONFIG_NAME, project_file
 from memlane.core.errors import ConfigError
-from memlane.core.paths import global_config_path
+from memlane.core.paths import global_config_path, trust_file_path
 
 
 def _layer_from_file(path: Path) -> dict[str, Scalar]:
@@ -77,3 +77,13 @@ def load_config(repository_dir: Path | None = None, env: Mapping[str, str] | Non
         project_trusted=project is not None and project.trusted,
         notices=notices,
     )
+
+
+def config_sources(repository_dir: Path | None) -> list[Path]:
+    """Every file ``load_config`` reads for *repository_dir* (besides the
+    environment), for a long-lived caller that reloads only when one changed."""
+    files = [global_config_path(), trust_file_path()]
+    if repository_dir is not None:
+        files.append(repository_dir / PROJECT_CONFIG_NAME)
+        files.append(Path(os.path.realpath(repository_dir)) / PROJECT_CONFIG_NAME)
+    return files

@@ -7,6 +7,7 @@ measured faster than ORT's intra-op threads and keeps peak memory low.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -30,6 +31,7 @@ from memlane.embed.onnx.files import (
     verify_sha256,
 )
 from memlane.embed.onnx.inference import release_memory, run_batch
+from memlane.embed.onnx.optimized import optimized_model
 from memlane.embed.onnx.session import (
     LoadedModel,
     ModelKey,
@@ -344,6 +346,7 @@ class OnnxEmbedder:
 
     def _load(self) -> LoadedModel:
         run_path = self.model_path
+        optimized: Path | None = None
         if self._expected_sha256 is not None:
             verify_sha256(
                 self.model_path,
@@ -351,16 +354,44 @@ class OnnxEmbedder:
                 expected_size=self._expected_size,
                 cache_dir=self._verify_cache_dir,
             )
+            cache = self._verify_cache_dir or default_cache_dir()
+            run_sha = self._expected_sha256
             if self._derive is not None:
-                cache = self._verify_cache_dir or default_cache_dir()
                 run_path, run_sha = self._derive(self.model_path, self._expected_sha256, cache)
                 verify_sha256(run_path, run_sha, cache_dir=self._verify_cache_dir)
+            optimized = self._optimized(run_path, run_sha, cache)
+        if optimized is not None:
+            try:
+                return self._load_file(optimized)
+            except EmbedderError:
+                pass  # the graph as it is, below: only the start is slower
+        return self._load_file(run_path)
+
+    def _load_file(self, path: Path) -> LoadedModel:
         return load_model(
-            run_path,
+            path,
             self.tokenizer_path,
             max_tokens=self.max_tokens,
             intra_op_threads=self.intra_op_threads,
         )
+
+    def _optimized(self, path: Path, sha256: str, cache: Path) -> Path | None:
+        """The checked model with its graph optimized already (embed/onnx/optimized.py)."""
+        try:
+            import onnxruntime
+        except ImportError:
+            return None  # load_model says what is missing
+        made = optimized_model(onnxruntime, path, sha256, cache)
+        if made is None:
+            return None
+        try:
+            verify_sha256(made[0], made[1], cache_dir=self._verify_cache_dir)
+        except EmbedderError:
+            for damaged in (made[0], made[0].with_name(made[0].name + ".sha256")):
+                with contextlib.suppress(OSError):
+                    damaged.unlink()  # made again by the next load
+            return None
+        return made[0]
 
     def _tokenize(self, model: LoadedModel, texts: list[str]) -> list[list[int]]:
         return tokenize(model.tokenizer, texts, max_tokens=self.max_tokens)

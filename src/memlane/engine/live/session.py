@@ -128,6 +128,7 @@ class Session:
         )
         self.sessions_settings = memory.config.sessions
         self._background: Background | None = None
+        self._owns_background = True
         self._primer_line: str | None = None
         self._recall_log = RecallLog()  # what memlane handed the agent since the last exchange
         self._lock = threading.Lock()  # the snapshot
@@ -163,8 +164,15 @@ class Session:
         transcript_path: str | None = None,
         llm: LLM | None = None,
         settings: SessionSettings | None = None,
+        background: Background | None = None,
     ) -> Session:
-        """session_start: catch-up index and embedder warm-up in the background."""
+        """session_start: catch-up index and embedder warm-up in the background.
+
+        ``background``: the project's own warm-up and sessions layer, when a
+        long-lived host keeps one per project (the warm engine); the session
+        then uses it and leaves it running at its end. Without it the session
+        starts its own and stops it at shutdown.
+        """
         session = cls(
             memory,
             host=host,
@@ -181,7 +189,8 @@ class Session:
         ).start()
         # The embedder warm-up and the sessions layer's catch-up and sweep: what
         # every host gets, with or without a session.
-        session._background = Background(memory, session.notices).start()
+        session._owns_background = background is None
+        session._background = background or Background(memory, session.notices).start()
         session._auto.start()
         if session._primer_line:
             session.notices.append(session._primer_line)
@@ -209,6 +218,7 @@ class Session:
         session_id: str,
         transcript_path: str | None = None,
         host_call: HostCall | None = None,
+        background: Background | None = None,
     ) -> Session:
         """``start`` with the LLM chosen by the configuration.
 
@@ -233,6 +243,7 @@ class Session:
             session_id=session_id,
             transcript_path=transcript_path,
             llm=llm,
+            background=background,
         )
         session.host_llm_available = host_call is not None
         session.notices.extend(notices)
@@ -439,12 +450,13 @@ class Session:
             started + cap_s * CAPTURE_SHARE_OF_SHUTDOWN,
             started + cap_s * EXTRACTION_SHARE_OF_SHUTDOWN,
         )
-        if self._background is not None:
+        if self._background is not None and self._owns_background:
             self._background.stop(timeout_s=0.5)
         layer = self.sessions_layer
         if layer is not None:
             layer.flush(max(0.0, started + cap_s - time.monotonic()) / 2)
-            layer.close()
+            if self._owns_background:
+                layer.close()  # a shared one stays open for the project's next session
         settled = self.indexer.settle(max(0.0, started + cap_s - time.monotonic()))
         self.indexer.close()
         self._auto.stop()

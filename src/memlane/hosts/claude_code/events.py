@@ -125,6 +125,7 @@ class Events:
                 host=HOST,
                 session_id=session_id,
                 transcript_path=_str(data, "transcript_path"),
+                background=project.background,
             )
             self.projects.opened(project, session)
             turns.opened(session_id)

@@ -120,7 +120,9 @@ def ended(collection: str, session_id: str) -> None:
 def _save(collection: str, sessions: dict[str, dict[str, Any]]) -> None:
     path = _path(collection)
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, json.dumps({"sessions": sessions}, sort_keys=True) + "\n")
+    # Which sessions run now: a crash of the machine ends them anyway, so no fsync
+    # (a SessionStart hook waits for this write).
+    write_atomic(path, json.dumps({"sessions": sessions}, sort_keys=True) + "\n", durable=False)
 
 
 def current(

@@ -9,9 +9,14 @@ command code (cli/main.py) on the connection's thread, with:
 - that thread's standard streams routed to buffers (``RoutedStream``; every
   other thread still writes to the engine's own streams), and the client's
   standard input, when the command reads it, as a string;
-- the project's open memory: a command's ``open_memory`` gets a handle
-  (``Memory.fork``) sharing the engine's loaded model, writer and record of
-  fresh writes, with an index connection of its own for this thread.
+- the project's open memory: the command runs on the project's CLI thread
+  (hosts/server/projects.py), and its ``open_memory`` gets a handle lent by
+  that thread's memory (``Memory.lend``): the engine's loaded model, writer
+  and record of fresh writes, and an index connection kept open between
+  commands, so a search finds its caches warm.
+
+The quick commands (search, write, expand, transcript, scope) run without
+typer (cli/quick.py), the others through the full command line.
 
 The client only hands over commands whose meaning does not depend on the
 process they run in (cli/fast.py's ``DELEGATED``): no relative path
@@ -21,6 +26,7 @@ argument, no question asked on the terminal.
 from __future__ import annotations
 
 import io
+import os
 import sys
 import threading
 from pathlib import Path
@@ -94,9 +100,23 @@ class Commands:
     def __init__(self, projects: Projects) -> None:
         self.projects = projects
 
-    def __call__(self, argv: list[str], cwd: str, stdin: str | None) -> dict[str, Any]:
-        from memlane.cli.context import memory_opener
-        from memlane.cli.main import main
+    def __call__(
+        self, argv: list[str], cwd: str, stdin: str | None, workdir: str | None = None
+    ) -> dict[str, Any]:
+        """Run ``memlane -C CWD ARGV``; *workdir*: where the client runs (paths are
+        shown relative to it)."""
+        # The project is looked up here, not on its own threads (a project whose
+        # settings changed is closed and opened again on the way).
+        project = self.projects.for_dir(cwd)
+        return project.run_command(
+            lambda memory: self._run(argv, cwd, stdin, workdir or cwd, memory)
+        ).result()
+
+    def _run(
+        self, argv: list[str], cwd: str, stdin: str | None, workdir: str, lent: Memory
+    ) -> dict[str, Any]:
+        from memlane.cli import quick
+        from memlane.cli.context import memory_opener, working_directory
 
         _install()
         out, err = io.StringIO(), io.StringIO()
@@ -104,13 +124,25 @@ class Commands:
         _routes.stdin = io.StringIO(stdin or "")
 
         def open_memory(directory: Path | None, clock: Clock) -> Memory:
-            # The project's memory as the engine holds it: its model, its writer.
-            return self.projects.for_dir(str(directory or cwd)).memory.fork()
+            # The project's memory as the engine holds it: its model, its writer,
+            # and for this project its open index (another one gets a handle).
+            wanted = os.path.normpath(directory or cwd)
+            if wanted == os.path.normpath(cwd):
+                return lent  # always, for the -C below
+            return self.projects.for_dir(wanted).memory.fork()
 
         token = memory_opener.set(open_memory)
+        where = working_directory.set(workdir)
+        command = ["-C", cwd, *argv]
         try:
-            code = main(["-C", cwd, *argv], clock=self.projects.clock)
+            # The quick commands without typer (cli/quick.py), the others in full.
+            code = quick.run(command, clock=self.projects.clock)
+            if code is None:
+                from memlane.cli.main import main
+
+                code = main(command, clock=self.projects.clock)
         finally:
+            working_directory.reset(where)
             memory_opener.reset(token)
             _routes.stdout = _routes.stderr = _routes.stdin = None
         return {"stdout": out.getvalue(), "stderr": err.getvalue(), "code": code}

@@ -12,6 +12,7 @@ up the project's other sessions.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -30,17 +31,32 @@ if TYPE_CHECKING:
 log = logging.getLogger("memlane.engine")
 
 T = TypeVar("T")
+#: How long a closing project waits for the sessions layer's pending indexing.
+BACKGROUND_FLUSH_S = 5.0
 
 
 class Project:
-    """One project's memory, its worker thread and its open sessions."""
+    """One project's memory, its worker thread, its background work and its open
+    sessions; and a second thread, with a handle of its own, for the CLI commands
+    run here."""
 
-    def __init__(self, memory: Memory) -> None:
+    def __init__(self, memory: Memory, config_stamp: object = None) -> None:
+        from memlane.engine.live.background import Background
+
         self.memory = memory
         self.sessions: dict[str, Session] = {}
-        self._worker = ThreadPoolExecutor(
-            max_workers=1, thread_name_prefix=f"memlane-{memory.scope.collection[:24]}"
-        )
+        #: The settings files as they were when ``memory.config`` was read.
+        self.config_stamp = config_stamp
+        name = memory.scope.collection[:24]
+        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"memlane-{name}")
+        # A CLI command (a search with its catch-up) never holds up a session's
+        # prompt; its handle stays open between commands, its index caches warm.
+        self._cli = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"memlane-cli-{name}")
+        self._cli_memory: Memory | None = None
+        # The model's warm-up and the sessions layer's backfill and sweep, once per
+        # project for every session, tool call and command the engine serves: they
+        # run on while sessions come and go (engine/live/background.py).
+        self.background = Background(memory.fork()).start()
 
     @property
     def collection(self) -> str:
@@ -49,7 +65,30 @@ class Project:
     def run(self, job: Callable[[], T]) -> Future[T]:
         return self._worker.submit(job)
 
+    def run_command(self, job: Callable[[Memory], T]) -> Future[T]:
+        """Run *job* on the CLI thread with a lent handle on its memory (``Memory.lend``)."""
+
+        def lent() -> T:
+            if self._cli_memory is None:
+                self._cli_memory = self.memory.fork()
+            return job(self._cli_memory.lend())
+
+        return self._cli.submit(lent)
+
     def close(self) -> None:
+        self.background.stop(timeout_s=0.5)
+        layer = self.background.sessions_layer
+        if layer is not None:
+            layer.flush(BACKGROUND_FLUSH_S)
+            layer.close()
+
+        def close_cli() -> None:
+            if self._cli_memory is not None:
+                self._cli_memory.close()
+                self._cli_memory = None
+
+        self._cli.submit(close_cli).result()
+        self._cli.shutdown(wait=True)
         self._worker.submit(self.memory.close).result()
         self._worker.shutdown(wait=True)
 
@@ -93,6 +132,9 @@ class Projects:
         with self._lock:
             known = self._projects.get(self._by_dir.get(directory, ""))
         scope = known.memory.scope if known is not None else resolve_scope(directory)
+        stamp = _config_stamp(scope.repository_dir)
+        if known is not None and stamp is not None and stamp == known.config_stamp:
+            return known  # no settings file changed: the settings are the ones it has
         config = load_config(scope.repository_dir)
         stale: Project | None = None
         with self._lock:
@@ -105,6 +147,8 @@ class Projects:
                 parts = self._shared_parts(config.embedding)
                 memory = Memory(scope, config, clock=self.clock, _parts=parts)
                 project = self._projects[scope.collection] = Project(memory)
+            if project.memory.config == config:
+                project.config_stamp = stamp
             self._by_dir[directory] = scope.collection
         if stale is not None:
             stale.close()
@@ -223,3 +267,22 @@ class Projects:
                 project.close()
             except Exception:
                 log.exception("closing %s failed", project.collection)
+
+
+def _config_stamp(repository_dir: Path) -> tuple[object, ...] | None:
+    """What the settings files are now (device, inode, size, times of each, or
+    its absence), so a known project's settings are read again only when one
+    changed; None when a file cannot be looked at (then they are read)."""
+    from memlane.core.config.layers import config_sources
+
+    stamp: list[object] = []
+    for path in config_sources(repository_dir):
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            stamp.append(None)
+            continue
+        except OSError:
+            return None
+        stamp.append((st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
+    return tuple(stamp)

@@ -13,7 +13,7 @@ client and its directory (core/link.py's ``rpc_header``).
 | session_compact | {} | {snapshot} |
 | session_shutdown | {} | {flushed, pending} |
 | tool | {name, arguments} | {text, details} |
-| cli | {argv, stdin?} | {stdout, stderr, code} |
+| cli | {argv, stdin?, workdir?} | {stdout, stderr, code} |
 | engine.status | {} | what ``memlane engine status`` shows |
 | engine.stop | {} | {stopping: true} |
 
@@ -79,7 +79,9 @@ class EngineControl(Protocol):
 class CommandRunner(Protocol):
     """Runs one ``memlane`` command line inside the engine (hosts/server/commands.py)."""
 
-    def __call__(self, argv: list[str], cwd: str, stdin: str | None) -> dict[str, Any]: ...
+    def __call__(
+        self, argv: list[str], cwd: str, stdin: str | None, workdir: str | None = None
+    ) -> dict[str, Any]: ...
 
 
 class ParamsError(Exception):
@@ -279,6 +281,7 @@ class RpcSession:
                 session_id=session_id,
                 transcript_path=transcript_path,
                 host_call=self._host_call,
+                background=project.background,
             )
 
         session: Session = project.run(open_session).result()
@@ -374,7 +377,8 @@ class RpcSession:
         if not isinstance(argv, list) or not all(isinstance(a, str) for a in argv):
             raise ParamsError("cli: argv must be a list of strings")
         stdin = _str(params, "stdin", "cli")
-        return self.commands(argv, str(self.directory), stdin)
+        workdir = _str(params, "workdir", "cli")
+        return self.commands(argv, str(self.directory), stdin, workdir)
 
     def engine_status(self, params: dict[str, Any]) -> dict[str, Any]:
         if self.engine is None:

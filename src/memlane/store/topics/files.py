@@ -15,12 +15,15 @@ from memlane.core.errors import StoreError
 from memlane.store import safe_paths
 
 
-def write_atomic(path: Path, text: str, *, new_file_mode: int | None = None) -> None:
+def write_atomic(
+    path: Path, text: str, *, new_file_mode: int | None = None, durable: bool = True
+) -> None:
     """Replace *path* with *text* in one rename (``core/atomic``); the file keeps
     its permissions, and errors are worded for the store.
 
     ``new_file_mode`` sets the permissions of a file that does not exist yet
-    (a dream plan holds topic text: owner only).
+    (a dream plan holds topic text: owner only); ``durable=False``: no fsync
+    (``core/atomic``).
     """
     try:
         data = text.encode("utf-8")
@@ -30,7 +33,9 @@ def write_atomic(path: Path, text: str, *, new_file_mode: int | None = None) -> 
             "re-encode the input as UTF-8 and try again; nothing was changed",
         ) from None
     try:
-        atomic.write_atomic(path, data, new_file_mode=new_file_mode, fault_prefix="topic")
+        atomic.write_atomic(
+            path, data, new_file_mode=new_file_mode, fault_prefix="topic", durable=durable
+        )
     except OSError as exc:
         raise StoreError(
             f"cannot write {path}: {exc.strerror or exc}",

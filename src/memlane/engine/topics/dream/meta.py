@@ -74,7 +74,9 @@ def read_meta(store: Path) -> DreamMeta:
 
 
 def _write_meta(store: Path, meta: DreamMeta) -> None:
-    T.write_atomic(store / DREAM_META, json.dumps(meta.to_json(), indent=2) + "\n")
+    # A count of sessions for a suggestion: losing the last one in a crash of the
+    # machine costs nothing, and every session start waits for this write.
+    T.write_atomic(store / DREAM_META, json.dumps(meta.to_json(), indent=2) + "\n", durable=False)
 
 
 def _update_meta(store: Path, change: Callable[[DreamMeta], None]) -> DreamMeta:

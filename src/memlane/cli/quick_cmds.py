@@ -1,0 +1,277 @@
+"""The code of the quick commands (search, write, expand, transcript, scope), free of typer.
+
+Both ways of running them call these functions: typer's (cli/commands.py)
+and the lean one (cli/quick.py, for a process with no engine, and inside the
+engine). Output goes through cli/context.py's helpers, as typer would print it.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from memlane.cli.context import ProgressBar, echo, here, notice, open_memory_at, print_json
+
+if TYPE_CHECKING:
+    import threading
+
+    from memlane.core.clock import Clock
+    from memlane.core.types import SearchResult
+    from memlane.engine.project import Memory
+    from memlane.engine.reports import Progress
+    from memlane.engine.sessions.layer import SessionsLayer
+
+
+def scope_command(directory: Path | None, as_json: bool) -> None:
+    """Where this project's memory lives: scope, store, collection, state directory."""
+    from memlane.core.scope import resolve_scope
+
+    resolved = resolve_scope(directory)
+    if as_json:
+        print_json(resolved.to_json())
+        return
+    data = resolved.to_json()
+    width = max(len(k) for k in data)
+    for key, value in data.items():
+        echo(f"{key:<{width}}  {value if value is not None else '(none)'}")
+    if resolved.state_dir_note:
+        notice(resolved.state_dir_note)
+
+
+def write_command(directory: Path | None, clock: Clock, text: str, as_json: bool) -> None:
+    """Append a timestamped, anchored memory entry to today's daily file."""
+    if text == "-":
+        text = sys.stdin.read()
+    with open_memory_at(directory, clock) as mem:
+        entry = mem.write(text)
+    if as_json:
+        print_json(entry.to_json())
+    else:
+        echo(f"Wrote an entry at {entry.time} to {entry.path}")
+
+
+def search_command(
+    directory: Path | None,
+    clock: Clock,
+    *,
+    query: str | None,
+    k: int | None = None,
+    kind: str | None = None,
+    after: str | None = None,
+    before: str | None = None,
+    session: str | None = None,
+    source: str | None = None,
+    lexical: bool = False,
+    mode: str | None = None,
+    batch: str | None = None,
+    all_projects: bool = False,
+    min_score: float | None = None,
+    as_json: bool = False,
+) -> None:
+    """L1 recall: the top chunks for a query (the options of ``memlane search``)."""
+    from dataclasses import replace
+
+    from memlane.core.errors import MemlaneError
+    from memlane.core.render import render_search
+    from memlane.engine.recall.request import SearchRequest, check_request
+    from memlane.engine.recall.router import search as route_search
+
+    if lexical and mode not in (None, "lexical"):
+        raise MemlaneError(f"--lexical contradicts --mode {mode}", "give one of them")
+    if (query is None) == (batch is None):
+        raise MemlaneError(
+            "give either a QUERY or --batch FILE", "memlane search 'what to look for'"
+        )
+    if batch is not None and not as_json:
+        raise MemlaneError("--batch prints JSON lines", "add --json")
+    if kind in ("session", "all") and (batch is not None or source is not None or all_projects):
+        raise MemlaneError(f"--kind {kind} takes one QUERY and no --batch, --source or --all")
+    if all_projects and (batch is not None or source is not None):
+        raise MemlaneError("--all takes one QUERY and no --batch or --source")
+    request = SearchRequest(
+        query or "",
+        k,
+        kind=kind,
+        scope="all" if all_projects else "project",
+        after=after,
+        before=before,
+        session=session,
+        source_prefix=str(Path(source).expanduser().resolve()) if source else None,
+        mode="lexical" if lexical else mode or "hybrid",
+        min_score=min_score,
+        # The notes are synced once below, with a progress bar, before any query.
+        sync=False,
+    )
+    check_request(request)  # a bad argument is said before anything is indexed
+    hint = None
+    with open_memory_at(directory, clock) as mem:
+        if request.route == "notes":
+            mem.require_store()
+        warming = _warm_meanwhile(mem, request.mode)
+        try:
+            if request.route in ("sessions", "everything"):
+                catch_up_sessions(mem)
+                hint = "memlane transcript SOURCE --turn ID, or memlane expand HASH"
+            caught_up: list[str] = []
+            if request.route in ("notes", "everything"):
+                # The catch-up before the search shows a bar when it has much to do
+                # (a new store, or every note embedded again after an upgrade).
+                with ProgressBar("indexing") as bar:
+                    caught_up = _catch_up_notes(mem, bar)
+            if batch is not None:
+                for line in caught_up:
+                    notice(line)
+                _search_batch(
+                    _batch_queries(batch),
+                    lambda text: route_search(mem, replace(request, query=text)).result,
+                )
+                return
+            recalled = route_search(mem, request)
+        finally:
+            if warming is not None:
+                warming.join()
+        for text in mem.notices:
+            notice(text)
+    result = recalled.result
+    result.notices[:0] = caught_up
+    if recalled.fan_out is not None:
+        if as_json:
+            print_json(recalled.fan_out.to_json())
+        else:
+            echo(render_search(result, None, "memlane expand HASH --project PROJECT"))
+        return
+    if as_json:
+        print_json(result.to_json())
+    elif hint is not None:
+        echo(render_search(result, here(), hint))
+    else:
+        echo(render_search(result, here()))
+
+
+def _warm_meanwhile(mem: Memory, mode: str) -> threading.Thread | None:
+    """Load the embedding model on another thread while the index catches up,
+    for a search that will embed its query with a model not loaded yet (a
+    new process): the model's files load in native code, beside the
+    catch-up's Python. The search waits for the same load (one per process)."""
+    if mode == "lexical" or mem.config.embedding.provider == "none" or mem.embedder_ready:
+        return None
+    import threading
+
+    thread = threading.Thread(target=mem.warm_embedder, name="memlane-warm", daemon=True)
+    thread.start()
+    return thread
+
+
+def catch_up_sessions(mem: Memory) -> SessionsLayer:
+    """The project's sessions layer with every new message indexed (progress on stderr)."""
+    from memlane.engine.sessions.layer import SessionsLayer
+
+    layer = SessionsLayer(mem)
+    with ProgressBar("sessions") as progress:
+        report = layer.backfill(progress)
+    if report.activity:
+        notice(f"indexed {report.documents_added} new session message(s) first")
+    return layer
+
+
+def _catch_up_notes(mem: Memory, bar: Progress) -> list[str]:
+    """Index what changed before a search; an index that cannot be used now
+    is left for the search to report (it says the index is unavailable)."""
+    from memlane.index.protocol import (
+        DimensionMismatchError,
+        IndexBusyError,
+        IndexUnavailableError,
+    )
+
+    try:
+        return mem.sync(bar, quiet_when_idle=True).notices
+    except (IndexUnavailableError, DimensionMismatchError):
+        return []
+    except IndexBusyError:
+        # A Milvus Lite database another process holds (memsearch watch):
+        # the search says so, as engine/recall/notes.py does for its own call.
+        if mem.index.backend != "milvus":
+            raise
+        return []
+
+
+def _batch_queries(batch: str) -> list[str]:
+    """The lines of a --batch FILE (- for stdin)."""
+    from memlane.core.errors import MemlaneError
+
+    if batch == "-":
+        return sys.stdin.read().splitlines()
+    try:
+        return Path(batch).expanduser().read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise MemlaneError(f"cannot read --batch file {batch}: {exc}") from None
+
+
+def _search_batch(queries: list[str], one: Callable[[str], SearchResult]) -> None:
+    """One compact JSON object per query, in order; a blank line gets an
+    empty answer, so outputs stay aligned with inputs. The index caught up
+    once, before the first query."""
+    import json
+
+    for query in queries:
+        data = {"query": query, **one(query).to_json()}
+        sys.stdout.write(json.dumps(data, ensure_ascii=False) + "\n")
+        sys.stdout.flush()
+
+
+def expand_command(
+    directory: Path | None, clock: Clock, chunk_hash: str, project: str | None, as_json: bool
+) -> None:
+    """L2 recall: the whole section a chunk came from, with its session anchor."""
+    arguments: dict[str, str] = {"chunk_hash": chunk_hash}
+    if project:
+        arguments["project"] = project
+    tool_command(directory, clock, "memory_expand", arguments, as_json)
+
+
+def transcript_command(
+    directory: Path | None,
+    clock: Clock,
+    path: str,
+    turn: str | None,
+    project: str | None,
+    as_json: bool,
+) -> None:
+    """L3 recall: the original conversation turns around an anchored memory."""
+    arguments: dict[str, str] = {"transcript_path": path}
+    if turn:
+        arguments["turn"] = turn
+    if project:
+        arguments["project"] = project
+    tool_command(directory, clock, "memory_transcript", arguments, as_json)
+
+
+def tool_command(
+    directory: Path | None,
+    clock: Clock,
+    name: str,
+    arguments: Mapping[str, object],
+    as_json: bool,
+    prepare: Callable[[Memory], object] | None = None,
+) -> None:
+    """The CLI face of a tool: the same text the agent sees, or its details as JSON.
+
+    ``prepare`` runs first on the opened memory (e.g. a sessions catch-up).
+    """
+    from memlane.engine.tools.dispatch import Tools
+
+    with open_memory_at(directory, clock) as mem:
+        if prepare is not None:
+            prepare(mem)
+        # A person at the CLI: L3 opens any transcript they name (a file they
+        # can read anyway); agents over MCP or the sidecar are held to the
+        # project's own sessions and anchors (engine/recall/transcript_access.py).
+        result = Tools(mem, caller_is_person=True).call(name, arguments)
+        for text in mem.notices:
+            notice(text)
+    if as_json:
+        print_json(result.details)
+    else:
+        echo(result.text)
