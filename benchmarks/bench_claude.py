@@ -14,7 +14,8 @@ own code:
 - with ``--parts``, the plugin taken apart to see what each part costs:
   ``plugin-hooks`` (its ``.mcp.json`` removed), ``plugin-mcp`` (its
   ``hooks/hooks.json`` removed), ``plugin-bare`` (both removed: the
-  marketplace, manifest, skill and command alone).
+  marketplace, manifest, skill and command alone), ``plugin-sessionend``
+  (with the SessionEnd hook installs had before docs/adr/0023).
 
 Every variant runs once unmeasured first (Claude Code's first start, the
 engine's start), then the runs are interleaved, the order rotated each
@@ -42,6 +43,7 @@ first hook, as for a user.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import shutil
@@ -74,6 +76,8 @@ HOOK_LINE = re.compile(
 )
 MCP_LINE = re.compile(r'MCP server "[^"]*memlane[^"]*": Successfully connected .* in (\d+)ms')
 CANCELLED = "Hook cancelled"
+#: The SessionEnd hook's timeout before docs/adr/0023 (its 1 s limit plus the margin).
+SESSION_END_TIMEOUT_S = 3
 #: Claude Code's --debug lines: ``2026-12-03T16:02:16.358Z [DEBUG] ...``.
 STAMP = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+)Z ", re.MULTILINE)
 FIRST_TURN = "[engine] turn 1 start"
@@ -109,6 +113,12 @@ def make_world(
         (world.plugin_dir / ".mcp.json").unlink()
     if name in ("plugin-mcp", "plugin-bare"):
         shutil.rmtree(world.plugin_dir / "hooks")
+    if name == "plugin-sessionend":  # what installs before docs/adr/0023 had
+        hooks = world.plugin_dir / "hooks" / "hooks.json"
+        data = json.loads(hooks.read_text())
+        stop = data["hooks"]["Stop"][0]["hooks"][0]
+        data["hooks"]["SessionEnd"] = [{"hooks": [{**stop, "timeout": SESSION_END_TIMEOUT_S}]}]
+        hooks.write_text(json.dumps(data))
     return world
 
 
@@ -229,7 +239,7 @@ def main() -> int:
         return 0
     names = ["without", *[m for m in args.modes.split(",") if m]]
     if args.parts:
-        names += ["plugin-hooks", "plugin-mcp", "plugin-bare"]
+        names += ["plugin-hooks", "plugin-mcp", "plugin-bare", "plugin-sessionend"]
     env = {"MEMLANE_EMBEDDING_PROVIDER": args.embedding} if args.embedding else {}
     root = Path(tempfile.mkdtemp(prefix="memlane-bench-claude-"))
     load_before = os.getloadavg()
