@@ -407,3 +407,23 @@ def test_a_user_install_is_reported_without_a_trust_problem(home: Path, project:
     assert found.line() == f"installed for you (plugin mode, {home / '.claude' / 'settings.json'})"
     cc.uninstall()
     assert cc.installed([project]) is None
+
+
+@pytest.mark.parametrize("mode", ["plugin", "settings"])
+def test_installing_again_drops_the_session_end_hook_of_an_older_install(
+    home: Path, monkeypatch: pytest.MonkeyPatch, mode: str
+) -> None:
+    """Installs before ADR 0023 had a SessionEnd hook; running install again takes it out."""
+    with monkeypatch.context() as patch:
+        patch.setattr(plugin, "HOOK_EVENTS", (*plugin.HOOK_EVENTS, ("SessionEnd", None, 3)))
+        _install(mode=mode)
+    hooks_file = (
+        cc.default_plugin_dir() / "hooks" / "hooks.json"
+        if mode == "plugin"
+        else home / ".claude" / "settings.json"
+    )
+    assert "SessionEnd" in json.loads(hooks_file.read_text())["hooks"]
+    _install(mode=mode)
+    assert list(json.loads(hooks_file.read_text())["hooks"]) == EVENTS
+    cc.uninstall()
+    assert not (home / ".claude").exists()
