@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import stat
+import sys
 from pathlib import Path
 
 from fake_llm import FakeOpenAI
@@ -33,7 +34,7 @@ def _status_names_what_is_missing(cli: Cli, fake_openai: FakeOpenAI) -> None:
     assert "missing: store:" in text and "memlane write" in text
     assert "config           embedding.provider = openai  [env]" in text
     assert "auto-context     on: top 3, score >= 0.5" in text
-    assert "capture llm      none" in text
+    assert "capture llm      auto: in Claude Code " in text
 
 
 def test_status_json_carries_capture_auto_context_and_config(cli: Cli) -> None:
@@ -70,3 +71,30 @@ esac
     row = rows[0]
     assert "index: no state file will be written: the store command declined state-dir" in row
     assert "state-dir" in row and "MEMSEARCH_DIR is unset" in row
+
+
+def test_status_says_when_claude_code_has_not_trusted_a_project_install(
+    cli: Cli, project: Path, isolated_home: Path
+) -> None:
+    from memlane.hosts.claude_code.install import install
+
+    install(project, python=sys.executable, memlane="/opt/venv/bin/memlane")
+    settings = project / ".claude" / "settings.json"
+    out = cli("status", "--no-probe")
+    assert out.returncode == 0, out.stderr
+    assert (
+        f"claude code      installed in this project (plugin mode, {settings}); "
+        "this folder is not trusted yet" in out.stdout
+    )
+    assert (
+        f"missing: claude code: memlane is installed in {settings}, but Claude Code has not "
+        f"trusted {project}, so Claude Code loads nothing of memlane there: no hooks, no tools, "
+        f"no skill; to trust it, run `claude` in {project} once and accept the trust dialog"
+    ) in out.stdout
+    # Trusted as Claude Code records it (CLAUDE_CONFIG_DIR's .claude.json in these tests).
+    state = isolated_home / "claude" / ".claude.json"
+    state.parent.mkdir(exist_ok=True)
+    state.write_text(json.dumps({"projects": {str(project): {"hasTrustDialogAccepted": True}}}))
+    data = json.loads(cli("status", "--json", "--no-probe").stdout)
+    assert data["claude_code"]["trusted_by"] == str(project)
+    assert not [m for m in data["missing"] if m.startswith("claude code")]

@@ -141,7 +141,7 @@ def test_0_claude_code_validates_the_plugin_and_its_marketplace(world: ClaudeWor
         outputs.append(out.stdout)
     for part in ("skills: memlane:recall", "commands: memlane:memory", "mcpServers: memlane"):
         assert part in outputs[0], outputs[0]
-    assert outputs[0].count("hooks: ") == 5
+    assert outputs[0].count("hooks: ") == 4  # no SessionEnd hook (docs/adr/0023)
 
 
 def test_1_the_exchange_is_captured_with_its_anchor(

@@ -13,12 +13,12 @@ from typer.testing import CliRunner
 from memlane.cli import install_cmds
 from memlane.core.errors import ConfigError
 from memlane.hosts.claude_code import install as cc
-from memlane.hosts.claude_code import plugin
+from memlane.hosts.claude_code import plugin, trust
 from memlane.hosts.claude_code.hook import LIMITS_S
 
 PYTHON = "/opt/venv/bin/python"
 MEMLANE = "/opt/venv/bin/memlane"
-EVENTS = ["SessionStart", "UserPromptSubmit", "Stop", "PreCompact", "SessionEnd"]
+EVENTS = ["SessionStart", "UserPromptSubmit", "Stop", "PreCompact"]  # no SessionEnd: ADR 0023
 
 
 @pytest.fixture
@@ -271,8 +271,10 @@ def test_each_hook_timeout_is_its_client_limit_plus_the_margin() -> None:
     from memlane.hosts.claude_code.hook import LIMITS_S
 
     groups = plugin.hook_groups("cmd")
-    assert set(groups) == set(LIMITS_S)
-    for event, limit in LIMITS_S.items():
+    # SessionEnd keeps a limit for the installs made before it went (ADR 0023).
+    assert set(groups) == set(LIMITS_S) - {"SessionEnd"}
+    for event in groups:
+        limit = LIMITS_S[event]
         timeout = groups[event][0]["hooks"][0]["timeout"]
         assert timeout == math.ceil(limit) + plugin.TIMEOUT_MARGIN_S
 
@@ -327,3 +329,101 @@ def test_the_record_is_private_and_keeps_no_copy_of_claude_json(home: Path) -> N
     assert "me@example.com" not in report.record.read_text()
     cc.uninstall()
     assert "mcpServers" not in json.loads((home / ".claude.json").read_text())
+
+
+# ---- trust: a project install loads nothing until Claude Code trusts the folder ------------
+
+
+def _trust(home: Path, folder: Path) -> None:
+    """What accepting Claude Code's trust dialog in *folder* records (seen with the real
+    binary: tests/e2e/test_claude_trust.py)."""
+    state = home / ".claude.json"
+    data = json.loads(state.read_text()) if state.exists() else {}
+    data.setdefault("projects", {})[str(folder)] = {"hasTrustDialogAccepted": True}
+    state.write_text(json.dumps(data))
+
+
+@pytest.mark.parametrize(
+    ("mode", "effect"),
+    [
+        ("plugin", "Claude Code loads nothing of memlane there: no hooks, no tools, no skill"),
+        ("settings", "memlane's tools there ask for permission"),
+    ],
+)
+def test_a_project_install_in_an_untrusted_folder_says_so_and_how_to_trust_it(
+    home: Path, project: Path, mode: str, effect: str
+) -> None:
+    report = _install(project, mode=mode)
+    (line,) = [line for line in report.lines if "has not trusted" in line]
+    assert line.startswith(f"Claude Code has not trusted {project} yet: until you trust it, ")
+    assert effect in line
+    assert f"run `claude` in {project} once and accept the trust dialog" in line
+    assert "memlane never trusts a folder for you" in line
+    assert not (home / ".claude.json").exists()  # never trusted on the user's behalf
+    found = cc.installed([project])
+    assert found is not None and found.scope == "project" and found.mode == mode
+    assert found.trusted_by is None and found.problem is not None
+    assert f"has not trusted {project}" in found.problem and effect in found.problem
+    # Again, once the folder is trusted: said, and no problem left.
+    _trust(home, project)
+    again = _install(project, mode=mode)
+    assert f"Claude Code trusts {project} ({project}), so it loads memlane there" in again.lines
+    found = cc.installed([project])
+    assert found is not None and found.trusted_by == project and found.problem is None
+
+
+def test_trust_covers_a_folder_below_the_trusted_one_up_to_its_git_root(
+    home: Path, tmp_path: Path
+) -> None:
+    repo = tmp_path / "repo"
+    inner = repo / "services" / "api"
+    inner.mkdir(parents=True)
+    (repo / ".git").mkdir()
+    _trust(home, tmp_path)  # above the git root: not this repository's trust
+    assert trust.trusted_by(inner) is None
+    _trust(home, repo)
+    assert trust.trusted_by(inner) == repo
+    outside = tmp_path / "plain" / "dir"  # no git root: every folder above counts
+    outside.mkdir(parents=True)
+    assert trust.trusted_by(outside) == tmp_path
+
+
+def test_claude_config_dir_holds_the_trust_record(
+    home: Path, project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = tmp_path / "claude-config"
+    config.mkdir()
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(config))
+    _trust(home, project)
+    assert trust.trusted_by(project) is None
+    _trust(config, project)
+    assert trust.trusted_by(project) == project
+
+
+def test_a_user_install_is_reported_without_a_trust_problem(home: Path, project: Path) -> None:
+    _install()
+    found = cc.installed([project])
+    assert found is not None and found.scope == "user" and found.problem is None
+    assert found.line() == f"installed for you (plugin mode, {home / '.claude' / 'settings.json'})"
+    cc.uninstall()
+    assert cc.installed([project]) is None
+
+
+@pytest.mark.parametrize("mode", ["plugin", "settings"])
+def test_installing_again_drops_the_session_end_hook_of_an_older_install(
+    home: Path, monkeypatch: pytest.MonkeyPatch, mode: str
+) -> None:
+    """Installs before ADR 0023 had a SessionEnd hook; running install again takes it out."""
+    with monkeypatch.context() as patch:
+        patch.setattr(plugin, "HOOK_EVENTS", (*plugin.HOOK_EVENTS, ("SessionEnd", None, 3)))
+        _install(mode=mode)
+    hooks_file = (
+        cc.default_plugin_dir() / "hooks" / "hooks.json"
+        if mode == "plugin"
+        else home / ".claude" / "settings.json"
+    )
+    assert "SessionEnd" in json.loads(hooks_file.read_text())["hooks"]
+    _install(mode=mode)
+    assert list(json.loads(hooks_file.read_text())["hooks"]) == EVENTS
+    cc.uninstall()
+    assert not (home / ".claude").exists()

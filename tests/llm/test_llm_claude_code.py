@@ -88,6 +88,19 @@ def test_auto_inside_claude_code_runs_claude_haiku(fake_claude: Path) -> None:
     assert choice.command == f"{fake_claude} -p --model haiku"
 
 
+def test_status_outside_a_session_names_what_claude_code_sessions_distil_with(
+    fake_claude: Path,
+) -> None:
+    """`memlane status` (and a tool call without a session) is asked outside any host:
+    it says what each host's sessions use, not "none" while the engine runs haiku."""
+    line = describe_llm(LlmSettings(), False, env=_env(fake_claude))
+    assert line.startswith(f"auto: in Claude Code command: {fake_claude} -p --model haiku ")
+    assert "in pi host (pi's cheapest model)" in line
+    line = describe_llm(LlmSettings(capture_model="claude-sonnet-4-5"), False, env=_env(None))
+    assert line.startswith(f"auto: in Claude Code none ({NOT_FOUND_HINT})")
+    assert "in pi host (claude-sonnet-4-5 via pi)" in line
+
+
 def test_without_claude_on_path_there_is_no_llm_and_status_says_how_to_configure() -> None:
     settings = LlmSettings()
     assert resolve_llm(settings, host_available=False, host=CLAUDE_CODE, env=_env(None)) is None

@@ -14,6 +14,7 @@ from memlane.core.settings import LLM_PROVIDERS, LlmSettings
 from memlane.llm.anthropic import AnthropicLLM
 from memlane.llm.budget import BudgetedLLM
 from memlane.llm.command import CommandLLM
+from memlane.llm.defaults import CLAUDE_NOT_FOUND_HINT
 from memlane.llm.factory import PROVIDER_RULES, REGISTRY, describe_llm, make_llm, resolve_llm
 from memlane.llm.host import HostLLM
 from memlane.llm.openai import OpenAILLM
@@ -238,8 +239,8 @@ def test_bad_provider_and_purpose() -> None:
         (
             {},
             False,
-            "none (capture writes a verbatim digest; auto uses a model only inside a host: "
-            "pi's own, or `claude -p --model haiku` inside Claude Code)",
+            f"auto: in Claude Code none ({CLAUDE_NOT_FOUND_HINT}); in pi host (pi's cheapest "
+            "model); elsewhere none (capture writes a verbatim digest)",
         ),
         ({"provider": "none"}, True, "none (capture writes a verbatim digest)"),
         (

@@ -19,6 +19,7 @@ from memlane.core.errors import MemlaneError
 
 if TYPE_CHECKING:
     from memlane.engine.project import Memory
+    from memlane.engine.reports import Status
     from memlane.store.damage import DamagedLine
 
 YesOpt = Annotated[
@@ -115,10 +116,25 @@ def run_status(ctx: typer.Context, *, as_json: bool, no_probe: bool, fix: bool, 
             fix_damage(mem, yes=yes, as_json=as_json)
             return
         st = mem.status(probe=not no_probe)
+    _claude_code_install(st)
     if as_json:
         print_json(st.to_json())
         return
     typer.echo(render_status(st))
+
+
+def _claude_code_install(st: Status) -> None:
+    """memlane in Claude Code for this project: how, and whether Claude Code trusts
+    the folder (a project install in an untrusted folder loads nothing)."""
+    from memlane.hosts.claude_code.install import installed
+
+    folders = [Path(p) for p in (st.scope.get("scope"), st.scope.get("repository_dir")) if p]
+    found = installed(folders)
+    if found is None:
+        return
+    st.claude_code = found.to_json()
+    if found.problem:
+        st.missing.append(found.problem)
 
 
 def register(app: typer.Typer) -> None:

@@ -8,7 +8,6 @@ opened lazily, once, on first use.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -17,7 +16,6 @@ from memlane.core.clock import SYSTEM_CLOCK, Clock
 from memlane.core.config import Config, load_config
 from memlane.core.errors import (
     EmbedderError,
-    MemlaneError,
     StoreError,
 )
 from memlane.core.scope import Scope, resolve_scope
@@ -240,65 +238,10 @@ class Memory:
         operation: str = "index",
         quiet_when_idle: bool = False,
     ) -> IndexReport:
-        """Index what changed in the store since the last run.
+        """Index what changed in the store since the last run (journal/sync.py)."""
+        from memlane.engine.journal.sync import sync
 
-        The embedder is only loaded when there is something new to embed, so
-        a sync over an unchanged store costs a few stat calls. With
-        ``quiet_when_idle`` (the catch-up before a search) an idle sync does
-        not rewrite the index state file.
-        """
-        from memlane.embed.factory import vector_space
-        from memlane.engine.index_backend import state_uri
-        from memlane.index import state
-
-        index = self.index
-        rebuilt = index.pop_rebuilt_reason()
-        space = vector_space(self.config.embedding)
-        space_changed = index.ensure_model(space, None)
-        state_path = self.scope.state_path
-        paths = [str(self.scope.store)]
-        indexer = self.indexer()
-        fresh = self._parts.fresh
-        # Writes up to here are covered by this run (it reads the files after).
-        written_upto, _ = fresh.snapshot()
-        plan = indexer.plan(progress)
-        if quiet_when_idle and plan.idle and not rebuilt and not fresh.unrecorded:
-            # A catch-up before a search found nothing to do: leave the
-            # state file alone so it keeps describing the last real run.
-            report = indexer.apply(plan, operation, progress)
-            fresh.indexed(written_upto)
-            return report
-
-        def record(event: Callable[..., None], *args: object) -> None:
-            event(
-                state_path,
-                *args,
-                operation=operation,
-                paths=paths,
-                collection=self.collection,
-                uri=state_uri(index.uri),
-                now=self.clock.now(),
-            )
-
-        record(state.record_started)
-        try:
-            with self._parts.index_run():
-                report = indexer.apply(plan, operation, progress)
-        except MemlaneError as exc:
-            record(state.record_error, exc)
-            raise
-        fresh.indexed(written_upto)
-        fresh.note(plan.changed_since())
-        fresh.recorded()
-        self.add_embedder_notice(indexer, report)
-        if space_changed:
-            report.notices.append(
-                f"the embedding setup changed (now {space}); every chunk was embedded again"
-            )
-        if rebuilt:
-            report.notices.insert(0, f"the index was rebuilt from markdown: {rebuilt}")
-        record(state.record_report, report)
-        return report
+        return sync(self, progress, operation=operation, quiet_when_idle=quiet_when_idle)
 
     def indexer(self) -> Indexer:
         """An ``Indexer`` over this memory's store and this handle's index."""

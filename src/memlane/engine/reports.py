@@ -141,6 +141,9 @@ class Status:
     engine: dict[str, Any] = field(default_factory=dict)
     # Can the index backend be used right now: reachable, collection, rows, error.
     index_health: dict[str, Any] = field(default_factory=dict)
+    # memlane in Claude Code for this project (hosts/claude_code/install.py
+    # ``Installed``: scope, mode, folder trusted or not), filled in by the CLI.
+    claude_code: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -168,6 +171,7 @@ class Status:
             "session": self.session,
             "hooks": self.hooks,
             "engine": self.engine,
+            "claude_code": self.claude_code,
             "damaged_lines": [line.to_json() for line in self.damaged],
             "notices": list(self.notices),
         }
@@ -280,6 +284,8 @@ def status_rows(st: Status) -> list[tuple[str, str]]:
         rows.append(("engine", warm_engine.engine_line(st.engine)))
     if st.hooks:
         rows.append(("client failures", warm_engine.status_line(st.hooks)))
+    if st.claude_code:
+        rows.append(("claude code", str(st.claude_code.get("line", ""))))
     ac = st.auto_context
     if ac.get("enabled"):
         rows.append(

@@ -326,10 +326,16 @@ def describe_llm(
     if choice is None:
         if settings.provider == "auto" and host == D.CLAUDE_CODE_HOST:
             return f"none ({D.CLAUDE_NOT_FOUND_HINT})"
-        if settings.provider == "auto":
+        if settings.provider == "auto" and host is None:
+            # Asked outside any session (`memlane status`, a tool call without one):
+            # what each host's sessions use, as the engine serving them resolves it.
+            in_claude = describe_llm(
+                settings, False, purpose=purpose, env=env, host=D.CLAUDE_CODE_HOST
+            )
+            in_pi = describe_llm(settings, True, purpose=purpose, env=env)
             return (
-                "none (capture writes a verbatim digest; auto uses a model only inside a host: "
-                "pi's own, or `claude -p --model haiku` inside Claude Code)"
+                f"auto: in Claude Code {in_claude}; in pi {in_pi}; "
+                "elsewhere none (capture writes a verbatim digest)"
             )
         return "none (capture writes a verbatim digest)"
     if choice.provider == "host":

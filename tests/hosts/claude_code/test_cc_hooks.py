@@ -9,6 +9,7 @@ path, so the socket takes its short fallback path under /tmp.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from _cc import Hooks, daily_text, engine_pids, finish
 
 from _transcript_builders import ClaudeSession
 from helpers import open_memory, wait_for
+from memlane.core import engine_client
 from memlane.engine.tools.dispatch import Tools
 
 pytestmark = pytest.mark.subprocess
@@ -127,6 +129,72 @@ def test_a_duplicate_stop_after_an_engine_restart_writes_nothing_twice(
     hooks.call("Stop", SESSION)  # a new engine, which never saw the first Stop
     hooks.call("SessionEnd", SESSION)
     assert daily_text(project).count(f"turn:{turn}") == 1
+
+
+def test_a_session_end_with_no_engine_running_starts_none(hooks: Hooks, project: Path) -> None:
+    """Claude Code gives a plugin's SessionEnd hooks 1.5 s at exit: starting an engine
+    takes longer, and a new engine has no session to end."""
+    turn = write_turn(project, question="which queue?", answer="The retry queue.")
+    hooks.call("Stop", SESSION)
+    wait_for(lambda: f"turn:{turn}" in daily_text(project), what="the entry")
+    hooks.stop_engines()
+    assert hooks.call("SessionEnd", SESSION, reason="other") is None
+    assert engine_pids(hooks.home) == []
+    assert hooks.failures() == []
+    assert daily_text(project).count(f"turn:{turn}") == 1
+
+
+def test_a_new_session_of_the_same_claude_code_process_ends_the_previous_one(
+    hooks: Hooks, project: Path
+) -> None:
+    """No SessionEnd hook is installed (ADR 0023): a Claude Code process that starts
+    another session (/clear, /resume) is done with the one before, whose captures the
+    engine writes as a SessionEnd would."""
+    turn = write_turn(project, question="which broker?", answer="RabbitMQ, quorum queues.")
+    hooks.call("SessionStart", SESSION, source="startup")
+    hooks.call("Stop", SESSION)
+    other = "7e1f0a2b-2222-4333-8444-a55566667777"
+    hooks.call("SessionStart", other, source="clear")  # the same parent process
+    log = Path(hooks.place().log)
+    wait_for(
+        lambda: (
+            f"session {SESSION[:8]}: Claude Code (pid {os.getpid()}) went on with "
+            f"{other[:8]}: ending it" in log.read_text()
+        ),
+        what="the first session ended",
+    )
+    wait_for(lambda: f"turn:{turn}" in daily_text(project), what="its capture")
+    assert f"session {other[:8]}" not in log.read_text().split("went on with")[-1]
+    assert hooks.failures() == []
+
+
+def test_memory_status_over_mcp_names_the_llm_claude_code_sessions_distil_with(
+    hooks: Hooks, project: Path, tmp_path: Path
+) -> None:
+    """The engine distils Claude Code's exchanges with `claude -p --model haiku`:
+    memory_status from Claude Code's MCP server (it names its session) says so,
+    and so does a client outside any host, for each host."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    claude = bin_dir / "claude"
+    claude.write_text("#!/bin/sh\nexit 0\n")
+    claude.chmod(0o755)
+    hooks.env["PATH"] = f"{bin_dir}{os.pathsep}{hooks.env.get('PATH', '')}"
+    hooks.env["MEMLANE_LLM_PROVIDER"] = "auto"
+    out = hooks.call("SessionStart", SESSION, source="startup")  # the engine, with that PATH
+    assert out is not None and "no LLM for distillation" not in out["systemMessage"]
+    in_claude = f"command: {claude} -p --model haiku (Claude Code's, without hooks or a transcript)"
+    lines = {}
+    for meta in ({"agent_session": SESSION}, {}):
+        with engine_client.Client.open(
+            hooks.place(), "mcp", str(project), time.monotonic() + 30, start=False, **meta
+        ) as client:
+            result = client.call("tool", {"name": "memory_status", "arguments": {}}, 60)
+        assert isinstance(result, dict)
+        lines[bool(meta)] = result["details"]["capture"]["llm"]
+    assert lines[True] == in_claude
+    assert lines[False].startswith(f"auto: in Claude Code {in_claude}; in pi "), lines[False]
+    hooks.call("SessionEnd", SESSION, reason="other")
 
 
 def test_user_prompt_submit_injects_matching_memory(hooks: Hooks, project: Path) -> None:

@@ -43,7 +43,7 @@ from memlane.core.settings import SessionSettings
 from memlane.core.types import Exchange
 from memlane.engine.journal.echo import RecallLog, is_memlane_tool, judge
 from memlane.engine.journal.schedule import IndexScheduler
-from memlane.engine.journal.snapshot import Snapshot, build_snapshot
+from memlane.engine.journal.snapshot import Snapshot
 from memlane.engine.live.auto_context import AutoContext
 from memlane.engine.live.background import Background
 from memlane.engine.live.capture import RECOVERY_REASON, SHUTDOWN_REASON, Capture
@@ -306,39 +306,12 @@ class Session:
         return self._snapshot
 
     def _build_snapshot(self) -> Snapshot:
-        from memlane.engine.topics.surfacing import memory_index_block
+        from memlane.engine.live.session_snapshot import session_snapshot
 
-        extra = []
-        primer_block = self._primer_block()
-        if primer_block:
-            extra.append(primer_block)
-        topics_block = memory_index_block(self.memory.scope.store, self.memory.config.topics)
-        if topics_block:
-            extra.append(topics_block)
-        return build_snapshot(
-            self.memory.scope.store,
-            self.clock.today(),
-            today_chars=self.settings.snapshot_today_chars,
-            yesterday_chars=self.settings.snapshot_yesterday_chars,
-            extra_blocks=extra,
-        )
-
-    def _primer_block(self) -> str | None:
-        """pi-lcm-memory's primer: the project's latest sessions, in the snapshot."""
-        settings = self.memory.config.sessions
-        if not (settings.enabled and settings.primer):
-            return None
-        from memlane.engine.sessions.primer import primer
-        from memlane.engine.sessions.registry import recent_for_primer
-
-        try:
-            recent = recent_for_primer(self.memory, settings.primer_top_k, self.session_id)
-        except Exception as exc:  # a damaged sessions index must not stop a session
-            log.info("primer unavailable: %s", exc)
-            return None
-        block, line = primer(recent, settings.primer_token_budget)
-        self._primer_line = line
-        return block
+        snapshot, primer_line = session_snapshot(self.memory, self.settings, self.session_id)
+        if primer_line is not None:
+            self._primer_line = primer_line
+        return snapshot
 
     def refresh_snapshot(self) -> str:
         """Rebuild the snapshot (after a redaction, so removed text cannot survive)."""

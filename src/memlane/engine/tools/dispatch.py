@@ -37,14 +37,18 @@ class Tools:
         *,
         caller_is_person: bool = False,
         write_anchor: Callable[[], tuple[str, str | None] | None] | None = None,
+        host: str | None = None,
     ) -> None:
         """``caller_is_person``: a person at the CLI, not an agent over MCP or the
         sidecar; memory_transcript then opens any transcript path they name
         (engine/recall/transcript_access.py), still only a regular file.
         ``write_anchor``: without a session, the (session id, transcript path)
         a memory_write is anchored to, when the host can tell (the MCP server
-        inside Claude Code: hosts/claude_code/running.py)."""
+        inside Claude Code: hosts/claude_code/running.py). ``host``: without a
+        session, the host the caller runs in, when known (memory_status then
+        names the LLM that host's sessions distil with)."""
         self.memory = memory
+        self.host = host
         self.session = session
         self.caller_is_person = caller_is_person
         self.write_anchor = write_anchor
@@ -303,7 +307,11 @@ class Tools:
     def _status(self, args: dict[str, Any]) -> ToolResult:
         from memlane.engine.reports import render_status
 
-        status = self.session.status() if self.session is not None else self.memory.status()
+        status = (
+            self.session.status()
+            if self.session is not None
+            else self.memory.status(host=self.host)
+        )
         return ToolResult(render_status(status), status.to_json())
 
     def _topic(self, args: dict[str, Any]) -> ToolResult:

@@ -6,10 +6,13 @@
 | SessionStart (compact), PreCompact | ``Session.compacted()``: the snapshot rebuilt | SessionStart: the new snapshot |
 | UserPromptSubmit | ``Session.before_agent_start(prompt)`` | the hidden message as ``additionalContext`` |
 | Stop | the settled exchange read from the transcript → ``Session.agent_settled`` (journaled before the answer) | nothing |
-| SessionEnd | ``Session.shutdown()``, on the engine's threads (the hook returns at once) | nothing |
+| SessionEnd (installs before issue 26) | ``Session.shutdown()``, on the engine's threads (the hook returns at once) | nothing |
 
-A session whose Claude Code process died without a SessionEnd is ended the
-same way on the engine's idle tick (``end_abandoned``).
+memlane installs no SessionEnd hook: a session ends, the same way, when its
+Claude Code process is gone (``end_abandoned``, on the engine's tick) or
+when that process starts another session (``end_replaced``, at its
+SessionStart: ``/clear``, ``/resume``), since one Claude Code process runs
+one session at a time (docs/adr/0026-claude-code-sessions-end-without-a-hook.md).
 
 A hook of a session the engine does not know (it was started after the
 session began, or restarted) opens it first: ``Session.start`` then also
@@ -65,6 +68,8 @@ class Events:
         handler = _HANDLERS.get(event)
         if handler is None:
             return None  # an event memlane has nothing to do for
+        if event == "SessionStart" and claude_pid is not None:
+            self.end_replaced(claude_pid, session_id)
 
         def job() -> dict[str, Any] | None:
             session = self._session(project, session_id, data)
@@ -80,6 +85,22 @@ class Events:
         running.ended(project.collection, session_id)
         self.projects.end(project, session_id, wait=False)
         turns.forget_session(session_id)
+
+    def end_replaced(self, claude_pid: int, session_id: str) -> None:
+        """End the other sessions of the Claude Code process that starts *session_id*
+        (``/clear``, ``/resume``): it runs one session at a time."""
+        for project, other in self.projects.every_session():
+            if (
+                other != session_id
+                and running.recorded_pid(project.collection, other) == claude_pid
+            ):
+                log.info(
+                    "session %s: Claude Code (pid %d) went on with %s: ending it",
+                    other[:8],
+                    claude_pid,
+                    session_id[:8],
+                )
+                self._end(project, other)
 
     def end_abandoned(self) -> None:
         """End the sessions whose Claude Code process is gone without a SessionEnd

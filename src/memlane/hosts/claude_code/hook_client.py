@@ -38,37 +38,45 @@ CLIENT = "claude-code hook"
 
 #: How long each event may take, engine start included, in seconds. Below
 #: the ``timeout`` the installer gives each hook, so Claude Code never has
-#: to kill a hook. SessionEnd only hands the session to the engine, which
-#: ends it on its own threads (what it flushes is journaled already), so
-#: Claude Code cancelling a slow SessionEnd hook at exit loses nothing.
+#: to kill a hook. memlane installs no SessionEnd hook (docs/adr/0026); one
+#: from an older install only hands the session to the engine, which ends it
+#: on its own threads (what it flushes is journaled already): Claude Code 2.1
+#: gives a plugin's SessionEnd hooks 1.5 s at exit whatever their ``timeout``
+#: says (``CLAUDE_CODE_SESSIONEND_HOOKS_TIMEOUT_MS``) and cancels them past
+#: it ("Hook cancelled"), so this one stays well below.
 LIMITS_S = {
     "SessionStart": 8.0,
     "UserPromptSubmit": 3.0,
     "Stop": 10.0,
     "PreCompact": 5.0,
-    "SessionEnd": 3.0,
+    "SessionEnd": 1.0,
 }
 DEFAULT_LIMIT_S = 5.0
+#: Events that never start an engine: with none running there is no session
+#: to end (its captures are in the capture journal, which the next session of
+#: the project writes), and starting one takes longer than Claude Code waits.
+NO_START = frozenset({"SessionEnd"})
 
 
 class EngineGone(RuntimeError):
     """The engine closed the connection without an answer (it was exiting, say)."""
 
 
-def _ask(place: link.Place, request: bytes, deadline: float) -> bytes:
+def _ask(place: link.Place, request: bytes, deadline: float, *, start: bool = True) -> bytes:
     """The engine's answer: the bytes to print, asking a second time when the
     engine went away with the call (one exiting may still accept it). Asking
-    again is safe: the engine ignores a Stop of a turn it has."""
+    again is safe: the engine ignores a Stop of a turn it has. *start*: start
+    an engine when none runs."""
     try:
-        return _ask_once(place, request, deadline)
+        return _ask_once(place, request, deadline, start)
     except (EngineGone, ConnectionResetError, BrokenPipeError):
         if time.monotonic() >= deadline:
             raise
-    return _ask_once(place, request, deadline)
+    return _ask_once(place, request, deadline, start)
 
 
-def _ask_once(place: link.Place, request: bytes, deadline: float) -> bytes:
-    sock = link.reach(place, deadline)
+def _ask_once(place: link.Place, request: bytes, deadline: float, start: bool) -> bytes:
+    sock = link.reach(place, deadline, start=start)
     try:
         sock.settimeout(max(deadline - time.monotonic(), 0.01))
         sock.sendall(request)
@@ -123,7 +131,12 @@ def main() -> int:
             return 0  # Claude goes on because a Stop hook asked it to: the turn is not over
         deadline = started + LIMITS_S.get(event, DEFAULT_LIMIT_S)
         header = link.HOOK_HEADER + b" %d\n" % os.getppid()
-        output = _ask(place, header + raw, deadline)
+        try:
+            output = _ask(place, header + raw, deadline, start=event not in NO_START)
+        except link.EngineUnavailable as exc:
+            if event in NO_START and not isinstance(exc, link.EngineSlow):
+                return 0  # no engine, so no session of it to end
+            raise
         if output:
             sys.stdout.buffer.write(output)
             sys.stdout.buffer.flush()

@@ -41,9 +41,9 @@ from typing import Any
 
 from memlane.core.atomic import write_atomic
 from memlane.core.errors import ConfigError
-from memlane.hosts.claude_code import plugin
+from memlane.hosts.claude_code import plugin, trust
 from memlane.hosts.settings_json import Edits, dump, read_settings, write_json
-from memlane.transcripts.locate import claude_dir, home_dir
+from memlane.transcripts.locate import claude_dir
 
 RECORD_NAME = "memlane-install.json"
 SETTINGS_NAME = "settings.json"
@@ -71,12 +71,7 @@ def config_dir(project: Path | None, env: dict[str, str] | None = None) -> Path:
 
 def user_mcp_file(env: dict[str, str] | None = None) -> Path:
     """Claude Code's global state file, whose ``mcpServers`` are the user-scope servers."""
-    import os
-
-    environ = os.environ if env is None else env
-    if environ.get("CLAUDE_CONFIG_DIR"):
-        return claude_dir(environ).absolute() / ".claude.json"
-    return home_dir(environ).absolute() / ".claude.json"
+    return trust.state_file(env)
 
 
 def default_plugin_dir() -> Path:
@@ -304,13 +299,21 @@ def install(
     else:
         lines.append(f"hooks run: {command}")
         lines.append(f"MCP server: {' '.join(mcp_command)}")
-        if project is not None:
-            lines.append(
-                "Claude Code applies a project's permission rules once you trust the folder "
-                "(start claude there once and accept)"
-            )
         lines.append("start a new Claude Code session to load it")
+    if project is not None:
+        lines += _trust_lines(project.absolute(), mode, env)
     return InstallReport(mode, settings_path, record_path, changed, directory, lines)
+
+
+def _trust_lines(project: Path, mode: str, env: dict[str, str] | None) -> list[str]:
+    """What a project install needs from the user: Claude Code's trust in the folder."""
+    by = trust.trusted_by(project, env)
+    if by is not None:
+        return [f"Claude Code trusts {project} ({by}), so it loads memlane there"]
+    return [
+        f"Claude Code has not trusted {project} yet: until you trust it, "
+        f"{trust.untrusted_effect(mode)}; {trust.how_to_trust(project)}"
+    ]
 
 
 def _drop_plugin(
@@ -366,3 +369,64 @@ def uninstall(project: Path | None = None, *, env: dict[str, str] | None = None)
             base.rmdir()
     lines.append("start a new Claude Code session to unload it")
     return InstallReport(mode, settings_path, record_path, True, directory, lines)
+
+
+@dataclass(frozen=True)
+class Installed:
+    """memlane installed in Claude Code, as ``memlane status`` reports it."""
+
+    scope: str  # "project" or "user"
+    mode: str  # "plugin" or "settings"
+    settings: Path
+    folder: Path | None  # the project folder (project scope)
+    trusted_by: Path | None
+
+    @property
+    def problem(self) -> str | None:
+        if self.scope != "project" or self.trusted_by is not None or self.folder is None:
+            return None
+        return (
+            f"claude code: memlane is installed in {self.settings}, but Claude Code has not "
+            f"trusted {self.folder}, so {trust.untrusted_effect(self.mode)}; "
+            + trust.how_to_trust(self.folder)
+        )
+
+    def line(self) -> str:
+        where = f"{self.mode} mode, {self.settings}"
+        if self.scope == "user":
+            return f"installed for you ({where})"
+        if self.trusted_by is None:
+            return f"installed in this project ({where}); this folder is not trusted yet"
+        return f"installed in this project ({where}); trusted ({self.trusted_by})"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "scope": self.scope,
+            "mode": self.mode,
+            "settings": str(self.settings),
+            "folder": str(self.folder) if self.folder else None,
+            "trusted_by": str(self.trusted_by) if self.trusted_by else None,
+            "line": self.line(),
+            "problem": self.problem,
+        }
+
+
+def installed(folders: list[Path], env: dict[str, str] | None = None) -> Installed | None:
+    """How memlane is installed in Claude Code for a project in one of *folders*
+    (its scope and repository folders): the project's install first, else the user's."""
+    for folder in dict.fromkeys(folders):
+        record = _read_record(folder / ".claude" / RECORD_NAME)
+        if record:
+            settings = folder / ".claude" / SETTINGS_NAME
+            by = trust.trusted_by(folder, env)
+            return Installed("project", _mode(record), settings, folder, by)
+    base = config_dir(None, env)
+    record = _read_record(base / RECORD_NAME)
+    if record:
+        return Installed("user", _mode(record), base / SETTINGS_NAME, None, None)
+    return None
+
+
+def _mode(record: dict[str, Any]) -> str:
+    mode = record.get("mode")
+    return mode if isinstance(mode, str) and mode in MODES else "plugin"

@@ -7,7 +7,7 @@ it from settings (``extraKnownMarketplaces`` with a ``directory`` source plus
 
     <dir>/.claude-plugin/plugin.json        the manifest
     <dir>/.claude-plugin/marketplace.json   the marketplace listing this one plugin
-    <dir>/hooks/hooks.json                  the five hooks, one command
+    <dir>/hooks/hooks.json                  the four hooks, one command
     <dir>/.mcp.json                         ``memlane mcp``, server ``memlane``
     <dir>/skills/recall/SKILL.md            the forked recall ladder, also /recall <question>
     <dir>/commands/memory.md                /memory
@@ -53,17 +53,20 @@ HOOK_SCRIPT = Path(__file__).with_name("hook.py")
 
 #: Seconds Claude Code gives a hook above the client's own limit for it.
 TIMEOUT_MARGIN_S = 2
+#: No SessionEnd hook: Claude Code waits for one at every exit (a process
+#: start, 0.1-0.15 s of every ``claude -p`` on a busy machine) and cancels a
+#: plugin's after 1.5 s; the engine ends a session when its Claude Code
+#: process exits or starts another session (hosts/claude_code/events.py,
+#: docs/adr/0026-claude-code-sessions-end-without-a-hook.md).
 _MATCHERS: dict[str, str | None] = {
     "SessionStart": "startup|resume|clear|compact",
     "UserPromptSubmit": None,
     "Stop": None,
     "PreCompact": None,
-    "SessionEnd": None,
 }
 #: (event, matcher, timeout in seconds). Claude Code's timeouts are a safety
 #: net above the hook client's own limits (hook.py's LIMITS_S, engine start
-#: included), so Claude Code never has to kill a hook; it waits for SessionEnd
-#: hooks up to their timeout (60 s at most). Stop is synchronous: Claude Code
+#: included), so Claude Code never has to kill a hook. Stop is synchronous: Claude Code
 #: cancels an ``async`` hook when ``claude -p`` ends, tens of milliseconds
 #: after moving it to the background, which would lose the capture; the Stop
 #: client only journals the exchange and returns (docs/adr/0018-claude-code-install.md).

@@ -399,6 +399,7 @@ class RpcSession:
 
     def tool(self, params: dict[str, Any]) -> dict[str, Any]:
         from memlane.engine.tools.dispatch import Tools
+        from memlane.llm.defaults import CLAUDE_CODE_HOST
 
         name = _str(params, "name", "tool", required=True)
         arguments = params.get("arguments")
@@ -413,6 +414,8 @@ class RpcSession:
                     project.memory,
                     self.session,
                     write_anchor=self._write_anchor if self.session is None else None,
+                    # Claude Code names its session in its MCP servers' environment.
+                    host=CLAUDE_CODE_HOST if self.agent_session else None,
                 )
             result: dict[str, Any] = self._tools.call(name, arguments).to_json()
             return result

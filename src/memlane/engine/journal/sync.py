@@ -1,0 +1,85 @@
+"""An index run: what changed in the store since the last run, and its state record.
+
+memsearch's ``.index-state.json`` says a run started, how it ended and what it
+indexed (index/state.py); the record of fresh writes (journal/fresh.py) learns
+which writes the run covered, so the catch-up before a search skips them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from memlane.core.errors import MemlaneError
+
+if TYPE_CHECKING:
+    from memlane.engine.ports import ProjectMemory
+    from memlane.engine.reports import IndexReport, Progress
+
+
+def sync(
+    memory: ProjectMemory,
+    progress: Progress | None = None,
+    *,
+    operation: str = "index",
+    quiet_when_idle: bool = False,
+) -> IndexReport:
+    """Index what changed in *memory*'s store since the last run.
+
+    The embedder is only loaded when there is something new to embed, so
+    a sync over an unchanged store costs a few stat calls. With
+    ``quiet_when_idle`` (the catch-up before a search) an idle sync does
+    not rewrite the index state file.
+    """
+    from memlane.embed.factory import vector_space
+    from memlane.engine.index_backend import state_uri
+    from memlane.index import state
+
+    index = memory.index
+    rebuilt = index.pop_rebuilt_reason()
+    space = vector_space(memory.config.embedding)
+    space_changed = index.ensure_model(space, None)
+    state_path = memory.scope.state_path
+    paths = [str(memory.scope.store)]
+    indexer = memory.indexer()
+    fresh = memory.parts.fresh
+    # Writes up to here are covered by this run (it reads the files after).
+    written_upto, _ = fresh.snapshot()
+    plan = indexer.plan(progress)
+    if quiet_when_idle and plan.idle and not rebuilt and not fresh.unrecorded:
+        # A catch-up before a search found nothing to do: leave the
+        # state file alone so it keeps describing the last real run.
+        report = indexer.apply(plan, operation, progress)
+        fresh.indexed(written_upto)
+        return report
+
+    def record(event: Callable[..., None], *args: object) -> None:
+        event(
+            state_path,
+            *args,
+            operation=operation,
+            paths=paths,
+            collection=memory.collection,
+            uri=state_uri(index.uri),
+            now=memory.clock.now(),
+        )
+
+    record(state.record_started)
+    try:
+        with memory.parts.index_run():
+            report = indexer.apply(plan, operation, progress)
+    except MemlaneError as exc:
+        record(state.record_error, exc)
+        raise
+    fresh.indexed(written_upto)
+    fresh.note(plan.changed_since())
+    fresh.recorded()
+    memory.add_embedder_notice(indexer, report)
+    if space_changed:
+        report.notices.append(
+            f"the embedding setup changed (now {space}); every chunk was embedded again"
+        )
+    if rebuilt:
+        report.notices.insert(0, f"the index was rebuilt from markdown: {rebuilt}")
+    record(state.record_report, report)
+    return report
