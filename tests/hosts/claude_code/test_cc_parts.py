@@ -8,7 +8,9 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from test_cc_hooks import SESSION, write_turn
@@ -231,6 +233,49 @@ def test_a_turn_counts_as_captured_only_once_it_was_queued(project: Path) -> Non
         assert not turns.already_captured(session, "prompt-uuid", ("prompt-uuid",))
         turns.queued(SESSION, "prompt-uuid")
         assert turns.already_captured(session, "prompt-uuid", ("prompt-uuid",))
+    finally:
+        turns.forget_session(SESSION)
+        projects.close()
+
+
+def test_a_new_sessions_background_starts_only_after_the_answer(project: Path) -> None:
+    """The engine sends SessionStart's answer first; the catch-up index, the
+    recovery and the warm worker are what it runs after (hook_calls.py)."""
+    from memlane.hosts.claude_code import turns
+    from memlane.hosts.claude_code.events import Events
+
+    projects = Projects()
+    events = Events(projects)
+    after_answer: list[Callable[[], Any]] = []
+    try:
+        output = events.handle(
+            {"hook_event_name": "SessionStart", "session_id": SESSION, "cwd": str(project)},
+            None,
+            after_answer,
+        )
+        assert output is not None and "hookSpecificOutput" in output
+        opened = projects.for_session(SESSION, str(project))
+        assert opened is not None
+        session = projects.session(opened, SESSION)
+        assert session is not None
+        assert len(after_answer) == 1
+        # Nothing started: the recovery scan cannot have run, whatever the load.
+        assert not session.wait_recovery(0.05)
+        after_answer[0]().result(timeout=60)
+        assert session.wait_recovery(60)
+        # The same session again: nothing new to start.
+        again: list[Callable[[], Any]] = []
+        events.handle(
+            {
+                "hook_event_name": "SessionStart",
+                "session_id": SESSION,
+                "cwd": str(project),
+                "source": "resume",
+            },
+            None,
+            again,
+        )
+        assert again == []
     finally:
         turns.forget_session(SESSION)
         projects.close()

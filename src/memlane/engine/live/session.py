@@ -133,6 +133,8 @@ class Session:
         self._primer_line: str | None = None
         self._recall_log = RecallLog()  # what memlane handed the agent since the last exchange
         self._lock = threading.Lock()  # the snapshot
+        self._start_lock = threading.Lock()
+        self._background_started = False
         self._snapshot = self._build_snapshot()
         self.indexer = IndexScheduler(
             memory.fork,
@@ -166,6 +168,7 @@ class Session:
         llm: LLM | None = None,
         settings: SessionSettings | None = None,
         background: Background | None = None,
+        defer_background: bool = False,
     ) -> Session:
         """session_start: catch-up index and embedder warm-up in the background.
 
@@ -173,6 +176,9 @@ class Session:
         long-lived host keeps one per project (the warm engine); the session
         then uses it and leaves it running at its end. Without it the session
         starts its own and stops it at shutdown.
+
+        ``defer_background``: ``start_background()`` is left to the host, to
+        call once its agent has the answer (which then has the cores to itself).
         """
         session = cls(
             memory,
@@ -182,17 +188,12 @@ class Session:
             llm=llm,
             settings=settings,
         )
-        session.indexer.run_soon()
-        # What a killed session left in its capture journal: in the background,
-        # so a start never waits for it.
-        threading.Thread(
-            target=session._captures.recover, name="memlane-capture-recovery", daemon=True
-        ).start()
         # The embedder warm-up and the sessions layer's catch-up and sweep: what
         # every host gets, with or without a session.
         session._owns_background = background is None
         session._background = background or Background(memory, session.notices).start()
-        session._auto.start()
+        if not defer_background:
+            session.start_background()
         if session._primer_line:
             session.notices.append(session._primer_line)
         if session.topic_settings.enabled:
@@ -210,6 +211,19 @@ class Session:
             session.notices.append("capture is off (MEMLANE_CAPTURE=off): exchanges are not saved")
         return session
 
+    def start_background(self) -> None:
+        """Once, and not after shutdown: the catch-up index, what killed sessions
+        left in their capture journals (on a thread) and the warm auto-context worker."""
+        with self._start_lock:
+            if self._background_started:
+                return
+            self._background_started = True
+        self.indexer.run_soon()
+        threading.Thread(
+            target=self._captures.recover, name="memlane-capture-recovery", daemon=True
+        ).start()
+        self._auto.start()
+
     @classmethod
     def open(
         cls,
@@ -220,6 +234,7 @@ class Session:
         transcript_path: str | None = None,
         host_call: HostCall | None = None,
         background: Background | None = None,
+        defer_background: bool = False,
     ) -> Session:
         """``start`` with the LLM chosen by the configuration.
 
@@ -245,6 +260,7 @@ class Session:
             transcript_path=transcript_path,
             llm=llm,
             background=background,
+            defer_background=defer_background,
         )
         session.host_llm_available = host_call is not None
         session.notices.extend(notices)
@@ -434,6 +450,8 @@ class Session:
         """
         cap_s = (self.settings.shutdown_cap_ms if cap_ms is None else cap_ms) / 1000
         started = time.monotonic()
+        with self._start_lock:
+            self._background_started = True  # a deferred start after this: nothing
         jobs = self._captures.flush(
             started + cap_s * CAPTURE_SHARE_OF_SHUTDOWN,
             started + cap_s * EXTRACTION_SHARE_OF_SHUTDOWN,

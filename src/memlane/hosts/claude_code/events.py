@@ -22,6 +22,8 @@ writes what a killed engine left in the project's capture journals.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from memlane.hosts.claude_code import running, turns
@@ -52,7 +54,15 @@ class Events:
     def __init__(self, projects: Projects) -> None:
         self.projects = projects
 
-    def handle(self, data: dict[str, Any], claude_pid: int | None) -> dict[str, Any] | None:
+    def handle(
+        self,
+        data: dict[str, Any],
+        claude_pid: int | None,
+        after_answer: list[Callable[[], object]] | None = None,
+    ) -> dict[str, Any] | None:
+        """The hook's output. With *after_answer*, a new session's background
+        start (catch-up index, recovery, warm worker) is appended to it for the
+        caller to run once Claude Code has its answer; without, it runs now."""
         event = _str(data, "hook_event_name")
         session_id = _str(data, "session_id")
         if event is None or session_id is None:
@@ -71,12 +81,21 @@ class Events:
         if event == "SessionStart" and claude_pid is not None:
             self.end_replaced(claude_pid, session_id)
 
+        opened: list[Session] = []
+
         def job() -> dict[str, Any] | None:
-            session = self._session(project, session_id, data)
+            session = self._session(project, session_id, data, opened)
             running.note(project.collection, session_id, session.transcript_path, claude_pid)
             return handler(self, project, session, data)
 
-        return project.run(job).result()
+        try:
+            return project.run(job).result()
+        finally:
+            for session in opened:
+                if after_answer is None:
+                    session.start_background()
+                else:
+                    after_answer.append(partial(project.run, session.start_background))
 
     def _end(self, project: Project, session_id: str) -> None:
         """End the session on the engine's own threads, without waiting: Claude Code
@@ -114,8 +133,11 @@ class Events:
             log.info("session %s: Claude Code (pid %d) is gone: ending it", session_id[:8], pid)
             self._end(project, session_id)
 
-    def _session(self, project: Project, session_id: str, data: dict[str, Any]) -> Session:
-        """The open session, or a new one (on the project's worker thread)."""
+    def _session(
+        self, project: Project, session_id: str, data: dict[str, Any], opened: list[Session]
+    ) -> Session:
+        """The open session, or a new one (on the project's worker thread),
+        added to *opened* with its background start left to the caller."""
         from memlane.engine.live.session import Session
 
         session = self.projects.session(project, session_id)
@@ -126,7 +148,9 @@ class Events:
                 session_id=session_id,
                 transcript_path=_str(data, "transcript_path"),
                 background=project.background,
+                defer_background=True,
             )
+            opened.append(session)
             self.projects.opened(project, session)
             turns.opened(session_id)
         return session

@@ -44,13 +44,12 @@ from memlane.core.link import (
     make_private_dir,
     private_dir,
 )
+from memlane.hosts.server.hook_calls import serve_hook_call
 
 log = logging.getLogger("memlane.engine")
 
 #: How often the accept loop wakes to check the idle time and signals.
 TICK_S = 0.5
-#: Largest hook input accepted (a prompt with a pasted log is large; more is refused).
-MAX_REQUEST_BYTES = 32 * 1024 * 1024
 #: Longest first line of a connection.
 MAX_HEADER_BYTES = 64 * 1024
 #: How often an idle engine looks for sessions whose agent process is gone.
@@ -63,8 +62,6 @@ LOG_MAX_BYTES = 10 * 1024 * 1024
 DEFAULT_IDLE_S = 600.0
 #: ``engine.lite_hold_s`` when the configuration cannot be read.
 DEFAULT_LITE_HOLD_S = 60.0
-#: How long a hook call's connection may take to arrive whole.
-HOOK_READ_TIMEOUT_S = 30.0
 
 
 def configured_idle_s() -> float:
@@ -210,9 +207,7 @@ class Engine:
                 if kind == HOOK_HEADER:
                     client = "claude-code hook"
                     self._count(client, +1)
-                    conn.settimeout(HOOK_READ_TIMEOUT_S)
-                    body = reader.read(MAX_REQUEST_BYTES + 1)
-                    conn.sendall(self._answer_hook(rest, body))
+                    serve_hook_call(conn, reader, rest, self.events)
                 elif kind == RPC_HEADER:
                     meta = _meta(rest)
                     client = str(meta.get("client") or "unknown")
@@ -266,38 +261,6 @@ class Engine:
         finally:
             with contextlib.suppress(OSError):
                 writer.close()
-
-    def _answer_hook(self, header_rest: bytes, body: bytes) -> bytes:
-        """``ok\\n`` + what the hook prints, or ``error\\n`` + why (hook.py's protocol)."""
-        from memlane.core.errors import MemlaneError
-        from memlane.hosts.claude_code.events import BadHookInput
-        from memlane.hosts.claude_code.running import claude_pid
-
-        try:
-            if not header_rest.isdigit():
-                raise BadHookInput("the request does not start with the hook's header")
-            if len(body) > MAX_REQUEST_BYTES:
-                raise BadHookInput(f"the hook input is larger than {MAX_REQUEST_BYTES} bytes")
-            data = json.loads(body)
-            if not isinstance(data, dict):
-                raise BadHookInput("the hook input is not a JSON object")
-            started = time.monotonic()
-            output = self.events.handle(data, claude_pid(int(header_rest)))
-            log.info(
-                "%s %s: %.0f ms",
-                data.get("hook_event_name"),
-                str(data.get("session_id"))[:8],
-                (time.monotonic() - started) * 1000,
-            )
-            return b"ok\n" + (json.dumps(output).encode("utf-8") if output else b"")
-        except (ValueError, BadHookInput) as exc:
-            why = f"bad hook input: {exc}"
-        except MemlaneError as exc:
-            why = f"{exc.message} ({exc.hint})" if exc.hint else exc.message
-        except Exception as exc:
-            log.exception("hook call failed")
-            why = f"internal error: {exc!r}"
-        return b"error\n" + why.encode("utf-8", "replace")
 
     # -- what ``memlane engine status`` shows --------------------------------------------
 

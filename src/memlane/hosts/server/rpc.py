@@ -61,6 +61,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
@@ -166,6 +167,7 @@ class RpcSession:
         self.engine = engine
         self.commands = commands
         self.wait_at_end = wait_at_end
+        self._after_answer: list[Callable[[], object]] = []
         self.project: Project | None = None
         self.session: Session | None = None
         self._tools: Tools | None = None
@@ -232,10 +234,20 @@ class RpcSession:
             if request.id is not None:
                 self.conn.reply(request.id, result)
         finally:
+            self._run_after_answer()
             # The engine's log says what each call cost (docs/architecture.md: debugging it).
             log.info(
                 "%s %s: %.0f ms", self.client, request.method, (time.monotonic() - started) * 1000
             )
+
+    def _run_after_answer(self) -> None:
+        """What waited for the answer to be sent (a new session's background start)."""
+        steps, self._after_answer = self._after_answer, []
+        for step in steps:
+            try:
+                step()
+            except Exception:  # the answer is out: log, never raise
+                log.exception("work after an answer failed")
 
     def _error(self, request: Request, error: RpcError) -> None:
         if request.id is not None:
@@ -326,9 +338,11 @@ class RpcSession:
                 transcript_path=transcript_path,
                 host_call=self._host_call,
                 background=project.background,
+                defer_background=True,
             )
 
         session: Session = project.run(open_session).result()
+        self._after_answer.append(partial(project.run, session.start_background))
         self.projects.opened(project, session)
         self.session = session
         return {"snapshot": session.snapshot.text, "notices": list(session.notices)}
