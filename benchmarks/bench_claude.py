@@ -15,7 +15,12 @@ own code:
   ``plugin-hooks`` (its ``.mcp.json`` removed), ``plugin-mcp`` (its
   ``hooks/hooks.json`` removed), ``plugin-bare`` (both removed: the
   marketplace, manifest, skill and command alone), ``plugin-sessionend``
-  (with the SessionEnd hook installs had before docs/adr/0023).
+  (with the SessionEnd hook installs had before docs/adr/0023), and
+  ``plugin-null``: the same plugin with nothing of memlane running, its
+  hooks ``true`` and its MCP server a few lines of standard-library Python
+  (``python -I -S``) that answers the handshake with memlane's tool list and
+  nothing else. What Claude Code spends on a plugin of this shape whatever
+  it runs: the floor under every plugin of memlane's shape on this machine.
 
 Every variant runs once unmeasured first (Claude Code's first start, the
 engine's start), then the runs are interleaved, the order rotated each
@@ -102,6 +107,54 @@ class Variant:
         return self.world.engine_log().count(" serving ")
 
 
+#: ``plugin-null``'s MCP server: the handshake, the tool list from a file, nothing else.
+NULL_SERVER = """
+import json, sys
+tools = json.load(open(sys.argv[1]))
+for line in sys.stdin:
+    msg = json.loads(line)
+    if "id" not in msg:
+        continue
+    method = msg.get("method")
+    if method == "initialize":
+        result = {"protocolVersion": msg["params"]["protocolVersion"],
+                  "capabilities": {"tools": {}},
+                  "serverInfo": {"name": "memlane", "version": "0"}}
+    elif method == "tools/list":
+        result = {"tools": tools}
+    elif method == "ping":
+        result = {}
+    else:
+        err = {"code": -32601, "message": "Method not found"}
+        print(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "error": err}), flush=True)
+        continue
+    print(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result}), flush=True)
+"""
+
+
+def make_null(world: ClaudeWorld) -> None:
+    """Keep the plugin's shape, run nothing of memlane (``plugin-null``)."""
+    from memlane.hosts.mcp.tools import tool_definitions
+
+    hooks = world.plugin_dir / "hooks" / "hooks.json"
+    data = json.loads(hooks.read_text())
+    for groups in data["hooks"].values():
+        for group in groups:
+            for hook in group["hooks"]:
+                hook["command"] = "true"
+    hooks.write_text(json.dumps(data))
+    server = world.plugin_dir / "null_server.py"
+    server.write_text(NULL_SERVER)
+    tools = world.plugin_dir / "null_tools.json"
+    tools.write_text(json.dumps(tool_definitions()))
+    mcp = world.plugin_dir / ".mcp.json"
+    config = json.loads(mcp.read_text())
+    for entry in config["mcpServers"].values():
+        entry["command"] = sys.executable
+        entry["args"] = ["-I", "-S", str(server), str(tools)]
+    mcp.write_text(json.dumps(config))
+
+
 def make_world(
     name: str, claude: Any, root: Path, base_url: str, env: dict[str, str]
 ) -> ClaudeWorld:
@@ -119,6 +172,8 @@ def make_world(
         stop = data["hooks"]["Stop"][0]["hooks"][0]
         data["hooks"]["SessionEnd"] = [{"hooks": [{**stop, "timeout": SESSION_END_TIMEOUT_S}]}]
         hooks.write_text(json.dumps(data))
+    if name == "plugin-null":
+        make_null(world)
     return world
 
 
@@ -239,7 +294,7 @@ def main() -> int:
         return 0
     names = ["without", *[m for m in args.modes.split(",") if m]]
     if args.parts:
-        names += ["plugin-hooks", "plugin-mcp", "plugin-bare", "plugin-sessionend"]
+        names += ["plugin-hooks", "plugin-mcp", "plugin-bare", "plugin-sessionend", "plugin-null"]
     env = {"MEMLANE_EMBEDDING_PROVIDER": args.embedding} if args.embedding else {}
     root = Path(tempfile.mkdtemp(prefix="memlane-bench-claude-"))
     load_before = os.getloadavg()
@@ -248,7 +303,7 @@ def main() -> int:
         with FakeClaude(default_text="Hello.") as model:
             for v in variants:
                 v.world = make_world(v.name, claude, root, model.base_url, env)
-                if v.name != "without" and not args.no_shield:
+                if v.name not in ("without", "plugin-null") and not args.no_shield:
                     shield_engine(v.world)
                 v.world.run("warm up")  # Claude Code's first start; the engine's start
             for i in range(args.runs):

@@ -20,7 +20,9 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
+import sqlite3
 import subprocess
 import sys
 import time
@@ -299,3 +301,20 @@ class IndexWriteLock:
     def __exit__(self, *exc_info: object) -> None:
         self.release()
         self._connection.close()
+
+
+def embedded_chunks(project: Path, text: str) -> int:
+    """How many chunks holding *text* the project's SQLite notes index has embedded.
+
+    Read from the index itself: ``.index-state.json`` describes only the last
+    run, and whichever run (a session's catch-up, the debounced one) met a
+    write first embedded it.
+    """
+    state = json.loads((project / ".memsearch" / ".index-state.json").read_text())
+    database = str(state["milvus_uri"]).removeprefix("sqlite://")
+    with contextlib.closing(sqlite3.connect(database)) as index:
+        row = index.execute(
+            "SELECT count(*) FROM chunks WHERE instr(content, ?) > 0 AND vector IS NOT NULL",
+            (text,),
+        ).fetchone()
+    return int(row[0])

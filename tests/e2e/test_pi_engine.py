@@ -28,7 +28,7 @@ import pytest
 from pi_harness import PiInstall, PiWorld, sidecar_pids
 
 from fake_llm import Behaviour, FakeModel, Reply, Request
-from helpers import NOW, engine_pids, stop_engines, wait_for
+from helpers import NOW, embedded_chunks, engine_pids, stop_engines, wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -117,7 +117,7 @@ def test_a_new_users_first_session_is_indexed_and_found_by_the_next(
     assert BULLET in seen[0] or "the index is still being built" in seen[0], seen[0]
 
     wait_for(lambda: _state(world).get("status") == "ok", INDEX_WAIT_S, "the first index")
-    assert _state(world).get("indexed_chunks")
+    assert embedded_chunks(world.project, BULLET) == 1
     _search(fake_model, "which queue for the mailer", seen)
     third = world.run("And which queue was it again?", **fresh_cache)
     assert third.returncode == 0, third.stderr

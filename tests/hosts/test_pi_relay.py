@@ -14,18 +14,16 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 import subprocess
 import sys
 from collections.abc import Iterator
-from contextlib import closing
 from pathlib import Path
 
 import pytest
 from test_sidecar import READ_TIMEOUT_S, Client
 
 from fake_llm import FakeOpenAI
-from helpers import engine_pids, stop_engines, wait_for
+from helpers import embedded_chunks, engine_pids, stop_engines, wait_for
 
 pytestmark = pytest.mark.subprocess
 
@@ -157,13 +155,5 @@ def test_shutdown_answers_before_the_index_settles_and_the_engine_stays_to_finis
         )
     state = json.loads((project / ".memsearch" / ".index-state.json").read_text())
     assert state["status"] == "ok"
-    # Embedded in whichever run took it (the session's catch-up, started after
-    # session_start's answer, may meet the write; the debounced run then has nothing).
-    database = state["milvus_uri"].removeprefix("sqlite://")
-    with closing(sqlite3.connect(database)) as index:
-        embedded = index.execute(
-            "SELECT count(*) FROM chunks WHERE content LIKE '%mailer uses SQS%'"
-            " AND vector IS NOT NULL"
-        ).fetchone()[0]
-    assert embedded == 1
+    assert embedded_chunks(project, "the mailer uses SQS") == 1
     assert "Traceback" not in _log(engine_home)
