@@ -14,6 +14,7 @@ import typer
 from memlane.cli.context import print_json
 from memlane.core import engine_client, link
 from memlane.core.errors import MemlaneError
+from memlane.core.process import pid_alive
 
 engine_app = typer.Typer(
     help=(
@@ -47,25 +48,9 @@ def _engines(place: link.Place, every: bool) -> list[dict[str, Any]]:
             info = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
-        if isinstance(info, dict) and isinstance(info.get("pid"), int) and _alive(info["pid"]):
+        if isinstance(info, dict) and isinstance(info.get("pid"), int) and pid_alive(info["pid"]):
             found.append({**info, "key": path.stem})
     return found
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # An exited engine whose parent (the long-lived client that started it:
-    # `memlane mcp`, the pi bridge) has not reaped it yet is a zombie: gone.
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return True
 
 
 def _live_status(place: link.Place) -> dict[str, Any] | None:
@@ -184,7 +169,7 @@ def stop(every: AllOption = False) -> None:
     left = engines
     while left and time.monotonic() < deadline:
         time.sleep(0.05)
-        left = [info for info in left if _alive(int(info["pid"]))]
+        left = [info for info in left if pid_alive(int(info["pid"]))]
     for info in engines:
         state = "still ending its sessions" if info in left else "stopped"
         typer.echo(f"engine {info['key']} (pid {info['pid']}): {state}")

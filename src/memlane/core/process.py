@@ -1,8 +1,41 @@
-"""How a memlane process ends once its work is done (every entry point calls it)."""
+"""Processes: how a memlane process ends once its work is done (every entry
+point calls it), whether another one still runs, and how much memory one holds."""
 
 from __future__ import annotations
 
+import os
 import sys
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this id runs: one of another user counts; a
+    zombie (exited, not yet reaped by its parent, as an engine whose
+    long-lived client started it) does not."""
+    if pid <= 0:
+        return True  # not an id a writer can have: never treat it as gone
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        pass  # another user's process (PermissionError): it exists
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
+
+
+def rss_mb(pid: int | None = None) -> float | None:
+    """Resident memory of *pid* (this process when None), in MB; None if unknown."""
+    try:
+        with open(f"/proc/{pid or 'self'}/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("VmRSS:"):
+                    return round(int(line.split()[1]) / 1024, 1)
+    except (OSError, ValueError):
+        pass
+    return None
 
 
 def exit_process(code: int) -> None:

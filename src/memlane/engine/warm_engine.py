@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from memlane.core import link
+from memlane.core.process import pid_alive, rss_mb
 
 #: Only the last lines are read: the file only grows while clients keep failing.
 TAIL_BYTES = 256 * 1024
@@ -92,11 +93,11 @@ def engine_info(now: float) -> dict[str, Any]:
     except (OSError, ValueError):
         return {"running": False, "log": place.log}
     pid = info.get("pid") if isinstance(info, dict) else None
-    if not isinstance(pid, int) or not _alive(pid):
+    if not isinstance(pid, int) or not pid_alive(pid):
         return {"running": False, "log": place.log}
     started = info.get("started_at")
     up = round(now - started, 1) if isinstance(started, int | float) else None
-    return {**info, "running": True, "uptime_s": up, "rss_mb": _rss_mb(pid)}
+    return {**info, "running": True, "uptime_s": up, "rss_mb": rss_mb(pid)}
 
 
 def engine_line(info: dict[str, Any]) -> str:
@@ -119,24 +120,3 @@ def _duration(seconds: float) -> str:
     if seconds < 5400:
         return f"{seconds / 60:.0f} min"
     return f"{seconds / 3600:.1f} h"
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _rss_mb(pid: int) -> float | None:
-    try:
-        with open(f"/proc/{pid}/status", encoding="ascii") as status:
-            for line in status:
-                if line.startswith("VmRSS:"):
-                    return round(int(line.split()[1]) / 1024, 1)
-    except (OSError, ValueError):
-        pass
-    return None

@@ -28,6 +28,8 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
+from memlane.core.process import pid_alive
+
 log = logging.getLogger("memlane.store")
 
 #: A temporary file whose writer's id is still in use goes once it is this old.
@@ -35,21 +37,6 @@ STALE_TEMP_S = 3600.0
 
 WRITER_TEMP_RE = re.compile(r"^\.(?P<name>.+\.(?:md|json))\.(?P<pid>\d+)\.[0-9a-f]{8}\.tmp$")
 FORGET_TEMP_RE = re.compile(r"^\.\d{4}-\d{2}-\d{2}\.md\.forget-[A-Za-z0-9_]+\.tmp$")
-
-
-def pid_alive(pid: int) -> bool:
-    """Whether a process with this id exists (one of another user counts)."""
-    if pid <= 0:
-        return True  # not an id a writer can have: never treat it as gone
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    except OSError:
-        return True
-    return True
 
 
 def sweep_writer_temps(directories: Iterable[Path], now: float | None) -> list[Path]:

@@ -24,6 +24,7 @@ from typing import Any
 from memlane.core.atomic import write_atomic
 from memlane.core.clock import local as local_time
 from memlane.core.locks import lock_fd, lock_file
+from memlane.core.process import pid_alive
 from memlane.core.regular_file import read_all_from
 from memlane.engine.journal.capture_journal import (
     DIGEST,
@@ -35,7 +36,6 @@ from memlane.engine.journal.capture_journal import (
     Pending,
     parse,
 )
-from memlane.store.leftovers import pid_alive
 
 STATS_NAME = "recovered.json"
 STATS_LOCK_NAME = ".recovered.lock"

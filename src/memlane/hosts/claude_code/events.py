@@ -124,7 +124,7 @@ class Events:
     def end_abandoned(self) -> None:
         """End the sessions whose Claude Code process is gone without a SessionEnd
         (killed, crashed): their captures are written now, not when the engine exits."""
-        from memlane.store.leftovers import pid_alive
+        from memlane.core.process import pid_alive
 
         for project, session_id in self.projects.every_session():
             pid = running.recorded_pid(project.collection, session_id)

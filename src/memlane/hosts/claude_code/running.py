@@ -27,7 +27,7 @@ from typing import Any
 from memlane.core.atomic import write_atomic
 from memlane.core.clock import SYSTEM_CLOCK
 from memlane.core.paths import memlane_home
-from memlane.store.leftovers import pid_alive
+from memlane.core.process import pid_alive
 
 SESSION_ENV = "CLAUDE_CODE_SESSION_ID"
 #: Programs that may stand between Claude Code and a process it starts.

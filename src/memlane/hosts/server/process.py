@@ -44,6 +44,7 @@ from memlane.core.link import (
     make_private_dir,
     private_dir,
 )
+from memlane.core.process import rss_mb
 from memlane.hosts.server.hook_calls import serve_hook_call
 
 log = logging.getLogger("memlane.engine")
@@ -284,7 +285,7 @@ class Engine:
             "idle_for_s": round(idle_for, 1),
             "connections": clients,
             "calls": calls,
-            "rss_mb": _rss_mb(),
+            "rss_mb": rss_mb(),
             "projects": self.projects.describe(),
             "milvus_lite": milvus_lite_state(),
         }
@@ -322,17 +323,6 @@ def _meta(raw: bytes) -> dict[str, Any]:
     except ValueError:
         return {}
     return meta if isinstance(meta, dict) else {}
-
-
-def _rss_mb() -> float | None:
-    try:
-        with open("/proc/self/status", encoding="ascii") as status:
-            for line in status:
-                if line.startswith("VmRSS:"):
-                    return round(int(line.split()[1]) / 1024, 1)
-    except (OSError, ValueError):
-        pass
-    return None
 
 
 def _trim_log() -> None:
