@@ -9,7 +9,11 @@ own timings (``MEMLANE_PI_TIMINGS``):
 1. ``pi -p "hello"`` without memlane, with memlane and a warm engine, and with
    memlane and a cold engine (stopped before the run; the model cache kept):
    interleaved rounds, medians, p95, and the ratio of medians to pi without
-   memlane (target <= 1.25x). Beside it, per run: how long pi's own
+   memlane (target <= 1.25x). ``floor``: a pi package of memlane's shape that
+   runs nothing of memlane: its two skills, and an extension that only makes,
+   at the session's end, the two calls of pi's model a capture makes there
+   (the distillation and the topic extraction, what pi-memsearch's
+   ``session_shutdown`` flush owes); what any package doing that costs. Beside it, per run: how long pi's own
    ``session_start`` waited (the extension only starts memlane), when
    memlane's ``session_start`` answered in the background, pi's waits in
    ``before_agent_start``, ``agent_settled`` and at shutdown.
@@ -34,6 +38,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -108,6 +113,55 @@ def make_world(
 
 # -- 1. pi -p "hello" --------------------------------------------------------------------
 
+SKILLS = Path(__file__).resolve().parents[1] / "integrations" / "pi" / "skills"
+#: ``floor``'s extension: the session end's two model calls, nothing else.
+FLOOR_EXTENSION = """
+import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
+
+let saved: ExtensionContext | null = null;
+
+export default function (pi: ExtensionAPI): void {
+	pi.on("session_start", async (_event, ctx) => {
+		saved = ctx;
+	});
+	pi.on("session_shutdown", async () => {
+		const ctx = saved;
+		if (!ctx || !ctx.model) return;
+		for (const task of ["distil this exchange", "extract durable learnings"]) {
+			const text = `${task}: the user said hello; the agent answered.`;
+			await ctx.modelRegistry.complete(
+				ctx.model,
+				{ systemPrompt: task, messages: [{ role: "user", content: [{ type: "text", text }], timestamp: Date.now() }] },
+				{ maxTokens: 256, cacheRetention: "none" } as never,
+			);
+		}
+	});
+}
+"""
+
+
+def make_floor(pi: PiInstall, root: Path, fake: FakeModel) -> PiWorld:
+    """A world whose pi loads the ``floor`` package (see the module's docstring)."""
+    package = root / "floor-package"
+    (package / "extensions").mkdir(parents=True)
+    (package / "extensions" / "floor.ts").write_text(FLOOR_EXTENSION)
+    shutil.copytree(SKILLS, package / "skills")
+    manifest = {
+        "name": "memlane-floor",
+        "version": "0.0.0",
+        "keywords": ["pi-package"],
+        "type": "module",
+        "pi": {"extensions": ["./extensions/floor.ts"], "skills": ["./skills"]},
+    }
+    (package / "package.json").write_text(json.dumps(manifest))
+    world = PiWorld(pi, root, fake.base_url, env_extra={})
+    settings = world.agent_dir / "settings.json"
+    data = json.loads(settings.read_text()) if settings.exists() else {}
+    data["packages"] = [str(package)]
+    settings.parent.mkdir(parents=True, exist_ok=True)
+    settings.write_text(json.dumps(data))
+    return world
+
 
 def hello_runs(pi: PiInstall, tmp: Path, rounds: int) -> dict[str, Any]:
     cache = tmp / "model-cache"
@@ -116,16 +170,17 @@ def hello_runs(pi: PiInstall, tmp: Path, rounds: int) -> dict[str, Any]:
             "without": make_world(pi, tmp / "without", fake, memlane=False, cache=cache),
             "warm": make_world(pi, tmp / "warm", fake, memlane=True, cache=cache),
             "cold": make_world(pi, tmp / "cold", fake, memlane=True, cache=cache),
+            "floor": make_floor(pi, tmp / "floor", fake),
         }
         # Not measured: the model cache is derived once and both engines index their
         # store once, as on any machine that ran memlane before.
-        for name in ("warm", "cold"):
+        for name in ("warm", "cold", "floor"):
             result = worlds[name].print_mode("hello", timeout_s=RUN_TIMEOUT_S)
             assert result.returncode == 0, result.stderr
         stop_engine(worlds["cold"])
         samples: dict[str, list[dict[str, Any]]] = {name: [] for name in worlds}
         for _ in range(rounds):
-            for name in ("without", "cold", "warm"):
+            for name in ("without", "cold", "warm", "floor"):
                 world = worlds[name]
                 if name == "cold":
                     stop_engine(world)
