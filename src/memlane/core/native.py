@@ -147,3 +147,18 @@ def _close() -> None:
     for hook in hooks:
         with contextlib.suppress(Exception):
             hook()
+
+
+def import_numpy_first() -> None:
+    """Import numpy, whole, on this thread: call it before importing a library
+    whose native code imports numpy itself (onnxruntime).
+
+    A thread importing onnxruntime (its C++ start imports numpy's C extension)
+    while another imports numpy can leave numpy half-initialized: that import
+    fails, and every later one in the process says "cannot load module more
+    than once per process" (13 of 150 runs of two such threads here; a
+    session's start met it while the model loaded). Imported first, numpy is
+    whole when onnxruntime asks for it, and two threads importing numpy wait
+    for each other in Python's import lock.
+    """
+    import numpy  # noqa: F401

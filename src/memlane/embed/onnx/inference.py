@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memlane.core.errors import EmbedderError
+from memlane.core.native import import_numpy_first
 from memlane.embed.base import l2_normalize
 from memlane.embed.onnx.session import LoadedModel
 
@@ -62,6 +63,8 @@ def release_memory(model: LoadedModel) -> None:
     long texts ~290 MB without, ~220 MB with). Together a few ms.
     """
     import numpy as np
+
+    import_numpy_first()
     import onnxruntime as ort
 
     options = ort.RunOptions()

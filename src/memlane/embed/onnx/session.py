@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from memlane.core.errors import EmbedderError
+from memlane.core.native import import_numpy_first
 from memlane.embed.onnx.tokenizer import load_tokenizer
 
 _INPUT_DTYPES = {"tensor(int64)": "int64", "tensor(int32)": "int32"}
@@ -82,6 +83,7 @@ def load_model(
     intra_op_threads: int,
 ) -> LoadedModel:
     try:
+        import_numpy_first()
         import onnxruntime as ort
         import tokenizers  # noqa: F401  (checked here so one message names both)
     except ImportError as exc:
