@@ -55,6 +55,8 @@ TICK_S = 0.5
 MAX_HEADER_BYTES = 64 * 1024
 #: How often an idle engine looks for sessions whose agent process is gone.
 ABANDONED_CHECK_S = 5.0
+#: How long a closing engine waits for its connections' threads to end.
+CLOSE_WAIT_S = 10.0
 #: How long a starting engine waits for the lock an exiting one still holds.
 LOCK_WAIT_S = 3.0
 #: The engine's log is emptied at an engine's start once it is larger than this.
@@ -109,6 +111,7 @@ class Engine:
         self.started = SYSTEM_CLOCK.now().timestamp()
         self._lock = threading.Lock()
         self._active = 0  # connections open now (a pi session's stays open)
+        self._served = threading.Condition(self._lock)  # a connection's thread ended
         self._clients: dict[str, int] = {}
         self._open: set[socket.socket] = set()
         self._calls = 0
@@ -230,6 +233,7 @@ class Engine:
                 self._open.discard(conn)
                 self._active -= 1
                 self._last = time.monotonic()
+                self._served.notify_all()
 
     def _count(self, client: str, step: int) -> None:
         if client == "?":
@@ -302,6 +306,12 @@ class Engine:
         for conn in still_open:
             with contextlib.suppress(OSError):
                 conn.shutdown(socket.SHUT_RDWR)
+        # Their threads end what the hang-up leaves them (a relay's session is
+        # already ended): the engine's last word comes after theirs.
+        deadline = time.monotonic() + CLOSE_WAIT_S
+        with self._lock:
+            while self._active and (left := deadline - time.monotonic()) > 0:
+                self._served.wait(left)
 
 
 def _clock() -> Clock:
