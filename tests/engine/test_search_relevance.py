@@ -49,10 +49,11 @@ def test_an_entry_is_found_by_its_meaning_not_by_its_neighbours(cli: Cli) -> Non
 
 def test_nothing_relevant_is_an_answer_and_min_score_zero_shows_every_match(cli: Cli) -> None:
     _store(cli)
-    data = _search(cli, "xyzzy plugh")
+    floor = "0.01"  # the weak band's floor, asked for: no small-store allowance
+    data = _search(cli, "xyzzy plugh", "--min-score", floor)
     assert data["hits"] == [] and data["nothing_relevant"] is True
     assert data["below_min_score"] == 4
-    text = cli("search", "xyzzy plugh")
+    text = cli("search", "xyzzy plugh", "--min-score", floor)
     assert text.returncode == 0
     assert text.stdout.startswith("Nothing relevant to 'xyzzy plugh' in memory")
     assert "min_score 0" in text.stdout
@@ -60,6 +61,18 @@ def test_nothing_relevant_is_an_answer_and_min_score_zero_shows_every_match(cli:
     assert len(everything["hits"]) == 4  # type: ignore[arg-type]
     real = _search(cli, "how do we get approval to deploy to production?")
     assert real["hits"] and "nothing_relevant" not in real
+
+
+def test_a_small_store_shows_its_best_few_as_weak_candidates(cli: Cli) -> None:
+    # Four entries: fewer than a search reaches, so the best three are shown
+    # however weak, each labelled so; none claims more than it has.
+    _store(cli)
+    data = _search(cli, "xyzzy plugh")
+    hits = data["hits"]
+    assert isinstance(hits, list) and len(hits) == 3
+    assert {hit["band"] for hit in hits} == {"weak"}
+    real = _search(cli, "who has to sign off before we ship to prod?")
+    assert real["hits"][0]["band"] in ("strong", "possible")  # type: ignore[index]
 
 
 def test_min_score_out_of_range_is_a_clear_error(cli: Cli) -> None:

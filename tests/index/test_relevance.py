@@ -57,7 +57,7 @@ def test_the_top_score_is_the_query_calibration() -> None:
 
 def test_nothing_like_the_query_scores_below_the_search_floor() -> None:
     # best cosine barely above the collection's chance level, no shared word
-    weak = evidence_ranking(evidence({1: 0.24, 2: 0.22}), "hybrid")
+    weak = evidence_ranking(evidence({1: 0.21, 2: 0.2}), "hybrid")
     assert weak[0][1] < SEARCH_MIN_SCORE
     strong = evidence_ranking(evidence({1: 0.62, 2: 0.3}, {1: 0.7}), "hybrid")
     assert strong[0][1] >= AUTO_CONTEXT_SCORE_FLOOR

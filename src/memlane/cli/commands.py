@@ -31,11 +31,22 @@ def write(
     text: Annotated[
         str, typer.Argument(help="What to remember. Use - to read it from standard input.")
     ],
+    supersedes: Annotated[
+        str | None,
+        typer.Option(
+            "--supersedes",
+            metavar="HASH",
+            help="The chunk hash of an earlier memory this one corrects: searches then "
+            "show the new one first and mark the old one outdated.",
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Append a timestamped, anchored memory entry to today's daily file."""
     current = state(ctx)
-    quick_cmds.write_command(current.directory, current.clock, text, as_json)
+    quick_cmds.write_command(
+        current.directory, current.clock, text, as_json, (supersedes,) if supersedes else ()
+    )
 
 
 def chunks(
@@ -169,12 +180,20 @@ def search(
             "search.min_score). 0 shows every match.",
         ),
     ] = None,
+    newest_first: Annotated[
+        bool,
+        typer.Option(
+            "--newest-first", help="Order the hits by date, newest first, instead of by score."
+        ),
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """L1 recall: the top chunks for a query (hybrid BM25 + dense).
 
-    Only hits that score at least search.min_score are shown; when none
-    does, it says that nothing relevant was found.
+    Every hit shows its score, its confidence band (strong, possible or
+    weak), its date and age, and OUTDATED when a newer memory replaced it.
+    Only hits in the weak band or above are shown (search.min_score); when
+    none is, it says that nothing relevant was found.
     """
     current = state(ctx)
     quick_cmds.search_command(
@@ -192,6 +211,7 @@ def search(
         batch=batch,
         all_projects=all_projects,
         min_score=min_score,
+        newest_first=newest_first,
         as_json=as_json,
     )
 

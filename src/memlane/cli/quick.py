@@ -74,7 +74,7 @@ _PROJECT = Option(("--project",), "project")
 
 SPECS: dict[str, Spec] = {
     "scope": Spec((), 0, (_JSON,)),
-    "write": Spec(("text",), 1, (_JSON,)),
+    "write": Spec(("text",), 1, (Option(("--supersedes",), "supersedes"), _JSON)),
     "search": Spec(
         ("query",),
         0,
@@ -90,6 +90,7 @@ SPECS: dict[str, Spec] = {
             Option(("--batch",), "batch"),
             Option(("--all",), "all_projects", "flag"),
             Option(("--min-score",), "min_score", "float", 0.0, 1.0),
+            Option(("--newest-first",), "newest_first", "flag"),
             _JSON,
         ),
     ),
@@ -216,7 +217,14 @@ def _run_scope(directory: Path | None, clock: Clock, values: Values) -> None:
 
 
 def _run_write(directory: Path | None, clock: Clock, values: Values) -> None:
-    write_command(directory, clock, str(values["text"]), bool(values["as_json"]))
+    supersedes = _str(values, "supersedes")
+    write_command(
+        directory,
+        clock,
+        str(values["text"]),
+        bool(values["as_json"]),
+        (supersedes,) if supersedes else (),
+    )
 
 
 def _run_search(directory: Path | None, clock: Clock, values: Values) -> None:
@@ -236,6 +244,7 @@ def _run_search(directory: Path | None, clock: Clock, values: Values) -> None:
         batch=_str(values, "batch"),
         all_projects=bool(values["all_projects"]),
         min_score=float(min_score) if isinstance(min_score, int | float) else None,
+        newest_first=bool(values["newest_first"]),
         as_json=bool(values["as_json"]),
     )
 

@@ -8,7 +8,7 @@ engine). Output goes through cli/context.py's helpers, as typer would print it.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -40,16 +40,26 @@ def scope_command(directory: Path | None, as_json: bool) -> None:
         notice(resolved.state_dir_note)
 
 
-def write_command(directory: Path | None, clock: Clock, text: str, as_json: bool) -> None:
+def write_command(
+    directory: Path | None,
+    clock: Clock,
+    text: str,
+    as_json: bool,
+    supersedes: Sequence[str] = (),
+) -> None:
     """Append a timestamped, anchored memory entry to today's daily file."""
     if text == "-":
         text = sys.stdin.read()
     with open_memory_at(directory, clock) as mem:
-        entry = mem.write(text)
+        if supersedes:
+            mem.sync(quiet_when_idle=True)  # the hashes named are looked up in the index
+        entry = mem.write(text, supersedes=supersedes)
     if as_json:
         print_json(entry.to_json())
-    else:
-        echo(f"Wrote an entry at {entry.time} to {entry.path}")
+        return
+    echo(f"Wrote an entry at {entry.time} to {entry.path}")
+    if supersedes:
+        echo(f"It supersedes {', '.join(supersedes)}: searches show it first from now on.")
 
 
 def search_command(
@@ -68,6 +78,7 @@ def search_command(
     batch: str | None = None,
     all_projects: bool = False,
     min_score: float | None = None,
+    newest_first: bool = False,
     as_json: bool = False,
 ) -> None:
     """L1 recall: the top chunks for a query (the options of ``memlane search``)."""
@@ -101,6 +112,7 @@ def search_command(
         source_prefix=str(Path(source).expanduser().resolve()) if source else None,
         mode="lexical" if lexical else mode or "hybrid",
         min_score=min_score,
+        order="newest" if newest_first else "relevance",
         # The notes are synced once below, with a progress bar, before any query.
         sync=False,
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 
+from memlane.core.confidence import BAND_MEANINGS, POSSIBLE, STRONG
 from memlane.core.types import Hit, SearchResult, Section
 
 SNIPPET_CHARS = 240
@@ -40,21 +41,59 @@ def hit_location(hit: Hit, base: str | None = None) -> str:
     return f"{where}:{hit.start_line}-{hit.end_line}"
 
 
+def when_written(hit: Hit) -> str:
+    """``2026-03-02 09:12, 12 days ago``: a hit's date and age, "" when unknown."""
+    if hit.date is None:
+        return ""
+    when = hit.date.replace("T", " ")
+    if hit.age_days is None:
+        return when
+    if hit.age_days == 0:
+        return f"{when}, today"
+    return f"{when}, {hit.age_days} day{'' if hit.age_days == 1 else 's'} ago"
+
+
+def hit_labels(hit: Hit) -> str:
+    """``[strong; 2026-03-02 09:12, 12 days ago]``: a hit's band and date, after
+    its score, hash and place (which parsers of the first three keep reading)."""
+    parts = [p for p in (hit.band or "", when_written(hit)) if p]
+    return f"[{'; '.join(parts)}]" if parts else ""
+
+
+def superseded_note(hit: Hit) -> str:
+    """The line an outdated hit carries, "" for a current one."""
+    if not hit.superseded_by:
+        return ""
+    return f"OUTDATED: superseded by the newer {hit.superseded_by}; prefer that one"
+
+
 def render_hit(hit: Hit, base: str | None = None) -> str:
     where = hit_location(hit, base)
     heading = f"  {hit.heading}" if hit.heading else ""
     origin = f"  [{hit.project}]" if hit.project else ""
-    return f"{hit.score:.3f}  {hit.chunk_hash}  {where}{heading}{origin}\n       {snippet(hit.content)}"
+    labels = hit_labels(hit)
+    lines = [
+        f"{hit.score:.3f}  {hit.chunk_hash}  {where}{heading}{origin}"
+        + (f"  {labels}" if labels else ""),
+        f"       {snippet(hit.content)}",
+    ]
+    outdated = superseded_note(hit)
+    if outdated:
+        lines.append(f"       {outdated}")
+    return "\n".join(lines)
 
 
 CLI_EXPAND_HINT = "memlane expand HASH"
 TOOL_EXPAND_HINT = "memory_expand(chunk_hash)"
 
 
-#: What a score means, said under every list of hits (index/legs/relevance.py).
+#: What a score and its band mean, said under every list of hits
+#: (index/legs/relevance.py, core/confidence.py).
 SCORE_MEANING = (
-    "Scores estimate relevance in [0, 1]: about 0.5 and above the store likely holds "
-    "what was asked."
+    f"Scores estimate relevance in [0, 1]: strong ({STRONG:g} and above) is "
+    f"{BAND_MEANINGS['strong']}, possible ({POSSIBLE:g} and above) is "
+    f"{BAND_MEANINGS['possible']}, weak is {BAND_MEANINGS['weak']}. A hit marked "
+    "OUTDATED was replaced by a newer entry."
 )
 
 
@@ -75,7 +114,7 @@ def search_hints(result: SearchResult, expand_hint: str = CLI_EXPAND_HINT) -> di
                     f"{weaker} weaker {'match' if weaker == 1 else 'matches'} scored below the "
                     f"minimum score {result.min_score:g}."
                 ),
-                "next": "Set min_score 0 to see them.",
+                "next": "Search with min_score 0 to see them anyway.",
             }
         return {
             "headline": (
@@ -132,7 +171,11 @@ def render_injection(hits: list[Hit], budget: int, base: str | None = None) -> s
     used = len(head)
     for hit in hits:
         where = hit_location(hit, base)
-        block = f"{hit.score:.3f}  {hit.chunk_hash}  {where}\n{hit.content.strip()}"
+        labels = hit_labels(hit)
+        head_line = f"{hit.score:.3f}  {hit.chunk_hash}  {where}" + (
+            f"  {labels}" if labels else ""
+        )
+        block = f"{head_line}\n{hit.content.strip()}"
         room = budget - used - 2
         if len(block) > room:
             if len(parts) > 1 or room < 80:

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from memlane.core import confidence
+from memlane.core.cosine_scale import CosineScale
+
 BUNDLED_MODEL_NAME = "all-MiniLM-L6-v2"
 DEFAULT_MAX_TOKENS = 256
 DEFAULT_EMBED_BATCH_SIZE = 32
@@ -49,16 +52,18 @@ class IndexSettings:
     fusion: str = "evidence"
     rrf_k: int = 60
     alpha: float = 0.4  # dense leg weight for fusion wrrf/convex; lexical gets 1 - alpha
+    # Not a setting: the embedding model's cosine scale, set by the engine
+    # when it opens an index (engine/calibration); None is the bundled model's.
+    cosine_scale: CosineScale | None = None
 
 
 # Auto-context (docs/session.md) injects a hit only at or above this score: "the
 # store likely holds what the prompt is about", on the calibrated scale of
-# search scores (index/legs/relevance.py). On the quality sets it lets through
-# 0.99 of LoCoMo questions and the best-supported 0.37 of the coding
-# paraphrases, and stops 0.85-0.95 of the queries those stores cannot answer
-# (the former floor, 0.65 on convex scores, stopped 0.48 on LoCoMo).
-# Measured by `python benchmarks/quality/calibrate.py` (ADR 0010).
-AUTO_CONTEXT_SCORE_FLOOR = 0.5
+# search scores (index/legs/relevance.py): the floor of the strong band
+# (core/confidence.py), which every push into an agent's context keeps.
+# Measured by `python benchmarks/quality/calibrate.py` (ADR 0010) and
+# benchmarks/quality/trust.py.
+AUTO_CONTEXT_SCORE_FLOOR = confidence.STRONG
 
 
 # Session lifecycle constants (docs/session.md). Each is the default of a config key
@@ -79,11 +84,10 @@ BACKOFF_DELAYS_MS: tuple[int, ...] = (200, 500, 1000, 2000)
 SEARCH_TOP_K = 5
 # Hits scoring below this are not returned: "nothing relevant" is an answer.
 # On the calibrated scale of the default fusion (index/legs/relevance.py, ADR
-# 0010). Set low on purpose: an agent told "nothing stored" redoes work, so
-# it keeps a hit for every question of the three quality sets and silences
-# what has no evidence at all (gibberish, most everyday questions: 0.55 of
-# the coding set's unrelated queries).
-SEARCH_MIN_SCORE = 0.05
+# 0010): the floor of the weak band (core/confidence.py). An explicit search
+# asks for candidates, each labelled with its band, so only what has no
+# evidence at all is silenced; an agent told "nothing stored" redoes work.
+SEARCH_MIN_SCORE = confidence.WEAK
 TRANSCRIPT_CONTEXT = 3
 TRANSCRIPT_LIMIT = 20
 TURN_CHAR_CAP = 2000

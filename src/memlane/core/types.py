@@ -179,6 +179,16 @@ class Hit:
     #: "journal", "topic" or "session", when the search knew it (a hit from
     #: another project's store is left unset).
     kind: str | None = None
+    #: When the memory was written: "YYYY-MM-DD" or "YYYY-MM-DDTHH:MM" (a
+    #: journal entry's day and time, a topic file's last update, a message's
+    #: time), and its age in whole days on the search's clock.
+    date: str | None = None
+    age_days: int | None = None
+    #: How far to trust the hit (engine/recall/trust.py): "strong",
+    #: "possible" or "weak".
+    band: str | None = None
+    #: The chunk hash of a newer hit about the same thing: this one is outdated.
+    superseded_by: str | None = None
 
     @classmethod
     def of(
@@ -211,6 +221,10 @@ class Hit:
             data["project"] = self.project
         if self.kind is not None:
             data["kind"] = self.kind
+        for name in ("date", "age_days", "band", "superseded_by"):
+            value = getattr(self, name)
+            if value is not None:
+                data[name] = value
         if self.turn is not None:
             # Where the message is: its turn, not a line range it does not have.
             del data["start_line"], data["end_line"]
@@ -229,9 +243,10 @@ class SearchResult:
     min_score: float = 0.0
     below_min_score: int = 0
 
-    def at_least(self, min_score: float) -> SearchResult:
-        """Only the hits scoring ``min_score`` or more (``search.min_score``)."""
-        kept = [h for h in self.hits if h.score >= min_score]
+    def at_least(self, min_score: float, keep: int = 0) -> SearchResult:
+        """Only the hits scoring ``min_score`` or more (``search.min_score``);
+        the first ``keep`` hits stay whatever they score."""
+        kept = [h for i, h in enumerate(self.hits) if i < keep or h.score >= min_score]
         return replace(
             self,
             hits=kept,

@@ -22,8 +22,10 @@ if TYPE_CHECKING:
     from memlane.core.config import Config
     from memlane.core.errors import EmbedderError
     from memlane.core.scope import Scope
+    from memlane.core.settings import IndexSettings
     from memlane.core.types import Anchor, Entry, SearchResult
     from memlane.embed.base import Embedder, Vectors
+    from memlane.engine.calibration import ModelScale
     from memlane.engine.journal.fresh import FreshWrites
     from memlane.engine.journal.indexer import Indexer
     from memlane.engine.parts import SharedParts
@@ -63,6 +65,15 @@ class ProjectMemory(Protocol):
 
     @property
     def index(self) -> NotesIndex: ...
+
+    @property
+    def index_settings(self) -> IndexSettings: ...
+
+    @property
+    def model_scale(self) -> ModelScale: ...
+
+    @model_scale.setter
+    def model_scale(self, measured: ModelScale) -> None: ...
 
     @property
     def fresh(self) -> FreshWrites: ...

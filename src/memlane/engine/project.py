@@ -24,7 +24,11 @@ from memlane.engine.parts import SharedParts
 from memlane.engine.reports import IndexReport, Progress, Status
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from memlane.core.settings import IndexSettings
     from memlane.embed.base import Embedder, Vectors
+    from memlane.engine.calibration import ModelScale
     from memlane.engine.journal.fresh import FreshWrites
     from memlane.engine.journal.indexer import Indexer
     from memlane.index.protocol import NotesIndex
@@ -64,6 +68,7 @@ class Memory:
         self.catch_up_char_limit = catch_up_char_limit
         self._parts = _parts or SharedParts()
         self._index: NotesIndex | None = None
+        self._model_scale: ModelScale | None = None
         self._lender: Memory | None = None
 
     def fork(self, *, catch_up_char_limit: int | None = None) -> Memory:
@@ -155,8 +160,34 @@ class Memory:
         if self._index is None:
             from memlane.engine.index_backend import open_notes_index
 
-            self._index = open_notes_index(self.scope, self.config.index)
+            self._index = open_notes_index(self.scope, self.index_settings)
         return self._index
+
+    @property
+    def model_scale(self) -> ModelScale:
+        """The embedding model's cosine scale and where it came from (engine/calibration)."""
+        if self._model_scale is None:
+            from memlane.engine.calibration import load_scale
+
+            self._model_scale = load_scale(self.config.embedding)
+        return self._model_scale
+
+    @model_scale.setter
+    def model_scale(self, measured: ModelScale) -> None:
+        self._model_scale = measured
+        if self._index is not None and self._lender is None:
+            from dataclasses import replace
+
+            self._index.settings = replace(self._index.settings, cosine_scale=measured.scale)
+
+    @property
+    def index_settings(self) -> IndexSettings:
+        """``[index]`` with the model's cosine scale, as every index of this project searches."""
+        from dataclasses import replace
+
+        if self.config.embedding.provider.strip().lower() == "none":
+            return self.config.index
+        return replace(self.config.index, cosine_scale=self.model_scale.scale)
 
     def close(self) -> None:
         if self._lender is None and self._index is not None:
@@ -177,16 +208,21 @@ class Memory:
         anchor: Anchor | None = None,
         *,
         now: datetime | None = None,
+        supersedes: Sequence[str] = (),
     ) -> Entry:
         """Append one timestamped, anchored entry to today's daily file.
 
         Secrets are redacted and ``<private>`` blocks dropped first: nothing
-        secret is ever written to the store, whoever writes.
+        secret is ever written to the store, whoever writes. ``supersedes``
+        names the chunk hashes of memories this one corrects (recall/trust.py).
         """
+        from memlane.engine.recall.trust import supersedes_markers
         from memlane.store.daily import new_entry_id
         from memlane.store.redaction import redact_for_storage
 
         text = redact_for_storage(text)
+        if supersedes:
+            text = "\n".join([text.rstrip(), *supersedes_markers(self, supersedes)])
 
         if anchor is None:
             anchor = Anchor(

@@ -23,6 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from memlane.core.errors import MemlaneError
+from memlane.core.settings import IndexSettings
 from memlane.core.types import Chunk, Kind, SearchMode, context_of
 
 
@@ -232,6 +233,9 @@ class NotesIndex(IndexBackend, Protocol):
     #: Set when the index found it had to start over (a damaged file, a
     #: collection dropped elsewhere); the engine re-indexes and says so once.
     rebuilt_reason: str | None
+    #: The search settings; the engine replaces them when it learns the
+    #: embedding model's cosine scale (engine/calibration).
+    settings: IndexSettings
 
     @property
     def backend(self) -> str:
@@ -243,6 +247,14 @@ class NotesIndex(IndexBackend, Protocol):
     def vector_of(self, chunk_hash: str) -> np.ndarray | None: ...
 
     def get_indexed(self, chunk_hash: str) -> IndexedChunk | None: ...
+
+    def vectors_of(self, chunk_hashes: Sequence[str]) -> dict[str, np.ndarray]:
+        """The stored vectors of these chunks (those without one are left out)."""
+        ...
+
+    def superseders(self, content_hashes: Sequence[str]) -> dict[str, Chunk]:
+        """Old content hash -> the chunk whose ``supersedes`` marker names it."""
+        ...
 
     def export(self, batch: int = 512) -> Iterator[list[tuple[IndexedChunk, np.ndarray | None]]]:
         """Every stored chunk with its vector (None when it has none yet), in batches."""

@@ -45,6 +45,7 @@ from memlane.store.durable import append_whole
 
 _TIME_RE = re.compile(r"^([01]\d|2[0-3]):[0-5]\d$")
 _BULLET_PREFIXES = ("- ", "* ", "+ ")
+_COMMENT_LINE_RE = re.compile(r"<!--(?:(?!-->).)*-->")
 
 
 def daily_path(store_dir: Path, day: date) -> Path:
@@ -69,7 +70,9 @@ def _bullets(text: str) -> list[str]:
         stripped = line.strip()
         if not stripped:
             continue
-        if line.lstrip().startswith(_BULLET_PREFIXES):
+        if _COMMENT_LINE_RE.fullmatch(stripped):
+            out.append(stripped)  # a marker (``supersedes``), as the anchor line is
+        elif line.lstrip().startswith(_BULLET_PREFIXES):
             out.append(line.rstrip())  # nested bullets keep their indentation
         else:
             out.append(f"- {stripped}")

@@ -23,7 +23,7 @@ export const TOOLS: ToolSpec[] = [
 		name: "memory_search",
 		label: "Memory search",
 		snippet: "L1 recall: scored chunks of long-term memory for a query",
-		description: `L1 of the recall ladder. Search long-term memory (past sessions' distilled notes, topics, transcripts) and return the top-k scored chunks, each with a chunk hash. Most questions end here. ${LADDER} Scores estimate relevance in [0, 1]; hits below min_score (default search.min_score) are left out, and an empty result means nothing relevant is stored. scope "all" widens to every project under the scan roots (each hit labeled with its origin project).`,
+		description: `L1 of the recall ladder. Search long-term memory (past sessions' distilled notes, topics, transcripts) and return the top-k scored chunks, each with a chunk hash. Most questions end here. ${LADDER} Scores estimate relevance in [0, 1], each hit labelled strong, possible or weak and dated; a hit marked OUTDATED was replaced by a newer memory. Hits below min_score (default search.min_score) are left out, and an empty result means nothing relevant is stored. scope "all" widens to every project under the scan roots (each hit labeled with its origin project).`,
 		parameters: Type.Object({
 			query: Type.String({ description: "What to look for, in natural language or keywords" }),
 			k: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, description: "How many chunks (default 5)" })),
@@ -41,6 +41,7 @@ export const TOOLS: ToolSpec[] = [
 			min_score: Type.Optional(
 				Type.Number({ minimum: 0, maximum: 1, description: "Only hits scoring at least this (relevance in [0, 1]); 0 returns every match" }),
 			),
+			order: Type.Optional(StringEnum(["relevance", "newest"] as const, { description: "relevance (default: best match first) or newest (newest memories first)" })),
 		}),
 	},
 	{
@@ -72,6 +73,9 @@ export const TOOLS: ToolSpec[] = [
 			"Persist a memory immediately when the user asks you to remember something: it is timestamped, anchored to this session and appended to today's daily memory file. Write one self-contained, third-person statement. Everyday exchanges are captured automatically; do not duplicate them.",
 		parameters: Type.Object({
 			text: Type.String({ description: "What to remember, self-contained" }),
+			supersedes: Type.Optional(
+				Type.String({ description: "The chunk hash (from memory_search) of an earlier memory this one corrects; that one is then marked outdated" }),
+			),
 		}),
 	},
 	{

@@ -75,6 +75,7 @@ def sync(
     fresh.note(plan.changed_since())
     fresh.recorded()
     memory.add_embedder_notice(indexer, report)
+    ensure_scale(memory)
     if space_changed:
         report.notices.append(
             f"the embedding setup changed (now {space}); every chunk was embedded again"
@@ -83,3 +84,25 @@ def sync(
         report.notices.insert(0, f"the index was rebuilt from markdown: {rebuilt}")
     record(state.record_report, report)
     return report
+
+
+def ensure_scale(memory: ProjectMemory) -> None:
+    """Measure the model's scale once, when it has none and is loaded
+    already (an index run embedded with it): the probe pairs cost one
+    embedding call, and a model without a scale is scored on the bundled
+    model's, which can be far off (a model that puts every pair near 0.8
+    would make every search look certain)."""
+    if memory.config.embedding.provider.strip().lower() == "none":
+        return
+    if memory.model_scale.source != "none" or not memory.embedder_ready:
+        return
+    embedder = memory.embedder
+    if embedder is None:
+        return
+    from memlane.core.errors import EmbedderError
+    from memlane.engine.calibration import derive_scale
+
+    try:
+        memory.model_scale = derive_scale(memory.config.embedding, embedder, memory.clock)
+    except (EmbedderError, OSError):
+        return  # measured at a later index run

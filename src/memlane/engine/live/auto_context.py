@@ -226,6 +226,7 @@ class AutoContext:
                 h
                 for h in hits
                 if h.score >= settings.auto_context_score_floor
+                and h.superseded_by is None  # never push an outdated fact
                 and not snapshot.contains(h.content)
                 and not self._own_entry(h.content)
             ][:top_k]

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from memlane.core.errors import DiskFullError, MemlaneError
 from memlane.core.types import Hit, SearchMode, SearchResult
 from memlane.engine.lock_waits import NEWEST_NOT_INDEXED, newest_not_indexed
+from memlane.engine.recall.trust import LOOKAHEAD, SMALL_STORE_SHOWN, refine_notes
 from memlane.index.protocol import DimensionMismatchError, IndexBusyError, IndexUnavailableError
 
 if TYPE_CHECKING:
@@ -123,12 +124,22 @@ def _search_notes(
     )
     if mode == "semantic" and vector is None:
         return SearchResult(query=request.query, mode="semantic", hits=[], notices=notices)
-    got_mode, scored = memory.index.search(
-        request.query, vector, k, filters, lexical=mode != "semantic"
+    index = memory.index
+    got_mode, scored = index.search(
+        request.query, vector, k + LOOKAHEAD, filters, lexical=mode != "semantic"
     )
     from memlane.store.layout import kind_of
 
     store = memory.scope.store
     hits = [Hit.of(s.chunk, s.score, kind=kind_of(Path(s.chunk.source), store)) for s in scored]
-    result = SearchResult(query=request.query, mode=got_mode, hits=hits, notices=notices)
-    return result.at_least(memory.min_score(request.min_score))
+    fetched = len(hits)
+    hits = refine_notes(hits, index, index.settings.cosine_scale, memory.clock.today(), store)
+    result = SearchResult(query=request.query, mode=got_mode, hits=hits[:k], notices=notices)
+    # A store smaller than the search's reach (it returned every entry it
+    # holds) shows its best few even when weak, unless a floor was asked
+    # for: with a handful of entries a model's evidence is thin (a right
+    # answer at cosine 0.1 is no rarer than gibberish), reading three lines
+    # is cheap, and "nothing stored" makes an agent redo work.
+    small = fetched < k + LOOKAHEAD and request.min_score is None
+    keep = min(SMALL_STORE_SHOWN, k) if small and got_mode != "lexical" else 0
+    return result.at_least(memory.min_score(request.min_score), keep=keep)

@@ -18,6 +18,8 @@ SEARCH_K_MAX = 100
 SEARCH_MODES = ("hybrid", "lexical", "semantic")
 SEARCH_KINDS = ("journal", "topic", "session", "all")
 SEARCH_SCOPES = ("project", "all")
+#: How hits are ordered: best match first, or newest first (each hit dated).
+SEARCH_ORDERS = ("relevance", "newest")
 DATE_FORMATS = ("%Y-%m-%d", "%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S")
 
 Route = Literal["notes", "sessions", "everything", "projects"]
@@ -52,6 +54,7 @@ class SearchRequest:
     sync: bool = True
     env: Mapping[str, str] | None = None
     wait_for_model: bool = True
+    order: str = "relevance"
 
     @property
     def route(self) -> Route:
@@ -90,6 +93,11 @@ def check_request(request: SearchRequest) -> None:
             check_date(name, value)
     if request.min_score is not None:
         check_min_score(request.min_score)
+    if request.order not in SEARCH_ORDERS:
+        raise MemlaneError(
+            f"unknown order {request.order!r}",
+            f"use one of: {', '.join(SEARCH_ORDERS)} (relevance is the default)",
+        )
 
 
 def check_k(k: int) -> None:

@@ -46,7 +46,21 @@ def search(memory: ProjectMemory, request: SearchRequest) -> Recalled:
 
     check_request(request)
     with read_waits(memory):
-        return _route(memory, request)
+        recalled = _route(memory, request)
+    return replace(recalled, result=_labelled(memory, request, recalled.result))
+
+
+def _labelled(memory: ProjectMemory, request: SearchRequest, result: SearchResult) -> SearchResult:
+    """Every hit dated and banded, in the order asked for (recall/trust.py)."""
+    from memlane.engine.recall.trust import dated, labelled, newest_first
+    from memlane.index.legs.fusion import EVIDENCE
+
+    hits = labelled(
+        dated(result.hits, memory.clock.today()), memory.config.index.fusion == EVIDENCE
+    )
+    if request.order == "newest":
+        hits = newest_first(hits)
+    return replace(result, hits=hits)
 
 
 def _route(memory: ProjectMemory, request: SearchRequest) -> Recalled:

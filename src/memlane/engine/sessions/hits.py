@@ -55,6 +55,7 @@ class SessionHit:
             session=self.session_id,
             turn=self.entry_id,
             kind="session",
+            date=self.timestamp[:16] if self.timestamp else None,
         )
 
     def to_json(self) -> dict[str, Any]:

@@ -29,7 +29,7 @@ def open_store(mem: ProjectMemory) -> SessionStore:
     with _stores_lock:
         store = _stores.get(path)
         if store is None:
-            store = SessionStore(path, mem.config.index, mem.config.sessions, redact=redact_text)
+            store = SessionStore(path, mem.index_settings, mem.config.sessions, redact=redact_text)
             _stores[path] = store
         return store
 

@@ -120,7 +120,10 @@ class Tools:
                 anchor = Anchor(
                     session=running[0], turn=new_entry_id(), transcript=running[1] or "none"
                 )
-        entry = self.memory.write(args["text"], anchor)
+        supersedes = args.get("supersedes")
+        entry = self.memory.write(
+            args["text"], anchor, supersedes=(supersedes,) if supersedes else ()
+        )
         if self.session is not None:
             self.session.note_write()
         headline = f"Saved to {entry.path} at {entry.time}"
@@ -142,6 +145,7 @@ class Tools:
             session=args.get("session"),
             mode=args.get("mode", "hybrid"),
             min_score=args.get("min_score"),
+            order=args.get("order") or "relevance",
             # In a live session its indexer keeps the index current and the
             # search first indexes what the session wrote since (so a
             # memory_write just made is found); without a session the whole

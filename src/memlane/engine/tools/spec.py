@@ -198,16 +198,26 @@ MEMORY_WRITE_SPEC = ToolSpec(
     "Save a memory now: a decision, a fact, a preference or a follow-up worth keeping "
     "beyond this session. Appended, timestamped and anchored to this conversation in "
     "today's daily memory file. Write standalone sentences; secrets are redacted.",
-    (Param("text", "string", "The memory, one or more lines.", required=True),),
+    (
+        Param("text", "string", "The memory, one or more lines.", required=True),
+        Param(
+            "supersedes",
+            "string",
+            "The chunk hash (from memory_search) of an earlier memory this one corrects or "
+            "replaces: searches then show this one first and mark the old one outdated.",
+        ),
+    ),
     title="Save a memory",
 )
 
 MEMORY_SEARCH_SPEC = ToolSpec(
     "memory_search",
-    "L1 recall: the best-matching memory chunks for a query, each with a score and a "
-    "chunk hash. Start here. Scores estimate relevance in [0, 1] (0.5 and above: "
-    "the store likely holds what you asked); hits below min_score are left out, and "
-    "an empty result means nothing relevant is stored. " + RECALL_LADDER,
+    "L1 recall: the best-matching memory chunks for a query, each with a score, a "
+    "confidence band (strong: very likely what you asked; possible: related; weak: a "
+    "distant candidate to check), its date and a chunk hash. Start here. A hit marked "
+    "OUTDATED (superseded_by) was replaced by a newer memory: prefer the newer one. Hits "
+    "below min_score are left out, and an empty result means nothing relevant is "
+    "stored. " + RECALL_LADDER,
     (
         _QUERY,
         Param(
@@ -246,6 +256,12 @@ MEMORY_SEARCH_SPEC = ToolSpec(
             "search.min_score, 0 returns every match).",
             minimum=0,
             maximum=1,
+        ),
+        Param(
+            "order",
+            "string",
+            "relevance (default: best match first) or newest (newest memories first).",
+            enum=("relevance", "newest"),
         ),
     ),
     title="Search memory",

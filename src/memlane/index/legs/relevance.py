@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from memlane.core.cosine_scale import REFERENCE_SCALE, CosineScale
 from memlane.core.settings import IndexSettings
 from memlane.core.types import SearchMode
 from memlane.index.legs.dense import DenseMatrix, DenseResult
@@ -59,13 +60,16 @@ LEXICAL_LEG_WEIGHT = 1.5
 #: the gate opens around it.
 COVERAGE_GATE_MIDPOINT = 0.35
 COVERAGE_GATE_WIDTH = 0.075
-#: What the bundled model's cosine between a query and an unrelated note
-#: averages (the quality sets' collection means, calibrate.py), and how many
+#: What the bundled model's cosine between a question and an unrelated note
+#: averages (its scale on the probe pairs, core/cosine_scale.py), and how many
 #: rows' worth of weight that prior has. The chance level a best cosine is
 #: compared with is the mean over the *other* searched rows, pulled toward
 #: the prior: in a store of a few notes the mean says little (in a store of
-#: one it is the best cosine itself).
-PRIOR_MEAN_COSINE = 0.2
+#: one it is the best cosine itself). The prior was 0.2, the conversational
+#: sets' level, and held a small store of distilled notes (whose own level is
+#: near 0.05) to a chance level it never has: a right answer among six
+#: notes scored 0.004 (ADR 0029).
+PRIOR_MEAN_COSINE = REFERENCE_SCALE.unrelated_mean
 PRIOR_ROWS = 20.0
 
 
@@ -169,11 +173,29 @@ def _relative(values: dict[int, float], low: float | None = None) -> dict[int, f
     return {rowid: (value - bottom) / spread for rowid, value in values.items()}
 
 
-def evidence_ranking(evidence: Evidence, mode: SearchMode) -> Fused:
-    """(rowid, score) best first, ties by rowid (see the module docstring)."""
+def on_reference_scale(evidence: Evidence, scale: CosineScale | None) -> Evidence:
+    """The evidence with its cosines moved onto the bundled model's scale
+    (core/cosine_scale.py): the same order within the leg, calibrated scores."""
+    if scale is None or scale == REFERENCE_SCALE:
+        return evidence
+    return Evidence(
+        {rowid: scale.to_reference(c) for rowid, c in evidence.cosine.items()},
+        evidence.coverage,
+        scale.to_reference(evidence.mean_cosine) if evidence.rows else evidence.mean_cosine,
+        evidence.rows,
+        evidence.bm25,
+    )
+
+
+def evidence_ranking(
+    evidence: Evidence, mode: SearchMode, scale: CosineScale | None = None
+) -> Fused:
+    """(rowid, score) best first, ties by rowid (see the module docstring);
+    ``scale`` is the model's when it is not the bundled one."""
     candidates = evidence.candidates
     if not candidates:
         return []
+    evidence = on_reference_scale(evidence, scale)
     top_cosine = max(evidence.cosine.values(), default=0.0)
     top_coverage = max(evidence.coverage.values(), default=0.0)
     dense_part = _relative(evidence.cosine) if mode != "lexical" else {}
@@ -228,7 +250,7 @@ def search(
                 matrix.cosines(vector, rowids) if matrix is not None and vector is not None else {}
             )
 
-        return evidence_ranking(gather(dense, ranking, cosines_of), mode)
+        return evidence_ranking(gather(dense, ranking, cosines_of), mode, settings.cosine_scale)
     return rank_fusion(method, dense, ranking, alpha=settings.alpha, rrf_k=rrf_k)
 
 

@@ -22,6 +22,7 @@ import numpy.typing as npt
 
 from memlane.core.errors import ConfigError, MemlaneError
 from memlane.core.settings import BACKOFF_DELAYS_MS, IndexSettings
+from memlane.core.supersede import HEX16, superseded_hashes
 from memlane.core.types import Chunk, SearchMode
 from memlane.index.legs.fusion import fusion_method
 from memlane.index.milvus import schema, search
@@ -153,6 +154,38 @@ class MilvusIndex(MilvusWriter):
             stored = self._vectors(client, [chunk_hash])
         vector = stored.get(chunk_hash)
         return None if vector is None else np.asarray(vector, dtype=np.float32)
+
+    def vectors_of(self, chunk_hashes: Sequence[str]) -> dict[str, np.ndarray]:
+        """The stored vectors of these chunks (those without one are left out)."""
+        if not chunk_hashes:
+            return {}
+        with self._session() as client:
+            if not self._exists:
+                return {}
+            stored = self._vectors(client, list(chunk_hashes))
+        return {h: np.asarray(v, dtype=np.float32) for h, v in stored.items()}
+
+    def superseders(self, content_hashes: Sequence[str]) -> dict[str, Chunk]:
+        """Old content hash -> the chunk whose ``supersedes`` marker names it
+        (core/supersede.py): a ``like`` filter per hash (Milvus has no token
+        lookup; the markers are few and the hashes are checked as hex)."""
+        wanted = sorted({h for h in content_hashes if HEX16.fullmatch(h)})
+        if not wanted:
+            return {}
+        expr = " or ".join(f'content like "%supersedes:{h}%"' for h in wanted)
+        with self._session() as client:
+            if not self._exists:
+                return {}
+            rows = client.query(
+                collection_name=self.collection, filter=expr, output_fields=schema.CHUNK_FIELDS
+            )
+        out: dict[str, Chunk] = {}
+        for row in sorted(rows, key=lambda r: (str(r.get("source", "")), r.get("start_line", 0))):
+            chunk = indexed_of(dict(row)).chunk
+            for old in superseded_hashes(chunk.content):
+                if old in wanted:
+                    out[old] = chunk
+        return out
 
     def export(self, batch: int = 512) -> Iterator[list[tuple[IndexedChunk, np.ndarray | None]]]:
         """Every row with its vector, then the pending chunks (no vector), in

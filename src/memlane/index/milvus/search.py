@@ -255,7 +255,9 @@ def run(
             got = cosines(client, coll.name, qvec, [hashes[r] for r in rowids])
             return {ids[h]: value for h, value in got.items()}
 
-        fused = relevance.evidence_ranking(relevance.gather(dense, ranking, cosines_of), mode)
+        fused = relevance.evidence_ranking(
+            relevance.gather(dense, ranking, cosines_of), mode, settings.cosine_scale
+        )
     else:
         fused = relevance.rank_fusion(
             method, dense, ranking, alpha=settings.alpha, rrf_k=settings.rrf_k

@@ -29,6 +29,7 @@ import numpy.typing as npt
 
 from memlane.core.errors import ConfigError
 from memlane.core.settings import IndexSettings
+from memlane.core.supersede import HEX16, superseded_hashes
 from memlane.core.types import Chunk, SearchMode, embedding_text_of
 from memlane.index.legs import lexical, relevance
 from memlane.index.legs.fusion import fusion_method
@@ -259,6 +260,48 @@ class SqliteIndex(NotesWriter):
             if row is None or row[0] is None:
                 return None
             return np.frombuffer(row[0], dtype=np.float32).copy()
+
+        return self._run(op)
+
+    def vectors_of(self, chunk_hashes: Sequence[str]) -> dict[str, np.ndarray]:
+        """The stored vectors of these chunks (those without one are left out)."""
+        if not chunk_hashes:
+            return {}
+
+        def op(conn: sqlite3.Connection) -> dict[str, np.ndarray]:
+            marks = ", ".join("?" * len(chunk_hashes))
+            rows = conn.execute(
+                f"SELECT chunk_hash, vector FROM chunks WHERE chunk_hash IN ({marks}) "
+                "AND vector IS NOT NULL",
+                list(chunk_hashes),
+            )
+            return {h: np.frombuffer(v, dtype=np.float32).copy() for h, v in rows}
+
+        return self._run(op)
+
+    def superseders(self, content_hashes: Sequence[str]) -> dict[str, Chunk]:
+        """Old content hash -> the chunk whose ``supersedes`` marker names it
+        (core/supersede.py); the newest marker's chunk when several do."""
+        wanted = sorted({h for h in content_hashes if HEX16.fullmatch(h)})
+        if not wanted:
+            return {}
+
+        def op(conn: sqlite3.Connection) -> dict[str, Chunk]:
+            # The marker's hash is one token to the FTS tokenizer: found
+            # through the index, never by scanning every chunk's text.
+            match = "content:(" + " OR ".join(f'"{h}"' for h in wanted) + ")"
+            rows = conn.execute(
+                f"SELECT {_CHUNK_COLUMNS} FROM chunks WHERE id IN "
+                "(SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ?) ORDER BY date, id",
+                (match,),
+            ).fetchall()
+            out: dict[str, Chunk] = {}
+            for row in rows:
+                chunk = _row_to_indexed(row).chunk
+                for old in superseded_hashes(chunk.content):
+                    if old in wanted:
+                        out[old] = chunk
+            return out
 
         return self._run(op)
 

@@ -55,6 +55,8 @@ def chunk_scores(
     best = max((hit.score for hit in hits), default=0.0)
     out: dict[str, float] = {}
     for hit in hits:
+        if hit.superseded_by is not None:
+            continue  # an outdated entry is no reason to surface its topic
         found = by_path.get(hit.source) or by_path.get(os.path.realpath(hit.source))
         relative = hit.score / best if best > 0 else 0.0
         if found is not None and relative > out.get(found, 0.0):

@@ -1,0 +1,363 @@
+"""Recall an agent can trust: every hit dated and labelled, the current fact
+first, no echoes (docs/search.md, ADR 0028).
+
+What a notes search found is refined here before anyone sees it:
+
+* **Dated.** A journal entry's day and time come from its file name and its
+  ``### HH:MM`` heading, a topic entry's from its file's ``updated`` field,
+  a message's from its transcript; each hit also says how old it is.
+* **No echoes.** A topic file's frontmatter alone is never a hit. An entry
+  that only restates a question (an undistilled ``- user asked: …`` digest,
+  a note that is all questions) matches the question's words better than
+  any answer does, so it is ranked after every answer and its score halved.
+* **The current fact first.** Of two entries about the same thing, the newer
+  ranks first and the older carries ``superseded_by``. "The same thing" is
+  either said (an entry's ``supersedes`` marker, core/supersede.py) or
+  inferred: both dated, the newer one close to the older and saying that
+  something changed, or restating it (``CORRECTION_COSINE``). Nothing is rewritten: it is derived from the
+  store at query time, so it holds on any existing store.
+* **Labelled.** Each hit's confidence band (core/confidence.py), when the
+  scores are calibrated (the default fusion).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from datetime import date
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from memlane.core.confidence import band_of
+from memlane.core.types import Hit, content_hash_of, embedding_text_of
+
+if TYPE_CHECKING:
+    from memlane.core.cosine_scale import CosineScale
+    from memlane.core.types import Chunk
+    from memlane.engine.ports import ProjectMemory
+    from memlane.index.protocol import NotesIndex
+
+#: Extra candidates a notes search fetches beyond k, so that a newer entry
+#: ranked just past the cut can still take its older twin's place, and a
+#: dropped frontmatter chunk does not shorten the answer.
+LOOKAHEAD = 5
+#: In a store with fewer entries than a search fetches, this many of the
+#: best are shown even when weak (recall/notes.py says why).
+SMALL_STORE_SHOWN = 3
+#: When is a newer entry a correction of an older one? Similar entries are
+#: often both true ("deploys go out Tuesday to Thursday" and "deploys are
+#: frozen on Fridays" sit at cosine 0.66), so closeness alone is not enough:
+#: the newer one must say that something changed (``_CHANGE_RE``: replaced,
+#: moved to, switched, raised, no longer, ...) and be at least
+#: ``CORRECTION_COSINE`` close, or restate the older one almost word for
+#: word (``RESTATED_COSINE``). Cosines on the bundled model's scale; an
+#: entry and its correction measured 0.49-0.68, two true facts of one
+#: subject 0.40-0.66 (docs/adr/0028-current-facts-first.md).
+CORRECTION_COSINE = 0.45
+RESTATED_COSINE = 0.85
+#: Only an entry of one fact is outdated as a whole: a session summary of
+#: many bullets is at most partly outdated, and marking it would hide the
+#: rest (and long entries of one project sit close to each other anyway: a
+#: tenth of the demo store's pairs are at 0.45 or more). A fact fits in this
+#: many characters and lines of text. Two entries of one session are steps
+#: of one conversation, not a later correction: only an explicit marker
+#: says one replaced the other.
+FACT_CHARS = 400
+FACT_LINES = 3
+#: ... and the newer one must answer the query at least this share as well.
+CORRECTION_SCORE_RATIO = 0.3
+#: An echo keeps this share of its score (and ranks after every answer).
+ECHO_WEIGHT = 0.5
+
+_CHANGE_RE = re.compile(
+    r"\b(replac\w*|switch\w*|mov(ed|ing) (to|from|off)|migrat\w*|instead of|no longer|"
+    r"now|changed?|raised|lowered|increased|decreased|bumped|dropped|deprecated|retired|"
+    r"superseded|upgraded|downgraded|reverted|rolled back|anymore|from \S+ to)\b",
+    re.IGNORECASE,
+)
+_FRONTMATTER_ONLY_RE = re.compile(r"\A\s*---\s*\n.*?\n---\s*\Z", re.DOTALL)
+_DIGEST_RE = re.compile(r"^\s*[-*]\s*user asked:", re.IGNORECASE | re.MULTILINE)
+_QUESTION_LINE_RE = re.compile(r"(\?\s*$)|(^\s*[-*]?\s*(the )?user asked\b)", re.IGNORECASE)
+_UPDATED_RE = re.compile(r"^updated:\s*['\"]?(\d{4}-\d{2}-\d{2})", re.MULTILINE)
+_DAILY_NAME_RE = re.compile(r"^(\d{4}-\d{2}-\d{2})\.md$")
+_ENTRY_TIME_RE = re.compile(r"^(\d{2}):(\d{2})\b")
+
+
+# -- dates ------------------------------------------------------------------------
+
+
+@lru_cache(maxsize=512)
+def _topic_updated(path: str, mtime_ns: int) -> str | None:
+    """A topic file's ``updated`` date (its frontmatter), read once per version."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            head = handle.read(4096)
+    except OSError:
+        return None
+    if not head.startswith("---"):
+        return None
+    end = head.find("\n---", 3)
+    found = _UPDATED_RE.search(head[: end if end > 0 else len(head)])
+    return found.group(1) if found else None
+
+
+def date_of_hit(hit: Hit) -> str | None:
+    """When a hit's memory was written: "YYYY-MM-DD" or "YYYY-MM-DDTHH:MM"."""
+    if hit.date is not None:
+        return hit.date
+    name = os.path.basename(hit.source)
+    daily = _DAILY_NAME_RE.match(name)
+    if daily:
+        when = _ENTRY_TIME_RE.match(hit.heading.strip())
+        return f"{daily.group(1)}T{when.group(1)}:{when.group(2)}" if when else daily.group(1)
+    if name.endswith(".md"):
+        try:
+            mtime = os.stat(hit.source).st_mtime_ns
+        except OSError:
+            return None
+        return _topic_updated(hit.source, mtime)
+    return None
+
+
+def age_in_days(when: str | None, today: date) -> int | None:
+    if when is None:
+        return None
+    try:
+        day = date.fromisoformat(when[:10])
+    except ValueError:
+        return None
+    return max((today - day).days, 0)
+
+
+def dated(hits: Sequence[Hit], today: date) -> list[Hit]:
+    """Every hit with its date and age."""
+    out = []
+    for hit in hits:
+        when = date_of_hit(hit)
+        out.append(replace(hit, date=when, age_days=age_in_days(when, today)))
+    return out
+
+
+# -- echoes -----------------------------------------------------------------------
+
+
+def is_frontmatter_only(content: str) -> bool:
+    """The chunk is a topic file's frontmatter block and nothing else."""
+    return bool(_FRONTMATTER_ONLY_RE.match(content))
+
+
+def is_echo(content: str) -> bool:
+    """An entry that only restates a question: an undistilled digest, or a
+    note whose every line is a question or says what the user asked."""
+    if _DIGEST_RE.search(content):
+        return True
+    lines = [
+        ln
+        for ln in content.splitlines()
+        if ln.strip() and not ln.lstrip().startswith(("#", "<!--"))
+    ]
+    return bool(lines) and all(_QUESTION_LINE_RE.search(ln) for ln in lines)
+
+
+def without_echoes(hits: Sequence[Hit]) -> list[Hit]:
+    """Frontmatter dropped; echoes after every answer, at a reduced score."""
+    kept = [h for h in hits if not is_frontmatter_only(h.content)]
+    answers = [h for h in kept if not is_echo(h.content)]
+    echoes = [h for h in kept if is_echo(h.content)]
+    if not echoes:
+        return answers
+    ceiling = min((h.score for h in answers), default=1.0)
+    return answers + [replace(h, score=min(h.score * ECHO_WEIGHT, ceiling)) for h in echoes]
+
+
+# -- the current fact first -------------------------------------------------------
+
+
+def _corrects(
+    older: np.ndarray | None,
+    newer: np.ndarray | None,
+    newer_text: str,
+    scale: CosineScale | None,
+) -> bool:
+    """The newer entry corrects or restates the older one (see ``CORRECTION_COSINE``)."""
+    if older is None or newer is None:
+        return False
+    denominator = float(np.linalg.norm(older) * np.linalg.norm(newer))
+    if denominator <= 0:
+        return False
+    cosine = float(older @ newer) / denominator
+    if scale is not None:
+        cosine = scale.to_reference(cosine)
+    if cosine >= RESTATED_COSINE:
+        return True
+    return cosine >= CORRECTION_COSINE and bool(_CHANGE_RE.search(newer_text))
+
+
+def _one_fact(content: str) -> bool:
+    text = embedding_text_of(content)
+    lines = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+    return len(text) <= FACT_CHARS and len(lines) <= FACT_LINES
+
+
+def _same_session(a: Hit, b: Hit) -> bool:
+    from memlane.store.anchor import parse_anchor
+
+    first, second = parse_anchor(a.content), parse_anchor(b.content)
+    if first is None or second is None or first.transcript == "none":
+        return False  # written by hand (memlane write): no conversation behind it
+    return first.session == second.session
+
+
+def _newer(a: Hit, b: Hit) -> bool:
+    """``a`` was written after ``b`` (both dated)."""
+    return a.date is not None and b.date is not None and a.date > b.date
+
+
+def superseded(
+    hits: Sequence[Hit],
+    vectors: Mapping[str, np.ndarray],
+    said: Mapping[str, Chunk],
+    scale: CosineScale | None,
+    kind_of: Mapping[str, str] | None = None,
+) -> list[Hit]:
+    """The hits with the current fact first and each outdated one marked.
+
+    ``said``: old content hash -> the chunk whose marker replaces it (it
+    joins the hits when the search missed it). ``vectors``: the hits'
+    stored vectors, for the inferred rule (module docstring).
+    """
+    out = list(hits)
+    by_hash = {h.chunk_hash: h for h in out}
+    replaced: dict[str, str] = {}  # old chunk hash -> newer chunk hash
+    for old in out:
+        if old.kind not in ("journal", "topic"):
+            continue
+        marker = said.get(content_hash_of(old.content))
+        if marker is not None and marker.chunk_hash != old.chunk_hash:
+            if marker.chunk_hash not in by_hash:
+                newer = Hit.of(marker, old.score, kind=(kind_of or {}).get(marker.source, old.kind))
+                by_hash[newer.chunk_hash] = replace(newer, date=date_of_hit(newer))
+            replaced[old.chunk_hash] = marker.chunk_hash
+            continue
+        if not _one_fact(old.content):
+            continue
+        candidates = [
+            new
+            for new in out
+            if new.kind in ("journal", "topic")
+            and new.chunk_hash != old.chunk_hash
+            and _newer(new, old)
+            and _one_fact(new.content)
+            and not _same_session(old, new)
+            and new.score >= CORRECTION_SCORE_RATIO * old.score
+            and _corrects(
+                vectors.get(old.chunk_hash),
+                vectors.get(new.chunk_hash),
+                embedding_text_of(new.content),
+                scale,
+            )
+        ]
+        if candidates:
+            newest = max(candidates, key=lambda h: (h.date or "", h.score))
+            replaced[old.chunk_hash] = newest.chunk_hash
+    if not replaced:
+        return out
+    return _current_first(out, by_hash, replaced)
+
+
+def _current_first(hits: list[Hit], by_hash: dict[str, Hit], replaced: dict[str, str]) -> list[Hit]:
+    """Each replacing hit takes the best score of what it replaces; each
+    replaced one keeps the lower of the two and is marked."""
+
+    def current(chunk_hash: str) -> str:
+        seen = {chunk_hash}
+        while chunk_hash in replaced and replaced[chunk_hash] not in seen:
+            chunk_hash = replaced[chunk_hash]
+            seen.add(chunk_hash)
+        return chunk_hash
+
+    scores = {h: by_hash[h].score for h in by_hash}
+    for old, _ in replaced.items():
+        new = current(old)
+        high, low = max(scores[old], scores[new]), min(scores[old], scores[new])
+        scores[new], scores[old] = high, low
+    ordered = sorted(
+        by_hash.values(), key=lambda h: (-scores[h.chunk_hash], h.chunk_hash in replaced)
+    )
+    return [
+        replace(
+            h,
+            score=scores[h.chunk_hash],
+            superseded_by=current(h.chunk_hash) if h.chunk_hash in replaced else None,
+        )
+        for h in ordered
+    ]
+
+
+def refine_notes(
+    hits: Sequence[Hit],
+    index: NotesIndex,
+    scale: CosineScale | None,
+    today: date,
+    store: Path,
+) -> list[Hit]:
+    """A notes search's hits dated, without echoes, the current fact first."""
+    from memlane.store.layout import kind_of
+
+    out = dated(without_echoes(hits), today)
+    notes = [h for h in out if h.kind in ("journal", "topic")]
+    if not notes:
+        return out
+    said = index.superseders([content_hash_of(h.content) for h in notes])
+    vectors = index.vectors_of([h.chunk_hash for h in notes]) if len(notes) > 1 else {}
+    kinds = {c.source: kind_of(Path(c.source), store) for c in said.values()}
+    return superseded(out, vectors, said, scale, kinds)
+
+
+# -- labels and order -------------------------------------------------------------
+
+
+def labelled(hits: Sequence[Hit], calibrated: bool) -> list[Hit]:
+    """Each hit with its confidence band (only calibrated scores have one)."""
+    if not calibrated:
+        return list(hits)
+    # A hit shown below the weak floor (a small store's best few, an asked
+    # min_score 0) is still only a weak candidate.
+    return [replace(h, band=band_of(h.score) or "weak") for h in hits]
+
+
+def newest_first(hits: Sequence[Hit]) -> list[Hit]:
+    """The hits by date, newest first (undated last, in their order)."""
+    return sorted(hits, key=lambda h: (h.date is None, _descending(h.date or "")))
+
+
+def _descending(text: str) -> tuple[int, ...]:
+    return tuple(-ord(ch) for ch in text)
+
+
+# -- stated corrections -----------------------------------------------------------
+
+
+def supersedes_markers(memory: ProjectMemory, chunk_hashes: Sequence[str]) -> list[str]:
+    """The markers a new entry carries for the memories it replaces: each
+    chunk hash (as memory_search shows it) looked up, its content hash named
+    (core/supersede.py). An unknown hash is an error, and nothing is written."""
+    from memlane.core.errors import NotFoundError
+    from memlane.core.supersede import supersedes_marker
+
+    markers = []
+    for given in dict.fromkeys(h.strip().lower() for h in chunk_hashes):
+        chunk = memory.index.get(given) if re.fullmatch(r"[0-9a-f]{16}", given) else None
+        if chunk is None:
+            raise NotFoundError(
+                f"no memory has the chunk hash {given!r}, so nothing was written",
+                "pass a chunk hash from `memlane search` (memory_search); after an edit, "
+                "search again for its new hash",
+            )
+        markers.append(supersedes_marker(content_hash_of(chunk.content)))
+    return markers
