@@ -148,30 +148,31 @@ def write_stores(stores: Sequence[Store], projects: Path, env: Mapping[str, str]
 def drive(jobs_file: Path, results_file: Path) -> int:
     """Run memlane's command once per job in this process (``--drive``).
 
-    A job is ``{"name", "argv", "now"}``; its stdout (fd 1, whatever writes it)
-    goes to a file, and the results file gets one JSON line per job.
+    A job is ``{"name", "argv", "now"}``; its stdout (``sys.stdout`` and fd 1
+    both) goes to a file, and the results file gets one JSON line per job.
     """
     from memlane.cli.main import main as memlane_main
     from memlane.core.clock import clock_from_env
 
     jobs = json.loads(jobs_file.read_text(encoding="utf-8"))
-    with results_file.open("w", encoding="utf-8") as results, tempfile.TemporaryFile() as out:
+    with results_file.open("w", encoding="utf-8") as results:
         for job in jobs:
             os.environ["MEMLANE_NOW"] = job["now"]
             clock = clock_from_env({"MEMLANE_NOW": job["now"]})
-            out.seek(0)
-            out.truncate()
-            sys.stdout.flush()
-            saved = os.dup(1)
-            os.dup2(out.fileno(), 1)
-            try:
-                code = memlane_main(job["argv"], clock=clock)
+            with tempfile.TemporaryFile("w+", encoding="utf-8") as out:
                 sys.stdout.flush()
-            finally:
-                os.dup2(saved, 1)
-                os.close(saved)
-            out.seek(0)
-            stdout = out.read().decode("utf-8")
+                saved_fd, saved_stdout = os.dup(1), sys.stdout
+                os.dup2(out.fileno(), 1)
+                sys.stdout = out
+                try:
+                    code = memlane_main(job["argv"], clock=clock)
+                finally:
+                    out.flush()
+                    sys.stdout = saved_stdout
+                    os.dup2(saved_fd, 1)
+                    os.close(saved_fd)
+                out.seek(0)
+                stdout = out.read()
             if code != 0:
                 print(f"memlane {' '.join(job['argv'])} failed ({code})", file=sys.stderr)
                 return 1
@@ -454,13 +455,16 @@ def below_best_leg(better: str, values: Mapping[str, float | None], system: str)
     mine = values.get(system)
     if legs is None or mine is None or better not in ("higher", "lower"):
         return None
-    known = {leg: values.get(leg) for leg in legs if values.get(leg) is not None}
+    known: dict[str, float] = {}
+    for leg in legs:
+        value = values.get(leg)
+        if value is not None:
+            known[leg] = value
     if not known:
         return None
     pick = max if better == "higher" else min
-    best_leg = pick(known, key=lambda leg: known[leg])  # type: ignore[arg-type]
+    best_leg = pick(known, key=known.__getitem__)
     best = known[best_leg]
-    assert best is not None
     # Compared at the third decimal: a share of a few hundred queries moves by more.
     mine, best = round(mine, 3), round(best, 3)
     worse = mine < best if better == "higher" else mine > best
