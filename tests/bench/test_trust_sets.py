@@ -30,6 +30,7 @@ from trust_score import (  # noqa: E402
     field_seen,
     history_metrics,
     meets,
+    query_record,
     small_store_pool,
     small_stores,
     unrelated_metrics,
@@ -205,3 +206,25 @@ def test_the_driver_runs_the_command_in_process(
     assert [a["query"] for a in answers] == texts
     firsts = [a["hits"][0]["content"] for a in answers]
     assert all(turn_id(e.id) in hit for e, hit in zip(store.data.entries, firsts, strict=True))
+
+
+def test_a_record_keeps_the_hit_fields_memlane_sends() -> None:
+    query = CHANGED.questions[0]
+    hits = [
+        {"chunk_hash": "n1", "score": 0.9, "content": "new", "band": "strong", "age_days": 3},
+        {"chunk_hash": "o1", "score": 0.4, "content": "old", "superseded_by": "n1",
+         "date": "2026-05-04T09:05", "band": "weak"},
+        {"chunk_hash": "x1", "score": 0.1, "content": "?"},
+    ]  # fmt: skip
+    entry = {"new": [query.gold], "old": [query.superseded], "?": []}
+    record = query_record("changed", "changed", query, hits, lambda h: entry[h["content"]])
+    assert record["gold"] == query.gold and record["superseded"] == query.superseded
+    assert record["text"] == query.text and record["kind"] == "question"
+    assert record["hits"] == [
+        {"entry": query.gold, "chunk": "n1", "score": 0.9, "band": "strong", "age_days": 3},
+        {"entry": query.superseded, "chunk": "o1", "score": 0.4, "band": "weak",
+         "superseded_by": "n1", "date": "2026-05-04T09:05"},
+        {"entry": None, "chunk": "x1", "score": 0.1},
+    ]  # fmt: skip
+    m = changed_metrics([record], marks_seen=field_seen([record], "superseded_by"))
+    assert m["older_marked"] == 1.0 and m["older_marked_to_newer"] == 1.0
