@@ -58,6 +58,10 @@ class Query:
     text: str
     category: str
     gold: str | None  # an entry id; None for an unrelated query
+    # The changed-facts set (changed_memory.json): a "changed" question's gold
+    # replaced this older entry; a "history" question's gold was replaced by this one.
+    superseded: str | None = None
+    newer: str | None = None
 
 
 @dataclass(frozen=True)
@@ -83,7 +87,10 @@ def load_set(path: Path = DATA) -> CodingSet:
         )
         for s in raw["sessions"]
     )
-    questions = tuple(Query(q["id"], q["text"], q["category"], q["gold"]) for q in raw["questions"])
+    questions = tuple(
+        Query(q["id"], q["text"], q["category"], q["gold"], q.get("superseded"), q.get("newer"))
+        for q in raw["questions"]
+    )
     unrelated = tuple(Query(u["id"], u["text"], u["category"], None) for u in raw["unrelated"])
     return CodingSet(raw["project"], raw["cwd"], sessions, questions, unrelated)
 
