@@ -175,10 +175,10 @@ def locomo_set(data: Path, notes: bool, root: Path) -> list[QueryEvidence]:
     return out
 
 
-def coding_set(root: Path) -> list[QueryEvidence]:
-    data = load_set()
-    os.environ["MEMLANE_HOME"] = str(root / "coding" / "home")
-    project = root / "coding" / "project"
+def coding_set(root: Path, path: Path | None = None, name: str = "coding") -> list[QueryEvidence]:
+    data = load_set() if path is None else load_set(path)
+    os.environ["MEMLANE_HOME"] = str(root / name / "home")
+    project = root / name / "project"
     write_coding_store(data, project)
     queries = [
         (q.text, frozenset([turn_id(q.gold)]) if q.gold else frozenset(), q.category)
@@ -315,6 +315,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             "locomo-turns": locomo_set(args.data, False, root),
             "locomo-notes": locomo_set(args.data, True, root),
             "coding": coding_set(root),
+            # Distilled notes whose decisions change, with near-miss queries
+            # (questions of the project's own domain the store does not answer).
+            "changed": coding_set(root, HERE / "changed_memory.json", "changed"),
         }
     report: dict[str, Any] = {"sets": {}, "fitted": {}}
     print("| set | system | hit@1 | hit@3 | hit@10 | session@1 |\n|---|---|---|---|---|---|")

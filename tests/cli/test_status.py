@@ -33,7 +33,7 @@ def _status_names_what_is_missing(cli: Cli, fake_openai: FakeOpenAI) -> None:
     assert f"missing: embedder: embedding request to {fake_openai.base_url}/embeddings" in text
     assert "missing: store:" in text and "memlane write" in text
     assert "config           embedding.provider = openai  [env]" in text
-    assert "auto-context     on: top 3, score >= 0.5" in text
+    assert "auto-context     on: top 3, score >= 0.9" in text
     assert "capture llm      auto: in Claude Code " in text
 
 

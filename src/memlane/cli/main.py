@@ -16,6 +16,7 @@ import typer
 from typer.core import TyperGroup
 
 from memlane.cli import (
+    calibrate_cmds,
     commands,
     config_cmds,
     dream_cmds,
@@ -86,6 +87,7 @@ sessions_cmds.register(app)
 repair_cmds.register(app)
 migrate_cmds.register(app)
 ui_cmds.register(app)
+calibrate_cmds.register(app)
 app.add_typer(config_cmds.config_app, name="config")
 app.command("trust", help="Trust this project so its .memlane.toml is read.")(config_cmds.trust)
 

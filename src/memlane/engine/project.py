@@ -338,6 +338,7 @@ class Memory:
         mode: str = "hybrid",
         sync: bool = True,
         min_score: float | None = None,
+        order: str = "relevance",
     ) -> SearchResult:
         """Recall: the top-k hits for a query, through the one search router.
 
@@ -349,7 +350,8 @@ class Memory:
         are returned (default ``search.min_score``). ``sync``: index the
         whole store first (False in a live session, whose indexer keeps the
         index current: only this process's fresh writes are indexed first).
-        See engine/recall/router.py.
+        ``order`` "newest": by date instead of score. Each hit is dated and
+        banded, outdated ones marked (recall/trust.py). See engine/recall/router.py.
         """
         from memlane.engine.recall.request import SearchRequest
         from memlane.engine.recall.router import search
@@ -366,6 +368,7 @@ class Memory:
             mode=mode,
             sync=sync,
             min_score=min_score,
+            order=order,
         )
         return search(self, request).result
 

@@ -144,6 +144,8 @@ class Status:
     # memlane in Claude Code for this project (hosts/claude_code/install.py
     # ``Installed``: scope, mode, folder trusted or not), filled in by the CLI.
     claude_code: dict[str, Any] | None = None
+    # The embedding model's cosine scale behind the scores (engine/calibration).
+    calibration: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -172,6 +174,7 @@ class Status:
             "hooks": self.hooks,
             "engine": self.engine,
             "claude_code": self.claude_code,
+            "calibration": self.calibration,
             "damaged_lines": [line.to_json() for line in self.damaged],
             "notices": list(self.notices),
         }
@@ -237,6 +240,16 @@ def render_status(st: Status) -> str:
     return "\n".join(out)
 
 
+def calibration_line(calibration: dict[str, Any]) -> str:
+    """What the search scores are calibrated for, in one line."""
+    source = calibration.get("source")
+    if source == "bundled":
+        return "calibrated (the bundled model)"
+    if source == "derived":
+        return f"calibrated for this model (measured {calibration.get('measured_at')})"
+    return "not calibrated for this model: run `memlane calibrate`"
+
+
 def status_rows(st: Status) -> list[tuple[str, str]]:
     """The report's (label, value) rows, in order: what ``render_status``
     prints and the web viewer's Health page shows (``missing`` and
@@ -251,6 +264,7 @@ def status_rows(st: Status) -> list[tuple[str, str]]:
         ("backend", f"{st.backend} ({st.index_uri})"),
         *([("index health", health_line(st.index_health))] if st.index_health else []),
         ("model", f"{st.model} — embedder {st.embedder}"),
+        *([("scores", calibration_line(st.calibration))] if st.calibration else []),
         ("chunks", f"{st.chunks} in {st.files} files, {st.vectors} with vectors"),
         ("index state", st.state_path or f"index: {st.state_note or 'no state file'}"),
         ("index status", str(st.state.get("status", "never indexed"))),

@@ -136,9 +136,20 @@ def project_status(
         interrupted = pending_recovery(memory.scope.store)
         if interrupted:
             missing.append(f"topics: {interrupted}")
+    calibration = None
+    if memory.config.embedding.provider.strip().lower() != "none":
+        calibration = memory.model_scale.to_json()
+        if memory.model_scale.source == "none":
+            missing.append(
+                "calibration: search scores are calibrated for the bundled model, not for "
+                f"{memory.config.embedding.model}: its confidence bands may be far off until "
+                "`memlane calibrate` measures it (one embedding call; the next index run "
+                "does it too)"
+            )
     from memlane.engine import warm_engine
 
     return Status(
+        calibration=calibration,
         topics=None if refused else _topics_of(memory),
         hooks=warm_engine.summary(),
         engine=warm_engine.engine_info(memory.clock.now().timestamp()),

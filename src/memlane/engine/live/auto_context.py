@@ -176,11 +176,12 @@ class AutoContext:
             )
             recalled = None
             if want_recall and layer is not None:
-                # On the search scale: what memory_search would show.
+                # Pushed unasked, so held to the push floor (core/confidence.py),
+                # not to an explicit search's weak one.
                 recalled = (
                     layer.search(query, recall_k, mode=mode)
                     .to_search_result()
-                    .at_least(memory.min_score())
+                    .at_least(settings.auto_context_score_floor)
                     .hits
                 )
             return hits, surfaced, recalled
