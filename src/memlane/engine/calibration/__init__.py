@@ -133,4 +133,3 @@ def derive_scale(settings: EmbeddingSettings, embedder: Embedder, clock: Clock) 
     path.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(path, json.dumps(payload, indent=2, sort_keys=True) + "\n", durable=False)
     return ModelScale(space, "derived", scale, when)
-
