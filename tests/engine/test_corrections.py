@@ -21,6 +21,7 @@ from memlane.core.types import Exchange, content_hash_of
 from memlane.engine.journal.distill import build_prompt, split_supersedes
 from memlane.engine.project import Memory
 from memlane.engine.recall.earlier import Earlier, chosen, earlier_memories, ids_in
+from memlane.engine.topics import dream as D
 from memlane.engine.topics import extraction as X
 from memlane.store import topics as store_topics
 from memlane.store.section import read_markdown
@@ -220,3 +221,26 @@ def test_extraction_ignores_an_invented_id_and_old_answers(memory: Memory) -> No
     parsed = store_topics.read_topic(memory.scope.store, "release")
     assert parsed.titles == ["Production deploys on Tuesdays", "Staging rebuilt nightly"]
     assert superseded_hashes(parsed.render()) == []
+
+
+# --- dream ---------------------------------------------------------------------------------
+
+
+def test_a_dream_is_pointed_at_the_entry_a_correction_replaces(memory: Memory) -> None:
+    _topic_entry(memory)
+    assert _extract(memory, supersedes=["m1"]).status == "written"
+    orientation = D.orient(memory.scope.store)
+    signals = D.gather(orientation)
+    outdated = [s for s in signals if s.kind == "outdated"]
+    assert [(s.a, s.b) for s in outdated] == [
+        (
+            ("release", "Production deploys on Tuesdays"),
+            ("release", "Production deploys moved to Mondays"),
+        )
+    ]
+    assert D.Signal.from_json(outdated[0].to_json()) == outdated[0]
+    _, prompt, _ = D.build_prompt(orientation, signals, today=EARLIER_DAY.date())
+    assert (
+        "- outdated: [release] 'Production deploys on Tuesdays' and "
+        "[release] 'Production deploys moved to Mondays' (the second says it replaces"
+    ) in prompt
