@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
+from pathlib import Path
 
 from fake_llm import FakeOpenAI, Request
-from helpers import start_session, wait_for
+from helpers import FixedClock, open_memory, start_session, wait_for
 from memlane.core.supersede import superseded_hashes, supersedes_marker
 from memlane.core.types import Exchange, content_hash_of
 from memlane.engine.journal.distill import build_prompt, split_supersedes
@@ -97,15 +98,23 @@ def test_the_prompt_is_unchanged_when_nothing_is_offered() -> None:
     assert '"supersedes: m1"' in prompt
 
 
-def test_earlier_memories_are_one_fact_entries(memory: Memory) -> None:
-    chunk = _old_entry(memory)
-    memory.write("\n".join(f"- deploy step {n}: production checklist item" for n in range(6)))
-    memory.sync()
-    offered = earlier_memories(memory, EXCHANGE.user)
-    assert [e.chunk_hash for e in offered] == [chunk]  # the summary of six bullets is not
-    assert offered[0].id == "m1" and offered[0].date == "2026-11-23T09:00"
-    assert offered[0].text == f"- {OLD_FACT}"
-    assert earlier_memories(memory, "   ") == []
+def test_earlier_memories_are_one_fact_entries(project: Path, clock: FixedClock) -> None:
+    memory = open_memory(project, clock=clock, lexical=False)  # the bundled model
+    try:
+        chunk = _old_entry(memory)
+        memory.write("\n".join(f"- deploy step {n}: production checklist item" for n in range(6)))
+        memory.write("- user asked: which day do deploys to production go out?")
+        memory.sync()
+        found = memory.search(EXCHANGE.user, 8).hits
+        assert len(found) == 3, [h.content for h in found]
+        offered = earlier_memories(memory, EXCHANGE.user)
+        # Neither the summary of six bullets nor the echo of a question is offered.
+        assert [e.chunk_hash for e in offered] == [chunk]
+        assert offered[0].id == "m1" and offered[0].date == "2026-11-23T09:00"
+        assert offered[0].text == f"- {OLD_FACT}"
+        assert earlier_memories(memory, "   ") == []
+    finally:
+        memory.close()
 
 
 # --- capture -------------------------------------------------------------------------------

@@ -1,5 +1,5 @@
 """The few earlier memories a writer is shown, so that it can say which one its
-new entry corrects (issue 27, core/supersede.py, docs/search.md).
+new entry corrects (issue 27, core/supersede.py).
 
 Capture (distillation) and extraction search the store for what an exchange
 is about before they ask their LLM, and show it the best few memories of one
@@ -12,7 +12,9 @@ offered, or nothing found: the prompt is exactly what it was before.
 
 Only entries of one fact are offered (``trust.one_fact``): a marker outdates
 an entry as a whole, and a session summary of many bullets is at most partly
-outdated. An entry already outdated is not offered either.
+outdated. An entry already outdated is not offered, nor an echo (an
+undistilled digest, a note of questions: ``trust.is_echo``), which states no
+fact to correct.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from typing import TYPE_CHECKING
 
 from memlane.core.supersede import supersedes_marker
 from memlane.core.types import content_hash_of, embedding_text_of
-from memlane.engine.recall.trust import one_fact
+from memlane.engine.recall.trust import is_echo, one_fact
 
 if TYPE_CHECKING:
     from memlane.engine.ports import ProjectMemory
@@ -90,7 +92,12 @@ def earlier_memories(
         return []
     out: list[Earlier] = []
     for hit in hits:
-        if hit.kind not in ("journal", "topic") or hit.superseded_by or not one_fact(hit.content):
+        if (
+            hit.kind not in ("journal", "topic")
+            or hit.superseded_by
+            or not one_fact(hit.content)
+            or is_echo(hit.content)
+        ):
             continue
         text = _one_line(hit.content)
         if not text:
