@@ -218,6 +218,14 @@ def test_search_then_expand_then_the_transcript_inline(
     shot(page, tmp_path, "search", refused_shot)
     page.goto(server.base + "/search?q=kubernetes+helm+rollout")
     assert page.locator("p.nothing").count() == 1
+    # Below a floor: the hint is the search that shows them anyway.
+    page.goto(server.base + "/search?q=release+checklist&kind=journal&min_score=1")
+    assert page.locator("p.nothing").count() == 1
+    page.click("p.hint a.anyway")
+    hit = page.locator("article.hit").first
+    assert "docs/release.md" in hit.inner_text()
+    assert hit.locator(".band").inner_text() in ("strong", "possible", "weak")
+    assert page.input_value("input[name=min_score]") == "0"
 
 
 def test_topics_and_sessions_show_their_content(

@@ -345,6 +345,77 @@ def test_search_filters_and_says_when_nothing_is_relevant(
     assert 'data-kind="journal"' not in other
 
 
+def test_each_hit_shows_its_band_date_and_age(client: TestClient, web_store: WebStore) -> None:
+    page = client.get("/search", params={"q": "flaky webhook idempotency key", "kind": "journal"})
+    hit = page.text.split('<article class="hit"', 1)[1].split("</header>", 1)[0]
+    assert re.search(r'<span class="band band-(strong|possible|weak)"[^>]*>\w+</span>', hit)
+    # Written yesterday at 10:00 on the suite's clock: the day, not only the time.
+    assert (
+        f'<time class="when" datetime="{web_store.yesterday}T10:00">'
+        f"{web_store.yesterday} 10:00 · 1 day ago</time>"
+    ) in hit
+
+
+def test_an_outdated_hit_links_to_the_memory_that_replaced_it(
+    client: TestClient, web_store: WebStore, viewer: Viewer
+) -> None:
+    old = _hash_of(client, "flaky webhook idempotency key")
+    web_store.memory.write(
+        "the webhook handler test now uses a <b>fake clock</b> instead of the idempotency key",
+        supersedes=(old,),
+    )
+    page = client.get("/search", params={"q": "webhook handler test idempotency key"}).text
+    articles = re.findall(r'<article class="hit" data-hash="([0-9a-f]+)"([^>]*)>', page)
+    newer = articles[0][0]
+    assert articles[0][1] == ' data-kind="journal"'  # the current fact first, unmarked
+    assert (old, f' data-kind="journal" data-superseded-by="{newer}"') in articles
+    mark = page.split(f'data-superseded-by="{newer}"', 1)[1].split('<div class="content">')[0]
+    assert (
+        '<p class="outdated"><strong>outdated</strong> — superseded by '
+        f'<a href="/{viewer.keys.token}/expand?hash={newer}" class="newer">'
+        f"the newer memory {newer}</a></p>"
+    ) in mark
+    assert "&lt;b&gt;fake clock&lt;/b&gt;" in page and "<b>fake clock" not in page
+    # The link opens the newer memory's section as a page.
+    section = client.get("/expand", params={"hash": newer})
+    assert section.status_code == 200 and "<title>Memory · memlane</title>" in section.text
+    assert "uses a &lt;b&gt;fake clock&lt;/b&gt;" in section.text
+    assert client.get("/expand", params={"hash": "0" * 16}).status_code == 404
+
+
+def test_nothing_relevant_links_to_the_search_with_min_score_0(
+    client: TestClient, web_store: WebStore, viewer: Viewer
+) -> None:
+    floor = {"q": "release checklist", "kind": "journal", "min_score": "1"}
+    page = client.get("/search", params=floor).text
+    assert 'class="nothing"' in page and "scored below the minimum score 1" in page
+    link = re.search(
+        r'<p class="hint"><a href="([^"]+)" class="anyway">Search with min_score 0', page
+    )
+    assert link is not None
+    href = link.group(1).replace("&amp;", "&")
+    assert href.startswith(f"/{viewer.keys.token}/search?") and "min_score=0" in href
+    anyway = client.get(href.removeprefix(f"/{viewer.keys.token}")).text
+    assert "docs/release.md" in anyway and 'class="nothing"' not in anyway
+    assert 'name="min_score" min="0" max="1" step="0.01" value="0"' in anyway
+    # Nothing stored that matches at all: no such link, there is nothing below a floor.
+    empty = client.get("/search", params={"q": "kubernetes helm chart rollout"}).text
+    assert 'class="nothing"' in empty and 'class="anyway"' not in empty
+    # A floor that is not a score asks for none.
+    odd = client.get("/search", params={"q": "release checklist", "min_score": "2'><b>"}).text
+    assert "docs/release.md" in odd and "<b>" not in odd.split("<main>", 1)[1]
+
+
+def test_newest_first_orders_the_hits_by_date(client: TestClient, web_store: WebStore) -> None:
+    query = {"q": "the agent user Redis webhook release", "kind": "journal"}
+    newest = client.get("/search", params={**query, "order": "newest"}).text
+    dates = re.findall(r'<time class="when" datetime="([^"]+)"', newest)
+    assert len(dates) >= 2 and dates == sorted(dates, reverse=True)
+    assert '<option value="newest" selected>newest first</option>' in newest
+    relevance = client.get("/search", params=query).text
+    assert '<option value="relevance">relevance</option>' in relevance
+
+
 def test_the_topics_pages_show_memory_md_and_each_entry(client: TestClient, viewer: Viewer) -> None:
     index = client.get("/topics").text
     assert "MEMORY.md" in index and f'href="/{viewer.keys.token}/topics/deploys"' in index

@@ -36,12 +36,17 @@ import logging
 import re
 import threading
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from memlane.core.errors import LlmError
 from memlane.core.types import Exchange
 from memlane.llm.base import LLM
 from memlane.llm.budget import LlmBudgetExhausted
+
+if TYPE_CHECKING:
+    from memlane.engine.recall.earlier import Earlier
 
 log = logging.getLogger(__name__)
 
@@ -113,6 +118,13 @@ _COMMENT_TOKEN_RE = re.compile(r"<!--|-->")
 _WHITESPACE_RE = re.compile(r"\s+")
 # Prose that introduces or closes an answer rather than stating a fact: never
 # a bullet of its own, never glued onto the bullet above it.
+# The line naming the earlier memories an entry replaces (engine/recall/earlier.py).
+# Only ids (or "none") may follow, so a bullet "replaces: the cron job" stays.
+_SUPERSEDES_LINE_RE = re.compile(
+    r"^\s*(?:[-*]\s*)?\**(?:supersedes|replaces)\**\s*:\s*"
+    r"(?P<ids>none|nothing|\[?m\d{1,2}\]?(?:\s*(?:,|and|&)?\s*\[?m\d{1,2}\]?)*)\s*\.?\s*$",
+    re.IGNORECASE,
+)
 _CHATTER_RE = re.compile(
     r"^(?:sure|okay|ok|certainly|of course|here (?:are|is)|below (?:are|is)"
     r"|let me know|i hope|hope this|feel free)\b",
@@ -129,6 +141,9 @@ class Distillation:
     model: str | None  # llm.name when an LLM was used
     # The daily LLM budget refused the call (llm/budget.py): nothing was sent.
     budget_reached: bool = False
+    # The chunk hashes of the earlier memories this entry corrects (the LLM's
+    # ``supersedes:`` line, only ids it was offered): ``Memory.write(supersedes=)``.
+    supersedes: tuple[str, ...] = ()
 
     @property
     def text(self) -> str:
@@ -186,12 +201,18 @@ def clip(text: str, limit: int) -> str:
     return text[:head] + marker + (text[-tail:] if tail > 0 else "")
 
 
-def build_prompt(exchange: Exchange, *, max_chars: int = PROMPT_MAX_CHARS) -> tuple[str, str]:
+def build_prompt(
+    exchange: Exchange,
+    *,
+    max_chars: int = PROMPT_MAX_CHARS,
+    earlier: Sequence[Earlier] = (),
+) -> tuple[str, str]:
     """``(system, prompt)`` for ``LLM.complete``.
 
     The exchange's two texts share *max_chars*: the user's message gets up
     to a third, or more when the answer is short, and the answer the rest;
-    each is clipped head and tail with a marker.
+    each is clipped head and tail with a marker. *earlier*: the memories
+    the entry may say it corrects (a ``supersedes:`` line); none, none asked.
     """
     user, answer = exchange.user.strip(), exchange.assistant.strip()
     user_limit = max(max_chars // 3, max_chars - len(answer))
@@ -205,7 +226,36 @@ def build_prompt(exchange: Exchange, *, max_chars: int = PROMPT_MAX_CHARS) -> tu
         "Answer with 2 to 10 bullets, third person, past tense, written in the "
         "language of the user's message, and nothing else."
     )
+    if earlier:
+        from memlane.engine.recall.earlier import render_earlier
+
+        prompt += (
+            "\n\nEarlier memories on the same subject:\n"
+            f"{render_earlier(earlier)}\n"
+            "If this exchange shows that one of them is no longer true (a value, a decision "
+            'or a fact changed), add a last line "supersedes: m1" naming it (several: '
+            '"supersedes: m1, m2"). Never name a memory that is only related or still true.'
+        )
     return SYSTEM_PROMPT, prompt
+
+
+def split_supersedes(answer: str, earlier: Sequence[Earlier]) -> tuple[str, tuple[str, ...]]:
+    """*answer* without its ``supersedes:`` lines, and the chunk hashes of the
+    offered memories they name (an id that was not offered is ignored).
+    Nothing offered: the answer as it is, as before there were markers."""
+    if not earlier:
+        return answer, ()
+    from memlane.engine.recall.earlier import chosen, ids_in
+
+    kept: list[str] = []
+    named: list[str] = []
+    for line in answer.splitlines():
+        found = _SUPERSEDES_LINE_RE.match(line)
+        if found is None:
+            kept.append(line)
+        else:
+            named.extend(ids_in(found.group("ids")))
+    return "\n".join(kept), tuple(e.chunk_hash for e in chosen(named, earlier))
 
 
 def sanitise(answer: str) -> list[str]:
@@ -352,8 +402,12 @@ def distill(
     *,
     timeout_s: float,
     slack_s: float = DEADLINE_SLACK_S,
+    earlier: Sequence[Earlier] = (),
 ) -> Distillation:
     """The bullets of the entry for *exchange*; never raises.
+
+    *earlier*: memories the LLM may say the entry corrects
+    (engine/recall/earlier.py); their chunk hashes end in ``supersedes``.
 
     *timeout_s* (``DISTILL_TIMEOUT_MS / 1000``) is passed to the provider
     and also enforced here: the call runs on a daemon thread and is
@@ -366,7 +420,7 @@ def distill(
     model = _name_of(llm)
     reason: str
     try:
-        system, prompt = build_prompt(exchange)
+        system, prompt = build_prompt(exchange, earlier=earlier)
         call = _Call(llm, system, prompt, timeout_s)
         finished = call.wait(min(max(timeout_s, 0.0) + max(slack_s, 0.0), threading.TIMEOUT_MAX))
         if not finished:
@@ -390,9 +444,10 @@ def distill(
         elif not call.answer.strip():
             reason = "empty answer"
         else:
-            bullets = sanitise(call.answer)
+            text, supersedes = split_supersedes(call.answer, earlier)
+            bullets = sanitise(text)
             if bullets:
-                return Distillation(bullets, failed=None, model=model)
+                return Distillation(bullets, failed=None, model=model, supersedes=supersedes)
             reason = "no bullets in the answer"
     except Exception as error:
         log.error("distillation failed unexpectedly", exc_info=True)

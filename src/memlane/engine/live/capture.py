@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from memlane.engine.journal.capture_journal import JournalFile
     from memlane.engine.journal.schedule import IndexScheduler
     from memlane.engine.project import Memory
+    from memlane.engine.recall.earlier import Earlier
     from memlane.llm.base import LLM
 
 log = logging.getLogger("memlane.session")
@@ -247,7 +248,12 @@ class Capture:
                 self.state.failed += 1
                 self._write(job, [failure_marker(RECOVERY_REASON), *digest(exchange)], DIGEST)
             return None
-        result = distill(exchange, self.llm, timeout_s=self.settings.distill_timeout_ms / 1000)
+        result = distill(
+            exchange,
+            self.llm,
+            timeout_s=self.settings.distill_timeout_ms / 1000,
+            earlier=self._earlier(exchange),
+        )
         step("capture.distilled")
         if not job.claim():
             return None  # shutdown wrote it as a digest meanwhile
@@ -259,8 +265,24 @@ class Capture:
                 self._notice_budget(result.failed)
         elif self.llm is not None:
             self.state.distilled += 1
-        self._write(job, result.bullets, DISTILLED if result.distilled else DIGEST)
+        how = DISTILLED if result.distilled else DIGEST
+        self._write(job, result.bullets, how, result.supersedes)
         return None if result.failed else exchange
+
+    def _earlier(self, exchange: Exchange) -> list[Earlier]:
+        """What the entry may say it corrects: the memories most like the exchange."""
+        from memlane.engine.recall.earlier import earlier_memories
+
+        if self.llm is None:
+            return []
+        return earlier_memories(self._own(), f"{exchange.user}\n{exchange.assistant}")
+
+    def _own(self) -> Memory:
+        """The capture thread's memory: a search opens the index, and an index
+        connection belongs to one thread."""
+        if self._fork is None:
+            self._fork = self.memory.fork()
+        return self._fork
 
     def _notice_budget(self, reason: str) -> None:
         """Say once a day (per session) that entries are digests for want of budget."""
@@ -286,11 +308,8 @@ class Capture:
             if timeout_s <= 0:
                 state.abandoned += 1
                 return
-        if self._fork is None:
-            # The similarity check opens the index: this thread's own handle.
-            self._fork = self.memory.fork()
         report = extract(
-            self._fork,
+            self._own(),
             exchange,
             self.extract_llm,
             settings=self.topic_settings,
@@ -313,14 +332,21 @@ class Capture:
         self.state.redactions += user.count + assistant.count
         return replace(exchange, user=user.text, assistant=assistant.text)
 
-    def _write(self, job: CaptureJob, bullets: list[str], how: str) -> None:
-        from memlane.core.errors import MemlaneError
+    def _write(
+        self, job: CaptureJob, bullets: list[str], how: str, supersedes: tuple[str, ...] = ()
+    ) -> None:
+        from memlane.core.errors import MemlaneError, NotFoundError
 
         # A recovered exchange is written at the moment it was acknowledged,
         # into that day's file, as its own session would have written it.
         at = job.at if job.recovered else None
+        # The markers are looked up in the index: this thread's handle.
+        writer = self._fork if supersedes and self._fork is not None else self.memory
         try:
-            entry = self.memory.write("\n".join(bullets), job.anchor, now=at)
+            try:
+                entry = writer.write("\n".join(bullets), job.anchor, now=at, supersedes=supersedes)
+            except NotFoundError:  # what it corrects was re-indexed meanwhile: still written
+                entry = writer.write("\n".join(bullets), job.anchor, now=at)
         except MemlaneError as exc:
             self.state.write_errors.append(exc.message)
             self.unwritten += 1

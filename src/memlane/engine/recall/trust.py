@@ -215,7 +215,7 @@ def _corrects(
     return len(_content_words(texts[0]) & _content_words(texts[1])) >= SHARED_WORDS
 
 
-def _one_fact(content: str) -> bool:
+def one_fact(content: str) -> bool:
     text = embedding_text_of(content)
     lines = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
     return len(text) <= FACT_CHARS and len(lines) <= FACT_LINES
@@ -261,7 +261,7 @@ def superseded(
                 by_hash[newer.chunk_hash] = replace(newer, date=date_of_hit(newer))
             replaced[old.chunk_hash] = marker.chunk_hash
             continue
-        if not _one_fact(old.content):
+        if not one_fact(old.content):
             continue
         candidates = [
             new
@@ -269,7 +269,7 @@ def superseded(
             if new.kind in ("journal", "topic")
             and new.chunk_hash != old.chunk_hash
             and _newer(new, old)
-            and _one_fact(new.content)
+            and one_fact(new.content)
             and not _same_session(old, new)
             and new.score >= CORRECTION_SCORE_RATIO * old.score
             and _corrects(

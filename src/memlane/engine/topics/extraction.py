@@ -21,6 +21,14 @@ restatements:
   embedding cosine (``DUPLICATE_COSINE``) or, without a model, by word
   overlap (``DUPLICATE_OVERLAP``).
 
+A learning may say it corrects an earlier topic entry: the prompt shows the
+few entries most like the exchange under short ids (engine/recall/earlier.py)
+and an item may carry ``"supersedes": ["m1"]``. Only an offered id counts;
+the entry is written with that entry's ``supersedes`` marker (core/supersede.py)
+as its last line, the old entry stays (recall ranks it after the new one and
+marks it outdated; a dream merges the two), and the old entry is left out of
+the duplicate checks: a correction is close to what it corrects.
+
 Survivors are written with ``memory_topic add`` semantics
 (``engine.topics.add_entry(sync=False)``): the session's indexer makes them
 searchable. ``extract`` never raises: a timeout, an LLM error or an unusable
@@ -39,13 +47,15 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from memlane.core.errors import MemlaneError
 from memlane.core.settings import TopicSettings
-from memlane.core.types import Exchange
+from memlane.core.types import Exchange, embedding_text_of
 from memlane.engine.journal.distill import clip
+from memlane.engine.recall.earlier import Earlier, chosen, earlier_memories, render_earlier
 from memlane.engine.topics.duplicates import (
     ExistingEntries,
     existing_entries,
@@ -152,9 +162,12 @@ class ExtractReport:
 # --- the prompt ---------------------------------------------------------------------------
 
 
-def build_prompt(exchange: Exchange, index: str, *, max_chars: int) -> tuple[str, str]:
+def build_prompt(
+    exchange: Exchange, index: str, *, max_chars: int, earlier: Sequence[Earlier] = ()
+) -> tuple[str, str]:
     """``(system, prompt)``; the exchange clipped to *max_chars* in total
-    (the user's message up to a third, more when the answer is short)."""
+    (the user's message up to a third, more when the answer is short).
+    *earlier*: the entries a learning may say it corrects."""
     user, answer = exchange.user.strip(), exchange.assistant.strip()
     user_limit = max(max_chars // 3, max_chars - len(answer))
     clipped_user = clip(user, user_limit)
@@ -166,6 +179,14 @@ def build_prompt(exchange: Exchange, index: str, *, max_chars: int) -> tuple[str
         f"<agent_answer>\n{clipped_answer or '(empty)'}\n</agent_answer>\n\n"
         "Answer with the JSON array of durable learnings, or [] when there are none."
     )
+    if earlier:
+        prompt += (
+            "\n\nExisting entries on the same subject:\n"
+            f"{render_earlier(earlier)}\n"
+            "When a learning corrects one of them (a value, a decision or a fact changed), "
+            'add "supersedes": ["m1"] to its item and give it a title that states the new '
+            "fact. Never name an entry that is only related or still true."
+        )
     return SYSTEM_PROMPT, prompt
 
 
@@ -243,14 +264,15 @@ def extract(
             memory.scope.store, settings.mem_index_max_lines, settings.mem_index_max_bytes
         )
         max_chars = max(1000, settings.extract_memories_max_context_tokens * CHARS_PER_TOKEN)
-        system, prompt = build_prompt(exchange, index, max_chars=max_chars)
+        earlier = earlier_memories(memory, f"{exchange.user}\n{exchange.assistant}", kind="topic")
+        system, prompt = build_prompt(exchange, index, max_chars=max_chars, earlier=earlier)
         answer = _complete(llm, system, prompt, timeout_s)
         items = parse_answer(answer)
     except Exception as exc:
         return done(ExtractReport("failed", error=_reason(exc), model=model))
     report = ExtractReport("nothing", proposed=len(items), model=model)
     try:
-        _write(memory, items, report)
+        _write(memory, items, report, earlier)
     except Exception as exc:  # a store problem: reported, the journal is untouched
         log.exception("extraction failed while writing")
         report.error = _reason(exc)
@@ -261,7 +283,9 @@ def extract(
     return done(report)
 
 
-def _write(memory: ProjectMemory, items: list[Any], report: ExtractReport) -> None:
+def _write(
+    memory: ProjectMemory, items: list[Any], report: ExtractReport, earlier: Sequence[Earlier]
+) -> None:
     from memlane.engine.topics.ops import add_entry
 
     existing: ExistingEntries | None = None
@@ -277,19 +301,24 @@ def _write(memory: ProjectMemory, items: list[Any], report: ExtractReport) -> No
             continue
         if existing is None:
             existing = existing_entries(memory)
+        replaced = chosen(learning.supersedes, earlier)
+        # What it corrects is no duplicate of it (by its text: the index and
+        # the files name an entry differently).
+        old = {_plain(e.content) for e in replaced}
         same_title = existing.titles.get(normalise(learning.title))
-        if same_title is not None:
+        if same_title is not None and not _is_replaced(learning.title, old):
             report.skipped.append(
                 {"title": learning.title, "reason": f"same title in topics/{same_title}.md"}
             )
             continue
         same_body = existing.bodies.get(normalise(learning.content))
-        if same_body is not None:
+        if same_body is not None and not _is_replaced(learning.content, old):
             report.skipped.append(
                 {"title": learning.title, "reason": f"same content in topics/{same_body}.md"}
             )
             continue
-        duplicate = near_duplicate(memory, learning, similar_texts(memory, learning, existing))
+        texts = [t for t in similar_texts(memory, learning, existing) if _plain(t) not in old]
+        duplicate = near_duplicate(memory, learning, texts)
         if duplicate is not None:
             text, score = duplicate
             first = one_line(strip_heading(text))[:80]
@@ -303,7 +332,7 @@ def _write(memory: ProjectMemory, items: list[Any], report: ExtractReport) -> No
         try:
             change, _ = add_entry(
                 memory,
-                content=learning.content,
+                content="\n".join([learning.content.rstrip(), *(e.marker for e in replaced)]),
                 topic=learning.topic,
                 title=learning.title,
                 # An existing topic keeps its type: one proposal must not
@@ -314,8 +343,23 @@ def _write(memory: ProjectMemory, items: list[Any], report: ExtractReport) -> No
         except MemlaneError as exc:
             report.skipped.append({"title": learning.title, "reason": exc.message})
             continue
-        report.written.append({"slug": change.slug, "title": change.title, "path": change.path})
+        written = {"slug": change.slug, "title": change.title, "path": change.path}
+        if replaced:
+            written["supersedes"] = ", ".join(e.chunk_hash for e in replaced)
+        report.written.append(written)
         existing.slugs.add(change.slug)
         existing.titles[normalise(change.title)] = change.slug
         existing.bodies[normalise(learning.content)] = change.slug
         existing.by_slug.setdefault(change.slug, []).append(f"{learning.title}\n{learning.content}")
+
+
+def _is_replaced(text: str, old: set[str]) -> bool:
+    """*text* (a title, a body) is part of an entry the learning replaces."""
+    mine = normalise(text)
+    return bool(mine) and any(mine in entry for entry in old)
+
+
+def _plain(entry: str) -> str:
+    """An entry's words, however it was read (a chunk, ``title\nbody``): no
+    heading marks, no comments."""
+    return normalise(strip_heading(embedding_text_of(entry)))

@@ -26,15 +26,19 @@ class Learning:
     title: str
     content: str
     type: str
+    #: The short ids of the earlier entries it says it replaces, as the LLM
+    #: gave them (engine/recall/earlier.py keeps only the ones it offered).
+    supersedes: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out = {
             "topic": self.topic,
             "slug": self.slug,
             "title": self.title,
             "content": self.content,
             "type": self.type,
         }
+        return out | ({"supersedes": list(self.supersedes)} if self.supersedes else {})
 
 
 class AnswerError(ValueError):
@@ -77,7 +81,7 @@ def validate(item: Any) -> Learning:
     """One proposal checked strictly; ``ValueError`` says what is wrong."""
     if not isinstance(item, dict):
         raise ValueError("not an object")
-    unknown = set(item) - {"topic", "title", "content", "type"}
+    unknown = set(item) - {"topic", "title", "content", "type", "supersedes"}
     if unknown:
         raise ValueError(f"unknown keys {sorted(unknown)}")
     values: dict[str, str] = {}
@@ -106,4 +110,12 @@ def validate(item: Any) -> Learning:
         slug = store_topics.slugify(topic)
     except MemlaneError as exc:
         raise ValueError(f"unusable topic name: {exc.message}") from None
-    return Learning(topic, slug, title, content, kind.strip().lower())
+    return Learning(
+        topic, slug, title, content, kind.strip().lower(), _supersedes(item.get("supersedes"))
+    )
+
+
+def _supersedes(value: Any) -> tuple[str, ...]:
+    """The ids of ``"supersedes"``: a list of them, or one; anything else is no id."""
+    values = [value] if isinstance(value, str) else value if isinstance(value, list) else []
+    return tuple(v.strip().lower() for v in values if isinstance(v, str) and v.strip())

@@ -128,6 +128,10 @@ def build_app(viewer: Viewer) -> ASGIApp:
         chunk = request.query_params.get("hash", "")
         return _html(await work(pages_recall.expand_fragment, viewer, chunk))
 
+    async def expand_page(request: Request) -> Response:
+        chunk = request.query_params.get("hash", "")
+        return _html(await work(pages_recall.expand_page, viewer, chunk))
+
     async def transcript_fragment(request: Request) -> Response:
         q = request.query_params
         return _html(
@@ -173,6 +177,7 @@ def build_app(viewer: Viewer) -> ASGIApp:
         Route("/topics", _guarded(topics)),
         Route("/topics/{slug}", _guarded(topic)),
         Route("/search", _guarded(search)),
+        Route("/expand", _guarded(expand_page)),
         Route("/fragment/expand", _guarded(expand)),
         Route("/fragment/transcript", _guarded(transcript_fragment)),
         Route("/transcript", _guarded(transcript)),

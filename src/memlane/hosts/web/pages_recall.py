@@ -1,5 +1,10 @@
 """The recall pages: the search ladder (L1 hits, L2 sections and L3 turns
-inline), a transcript, and the past sessions of the project.
+inline), a memory's section on its own page, a transcript, and the past
+sessions of the project.
+
+Each hit says how far to trust it: its band, when it was written and how
+long ago, and, when a newer memory replaced it, "outdated" with a link to
+that one (engine/recall/trust.py).
 
 Search, expand and transcript go through the agent tools' dispatch
 (engine/tools/dispatch.py): the same checks, redaction and results as
@@ -25,6 +30,8 @@ KINDS = (
     ("session", "sessions"),
     ("all", "everything"),
 )
+ORDERS = (("relevance", "relevance"), ("newest", "newest first"))
+BANDS = ("strong", "possible", "weak")
 #: Hits a search shows first; "more" asks for this many more, up to the tools' 100.
 SEARCH_STEP = 10
 SEARCH_MAX = 100
@@ -45,11 +52,22 @@ def search(viewer: Viewer, params: Mapping[str, str]) -> str:
             arguments[name] = params[name].strip()
     if kind:
         arguments["kind"] = kind
+    floor = _min_score(params.get("min_score"))
+    if floor is not None:
+        arguments["min_score"] = floor
+    if params.get("order") == "newest":
+        arguments["order"] = "newest"
     details = viewer.tools.call("memory_search", arguments).details
     hits: list[dict[str, Any]] = details.get("hits") or []
     if details.get("nothing_relevant") or not hits:
         shown = f'<p class="nothing">{esc(details.get("headline", "Nothing found."))}</p>'
-        if details.get("next"):
+        if details.get("below_min_score"):
+            # Matches fell below the floor. "Search with min_score 0 to see
+            # them anyway": that search, one click away.
+            anyway = url("/search", {**params, "min_score": "0"})
+            hint = details.get("next") or "Search with min_score 0 to see them anyway."
+            shown += f'<p class="hint">{link(anyway, hint, class_="anyway")}</p>'
+        elif details.get("next"):
             shown += f'<p class="hint">{esc(details["next"])}</p>'
     else:
         shown = f'<p class="summary">{esc(details.get("headline", ""))}</p>' + "".join(
@@ -69,27 +87,44 @@ def _bounded(raw: str | None, default: int, top: int) -> int:
     return max(1, min(value, top))
 
 
-def _search_form(params: Mapping[str, str]) -> str:
-    options = "".join(
-        f'<option value="{esc(v)}"{" selected" if params.get("kind", "") == v else ""}>'
-        f"{esc(label)}</option>"
-        for v, label in KINDS
-    )
+def _min_score(raw: str | None) -> float | None:
+    """The asked floor, when it is a score (0 to 1); anything else asks for none."""
+    try:
+        value = float(raw) if raw and raw.strip() else None
+    except ValueError:
+        return None
+    return value if value is not None and 0.0 <= value <= 1.0 else None
 
-    def field(name: str, label: str, kind: str = "text") -> str:
+
+def _search_form(params: Mapping[str, str]) -> str:
+    def select(name: str, choices: tuple[tuple[str, str], ...]) -> str:
+        chosen = params.get(name, "")
+        return "".join(
+            f'<option value="{esc(v)}"{" selected" if chosen == v else ""}>{esc(label)}</option>'
+            for v, label in choices
+        )
+
+    def field(name: str, label: str, kind: str = "text", extra: str = "") -> str:
         return (
             f'<label>{esc(label)} <input type="{kind}" name="{name}" '
-            f'value="{esc(params.get(name, ""))}"></label>'
+            f'value="{esc(params.get(name, ""))}"{extra}></label>'
         )
+
+    floor = _min_score(params.get("min_score"))
 
     return (
         f'<form class="search" method="get" action="{esc(url("/search"))}">'
         f'<input type="search" name="q" id="q" placeholder="what to look for" '
         f'value="{esc(params.get("q", ""))}" autofocus>'
-        f'<label>kind <select name="kind">{options}</select></label>'
+        f'<label>kind <select name="kind">{select("kind", KINDS)}</select></label>'
+        f'<label>order <select name="order">{select("order", ORDERS)}</select></label>'
         + field("after", "after", "date")
         + field("before", "before", "date")
         + field("session", "session")
+        + (
+            '<label>min score <input type="number" name="min_score" min="0" max="1" '
+            f'step="0.01" value="{esc("" if floor is None else f"{floor:g}")}"></label>'
+        )
         + '<button type="submit">Search</button></form>'
     )
 
@@ -135,16 +170,50 @@ def _hit(viewer: Viewer, hit: Mapping[str, Any]) -> str:
 
 
 def _hit_article(hit: Mapping[str, Any], chunk: str, kind: str, where: str, actions: str) -> str:
-    """One hit: score, kind, heading, where it is from, its text and its
-    actions (HTML)."""
+    """One hit: score, band, kind, heading, when it was written, where it is
+    from, whether it is outdated, its text and its actions (HTML)."""
+    newer = str(hit.get("superseded_by") or "")
     return (
-        f'<article class="hit" data-hash="{esc(chunk)}" data-kind="{esc(kind)}">'
-        f'<header><span class="score">{float(hit["score"]):.3f}</span>'
+        f'<article class="hit" data-hash="{esc(chunk)}" data-kind="{esc(kind)}"'
+        + (f' data-superseded-by="{esc(newer)}"' if newer else "")
+        + f'><header><span class="score">{float(hit["score"]):.3f}</span>{_band(hit)}'
         f'<span class="kind">{esc(kind)}</span><strong>{esc(hit.get("heading") or "")}</strong>'
-        f'<span class="where">{esc(where)}</span></header>'
-        f'<div class="content">{markdown_html(str(hit.get("content", "")))}</div>'
+        f'{_when(hit)}<span class="where">{esc(where)}</span></header>'
+        + (
+            f'<p class="outdated"><strong>outdated</strong> — superseded by '
+            f"{link(url('/expand', {'hash': newer}), f'the newer memory {newer}', class_='newer')}"
+            "</p>"
+            if newer
+            else ""
+        )
+        + f'<div class="content">{markdown_html(str(hit.get("content", "")))}</div>'
         f'<div class="actions">{actions}</div><div class="more"></div></article>'
     )
+
+
+def _band(hit: Mapping[str, Any]) -> str:
+    band = str(hit.get("band") or "")
+    if not band:
+        return ""
+    known = band if band in BANDS else "other"
+    return f'<span class="band band-{known}" title="how far to trust this hit">{esc(band)}</span>'
+
+
+def _when(hit: Mapping[str, Any]) -> str:
+    """``2026-03-02 09:12 · 12 days ago`` (core/render.py's when_written, as HTML)."""
+    date = str(hit.get("date") or "")
+    if not date:
+        return ""
+    age = hit.get("age_days")
+    ago = ""
+    if isinstance(age, int):
+        ago = " · today" if age == 0 else f" · {age} day{'' if age == 1 else 's'} ago"
+    return f'<time class="when" datetime="{esc(date)}">{esc(date.replace("T", " ") + ago)}</time>'
+
+
+def expand_page(viewer: Viewer, chunk_hash: str) -> str:
+    """A memory's whole section on its own page (where "outdated" links to)."""
+    return page("Memory", expand_fragment(viewer, chunk_hash), active="/search")
 
 
 def expand_fragment(viewer: Viewer, chunk_hash: str) -> str:

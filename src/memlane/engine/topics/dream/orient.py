@@ -1,5 +1,6 @@
 """Phases 1 and 2 of a dream: ``orient`` reads the topic files, ``MEMORY.md`` and the
-journal entries since the last dream; ``gather`` points out duplicates and related entries."""
+journal entries since the last dream; ``gather`` points out duplicates, related entries
+and entries that say they replace another."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memlane.core.errors import MemlaneError, StoreError
+from memlane.core.supersede import superseded_hashes
+from memlane.core.types import content_hash_of
 from memlane.engine.topics.dream.errors import _bad_file
 from memlane.engine.topics.dream.meta import _parse_time, read_meta
 from memlane.engine.topics.dream.recovery import recover_interrupted_dream
@@ -208,7 +211,7 @@ def orient(store: Path, *, journal_budget: int = JOURNAL_BUDGET_CHARS) -> Orient
 
 @dataclass(frozen=True)
 class Signal:
-    kind: str  # "duplicate" | "related"
+    kind: str  # "duplicate" | "related" | "outdated"
     a: tuple[str, str]  # (slug, title)
     b: tuple[str, str]
     reason: str
@@ -234,7 +237,9 @@ class Signal:
             ):
                 raise _bad_file("a signal's ends must be {topic, title}")
             ends.append((side["topic"], side["title"]))
-        if data["kind"] not in ("duplicate", "related") or not isinstance(data["reason"], str):
+        if data["kind"] not in ("duplicate", "related", "outdated") or not isinstance(
+            data["reason"], str
+        ):
             raise _bad_file("a signal has an unknown kind or no reason")
         return cls(data["kind"], ends[0], ends[1], data["reason"])
 
@@ -278,6 +283,7 @@ def gather(orientation: Orientation, mem: ProjectMemory | None = None) -> list[S
             paired.add(key)
             signals.append(Signal(kind, a, b, reason))
 
+    _outdated(orientation, add)
     for i, (slug_a, title_a, nt_a, nb_a) in enumerate(entries):
         if len(signals) >= MAX_SIGNALS:
             break
@@ -299,6 +305,33 @@ def gather(orientation: Orientation, mem: ProjectMemory | None = None) -> list[S
     if mem is not None:
         _index_neighbours(orientation, mem, add)
     return signals
+
+
+def _outdated(
+    orientation: Orientation,
+    add: Callable[[str, tuple[str, str], tuple[str, str], str], None],
+) -> None:
+    """Pairs an entry's ``supersedes`` marker names (extraction writes them,
+    core/supersede.py): the older entry and the one that replaces it. A dream
+    resolves them as any contradiction, by rewriting the topic, so it writes
+    no marker of its own."""
+    # An entry's chunk, and so its content hash, is its block stripped
+    # (store/chunker.py) when it is one chunk, as a topic entry is.
+    by_hash = {
+        content_hash_of(entry.text.strip()): (slug, entry.title)
+        for slug, state in orientation.topics.items()
+        for entry in state.parsed.entries
+    }
+    for slug, state in orientation.topics.items():
+        for entry in state.parsed.entries:
+            for old in superseded_hashes(entry.body):
+                if old in by_hash:
+                    add(
+                        "outdated",
+                        by_hash[old],
+                        (slug, entry.title),
+                        "the second says it replaces the first: keep its fact, drop the old one",
+                    )
 
 
 def _index_neighbours(
