@@ -131,7 +131,11 @@ def _search_notes(
     from memlane.store.layout import kind_of
 
     store = memory.scope.store
-    hits = [Hit.of(s.chunk, s.score, kind=kind_of(Path(s.chunk.source), store)) for s in scored]
+    kinds: dict[str, str] = {}  # one path resolution per file, not per chunk
+    for s in scored:
+        if s.chunk.source not in kinds:
+            kinds[s.chunk.source] = kind_of(Path(s.chunk.source), store)
+    hits = [Hit.of(s.chunk, s.score, kind=kinds[s.chunk.source]) for s in scored]
     fetched = len(hits)
     hits = refine_notes(hits, index, index.settings.cosine_scale, memory.clock.today(), store)
     result = SearchResult(query=request.query, mode=got_mode, hits=hits[:k], notices=notices)

@@ -25,7 +25,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import date
 from functools import lru_cache
 from pathlib import Path
@@ -86,6 +86,7 @@ _CHANGE_RE = re.compile(
     r"upgraded|downgraded|reverted|rolled back|anymore|went (up|down)|from \S+ to)\b",
     re.IGNORECASE,
 )
+_ANCHOR_SESSION_RE = re.compile(r"<!--\s*session:(\S+)\s.*?transcript:(\S+)")
 _WORD_RE = re.compile(r"[A-Za-z][A-Za-z0-9_.\-]{3,}")
 _FRONTMATTER_ONLY_RE = re.compile(r"\A\s*---\s*\n.*?\n---\s*\Z", re.DOTALL)
 _DIGEST_RE = re.compile(r"^\s*[-*]\s*user asked:", re.IGNORECASE | re.MULTILINE)
@@ -174,8 +175,9 @@ def is_echo(content: str) -> bool:
 def without_echoes(hits: Sequence[Hit]) -> list[Hit]:
     """Frontmatter dropped; echoes after every answer, at a reduced score."""
     kept = [h for h in hits if not is_frontmatter_only(h.content)]
-    answers = [h for h in kept if not is_echo(h.content)]
-    echoes = [h for h in kept if is_echo(h.content)]
+    echo = [is_echo(h.content) for h in kept]
+    answers = [h for h, said in zip(kept, echo, strict=True) if not said]
+    echoes = [h for h, said in zip(kept, echo, strict=True) if said]
     if not echoes:
         return answers
     ceiling = min((h.score for h in answers), default=1.0)
@@ -192,42 +194,48 @@ def _content_words(text: str) -> set[str]:
     return {light_stem(w) for w in words if w not in FUNCTION_WORDS}
 
 
-def _corrects(
-    older: np.ndarray | None,
-    newer: np.ndarray | None,
-    texts: tuple[str, str],
-    scale: CosineScale | None,
-) -> bool:
-    """The newer entry corrects or restates the older one (see ``CORRECTION_COSINE``);
-    ``texts`` are the older's and the newer's."""
-    if older is None or newer is None:
+@dataclass(frozen=True)
+class _Fact:
+    """What the inferred rule needs of a one-fact note, worked out once per search."""
+
+    hit: Hit
+    text: str
+    session: str | None  # None: written by hand, no conversation behind it
+    unit: np.ndarray | None
+
+    @classmethod
+    def of(cls, hit: Hit, vector: np.ndarray | None) -> _Fact:
+        # The anchor's session, read without building (and checking) an Anchor:
+        # this runs for every candidate of every search.
+        found = _ANCHOR_SESSION_RE.search(hit.content)
+        session = found.group(1) if found and found.group(2) != "none" else None
+        unit = None
+        if vector is not None:
+            norm = float(np.linalg.norm(vector))
+            unit = vector / norm if norm > 0 else None
+        return cls(hit, embedding_text_of(hit.content), session, unit)
+
+
+def _corrects(older: _Fact, newer: _Fact, scale: CosineScale | None) -> bool:
+    """The newer note corrects or restates the older one (see ``CORRECTION_COSINE``)."""
+    if older.unit is None or newer.unit is None:
         return False
-    denominator = float(np.linalg.norm(older) * np.linalg.norm(newer))
-    if denominator <= 0:
+    if older.session is not None and older.session == newer.session:
         return False
-    cosine = float(older @ newer) / denominator
+    cosine = float(older.unit @ newer.unit)
     if scale is not None:
         cosine = scale.to_reference(cosine)
     if cosine >= RESTATED_COSINE:
         return True
-    if cosine < CORRECTION_COSINE or not _CHANGE_RE.search(texts[1]):
+    if cosine < CORRECTION_COSINE or not _CHANGE_RE.search(newer.text):
         return False
-    return len(_content_words(texts[0]) & _content_words(texts[1])) >= SHARED_WORDS
+    return len(_content_words(older.text) & _content_words(newer.text)) >= SHARED_WORDS
 
 
 def one_fact(content: str) -> bool:
     text = embedding_text_of(content)
     lines = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
     return len(text) <= FACT_CHARS and len(lines) <= FACT_LINES
-
-
-def _same_session(a: Hit, b: Hit) -> bool:
-    from memlane.store.anchor import parse_anchor
-
-    first, second = parse_anchor(a.content), parse_anchor(b.content)
-    if first is None or second is None or first.transcript == "none":
-        return False  # written by hand (memlane write): no conversation behind it
-    return first.session == second.session
 
 
 def _newer(a: Hit, b: Hit) -> bool:
@@ -251,6 +259,11 @@ def superseded(
     out = list(hits)
     by_hash = {h.chunk_hash: h for h in out}
     replaced: dict[str, str] = {}  # old chunk hash -> newer chunk hash
+    facts = {
+        h.chunk_hash: _Fact.of(h, vectors.get(h.chunk_hash))
+        for h in out
+        if h.kind in ("journal", "topic") and h.date is not None and one_fact(h.content)
+    }
     for old in out:
         if old.kind not in ("journal", "topic"):
             continue
@@ -261,23 +274,15 @@ def superseded(
                 by_hash[newer.chunk_hash] = replace(newer, date=date_of_hit(newer))
             replaced[old.chunk_hash] = marker.chunk_hash
             continue
-        if not one_fact(old.content):
+        fact = facts.get(old.chunk_hash)
+        if fact is None:
             continue
         candidates = [
-            new
-            for new in out
-            if new.kind in ("journal", "topic")
-            and new.chunk_hash != old.chunk_hash
-            and _newer(new, old)
-            and one_fact(new.content)
-            and not _same_session(old, new)
-            and new.score >= CORRECTION_SCORE_RATIO * old.score
-            and _corrects(
-                vectors.get(old.chunk_hash),
-                vectors.get(new.chunk_hash),
-                (embedding_text_of(old.content), embedding_text_of(new.content)),
-                scale,
-            )
+            other.hit
+            for other in facts.values()
+            if _newer(other.hit, old)
+            and other.hit.score >= CORRECTION_SCORE_RATIO * old.score
+            and _corrects(fact, other, scale)
         ]
         if candidates:
             newest = max(candidates, key=lambda h: (h.date or "", h.score))
@@ -331,7 +336,8 @@ def refine_notes(
     if not notes:
         return out
     said = index.superseders([content_hash_of(h.content) for h in notes])
-    vectors = index.vectors_of([h.chunk_hash for h in notes]) if len(notes) > 1 else {}
+    facts = [h.chunk_hash for h in notes if h.date is not None and one_fact(h.content)]
+    vectors = index.vectors_of(facts) if len(facts) > 1 else {}
     kinds = {c.source: kind_of(Path(c.source), store) for c in said.values()}
     return superseded(out, vectors, said, scale, kinds)
 
