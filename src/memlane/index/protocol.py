@@ -244,6 +244,21 @@ class NotesIndex(IndexBackend, Protocol):
 
     def pop_rebuilt_reason(self) -> str | None: ...
 
+    def search(
+        self,
+        query: str,
+        vector: np.ndarray | None,
+        k: int,
+        filters: SearchFilters | None = None,
+        *,
+        lexical: bool = True,
+        reach: int | None = None,
+    ) -> tuple[SearchMode, list[ScoredChunk]]:
+        """``HybridIndex.search``; ``reach``: the legs weigh as many candidates
+        as for a search of that many hits (a caller that fetches a few extra
+        hits to refine them keeps the cost of the search it answers)."""
+        ...
+
     def vector_of(self, chunk_hash: str) -> np.ndarray | None: ...
 
     def get_indexed(self, chunk_hash: str) -> IndexedChunk | None: ...

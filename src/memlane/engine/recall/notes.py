@@ -8,6 +8,7 @@ only; an error when no embedder is available). Only hits scoring the floor
 
 from __future__ import annotations
 
+from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -126,16 +127,10 @@ def _search_notes(
         return SearchResult(query=request.query, mode="semantic", hits=[], notices=notices)
     index = memory.index
     got_mode, scored = index.search(
-        request.query, vector, k + LOOKAHEAD, filters, lexical=mode != "semantic"
+        request.query, vector, k + LOOKAHEAD, filters, lexical=mode != "semantic", reach=k
     )
-    from memlane.store.layout import kind_of
-
     store = memory.scope.store
-    kinds: dict[str, str] = {}  # one path resolution per file, not per chunk
-    for s in scored:
-        if s.chunk.source not in kinds:
-            kinds[s.chunk.source] = kind_of(Path(s.chunk.source), store)
-    hits = [Hit.of(s.chunk, s.score, kind=kinds[s.chunk.source]) for s in scored]
+    hits = [Hit.of(s.chunk, s.score, kind=_kind_of(s.chunk.source, store)) for s in scored]
     fetched = len(hits)
     hits = refine_notes(hits, index, index.settings.cosine_scale, memory.clock.today(), store)
     result = SearchResult(query=request.query, mode=got_mode, hits=hits[:k], notices=notices)
@@ -147,3 +142,12 @@ def _search_notes(
     small = fetched < k + LOOKAHEAD and request.min_score is None
     keep = min(SMALL_STORE_SHOWN, k) if small and got_mode != "lexical" else 0
     return result.at_least(memory.min_score(request.min_score), keep=keep)
+
+
+@lru_cache(maxsize=4096)
+def _kind_of(source: str, store: Path) -> str:
+    """A chunk's kind by its file (store/layout.py), resolved once per file:
+    every search asks it for each hit, and it resolves paths on disk."""
+    from memlane.store.layout import kind_of
+
+    return kind_of(Path(source), store)

@@ -52,12 +52,11 @@ def search(memory: ProjectMemory, request: SearchRequest) -> Recalled:
 
 def _labelled(memory: ProjectMemory, request: SearchRequest, result: SearchResult) -> SearchResult:
     """Every hit dated and banded, in the order asked for (recall/trust.py)."""
-    from memlane.engine.recall.trust import dated, labelled, newest_first
+    from memlane.engine.recall.trust import finished, newest_first
     from memlane.index.legs.fusion import EVIDENCE
 
-    hits = labelled(
-        dated(result.hits, memory.clock.today()), memory.config.index.fusion == EVIDENCE
-    )
+    calibrated = memory.config.index.fusion == EVIDENCE
+    hits = finished(result.hits, memory.clock.today(), calibrated=calibrated)
     if request.order == "newest":
         hits = newest_first(hits)
     return replace(result, hits=hits)

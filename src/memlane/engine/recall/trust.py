@@ -13,8 +13,8 @@ What a notes search found is refined here before anyone sees it:
 * **The current fact first.** Of two entries about the same thing, the newer
   ranks first and the older carries ``superseded_by``. "The same thing" is
   either said (an entry's ``supersedes`` marker, core/supersede.py) or
-  inferred: both dated, the newer one close to the older and saying that
-  something changed, or restating it (``CORRECTION_COSINE``). Nothing is rewritten: it is derived from the
+  inferred: both dated, the newer one close to the older, naming the same
+  subject and saying that something changed (``CORRECTION_COSINE``). Nothing is rewritten: it is derived from the
   store at query time, so it holds on any existing store.
 * **Labelled.** Each hit's confidence band (core/confidence.py), when the
   scores are calibrated (the default fusion).
@@ -57,13 +57,13 @@ SMALL_STORE_SHOWN = 3
 #: raised, no longer, ...), (2) name the same subject: at least
 #: ``SHARED_WORDS`` content words in common ("Celery", "cache TTL"), and
 #: (3) be at least ``CORRECTION_COSINE`` close in meaning (on the bundled
-#: model's scale); or restate the older one almost word for word
-#: (``RESTATED_COSINE``). On benchmarks/quality/changed_memory.json this
+#: model's scale). A newer entry that only restates an older one (a capture
+#: of an answer given from memory) replaces nothing: the original stays
+#: current. On benchmarks/quality/changed_memory.json this
 #: finds 15 of its 19 corrections and 1 false pair among the 5,633 other
 #: (older, newer) pairs of that set and the coding set (ADR 0028).
 CORRECTION_COSINE = 0.5
 SHARED_WORDS = 2
-RESTATED_COSINE = 0.85
 #: ... and the newer one must answer the query at least this share as well.
 CORRECTION_SCORE_RATIO = 0.3
 #: Only an entry of one fact is outdated as a whole: a session summary of
@@ -144,10 +144,19 @@ def age_in_days(when: str | None, today: date) -> int | None:
 
 def dated(hits: Sequence[Hit], today: date) -> list[Hit]:
     """Every hit with its date and age."""
+    return finished(hits, today, calibrated=False)
+
+
+def finished(hits: Sequence[Hit], today: date, *, calibrated: bool) -> list[Hit]:
+    """Every hit with its date, age and (``calibrated`` scores only) band, in
+    one copy of each: this runs for every search."""
     out = []
     for hit in hits:
         when = date_of_hit(hit)
-        out.append(replace(hit, date=when, age_days=age_in_days(when, today)))
+        # A hit shown below the weak floor (a small store's best few, an
+        # asked min_score 0) is still only a weak candidate.
+        band = (band_of(hit.score) or "weak") if calibrated else None
+        out.append(replace(hit, date=when, age_days=age_in_days(when, today), band=band))
     return out
 
 
@@ -217,7 +226,7 @@ class _Fact:
 
 
 def _corrects(older: _Fact, newer: _Fact, scale: CosineScale | None) -> bool:
-    """The newer note corrects or restates the older one (see ``CORRECTION_COSINE``)."""
+    """The newer note corrects the older one (see ``CORRECTION_COSINE``)."""
     if older.unit is None or newer.unit is None:
         return False
     if older.session is not None and older.session == newer.session:
@@ -225,8 +234,6 @@ def _corrects(older: _Fact, newer: _Fact, scale: CosineScale | None) -> bool:
     cosine = float(older.unit @ newer.unit)
     if scale is not None:
         cosine = scale.to_reference(cosine)
-    if cosine >= RESTATED_COSINE:
-        return True
     if cosine < CORRECTION_COSINE or not _CHANGE_RE.search(newer.text):
         return False
     return len(_content_words(older.text) & _content_words(newer.text)) >= SHARED_WORDS
@@ -331,7 +338,8 @@ def refine_notes(
     """A notes search's hits dated, without echoes, the current fact first."""
     from memlane.store.layout import kind_of
 
-    out = dated(without_echoes(hits), today)
+    # Dates only (the router adds ages and bands to what it returns).
+    out = [h if h.date else replace(h, date=date_of_hit(h)) for h in without_echoes(hits)]
     notes = [h for h in out if h.kind in ("journal", "topic")]
     if not notes:
         return out

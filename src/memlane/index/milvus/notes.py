@@ -304,9 +304,11 @@ class MilvusIndex(MilvusWriter):
         filters: SearchFilters | None = None,
         *,
         lexical: bool = True,
+        reach: int | None = None,
     ) -> tuple[SearchMode, list[ScoredChunk]]:
         """Hybrid search; ``vector`` None skips the dense leg (mode lexical),
-        ``lexical`` False the BM25 leg (mode semantic)."""
+        ``lexical`` False the BM25 leg (mode semantic); ``reach``: see
+        ``NotesIndex.search``."""
         qvec = query_vector_of(vector, lexical=lexical)
         if filters is not None and filters.is_empty():
             filters = None
@@ -330,7 +332,7 @@ class MilvusIndex(MilvusWriter):
                 query,
                 qvec if dense else None,
                 mode,
-                n=candidate_count(k),
+                n=candidate_count(reach or k),
                 expr=schema.expression(filters),
                 settings=self.settings,
                 method=self._fuse,

@@ -372,13 +372,16 @@ class SqliteIndex(NotesWriter):
         filters: SearchFilters | None = None,
         *,
         lexical: bool = True,
+        reach: int | None = None,
     ) -> tuple[SearchMode, list[ScoredChunk]]:
         """Hybrid search; ``vector`` None skips the dense leg (mode lexical),
-        ``lexical`` False skips the BM25 leg (mode semantic)."""
+        ``lexical`` False skips the BM25 leg (mode semantic); ``reach``: see
+        ``NotesIndex.search``."""
         qvec = query_vector_of(vector, lexical=lexical)
         if filters is not None and filters.is_empty():
             filters = None
-        return self._run(lambda conn: self._search(conn, query, qvec, k, filters, lexical))
+        n = candidate_count(reach or k)
+        return self._run(lambda conn: self._search(conn, query, qvec, k, filters, lexical, n))
 
     def _search(
         self,
@@ -388,6 +391,7 @@ class SqliteIndex(NotesWriter):
         k: int,
         filters: SearchFilters | None,
         use_lexical: bool = True,
+        n: int | None = None,
     ) -> tuple[SearchMode, list[ScoredChunk]]:
         # One snapshot for the whole search: the legs and the final fetch
         # see the same rows even while another process writes.
@@ -400,7 +404,7 @@ class SqliteIndex(NotesWriter):
             # (memory_similar: a stored vector, no words) needs no query text.
             if k <= 0 or (use_lexical and not query.strip()):
                 return mode, []
-            n = candidate_count(k)
+            n = n or candidate_count(k)
             fused = relevance.search(
                 conn,
                 self._lexical,
