@@ -163,11 +163,15 @@ def finished(hits: Sequence[Hit], today: date, *, calibrated: bool) -> list[Hit]
 # -- echoes -----------------------------------------------------------------------
 
 
+# The checks below are pure functions of a chunk's text, asked of the same
+# chunks search after search: each answer is kept (texts are hashed once).
+@lru_cache(maxsize=8192)
 def is_frontmatter_only(content: str) -> bool:
     """The chunk is a topic file's frontmatter block and nothing else."""
     return bool(_FRONTMATTER_ONLY_RE.match(content))
 
 
+@lru_cache(maxsize=8192)
 def is_echo(content: str) -> bool:
     """An entry that only restates a question: an undistilled digest, or a
     note whose every line is a question or says what the user asked."""
@@ -196,11 +200,17 @@ def without_echoes(hits: Sequence[Hit]) -> list[Hit]:
 # -- the current fact first -------------------------------------------------------
 
 
-def _content_words(text: str) -> set[str]:
+@lru_cache(maxsize=8192)
+def _content_words(text: str) -> frozenset[str]:
     from memlane.core.words import FUNCTION_WORDS, light_stem
 
     words = {w.lower().rstrip(".-") for w in _WORD_RE.findall(text)}
-    return {light_stem(w) for w in words if w not in FUNCTION_WORDS}
+    return frozenset(light_stem(w) for w in words if w not in FUNCTION_WORDS)
+
+
+@lru_cache(maxsize=8192)
+def _text_of(content: str) -> str:
+    return embedding_text_of(content)
 
 
 @dataclass(frozen=True)
@@ -222,7 +232,7 @@ class _Fact:
         if vector is not None:
             norm = float(np.linalg.norm(vector))
             unit = vector / norm if norm > 0 else None
-        return cls(hit, embedding_text_of(hit.content), session, unit)
+        return cls(hit, _text_of(hit.content), session, unit)
 
 
 def _corrects(older: _Fact, newer: _Fact, scale: CosineScale | None) -> bool:
@@ -239,15 +249,16 @@ def _corrects(older: _Fact, newer: _Fact, scale: CosineScale | None) -> bool:
     return len(_content_words(older.text) & _content_words(newer.text)) >= SHARED_WORDS
 
 
+@lru_cache(maxsize=8192)
 def one_fact(content: str) -> bool:
-    text = embedding_text_of(content)
+    text = _text_of(content)
     lines = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
     return len(text) <= FACT_CHARS and len(lines) <= FACT_LINES
 
 
-def _newer(a: Hit, b: Hit) -> bool:
-    """``a`` was written after ``b`` (both dated)."""
-    return a.date is not None and b.date is not None and a.date > b.date
+def _newer(a: str | None, b: str | None) -> bool:
+    """A memory dated ``a`` was written after one dated ``b`` (both dated)."""
+    return a is not None and b is not None and a > b
 
 
 def superseded(
@@ -265,11 +276,12 @@ def superseded(
     """
     out = list(hits)
     by_hash = {h.chunk_hash: h for h in out}
+    when = {h.chunk_hash: date_of_hit(h) for h in out}
     replaced: dict[str, str] = {}  # old chunk hash -> newer chunk hash
     facts = {
         h.chunk_hash: _Fact.of(h, vectors.get(h.chunk_hash))
         for h in out
-        if h.kind in ("journal", "topic") and h.date is not None and one_fact(h.content)
+        if h.kind in ("journal", "topic") and when[h.chunk_hash] and one_fact(h.content)
     }
     for old in out:
         if old.kind not in ("journal", "topic"):
@@ -287,12 +299,12 @@ def superseded(
         candidates = [
             other.hit
             for other in facts.values()
-            if _newer(other.hit, old)
+            if _newer(when[other.hit.chunk_hash], when[old.chunk_hash])
             and other.hit.score >= CORRECTION_SCORE_RATIO * old.score
             and _corrects(fact, other, scale)
         ]
         if candidates:
-            newest = max(candidates, key=lambda h: (h.date or "", h.score))
+            newest = max(candidates, key=lambda h: (when[h.chunk_hash] or "", h.score))
             replaced[old.chunk_hash] = newest.chunk_hash
     if not replaced:
         return out
@@ -335,16 +347,16 @@ def refine_notes(
     today: date,
     store: Path,
 ) -> list[Hit]:
-    """A notes search's hits dated, without echoes, the current fact first."""
+    """A notes search's hits without echoes, the current fact first."""
     from memlane.store.layout import kind_of
 
-    # Dates only (the router adds ages and bands to what it returns).
-    out = [h if h.date else replace(h, date=date_of_hit(h)) for h in without_echoes(hits)]
+    # Undated still: the router dates, ages and bands what it returns.
+    out = without_echoes(hits)
     notes = [h for h in out if h.kind in ("journal", "topic")]
     if not notes:
         return out
     said = index.superseders([content_hash_of(h.content) for h in notes])
-    facts = [h.chunk_hash for h in notes if h.date is not None and one_fact(h.content)]
+    facts = [h.chunk_hash for h in notes if one_fact(h.content) and date_of_hit(h)]
     vectors = index.vectors_of(facts) if len(facts) > 1 else {}
     kinds = {c.source: kind_of(Path(c.source), store) for c in said.values()}
     return superseded(out, vectors, said, scale, kinds)

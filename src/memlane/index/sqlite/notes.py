@@ -79,6 +79,15 @@ def candidate_count(k: int) -> int:
     return max(CANDIDATE_FLOOR, CANDIDATE_MULTIPLIER * k)
 
 
+def _any_marker(conn: sqlite3.Connection) -> bool:
+    """Some chunk carries a ``supersedes`` marker (core/supersede.py): one
+    FTS lookup of the marker's word, once per index generation."""
+    row = conn.execute(
+        "SELECT 1 FROM chunks_fts WHERE chunks_fts MATCH 'content:supersedes' LIMIT 1"
+    ).fetchone()
+    return row is not None
+
+
 def _row_to_indexed(row: Sequence[Any]) -> IndexedChunk:
     chunk = Chunk(
         content=row[8],
@@ -120,6 +129,10 @@ class SqliteIndex(NotesWriter):
                 hint="the dense leg's weight; the lexical leg gets 1 - alpha",
             )
         self._bound_model: tuple[str, int | None] | None = None
+        # (index generation, whether any chunk carries a ``supersedes``
+        # marker), learned by the last search: most stores have none, and
+        # then ``superseders`` needs no query.
+        self._markers: tuple[object, bool] | None = None
         # rebuilt_reason (SqliteFile) is set when this object found (or saw
         # another process replace) a damaged index; the engine re-indexes
         # from markdown and says so once.
@@ -283,7 +296,7 @@ class SqliteIndex(NotesWriter):
         """Old content hash -> the chunk whose ``supersedes`` marker names it
         (core/supersede.py); the newest marker's chunk when several do."""
         wanted = sorted({h for h in content_hashes if HEX16.fullmatch(h)})
-        if not wanted:
+        if not wanted or (self._markers is not None and not self._markers[1]):
             return {}
 
         def op(conn: sqlite3.Connection) -> dict[str, Chunk]:
@@ -399,6 +412,8 @@ class SqliteIndex(NotesWriter):
             meta = self._meta(conn)  # the one bookkeeping read per search
             cache_key = (meta.get(schema.META_EPOCH), meta.get(schema.META_GENERATION))
             dense = self._query_dense(conn, meta, qvec, "index")
+            if self._markers is None or self._markers[0] != cache_key:
+                self._markers = (cache_key, _any_marker(conn))
             mode = search_mode(use_lexical, dense is not None)
             # An empty query matches nothing lexically; a semantic-only search
             # (memory_similar: a stored vector, no words) needs no query text.
