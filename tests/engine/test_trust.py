@@ -179,7 +179,8 @@ def test_dates_come_from_the_daily_file_and_the_entry_heading() -> None:
 
 def test_echoes_and_frontmatter() -> None:
     assert is_echo("### 09:30\n- user asked: why?\n- agent answered: because")
-    assert is_echo("- Which cache do we use?\n- What TTL did we pick?")
+    assert is_echo("- the user asked which cache we use\n- the user asked about the TTL")
+    assert not is_echo("- Which cache do we use?")  # a turn of a conversation
     assert not is_echo("- The cache TTL is five minutes. Why? Load.")
     assert is_frontmatter_only("---\nname: Redis\nupdated: 2026-11-20\n---\n")
     assert not is_frontmatter_only("---\nname: Redis\n---\n## Hot cache\nRedis 7")

@@ -132,7 +132,9 @@ def _search_notes(
     store = memory.scope.store
     hits = [Hit.of(s.chunk, s.score, kind=_kind_of(s.chunk.source, store)) for s in scored]
     fetched = len(hits)
-    hits = refine_notes(hits, index, index.settings.cosine_scale, memory.clock.today(), store)
+    hits = refine_notes(
+        hits, index, index.settings.cosine_scale, memory.clock.today(), store, request.query
+    )
     result = SearchResult(query=request.query, mode=got_mode, hits=hits[:k], notices=notices)
     # A store smaller than the search's reach (it returned every entry it
     # holds) shows its best few even when weak, unless a floor was asked

@@ -8,8 +8,9 @@ What a notes search found is refined here before anyone sees it:
   a message's from its transcript; each hit also says how old it is.
 * **No echoes.** A topic file's frontmatter alone is never a hit. An entry
   that only restates a question (an undistilled ``- user asked: …`` digest,
-  a note that is all questions) matches the question's words better than
-  any answer does, so it is ranked after every answer and its score halved.
+  a note that only says what the user asked) matches the question's words
+  better than any answer does, so it is ranked after every answer and its
+  score halved.
 * **The current fact first.** Of two entries about the same thing, the newer
   ranks first and the older carries ``superseded_by``. "The same thing" is
   either said (an entry's ``supersedes`` marker, core/supersede.py) or
@@ -24,7 +25,8 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import date
 from functools import lru_cache
@@ -59,12 +61,18 @@ SMALL_STORE_SHOWN = 3
 #: (3) be at least ``CORRECTION_COSINE`` close in meaning (on the bundled
 #: model's scale). A newer entry that only restates an older one (a capture
 #: of an answer given from memory) replaces nothing: the original stays
-#: current. On benchmarks/quality/changed_memory.json this
-#: finds 15 of its 19 corrections and 1 false pair among the 5,633 other
-#: (older, newer) pairs of that set and the coding set (ADR 0028).
+#: current. On benchmarks/quality/changed_memory.json (1)-(3) hold for 15
+#: of its 19 corrections and 1 of the 5,633 other (older, newer) pairs of
+#: that set and the coding set (13 and 1 without "now" as a cue, which
+#: conversation is full of, so it is not one; ADR 0028).
 CORRECTION_COSINE = 0.5
 SHARED_WORDS = 2
-#: ... and the newer one must answer the query at least this share as well.
+#: ... at least one of them not among the words of more than this share of
+#: the search's candidates (``_common_words``).
+COMMON_SHARE = 0.3
+COMMON_AMONG = 6
+#: ... and (4) answer the query at least this share as well as the older one:
+#: a newer entry far down the list is another subject's.
 CORRECTION_SCORE_RATIO = 0.3
 #: Only an entry of one fact is outdated as a whole: a session summary of
 #: many bullets is at most partly outdated, and marking it would hide the
@@ -75,22 +83,26 @@ CORRECTION_SCORE_RATIO = 0.3
 #: says one replaced the other.
 FACT_CHARS = 400
 FACT_LINES = 3
-#: ... and the newer one must answer the query at least this share as well.
-CORRECTION_SCORE_RATIO = 0.3
 #: An echo keeps this share of its score (and ranks after every answer).
 ECHO_WEIGHT = 0.5
 
 _CHANGE_RE = re.compile(
-    r"\b(replac\w*|switch\w*|moved|moving|ported|migrat\w*|instead of|no longer|now|"
+    r"\b(replac\w*|switch\w*|moved|moving|ported|migrat\w*|instead of|no longer|"
     r"raised|lowered|increased|decreased|bumped|dropped|deprecated|retired|superseded|"
     r"upgraded|downgraded|reverted|rolled back|anymore|went (up|down)|from \S+ to)\b",
     re.IGNORECASE,
 )
+_PAST_RE = re.compile(
+    r"\b(did|was|were|had|used to|before|previously|originally|formerly|at first|"
+    r"back then|ago|earlier|former|old)\b",
+    re.IGNORECASE,
+)
+_SPOKEN_RE = re.compile(r"\b(I|I'm|I've|I'd|I'll|[Mm]e|[Mm]y|[Mm]ine|[Yy]ou|[Yy]our|[Yy]ours)\b")
 _ANCHOR_SESSION_RE = re.compile(r"<!--\s*session:(\S+)\s.*?transcript:(\S+)")
 _WORD_RE = re.compile(r"[A-Za-z][A-Za-z0-9_.\-]{3,}")
 _FRONTMATTER_ONLY_RE = re.compile(r"\A\s*---\s*\n.*?\n---\s*\Z", re.DOTALL)
 _DIGEST_RE = re.compile(r"^\s*[-*]\s*user asked:", re.IGNORECASE | re.MULTILINE)
-_QUESTION_LINE_RE = re.compile(r"(\?\s*$)|(^\s*[-*]?\s*(the )?user asked\b)", re.IGNORECASE)
+_ASKED_LINE_RE = re.compile(r"^\s*[-*]?\s*(the )?user (asked|wanted to know)\b", re.IGNORECASE)
 _UPDATED_RE = re.compile(r"^updated:\s*['\"]?(\d{4}-\d{2}-\d{2})", re.MULTILINE)
 _DAILY_NAME_RE = re.compile(r"^(\d{4}-\d{2}-\d{2})\.md$")
 _ENTRY_TIME_RE = re.compile(r"^(\d{2}):(\d{2})\b")
@@ -174,7 +186,9 @@ def is_frontmatter_only(content: str) -> bool:
 @lru_cache(maxsize=8192)
 def is_echo(content: str) -> bool:
     """An entry that only restates a question: an undistilled digest, or a
-    note whose every line is a question or says what the user asked."""
+    note whose every line says what the user asked. (A line that is a
+    question is no echo: in a conversation stored turn by turn, questions are
+    what was said.)"""
     if _DIGEST_RE.search(content):
         return True
     lines = [
@@ -182,7 +196,7 @@ def is_echo(content: str) -> bool:
         for ln in content.splitlines()
         if ln.strip() and not ln.lstrip().startswith(("#", "<!--"))
     ]
-    return bool(lines) and all(_QUESTION_LINE_RE.search(ln) for ln in lines)
+    return bool(lines) and all(_ASKED_LINE_RE.search(ln) for ln in lines)
 
 
 def without_echoes(hits: Sequence[Hit]) -> list[Hit]:
@@ -235,8 +249,11 @@ class _Fact:
         return cls(hit, _text_of(hit.content), session, unit)
 
 
-def _corrects(older: _Fact, newer: _Fact, scale: CosineScale | None) -> bool:
-    """The newer note corrects the older one (see ``CORRECTION_COSINE``)."""
+def _corrects(
+    older: _Fact, newer: _Fact, scale: CosineScale | None, common: frozenset[str]
+) -> bool:
+    """The newer note corrects the older one (see ``CORRECTION_COSINE``);
+    ``common``: words too frequent among the candidates to name a subject."""
     if older.unit is None or newer.unit is None:
         return False
     if older.session is not None and older.session == newer.session:
@@ -246,19 +263,42 @@ def _corrects(older: _Fact, newer: _Fact, scale: CosineScale | None) -> bool:
         cosine = scale.to_reference(cosine)
     if cosine < CORRECTION_COSINE or not _CHANGE_RE.search(newer.text):
         return False
-    return len(_content_words(older.text) & _content_words(newer.text)) >= SHARED_WORDS
+    shared = _content_words(older.text) & _content_words(newer.text)
+    return len(shared) >= SHARED_WORDS and bool(shared - common)
 
 
 @lru_cache(maxsize=8192)
 def one_fact(content: str) -> bool:
+    """A short note of one fact, written as a note: memory notes are third
+    person ("the team replaced Celery"); a line in the first or second person
+    singular is a conversation's turn, whose later turns ("I moved to
+    Berlin") are news to remember, not corrections of the earlier ones."""
     text = _text_of(content)
     lines = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
-    return len(text) <= FACT_CHARS and len(lines) <= FACT_LINES
+    return len(text) <= FACT_CHARS and len(lines) <= FACT_LINES and not _SPOKEN_RE.search(text)
 
 
 def _newer(a: str | None, b: str | None) -> bool:
     """A memory dated ``a`` was written after one dated ``b`` (both dated)."""
     return a is not None and b is not None and a > b
+
+
+def _common_words(facts: Iterable[_Fact]) -> frozenset[str]:
+    """Words in more than ``COMMON_SHARE`` of the candidate notes: a person's
+    name in a store about their life, "invoice" in a billing project. Two
+    notes sharing only such words are not about the same thing."""
+    notes = [_content_words(f.text) for f in facts]
+    if len(notes) < COMMON_AMONG:
+        return frozenset()  # too few to tell a store's everyday words
+    counts = Counter(word for words in notes for word in words)
+    limit = COMMON_SHARE * len(notes)
+    return frozenset(word for word, n in counts.items() if n > limit)
+
+
+def asks_about_the_past(query: str) -> bool:
+    """The question is about what was, not what is ("what did we use before
+    Dramatiq?", "when did Caroline move?"): the older memory may be the answer."""
+    return bool(_PAST_RE.search(query))
 
 
 def superseded(
@@ -267,12 +307,16 @@ def superseded(
     said: Mapping[str, Chunk],
     scale: CosineScale | None,
     kind_of: Mapping[str, str] | None = None,
+    *,
+    reorder: bool = True,
 ) -> list[Hit]:
     """The hits with the current fact first and each outdated one marked.
 
     ``said``: old content hash -> the chunk whose marker replaces it (it
     joins the hits when the search missed it). ``vectors``: the hits'
-    stored vectors, for the inferred rule (module docstring).
+    stored vectors, for the inferred rule (module docstring). Without
+    ``reorder`` (a question about the past) the outdated ones are only
+    marked, in the order the search found them.
     """
     out = list(hits)
     by_hash = {h.chunk_hash: h for h in out}
@@ -283,6 +327,7 @@ def superseded(
         for h in out
         if h.kind in ("journal", "topic") and when[h.chunk_hash] and one_fact(h.content)
     }
+    common = _common_words(facts.values())
     for old in out:
         if old.kind not in ("journal", "topic"):
             continue
@@ -301,19 +346,23 @@ def superseded(
             for other in facts.values()
             if _newer(when[other.hit.chunk_hash], when[old.chunk_hash])
             and other.hit.score >= CORRECTION_SCORE_RATIO * old.score
-            and _corrects(fact, other, scale)
+            and _corrects(fact, other, scale, common)
         ]
         if candidates:
             newest = max(candidates, key=lambda h: (when[h.chunk_hash] or "", h.score))
             replaced[old.chunk_hash] = newest.chunk_hash
     if not replaced:
         return out
+    if not reorder:
+        return [replace(h, superseded_by=replaced.get(h.chunk_hash)) for h in out]
     return _current_first(out, by_hash, replaced)
 
 
 def _current_first(hits: list[Hit], by_hash: dict[str, Hit], replaced: dict[str, str]) -> list[Hit]:
-    """Each replacing hit takes the best score of what it replaces; each
-    replaced one keeps the lower of the two and is marked."""
+    """Each replacing hit takes the best score of what it replaces and comes
+    right before it; each replaced one keeps its own score (what it says may
+    still answer a question about the past: "when did we use Celery?") and is
+    marked."""
 
     def current(chunk_hash: str) -> str:
         seen = {chunk_hash}
@@ -325,8 +374,7 @@ def _current_first(hits: list[Hit], by_hash: dict[str, Hit], replaced: dict[str,
     scores = {h: by_hash[h].score for h in by_hash}
     for old, _ in replaced.items():
         new = current(old)
-        high, low = max(scores[old], scores[new]), min(scores[old], scores[new])
-        scores[new], scores[old] = high, low
+        scores[new] = max(scores[old], scores[new])
     ordered = sorted(
         by_hash.values(), key=lambda h: (-scores[h.chunk_hash], h.chunk_hash in replaced)
     )
@@ -346,8 +394,10 @@ def refine_notes(
     scale: CosineScale | None,
     today: date,
     store: Path,
+    query: str = "",
 ) -> list[Hit]:
-    """A notes search's hits without echoes, the current fact first."""
+    """A notes search's hits without echoes, the current fact first (unless
+    ``query`` asks about the past)."""
     from memlane.store.layout import kind_of
 
     # Undated still: the router dates, ages and bands what it returns.
@@ -359,7 +409,7 @@ def refine_notes(
     facts = [h.chunk_hash for h in notes if one_fact(h.content) and date_of_hit(h)]
     vectors = index.vectors_of(facts) if len(facts) > 1 else {}
     kinds = {c.source: kind_of(Path(c.source), store) for c in said.values()}
-    return superseded(out, vectors, said, scale, kinds)
+    return superseded(out, vectors, said, scale, kinds, reorder=not asks_about_the_past(query))
 
 
 # -- labels and order -------------------------------------------------------------
