@@ -26,7 +26,7 @@ from __future__ import annotations
 import os
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import date
 from functools import lru_cache
@@ -250,10 +250,11 @@ class _Fact:
 
 
 def _corrects(
-    older: _Fact, newer: _Fact, scale: CosineScale | None, common: frozenset[str]
+    older: _Fact, newer: _Fact, scale: CosineScale | None, common: Callable[[], frozenset[str]]
 ) -> bool:
     """The newer note corrects the older one (see ``CORRECTION_COSINE``);
-    ``common``: words too frequent among the candidates to name a subject."""
+    ``common``: the words too frequent among the candidates to name a
+    subject, worked out only when a pair gets that far."""
     if older.unit is None or newer.unit is None:
         return False
     if older.session is not None and older.session == newer.session:
@@ -264,7 +265,7 @@ def _corrects(
     if cosine < CORRECTION_COSINE or not _CHANGE_RE.search(newer.text):
         return False
     shared = _content_words(older.text) & _content_words(newer.text)
-    return len(shared) >= SHARED_WORDS and bool(shared - common)
+    return len(shared) >= SHARED_WORDS and bool(shared - common())
 
 
 @lru_cache(maxsize=8192)
@@ -327,7 +328,7 @@ def superseded(
         for h in out
         if h.kind in ("journal", "topic") and when[h.chunk_hash] and one_fact(h.content)
     }
-    common = _common_words(facts.values())
+    common = lru_cache(maxsize=1)(lambda: _common_words(facts.values()))
     for old in out:
         if old.kind not in ("journal", "topic"):
             continue
