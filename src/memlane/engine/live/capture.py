@@ -74,6 +74,9 @@ class CaptureJob:
         self.redacted = redacted
         self.at = at
         self.recovered = recovered
+        # False when the answer restated recalled memory: those memories are
+        # not offered to the LLM as ones it may correct (engine/journal/echo.py).
+        self.offer_earlier = True
         self._claimed = threading.Lock()
         self.done = threading.Event()
 
@@ -138,9 +141,10 @@ class Capture:
     def closed(self) -> bool:
         return self._closed
 
-    def submit(self, exchange: Exchange) -> Queued:
+    def submit(self, exchange: Exchange, *, offer_earlier: bool = True) -> Queued:
         """Journal a gated exchange and queue it; distillation runs in the background."""
         job = self._new_job(exchange)
+        job.offer_earlier = offer_earlier
         with self._lock:
             if self._closed:  # shutdown began after the session's first check
                 return Queued(False, "the session has shut down")
@@ -252,7 +256,7 @@ class Capture:
             exchange,
             self.llm,
             timeout_s=self.settings.distill_timeout_ms / 1000,
-            earlier=self._earlier(exchange),
+            earlier=self._earlier(exchange) if job.offer_earlier else [],
         )
         step("capture.distilled")
         if not job.claim():

@@ -384,10 +384,12 @@ class Session:
         if verdict is not None and verdict.recall_only:
             self.capture.skipped_recall_only += 1
             return Queued(False, verdict.reason)
-        if verdict is not None and verdict.restated:
+        restated = verdict is not None and verdict.restated > 0
+        if verdict is not None and restated:
             self.capture.restated_dropped += verdict.restated
             exchange = replace(exchange, assistant=verdict.assistant)
-        return self._captures.submit(exchange)
+        # It restated recalled memory, so it corrected none: none is offered.
+        return self._captures.submit(exchange, offer_earlier=not restated)
 
     def follow_topic_switch(self) -> None:
         """Follow ``memlane memory on|off`` run while the session is running
