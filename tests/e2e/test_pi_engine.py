@@ -117,7 +117,9 @@ def test_a_new_users_first_session_is_indexed_and_found_by_the_next(
     assert BULLET in seen[0] or "the index is still being built" in seen[0], seen[0]
 
     wait_for(lambda: _state(world).get("status") == "ok", INDEX_WAIT_S, "the first index")
-    assert embedded_chunks(world.project, BULLET) == 1
+    # At least the first session's entry: the fake LLM distils every exchange
+    # to the same bullet, so the second session's capture may be in by now too.
+    assert embedded_chunks(world.project, BULLET) >= 1
     _search(fake_model, "which queue for the mailer", seen)
     third = world.run("And which queue was it again?", **fresh_cache)
     assert third.returncode == 0, third.stderr
