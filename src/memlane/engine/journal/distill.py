@@ -116,8 +116,6 @@ _RULE_RE = re.compile(r"^(?:[-*_=]\s*){3,}$")
 _COMMENT_SPAN_RE = re.compile(r"<!--.*?-->", re.DOTALL)
 _COMMENT_TOKEN_RE = re.compile(r"<!--|-->")
 _WHITESPACE_RE = re.compile(r"\s+")
-# Prose that introduces or closes an answer rather than stating a fact: never
-# a bullet of its own, never glued onto the bullet above it.
 # The line naming the earlier memories an entry replaces (engine/recall/earlier.py).
 # Only ids (or "none") may follow, so a bullet "replaces: the cron job" stays.
 _SUPERSEDES_LINE_RE = re.compile(
@@ -125,6 +123,8 @@ _SUPERSEDES_LINE_RE = re.compile(
     r"(?P<ids>none|nothing|\[?m\d{1,2}\]?(?:\s*(?:,|and|&)?\s*\[?m\d{1,2}\]?)*)\s*\.?\s*$",
     re.IGNORECASE,
 )
+# Prose that introduces or closes an answer rather than stating a fact: never
+# a bullet of its own, never glued onto the bullet above it.
 _CHATTER_RE = re.compile(
     r"^(?:sure|okay|ok|certainly|of course|here (?:are|is)|below (?:are|is)"
     r"|let me know|i hope|hope this|feel free)\b",
