@@ -144,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
             }
         )
     print_table("warm notes search, query embedding included", rows)
-    write_json("recall.json", {"against": args.against, "rows": rows})
+    write_json("recall", {"against": args.against, "rows": rows})
     return 0
 
 
