@@ -15,10 +15,9 @@ from memlane.core.render import render_search
 from memlane.core.types import Hit
 from memlane.engine.project import Memory
 from memlane.engine.recall.trust import (
-    dated,
+    finished,
     is_echo,
     is_frontmatter_only,
-    labelled,
     newest_first,
     without_echoes,
 )
@@ -171,9 +170,9 @@ def _hit(content: str, source: str = "/s/2026-11-02.md", heading: str = "09:30")
 
 
 def test_dates_come_from_the_daily_file_and_the_entry_heading() -> None:
-    (hit,) = dated([_hit("- x")], date(2026, 11, 30))
+    (hit,) = finished([_hit("- x")], date(2026, 11, 30), calibrated=False)
     assert (hit.date, hit.age_days) == ("2026-11-02T09:30", 28)
-    (other,) = dated([_hit("- x", "/s/notes.md", "Intro")], date(2026, 11, 30))
+    (other,) = finished([_hit("- x", "/s/notes.md", "Intro")], date(2026, 11, 30), calibrated=False)
     assert other.date is None and other.age_days is None
 
 
@@ -200,13 +199,15 @@ def test_bands_and_the_newest_first_order() -> None:
 
     scores = (STRONG, POSSIBLE + 0.01, WEAK * 2, WEAK / 10)
     hits = [replace_score(_hit("- a"), s) for s in scores]
-    assert [h.band for h in labelled(hits, calibrated=True)] == [
+    assert [h.band for h in finished(hits, date(2026, 12, 1), calibrated=True)] == [
         "strong",
         "possible",
         "weak",
         "weak",  # shown below the weak floor (asked for): still only weak
     ]
-    assert all(h.band is None for h in labelled(hits, calibrated=False))
+    assert all(h.band is None for h in finished(hits, date(2026, 12, 1), calibrated=False))
     undated = _hit("- b", "/s/notes.md", "x")
-    older, newer = dated([_hit("- c", "/s/2026-10-01.md"), _hit("- d")], date(2026, 12, 1))
+    older, newer = finished(
+        [_hit("- c", "/s/2026-10-01.md"), _hit("- d")], date(2026, 12, 1), calibrated=False
+    )
     assert newest_first([older, undated, newer]) == [newer, older, undated]

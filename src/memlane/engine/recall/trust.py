@@ -37,6 +37,7 @@ import numpy as np
 
 from memlane.core.confidence import band_of
 from memlane.core.types import Hit, content_hash_of, embedding_text_of
+from memlane.store.anchor import ANCHOR_RE
 
 if TYPE_CHECKING:
     from memlane.core.cosine_scale import CosineScale
@@ -98,14 +99,11 @@ _PAST_RE = re.compile(
     re.IGNORECASE,
 )
 _SPOKEN_RE = re.compile(r"\b(I|I'm|I've|I'd|I'll|[Mm]e|[Mm]y|[Mm]ine|[Yy]ou|[Yy]our|[Yy]ours)\b")
-_ANCHOR_SESSION_RE = re.compile(r"<!--\s*session:(\S+)\s.*?transcript:(\S+)")
 _WORD_RE = re.compile(r"[A-Za-z][A-Za-z0-9_.\-]{3,}")
 _FRONTMATTER_ONLY_RE = re.compile(r"\A\s*---\s*\n.*?\n---\s*\Z", re.DOTALL)
 _DIGEST_RE = re.compile(r"^\s*[-*]\s*user asked:", re.IGNORECASE | re.MULTILINE)
 _ASKED_LINE_RE = re.compile(r"^\s*[-*]?\s*(the )?user (asked|wanted to know)\b", re.IGNORECASE)
 _UPDATED_RE = re.compile(r"^updated:\s*['\"]?(\d{4}-\d{2}-\d{2})", re.MULTILINE)
-_DAILY_NAME_RE = re.compile(r"^(\d{4}-\d{2}-\d{2})\.md$")
-_ENTRY_TIME_RE = re.compile(r"^(\d{2}):(\d{2})\b")
 
 
 # -- dates ------------------------------------------------------------------------
@@ -130,12 +128,14 @@ def date_of_hit(hit: Hit) -> str | None:
     """When a hit's memory was written: "YYYY-MM-DD" or "YYYY-MM-DDTHH:MM"."""
     if hit.date is not None:
         return hit.date
-    name = os.path.basename(hit.source)
-    daily = _DAILY_NAME_RE.match(name)
-    if daily:
-        when = _ENTRY_TIME_RE.match(hit.heading.strip())
-        return f"{daily.group(1)}T{when.group(1)}:{when.group(2)}" if when else daily.group(1)
-    if name.endswith(".md"):
+    from memlane.store.layout import date_of, entry_time_of
+
+    path = Path(hit.source)
+    day = date_of(path)
+    if day is not None:
+        hhmm = entry_time_of(hit.heading)
+        return f"{day}T{hhmm}" if hhmm else day
+    if path.suffix == ".md":
         try:
             mtime = os.stat(hit.source).st_mtime_ns
         except OSError:
@@ -152,11 +152,6 @@ def age_in_days(when: str | None, today: date) -> int | None:
     except ValueError:
         return None
     return max((today - day).days, 0)
-
-
-def dated(hits: Sequence[Hit], today: date) -> list[Hit]:
-    """Every hit with its date and age."""
-    return finished(hits, today, calibrated=False)
 
 
 def finished(hits: Sequence[Hit], today: date, *, calibrated: bool) -> list[Hit]:
@@ -240,8 +235,8 @@ class _Fact:
     def of(cls, hit: Hit, vector: np.ndarray | None) -> _Fact:
         # The anchor's session, read without building (and checking) an Anchor:
         # this runs for every candidate of every search.
-        found = _ANCHOR_SESSION_RE.search(hit.content)
-        session = found.group(1) if found and found.group(2) != "none" else None
+        found = ANCHOR_RE.search(hit.content)
+        session = found["session"] if found and found["transcript"] != "none" else None
         unit = None
         if vector is not None:
             norm = float(np.linalg.norm(vector))
@@ -414,15 +409,6 @@ def refine_notes(
 
 
 # -- labels and order -------------------------------------------------------------
-
-
-def labelled(hits: Sequence[Hit], calibrated: bool) -> list[Hit]:
-    """Each hit with its confidence band (only calibrated scores have one)."""
-    if not calibrated:
-        return list(hits)
-    # A hit shown below the weak floor (a small store's best few, an asked
-    # min_score 0) is still only a weak candidate.
-    return [replace(h, band=band_of(h.score) or "weak") for h in hits]
 
 
 def newest_first(hits: Sequence[Hit]) -> list[Hit]:
