@@ -367,6 +367,7 @@ def report_rows(summaries: Mapping[str, Mapping[str, Any]]) -> list[Row]:
     for label, metric, better, key in (
         ("changed: newer entry first", "newer_first", "higher", "newer_first"),
         ("changed: newer entry in top 3", "", "higher", "newer_top3"),
+        ("changed: either entry of the pair first", "", "higher", "pair_first"),
         ("changed: older entry ranked above newer", "", "lower", "older_above_newer"),
         ("changed: older entry returned", "", "", "older_returned"),
         ("changed: older entry, when returned, marked superseded", "", "higher", "older_marked"),

@@ -185,9 +185,10 @@ def question_metrics(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 
 
 def changed_metrics(records: Sequence[Mapping[str, Any]], marks_seen: bool) -> dict[str, Any]:
-    """Changed facts: the newer entry first / in the top 3; the older one above it;
-    the older one, when returned, marked ``superseded_by`` (None when no hit of the
-    run carries the field at all)."""
+    """Changed facts: the newer entry first / in the top 3; either entry of the pair
+    first (what the search itself finds: the ceiling of any rule that only decides
+    between the two); the older one above it; the older one, when returned, marked
+    ``superseded_by`` (None when no hit of the run carries the field at all)."""
     base = question_metrics(records)
     older_above: list[bool] = []
     older_marked: list[bool] = []
@@ -204,6 +205,9 @@ def changed_metrics(records: Sequence[Mapping[str, Any]], marks_seen: bool) -> d
     return base | {
         "newer_first": base["hit@1"],
         "newer_top3": base["hit@3"],
+        "pair_first": share(
+            [1 in (rank(r, r["gold"]), rank(r, r.get("superseded"))) for r in records]
+        ),
         "older_returned": share([rank(r, r.get("superseded")) is not None for r in records]),
         "older_above_newer": share(older_above),
         "older_marked": share(older_marked) if marks_seen else None,

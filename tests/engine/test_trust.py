@@ -12,7 +12,7 @@ import pytest
 from helpers import FixedClock, open_memory, start_session
 from memlane.core.errors import NotFoundError
 from memlane.core.render import render_search
-from memlane.core.types import Hit
+from memlane.core.types import Anchor, Hit
 from memlane.engine.project import Memory
 from memlane.engine.recall.trust import (
     finished,
@@ -67,6 +67,41 @@ def test_two_true_facts_of_one_subject_stay_current(mem: Memory) -> None:
     mem.sync()
     hits = mem.search("when are we allowed to deploy?", 5).hits
     assert len(hits) == 2 and all(h.superseded_by is None for h in hits)
+
+
+def test_of_two_later_notes_that_say_something_changed_the_closer_one_is_the_correction(
+    mem: Memory,
+) -> None:
+    # Both later notes say that something changed, share five words with the
+    # first and sit above the correction cosine, but the note about the test
+    # runner (written later the same day) is further from it in meaning than
+    # the raised version (0.58 against 0.72) and must not take its place.
+    _write(
+        mem,
+        "The minimum supported Rust version is 1.70, pinned in rust-toolchain.toml "
+        "and checked by the msrv CI job.",
+        2,
+    )
+    # One later session wrote both (two steps of one conversation do not
+    # correct each other).
+    mem.write(
+        "Raised the minimum supported Rust version to 1.80 so we can use LazyLock; "
+        "rust-toolchain.toml and the msrv CI job were bumped.",
+        Anchor(session="later", turn="t1", transcript="/t/later.jsonl"),
+        now=datetime(2026, 11, 20, 9, 30),
+    )
+    mem.write(
+        "Moved the msrv CI job to cargo-nextest: it builds the workspace with the "
+        "Rust version pinned in rust-toolchain.toml.",
+        Anchor(session="later", turn="t2", transcript="/t/later.jsonl"),
+        now=datetime(2026, 11, 20, 11, 0),
+    )
+    mem.sync()
+    hits = mem.search("what does the msrv CI job check, pinned in rust-toolchain.toml?", 5).hits
+    old = next(h for h in hits if "1.70" in h.content)
+    raised = next(h for h in hits if "1.80" in h.content)
+    assert old.superseded_by == raised.chunk_hash and raised.superseded_by is None
+    assert hits[0].chunk_hash == raised.chunk_hash
 
 
 def test_a_stated_correction_marks_the_old_entry_and_brings_the_new_one(mem: Memory) -> None:

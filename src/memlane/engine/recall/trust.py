@@ -244,23 +244,24 @@ class _Fact:
         return cls(hit, _text_of(hit.content), session, unit)
 
 
-def _corrects(
+def _correction(
     older: _Fact, newer: _Fact, scale: CosineScale | None, common: Callable[[], frozenset[str]]
-) -> bool:
-    """The newer note corrects the older one (see ``CORRECTION_COSINE``);
-    ``common``: the words too frequent among the candidates to name a
-    subject, worked out only when a pair gets that far."""
+) -> float | None:
+    """How close the newer note is to the older one it corrects (see
+    ``CORRECTION_COSINE``), or None when it corrects nothing; ``common``:
+    the words too frequent among the candidates to name a subject, worked
+    out only when a pair gets that far."""
     if older.unit is None or newer.unit is None:
-        return False
+        return None
     if older.session is not None and older.session == newer.session:
-        return False
+        return None
     cosine = float(older.unit @ newer.unit)
     if scale is not None:
         cosine = scale.to_reference(cosine)
     if cosine < CORRECTION_COSINE or not _CHANGE_RE.search(newer.text):
-        return False
+        return None
     shared = _content_words(older.text) & _content_words(newer.text)
-    return len(shared) >= SHARED_WORDS and bool(shared - common())
+    return cosine if len(shared) >= SHARED_WORDS and bool(shared - common()) else None
 
 
 @lru_cache(maxsize=8192)
@@ -337,16 +338,20 @@ def superseded(
         fact = facts.get(old.chunk_hash)
         if fact is None:
             continue
-        candidates = [
-            other.hit
+        # Of several later notes that pass, the closest in meaning is the
+        # correction: a later session often holds the change and an unrelated
+        # note of the same area ("MSRV raised to 1.80" and "CI runs nextest
+        # now"). A chain (A, then B, then C) still ends at C: B's own
+        # correction is followed when the hits are ordered.
+        closeness = {
+            other.hit.chunk_hash: closeness
             for other in facts.values()
             if _newer(when[other.hit.chunk_hash], when[old.chunk_hash])
             and other.hit.score >= CORRECTION_SCORE_RATIO * old.score
-            and _corrects(fact, other, scale, common)
-        ]
-        if candidates:
-            newest = max(candidates, key=lambda h: (when[h.chunk_hash] or "", h.score))
-            replaced[old.chunk_hash] = newest.chunk_hash
+            and (closeness := _correction(fact, other, scale, common)) is not None
+        }
+        if closeness:
+            replaced[old.chunk_hash] = max(closeness, key=lambda h: (closeness[h], when[h] or ""))
     if not replaced:
         return out
     if not reorder:
