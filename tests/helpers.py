@@ -93,8 +93,13 @@ ENGINE_MODULE = "memlane.hosts.server"
 
 def engine_pids(home: Path | None = None, *, under: Path | None = None) -> list[int]:
     """The warm engines running for *home*, or for any home below *under* (this
-    test run's temporary directory: other runs on the machine keep theirs)."""
-    found = []
+    test run's temporary directory: other runs on the machine keep theirs).
+
+    A child the engine is starting (a distiller command, say) carries the
+    engine's command line from its fork until its exec, which on a loaded
+    machine can be seen here: a process whose parent is one of the engines
+    found is that child, not another engine."""
+    found: dict[int, int] = {}  # pid -> parent pid
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -102,7 +107,7 @@ def engine_pids(home: Path | None = None, *, under: Path | None = None) -> list[
             cmdline = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
             if ENGINE_MODULE.encode() not in cmdline:
                 continue
-            state = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            state, parent = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[:2]
             if state == "Z":
                 continue
             environ = Path(f"/proc/{entry}/environ").read_bytes().split(b"\0")
@@ -115,8 +120,8 @@ def engine_pids(home: Path | None = None, *, under: Path | None = None) -> list[
                 continue
         except OSError:
             continue
-        found.append(int(entry))
-    return found
+        found[int(entry)] = int(parent)
+    return [pid for pid, parent in found.items() if parent not in found]
 
 
 def stop_engines(

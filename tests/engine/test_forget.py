@@ -378,6 +378,66 @@ def test_append_that_reaches_the_replaced_file_is_salvaged(memory: Memory) -> No
     assert text.endswith("- kept entry\n\n### 12:00\n- late append\n")
 
 
+def test_an_appender_stalled_past_the_quiet_time_is_still_salvaged(memory: Memory) -> None:
+    # The window, widened on purpose: another tool opened the daily file
+    # before the replace and writes only after the salvage has found the old
+    # inode quiet (where it used to stop), as a process descheduled between
+    # its open() and its write() on a loaded machine does.
+    from memlane.store.forget import _no_writers
+
+    memory.write("kept entry", now=at("09:00"))
+    memory.write("doomed entry", now=at("09:05"))
+    store = memory.scope.store
+    path = store / f"{DAY}.md"
+    probe = os.open(path, os.O_RDONLY)
+    try:
+        if _no_writers(probe) is None:
+            pytest.skip(f"the file system of {store} has no leases (the documented fallback)")
+    finally:
+        os.close(probe)
+    held: list[int] = []
+    quiet = threading.Event()
+
+    def replace_under_a_stalled_appender(temp: str, target: Path) -> None:
+        held.append(os.open(path, os.O_WRONLY | os.O_APPEND))
+        os.replace(temp, target)
+
+    def stalled_appender() -> None:
+        quiet.wait()
+        os.write(held[0], b"\n### 12:00\n- stalled append\n")
+        os.close(held[0])
+
+    writer = threading.Thread(target=stalled_appender)
+    writer.start()
+    hooks = RewriteHooks(replace=replace_under_a_stalled_appender, quiet=quiet.set)
+    try:
+        forget_chunk(store, path, _line_of(path, "doomed entry"), hooks=hooks)
+    finally:
+        quiet.set()
+        writer.join(60)
+    text = path.read_text()
+    assert "doomed entry" not in text
+    assert text.endswith("- kept entry\n\n### 12:00\n- stalled append\n")
+
+
+def test_the_kernel_tells_whether_a_file_is_still_open_for_writing(tmp_path: Path) -> None:
+    from memlane.store.forget import _no_writers
+
+    path = tmp_path / "2026-11-20.md"
+    path.write_text("x\n")
+    reader = os.open(path, os.O_RDONLY)
+    other_reader = os.open(path, os.O_RDONLY)  # readers do not count
+    try:
+        assert _no_writers(reader) is True
+        writer = os.open(path, os.O_WRONLY | os.O_APPEND)
+        assert _no_writers(reader) is False
+        os.close(writer)
+        assert _no_writers(reader) is True
+    finally:
+        os.close(reader)
+        os.close(other_reader)
+
+
 def test_index_failure_after_the_removal_still_echoes_it(
     memory: Memory, monkeypatch: pytest.MonkeyPatch
 ) -> None:

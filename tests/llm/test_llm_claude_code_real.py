@@ -9,9 +9,11 @@ Skipped, saying why, when no ``claude`` binary is installed.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
+import subprocess
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -26,23 +28,47 @@ from memlane.llm.budget import BudgetedLLM
 from memlane.llm.claude_code import ClaudeCodeLLM
 from memlane.llm.factory import make_llm
 
-# Where the e2e lane installs Claude Code when it is not on PATH.
-INSTALLED = Path.home() / ".cache/memlane-e2e/claude-code-2/node_modules/@anthropic-ai"
+# Where the e2e lane installs Claude Code when it is not on PATH, under the
+# install lock it shares with every copy of the suite on this machine.
+CACHE = Path.home() / ".cache/memlane-e2e"
+INSTALLED = CACHE / "claude-code-2/node_modules/@anthropic-ai"
 
 
 def _claude_binary() -> Path | None:
     """``claude`` on PATH, else the e2e lane's: the package's ``bin/claude.exe`` once
     its postinstall linked it (before that it is a small placeholder script), else
-    the platform package's own binary."""
+    the platform package's own binary; only one that runs.
+
+    Chosen under the e2e lane's install lock, and run once: another copy of the
+    suite may be installing it right now, and a half-written binary fails to
+    exec. A binary that runs is never rewritten (the lane reinstalls only a
+    missing or wrong version)."""
     found = shutil.which("claude")
     if found:
         return Path(found)
-    candidates = [INSTALLED / "claude-code" / "bin" / "claude.exe"]
-    candidates += sorted(INSTALLED.glob("claude-code-*/claude"))
-    for candidate in candidates:
-        if candidate.is_file() and candidate.stat().st_size > 1_000_000:
-            return candidate
+    if not INSTALLED.is_dir():
+        return None
+    with (CACHE / ".install.lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        candidates = [INSTALLED / "claude-code" / "bin" / "claude.exe"]
+        candidates += sorted(INSTALLED.glob("claude-code-*/claude"))
+        for candidate in candidates:
+            if candidate.is_file() and candidate.stat().st_size > 1_000_000 and _runs(candidate):
+                return candidate
     return None
+
+
+def _runs(binary: Path) -> bool:
+    try:
+        out = subprocess.run(
+            [str(binary), "--version"],
+            capture_output=True,
+            timeout=120,
+            env={"PATH": "/usr/bin:/bin", "HOME": "/tmp", "DISABLE_AUTOUPDATER": "1"},
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return out.returncode == 0
 
 
 class _Messages(BaseHTTPRequestHandler):

@@ -49,17 +49,25 @@ processes lock different inodes):
 5. salvage: an appender that opened the old file before step 4 writes to
    the old inode after it. A descriptor on the old inode is kept open, so
    any bytes that reach it after the last read are appended to the new
-   file (one ``O_APPEND`` write), checked again until the old inode has
-   been quiet for ``SALVAGE_QUIET_S``.
+   file (one ``O_APPEND`` write). The old inode has no name any more, so
+   nothing can open it again: once no descriptor of any process has it
+   open for writing, nothing more can reach it, and one last read ends the
+   salvage. The kernel says so exactly: a read lease (``F_SETLEASE``) is
+   granted only on a file nobody has open for writing (``_no_writers``).
+   An appender stalled between its ``open`` and its ``write``, however
+   long, is waited for, up to ``SALVAGE_WRITER_WAIT_S``.
 
-The remaining window, honestly: an appender that opened the old file before
-the replace and then stalled for longer than ``SALVAGE_QUIET_S`` before its
-write (a stopped or heavily descheduled process) writes into the unlinked
-old inode after the salvage stopped looking; that entry is lost. A salvaged
-entry may also land after entries written to the new file in the meantime,
-so entries can be out of time order by that much. Anything that rewrites
-the file other than by appending (an editor) during a removal makes the
-removal fail without changing anything.
+The remaining window, honestly: a writer that keeps the old file open for
+longer than ``SALVAGE_WRITER_WAIT_S`` (no appender of memory files does:
+they open, write and close) and writes after that is lost. Where the kernel
+cannot tell (a file system without leases, such as some network mounts, or
+a daily file owned by another user), the salvage falls back to stopping once
+the old inode has been quiet for ``SALVAGE_QUIET_S``, and an appender
+stalled for longer than that between its open and its write is lost. A
+salvaged entry may also land after entries written to the new file in the
+meantime, so entries can be out of time order by that much. Anything that
+rewrites the file other than by appending (an editor) during a removal makes
+the removal fail without changing anything.
 
 No copy of the removed text is written anywhere: the temp file holds only
 the text that stays, and is removed on every path (renamed over the daily
@@ -67,13 +75,15 @@ file, or unlinked on error; after a ``kill -9`` by the next removal, when it
 takes the lock); the lock file stays empty. The returned
 ``Removed.markdown`` is the only record.
 
-``RewriteHooks`` are the fault hooks of steps 2 to 4, for tests that widen
+``RewriteHooks`` are the fault hooks of steps 2 to 5, for tests that widen
 the race with appenders or fail the rename; memlane itself never passes any.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
+import fcntl
 import hashlib
 import os
 import re
@@ -97,8 +107,12 @@ from memlane.store.forget_locate import Kind, Span, decode, locate_line, locate_
 from memlane.store.leftovers import sweep_forget_temps
 
 LOCK_NAME = ".forget.lock"
-#: The salvage (step 5) stops after the old inode has not grown for this long.
+#: Where the kernel cannot say whether the old inode is still open for
+#: writing, the salvage (step 5) stops after it has not grown for this long.
 SALVAGE_QUIET_S = 0.05
+#: The salvage waits this long at most for the last writer of the old inode
+#: to close it (memory appenders hold it for one write).
+SALVAGE_WRITER_WAIT_S = 30.0
 #: Step 3 gives up when the file keeps growing for this many rounds.
 MAX_ROUNDS = 1000
 
@@ -114,11 +128,14 @@ class RewriteHooks:
     before the daily file is read again: a test slows the rewrite there so
     appends keep landing mid-removal. ``replace(temp, daily_file)`` is step
     4's rename: a test fails it (a full disk) or appends to the old inode
-    around it (a late appender). The defaults are the real steps.
+    around it (a late appender). ``quiet()`` runs each time step 5 finds the
+    old inode quiet, before it asks whether a writer still holds it: a test
+    lets a stalled appender write only then. The defaults are the real steps.
     """
 
     temp_written: Callable[[], None] = field(default=lambda: None)  # nothing, by default
     replace: Callable[[str, Path], None] = os.replace
+    quiet: Callable[[], None] = field(default=lambda: None)
 
 
 @dataclass(frozen=True)
@@ -197,10 +214,29 @@ def _append(path: Path, data: bytes) -> None:
     append_whole(path, data, what="the appends being restored")
 
 
-def _salvage(old_fd: int, seen: int, new_path: Path) -> None:
-    """Step 5: move appends that reached the replaced inode to the new file."""
-    quiet_since = time.monotonic()
-    while time.monotonic() - quiet_since < SALVAGE_QUIET_S:
+def _no_writers(fd: int) -> bool | None:
+    """Whether no descriptor, in any process, has ``fd``'s file open for
+    writing; None when the kernel cannot say here.
+
+    Linux grants a read lease only on such a file (fcntl(2), F_SETLEASE),
+    and the lease is released at once: it exists only to ask.
+    """
+    try:
+        fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_RDLCK)
+    except OSError as exc:
+        if exc.errno == errno.EAGAIN:
+            return False
+        return None  # no leases on this file system, or not the file's owner
+    with contextlib.suppress(OSError):
+        fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_UNLCK)
+    return True
+
+
+def _salvage(old_fd: int, seen: int, new_path: Path, hooks: RewriteHooks) -> None:
+    """Step 5: move appends that reached the replaced inode to the new file,
+    until nothing more can reach it (module docstring)."""
+    started = quiet_since = time.monotonic()
+    while True:
         # Read under the old file's lock: an append cut short by a full disk
         # is rolled back under that lock, so its torn bytes are never copied.
         with flocked(old_fd, exclusive=False):
@@ -209,8 +245,20 @@ def _salvage(old_fd: int, seen: int, new_path: Path) -> None:
             _append(new_path, late)
             seen += len(late)
             quiet_since = time.monotonic()
-        else:
-            time.sleep(SALVAGE_QUIET_S / 5)
+            continue
+        now = time.monotonic()
+        if now - quiet_since >= SALVAGE_QUIET_S:
+            hooks.quiet()
+            closed = _no_writers(old_fd)
+            if closed or (closed is None) or now - started >= SALVAGE_WRITER_WAIT_S:
+                break
+        time.sleep(SALVAGE_QUIET_S / 5)
+    if closed:
+        # The last writer closed after the read above: what it wrote is there.
+        with flocked(old_fd, exclusive=False):
+            late = read_all_from(old_fd, seen)
+        if late:
+            _append(new_path, late)
 
 
 def _daily_file(store_dir: Path, source: Path) -> Path:
@@ -310,7 +358,7 @@ def _remove(
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(temp_name)
             fsync_dirs([path.parent])
-            _salvage(fd, len(data), path)
+            _salvage(fd, len(data), path, hooks)
             step("forget.salvaged")
         finally:
             os.close(fd)
