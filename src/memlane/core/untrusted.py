@@ -18,7 +18,7 @@ import os
 import unicodedata
 
 #: How much of a foreign string an error quotes.
-EXCERPT_CHARS = 80
+EXCERPT_CHARS = 200  # a long path still shows whole
 #: Linux's PATH_MAX (4096, counting the final NUL) and NAME_MAX: the most a
 #: path and one of its components may hold, in bytes.
 PATH_MAX_BYTES = 4095
@@ -41,19 +41,24 @@ def control_character(text: str) -> tuple[int, str] | None:
     return None
 
 
-def path_problem(text: str) -> str | None:
+def path_problem(text: str, *, control_characters: bool = False) -> str | None:
     """Why ``text`` cannot be a path memlane uses, or None when it can.
 
     The answer is a phrase ("holds a control character ...") to put after
-    the name of what gave the path.
+    the name of what gave the path. A NUL, text the file system cannot
+    encode and a path longer than the system takes are always refused;
+    other control characters only without ``control_characters`` (a store
+    command's answer: a newline there is a second line, not a name).
     """
-    found = control_character(text)
+    if "\0" in text:  # no path can hold one: the system call ends the name there
+        return f"holds a NUL byte (at position {text.index(chr(0)) + 1})"
+    found = None if control_characters else control_character(text)
     if found is not None:
         position, char = found
         return f"holds a control character ({char} at position {position + 1})"
-    size = len(os.fsencode(text)) if _encodable(text) else None
-    if size is None:
+    if not _encodable(text):
         return "is not valid text for a file name"
+    size = len(os.fsencode(text))
     if size > PATH_MAX_BYTES:
         return f"is {size:,} bytes long, more than a path may be ({PATH_MAX_BYTES:,})"
     for part in text.split(os.sep):

@@ -223,19 +223,21 @@ class Tools:
             # The transcript path is absolute; the label is checked through the
             # same seam as expansion so a bad label fails the same way.
             resolve_project(self.memory, project)
+        path: str = args["transcript_path"]
         if not self.caller_is_person:
             from memlane.engine.recall.transcript_access import check_transcript_allowed
 
-            # An agent sees only this project's sessions and anchored transcripts.
-            check_transcript_allowed(
+            # An agent sees only this project's sessions and anchored
+            # transcripts, and gets the file that was checked (links resolved).
+            path = check_transcript_allowed(
                 self.memory,
-                args["transcript_path"],
+                path,
                 session_transcript=self.session.transcript_path if self.session else None,
                 project=project if foreign else None,
             )
         settings = self.memory.config.session
         transcript = read_transcript(
-            args["transcript_path"],
+            path,
             args.get("turn"),
             context=settings.transcript_context,
             limit=settings.transcript_limit,
