@@ -197,3 +197,15 @@ def test_a_nul_byte_in_the_transcript_path_is_one_line(
     message = info.value.message
     assert "holds a NUL byte" in message and "\\x00" in message
     assert message.isprintable() and info.value.hint and "memory_expand" in info.value.hint
+
+
+def test_a_nul_byte_in_a_project_label_is_one_line(memory: Memory, project: Path) -> None:
+    tools = Tools(memory)
+    calls = (
+        ("memory_transcript", {"transcript_path": "/t/s.jsonl", "project": f"{project}\0x"}),
+        ("memory_expand", {"chunk_hash": "abcdef12", "project": f"{project}\0x"}),
+    )
+    for name, arguments in calls:
+        with pytest.raises(NotFoundError) as info:
+            tools.call(name, arguments)
+        assert "holds a NUL byte" in info.value.message and info.value.message.isprintable()

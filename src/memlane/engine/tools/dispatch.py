@@ -202,6 +202,9 @@ class Tools:
     def _is_own_project(self, project: str) -> bool:
         import os
 
+        from memlane.engine.recall.crossrepo import check_project_label
+
+        check_project_label(project)  # before realpath, which raises on a NUL
         own = {os.path.realpath(self.memory.scope.scope)}
         own.add(os.path.realpath(self.memory.scope.repository_dir))
         return os.path.realpath(project) in own
