@@ -82,3 +82,38 @@ def test_text_that_cannot_be_scanned_for_secrets_is_refused_not_replaced(
         with pytest.raises(StoreError, match="could not be scanned"):
             topics.add(mem.scope.store, content="x", topic="t", title="y", today=TOPIC_DAY)
         assert not (mem.scope.store / "topics" / "t.md").exists()
+
+
+def _store_command_answering(tmp_path: Path, collection: str, memory_dir: str) -> str:
+    (tmp_path / "answer-collection").write_text(collection)
+    (tmp_path / "answer-memory-dir").write_text(memory_dir)
+    (tmp_path / "answer-state-dir").write_text(str(tmp_path / "state"))
+    script = tmp_path / "store-cmd.sh"
+    script.write_text(f'#!/bin/sh\ncat "{tmp_path}/answer-$1"\n')
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    return str(script)
+
+
+def test_a_collection_that_climbs_out_of_the_index_directory_is_refused(
+    cli: Cli, project: Path, tmp_path: Path
+) -> None:
+    # Enough ../ to reach / from any index directory, then back down here.
+    escape = "../" * 40 + str(tmp_path / "x" / "evilcoll").lstrip("/")
+    cmd = _store_command_answering(tmp_path, escape, str(tmp_path / "store" / "memory"))
+    out = cli("write", "hello", env={**LEXICAL, "MEMLANE_STORE_CMD": cmd})
+    assert out.returncode == 1, out
+    assert out.stderr.startswith("memlane: error: ") and "Traceback" not in out.stderr
+    assert "not a collection name" in out.stderr
+    assert not (tmp_path / "x").exists()
+    assert not (tmp_path / "store").exists()  # nothing written anywhere
+
+
+def test_a_5mb_store_command_answer_is_a_short_error(
+    cli: Cli, project: Path, tmp_path: Path
+) -> None:
+    cmd = _store_command_answering(tmp_path, "ms_ok_1", "/" + "m" * 5_000_148)
+    out = cli("write", "hello", env={**LEXICAL, "MEMLANE_STORE_CMD": cmd})
+    assert out.returncode == 1, out
+    assert "is 5,000,149 bytes long" in out.stderr and "(5,000,149 characters)" in out.stderr
+    assert len(out.stderr) < 1000 + 2 * len(cmd)
+    assert len(out.stderr.splitlines()) == 2  # the error and its hint

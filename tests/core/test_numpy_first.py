@@ -30,13 +30,18 @@ def _imports_onnxruntime(node: ast.stmt) -> bool:
     return False
 
 
-def _calls_numpy_first(node: ast.stmt) -> bool:
+def _calls(node: ast.stmt, *names: str) -> bool:
     return (
         isinstance(node, ast.Expr)
         and isinstance(node.value, ast.Call)
         and isinstance(node.value.func, ast.Name)
-        and node.value.func.id == "import_numpy_first"
+        and node.value.func.id in names
     )
+
+
+def _calls_numpy_first(node: ast.stmt) -> bool:
+    # import_onnxruntime (embed/onnx_runtime.py) imports numpy first itself.
+    return _calls(node, "import_numpy_first", "import_onnxruntime")
 
 
 def _bodies(tree: ast.AST) -> list[list[ast.stmt]]:
@@ -65,6 +70,22 @@ def test_every_onnxruntime_import_follows_import_numpy_first() -> None:
     assert late == [], f"onnxruntime imported without import_numpy_first() before it: {late}"
 
 
+def test_onnxruntime_is_loaded_only_through_import_onnxruntime() -> None:
+    # Whichever import runs first loads the library, and with it onnxruntime's
+    # telemetry, which writes into ~/.cache unless it is switched off at that
+    # moment (embed/onnx_runtime.py): so no import statement may come first.
+    first = []
+    for path in sorted(SRC.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for body in _bodies(tree):
+            for index, node in enumerate(body):
+                if _imports_onnxruntime(node) and not any(
+                    _calls(before, "import_onnxruntime") for before in body[:index]
+                ):
+                    first.append(f"{path.relative_to(SRC)}:{node.lineno}")
+    assert first == [], f"onnxruntime imported without import_onnxruntime() before it: {first}"
+
+
 @pytest.mark.subprocess
 def test_numpy_and_onnxruntime_imported_at_once_on_two_threads() -> None:
     """The race itself, widened: the numpy thread starts while the other is
@@ -72,7 +93,7 @@ def test_numpy_and_onnxruntime_imported_at_once_on_two_threads() -> None:
     code = textwrap.dedent(
         """
         import threading
-        from memlane.core.native import import_numpy_first
+        from memlane.embed.onnx_runtime import import_onnxruntime
 
         errors = []
         started = threading.Event()
@@ -80,8 +101,7 @@ def test_numpy_and_onnxruntime_imported_at_once_on_two_threads() -> None:
         def runtime():
             started.set()
             try:
-                import_numpy_first()
-                import onnxruntime  # noqa: F401
+                import_onnxruntime()
             except Exception as exc:
                 errors.append(repr(exc))
 

@@ -180,3 +180,83 @@ def test_store_command_failures_raise_naming_command_and_mode(
 def test_store_command_not_found(tmp_path: Path) -> None:
     with pytest.raises(StoreCommandError, match="was not found"):
         resolve_scope(tmp_path, env={"MEMLANE_STORE_CMD": str(tmp_path / "missing-cmd")})
+
+
+def _answering(tmp_path: Path, mode: str, answer: str) -> str:
+    """A store command giving sane answers, except ``answer`` for ``mode``."""
+    answers = {
+        "memory-dir": str(tmp_path / "store" / "memory"),
+        "collection": "ms_custom_deadbeef",
+        "state-dir": str(tmp_path / "state"),
+        mode: answer,
+    }
+    for name, text in answers.items():
+        (tmp_path / f"answer-{name}").write_text(text)
+    return _store_cmd(tmp_path, f'cat "{tmp_path}/answer-$1"\n')
+
+
+@pytest.mark.parametrize(
+    ("mode", "answer", "message"),
+    [
+        ("collection", "../../../../tmp/x/evilcoll", "which is not a collection name"),
+        ("collection", "a/b", "which is not a collection name"),
+        ("collection", "ms_a\x1b[2Jb", "which is not a collection name"),
+        ("collection", "9lives", "which is not a collection name"),
+        ("collection", "c" * 3000, "a collection name of 3,000 characters"),
+        ("memory-dir", "/tmp/a\nb/memory", "control character (\\n at position 7)"),
+        ("memory-dir", "/tmp/\x1b]0;pwned\x07/memory", "control character (\\x1b at position 6)"),
+        ("state-dir", "/tmp/state\x7f", "control character (\\x7f at position 11)"),
+        ("memory-dir", "/" + "a" * 5_000_148, "is 5,000,149 bytes long"),
+        ("state-dir", "/tmp/" + "s" * 300, "component of 300 bytes"),
+    ],
+)
+def test_unusable_store_command_answers_are_one_bounded_escaped_line(
+    tmp_path: Path, mode: str, answer: str, message: str
+) -> None:
+    cmd = _answering(tmp_path, mode, answer)
+    with pytest.raises(StoreCommandError) as info:
+        resolve_scope(tmp_path, env={"MEMLANE_STORE_CMD": cmd})
+    shown = info.value.message
+    assert f"`{cmd} {mode}`" in shown
+    assert message in shown
+    # One line, whatever the answer held, and a bounded quote of it.
+    assert shown.isprintable()
+    assert len(shown) < 500 + len(cmd) + len(str(tmp_path))
+    assert info.value.hint is not None and info.value.hint.isprintable()
+
+
+def test_a_long_collection_name_is_refused_with_the_limit_not_a_disk_error(
+    tmp_path: Path,
+) -> None:
+    cmd = _answering(tmp_path, "collection", "c" * 3000)
+    with pytest.raises(StoreCommandError) as info:
+        resolve_scope(tmp_path, env={"MEMLANE_STORE_CMD": cmd})
+    assert "at most 128" in info.value.message
+    assert "writable" not in info.value.message
+    assert "… (3,000 characters)" in info.value.message
+
+
+def test_store_command_answers_that_are_not_utf8_are_refused(tmp_path: Path) -> None:
+    cmd = _store_cmd(
+        tmp_path,
+        'case "$1" in memory-dir) printf "/tmp/\\377/memory";; collection) printf "ms_\\377";; esac\n',
+    )
+    with pytest.raises(StoreCommandError, match="not a collection name"):
+        resolve_scope(tmp_path, env={"MEMLANE_STORE_CMD": cmd})
+
+
+def test_a_huge_error_message_of_the_store_command_is_quoted_bounded(tmp_path: Path) -> None:
+    cmd = _store_cmd(tmp_path, "head -c 1000000 /dev/zero | tr '\\0' x >&2\nexit 2\n")
+    with pytest.raises(StoreCommandError) as info:
+        resolve_scope(tmp_path, env={"MEMLANE_STORE_CMD": cmd})
+    assert "exited with status 2" in info.value.message
+    assert "(1,000,000 characters)" in info.value.message
+    assert len(info.value.message) < 500 + len(cmd) + len(str(tmp_path))
+
+
+@pytest.mark.parametrize(
+    "name", [collection_name("/tmp/demo"), collection_name("/x/" + "long-Name." * 40), "_c", "C9"]
+)
+def test_generated_and_plain_collection_names_pass(tmp_path: Path, name: str) -> None:
+    cmd = _answering(tmp_path, "collection", name)
+    assert resolve_scope(tmp_path, env={"MEMLANE_STORE_CMD": cmd}).collection == name

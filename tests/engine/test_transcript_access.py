@@ -9,6 +9,7 @@ import pytest
 
 from _transcript_builders import ClaudeSession, PiSession
 from helpers import Cli, make_project, open_memory
+from memlane.core.errors import NotFoundError
 from memlane.core.types import Anchor
 from memlane.engine.live.session import Session
 from memlane.engine.project import Memory
@@ -147,3 +148,64 @@ def test_a_transcript_is_shown_with_its_secrets_redacted(
         for case in CHANNEL_SAMPLE:
             assert case.secret not in shown, f"{case.name} shown by L3"
         assert "[REDACTED:" in shown
+
+
+def test_a_link_in_this_projects_session_directory_does_not_open_another_project(
+    memory: Memory, project: Path, tmp_path: Path, isolated_home: Path
+) -> None:
+    other = make_project(tmp_path, "other")
+    theirs = _pi_transcript(pi_dir(isolated_home, other) / "secret.jsonl", "their launch plan")
+    own_dir = pi_dir(isolated_home, project)
+    own = _pi_transcript(own_dir / "mine.jsonl", "our own plan")
+    planted = own_dir / "planted.jsonl"
+    planted.symlink_to(theirs)
+    tools = Tools(memory)
+    for path in (planted, theirs):  # by the link, and by the real path it resolves to
+        with pytest.raises(TranscriptNotAllowedError, match="not a known session transcript"):
+            _show(tools, path)
+    # A link that stays inside the directory is this project's own file.
+    (own_dir / "alias.jsonl").symlink_to(own)
+    assert "our own plan it is." in _show(tools, own_dir / "alias.jsonl")
+    assert "our own plan it is." in _show(tools, own)
+
+
+def test_a_home_reached_through_a_link_still_shows_this_projects_sessions(
+    memory: Memory,
+    project: Path,
+    tmp_path: Path,
+    isolated_home: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # /home -> /var/home: the configured directory goes through a link.
+    linked_home = tmp_path / "linked-home"
+    linked_home.symlink_to(isolated_home)
+    monkeypatch.setenv("PI_CODING_AGENT_DIR", str(linked_home / "pi-agent"))
+    path = _pi_transcript(pi_dir(linked_home, project) / "one.jsonl", "through the link")
+    tools = Tools(memory)
+    assert "through the link it is." in _show(tools, path)
+    assert "through the link it is." in _show(tools, pi_dir(isolated_home, project) / "one.jsonl")
+
+
+@pytest.mark.parametrize("caller_is_person", [False, True])
+def test_a_nul_byte_in_the_transcript_path_is_one_line(
+    memory: Memory, project: Path, isolated_home: Path, caller_is_person: bool
+) -> None:
+    own = _pi_transcript(pi_dir(isolated_home, project) / "mine.jsonl", "ours")
+    tools = Tools(memory, caller_is_person=caller_is_person)
+    with pytest.raises(NotFoundError) as info:
+        _show(tools, f"{own}\0/../../etc/passwd")
+    message = info.value.message
+    assert "holds a NUL byte" in message and "\\x00" in message
+    assert message.isprintable() and info.value.hint and "memory_expand" in info.value.hint
+
+
+def test_a_nul_byte_in_a_project_label_is_one_line(memory: Memory, project: Path) -> None:
+    tools = Tools(memory)
+    calls = (
+        ("memory_transcript", {"transcript_path": "/t/s.jsonl", "project": f"{project}\0x"}),
+        ("memory_expand", {"chunk_hash": "abcdef12", "project": f"{project}\0x"}),
+    )
+    for name, arguments in calls:
+        with pytest.raises(NotFoundError) as info:
+            tools.call(name, arguments)
+        assert "holds a NUL byte" in info.value.message and info.value.message.isprintable()

@@ -156,6 +156,12 @@ def test_mcp_a_fifo_transcript_is_an_error_and_the_server_keeps_serving(
         failed, text = _mcp_tool(server, "memory_transcript", transcript_path=str(world["other"]))
         assert failed and "not a known session transcript of this project" in text
         assert "secret" not in text
+        # A NUL byte (JSON can carry one) is a plain one-line refusal, not a bug report.
+        failed, text = _mcp_tool(
+            server, "memory_transcript", transcript_path=str(world["anchored"]) + "\0x"
+        )
+        assert failed and "holds a NUL byte" in text and "internal error" not in text
+        assert len(text.strip().splitlines()) == 2  # the error and its hint
         # ...the transcript this project's anchor names is.
         failed, text = _mcp_tool(
             server, "memory_transcript", transcript_path=str(world["anchored"]), turn="a0000001"

@@ -49,6 +49,35 @@ def test_discover_sources_reads_the_flat_pi_directory_by_header_cwd(tmp_path: Pa
     assert locate.format_of_path(claude_file) == CLAUDE_CODE
 
 
+def test_session_files_linked_from_elsewhere_are_not_this_projects(tmp_path: Path) -> None:
+    # A link planted in one project's session directory must not make another
+    # project's transcript its own (sessions index, L3); the flat directory
+    # filters by header, and a link there to a file outside is skipped too.
+    env = {"HOME": str(tmp_path)}
+    project, other = tmp_path / "app", tmp_path / "other"
+    header = {"type": "session", "id": "s", "cwd": str(project)}
+    own_dir = locate.pi_project_dir(str(project), env)
+    mine = _write(own_dir / "mine.jsonl", header)
+    theirs = _write(locate.pi_project_dir(str(other), env) / "theirs.jsonl", header)
+    (own_dir / "planted.jsonl").symlink_to(theirs)
+    (own_dir / "alias.jsonl").symlink_to(mine)  # inside the directory: kept
+    assert [s.path for s in locate.discover_sources([project], env)] == [
+        own_dir / "alias.jsonl",
+        mine,
+    ]
+    flat = tmp_path / "flat"
+    flat.mkdir()
+    (flat / "planted.jsonl").symlink_to(theirs)
+    flat_env = {**env, locate.PI_SESSION_DIR_ENV: str(flat)}
+    assert locate.discover_sources([project], flat_env) == []
+    # A session directory reached through a link (a home under /var/home) lists its files.
+    (tmp_path / "linked").symlink_to(own_dir)
+    assert locate.jsonl_files(tmp_path / "linked") == [
+        tmp_path / "linked" / "alias.jsonl",
+        tmp_path / "linked" / "mine.jsonl",
+    ]
+
+
 def test_formats_are_told_by_their_first_telling_line() -> None:
     header = {"type": "session", "version": 3, "id": "s"}
     assert format_of(header) == PI

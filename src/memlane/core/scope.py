@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memlane.core.errors import ScopeError, StoreCommandError
+from memlane.core.untrusted import excerpt, path_problem
 
 STORE_CMD_ENV = "MEMLANE_STORE_CMD"
 STORE_CMD_ENV_ALIAS = "PI_MEMSEARCH_STORE_CMD"
@@ -30,6 +31,20 @@ STORE_CMD_TIMEOUT_S = 30.0
 COLLECTION_BASENAME_MAX = 40
 INDEX_STATE_FILENAME = ".index-state.json"
 MEMSEARCH_TREE = ".memsearch"
+
+# Milvus' collection-name rule (a letter or _, then letters, digits and _,
+# at most 255), which memsearch's names (ms_<basename, at most 40>_<8 hex>)
+# always meet. memlane also makes file names of it, the longest being
+# ``<name>-<8 hex>.milvus-ledger.sqlite.corrupt-<stamp>-journal`` (the name
+# plus 70), so it takes names of at most 128 characters.
+MILVUS_NAME_MAX = 255
+COLLECTION_NAME_MAX = 128
+COLLECTION_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")  # the length is checked apart
+COLLECTION_NAME_HINT = (
+    "it must print letters, digits and underscores, starting with a letter or _ "
+    "(memsearch's names look like ms_myproject_1a2b3c4d)"
+)
+PATH_HINT = "it must print one absolute path, on one line"
 
 _NON_ALNUM_RE = re.compile(r"[^a-z0-9]")
 _UNDERSCORES_RE = re.compile(r"_+")
@@ -121,11 +136,12 @@ def run_store_command(command: str, mode: str, directory: Path) -> str | None:
             f"{where} cannot be parsed: {exc}", f"fix {STORE_CMD_ENV}"
         ) from None
     try:
+        # Bytes: an answer that is not UTF-8 is decoded as the OS decodes
+        # file names, so it fails the checks below instead of the decode.
         proc = subprocess.run(
             argv,
             cwd=directory,
             capture_output=True,
-            text=True,
             timeout=STORE_CMD_TIMEOUT_S,
             check=False,
         )
@@ -140,9 +156,10 @@ def run_store_command(command: str, mode: str, directory: Path) -> str | None:
         ) from None
     except OSError as exc:
         raise StoreCommandError(f"{where} failed: {exc}", f"check {STORE_CMD_ENV}") from None
-    answer = proc.stdout.strip()
+    answer = os.fsdecode(proc.stdout).strip()
     if proc.returncode != 0:
-        detail = proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else "no message"
+        stderr = proc.stderr.decode("utf-8", errors="replace").strip()
+        detail = excerpt(stderr.splitlines()[-1]) if stderr else "no message"
         raise StoreCommandError(
             f"{where} exited with status {proc.returncode}: {detail}",
             "fix the command or unset " + STORE_CMD_ENV,
@@ -154,12 +171,48 @@ def run_store_command(command: str, mode: str, directory: Path) -> str | None:
         raise StoreCommandError(
             f"{where} printed nothing", f"it must print the {mode.replace('-', ' ')}"
         )
-    if mode != "collection" and not os.path.isabs(answer):
-        raise StoreCommandError(
-            f"{where} printed a relative path: {answer!r}", "it must print an absolute path"
-        )
+    _check_answer(where, mode, answer)
     _store_cmd_cache[key] = answer
     return answer
+
+
+def is_collection_name(name: object) -> bool:
+    """Whether ``name`` is a collection name memlane accepts from outside."""
+    return (
+        isinstance(name, str)
+        and COLLECTION_NAME_RE.match(name) is not None
+        and len(name) <= COLLECTION_NAME_MAX
+    )
+
+
+def _check_answer(where: str, mode: str, answer: str) -> None:
+    """Refuse an answer memlane cannot use safely, quoting a bounded excerpt.
+
+    The collection becomes a file name (``<index dir>/<name>.sqlite``), so
+    ``../../tmp/x`` or ``a/b`` would put an index outside memlane's
+    directory; a path with a newline or an escape sequence would be used,
+    and printed, with the bytes hidden.
+    """
+    shown = excerpt(answer)
+    if mode == "collection":
+        if COLLECTION_NAME_RE.match(answer) is None:
+            raise StoreCommandError(
+                f"{where} printed {shown}, which is not a collection name",
+                COLLECTION_NAME_HINT,
+            )
+        if len(answer) > COLLECTION_NAME_MAX:
+            raise StoreCommandError(
+                f"{where} printed a collection name of {len(answer):,} characters, {shown}; "
+                f"memlane names its index files after the collection, so it takes at most "
+                f"{COLLECTION_NAME_MAX} (Milvus allows {MILVUS_NAME_MAX})",
+                "make the command print a shorter name",
+            )
+        return
+    problem = path_problem(answer)
+    if problem is not None:
+        raise StoreCommandError(f"{where} printed a path that {problem}: {shown}", PATH_HINT)
+    if not os.path.isabs(answer):
+        raise StoreCommandError(f"{where} printed a relative path: {shown}", PATH_HINT)
 
 
 def clear_store_command_cache() -> None:

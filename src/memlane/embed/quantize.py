@@ -28,7 +28,7 @@ from typing import Any
 from memlane.core.atomic import write_atomic
 from memlane.core.errors import EmbedderError
 from memlane.core.locks import lock_file
-from memlane.core.native import import_numpy_first
+from memlane.embed.onnx_runtime import import_onnxruntime
 
 #: Bumped whenever the derivation changes: it names the vector space, so a
 #: new recipe re-embeds every chunk instead of mixing vectors.
@@ -93,7 +93,7 @@ def _build(source: Path, target: Path) -> None:
 
 def build_in_process(source: Path, target: Path) -> None:
     try:
-        import_numpy_first()
+        import_onnxruntime()  # first: this child would otherwise write into ~/.cache
         import onnx
         from onnxruntime.quantization import QuantType, quantize_dynamic
     except ImportError as exc:

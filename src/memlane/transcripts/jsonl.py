@@ -11,6 +11,7 @@ from typing import IO, Any, BinaryIO
 
 from memlane.core.errors import NotFoundError, StoreError
 from memlane.core.regular_file import open_regular_file
+from memlane.core.untrusted import excerpt, path_problem
 
 # Sniffing the format reads at most this many leading lines; a Claude Code
 # file can open with metadata lines (summaries, snapshots) before any entry.
@@ -30,6 +31,24 @@ def open_transcript_file(path: Path) -> BinaryIO:
     return open_regular_file(path, max_bytes=TRANSCRIPT_MAX_BYTES, what="transcript")
 
 
+def check_transcript_path(path: str | Path) -> None:
+    """Refuse, in one line, a transcript path no file can have.
+
+    A path arrives as a tool argument or an anchor's text: with a NUL byte
+    in it, Python raises ``ValueError`` from deep in the first system call,
+    which would surface as an internal error. A path with other control
+    characters is left to the file system: a project directory may really
+    be named so, and its transcripts with it.
+    """
+    text = os.fspath(path)
+    problem = path_problem(text, control_characters=True)
+    if problem is not None:
+        raise NotFoundError(
+            f"no transcript can be at the path given: it {problem}: {excerpt(text)}",
+            "pass the transcript: path exactly as memory_expand shows it",
+        )
+
+
 def open_transcript(path: Path) -> IO[bytes]:
     """Open *path* for binary reading, or raise an error that names it.
 
@@ -39,6 +58,7 @@ def open_transcript(path: Path) -> IO[bytes]:
     ends at the file's size at open, so a session appending meanwhile does
     not keep the reader going.
     """
+    check_transcript_path(path)
     shown = str(path)
     try:
         handle = open_regular_file(path, max_bytes=TRANSCRIPT_MAX_BYTES, what="transcript")

@@ -95,9 +95,22 @@ def format_of_path(path: Path) -> str:
 
 
 def jsonl_files(directory: Path) -> list[Path]:
-    """The ``*.jsonl`` files of *directory*, sorted; none when it is missing."""
+    """The ``*.jsonl`` files of *directory*, sorted; none when it is missing.
+
+    A file that is a symbolic link counts only when what it points at lies
+    in *directory* itself: a link in a project's session directory to another
+    project's transcript would otherwise make that transcript this
+    project's, for the sessions index and for what an agent may read (L3).
+    Both sides are compared resolved, so a directory reached through a link
+    (a home under ``/var/home``) still lists its files.
+    """
     try:
-        return sorted(p for p in directory.glob("*.jsonl") if p.is_file())
+        real = os.path.realpath(directory)
+        return sorted(
+            p
+            for p in directory.glob("*.jsonl")
+            if p.is_file() and (not p.is_symlink() or os.path.dirname(os.path.realpath(p)) == real)
+        )
     except OSError:
         return []
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memlane.core.errors import EmbedderError
-from memlane.core.native import import_numpy_first, native_call
+from memlane.core.native import native_call
 from memlane.core.paths import cache_dir as default_cache_dir
 from memlane.core.settings import (
     BUNDLED_MODEL_NAME,
@@ -41,6 +41,7 @@ from memlane.embed.onnx.session import (
     shared_model,
 )
 from memlane.embed.onnx.tokenizer import tokenize
+from memlane.embed.onnx_runtime import import_onnxruntime
 
 if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
@@ -385,8 +386,7 @@ class OnnxEmbedder:
     def _optimized(self, path: Path, sha256: str, cache: Path) -> Path | None:
         """The checked model with its graph optimized already (embed/onnx/optimized.py)."""
         try:
-            import_numpy_first()
-            import onnxruntime
+            onnxruntime = import_onnxruntime()
         except ImportError:
             return None  # load_model says what is missing
         made = optimized_model(onnxruntime, path, sha256, cache)

@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memlane.core.errors import EmbedderError
-from memlane.core.native import import_numpy_first
 from memlane.embed.base import l2_normalize
 from memlane.embed.onnx.session import LoadedModel
+from memlane.embed.onnx_runtime import import_onnxruntime
 
 if TYPE_CHECKING:
     import numpy as np
@@ -64,8 +64,7 @@ def release_memory(model: LoadedModel) -> None:
     """
     import numpy as np
 
-    import_numpy_first()
-    import onnxruntime as ort
+    ort = import_onnxruntime()
 
     options = ort.RunOptions()
     options.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from memlane.core.errors import EmbedderError
-from memlane.core.native import import_numpy_first
 from memlane.embed.onnx.tokenizer import load_tokenizer
+from memlane.embed.onnx_runtime import import_onnxruntime
 
 _INPUT_DTYPES = {"tensor(int64)": "int64", "tensor(int32)": "int32"}
 _KNOWN_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
@@ -83,8 +83,7 @@ def load_model(
     intra_op_threads: int,
 ) -> LoadedModel:
     try:
-        import_numpy_first()
-        import onnxruntime as ort
+        ort = import_onnxruntime()
         import tokenizers  # noqa: F401  (checked here so one message names both)
     except ImportError as exc:
         raise EmbedderError(

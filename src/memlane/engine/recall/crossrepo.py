@@ -49,6 +49,7 @@ from memlane.core.scope import (
 )
 from memlane.core.settings import SEARCH_TOP_K, IndexSettings
 from memlane.core.types import Hit, Kind, SearchMode, SearchResult, Section
+from memlane.core.untrusted import excerpt, path_problem
 from memlane.engine.recall.projects import (
     collection_for_project,
     discover_projects,
@@ -366,6 +367,17 @@ def _vector_for(
 # -- routing ``project`` (memory_expand, memory_transcript) ---------------------------
 
 
+def check_project_label(project: str) -> None:
+    """Refuse, in one line, a ``project`` label no directory can have (a NUL
+    byte: a tool argument can carry one, and ``realpath`` raises on it)."""
+    problem = path_problem(project, control_characters=True)
+    if problem is not None:
+        raise NotFoundError(
+            f"project {excerpt(project)} {problem}",
+            "pass the project a cross-repo hit was labeled with, verbatim",
+        )
+
+
 def resolve_project(
     mem: ProjectMemory, project: str, *, env: Mapping[str, str] | None = None
 ) -> tuple[str, Path, Path]:
@@ -377,6 +389,7 @@ def resolve_project(
     session's collection, exactly as the fan-out's current-project leg does.
     """
     env = os.environ if env is None else env
+    check_project_label(project)
     text = project.strip()
     if not text or not os.path.isabs(os.path.expanduser(text)):
         raise NotFoundError(

@@ -9,20 +9,19 @@ has the rules), so they cannot disagree.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memlane.core.errors import (
     ConfigError,
-    StoreCommandError,
 )
 from memlane.core.scope import (
     INDEX_STATE_FILENAME,
     MEMSEARCH_TREE,
     Scope,
     collection_name,
+    is_collection_name,
     run_store_command,
     store_command,
 )
@@ -36,10 +35,6 @@ SCAN_ROOTS_ENV = "MEMLANE_SCAN_ROOTS"
 SCAN_ROOTS_ENV_ALIAS = "PI_MEMSEARCH_SCAN_ROOTS"
 STORE_DIRNAME = "memory"
 STATE_SCHEMA_VERSION = 1
-# Milvus' collection-name rule. Every name we accept ends up in a file path
-# (``<index dir>/<name>.sqlite``), so a foreign state file or store command
-# must not be able to smuggle in "/" or "..".
-_COLLECTION_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,254}$")
 
 NO_SCAN_ROOTS_MESSAGE = (
     f'scope "all" needs scan roots: set {SCAN_ROOTS_ENV} (or {SCAN_ROOTS_ENV_ALIAS}, or '
@@ -117,10 +112,6 @@ def same_dir(a: str | Path, b: str | Path) -> bool:
     return os.path.realpath(a) == os.path.realpath(b)
 
 
-def _valid_collection(name: object) -> bool:
-    return isinstance(name, str) and _COLLECTION_RE.match(name) is not None
-
-
 def _recorded_in(path: Path) -> str | None:
     """The collection a state file records, or None when it records none.
 
@@ -137,7 +128,9 @@ def _recorded_in(path: Path) -> str | None:
     if not isinstance(data.get("status"), str):
         return None
     name = data.get("collection")
-    return name if isinstance(name, str) and _valid_collection(name) else None
+    # Every name ends up in a file path (``<index dir>/<name>.sqlite``), so a
+    # foreign state file must not be able to smuggle in "/" or "..".
+    return name if isinstance(name, str) and is_collection_name(name) else None
 
 
 def recorded_collection(project_dir: Path) -> str | None:
@@ -187,13 +180,8 @@ def collection_for_project(
         real = Path(os.path.realpath(directory))
         store_answer = run_store_command(command, "memory-dir", real)
         name = run_store_command(command, "collection", real)
+        # Both answers are checked where they are read (core/scope.py).
         assert store_answer is not None and name is not None  # only state-dir declines
-        if not _valid_collection(name):
-            raise StoreCommandError(
-                f"store command `{command} collection` (run in {real}) printed {name!r}, "
-                "which is not a collection name",
-                "it must print letters, digits and underscores, starting with a letter or _",
-            )
         return name, Path(store_answer)
     return (
         recorded_collection(directory) or collection_name(directory),

@@ -17,7 +17,11 @@ shown a transcript only when it is one of:
    configured to read).
 
 Paths compare after ``realpath`` on both sides, so a symlink or ``..`` does
-not smuggle in another file. The check only lists directories and reads
+not smuggle in another file; a session directory lists a link only when it
+points inside that directory (``transcripts.locate.jsonl_files``), so a link
+planted there cannot make another project's transcript this project's, by
+the link's path or by the real one. A path no file can have (a NUL byte) is
+a one-line ``NotFoundError``. The check only lists directories and reads
 markdown; the transcript itself is opened afterwards, by the reader's own
 rules (regular file, capped: core/regular_file.py).
 
@@ -34,6 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memlane.core.errors import MemlaneError, StoreError
+from memlane.transcripts.jsonl import check_transcript_path
 
 if TYPE_CHECKING:
     from memlane.engine.ports import ProjectMemory
@@ -54,21 +59,26 @@ def check_transcript_allowed(
     session_transcript: str | None = None,
     project: str | None = None,
     env: Mapping[str, str] | None = None,
-) -> None:
-    """Return when an agent may read ``requested``; else raise ``TranscriptNotAllowedError``.
+) -> str:
+    """The real path of ``requested`` when an agent may read it; else raise
+    ``TranscriptNotAllowedError`` (or ``NotFoundError`` for a path no file
+    can have, such as one holding a NUL byte).
 
+    The caller reads the returned path, the one that was checked, not
+    ``requested`` again: a link swapped in between cannot redirect the read.
     ``project`` is a cross-repo hit's label that is not this project (the
     caller resolved it already); ``session_transcript`` the live session's own.
     """
     env = os.environ if env is None else env
+    check_transcript_path(requested)
     wanted = _canonical(requested)
     if session_transcript and _canonical(session_transcript) == wanted:
-        return
+        return wanted
     if project is None:
         if _is_project_session(mem, wanted, env) or _anchored_in(
             mem.scope.store, requested, wanted
         ):
-            return
+            return wanted
         raise TranscriptNotAllowedError(
             f"transcript {requested} is not a known session transcript of this project, so "
             "it is not shown: memory_transcript opens only this project's pi and Claude Code "
@@ -78,7 +88,7 @@ def check_transcript_allowed(
         )
     store = _configured_project_store(mem, project, env)
     if _anchored_in(store, requested, wanted):
-        return
+        return wanted
     raise TranscriptNotAllowedError(
         f"transcript {requested} is not named by any anchor in the memory of project "
         f"{project}, so it is not shown",
@@ -117,7 +127,12 @@ def _anchored_in(store: Path, requested: str, wanted: str) -> bool:
 def _names(transcripts: Iterable[str], names: set[str], wanted: str) -> bool:
     # realpath only for the anchors whose file name matches: a store holds
     # thousands of anchors, nearly all of other sessions.
-    return any(os.path.basename(t) in names and _canonical(t) == wanted for t in transcripts if t)
+    # An anchor holding a NUL names no file (and realpath would raise on it).
+    return any(
+        os.path.basename(t) in names and "\0" not in t and _canonical(t) == wanted
+        for t in transcripts
+        if t
+    )
 
 
 def _configured_project_store(mem: ProjectMemory, project: str, env: Mapping[str, str]) -> Path:

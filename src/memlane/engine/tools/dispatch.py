@@ -202,6 +202,9 @@ class Tools:
     def _is_own_project(self, project: str) -> bool:
         import os
 
+        from memlane.engine.recall.crossrepo import check_project_label
+
+        check_project_label(project)  # before realpath, which raises on a NUL
         own = {os.path.realpath(self.memory.scope.scope)}
         own.add(os.path.realpath(self.memory.scope.repository_dir))
         return os.path.realpath(project) in own
@@ -223,19 +226,21 @@ class Tools:
             # The transcript path is absolute; the label is checked through the
             # same seam as expansion so a bad label fails the same way.
             resolve_project(self.memory, project)
+        path: str = args["transcript_path"]
         if not self.caller_is_person:
             from memlane.engine.recall.transcript_access import check_transcript_allowed
 
-            # An agent sees only this project's sessions and anchored transcripts.
-            check_transcript_allowed(
+            # An agent sees only this project's sessions and anchored
+            # transcripts, and gets the file that was checked (links resolved).
+            path = check_transcript_allowed(
                 self.memory,
-                args["transcript_path"],
+                path,
                 session_transcript=self.session.transcript_path if self.session else None,
                 project=project if foreign else None,
             )
         settings = self.memory.config.session
         transcript = read_transcript(
-            args["transcript_path"],
+            path,
             args.get("turn"),
             context=settings.transcript_context,
             limit=settings.transcript_limit,
