@@ -71,3 +71,10 @@ def test_a_file_that_is_not_toml_does_not_take_memory_down(cli: Cli, isolated_ho
     assert status.returncode == 0, status.stderr
     assert f"missing: config: {config} is not valid TOML" in status.stdout
     assert "none of its settings are used" in status.stdout
+
+
+def test_config_reference_prints_the_committed_reference(cli: Cli) -> None:
+    out = cli("config", "reference")
+    assert out.returncode == 0, out.stderr
+    committed = Path(__file__).resolve().parents[2] / "docs" / "configuration.md"
+    assert out.stdout == committed.read_text(encoding="utf-8")

@@ -5,10 +5,12 @@ built-in defaults → global ``$MEMLANE_HOME/config.toml`` → project
 
 Every key is declared once in ``KEYS`` (keys.py) with its type, default,
 range and help, and checked in one place (key.py's ``coerce``) at ``config
-set`` and when a file or the environment is loaded; layers.py stacks the layers and keeps each value's origin; trust.py
-decides whether a project file may be read; files.py reads and writes the
-TOML files; resolved.py is the result with its typed sections. Secrets are
-referenced as ``env:VAR`` and never stored in a file.
+set`` and when a file or the environment is loaded; layers.py stacks the
+layers and keeps each value's origin; trust.py decides whether a project
+file may be read; files.py reads and writes the TOML files; resolved.py is
+the result with its typed sections; reference.py writes
+docs/configuration.md. Secrets are referenced as ``env:VAR`` and never
+stored in a file.
 
 This module only re-exports, so importers name ``memlane.core.config``.
 """

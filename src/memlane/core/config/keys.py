@@ -166,21 +166,24 @@ KEYS: dict[str, Key] = {
             "capture.distill_timeout_ms",
             int,
             S.DISTILL_TIMEOUT_MS,
-            "how long, in milliseconds, the LLM may take to distil one exchange; past it the exchange is written as a verbatim digest",
+            "how long, in milliseconds, the LLM may take to distil one exchange; past it the "
+            "exchange is written as a verbatim digest",
             low=1,
         ),
         Key(
             "capture.index_debounce_ms",
             int,
             S.INDEX_DEBOUNCE_MS,
-            "milliseconds to wait after a write before indexing it, so a burst of writes is indexed once",
+            "milliseconds to wait after a write before indexing it, so a burst of writes is "
+            "indexed once",
             low=0,
         ),
         Key(
             "snapshot.today_chars",
             int,
             S.SNAPSHOT_TODAY_CHARS,
-            "characters of today's daily file shown in the snapshot at session start (the newest entries; 0: none)",
+            "characters of today's daily file shown in the snapshot at session start (the newest "
+            "entries; 0: none)",
             low=0,
         ),
         Key(
@@ -209,7 +212,8 @@ KEYS: dict[str, Key] = {
             "auto_context.score_floor",
             float,
             S.AUTO_CONTEXT_SCORE_FLOOR,
-            "inject only hits scoring at or above this (calibrated relevance in [0, 1]; the default is the floor of the strong band, docs/search.md)",
+            "inject only hits scoring at or above this (calibrated relevance in [0, 1]; the "
+            "default is the floor of the strong band, docs/search.md)",
             low=0,
             high=1,
         ),
@@ -224,7 +228,8 @@ KEYS: dict[str, Key] = {
             "auto_context.cap_ms",
             int,
             S.AUTO_CONTEXT_CAP_MS,
-            "milliseconds a prompt waits for auto-context at most; past it the prompt goes on without it",
+            "milliseconds a prompt waits for auto-context at most; past it the prompt goes on "
+            "without it",
             low=1,
         ),
         Key(
@@ -238,14 +243,16 @@ KEYS: dict[str, Key] = {
             "auto_context.timeout_crash_threshold",
             int,
             S.TIMEOUT_CRASH_THRESHOLD,
-            "consecutive auto-context searches that miss auto_context.cap_ms before the search worker counts as crashed and is restarted",
+            "consecutive auto-context searches that miss auto_context.cap_ms before the search "
+            "worker counts as crashed and is restarted",
             low=1,
         ),
         Key(
             "auto_context.max_respawns",
             int,
             S.MAX_SIDECAR_RESPAWNS,
-            "restarts of a crashed auto-context search worker before auto-context is off for the rest of the session",
+            "restarts of a crashed auto-context search worker before auto-context is off for the "
+            "rest of the session",
             low=0,
         ),
         Key(
@@ -290,7 +297,8 @@ KEYS: dict[str, Key] = {
             "session.backoff_delays_ms",
             str,
             ",".join(str(d) for d in S.BACKOFF_DELAYS_MS),
-            "retry delays, in milliseconds, for an index operation another process holds the lock of; their sum bounds how long a search waits",
+            "retry delays, in milliseconds, for an index operation another process holds the lock "
+            "of; their sum bounds how long a search waits",
             rule=delays_rule,
             rule_text="whole milliseconds separated by commas, e.g. 200,500,1000",
         ),
@@ -315,14 +323,16 @@ KEYS: dict[str, Key] = {
             "transcript.context",
             int,
             S.TRANSCRIPT_CONTEXT,
-            "turns shown before and after the asked-for turn by `memlane transcript` and memory_transcript",
+            "turns shown before and after the asked-for turn by `memlane transcript` and "
+            "memory_transcript",
             low=0,
         ),
         Key(
             "transcript.limit",
             int,
             S.TRANSCRIPT_LIMIT,
-            "turns shown by `memlane transcript` and memory_transcript when no turn is asked for (the newest)",
+            "turns shown by `memlane transcript` and memory_transcript when no turn is asked for "
+            "(the newest)",
             low=1,
         ),
         Key(
@@ -439,7 +449,8 @@ KEYS: dict[str, Key] = {
             "sessions.debug",
             bool,
             False,
-            "debugMode: write the side-channel trace log ($MEMLANE_HOME/trace.log), like MEMLANE_TRACE=1",
+            "debugMode: write the side-channel trace log ($MEMLANE_HOME/trace.log), like "
+            "MEMLANE_TRACE=1",
             aliases=("PI_LCM_MEMORY_DEBUG",),
         ),
         # --- end sessions layer ---
