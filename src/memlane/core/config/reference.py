@@ -55,7 +55,8 @@ Every setting has a type and a range (the "allowed" column).
   command that opens the memory says so in one line on stderr, e.g.
   `memlane: ~/.memlane/config.toml: search.top_k = 0 is not allowed: it must
   be a whole number from 1 to 100; search.top_k stays 5 (default) until that
-  is fixed`. `memlane status` lists the same line under `missing`.
+  is fixed`. `memlane status` lists the same line under `missing`, and an
+  agent session (pi, Claude Code) shows it among its start notices.
 - A file that is not valid TOML is not used at all, reported the same way;
   a key memlane does not know is ignored with a note (a later version may
   have added it). A file that cannot be read at all (no permission, a
