@@ -39,9 +39,11 @@ def test_status_shows_todays_counters_against_the_budget(cli: Cli, fake_openai: 
 
 
 def test_a_negative_budget_is_reported_not_a_failure(cli: Cli) -> None:
+    """The setting is checked where it is loaded: not used, and named under missing."""
     env = {**LEXICAL, "MEMLANE_LLM_PROVIDER": "anthropic", "MEMLANE_LLM_DAILY_TOKENS": "-5"}
     out = cli("status", "--no-probe", env=env)
     assert out.returncode == 0, out.stderr
     assert (
-        "missing: llm: anthropic (not usable: llm.daily_tokens must be 0 (unlimited)" in out.stdout
-    )
+        "missing: config: $MEMLANE_LLM_DAILY_TOKENS: llm.daily_tokens = '-5' is not allowed: "
+        "it must be a whole number of at least 0; llm.daily_tokens stays 2000000 (default)"
+    ) in out.stdout

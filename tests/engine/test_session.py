@@ -110,6 +110,20 @@ def test_capture_off_writes_nothing(
     assert not mem.scope.store.exists() or not list(mem.scope.store.glob("*.md"))
 
 
+def test_a_bad_setting_is_told_at_session_start_and_memory_stays_on(
+    project: Path, clock: FixedClock, fake_openai: FakeOpenAI
+) -> None:
+    """Hooks have no terminal: the session's notices, which the host shows, name it."""
+    mem = open_memory(project, clock=clock, MEMLANE_CAPTURE_ENABLED="sometimes")
+    session = _session(mem, fake_openai.llm())
+    assert session.capture.enabled
+    assert (
+        "$MEMLANE_CAPTURE_ENABLED: capture.enabled = 'sometimes' is not allowed: it must be "
+        "true or false; capture.enabled stays true (default) until that is fixed"
+    ) in session.notices
+    session.shutdown()
+
+
 def test_failed_distillation_still_writes_marker_and_digest(
     memory: Memory, fake_openai: FakeOpenAI
 ) -> None:

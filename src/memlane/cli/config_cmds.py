@@ -54,6 +54,8 @@ def list_(
             typer.echo(f"{name} = {shown}  [{value.layer}]")
         else:
             typer.echo(f"{name}  ({spec.env_name}): {spec.help}")
+    for text in cfg.problems:
+        typer.echo(f"problem: {text}")
     for text in cfg.notices:
         typer.echo(f"note: {text}")
 
@@ -61,8 +63,13 @@ def list_(
 @config_app.command("get")
 def get(ctx: typer.Context, key: Annotated[str, typer.Argument(help="section.key")]) -> None:
     """Print one setting's resolved value."""
+    from memlane.cli.context import notice
+
     _, cfg = _load(ctx)
     value = cfg.get(key)
+    for text in cfg.problems:
+        if f" {key} = " in text:
+            notice(text)  # the value printed is not the one the file asked for
     typer.echo("" if value is None else str(value))
 
 
@@ -87,6 +94,14 @@ def set_(
     path = repo / PROJECT_CONFIG_NAME if project else global_config_path()
     set_value(path, key, None if unset else value)
     typer.echo(f"{'Removed' if unset else 'Set'} {key} in {path}")
+
+
+@config_app.command("reference")
+def reference() -> None:
+    """Print the configuration reference (docs/configuration.md) from the settings' declarations."""
+    from memlane.core.config.reference import render_reference
+
+    typer.echo(render_reference(), nl=False)
 
 
 def trust(

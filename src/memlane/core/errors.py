@@ -33,6 +33,11 @@ class ConfigError(MemlaneError):
     """A configuration file or value is invalid."""
 
 
+class ConfigSyntaxError(ConfigError):
+    """A configuration file was read but is not valid TOML (its content, not
+    the machine: the settings layers leave it out and report it)."""
+
+
 class StoreError(MemlaneError):
     """A markdown store file is missing, unreadable or malformed."""
 

@@ -82,6 +82,8 @@ MAX_SIDECAR_RESPAWNS = 2
 SHUTDOWN_GRACE_MS = 2000
 BACKOFF_DELAYS_MS: tuple[int, ...] = (200, 500, 1000, 2000)
 SEARCH_TOP_K = 5
+# The most hits one search may return (a request's k, and every top_k setting).
+SEARCH_K_MAX = 100
 # Hits scoring below this are not returned: "nothing relevant" is an answer.
 # On the calibrated scale of the default fusion (index/legs/relevance.py, ADR
 # 0010): the floor of the weak band (core/confidence.py). An explicit search

@@ -61,7 +61,8 @@ class Memory:
         # The one "now" of this memory: entries, compaction, dream and the
         # index state all read it, so they agree on the day (core/clock.py).
         self.clock = clock
-        self.notices: list[str] = list(config.notices)
+        # A bad setting is said by every command that opens the memory.
+        self.notices: list[str] = [*config.problems, *config.notices]
         # A search without a full sync first indexes this process's fresh
         # writes (``catch_up``); a handle that answers under a deadline
         # (auto-context) skips that when it would embed more text than this.

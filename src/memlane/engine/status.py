@@ -50,11 +50,14 @@ def project_status(
         "python": sys.version.split()[0],
         "sqlite": _sqlite_version(),
     }
-    notices = list(memory.notices)
+    problems = memory.config.problems
+    notices = [n for n in memory.notices if n not in problems]
     departure = memory.clock.departure()
     if departure:
         notices.append(f"clock: {departure}")
-    missing: list[str] = [index_problem] if index_problem else []
+    missing: list[str] = [f"config: {p}" for p in problems]
+    if index_problem:
+        missing.append(index_problem)
     state_data = state.load(memory.scope.state_path)
     if memory.scope.state_path is not None and not state_data:
         notices.append("index: no state recorded yet (it is written by the next index)")

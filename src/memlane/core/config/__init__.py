@@ -3,11 +3,14 @@
 built-in defaults → global ``$MEMLANE_HOME/config.toml`` → project
 ``<repository dir>/.memlane.toml`` (only when trusted) → environment.
 
-Every key is declared once in ``KEYS`` (keys.py) with its type, default and
-help; layers.py stacks the layers and keeps each value's origin; trust.py
-decides whether a project file may be read; files.py reads and writes the
-TOML files; resolved.py is the result with its typed sections. Secrets are
-referenced as ``env:VAR`` and never stored in a file.
+Every key is declared once in ``KEYS`` (keys.py) with its type, default,
+range and help, and checked in one place (key.py's ``coerce``) at ``config
+set`` and when a file or the environment is loaded; layers.py stacks the
+layers and keeps each value's origin; trust.py decides whether a project
+file may be read; files.py reads and writes the TOML files; resolved.py is
+the result with its typed sections; reference.py writes
+docs/configuration.md. Secrets are referenced as ``env:VAR`` and never
+stored in a file.
 
 This module only re-exports, so importers name ``memlane.core.config``.
 """
@@ -15,7 +18,8 @@ This module only re-exports, so importers name ``memlane.core.config``.
 from __future__ import annotations
 
 from memlane.core.config.files import read_toml, render_toml, set_value
-from memlane.core.config.keys import KEYS, SECRET_PREFIX, Key, Scalar, coerce
+from memlane.core.config.key import SECRET_PREFIX, Key, Scalar, coerce
+from memlane.core.config.keys import KEYS
 from memlane.core.config.layers import load_config
 from memlane.core.config.resolved import Config, Value
 from memlane.core.config.trust import (

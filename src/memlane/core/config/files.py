@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from memlane.core.atomic import write_atomic
-from memlane.core.config.keys import KEYS, SECRET_PREFIX, Scalar, coerce
-from memlane.core.errors import ConfigError
+from memlane.core.config.key import SECRET_PREFIX, Scalar, coerce
+from memlane.core.config.keys import KEYS, unknown_key
+from memlane.core.errors import ConfigError, ConfigSyntaxError
 
 
 def read_toml(path: Path) -> dict[str, Any]:
@@ -25,7 +26,9 @@ def read_toml(path: Path) -> dict[str, Any]:
     except FileNotFoundError:
         return {}
     except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path} is not valid TOML: {exc}", "fix or remove the file") from None
+        raise ConfigSyntaxError(
+            f"{path} is not valid TOML: {exc}", "fix or remove the file"
+        ) from None
     except OSError as exc:
         raise ConfigError(f"cannot read {path}: {exc.strerror}") from None
 
@@ -54,7 +57,7 @@ def set_value(path: Path, name: str, raw: str | None) -> None:
     """Set (or with ``raw`` None, unset) one key in a config file, atomically."""
     spec = KEYS.get(name)
     if spec is None:
-        raise ConfigError(f"unknown setting {name!r}", "see `memlane config list`")
+        raise unknown_key(name)
     data: dict[str, dict[str, Scalar]] = {
         s: dict(b) for s, b in read_toml(path).items() if isinstance(b, dict)
     }
@@ -62,7 +65,8 @@ def set_value(path: Path, name: str, raw: str | None) -> None:
     if raw is None:
         data.get(section, {}).pop(key, None)
     else:
-        value = coerce(spec, raw, "the command line")
+        # Checked before anything is written: a bad value never reaches the file.
+        value = coerce(spec, raw, None)
         if spec.secret and not str(value).startswith(SECRET_PREFIX):
             raise ConfigError(
                 f"{name} is a secret and is never stored in a file",

@@ -15,67 +15,117 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from memlane.core.config.files import read_toml
-from memlane.core.config.keys import KEYS, SECRET_PREFIX, Scalar, coerce
+from memlane.core.config.key import SECRET_PREFIX, Scalar, coerce
+from memlane.core.config.keys import KEYS
 from memlane.core.config.resolved import Config, Value
 from memlane.core.config.trust import PROJECT_CONFIG_NAME, project_file
-from memlane.core.errors import ConfigError
+from memlane.core.errors import ConfigError, ConfigSyntaxError
 from memlane.core.paths import global_config_path, trust_file_path
 
 
-def _layer_from_file(path: Path) -> dict[str, Scalar]:
-    data = read_toml(path)
+class _Findings:
+    """What loading met besides good values: bad ones (``problems``, each with
+    the key it left at a lower layer's value) and harmless ``notices``."""
+
+    def __init__(self) -> None:
+        self.bad: list[tuple[str, str | None]] = []  # (one line, key or None)
+        self.notices: list[str] = []
+
+    def problems(self, values: dict[str, Value]) -> list[str]:
+        out = []
+        for line, name in self.bad:
+            if name is not None:
+                used = values[name]
+                shown = _shown(used.value)
+                line += f"; {name} stays {shown} ({used.layer}) until that is fixed"
+            out.append(line)
+        return out
+
+
+def _shown(value: Scalar | None) -> str:
+    """A value as a file would hold it: ``true``, ``5``, ``'onnx'``."""
+    if value is None:
+        return "unset"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return repr(value)
+
+
+def _layer_from_file(path: Path, found: _Findings) -> dict[str, Scalar]:
+    """The file's good values. Whatever is wrong in it is not used and is
+    reported, so a typo never takes memory down with it (docs/configuration.md)."""
+    try:
+        data = read_toml(path)
+    except ConfigSyntaxError as exc:  # an unreadable file is the machine's: that raises
+        found.bad.append((f"{exc.message}; none of its settings are used", None))
+        return {}
     out: dict[str, Scalar] = {}
     for section, body in data.items():
         if not isinstance(body, dict):
-            raise ConfigError(
-                f"{path}: top-level {section!r} must be a [section] table",
-                "see `memlane config list` for the known settings",
-            )
+            found.bad.append((f"{path}: top-level {section!r} must be a [section] table", None))
+            continue
         for key, raw in body.items():
             name = f"{section}.{key}"
             spec = KEYS.get(name)
             if spec is None:
                 # Later versions add keys: tolerate, but do not guess.
-                continue
-            value = coerce(spec, raw, str(path))
-            if spec.secret and not str(value).startswith(SECRET_PREFIX):
-                raise ConfigError(
-                    f"{path} stores a secret in {name}",
-                    f'write {name} = "env:VARIABLE" and export the secret instead',
+                found.notices.append(
+                    f"{path}: unknown setting {name} is ignored (`memlane config list` "
+                    "names them all)"
                 )
+                continue
+            try:
+                value = coerce(spec, raw, str(path))
+            except ConfigError as exc:
+                found.bad.append((exc.message, name))
+                continue
+            if spec.secret and not str(value).startswith(SECRET_PREFIX):
+                found.bad.append(
+                    (
+                        f"{path} stores a secret in {name}, which is never read from a file: "
+                        f'write {name} = "env:VARIABLE" and export the secret instead',
+                        name,
+                    )
+                )
+                continue
             out[name] = value
     return out
 
 
-def _layer_from_env(env: Mapping[str, str]) -> dict[str, Scalar]:
+def _layer_from_env(env: Mapping[str, str], found: _Findings) -> dict[str, Scalar]:
     out: dict[str, Scalar] = {}
     for spec in KEYS.values():
         for var in (spec.env_name, *spec.aliases):
             if var in env and env[var] != "":
-                out[spec.name] = coerce(spec, env[var], f"${var}")
+                try:
+                    out[spec.name] = coerce(spec, env[var], f"${var}")
+                except ConfigError as exc:
+                    found.bad.append((exc.message, spec.name))
                 break
     return out
 
 
 def load_config(repository_dir: Path | None = None, env: Mapping[str, str] | None = None) -> Config:
     env = os.environ if env is None else env
+    found = _Findings()
     values = {name: Value(spec.default, "default") for name, spec in KEYS.items()}
-    for name, value in _layer_from_file(global_config_path()).items():
+    for name, value in _layer_from_file(global_config_path(), found).items():
         values[name] = Value(value, "global")
     project = project_file(repository_dir) if repository_dir is not None else None
     notices: list[str] = []
     if project is not None and project.trusted:
-        for name, value in _layer_from_file(project.path).items():
+        for name, value in _layer_from_file(project.path, found).items():
             values[name] = Value(value, "project")
     elif project is not None and project.notice is not None:
         notices.append(project.notice)
-    for name, value in _layer_from_env(env).items():
+    for name, value in _layer_from_env(env, found).items():
         values[name] = Value(value, "env")
     return Config(
         values=values,
         project_file=project.path if project is not None else None,
         project_trusted=project is not None and project.trusted,
-        notices=notices,
+        notices=[*notices, *found.notices],
+        problems=found.problems(values),
     )
 
 

@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from memlane.core import settings as S
-from memlane.core.config.keys import SECRET_PREFIX, Scalar
+from memlane.core.config.key import SECRET_PREFIX, Scalar, parse_delays
+from memlane.core.config.keys import unknown_key
 from memlane.core.errors import ConfigError
 from memlane.core.settings import (
     DEFAULT_EMBED_BATCH_SIZE,
@@ -38,10 +39,13 @@ class Config:
     project_file: Path | None = None
     project_trusted: bool = False
     notices: list[str] = field(default_factory=list)
+    # Bad values a file or the environment set, each one line: not used (the
+    # key keeps the value of the layer beneath), reported by every command.
+    problems: list[str] = field(default_factory=list)
 
     def get(self, name: str) -> Scalar | None:
         if name not in self.values:
-            raise ConfigError(f"unknown setting {name!r}", "see `memlane config list`")
+            raise unknown_key(name)
         return self.values[name].value
 
     def secret(self, name: str) -> str | None:
@@ -210,15 +214,12 @@ class Config:
 
 def _delays(text: str) -> tuple[int, ...]:
     try:
-        delays = tuple(int(part) for part in text.replace(" ", "").split(",") if part)
-    except ValueError:
+        return parse_delays(text)
+    except ValueError:  # only a Config built by hand: the layers checked theirs
         raise ConfigError(
             f"session.backoff_delays_ms must be comma-separated milliseconds, got {text!r}",
             'e.g. memlane config set session.backoff_delays_ms "200,500,1000,2000"',
         ) from None
-    if any(d < 0 for d in delays):
-        raise ConfigError(f"session.backoff_delays_ms has a negative delay: {text!r}")
-    return delays
 
 
 def _opt_str(value: Scalar | None) -> str | None:

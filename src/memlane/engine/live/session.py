@@ -102,7 +102,7 @@ class Session:
         )
         self.llm = llm
         self.settings = settings or memory.config.session
-        self.notices: list[str] = []
+        self.notices: list[str] = list(memory.config.problems)  # a hook has no terminal
         self.host_llm_available = False
         self.capture = CaptureState(
             enabled=self.settings.capture_enabled,

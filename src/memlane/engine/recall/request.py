@@ -12,9 +12,9 @@ from datetime import datetime
 from typing import Literal
 
 from memlane.core.errors import MemlaneError
+from memlane.core.settings import SEARCH_K_MAX
 from memlane.core.types import Kind
 
-SEARCH_K_MAX = 100
 SEARCH_MODES = ("hybrid", "lexical", "semantic")
 SEARCH_KINDS = ("journal", "topic", "session", "all")
 SEARCH_SCOPES = ("project", "all")
