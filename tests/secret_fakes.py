@@ -705,3 +705,39 @@ ORDINARY: list[str] = [
     "APP_KEY=\nENCRYPTION_KEY=changeme\n",
     "deploy-key-2024-rotation is the name of the deploy key",
 ]
+
+# The kinds issue 28 found stored verbatim (whole line or mid-sentence), for
+# the tests that push them through every way in.
+ISSUE_28 = [
+    case
+    for case in SECRETS
+    if case.name
+    in {
+        "algolia admin key",
+        "rails secret key base",
+        "laravel app key",
+        "encryption key hex",
+        "okta ssws header",
+        "square access token",
+        "firebase legacy server key",
+        "aws secret key",
+        ".env db password",
+        "datadog api key",
+        "psql PGPASSWORD",
+        "yaml password",
+        "kubeconfig bootstrap token",
+        "password in prose",
+        "token in prose",
+    }
+]
+
+
+def in_sentence(case: SecretCase) -> str:
+    """*case*'s line in the middle of a sentence, as an agent or a person writes it."""
+    return f"On the staging box we set {case.line} and the deploy went through."
+
+
+def issue_28_text() -> str:
+    """Every ISSUE_28 case twice: as its own line, then mid-sentence."""
+    whole = "\n".join(case.text.strip("\n") for case in ISSUE_28)
+    return whole + "\n" + "\n".join(in_sentence(case) for case in ISSUE_28)

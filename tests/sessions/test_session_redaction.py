@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
-from _fixtures import HashEmbedder, PiSession, Project
+from _fixtures import ClaudeSession, HashEmbedder, PiSession, Project
 
 from helpers import NOW, FixedClock
 from memlane.engine.project import Memory
@@ -25,7 +25,7 @@ from memlane.engine.tools.dispatch import Tools
 from memlane.index.session_docs import BatchWrite, SessionDoc
 from memlane.index.sqlite.session_schema import META_REDACTION
 from memlane.index.sqlite.sessions import SessionStore
-from secret_fakes import CHANNEL_SAMPLE
+from secret_fakes import CHANNEL_SAMPLE, ISSUE_28, in_sentence
 
 
 class RecordingEmbedder(HashEmbedder):
@@ -131,6 +131,49 @@ def _old_index(mem: Memory, texts: list[str]) -> Path:
     store.checkpoint()
     store.close()
     return path
+
+
+def test_issue_28_kinds_in_pi_and_claude_code_transcripts_reach_no_row_nor_reply(
+    agent_project: Project,
+) -> None:
+    pi = PiSession()
+    claude = ClaudeSession()
+    for case in ISSUE_28:
+        # Whole line and mid-sentence, from the user and from the assistant.
+        pi.user(f"staging box checklist:\n{case.text}")
+        pi.assistant(f"staging box noted. {in_sentence(case)}")
+        claude.user(in_sentence(case).replace("staging box", "staging box checklist"))
+        claude.assistant([{"type": "text", "text": f"staging box noted:\n{case.text}"}])
+    pi.write(agent_project.pi_file())
+    claude.write(agent_project.claude_file())
+    embedder = RecordingEmbedder()
+    mem = _memory(agent_project)
+    layer = SessionsLayer(mem, embedder=embedder)
+    report = layer.backfill()
+    assert report.documents_added == 4 * len(ISSUE_28)
+    layer.store.checkpoint()
+
+    stored = "\n".join(_contents(layer.store.path))
+    assert stored.count("[REDACTED:") >= 4 * len(ISSUE_28)
+    hits = layer.search("staging box", k=100, mode="lexical").hits
+    assert len(hits) == 4 * len(ISSUE_28)
+    tools = Tools(mem)
+    replies = ["\n".join(hit.text for hit in hits)]
+    for query in ("staging box", *(case.line for case in ISSUE_28)):
+        found = tools.call("memory_search", {"query": query, "kind": "session", "k": 50})
+        replies.append(str(found.to_json()))
+    # The plain-text search of the transcripts themselves shows snippets of them.
+    raw = tools.call("memory_topic", {"action": "search", "scope": "sessions", "query": "staging"})
+    assert "[REDACTED:" in raw.text
+    replies += [raw.text, str(raw.to_json())]
+    for case in ISSUE_28:
+        assert case.secret not in stored, case.name
+        assert not any(case.secret in text for text in embedder.texts), case.name
+        assert _fts_matches(layer.store.path, case.secret) == 0, case.name
+        assert case.secret.encode() not in _file_bytes(layer.store.path), case.name
+        for reply in replies:
+            assert case.secret not in reply, case.name
+    layer.close()
 
 
 def test_an_index_made_before_redaction_is_rewritten_by_the_next_pass(

@@ -61,8 +61,18 @@ def marker(kind: str) -> str:
 UNSCANNABLE = "unscannable"
 
 
+def redaction_notice(count: int) -> str:
+    """What a write says when it replaced secrets (``memlane write``, ``topic add``, MCP)."""
+    return f"{count} secret(s) were redacted before saving."
+
+
 def redact_for_storage(text: str) -> str:
-    """``redact(text).text``, or a ``StoreError`` when the text could not be scanned.
+    """``redact(text).text``, or a ``StoreError`` when the text could not be scanned."""
+    return redaction_for_storage(text).text
+
+
+def redaction_for_storage(text: str) -> Redaction:
+    """``redact(text)``, or a ``StoreError`` when the text could not be scanned.
 
     For text going to the LLM, withholding everything is the safe failure;
     for text the user asked to keep, replacing it with a marker would lose
@@ -76,7 +86,7 @@ def redact_for_storage(text: str) -> str:
             "the text could not be scanned for secrets, so it was not written",
             "this is a memlane bug or a broken detect-secrets install; reinstall memlane",
         )
-    return result.text
+    return result
 
 
 def redact(text: str) -> Redaction:
