@@ -737,7 +737,7 @@ def in_sentence(case: SecretCase) -> str:
     return f"On the staging box we set {case.line} and the deploy went through."
 
 
-def issue_28_text() -> str:
-    """Every ISSUE_28 case twice: as its own line, then mid-sentence."""
-    whole = "\n".join(case.text.strip("\n") for case in ISSUE_28)
-    return whole + "\n" + "\n".join(in_sentence(case) for case in ISSUE_28)
+def every_kind_text() -> str:
+    """Every SECRETS case as written, then every one-line case mid-sentence."""
+    whole = "\n\n".join(case.text for case in SECRETS)
+    return whole + "\n\n" + "\n".join(in_sentence(case) for case in ONE_LINE)

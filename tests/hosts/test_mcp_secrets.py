@@ -1,8 +1,9 @@
 """memory_write over MCP redacts the same secret kinds as every other channel
 (issue 14 item 4), and its reply carries none of them: through the engine and
-in the server's own process. The kinds issue 28 found stored verbatim go in
-whole-line and mid-sentence; the reply says how many were redacted, and no
-search echoes a secret from its query."""
+in the server's own process. Every kind of the table goes in whole-line and
+mid-sentence (issue 28); the reply says how many were redacted, and no
+search echoes a secret from its query (the kinds issue 28 found stored
+verbatim, typed into queries)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from test_mcp import connect, mode, ok, run, server_env, text_of
 
 from memlane.store.redaction import redact
 from memlane.store.section import read_markdown
-from secret_fakes import CHANNEL_SAMPLE, ISSUE_28, in_sentence, issue_28_text
+from secret_fakes import CHANNEL_SAMPLE, ISSUE_28, SECRETS, every_kind_text, in_sentence
 
 __all__ = ["mode"]  # the fixture: through the engine, and in the server's process
 
@@ -40,10 +41,10 @@ def test_memory_write_over_mcp_stores_and_replies_no_secret(
     run(body)
 
 
-def test_issue_28_kinds_over_mcp_are_stored_nowhere_and_never_echoed(
+def test_every_kind_over_mcp_is_stored_nowhere_and_never_echoed(
     project: Path, mode: str, tmp_path: Path, isolated_home: Path
 ) -> None:
-    text = issue_28_text()
+    text = every_kind_text()
     expected = redact(text).count
 
     async def body() -> None:
@@ -60,12 +61,12 @@ def test_issue_28_kinds_over_mcp_are_stored_nowhere_and_never_echoed(
                     replies += [text_of(searched), str(searched.structured_content)]
                 topic = await ok(session, "memory_topic", action="search", query=case.line)
                 replies += [text_of(topic), str(topic.structured_content)]
-            for case in ISSUE_28:
+            for case in SECRETS:
                 for reply in replies:
                     assert case.secret not in reply, case.name
 
     run(body)
-    for case in ISSUE_28:
+    for case in SECRETS:
         needle = case.secret.encode()
         for root in (project, isolated_home):
             for path in root.rglob("*"):

@@ -77,7 +77,7 @@ OWN_TOKENS: tuple[tuple[str, str], ...] = (
 # kubeadm bootstrap token: [a-z0-9]{6}.[a-z0-9]{16}. It looks like a dotted
 # name (``ce6a3p.slvphp9puoa1c9r8``), so it needs a digit and must not be part
 # of a longer dotted path (``module.attribute.more``).
-# A full stop after it ends a sentence ("... token: ce6a3p.slvphp9puoa1c9r8.").
+# A full stop right after it ends a sentence, not the token.
 BOOTSTRAP_TOKEN = r"(?<![\w.-])[a-z0-9]{6}\.[a-z0-9]{16}(?![\w-]|\.\w)"
 
 
