@@ -602,6 +602,9 @@ _ROWS: list[tuple[str, str, str, str, str]] = [
         " works",
     ),
     ("rubygems key", "rubygems-key", "gem push with ", "ruby" + "gems_" + rnd(48, HEX), " done"),
+    ("camelcase encryption key", "api-key", '"encryptionKey": "', rnd(64, HEX), '"'),
+    ("azure storage key env", "api-key", "AZURE_STORAGE_KEY=", rnd(86, B64) + "==", "\n"),
+    ("yaml signing key", "api-key", "jwt:\n  signing_key: ", rnd(44, B64), "\n"),
     ("password in prose", "password", "the new password is ", mixed(16), " until Friday"),
     ("token in prose", "token", "use the token ", mixed(32), " for the staging API"),
 ]
@@ -704,6 +707,9 @@ ORDINARY: list[str] = [
     "token_count = 4096; the token budget is 128000 tokens",
     "APP_KEY=\nENCRYPTION_KEY=changeme\n",
     "deploy-key-2024-rotation is the name of the deploy key",
+    'cacheKey = "' + rnd(64, HEX) + '"\nsortKey: ' + rnd(40, HEX),
+    "publicKey: " + rnd(44, B64),
+    "the monkey " + rnd(40, HEX) + " and the hotkey = " + mixed(20),
 ]
 
 # The kinds issue 28 found stored verbatim (whole line or mid-sentence), for

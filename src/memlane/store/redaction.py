@@ -140,13 +140,15 @@ _STRONG_NAME = (
 )
 # A key-like name (ENCRYPTION_KEY, ALGOLIA_ADMIN_KEY, APP_KEY) says less: a
 # sort key or a cache key is no secret, so its value must look generated.
-_KEY_NAME = r"(?:[A-Za-z0-9_.-]*[_.-])?keys?(?:[_.-]?base)?"
+_KEY_NAME = (
+    r"(?:[A-Za-z0-9_.-]*(?:[_.-]|(?-i:[a-z0-9](?=Key))))?keys?(?:[_.-]?base)?"  # encryptionKey too
+)
 _STRONG_NAME_RE = re.compile(_STRONG_NAME, re.IGNORECASE)
 # Keys that name or find things, or are published on purpose: never secrets.
 _OPEN_KEY_NAME_RE = re.compile(
-    r"(?:^|[_.-])(?:pub|public|publishable|cache|sort|primary|foreign|partition|idempotency"
-    r"|dedup|lookup|hash|object|s3|row|index|routing|shard|group|order|unique|composite"
-    r"|natural|surrogate|map|dict|lock|message|i18n|translation|storage|bucket|file)[_.-]",
+    r"(?:pub|public|publishable|cache|sort|primary|foreign|partition|idempotency|dedup|lookup"
+    r"|hash|object|s3|row|index|routing|shard|group|order|unique|composite|natural|surrogate"
+    r"|map|dict|lock|message|i18n|translation|bucket|file)[_.-]?keys?(?:[_.-]?base)?\Z",
     re.IGNORECASE,
 )
 _ASSIGN_RE = re.compile(
@@ -366,8 +368,9 @@ def _assignment_spans(text: str) -> Iterator[_Span]:
             if value.isdigit() and "token" in name.lower():
                 continue  # token budgets and counts, not credentials
             if match.group("op") == ":" and not _is_config_line(text, match.start(), end):
-                # "password: Xk2…" in a sentence: only a value that looks generated.
-                if not strong:
+                # "password: Xk2…" in a sentence: only a value that looks generated
+                # (a bare "key: …" in prose names nothing secret).
+                if name.lower() in ("key", "keys"):
                     continue
                 value = value.rstrip(_SENTENCE_END)
                 end = start + len(value)
