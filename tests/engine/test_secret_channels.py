@@ -187,11 +187,14 @@ def test_cli_topic_add_stores_no_secret_of_any_kind_and_says_how_many(
     assert _leaks([memory.scope.store, isolated_home]) == []
 
 
-def test_cli_search_never_echoes_a_secret_from_its_query(cli: Cli) -> None:
+def test_cli_searches_never_echo_a_secret_from_their_query(cli: Cli) -> None:
     assert cli("write", "the deploy uses staging", env=LEXICAL).returncode == 0
+    searches = [("search",), ("sessions", "search"), ("topic", "search")]
     for case in ISSUE_28:
         for query in (case.line, in_sentence(case), "zzqxv " + case.line):
-            for extra in ((), ("--json",)):
-                out = cli("search", query, *extra, env=LEXICAL)
-                shown = out.stdout + out.stderr
-                assert case.secret not in shown, f"{case.name} echoed by search {extra}"
+            for command in searches:
+                for extra in ((), ("--json",)):
+                    out = cli(*command, query, *extra, env=LEXICAL)
+                    assert out.returncode == 0, out.stderr
+                    shown = out.stdout + out.stderr
+                    assert case.secret not in shown, f"{case.name} echoed by {command} {extra}"
