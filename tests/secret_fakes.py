@@ -67,6 +67,15 @@ class SecretCase:
     def redacted(self) -> str:
         return f"{self.before}[REDACTED:{self.kind}]{self.after}"
 
+    @property
+    def line(self) -> str:
+        """The secret's own line, to be set in the middle of a sentence."""
+        return (self.before.split("\n")[-1] + self.secret + self.after.split("\n")[0]).strip()
+
+    def fragments(self, size: int = 10) -> list[str]:
+        """Every *size*-character piece of the secret: none may survive redaction."""
+        return [self.secret[i : i + size] for i in range(max(len(self.secret) - size + 1, 1))]
+
 
 JWT = (
     b64url({"alg": "RS256", "kid": "k1"})
@@ -80,6 +89,7 @@ DOCKER_AUTH = base64.b64encode(("ci-bot:" + mixed(20)).encode()).decode()
 B64_KEY = base64.b64encode(pem("RSA PRIVATE KEY", 2).encode()).decode()
 BOOTSTRAP = rnd(5, string.ascii_lowercase) + "7." + rnd(15, string.ascii_lowercase) + "4"
 TWILIO_SK = "SK" + rnd(32, HEX)
+LARAVEL_KEY = base64.b64encode(bytes(_rng.randrange(256) for _ in range(32))).decode()
 
 _ROWS: list[tuple[str, str, str, str, str]] = [
     # AWS
@@ -549,6 +559,54 @@ _ROWS: list[tuple[str, str, str, str, str]] = [
     ("sshpass", "password", "sshpass -p ", mixed(14), " ssh deploy@host"),
     ("redis-cli -a", "password", "redis-cli -h cache -a ", mixed(24), " ping"),
     ("cli --token flag", "token", "deploy --token ", mixed(32), " --env prod"),
+    # Issue 28: a key-like name with a generated value, and vendor prefixes.
+    ("algolia admin key", "api-key", "ALGOLIA_ADMIN_KEY=", rnd(32, HEX), "\n"),
+    ("rails secret key base", "secret", "SECRET_KEY_BASE=", rnd(128, HEX), "\n"),
+    ("laravel app key", "api-key", "APP_KEY=", "base64:" + LARAVEL_KEY, "\n"),
+    ("encryption key hex", "api-key", "ENCRYPTION_KEY=", rnd(64, HEX), "\n"),
+    ("datadog api key", "api-key", "DD_API_KEY=", rnd(32, HEX), " datadog-agent run"),
+    ("okta ssws header", "bearer-token", "Authorization: SSWS ", "00" + rnd(40, URLSAFE), "\n"),
+    (
+        "square access token",
+        "square-token",
+        "square token ",
+        "sq0" + "atp-" + rnd(22, URLSAFE),
+        " for payments",
+    ),
+    (
+        "firebase legacy server key",
+        "firebase-key",
+        "FCM server key ",
+        "AA" + "AA" + rnd(7, URLSAFE) + ":APA" + "91b" + rnd(134, URLSAFE),
+        " (legacy)",
+    ),
+    (
+        "slack app token",
+        "slack-token",
+        "SLACK_APP=",
+        "xa" + "pp-1-A" + rnd(10, UPPER_DIGITS) + "-" + rnd(13, string.digits) + "-" + rnd(64, HEX),
+        "\n",
+    ),
+    (
+        "docker hub pat",
+        "dockerhub-token",
+        "hub token ",
+        "dc" + "kr_pat_" + rnd(27, URLSAFE),
+        " set",
+    ),
+    (
+        "planetscale token",
+        "planetscale-token",
+        "pscale ",
+        "psc" + "ale_tkn_" + rnd(43, URLSAFE),
+        " works",
+    ),
+    ("rubygems key", "rubygems-key", "gem push with ", "ruby" + "gems_" + rnd(48, HEX), " done"),
+    ("camelcase encryption key", "api-key", '"encryptionKey": "', rnd(64, HEX), '"'),
+    ("azure storage key env", "api-key", "AZURE_STORAGE_KEY=", rnd(86, B64) + "==", "\n"),
+    ("yaml signing key", "api-key", "jwt:\n  signing_key: ", rnd(44, B64), "\n"),
+    ("password in prose", "password", "the new password is ", mixed(16), " until Friday"),
+    ("token in prose", "token", "use the token ", mixed(32), " for the staging API"),
 ]
 
 SECRETS = [SecretCase(*row) for row in _ROWS]
@@ -567,6 +625,9 @@ CHANNEL_SAMPLE = [
         "high-entropy dict value",
     }
 ]
+
+# The rows whose secret is one line: those can stand in the middle of a sentence.
+ONE_LINE = [case for case in SECRETS if "\n" not in case.secret]
 
 ORDINARY: list[str] = [
     "token = await get_token()",
@@ -621,4 +682,68 @@ ORDINARY: list[str] = [
     "the version is 2.31.0; pinned requests==2.31.0 and urllib3<3",
     "| metric | r@1 | r@5 |\n|---|---|---|\n| bm25 | 0.41 | 0.62 |",
     "already redacted: [REDACTED:github-token] and [private] stay as they are",
+    # Issue 28: look-alikes of the key-like-name and prose rules.
+    "git show " + rnd(40, HEX) + " touched the token refresh code",
+    "the sha256 digest is " + rnd(64, HEX) + " for the release tarball",
+    "Commit " + rnd(40, HEX) + " rotated the password hashing cost.",
+    'request_id = "9f1b2c3d-4e5f-4a6b-8c7d-0e1f2a3b4c5d"',
+    "idempotency key 123e4567-e89b-12d3-a456-426614174000 was reused",
+    "cache_key: " + rnd(40, HEX),
+    'cache_key = f"user:{user_id}"\nsort_key = lambda item: item.created_at',
+    "primary_key = True\nforeign_key = models.ForeignKey(User)",
+    "VAPID_PUBLIC_KEY=B" + rnd(86, URLSAFE),
+    "password_field = form.password",
+    'FIXTURE = "aGVsbG8gd29ybGQ="  # base64 of hello world',
+    'expected = base64.b64encode(b"user:pass").decode()',
+    "the password reset token expires after 30 minutes",
+    "token: the one you created in step 2",
+    "password: see the vault entry for staging",
+    "The secret to fast builds is caching: 3x faster since v2.4.1.",
+    "key = hashlib.sha256(data).hexdigest()",
+    'KEY_PREFIX = "memlane:v2:"',
+    "Authorization: SSWS ${OKTA_API_TOKEN}",
+    "the API key is stored in the vault, not in the repository",
+    'api_key: str = Field(..., description="your key")',
+    "token_count = 4096; the token budget is 128000 tokens",
+    "APP_KEY=\nENCRYPTION_KEY=changeme\n",
+    "deploy-key-2024-rotation is the name of the deploy key",
+    'cacheKey = "' + rnd(64, HEX) + '"\nsortKey: ' + rnd(40, HEX),
+    "publicKey: " + rnd(44, B64),
+    "the monkey " + rnd(40, HEX) + " and the hotkey = " + mixed(20),
 ]
+
+# The kinds issue 28 found stored verbatim (whole line or mid-sentence), for
+# the tests that push them through every way in.
+ISSUE_28 = [
+    case
+    for case in SECRETS
+    if case.name
+    in {
+        "algolia admin key",
+        "rails secret key base",
+        "laravel app key",
+        "encryption key hex",
+        "okta ssws header",
+        "square access token",
+        "firebase legacy server key",
+        "aws secret key",
+        ".env db password",
+        "datadog api key",
+        "psql PGPASSWORD",
+        "yaml password",
+        "kubeconfig bootstrap token",
+        "password in prose",
+        "token in prose",
+    }
+]
+
+
+def in_sentence(case: SecretCase) -> str:
+    """*case*'s line in the middle of a sentence, as an agent or a person writes it."""
+    return f"On the staging box we set {case.line} and the deploy went through."
+
+
+def every_kind_text() -> str:
+    """Every SECRETS case as written, then every one-line case mid-sentence."""
+    whole = "\n\n".join(case.text for case in SECRETS)
+    return whole + "\n\n" + "\n".join(in_sentence(case) for case in ONE_LINE)

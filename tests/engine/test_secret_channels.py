@@ -7,6 +7,12 @@ through memlane's OpenAI provider and a fake server, whose recorded
 requests are the LLM prompts of distillation and extraction) and the dream
 prompt. The MCP channel is tests/hosts/test_mcp_secrets.py; the sessions
 index tests/sessions/test_session_redaction.py.
+
+Every kind of the table goes through the CLI whole-line and mid-sentence
+(issue 28), and is looked for in the markdown, in every byte of every file
+memlane wrote (the SQLite indexes and their WALs), in search results and
+in what the commands print; the kinds issue 28 found stored verbatim
+(``secret_fakes.ISSUE_28``) are also typed into search queries.
 """
 
 from __future__ import annotations
@@ -20,8 +26,16 @@ from memlane.core.types import Exchange
 from memlane.engine.project import Memory
 from memlane.engine.topics.dream import build_prompt, orient
 from memlane.store import topics
+from memlane.store.redaction import redact
 from memlane.store.section import read_markdown
-from secret_fakes import CHANNEL_SAMPLE, ORDINARY
+from secret_fakes import (
+    CHANNEL_SAMPLE,
+    ISSUE_28,
+    ORDINARY,
+    SECRETS,
+    every_kind_text,
+    in_sentence,
+)
 
 LEXICAL = {"MEMLANE_EMBEDDING_PROVIDER": "none"}
 SAMPLE_TEXT = "\n".join(case.text for case in CHANNEL_SAMPLE)
@@ -117,3 +131,70 @@ def test_a_tool_error_quoting_an_argument_carries_no_secret(memory: Memory) -> N
             raise AssertionError("removing an entry that does not exist succeeded")
         assert case.secret not in shown, f"{case.name} echoed by a tool error"
         assert "no topic entry is titled" in shown
+
+
+def _leaks(roots: list[Path]) -> list[str]:
+    """Names of the cases whose secret is in any byte of any file under *roots*."""
+    found = []
+    for case in SECRETS:
+        needle = case.secret.encode()
+        for root in roots:
+            for path in root.rglob("*"):
+                if path.is_file() and needle in path.read_bytes():
+                    found.append(f"{case.name}: {path}")
+    return found
+
+
+def test_cli_write_stores_no_secret_of_any_kind_and_says_how_many(
+    cli: Cli, memory: Memory, isolated_home: Path
+) -> None:
+    text = every_kind_text()
+    expected = redact(text).count
+    assert expected >= len(SECRETS)
+    out = cli("write", "-", input=text, env=LEXICAL)
+    assert out.returncode == 0, out.stderr
+    assert f"{expected} secret(s) were redacted before saving." in out.stdout
+    found = cli("search", "staging box deploy", "-k", "50", env=LEXICAL)
+    assert found.returncode == 0, found.stderr
+    assert "[REDACTED:" in found.stdout
+    stored = _store_text(memory.scope.store)
+    assert in_sentence(ISSUE_28[0]).split(" we set ")[0] in stored
+    for case in SECRETS:
+        assert case.secret not in stored + found.stdout + out.stdout, case.name
+    assert list(isolated_home.rglob("*.sqlite"))  # the index was written
+    assert _leaks([memory.scope.store, isolated_home]) == []
+
+
+def test_cli_write_of_ordinary_text_says_nothing_about_secrets(cli: Cli) -> None:
+    out = cli("write", "the deploy uses staging", env=LEXICAL)
+    assert out.returncode == 0, out.stderr
+    assert "redacted" not in out.stdout
+
+
+def test_cli_topic_add_stores_no_secret_of_any_kind_and_says_how_many(
+    cli: Cli, memory: Memory, isolated_home: Path
+) -> None:
+    text = every_kind_text()
+    expected = redact(text).count
+    out = cli("topic", "add", "-t", "deploy", "--title", "Staging", text, env=LEXICAL)
+    assert out.returncode == 0, out.stderr
+    assert f"{expected} secret(s) were redacted before saving." in out.stdout
+    found = cli("search", "staging box deploy", "-k", "50", env=LEXICAL)
+    assert "[REDACTED:" in found.stdout
+    stored = _store_text(memory.scope.store)
+    for case in SECRETS:
+        assert case.secret not in stored + found.stdout, case.name
+    assert _leaks([memory.scope.store, isolated_home]) == []
+
+
+def test_cli_searches_never_echo_a_secret_from_their_query(cli: Cli) -> None:
+    assert cli("write", "the deploy uses staging", env=LEXICAL).returncode == 0
+    searches = [("search",), ("sessions", "search"), ("topic", "search")]
+    for case in ISSUE_28:
+        for query in (case.line, in_sentence(case), "zzqxv " + case.line):
+            for command in searches:
+                for extra in ((), ("--json",)):
+                    out = cli(*command, query, *extra, env=LEXICAL)
+                    assert out.returncode == 0, out.stderr
+                    shown = out.stdout + out.stderr
+                    assert case.secret not in shown, f"{case.name} echoed by {command} {extra}"

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
-from _fixtures import HashEmbedder, PiSession, Project
+from _fixtures import ClaudeSession, HashEmbedder, PiSession, Project
 
 from helpers import NOW, FixedClock
 from memlane.engine.project import Memory
@@ -25,7 +25,7 @@ from memlane.engine.tools.dispatch import Tools
 from memlane.index.session_docs import BatchWrite, SessionDoc
 from memlane.index.sqlite.session_schema import META_REDACTION
 from memlane.index.sqlite.sessions import SessionStore
-from secret_fakes import CHANNEL_SAMPLE
+from secret_fakes import CHANNEL_SAMPLE, ISSUE_28, ONE_LINE, SECRETS, in_sentence
 
 
 class RecordingEmbedder(HashEmbedder):
@@ -133,6 +133,52 @@ def _old_index(mem: Memory, texts: list[str]) -> Path:
     return path
 
 
+def test_every_kind_in_pi_and_claude_code_transcripts_reaches_no_row_nor_reply(
+    agent_project: Project,
+) -> None:
+    pi = PiSession()
+    claude = ClaudeSession()
+    for case in SECRETS:
+        # Whole line and mid-sentence, from the user and from the assistant.
+        pi.user(f"staging box checklist:\n{case.text}")
+        claude.assistant([{"type": "text", "text": f"staging box noted:\n{case.text}"}])
+    for case in ONE_LINE:
+        pi.assistant(f"staging box noted. {in_sentence(case)}")
+        claude.user(in_sentence(case).replace("staging box", "staging box checklist"))
+    pi.write(agent_project.pi_file())
+    claude.write(agent_project.claude_file())
+    embedder = RecordingEmbedder()
+    mem = _memory(agent_project)
+    layer = SessionsLayer(mem, embedder=embedder)
+    messages = 2 * (len(SECRETS) + len(ONE_LINE))
+    assert layer.backfill().documents_added == messages
+    layer.store.checkpoint()
+
+    stored = "\n".join(_contents(layer.store.path))
+    assert stored.count("[REDACTED:") >= messages
+    hits = layer.search("staging box", k=100, mode="lexical").hits
+    assert len(hits) == 100  # the most a search returns; the rows above hold them all
+    tools = Tools(mem)
+    replies = ["\n".join(hit.text for hit in hits)]
+    for query in ("staging box", *(case.line for case in ISSUE_28)):
+        found = tools.call("memory_search", {"query": query, "kind": "session", "k": 50})
+        replies.append(str(found.to_json()))
+    # The plain-text search of the transcripts themselves shows snippets of them.
+    raw = tools.call("memory_topic", {"action": "search", "scope": "sessions", "query": "staging"})
+    assert "[REDACTED:" in raw.text
+    replies += [raw.text, str(raw.to_json())]
+    raw_bytes = _file_bytes(layer.store.path)
+    for case in SECRETS:
+        assert case.secret not in stored, case.name
+        assert not any(case.secret in text for text in embedder.texts), case.name
+        assert case.secret.encode() not in raw_bytes, case.name
+        for reply in replies:
+            assert case.secret not in reply, case.name
+    for case in ISSUE_28:
+        assert _fts_matches(layer.store.path, case.secret) == 0, case.name
+    layer.close()
+
+
 def test_an_index_made_before_redaction_is_rewritten_by_the_next_pass(
     agent_project: Project,
 ) -> None:
@@ -170,3 +216,25 @@ def test_an_index_made_before_redaction_is_rewritten_by_the_next_pass(
     again = RecordingEmbedder()
     SessionsLayer(_memory(agent_project), embedder=again).backfill()
     assert again.texts == []
+
+
+def test_an_index_redacted_by_the_rules_before_issue_28_is_rescanned(
+    agent_project: Project,
+) -> None:
+    # Rows the earlier rules let through (ENCRYPTION_KEY=<hex>, Okta's SSWS, …)
+    # are rewritten by the next pass: the version in the meta row is older.
+    mem = _memory(agent_project)
+    texts = [f"the deploy checklist says {in_sentence(case)}" for case in ISSUE_28]
+    path = _old_index(mem, texts)
+    conn = sqlite3.connect(path)
+    with conn:
+        conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (META_REDACTION, 1))
+    conn.close()
+    layer = SessionsLayer(mem, embedder=HashEmbedder())
+    layer.backfill()
+    layer.store.checkpoint()
+    contents = _contents(path)
+    for case in ISSUE_28:
+        assert not any(case.secret in text for text in contents), case.name
+        assert case.secret.encode() not in _file_bytes(path), case.name
+    layer.close()

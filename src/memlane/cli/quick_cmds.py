@@ -58,6 +58,10 @@ def write_command(
         print_json(entry.to_json())
         return
     echo(f"Wrote an entry at {entry.time} to {entry.path}")
+    if entry.redactions:
+        from memlane.store.redaction import redaction_notice
+
+        echo(redaction_notice(entry.redactions))
     if supersedes:
         echo(f"It supersedes {', '.join(supersedes)}: searches show it first from now on.")
 

@@ -148,6 +148,7 @@ class Entry:
     text: str  # the markdown that was appended, verbatim
     anchor: Anchor | None = None
     session_heading_written: bool = False
+    redactions: int = 0  # secrets replaced in the text before it was written
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -156,6 +157,7 @@ class Entry:
             "text": self.text,
             "anchor": self.anchor.to_json() if self.anchor else None,
             "session_heading_written": self.session_heading_written,
+            "redactions": self.redactions,
         }
 
 

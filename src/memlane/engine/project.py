@@ -8,6 +8,7 @@ opened lazily, once, on first use.
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -219,9 +220,10 @@ class Memory:
         """
         from memlane.engine.recall.trust import supersedes_markers
         from memlane.store.daily import new_entry_id
-        from memlane.store.redaction import redact_for_storage
+        from memlane.store.redaction import redaction_for_storage
 
-        text = redact_for_storage(text)
+        redaction = redaction_for_storage(text)
+        text = redaction.text
         if supersedes:
             text = "\n".join([text.rstrip(), *supersedes_markers(self, supersedes)])
 
@@ -242,7 +244,7 @@ class Memory:
             self.scope.store, text, anchor, now or self.clock.now(), anchor.session
         )
         self.note_written(entry.path)
-        return entry
+        return replace(entry, redactions=redaction.count)
 
     @property
     def fresh(self) -> FreshWrites:

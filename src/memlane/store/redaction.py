@@ -61,8 +61,18 @@ def marker(kind: str) -> str:
 UNSCANNABLE = "unscannable"
 
 
+def redaction_notice(count: int) -> str:
+    """What a write says when it replaced secrets (``memlane write``, ``topic add``, MCP)."""
+    return f"{count} secret(s) were redacted before saving."
+
+
 def redact_for_storage(text: str) -> str:
-    """``redact(text).text``, or a ``StoreError`` when the text could not be scanned.
+    """``redact(text).text``, or a ``StoreError`` when the text could not be scanned."""
+    return redaction_for_storage(text).text
+
+
+def redaction_for_storage(text: str) -> Redaction:
+    """``redact(text)``, or a ``StoreError`` when the text could not be scanned.
 
     For text going to the LLM, withholding everything is the safe failure;
     for text the user asked to keep, replacing it with a marker would lose
@@ -76,7 +86,7 @@ def redact_for_storage(text: str) -> str:
             "the text could not be scanned for secrets, so it was not written",
             "this is a memlane bug or a broken detect-secrets install; reinstall memlane",
         )
-    return result.text
+    return result
 
 
 def redact(text: str) -> Redaction:
@@ -124,12 +134,40 @@ _SECRET_WORD = (
     r"|auth[_-]?key|client[_-]?key|credentials?)"
 )
 # A secret-sounding name ends in the secret word (MAX_TOKENS and TOKENIZER do not).
-_NAME = rf"(?:[A-Za-z0-9_.-]*?{_SECRET_WORD}(?:[_.-]?(?:key|base))?|(?:[A-Za-z0-9_.-]*[_.-])?pass)"
+_STRONG_NAME = (
+    rf"(?:[A-Za-z0-9_.-]*?{_SECRET_WORD}(?:[_.-]?(?:key|base)){{0,2}}"
+    r"|(?:[A-Za-z0-9_.-]*[_.-])?pass)"
+)
+# A key-like name (ENCRYPTION_KEY, ALGOLIA_ADMIN_KEY, APP_KEY) says less: a
+# sort key or a cache key is no secret, so its value must look generated.
+_KEY_NAME = (
+    r"(?:[A-Za-z0-9_.-]*(?:[_.-]|(?-i:[a-z0-9](?=Key))))?keys?(?:[_.-]?base)?"  # encryptionKey too
+)
+_STRONG_NAME_RE = re.compile(_STRONG_NAME, re.IGNORECASE)
+# Keys that name or find things, or are published on purpose: never secrets.
+_OPEN_KEY_NAME_RE = re.compile(
+    r"(?:pub|public|publishable|cache|sort|primary|foreign|partition|idempotency|dedup|lookup"
+    r"|hash|object|s3|row|index|routing|shard|group|order|unique|composite|natural|surrogate"
+    r"|map|dict|lock|message|i18n|translation|bucket|file)[_.-]?keys?(?:[_.-]?base)?\Z",
+    re.IGNORECASE,
+)
 _ASSIGN_RE = re.compile(
-    rf"(?<![A-Za-z0-9_.$-])[\"']?(?P<name>{_NAME})[\"']?[ \t]*(?P<op>:=|=>|=(?!=)|:)[ \t]*"
+    rf"(?<![A-Za-z0-9_.$-])[\"']?(?P<name>{_STRONG_NAME}|{_KEY_NAME})[\"']?[ \t]*"
+    r"(?P<op>:=|=>|=(?!=)|:)[ \t]*"
     r"(?:\"(?P<dq>(?:[^\"\\\n]|\\.)*)\"|'(?P<sq>[^'\n]*)'|(?P<bare>[^\s\"'`,;&()<>\[\]{}]+))",
     re.IGNORECASE,
 )
+# A secret word in prose, then its value: "the password is Xk2…", "token Xk2…".
+_PROSE_RE = re.compile(
+    rf"(?<![A-Za-z0-9_.$-])(?P<name>{_SECRET_WORD})[ \t]+(?:(?:is|was|of|=)[ \t]+)?"
+    r"(?P<v>[^\s\"'`,;&()<>\[\]{}]+)",
+    re.IGNORECASE,
+)
+# Sentence punctuation after a value in prose ends the sentence, not the value.
+_SENTENCE_END = ".,!?:"
+# In prose a value is a secret only when it looks generated and is this long.
+_PROSE_MIN_CHARS = 10
+_KEY_MIN_CHARS = 16
 _LINE_START_RE = re.compile(r"[ \t]*(?:[-*][ \t]+)?(?:export[ \t]+)?[\"']?\Z")
 _REST_OF_LINE_BLANK_RE = re.compile(r"[ \t]*[;,]?[ \t]*(?:#[^\r\n]*)?\r?(?:\n|\Z)")
 _DOTTED_PATH_RE = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
@@ -165,7 +203,7 @@ _WORD_RE = re.compile(r"\w+")
 
 _AUTH_HEADER_RE = re.compile(
     r"\b(?:proxy-)?authorization[\"']?[ \t]*[:=][ \t]*[\"']?"
-    r"(?:(?:bearer|basic|token|bot|digest|apikey)[ \t]+)?(?P<v>[A-Za-z0-9._~+/=:-]{8,})",
+    r"(?:[A-Za-z][A-Za-z0-9_-]{1,24}[ \t]+)?(?P<v>[A-Za-z0-9._~+/=:-]{8,})",
     re.IGNORECASE,
 )
 _BEARER_RE = re.compile(r"\bbearer[ \t]+(?P<v>[A-Za-z0-9._~+/-]{16,}=*)", re.IGNORECASE)
@@ -178,6 +216,7 @@ _URL_PASSWORD_RE = re.compile(
 
 _ALNUM_BEFORE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
 _LINE_RE = re.compile(r"[^\n]*\n?")
+_BLANK_RE = re.compile(r"\s")
 _MAX_ROUNDS = 8
 
 # Specific formats win a tie over generic assignments when spans merge.
@@ -266,6 +305,9 @@ def _secret_spans(text: str, patterns: PatternSet) -> list[_Span]:
         *_group_spans(_URL_PASSWORD_RE, text, "v", "password"),
         *(_Span(*span) for span in rules.context_spans(text, _looks_secret)),
         *(_Span(*span) for span in rules.high_entropy_literals(text, _holds_secret)),
+        # Last: of two spans alike, the first kept names the kind, and a
+        # header or an assignment names it better than a word in prose.
+        *_prose_spans(text),
     ]
     return [s for s in spans if not any(s.start < b and a < s.end for a, b in taken)]
 
@@ -286,6 +328,11 @@ def _token_spans(text: str, tokens: tuple[Pattern, ...]) -> Iterator[_Span]:
                 continue
             if pattern.tail is not None:
                 end = pattern.tail.match(text, end).end()  # type: ignore[union-attr]
+            # A token has no blank in it; a pattern ending in ".+" (npm's
+            # .npmrc line) would take the rest of the sentence along.
+            blank = _BLANK_RE.search(text, start, end)
+            if blank is not None:
+                end = blank.start()
             yield _Span(start, end, pattern.kind)
 
 
@@ -314,16 +361,40 @@ def _assignment_spans(text: str) -> Iterator[_Span]:
                 break
         value = match.group(group)
         start, end = match.span(group)
+        strong = bool(_STRONG_NAME_RE.fullmatch(name))
         if group == "bare":
-            if match.group("op") == ":" and not _is_config_line(text, match.start(), end):
-                continue
             if _is_code(value, text, end):
                 continue
             if value.isdigit() and "token" in name.lower():
                 continue  # token budgets and counts, not credentials
+            if match.group("op") == ":" and not _is_config_line(text, match.start(), end):
+                # "password: Xk2…" in a sentence: only a value that looks generated
+                # (a bare "key: …" in prose names nothing secret).
+                if name.lower() in ("key", "keys"):
+                    continue
+                value = value.rstrip(_SENTENCE_END)
+                end = start + len(value)
+                if not rules.looks_random(value, _PROSE_MIN_CHARS):
+                    continue
         if not _looks_secret(value):
             continue
+        if not strong and (
+            _OPEN_KEY_NAME_RE.search(name)
+            or not rules.looks_random(value.rstrip(_SENTENCE_END), _KEY_MIN_CHARS)
+        ):
+            continue
         yield _Span(start, end, _kind_of(name))
+
+
+def _prose_spans(text: str) -> Iterator[_Span]:
+    """A secret word, then a generated-looking value: "the password is Xk2…"."""
+    for match in _PROSE_RE.finditer(text):
+        value = match.group("v").rstrip(_SENTENCE_END)
+        start = match.start("v")
+        if _is_code(value, text, match.end("v")) or not _looks_secret(value):
+            continue
+        if rules.looks_random(value, _PROSE_MIN_CHARS):
+            yield _Span(start, start + len(value), _kind_of(match.group("name")))
 
 
 def _is_config_line(text: str, start: int, end: int) -> bool:

@@ -65,12 +65,20 @@ OWN_TOKENS: tuple[tuple[str, str], ...] = (
     ("supabase-token", r"sbp_[a-f0-9]{40}"),
     ("sentry-token", r"sntry[su]_[A-Za-z0-9+/=_-]{40,}"),
     ("flyio-token", r"fo1_[A-Za-z0-9_-]{40,}"),
+    ("square-token", r"sq0(?:atp|idp|csp)-[A-Za-z0-9_-]{22,}"),
+    # The legacy Firebase Cloud Messaging server key: "AAAA" + 7, ":APA91b" + 134.
+    ("firebase-key", r"AAAA[A-Za-z0-9_-]{7}:APA91b[A-Za-z0-9_-]{100,}"),
+    ("slack-token", r"xapp-\d-[A-Z0-9]+-\d+-[a-f0-9]{32,}"),
+    ("dockerhub-token", r"dckr_pat_[A-Za-z0-9_-]{27,}"),
+    ("planetscale-token", r"pscale_(?:tkn|pw|oauth)_[A-Za-z0-9_.-]{32,}"),
+    ("rubygems-key", r"rubygems_[a-f0-9]{48}"),
 )
 
 # kubeadm bootstrap token: [a-z0-9]{6}.[a-z0-9]{16}. It looks like a dotted
 # name (``ce6a3p.slvphp9puoa1c9r8``), so it needs a digit and must not be part
 # of a longer dotted path (``module.attribute.more``).
-BOOTSTRAP_TOKEN = r"(?<![\w.-])[a-z0-9]{6}\.[a-z0-9]{16}(?![\w.-])"
+# A full stop right after it ends a sentence, not the token.
+BOOTSTRAP_TOKEN = r"(?<![\w.-])[a-z0-9]{6}\.[a-z0-9]{16}(?![\w-]|\.\w)"
 
 
 def is_bootstrap_token(value: str) -> bool:
@@ -275,3 +283,55 @@ def word_share(value: str) -> float:
 def _is_text(data: bytes) -> bool:
     """Printable ASCII only: what base64 of text decodes to (random bytes never do)."""
     return bool(data) and all(32 <= b < 127 or b in (9, 10, 13) for b in data)
+
+
+# --- values after a secret-sounding name -----------------------------------------------------
+
+# What a generated key, token or password is made of, with an optional
+# encoding label (Laravel's APP_KEY=base64:…).
+_RANDOM_VALUE_RE = re.compile(r"(?:base64:|hex:)?(?P<body>[A-Za-z0-9+/=_.~!#%^&*-]+)", re.I)
+_HEX_RE = re.compile(r"[0-9a-fA-F-]+")
+# For a value that stands after a key-like name (ENCRYPTION_KEY=…) or a secret
+# word in prose ("the password is …"), entropy must reach this share of the
+# most the value's length and alphabet allow: lower than for a quoted literal
+# with no name at all, since the name already says "secret".
+NAMED_ENTROPY_SHARE = 0.75
+# Letters of words are ~40 % vowels; random letters 5 of 26 (19 %).
+WORD_VOWEL_SHARE = 0.3
+_VOWELS = frozenset("aeiouAEIOU")
+
+
+def looks_random(value: str, min_chars: int) -> bool:
+    """Whether *value* (one token, no spaces) looks generated rather than written.
+
+    Generated: at least *min_chars* long, letters and digits, entropy near
+    the most its alphabet allows (hex counts as a 16-letter alphabet, so
+    hex keys qualify), and not made of words (``deploy-key-2024-rotation``,
+    ``handleOAuth2Callback``). A secret-sounding name must stand before it:
+    a hash alone (a git SHA) is not judged here.
+    """
+    match = _RANDOM_VALUE_RE.fullmatch(value)
+    if match is None:
+        return False
+    body = match.group("body").rstrip("=")
+    if len(body) < min_chars:
+        return False
+    if not (any(c.isdigit() for c in body) and any(c.isalpha() for c in body)):
+        return False
+    if _HEX_RE.fullmatch(body):
+        alphabet = 16
+    elif body.lower() == body or body.upper() == body:
+        alphabet = 36
+    else:
+        alphabet = 64
+    if entropy(body) < NAMED_ENTROPY_SHARE * math.log2(min(len(body), alphabet)):
+        return False
+    return alphabet == 16 or not _is_words(body)
+
+
+def _is_words(value: str) -> bool:
+    letters = [c for c in value if c.isalpha()]
+    vowels = sum(c in _VOWELS for c in letters) / len(letters)
+    if value.lower() == value or value.upper() == value:
+        return vowels >= WORD_VOWEL_SHARE
+    return word_share(value) >= WORD_SHARE and vowels >= WORD_VOWEL_SHARE

@@ -43,7 +43,11 @@ class Recalled:
 def search(memory: ProjectMemory, request: SearchRequest) -> Recalled:
     """Check *request* once, then answer it from the leg its kind and scope name."""
     from memlane.engine.lock_waits import read_waits
+    from memlane.store.secret_screen import redacted_for_display
 
+    # The query is echoed back ("No memories match …", the JSON's "query"),
+    # and may be logged: a key pasted into it is replaced before anything.
+    request = replace(request, query=redacted_for_display(request.query))
     check_request(request)
     with read_waits(memory):
         recalled = _route(memory, request)

@@ -180,6 +180,8 @@ def search_sessions(
     settings = mem.config.topics
     max_sessions = settings.session_search_max_sessions if max_sessions is None else max_sessions
     max_matches = settings.session_search_max_matches if max_matches is None else max_matches
+    from memlane.store.redaction import redact
+
     terms = [t for t in query.lower().split() if t]
     out = TranscriptSearch(query=query)
     if not terms:
@@ -202,11 +204,10 @@ def search_sessions(
                     role, entry_id, when, text = message
                     lower = text.lower()
                     if all(t in lower for t in terms):
-                        found.append(
-                            TranscriptMatch(
-                                host, str(path), entry_id, when, role, _snippet(text, terms)
-                            )
-                        )
+                        # The transcript is the host's, verbatim: a key pasted
+                        # into the conversation is replaced before it is shown.
+                        shown = _snippet(redact(text).text, terms)
+                        found.append(TranscriptMatch(host, str(path), entry_id, when, role, shown))
         except (OSError, NotRegularFileError, FileTooLargeError):
             continue  # gone, unreadable, or a FIFO/device that would block the search
         for match in reversed(found):

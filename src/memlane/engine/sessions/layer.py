@@ -135,6 +135,11 @@ class SessionsLayer:
         before: str | None = None,
         role: str | None = None,
     ) -> SessionSearch:
+        from memlane.store.secret_screen import redacted_for_display
+
+        # The query is echoed back ("No session messages match …"): never a
+        # key pasted into it (the router did the same for its requests).
+        query = redacted_for_display(query)
         k = self.settings.recall_default_top_k if k is None else k
         # The router checked its requests already; `memlane sessions search` and
         # the session's auto-recall call here directly, with the same checks.

@@ -128,6 +128,10 @@ class Tools:
             self.session.note_write()
         headline = f"Saved to {entry.path} at {entry.time}"
         text = f"{headline}:\n{entry.text.rstrip()}"
+        if entry.redactions:
+            from memlane.store.redaction import redaction_notice
+
+            text += f"\n{redaction_notice(entry.redactions)}"
         return ToolResult(text, {"headline": headline, **entry.to_json()})
 
     def _search(self, args: dict[str, Any]) -> ToolResult:

@@ -109,6 +109,10 @@ _SUCCESS: dict[str, dict[str, Any]] = {
             "time": _STRING,
             "text": {**_STRING, "description": "The entry as written (secrets redacted)."},
             "anchor": _ANCHOR,
+            "redactions": {
+                "type": "integer",
+                "description": "How many secrets were replaced by [REDACTED:kind] markers.",
+            },
         },
         "required": ["headline", "path", "time", "text"],
     },

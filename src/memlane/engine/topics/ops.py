@@ -257,7 +257,9 @@ def render_change(change: TopicChange, notices: list[str]) -> str:
             + f", type {change.type}.\nMEMORY.md: {change.index_line}"
         )
         if change.redactions:
-            text += f"\n{change.redactions} secret(s) were redacted before saving."
+            from memlane.store.redaction import redaction_notice
+
+            text += f"\n{redaction_notice(change.redactions)}"
     else:
         text = f'Removed "{change.title}" from {where}.'
         text += (
@@ -334,8 +336,12 @@ def topic_tool(
             "enabled": mem.config.topics.enabled,
         }
         return ToolResult(render_list(infos, usage), details)
+    from memlane.store.secret_screen import redacted_for_display
+
+    # The query is echoed back ('matches "…"'): never a key pasted into it.
+    query = redacted_for_display(args["query"])
     if args.get("scope", "memory") == "sessions":
-        found = search_sessions(mem, args["query"])
+        found = search_sessions(mem, query)
         return ToolResult(found.render(), found.to_json())
-    topic_search = search_memory(mem, args["query"], sync=sync)
+    topic_search = search_memory(mem, query, sync=sync)
     return ToolResult(topic_search.render(), topic_search.to_json())

@@ -120,7 +120,7 @@ DOC_COLUMNS = "id, doc_key, transcript, entry_id, part, source, date, session, c
 # text read out of the store is redacted on its way out. Bump it when the
 # redaction rules learn a kind that old rows may hold.
 META_REDACTION = "docs.redaction"
-REDACTION_VERSION = 1
+REDACTION_VERSION = 2
 REDACT_BATCH = 200
 REWRITE_COLUMNS = (
     "doc_key, transcript, entry_id, part, kind, source, date, session, content_hash, content, embed"
