@@ -40,10 +40,14 @@ def _daily(mem: Memory) -> str:
     return read_markdown(mem.scope.store / "2026-11-30.md")
 
 
-def _old_entry(mem: Memory) -> str:
+def _old_entry(mem: Memory, *, sync: bool = True) -> str:
+    """The old fact, written and found: indexed whole (``sync``), or as a
+    session's fresh write found by its words, with no model loaded."""
     mem.write(f"- {OLD_FACT}", now=EARLIER_DAY)
-    mem.sync()
-    hits = mem.search("deploys production Tuesdays", 3).hits
+    if sync:
+        mem.sync()
+    mode = "hybrid" if sync else "lexical"
+    hits = mem.search("deploys production Tuesdays", 3, sync=False, mode=mode).hits
     assert hits and OLD_FACT in hits[0].content
     return hits[0].chunk_hash
 
@@ -113,6 +117,22 @@ def test_earlier_memories_are_one_fact_entries(project: Path, clock: FixedClock)
         assert offered[0].id == "m1" and offered[0].date == "2026-11-23T09:00"
         assert offered[0].text == f"- {OLD_FACT}"
         assert earlier_memories(memory, "   ") == []
+    finally:
+        memory.close()
+
+
+def test_offering_earlier_memories_never_loads_the_model(project: Path, clock: FixedClock) -> None:
+    # A capture at a session's end runs against a shutdown budget; loading (on
+    # a fresh cache: deriving) the model for this search alone outlasted it
+    # on a loaded machine, and the entry was kept as a raw digest.
+    memory = open_memory(project, clock=clock, lexical=False)  # the bundled model, not loaded
+    try:
+        chunk = _old_entry(memory, sync=False)
+        offered = earlier_memories(memory, EXCHANGE.user)
+        assert [e.chunk_hash for e in offered] == [chunk]
+        assert not memory.embedder_ready
+        assert memory.search(EXCHANGE.user, 3, sync=False).hits  # a hybrid search still loads it
+        assert memory.embedder_ready
     finally:
         memory.close()
 

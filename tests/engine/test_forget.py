@@ -383,7 +383,7 @@ def test_an_appender_stalled_past_the_quiet_time_is_still_salvaged(memory: Memor
     # before the replace and writes only after the salvage has found the old
     # inode quiet (where it used to stop), as a process descheduled between
     # its open() and its write() on a loaded machine does.
-    from memlane.store.forget import _no_writers
+    from memlane.store.forget import no_writers
 
     memory.write("kept entry", now=at("09:00"))
     memory.write("doomed entry", now=at("09:05"))
@@ -391,7 +391,7 @@ def test_an_appender_stalled_past_the_quiet_time_is_still_salvaged(memory: Memor
     path = store / f"{DAY}.md"
     probe = os.open(path, os.O_RDONLY)
     try:
-        if _no_writers(probe) is None:
+        if no_writers(probe) is None:
             pytest.skip(f"the file system of {store} has no leases (the documented fallback)")
     finally:
         os.close(probe)
@@ -421,18 +421,18 @@ def test_an_appender_stalled_past_the_quiet_time_is_still_salvaged(memory: Memor
 
 
 def test_the_kernel_tells_whether_a_file_is_still_open_for_writing(tmp_path: Path) -> None:
-    from memlane.store.forget import _no_writers
+    from memlane.store.forget import no_writers
 
     path = tmp_path / "2026-11-20.md"
     path.write_text("x\n")
     reader = os.open(path, os.O_RDONLY)
     other_reader = os.open(path, os.O_RDONLY)  # readers do not count
     try:
-        assert _no_writers(reader) is True
+        assert no_writers(reader) is True
         writer = os.open(path, os.O_WRONLY | os.O_APPEND)
-        assert _no_writers(reader) is False
+        assert no_writers(reader) is False
         os.close(writer)
-        assert _no_writers(reader) is True
+        assert no_writers(reader) is True
     finally:
         os.close(reader)
         os.close(other_reader)

@@ -53,7 +53,7 @@ processes lock different inodes):
    nothing can open it again: once no descriptor of any process has it
    open for writing, nothing more can reach it, and one last read ends the
    salvage. The kernel says so exactly: a read lease (``F_SETLEASE``) is
-   granted only on a file nobody has open for writing (``_no_writers``).
+   granted only on a file nobody has open for writing (``no_writers``).
    An appender stalled between its ``open`` and its ``write``, however
    long, is waited for, up to ``SALVAGE_WRITER_WAIT_S``.
 
@@ -214,7 +214,7 @@ def _append(path: Path, data: bytes) -> None:
     append_whole(path, data, what="the appends being restored")
 
 
-def _no_writers(fd: int) -> bool | None:
+def no_writers(fd: int) -> bool | None:
     """Whether no descriptor, in any process, has ``fd``'s file open for
     writing; None when the kernel cannot say here.
 
@@ -249,7 +249,7 @@ def _salvage(old_fd: int, seen: int, new_path: Path, hooks: RewriteHooks) -> Non
         now = time.monotonic()
         if now - quiet_since >= SALVAGE_QUIET_S:
             hooks.quiet()
-            closed = _no_writers(old_fd)
+            closed = no_writers(old_fd)
             if closed or (closed is None) or now - started >= SALVAGE_WRITER_WAIT_S:
                 break
         time.sleep(SALVAGE_QUIET_S / 5)

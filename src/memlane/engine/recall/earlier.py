@@ -85,8 +85,14 @@ def earlier_memories(
     (a writer never waits on this: it only gets less to go on)."""
     if not query.strip():
         return []
+    # A model not in memory yet is not loaded for this: on a new user's first
+    # session end (or a fresh model cache) that load alone outlasts the
+    # capture's shutdown budget, and the words find the same fact.
+    mode = "hybrid" if memory.embedder_ready else "lexical"
     try:
-        hits = memory.search(query[:QUERY_CHARS], k + LOOKAHEAD, kind=kind, sync=False).hits
+        hits = memory.search(
+            query[:QUERY_CHARS], k + LOOKAHEAD, kind=kind, sync=False, mode=mode
+        ).hits
     except Exception as exc:
         log.info("no earlier memories offered: the search failed: %s", exc)
         return []
