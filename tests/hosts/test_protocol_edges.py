@@ -333,3 +333,71 @@ def test_ctrl_c_ends_the_mcp_server_while_its_reader_waits_for_the_client(projec
         assert "Traceback" not in running.stderr()
     finally:
         running.close()
+
+
+# -- blank lines ----------------------------------------------------------------------------
+
+#: Lines that are not messages: no answer, as NDJSON readers and the MCP SDK skip them.
+BLANK_LINES = [b"", b"   ", b"\t", b" \t \r", b"\x0b\x0c"]
+
+
+def test_blank_and_whitespace_only_lines_get_no_answer(server: Server) -> None:
+    for raw in BLANK_LINES:
+        server.send(raw)
+    # The next line written is this request's answer: none came for the blank ones.
+    server.still_serving()
+
+
+def test_a_blank_line_inside_a_stream_of_requests_changes_nothing(server: Server) -> None:
+    server._next_id += 1
+    first = server._next_id
+    message = {"jsonrpc": "2.0", "id": first, "method": server.valid_method, "params": {}}
+    server.send(b"\n  \n" + json.dumps(message).encode() + b"\n\n")
+    assert server.read()["id"] == first
+    server.still_serving()
+
+
+# -- a big write does not hold the others ---------------------------------------------------
+
+
+def _wait_for_step(trace: Path, step: str) -> None:
+    """Until a process of the scenario reached *step* (read from its fault trace)."""
+    deadline = time.monotonic() + REPLY_TIMEOUT_S
+    while not (trace.exists() and step in trace.read_text().split()):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"no process reached {step} within {REPLY_TIMEOUT_S:g} s")
+        time.sleep(0.02)
+
+
+def test_a_search_is_answered_while_a_write_is_still_being_scanned(
+    tmp_path: Path, shared_cache: Path
+) -> None:
+    # The write is held right after its scan for secrets (the step that costs
+    # seconds per MB) until the search was answered: no timing decides the order.
+    trace, resume = tmp_path / "trace", tmp_path / "resume"
+    env = _isolated_env(tmp_path / "home", shared_cache)
+    env.update(
+        MEMLANE_FAULT_TRACE=str(trace),
+        MEMLANE_FAULT_PAUSE="write.redacted",
+        MEMLANE_FAULT_RESUME=str(resume),
+    )
+    running = Server("mcp", make_project(tmp_path), env)
+    try:
+        write = _request(
+            71,
+            "tools/call",
+            params={"name": "memory_write", "arguments": {"text": "the nightly export moved"}},
+        )
+        running.send(write)
+        _wait_for_step(trace, "write.redacted")
+        running.send(_request(72, "tools/call", params={"name": "memory_status", "arguments": {}}))
+        answered = running.read()
+        assert answered["id"] == 72 and not answered["result"].get("isError"), answered
+        resume.touch()
+        written = running.read()
+        assert written["id"] == 71 and not written["result"].get("isError"), written
+        found = running.tool("memory_search", {"query": "nightly export", "mode": "lexical"})
+        assert "nightly export" in json.dumps(found), found
+    finally:
+        resume.touch()
+        assert running.close() == 0, running.stderr()
