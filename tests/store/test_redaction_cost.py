@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from detect_secrets.plugins import keyword as ds_keyword
+from hypothesis import given
+from hypothesis import strategies as st
 
 from memlane.store import redaction
 from memlane.store.redaction import SETTLED_MIN_CHARS, redact
@@ -52,3 +54,33 @@ def test_the_shortcut_is_for_results_only_a_secret_given_twice_is_redacted_twice
         result = redact(text)
         assert _key() not in result.text and result.count >= 1
     assert not redaction._is_settled(text)
+
+
+_marker_runs = st.lists(st.tuples(st.integers(0, 6), st.integers(1, 6)), max_size=8)
+_spans = st.lists(
+    st.tuples(st.integers(0, 80), st.integers(0, 12)).map(lambda p: (p[0], p[0] + p[1])),
+    max_size=12,
+)
+
+
+@given(gaps_and_lengths=_marker_runs, spans=_spans)
+def test_a_span_is_kept_exactly_when_it_overlaps_no_marker(
+    gaps_and_lengths: list[tuple[int, int]], spans: list[tuple[int, int]]
+) -> None:
+    taken, position = [], 0
+    for gap, length in gaps_and_lengths:  # markers in order, never overlapping
+        taken.append((position + gap, position + gap + length))
+        position += gap + length
+    candidates = [redaction._Span(start, end, "token") for start, end in spans]
+    expected = [
+        s for s in candidates if not any(s.start < end and start < s.end for start, end in taken)
+    ]
+    assert redaction._clear_of(candidates, taken) == expected
+
+
+def test_a_log_of_many_redacted_lines_with_secrets_is_redacted_whole() -> None:
+    # Every line holds a secret and an earlier marker: both kept apart, line by line.
+    text = "export DB_PASSWORD=hunter2xyz9 # was [REDACTED:token]\n" * 3000
+    result = redact(text)
+    assert result.count == 3000 and "hunter2xyz9" not in result.text
+    assert result.text.count("[REDACTED:token]") == 3000

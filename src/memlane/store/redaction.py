@@ -31,6 +31,7 @@ bug would, so the fail-closed paths (``redact`` withholds the whole text,
 
 from __future__ import annotations
 
+import bisect
 import collections
 import contextlib
 import re
@@ -298,7 +299,23 @@ def _secret_spans(text: str, patterns: PatternSet) -> list[_Span]:
         *(_Span(*span) for span in rules.context_spans(text, _looks_secret)),
         *(_Span(*span) for span in rules.high_entropy_literals(text, _holds_secret)),
     ]
-    return [s for s in spans if not any(s.start < b and a < s.end for a, b in taken)]
+    return _clear_of(spans, taken)
+
+
+def _clear_of(spans: list[_Span], taken: list[tuple[int, int]]) -> list[_Span]:
+    """The spans that overlap none of *taken* (markers: in order, never overlapping).
+
+    A binary search per span: comparing each span with every marker took
+    minutes for a pasted log of many redacted lines.
+    """
+    ends = [end for _, end in taken]
+    clear = []
+    for span in spans:
+        # The first marker ending after the span starts is the only one that may overlap it.
+        first = bisect.bisect_right(ends, span.start)
+        if first == len(taken) or taken[first][0] >= span.end:
+            clear.append(span)
+    return clear
 
 
 def _token_spans(text: str, tokens: tuple[Pattern, ...]) -> Iterator[_Span]:
