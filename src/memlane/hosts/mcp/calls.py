@@ -105,6 +105,7 @@ class Calls:
         self._started = False
         self._last_start = 0.0
         self._local: Local | None = None
+        self._last_retry = 0.0  # call_engine's last try after a failure
 
     @property
     def place(self) -> link.Place:
@@ -240,6 +241,12 @@ class Calls:
         asks ``call`` of the object that may answer in this process. Never raises."""
         if self.engine_off:
             return None
+        if self._reached.is_set() and self._client is None:
+            # No engine the last time: the other line fails over at once, and this
+            # one tries again only once a while (not a wait on every read).
+            if time.monotonic() - self._last_retry < RESTART_AFTER_S:
+                return None
+            self._last_retry = time.monotonic()
         try:
             client = self._engine()
             if client is None:
