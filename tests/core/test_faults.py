@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 SCRIPT = (
@@ -43,3 +44,39 @@ def test_kill_at_the_nth_reach_of_a_step(tmp_path: Path) -> None:
     done = _run({"MEMLANE_FAULT_TRACE": str(trace), "MEMLANE_FAULT_KILL": "demo.b@2"})
     assert done.returncode == -signal.SIGKILL and done.stdout == ""
     assert trace.read_text().split() == ["demo.a", "demo.b", "demo.a", "demo.b"]
+
+
+PAUSING = (
+    "import os, sys\n"
+    "from memlane.core.faults import step\n"
+    "step('demo.a')\n"
+    "print(os.path.exists(os.environ['MEMLANE_FAULT_RESUME']), flush=True)\n"
+)
+
+
+def test_pause_holds_the_step_until_the_resume_file_exists(tmp_path: Path) -> None:
+    trace, resume = tmp_path / "trace", tmp_path / "resume"
+    env = {
+        **os.environ,
+        "MEMLANE_FAULT_TRACE": str(trace),
+        "MEMLANE_FAULT_PAUSE": "demo.a",
+        "MEMLANE_FAULT_RESUME": str(resume),
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-c", PAUSING], env=env, stdout=subprocess.PIPE, text=True
+    )
+    assert proc.stdout is not None
+    try:
+        # The step is traced, then held: the resume file is made only after that,
+        # so the process finds it when the step returns only if the step waited.
+        deadline = time.monotonic() + 60
+        while not (trace.exists() and trace.read_text() == "demo.a\n"):
+            assert proc.poll() is None and time.monotonic() < deadline, "no step reached"
+            time.sleep(0.01)
+        resume.touch()
+        assert proc.stdout.readline() == "True\n"
+        assert proc.wait(60) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

@@ -26,15 +26,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from helpers import MEMLANE, NOW, make_project
 from memlane.core.scope import resolve_scope
+from memlane.hosts.mcp.thin import check_mcp_line
 from memlane.hosts.wire import (
     INVALID_PARAMS,
     INVALID_REQUEST,
     MAX_LINE_BYTES,
     METHOD_NOT_FOUND,
     PARSE_ERROR,
+    Refused,
+    check_line,
+    is_blank,
 )
 
 pytestmark = pytest.mark.subprocess
@@ -336,3 +342,129 @@ def test_ctrl_c_ends_the_mcp_server_while_its_reader_waits_for_the_client(projec
         assert "Traceback" not in running.stderr()
     finally:
         running.close()
+
+
+# -- blank lines ----------------------------------------------------------------------------
+
+#: Lines that are not messages: no answer, as NDJSON readers and the MCP SDK skip them.
+BLANK_LINES = [b"", b"   ", b"\t", b" \t \r", b"\x0b\x0c"]
+
+
+def test_blank_and_whitespace_only_lines_get_no_answer(server: Server) -> None:
+    for raw in BLANK_LINES:
+        server.send(raw)
+    # The next line written is this request's answer: none came for the blank ones.
+    server.still_serving()
+
+
+# -- fuzz: every line gets exactly the answers it calls for --------------------------------
+
+_fuzz_ids = st.one_of(st.integers(-5, 5), st.text(max_size=3), st.none(), st.just(1.5))
+_fuzz_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=4),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner),
+    max_leaves=6,
+)
+_fuzz_messages = st.fixed_dictionaries(
+    {},
+    optional={
+        "jsonrpc": st.sampled_from(["2.0", "2.0", "1.0"]),
+        "id": _fuzz_ids,
+        # ping: served by memlane mcp, unknown to the sidecar; no/such: unknown to both.
+        "method": st.sampled_from(["ping", "no/such", 5]),
+        "params": st.one_of(st.just({}), _fuzz_values),
+        "result": _fuzz_values,
+    },
+)
+_fuzz_lines = st.one_of(
+    st.lists(st.sampled_from(list(b" \t\r\x0b\x0c")), max_size=6).map(bytes),
+    st.binary(max_size=40),
+    st.text(max_size=40).map(lambda t: t.encode("utf-8", "surrogatepass")),
+    _fuzz_values.map(lambda v: json.dumps(v).encode()),
+    _fuzz_messages.map(lambda m: json.dumps(m).encode()),
+    st.lists(_fuzz_messages, max_size=3).map(lambda b: json.dumps(b).encode()),
+).map(lambda line: line.replace(b"\n", b" "))  # one line each
+
+
+def _expected_answers(server: Server, line: bytes) -> int:
+    """How many lines the server writes for *line*: none for a blank line, a
+    notification or an answer, one for anything else (a batch: one array)."""
+    if is_blank(line):
+        return 0
+    checked = check_mcp_line(line) if server.kind == "mcp" else check_line(line)
+    if isinstance(checked, Refused):
+        return 0 if checked.reply is None else 1
+    return 1 if checked.is_request else 0
+
+
+@settings(max_examples=150, deadline=None)
+@given(line=_fuzz_lines)
+def test_fuzz_every_line_gets_exactly_the_answers_it_calls_for(server: Server, line: bytes) -> None:
+    server.send(line)
+    # A request of our own right behind it: whatever came before its answer came for the line.
+    server._next_id += 1
+    sentinel = f"sentinel-{server._next_id}"
+    message = {"jsonrpc": "2.0", "id": sentinel, "method": server.valid_method, "params": {}}
+    server.send_message(message)
+    answers = []
+    while (reply := server.read()) is not None:
+        if isinstance(reply, dict) and reply.get("id") == sentinel:
+            assert "result" in reply, reply
+            break
+        answers.append(reply)
+    assert len(answers) == _expected_answers(server, line), (line, answers)
+
+
+def test_a_blank_line_inside_a_stream_of_requests_changes_nothing(server: Server) -> None:
+    server._next_id += 1
+    first = server._next_id
+    message = {"jsonrpc": "2.0", "id": first, "method": server.valid_method, "params": {}}
+    server.send(b"\n  \n" + json.dumps(message).encode() + b"\n\n")
+    assert server.read()["id"] == first
+    server.still_serving()
+
+
+# -- a big write does not hold the others ---------------------------------------------------
+
+
+def _wait_for_step(trace: Path, step: str) -> None:
+    """Until a process of the scenario reached *step* (read from its fault trace)."""
+    deadline = time.monotonic() + REPLY_TIMEOUT_S
+    while not (trace.exists() and step in trace.read_text().split()):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"no process reached {step} within {REPLY_TIMEOUT_S:g} s")
+        time.sleep(0.02)
+
+
+def test_a_search_is_answered_while_a_write_is_still_being_scanned(
+    tmp_path: Path, shared_cache: Path
+) -> None:
+    # The write is held right after its scan for secrets (the step that costs
+    # seconds per MB) until the search was answered: no timing decides the order.
+    trace, resume = tmp_path / "trace", tmp_path / "resume"
+    env = _isolated_env(tmp_path / "home", shared_cache)
+    env.update(
+        MEMLANE_FAULT_TRACE=str(trace),
+        MEMLANE_FAULT_PAUSE="write.redacted",
+        MEMLANE_FAULT_RESUME=str(resume),
+    )
+    running = Server("mcp", make_project(tmp_path), env)
+    try:
+        write = _request(
+            71,
+            "tools/call",
+            params={"name": "memory_write", "arguments": {"text": "the nightly export moved"}},
+        )
+        running.send(write)
+        _wait_for_step(trace, "write.redacted")
+        running.send(_request(72, "tools/call", params={"name": "memory_status", "arguments": {}}))
+        answered = running.read()
+        assert answered["id"] == 72 and not answered["result"].get("isError"), answered
+        resume.touch()
+        written = running.read()
+        assert written["id"] == 71 and not written["result"].get("isError"), written
+        found = running.tool("memory_search", {"query": "nightly export", "mode": "lexical"})
+        assert "nightly export" in json.dumps(found), found
+    finally:
+        resume.touch()
+        assert running.close() == 0, running.stderr()

@@ -13,6 +13,10 @@ turn it into a test seam for real processes (the harness in
 ``MEMLANE_FAULT_KILL=<step>[@<n>]``
     SIGKILL this process the *n*-th time (default the first) it reaches
     *step*: what ``kill -9``, an OOM kill or a power cut does at that moment.
+``MEMLANE_FAULT_PAUSE=<step>`` with ``MEMLANE_FAULT_RESUME=<file>``
+    hold the thread that reaches *step* until *file* exists (at most
+    ``PAUSE_CAP_S``): a slow step made as slow as a test needs, so what must
+    not wait for it (another request) is shown not to, without timing.
 
 Step names are dotted, path first: ``capture.journaled``, ``index.file``,
 ``forget.rewritten``. Nothing else in memlane reads these variables.
@@ -27,6 +31,11 @@ from collections.abc import Mapping
 
 TRACE_ENV = "MEMLANE_FAULT_TRACE"
 KILL_ENV = "MEMLANE_FAULT_KILL"
+PAUSE_ENV = "MEMLANE_FAULT_PAUSE"
+RESUME_ENV = "MEMLANE_FAULT_RESUME"
+#: The longest a paused step waits for its resume file (a test that died never writes it).
+PAUSE_CAP_S = 120.0
+_PAUSE_POLL_S = 0.01
 
 
 class _Faults:
@@ -41,7 +50,11 @@ class _Faults:
             name, _, count = target.partition("@")
             self.kill_step = name.strip()
             self.kill_at = int(count) if count.strip().isdigit() else 1
-        self.active = self.trace is not None or self.kill_step is not None
+        self.pause_step = (env.get(PAUSE_ENV) or "").strip() or None
+        self.resume_file = env.get(RESUME_ENV) or None
+        self.active = (
+            self.trace is not None or self.kill_step is not None or self.pause_step is not None
+        )
         self.reached: dict[str, int] = {}
         self.lock = threading.Lock()
 
@@ -58,6 +71,17 @@ class _Faults:
                     os.close(fd)
             if name == self.kill_step and count == self.kill_at:
                 os.kill(os.getpid(), signal.SIGKILL)
+        if name == self.pause_step and self.resume_file is not None:
+            self._pause(self.resume_file)
+
+    @staticmethod
+    def _pause(resume_file: str) -> None:
+        """Outside the lock: other threads keep reaching their steps meanwhile."""
+        waited = threading.Event()
+        for _ in range(int(PAUSE_CAP_S / _PAUSE_POLL_S)):
+            if os.path.exists(resume_file):
+                return
+            waited.wait(_PAUSE_POLL_S)
 
 
 _faults: _Faults | None = None

@@ -35,6 +35,7 @@ from memlane.hosts.wire import (
     Refused,
     check_line,
     encode_message,
+    is_blank,
     read_line,
 )
 
@@ -206,8 +207,8 @@ class Connection:
         """
         try:
             while (line := read_line(self._reader)) is not None:
-                if isinstance(line, bytes) and not line.strip():
-                    continue  # a blank line between messages
+                if is_blank(line):
+                    continue  # between messages, not one: no answer (wire.is_blank)
                 self._dispatch(line, on_request)
         finally:
             self.closed.set()

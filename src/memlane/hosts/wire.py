@@ -6,6 +6,7 @@ per line. This module decides, for one line, whether it is a message worth
 handing on or a malformed one, and then builds the error the JSON-RPC 2.0
 specification names for it, so every request gets an answer:
 
+- nothing at all for a blank line (``is_blank``: empty or ASCII whitespace);
 - ``-32700`` Parse error: the bytes are not UTF-8, or not JSON;
 - ``-32600`` Invalid Request: valid JSON but not a request (a bare value,
   a missing or wrong ``"jsonrpc"``, a method that is not a string, an id
@@ -104,6 +105,16 @@ def read_line(stream: IO[bytes], limit: int = MAX_LINE_BYTES) -> bytes | Oversiz
         if chunk.endswith(b"\n"):
             break
     return OversizedLine(size)
+
+
+def is_blank(line: bytes | OversizedLine) -> bool:
+    """An empty line, or one of ASCII whitespace only: not a message, and not answered.
+
+    Newline-delimited JSON readers skip such lines between messages, and the MCP
+    SDK's stdio transport answers none; a ``-32700`` with id ``null`` would only
+    make the client log an error for a request it never sent.
+    """
+    return isinstance(line, bytes) and not line.strip()
 
 
 def without_lone_surrogates(value: Any) -> Any:

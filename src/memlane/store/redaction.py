@@ -31,6 +31,8 @@ bug would, so the fail-closed paths (``redact`` withholds the whole text,
 
 from __future__ import annotations
 
+import bisect
+import collections
 import contextlib
 import re
 import threading
@@ -94,9 +96,36 @@ def redact(text: str) -> Redaction:
     try:
         if _injected_failures:
             raise _injected_failures[-1]
-        return _redact(text)
+        if len(text) >= SETTLED_MIN_CHARS and _is_settled(text):
+            return Redaction(text, 0, ())
+        result = _redact(text)
     except Exception:  # a scanner bug must not let the secret through, nor stop capture
         return Redaction(marker(UNSCANNABLE), 1, (UNSCANNABLE,))
+    if len(result.text) >= SETTLED_MIN_CHARS:
+        _settle(result.text)
+    return result
+
+
+# The last few long texts ``redact`` returned. Its result is a fixed point (redacting
+# it again changes nothing), so one of them handed back is returned as it is, for the
+# cost of a comparison: the engine scans a memory_write's text before the project's
+# worker takes the call (engine/tools/dispatch.py: ``prepare_call``), and the write's
+# own scan in ``Memory.write`` then finds it here instead of spending seconds again.
+SETTLED_MIN_CHARS = 64 * 1024
+_SETTLED_KEPT = 4
+_settled: collections.deque[str] = collections.deque(maxlen=_SETTLED_KEPT)
+_settled_lock = threading.Lock()
+
+
+def _is_settled(text: str) -> bool:
+    with _settled_lock:
+        return any(known == text for known in _settled)
+
+
+def _settle(text: str) -> None:
+    with _settled_lock:
+        if not any(known == text for known in _settled):
+            _settled.append(text)
 
 
 # Errors of active ``scanner_failure`` blocks; the innermost is raised.
@@ -200,6 +229,9 @@ _NOT_SECRET_SUFFIX_RE = re.compile(
     re.IGNORECASE,
 )
 _WORD_RE = re.compile(r"\w+")
+# What every word of detect-secrets' keyword list (DENYLIST: api_?key, db_?pass, pwd,
+# secret, contraseña, ...) contains: a line without one cannot match a keyword regex.
+_KEYWORD_ROOT_RE = re.compile(r"key|pass|pwd|secret|contrase", re.IGNORECASE)
 
 _AUTH_HEADER_RE = re.compile(
     r"\b(?:proxy-)?authorization[\"']?[ \t]*[:=][ \t]*[\"']?"
@@ -309,7 +341,23 @@ def _secret_spans(text: str, patterns: PatternSet) -> list[_Span]:
         # header or an assignment names it better than a word in prose.
         *_prose_spans(text),
     ]
-    return [s for s in spans if not any(s.start < b and a < s.end for a, b in taken)]
+    return _clear_of(spans, taken)
+
+
+def _clear_of(spans: list[_Span], taken: list[tuple[int, int]]) -> list[_Span]:
+    """The spans that overlap none of *taken* (markers: in order, never overlapping).
+
+    A binary search per span: comparing each span with every marker took
+    minutes for a pasted log of many redacted lines.
+    """
+    ends = [end for _, end in taken]
+    clear = []
+    for span in spans:
+        # The first marker ending after the span starts is the only one that may overlap it.
+        first = bisect.bisect_right(ends, span.start)
+        if first == len(taken) or taken[first][0] >= span.end:
+            clear.append(span)
+    return clear
 
 
 def _token_spans(text: str, tokens: tuple[Pattern, ...]) -> Iterator[_Span]:
@@ -339,7 +387,10 @@ def _token_spans(text: str, tokens: tuple[Pattern, ...]) -> Iterator[_Span]:
 def _keyword_spans(text: str, table: tuple[tuple[re.Pattern[str], int], ...]) -> Iterator[_Span]:
     # Per line: the keyword regexes' "[^\v'\"]" spans newlines in Python's re.
     for line in _LINE_RE.finditer(text):
-        if not line.group():
+        # Each keyword regex needs a keyword; one cheap search skips the lines without
+        # (most of a long text), instead of five slow case-blind alternations at every
+        # character: a 3 MB write spent half its time here.
+        if not _KEYWORD_ROOT_RE.search(line.group()):
             continue
         for regex, group in table:
             for match in regex.finditer(line.group()):

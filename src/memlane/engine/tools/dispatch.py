@@ -27,6 +27,30 @@ if TYPE_CHECKING:
     from memlane.engine.project import Memory
 
 
+WRITE = "memory_write"
+
+
+def prepare_call(name: str, arguments: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    """*arguments* with the part of the call that needs no project done: a
+    ``memory_write``'s scan for secrets (seconds for megabytes of text).
+
+    A host that runs a project's calls one at a time on its worker calls this
+    before handing the call over, on its own thread, so a big write does not
+    hold the worker (and every search behind it) while it is scanned.
+    ``Memory.write`` scans the text again; for a text just scanned that costs
+    a comparison (store/redaction.py). The fault step ``write.redacted``
+    follows the scan.
+    """
+    from memlane.core.faults import step
+    from memlane.store.redaction import redact_for_storage
+
+    if name != WRITE or arguments is None or not isinstance(arguments.get("text"), str):
+        return arguments
+    prepared = {**arguments, "text": redact_for_storage(arguments["text"])}
+    step("write.redacted")
+    return prepared
+
+
 class Tools:
     """Dispatches tool calls to one project's Memory (and live Session, if any)."""
 
@@ -56,7 +80,7 @@ class Tools:
         # `memlane memory on|off`, as a session does (engine/live/switch.py).
         self._topic_switch = TopicSwitch(memory) if session is None else None
         self._handlers: dict[str, Callable[[dict[str, Any]], ToolResult]] = {
-            "memory_write": self._write,
+            WRITE: self._write,
             "memory_search": self._search,
             "memory_expand": self._expand,
             "memory_transcript": self._transcript,

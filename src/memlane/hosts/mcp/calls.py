@@ -20,6 +20,10 @@ full, as before the engine.
 
 Calls run one at a time, in the order they came, on the server's worker
 thread (an in-process memory's index connection belongs to its thread).
+Read-only calls have a second ``Calls`` of their own, on a second thread
+and a second engine connection (hosts/mcp/thin.py), that only asks the
+engine (``call_engine``): a search is answered while a big write is still
+being scanned. What the engine cannot answer goes back in line.
 """
 
 from __future__ import annotations
@@ -101,6 +105,7 @@ class Calls:
         self._started = False
         self._last_start = 0.0
         self._local: Local | None = None
+        self._last_retry = 0.0  # call_engine's last try after a failure
 
     @property
     def place(self) -> link.Place:
@@ -229,6 +234,33 @@ class Calls:
                 f"internal error in {name}: {exc!r}",
                 "this is a memlane bug; the server's stderr has the trace",
             )
+
+    def call_engine(self, name: str, arguments: dict[str, Any] | None) -> dict[str, Any] | None:
+        """The engine's answer to one call on this object's own connection, or None
+        when no engine answers it (off, unreachable, gone, slow): the caller then
+        asks ``call`` of the object that may answer in this process. Never raises."""
+        if self.engine_off:
+            return None
+        if self._reached.is_set() and self._client is None:
+            # No engine the last time: the other line fails over at once, and this
+            # one tries again only once a while (not a wait on every read).
+            if time.monotonic() - self._last_retry < RESTART_AFTER_S:
+                return None
+            self._last_retry = time.monotonic()
+        try:
+            client = self._engine()
+            if client is None:
+                return None
+            answer = client.call("tool", {"name": name, "arguments": arguments}, ANSWER_S)
+        except engine_client.EngineError as exc:
+            return _engine_error(exc)
+        except link.EngineUnavailable:
+            self._drop()
+            return None
+        except Exception:  # a bug: the other object still answers
+            logger().exception("%s failed on the engine", name)
+            return None
+        return _engine_answer(answer)
 
     def _fail_open(
         self, name: str, arguments: dict[str, Any] | None, began: float

@@ -15,8 +15,11 @@ line), the handshake era of the protocol:
   (``PROTOCOL_VERSIONS``), else the newest it knows; the ``tools``
   capability, the server's name, version and instructions;
 - ``ping`` (also before ``initialize``), ``tools/list`` (every tool of the
-  one catalog, hosts/mcp/tools.py), ``tools/call`` (in order, on one worker
-  thread; answered with a result, errors included, never a protocol error);
+  one catalog, hosts/mcp/tools.py), ``tools/call`` (answered with a result,
+  errors included, never a protocol error): calls that change memory in
+  order on one worker thread, read-only calls on a second one with its own
+  engine connection, so a search is not held behind a big write (a read
+  the engine cannot answer joins the first line);
 - the notifications ``initialized`` and ``cancelled`` (a cancelled call is
   never answered, and not run if it has not started); others are ignored;
 - any other request gets ``-32601`` (Method not found); ``tools/list`` or
@@ -41,7 +44,7 @@ import threading
 from collections.abc import Callable
 
 from memlane.hosts.mcp.calls import START_S, Calls, log_to_stderr, logger
-from memlane.hosts.mcp.tools import INSTRUCTIONS, SERVER_NAME, tool_definitions
+from memlane.hosts.mcp.tools import INSTRUCTIONS, READ_ONLY, SERVER_NAME, tool_definitions
 from memlane.hosts.wire import (
     INVALID_PARAMS,
     INVALID_REQUEST,
@@ -52,6 +55,7 @@ from memlane.hosts.wire import (
     check_line,
     encode_message,
     error_response,
+    is_blank,
     read_line,
 )
 
@@ -62,6 +66,9 @@ if TYPE_CHECKING:
     from typing import IO, Any
 
     from memlane.core.clock import Clock
+
+    # A queued tools/call: (request id, tool name, arguments).
+    _Call = tuple[Any, str, dict[str, Any] | None]
 
 #: The revisions of MCP's ``initialize`` handshake this server speaks, oldest
 #: first: the ``mcp`` SDK's ``HANDSHAKE_PROTOCOL_VERSIONS`` (tests/hosts/test_mcp.py
@@ -96,12 +103,14 @@ class Server:
         start_s: float = START_S,
     ) -> None:
         self.calls = Calls(directory, clock=clock, start_s=start_s)
+        # Read-only calls, on their own engine connection (never in this process).
+        self.reads = Calls(directory, clock=clock, start_s=start_s)
         self.initialized = False
         self._out = out
         self._out_lock = threading.Lock()
         self._tools: list[dict[str, Any]] | None = None
-        self._work: queue.SimpleQueue[tuple[Any, str, dict[str, Any] | None] | None]
-        self._work = queue.SimpleQueue()
+        self._work: queue.SimpleQueue[_Call | None] = queue.SimpleQueue()
+        self._reads: queue.SimpleQueue[_Call | None] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._pending: set[Any] = set()
         self._cancelled: set[Any] = set()
@@ -109,14 +118,18 @@ class Server:
             target=self._work_loop, name="memlane-mcp-calls", daemon=True
         )
         self._worker.start()
+        self._reads_worker = threading.Thread(
+            target=self._reads_loop, name="memlane-mcp-reads", daemon=True
+        )
+        self._reads_worker.start()
 
     # -- input ----------------------------------------------------------------------------
 
     def serve(self, stream: IO[bytes]) -> None:
         """Answer every message of *stream* until its end (``finish`` next)."""
         while (line := read_line(stream)) is not None:
-            if isinstance(line, bytes) and not line.strip():
-                continue
+            if is_blank(line):
+                continue  # between messages, not one: no answer (wire.is_blank)
             checked = check_mcp_line(line)
             if isinstance(checked, Refused):
                 logger().warning("refused a malformed message: %s", checked.reason)
@@ -144,6 +157,7 @@ class Server:
             self.send({"jsonrpc": "2.0", "id": request_id, "result": result})
         if method == "initialize":
             self.calls.start()  # after the answer: the client need not wait for it
+            self.reads.start()
 
     def _answer(self, request_id: Any, method: str, params: dict[str, Any]) -> Any:
         """The result of a request (None: answered later, by the worker)."""
@@ -165,9 +179,11 @@ class Server:
                 self._tools = tool_definitions()
             return {"tools": self._tools}
         arguments = params.get("arguments")
+        name = str(params["name"])
         with self._lock:
             self._pending.add(request_id)
-        self._work.put((request_id, str(params["name"]), arguments))
+        lane = self._reads if name in READ_ONLY else self._work
+        lane.put((request_id, name, arguments))
         return None
 
     def _initialize(self, params: dict[str, Any]) -> dict[str, Any]:
@@ -214,6 +230,21 @@ class Server:
         except Exception:
             logger().exception("closing the memory failed")
 
+    def _reads_loop(self) -> None:
+        while (item := self._reads.get()) is not None:
+            request_id, name, arguments = item
+            if self._dropped(request_id, done=False):
+                continue
+            result = self.reads.call_engine(name, arguments)
+            if result is None:
+                self._work.put(item)  # answered in line, in this process if need be
+            elif not self._dropped(request_id, done=True):
+                self.send({"jsonrpc": "2.0", "id": request_id, "result": result})
+        try:
+            self.reads.close()
+        except Exception:
+            logger().exception("closing the engine connection failed")
+
     def _dropped(self, request_id: Any, *, done: bool) -> bool:
         """Whether the client cancelled the call (it gets no answer)."""
         with self._lock:
@@ -226,6 +257,9 @@ class Server:
     def finish(self, wait_s: float = EXIT_WAIT_S) -> None:
         """No more input: let the call in progress finish (within *wait_s*), hang up on the
         engine and close the memory."""
+        # Reads first: one the engine cannot answer still joins the other line.
+        self._reads.put(None)
+        self._reads_worker.join(wait_s)
         self._work.put(None)
         self._worker.join(wait_s)
 

@@ -412,7 +412,7 @@ class RpcSession:
         return {"collection": project.collection}
 
     def tool(self, params: dict[str, Any]) -> dict[str, Any]:
-        from memlane.engine.tools.dispatch import Tools
+        from memlane.engine.tools.dispatch import Tools, prepare_call
         from memlane.llm.defaults import CLAUDE_CODE_HOST
 
         name = _str(params, "name", "tool", required=True)
@@ -421,6 +421,9 @@ class RpcSession:
             raise ParamsError("tool: arguments must be an object")
         assert name is not None
         project = self._current_project()
+        # On this connection's thread: the project's worker serves every other
+        # connection's calls meanwhile (a 3 MB write scans for seconds).
+        arguments = prepare_call(name, arguments)
 
         def call() -> dict[str, Any]:
             if self._tools is None:
