@@ -84,7 +84,7 @@ class Server:
         self._stdin = self.proc.stdin
         self._fd = self.proc.stdout.fileno()
         self._buffer = b""
-        self._next_id = 1000
+        self.next_id = 1000
         if kind == "mcp":
             init = {
                 "protocolVersion": "2025-06-18",
@@ -118,13 +118,13 @@ class Server:
         return _strict_json(line)
 
     def request(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
-        self._next_id += 1
-        message: dict[str, Any] = {"jsonrpc": "2.0", "id": self._next_id, "method": method}
+        self.next_id += 1
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": self.next_id, "method": method}
         if params is not None:
             message["params"] = params
         self.send_message(message)
         reply = self.read()
-        assert isinstance(reply, dict) and reply.get("id") == self._next_id, reply
+        assert isinstance(reply, dict) and reply.get("id") == self.next_id, reply
         return reply
 
     def still_serving(self) -> None:
@@ -402,8 +402,8 @@ def _expected_answers(server: Server, line: bytes) -> int:
 def test_fuzz_every_line_gets_exactly_the_answers_it_calls_for(server: Server, line: bytes) -> None:
     server.send(line)
     # A request of our own right behind it: whatever came before its answer came for the line.
-    server._next_id += 1
-    sentinel = f"sentinel-{server._next_id}"
+    server.next_id += 1
+    sentinel = f"sentinel-{server.next_id}"
     message = {"jsonrpc": "2.0", "id": sentinel, "method": server.valid_method, "params": {}}
     server.send_message(message)
     answers = []
@@ -416,8 +416,8 @@ def test_fuzz_every_line_gets_exactly_the_answers_it_calls_for(server: Server, l
 
 
 def test_a_blank_line_inside_a_stream_of_requests_changes_nothing(server: Server) -> None:
-    server._next_id += 1
-    first = server._next_id
+    server.next_id += 1
+    first = server.next_id
     message = {"jsonrpc": "2.0", "id": first, "method": server.valid_method, "params": {}}
     server.send(b"\n  \n" + json.dumps(message).encode() + b"\n\n")
     assert server.read()["id"] == first

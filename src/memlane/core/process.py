@@ -4,7 +4,20 @@ point calls it), whether another one still runs, and how much memory one holds."
 from __future__ import annotations
 
 import os
+import signal
 import sys
+
+
+def leave_ctrl_c_to_the_main_thread() -> None:
+    """Block SIGINT in the calling thread (a worker's first call).
+
+    The kernel hands a signal sent to a process to any thread that does not
+    block it. Python only acts on it in the main thread, and a main thread
+    blocked reading stdin notices only a signal that interrupts its own
+    read: one that lands on a worker left Ctrl-C waiting for the client's
+    next line.
+    """
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
 
 
 def pid_alive(pid: int) -> bool:

@@ -96,13 +96,15 @@ def redact(text: str) -> Redaction:
     try:
         if _injected_failures:
             raise _injected_failures[-1]
-        if len(text) >= SETTLED_MIN_CHARS and _is_settled(text):
-            return Redaction(text, 0, ())
+        if len(text) >= SETTLED_MIN_CHARS:
+            settled = _settled_result(text)
+            if settled is not None:
+                return settled
         result = _redact(text)
     except Exception:  # a scanner bug must not let the secret through, nor stop capture
         return Redaction(marker(UNSCANNABLE), 1, (UNSCANNABLE,))
     if len(result.text) >= SETTLED_MIN_CHARS:
-        _settle(result.text)
+        _settle(result)
     return result
 
 
@@ -111,21 +113,23 @@ def redact(text: str) -> Redaction:
 # cost of a comparison: the engine scans a memory_write's text before the project's
 # worker takes the call (engine/tools/dispatch.py: ``prepare_call``), and the write's
 # own scan in ``Memory.write`` then finds it here instead of spending seconds again.
+# It comes back with the count and kinds of the scan that produced it: that write
+# still reports how many secrets were redacted.
 SETTLED_MIN_CHARS = 64 * 1024
 _SETTLED_KEPT = 4
-_settled: collections.deque[str] = collections.deque(maxlen=_SETTLED_KEPT)
+_settled: collections.deque[Redaction] = collections.deque(maxlen=_SETTLED_KEPT)
 _settled_lock = threading.Lock()
 
 
-def _is_settled(text: str) -> bool:
+def _settled_result(text: str) -> Redaction | None:
     with _settled_lock:
-        return any(known == text for known in _settled)
+        return next((known for known in _settled if known.text == text), None)
 
 
-def _settle(text: str) -> None:
+def _settle(result: Redaction) -> None:
     with _settled_lock:
-        if not any(known == text for known in _settled):
-            _settled.append(text)
+        if not any(known.text == result.text for known in _settled):
+            _settled.append(result)
 
 
 # Errors of active ``scanner_failure`` blocks; the innermost is raised.
@@ -231,7 +235,7 @@ _NOT_SECRET_SUFFIX_RE = re.compile(
 _WORD_RE = re.compile(r"\w+")
 # What every word of detect-secrets' keyword list (DENYLIST: api_?key, db_?pass, pwd,
 # secret, contraseña, ...) contains: a line without one cannot match a keyword regex.
-_KEYWORD_ROOT_RE = re.compile(r"key|pass|pwd|secret|contrase", re.IGNORECASE)
+KEYWORD_ROOT_RE = re.compile(r"key|pass|pwd|secret|contrase", re.IGNORECASE)
 
 _AUTH_HEADER_RE = re.compile(
     r"\b(?:proxy-)?authorization[\"']?[ \t]*[:=][ \t]*[\"']?"
@@ -261,7 +265,7 @@ _GENERIC_KINDS = frozenset(
 
 
 @dataclass(frozen=True)
-class _Span:
+class SecretSpan:
     start: int
     end: int
     kind: str
@@ -291,7 +295,7 @@ def _redact_once(text: str) -> tuple[str, list[str]]:
     return text, kinds
 
 
-def _replace(text: str, spans: Iterable[_Span]) -> tuple[str, list[str]]:
+def _replace(text: str, spans: Iterable[SecretSpan]) -> tuple[str, list[str]]:
     merged = _merge(spans)
     if not merged:
         return text, []
@@ -305,9 +309,9 @@ def _replace(text: str, spans: Iterable[_Span]) -> tuple[str, list[str]]:
     return "".join(out), [span.kind for span in merged]
 
 
-def _merge(spans: Iterable[_Span]) -> list[_Span]:
+def _merge(spans: Iterable[SecretSpan]) -> list[SecretSpan]:
     """Union of overlapping spans: a secret two patterns disagree about is never half-kept."""
-    merged: list[_Span] = []
+    merged: list[SecretSpan] = []
     for span in sorted(spans, key=lambda s: (s.start, -s.end)):
         if span.end <= span.start:
             continue
@@ -316,18 +320,18 @@ def _merge(spans: Iterable[_Span]) -> list[_Span]:
             kind = last.kind
             if kind in _GENERIC_KINDS and span.kind not in _GENERIC_KINDS:
                 kind = span.kind
-            merged[-1] = _Span(last.start, max(last.end, span.end), kind)
+            merged[-1] = SecretSpan(last.start, max(last.end, span.end), kind)
         else:
             merged.append(span)
     return merged
 
 
-def _private_key_blocks(text: str, headers: tuple[re.Pattern[str], ...]) -> Iterator[_Span]:
+def _private_key_blocks(text: str, headers: tuple[re.Pattern[str], ...]) -> Iterator[SecretSpan]:
     for start, end in private_key_blocks(text, headers):
-        yield _Span(start, end, "private-key")
+        yield SecretSpan(start, end, "private-key")
 
 
-def _secret_spans(text: str, patterns: PatternSet) -> list[_Span]:
+def _secret_spans(text: str, patterns: PatternSet) -> list[SecretSpan]:
     taken = [(m.start(), m.end()) for m in _EXISTING_MARKER_RE.finditer(text)]
     spans = [
         *_token_spans(text, patterns.tokens),
@@ -335,16 +339,16 @@ def _secret_spans(text: str, patterns: PatternSet) -> list[_Span]:
         *_assignment_spans(text),
         *_header_spans(text),
         *_group_spans(_URL_PASSWORD_RE, text, "v", "password"),
-        *(_Span(*span) for span in rules.context_spans(text, _looks_secret)),
-        *(_Span(*span) for span in rules.high_entropy_literals(text, _holds_secret)),
+        *(SecretSpan(*span) for span in rules.context_spans(text, _looks_secret)),
+        *(SecretSpan(*span) for span in rules.high_entropy_literals(text, _holds_secret)),
         # Last: of two spans alike, the first kept names the kind, and a
         # header or an assignment names it better than a word in prose.
         *_prose_spans(text),
     ]
-    return _clear_of(spans, taken)
+    return clear_of(spans, taken)
 
 
-def _clear_of(spans: list[_Span], taken: list[tuple[int, int]]) -> list[_Span]:
+def clear_of(spans: list[SecretSpan], taken: list[tuple[int, int]]) -> list[SecretSpan]:
     """The spans that overlap none of *taken* (markers: in order, never overlapping).
 
     A binary search per span: comparing each span with every marker took
@@ -360,7 +364,7 @@ def _clear_of(spans: list[_Span], taken: list[tuple[int, int]]) -> list[_Span]:
     return clear
 
 
-def _token_spans(text: str, tokens: tuple[Pattern, ...]) -> Iterator[_Span]:
+def _token_spans(text: str, tokens: tuple[Pattern, ...]) -> Iterator[SecretSpan]:
     for pattern in tokens:
         for match in pattern.regex.finditer(text):
             group = next((i for i in range(1, len(match.groups()) + 1) if match.group(i)), 0)
@@ -381,16 +385,18 @@ def _token_spans(text: str, tokens: tuple[Pattern, ...]) -> Iterator[_Span]:
             blank = _BLANK_RE.search(text, start, end)
             if blank is not None:
                 end = blank.start()
-            yield _Span(start, end, pattern.kind)
+            yield SecretSpan(start, end, pattern.kind)
 
 
-def _keyword_spans(text: str, table: tuple[tuple[re.Pattern[str], int], ...]) -> Iterator[_Span]:
+def _keyword_spans(
+    text: str, table: tuple[tuple[re.Pattern[str], int], ...]
+) -> Iterator[SecretSpan]:
     # Per line: the keyword regexes' "[^\v'\"]" spans newlines in Python's re.
     for line in _LINE_RE.finditer(text):
         # Each keyword regex needs a keyword; one cheap search skips the lines without
         # (most of a long text), instead of five slow case-blind alternations at every
         # character: a 3 MB write spent half its time here.
-        if not _KEYWORD_ROOT_RE.search(line.group()):
+        if not KEYWORD_ROOT_RE.search(line.group()):
             continue
         for regex, group in table:
             for match in regex.finditer(line.group()):
@@ -401,10 +407,10 @@ def _keyword_spans(text: str, table: tuple[tuple[re.Pattern[str], int], ...]) ->
                 around = match.string[match.start() : start] + match.string[end : match.end()]
                 if any(_NOT_SECRET_SUFFIX_RE.search(w) for w in _WORD_RE.findall(around)):
                     continue
-                yield _Span(line.start() + start, line.start() + end, _kind_of(around))
+                yield SecretSpan(line.start() + start, line.start() + end, _kind_of(around))
 
 
-def _assignment_spans(text: str) -> Iterator[_Span]:
+def _assignment_spans(text: str) -> Iterator[SecretSpan]:
     for match in _ASSIGN_RE.finditer(text):
         name = match.group("name")
         for group in ("dq", "sq", "bare"):
@@ -434,10 +440,10 @@ def _assignment_spans(text: str) -> Iterator[_Span]:
             or not rules.looks_random(value.rstrip(_SENTENCE_END), _KEY_MIN_CHARS)
         ):
             continue
-        yield _Span(start, end, _kind_of(name))
+        yield SecretSpan(start, end, _kind_of(name))
 
 
-def _prose_spans(text: str) -> Iterator[_Span]:
+def _prose_spans(text: str) -> Iterator[SecretSpan]:
     """A secret word, then a generated-looking value: "the password is Xk2…"."""
     for match in _PROSE_RE.finditer(text):
         value = match.group("v").rstrip(_SENTENCE_END)
@@ -445,7 +451,7 @@ def _prose_spans(text: str) -> Iterator[_Span]:
         if _is_code(value, text, match.end("v")) or not _looks_secret(value):
             continue
         if rules.looks_random(value, _PROSE_MIN_CHARS):
-            yield _Span(start, start + len(value), _kind_of(match.group("name")))
+            yield SecretSpan(start, start + len(value), _kind_of(match.group("name")))
 
 
 def _is_config_line(text: str, start: int, end: int) -> bool:
@@ -488,7 +494,7 @@ def _holds_secret(text: str) -> bool:
     return bool(_redact_once(text)[1])
 
 
-def _header_spans(text: str) -> Iterator[_Span]:
+def _header_spans(text: str) -> Iterator[SecretSpan]:
     for regex in (_AUTH_HEADER_RE, _BEARER_RE):
         for span in _group_spans(regex, text, "v", "bearer-token"):
             value = text[span.start : span.end]
@@ -497,10 +503,10 @@ def _header_spans(text: str) -> Iterator[_Span]:
                 yield span
 
 
-def _group_spans(regex: re.Pattern[str], text: str, group: str, kind: str) -> Iterator[_Span]:
+def _group_spans(regex: re.Pattern[str], text: str, group: str, kind: str) -> Iterator[SecretSpan]:
     for match in regex.finditer(text):
         if not match.group(group).startswith("[REDACTED:"):
-            yield _Span(*match.span(group), kind)
+            yield SecretSpan(*match.span(group), kind)
 
 
 def _kind_of(name: str) -> str:

@@ -37,14 +37,19 @@ def prepare_call(name: str, arguments: Mapping[str, Any] | None) -> Mapping[str,
     A host that runs a project's calls one at a time on its worker calls this
     before handing the call over, on its own thread, so a big write does not
     hold the worker (and every search behind it) while it is scanned.
-    ``Memory.write`` scans the text again; for a text just scanned that costs
-    a comparison (store/redaction.py). The fault step ``write.redacted``
-    follows the scan.
+    ``Memory.write`` scans the text again; for a long text just scanned that
+    costs a comparison and keeps the first scan's count (store/redaction.py).
+    A short text is left to ``Memory.write``: its scan takes milliseconds, and
+    a second scan of an already redacted text would count nothing. The fault
+    step ``write.redacted`` follows the scan.
     """
     from memlane.core.faults import step
-    from memlane.store.redaction import redact_for_storage
+    from memlane.store.redaction import SETTLED_MIN_CHARS, redact_for_storage
 
     if name != WRITE or arguments is None or not isinstance(arguments.get("text"), str):
+        return arguments
+    if len(arguments["text"]) < SETTLED_MIN_CHARS:
+        step("write.redacted")
         return arguments
     prepared = {**arguments, "text": redact_for_storage(arguments["text"])}
     step("write.redacted")

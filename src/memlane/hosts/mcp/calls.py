@@ -34,6 +34,7 @@ import threading
 import time
 
 from memlane.core import engine_client, link
+from memlane.core.process import leave_ctrl_c_to_the_main_thread
 from memlane.hosts.mcp.tools import READ_ONLY, error_result, success_result
 
 # Nothing heavy before the first answers: not even typing or logging (thin.py).
@@ -125,6 +126,7 @@ class Calls:
         threading.Thread(target=self._reach_first, name="memlane-mcp-reach", daemon=True).start()
 
     def _reach_first(self) -> None:
+        leave_ctrl_c_to_the_main_thread()
         try:
             self._client = self._open(self._deadline, start=True)
         except link.EngineUnavailable as exc:

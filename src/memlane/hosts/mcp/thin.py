@@ -43,6 +43,7 @@ import sys
 import threading
 from collections.abc import Callable
 
+from memlane.core.process import leave_ctrl_c_to_the_main_thread
 from memlane.hosts.mcp.calls import START_S, Calls, log_to_stderr, logger
 from memlane.hosts.mcp.tools import INSTRUCTIONS, READ_ONLY, SERVER_NAME, tool_definitions
 from memlane.hosts.wire import (
@@ -79,6 +80,8 @@ METHODS = ("initialize", "ping", "tools/list", "tools/call")
 EXIT_WAIT_S = 15.0
 #: After Ctrl-C, how long it may take.
 INTERRUPT_WAIT_S = 1.0
+#: The main thread looks for Ctrl-C at least this often while stdin is read.
+SIGNAL_SLICE_S = 0.25
 
 
 class Problem(Exception):
@@ -218,6 +221,7 @@ class Server:
     # -- the calls --------------------------------------------------------------------------
 
     def _work_loop(self) -> None:
+        leave_ctrl_c_to_the_main_thread()
         while (item := self._work.get()) is not None:
             request_id, name, arguments = item
             if self._dropped(request_id, done=False):
@@ -231,6 +235,7 @@ class Server:
             logger().exception("closing the memory failed")
 
     def _reads_loop(self) -> None:
+        leave_ctrl_c_to_the_main_thread()
         while (item := self._reads.get()) is not None:
             request_id, name, arguments = item
             if self._dropped(request_id, done=False):
@@ -359,6 +364,33 @@ def _take_fd(
     return stream, restore
 
 
+def _serve_off_the_main_thread(server: Server, stream: IO[bytes]) -> None:
+    """``server.serve(stream)`` on a daemon thread, the main thread waiting in slices.
+
+    Python runs Ctrl-C's handler only in the main thread, between two steps of
+    Python code. A main thread blocked reading stdin took it only when the
+    signal interrupted that very read: a signal that came just before the
+    read, or to another thread, left it waiting for the client's next line.
+    """
+    done = threading.Event()
+    failed: list[BaseException] = []
+
+    def read() -> None:
+        leave_ctrl_c_to_the_main_thread()
+        try:
+            server.serve(stream)
+        except BaseException as exc:  # handed to the main thread
+            failed.append(exc)
+        finally:
+            done.set()
+
+    threading.Thread(target=read, name="memlane-mcp-stdin", daemon=True).start()
+    while not done.wait(SIGNAL_SLICE_S):
+        pass
+    if failed:
+        raise failed[0]
+
+
 def run(directory: str, *, clock: Clock | None = None) -> int:
     """Serve on stdin/stdout until the client closes stdin (0), or Ctrl-C (130).
     Logs go to stderr."""
@@ -368,7 +400,7 @@ def run(directory: str, *, clock: Clock | None = None) -> int:
     server = Server(directory, wire_out, clock=clock)
     try:
         try:
-            server.serve(wire_in)
+            _serve_off_the_main_thread(server, wire_in)
         except KeyboardInterrupt:
             sys.stderr.write("memlane: interrupted\n")
             server.finish(INTERRUPT_WAIT_S)
