@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterator
+
 from detect_secrets.plugins import keyword as ds_keyword
 from hypothesis import given
 from hypothesis import strategies as st
@@ -83,3 +86,58 @@ def test_a_log_of_many_redacted_lines_with_secrets_is_redacted_whole() -> None:
     result = redact(text)
     assert result.count == 3000 and "hunter2xyz9" not in result.text
     assert result.text.count("[REDACTED:token]") == 3000
+
+
+# Pieces that make keyword regexes match, half-match and backtrack: keywords
+# run together, word glue, every operator and quote they look for.
+_KEYWORD_PIECES = st.sampled_from(
+    [
+        "password", "PASSWD", "db_pass", "api_key", "apikey", "secret", "pwd", "contraseña",
+        "x", "_", "9", "Zq8vR2mXw4", " ", "=", "==", ":", ":=", "=>", "(", ".assign(",
+        '"', "'", "`", ";", ",", "[0]", "!=", "@",
+    ]
+)  # fmt: skip
+
+
+@given(st.lists(_KEYWORD_PIECES, max_size=40).map("".join))
+def test_keyword_regexes_find_what_a_full_scan_finds(line: str) -> None:
+    from memlane.store.redaction_patterns import pattern_set
+
+    for regex, _ in pattern_set().keyword:
+        expected = [(m.span(), m.groups()) for m in regex.finditer(line)]
+        got = [(m.span(), m.groups()) for m in redaction.keyword_matches(regex, line)]
+        assert got == expected, (regex.pattern[:60], line)
+
+
+def test_a_long_run_of_keywords_costs_linear_time_not_minutes() -> None:
+    # "password" 500 times took 3.6 s of CPU (quadratic backtracking, holding
+    # the interpreter lock: every other request of the engine waited). Counted
+    # in regex tries, not timed: a keyword regex is tried once per run of word
+    # characters, where a full scan tries it at each of the 5,000 keywords.
+    from memlane.store.redaction_patterns import pattern_set
+
+    line = "password" * 5000 + " = 'Zq8vR2mXw4LpT9aa'"
+    keyword_first = [r for r, _ in pattern_set().keyword if r.pattern.startswith("(api_?key|")]
+    assert len(keyword_first) >= 3
+    for regex in keyword_first:
+        counting = _CountingRegex(regex)
+        list(redaction.keyword_matches(counting, line))  # type: ignore[arg-type]
+        assert counting.tries <= 2, (regex.pattern[:60], counting.tries)
+
+
+class _CountingRegex:
+    """A compiled regex that counts the starting points it is tried at."""
+
+    def __init__(self, regex: re.Pattern[str]) -> None:
+        self.regex = regex
+        self.pattern = regex.pattern
+        self.flags = regex.flags
+        self.tries = 0
+
+    def match(self, text: str, pos: int = 0) -> re.Match[str] | None:
+        self.tries += 1
+        return self.regex.match(text, pos)
+
+    def finditer(self, text: str) -> Iterator[re.Match[str]]:
+        self.tries += text.count("password")  # the starts a full scan tries
+        return self.regex.finditer(text)

@@ -38,6 +38,7 @@ import re
 import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from functools import lru_cache
 
 from memlane.store import redaction_rules as rules
 from memlane.store.private_keys import private_key_blocks
@@ -399,7 +400,7 @@ def _keyword_spans(
         if not KEYWORD_ROOT_RE.search(line.group()):
             continue
         for regex, group in table:
-            for match in regex.finditer(line.group()):
+            for match in keyword_matches(regex, line.group()):
                 value = match.group(group)
                 if value is None or not _looks_secret(value):
                     continue
@@ -408,6 +409,43 @@ def _keyword_spans(
                 if any(_NOT_SECRET_SUFFIX_RE.search(w) for w in _WORD_RE.findall(around)):
                     continue
                 yield SecretSpan(line.start() + start, line.start() + end, _kind_of(around))
+
+
+# A keyword regex that starts with the keyword list and ``\w*`` (most of
+# detect-secrets' table).
+_LEADING_KEYWORD_RE = re.compile(r"\A\(([^()\[\]\\]+)\)\\w\*")
+
+
+@lru_cache(maxsize=64)
+def _leading_keyword(regex: re.Pattern[str]) -> re.Pattern[str] | None:
+    found = _LEADING_KEYWORD_RE.match(regex.pattern)
+    return re.compile(found.group(1), regex.flags) if found else None
+
+
+def keyword_matches(regex: re.Pattern[str], line: str) -> Iterator[re.Match[str]]:
+    r"""``regex.finditer(line)``, in linear time for a keyword regex.
+
+    Run as it is, ``keyword\w*`` is tried at every keyword of a run of word
+    characters, each try reaching to the run's end and back: "password"
+    repeated 500 times held the process (and, through the interpreter lock,
+    every other request) for 3.6 s, and longer runs for minutes. Only the
+    first keyword of a run is tried: its ``\w*`` reaches everything a later
+    one could, so when it fails they all fail, and when it matches it is
+    the match finditer finds.
+    """
+    keyword = _leading_keyword(regex)
+    if keyword is None:
+        yield from regex.finditer(line)
+        return
+    pos = 0
+    while (hit := keyword.search(line, pos)) is not None:
+        match = regex.match(line, hit.start())
+        if match is not None:
+            yield match
+            pos = max(match.end(), hit.start() + 1)
+        else:
+            run = _WORD_RE.match(line, hit.start())
+            pos = run.end() if run is not None else hit.end()
 
 
 def _assignment_spans(text: str) -> Iterator[SecretSpan]:
