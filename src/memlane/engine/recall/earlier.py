@@ -27,6 +27,8 @@ from typing import TYPE_CHECKING
 
 from memlane.core.supersede import supersedes_marker
 from memlane.core.types import content_hash_of, embedding_text_of
+from memlane.engine.recall.request import SearchRequest
+from memlane.engine.recall.router import search
 from memlane.engine.recall.trust import is_echo, one_fact
 
 if TYPE_CHECKING:
@@ -89,10 +91,15 @@ def earlier_memories(
     # session end (or a fresh model cache) that load alone outlasts the
     # capture's shutdown budget, and the words find the same fact.
     mode = "hybrid" if memory.embedder_ready else "lexical"
+    # The index as it stands: this session's own fresh entries are steps of
+    # the same conversation, never what a new entry corrects (recall/trust.py),
+    # and indexing them first re-read the day's file after every capture
+    # (147 ms a capture once a day held 2,000 entries).
+    request = SearchRequest(
+        query[:QUERY_CHARS], k + LOOKAHEAD, kind=kind, mode=mode, sync=False, catch_up=False
+    )
     try:
-        hits = memory.search(
-            query[:QUERY_CHARS], k + LOOKAHEAD, kind=kind, sync=False, mode=mode
-        ).hits
+        hits = search(memory, request).result.hits
     except Exception as exc:
         log.info("no earlier memories offered: the search failed: %s", exc)
         return []

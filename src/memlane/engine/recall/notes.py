@@ -111,10 +111,11 @@ def _search_notes(
         # (seconds, a minute on a first start): the lexical leg answers and
         # says so; the fresh chunks are stored for it and embedded later.
         loading = not request.wait_for_model and mode == "hybrid" and _model_loading(memory)
-        # A lexical search needs no vectors: it does not load the model to
-        # embed the fresh chunks either (they are embedded once it is loaded).
-        embed = not loading and (mode != "lexical" or memory.embedder_ready)
-        notices.extend(catch_up_before_search(memory, embed=embed))
+        if request.catch_up:
+            # A lexical search needs no vectors: it does not load the model to
+            # embed the fresh chunks either (they are embedded once it is loaded).
+            embed = not loading and (mode != "lexical" or memory.embedder_ready)
+            notices.extend(catch_up_before_search(memory, embed=embed))
         if loading:
             mode = "lexical"
             notices.append(MODEL_LOADING)

@@ -38,6 +38,10 @@ class SearchRequest:
     ``wait_for_model``: False (an agent's ``memory_search`` in a session)
     answers a hybrid search from the lexical leg, and says so, while another
     thread is still loading the model, instead of waiting for it.
+    ``catch_up``: False (with ``sync`` False) searches the index as it
+    stands, without indexing this process's fresh writes first: a capture's
+    look for earlier memories, which runs after every capture and would
+    otherwise re-read the day's file each time.
     """
 
     query: str
@@ -55,6 +59,7 @@ class SearchRequest:
     env: Mapping[str, str] | None = None
     wait_for_model: bool = True
     order: str = "relevance"
+    catch_up: bool = True
 
     @property
     def route(self) -> Route:
