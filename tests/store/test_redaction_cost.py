@@ -9,7 +9,7 @@ from detect_secrets.plugins import keyword as ds_keyword
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memlane.store import redaction
+from memlane.store import keyword_regexes, redaction
 from memlane.store.redaction import SETTLED_MIN_CHARS, redact
 
 
@@ -31,8 +31,8 @@ def test_every_detect_secrets_keyword_holds_a_root_the_line_filter_looks_for() -
     # A line without a root skips the keyword regexes: a keyword without one
     # (a new detect-secrets word) would never be looked for.
     for word in ds_keyword.DENYLIST:
-        assert redaction.KEYWORD_ROOT_RE.search(word.replace("_?", "")), word
-        assert redaction.KEYWORD_ROOT_RE.search(word.replace("_?", "_")), word
+        assert keyword_regexes.KEYWORD_ROOT_RE.search(word.replace("_?", "")), word
+        assert keyword_regexes.KEYWORD_ROOT_RE.search(word.replace("_?", "_")), word
 
 
 def test_a_keyword_secret_in_a_long_text_is_still_redacted() -> None:
@@ -105,7 +105,7 @@ def test_keyword_regexes_find_what_a_full_scan_finds(line: str) -> None:
 
     for regex, _ in pattern_set().keyword:
         expected = [(m.span(), m.groups()) for m in regex.finditer(line)]
-        got = [(m.span(), m.groups()) for m in redaction.keyword_matches(regex, line)]
+        got = [(m.span(), m.groups()) for m in keyword_regexes.keyword_matches(regex, line)]
         assert got == expected, (regex.pattern[:60], line)
 
 
@@ -121,7 +121,7 @@ def test_a_long_run_of_keywords_costs_linear_time_not_minutes() -> None:
     assert len(keyword_first) >= 3
     for regex in keyword_first:
         counting = _CountingRegex(regex)
-        list(redaction.keyword_matches(counting, line))  # type: ignore[arg-type]
+        list(keyword_regexes.keyword_matches(counting, line))  # type: ignore[arg-type]
         assert counting.tries <= 2, (regex.pattern[:60], counting.tries)
 
 

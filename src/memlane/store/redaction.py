@@ -2,18 +2,11 @@
 
 ``redact(text)`` runs before distillation and before every write. The pattern
 set is Yelp's detect-secrets (its regex plugins and its keyword table), used
-on arbitrary text rather than files; ADR 0006 says why, what it misses and
-what this module adds for those gaps:
-
-- ``<private>…</private>`` blocks (an unclosed tag drops to the end);
-- whole PEM/PuTTY private-key blocks (detect-secrets flags the header line only);
-- ``.env``/shell/INI/YAML assignments, unquoted, and the ``token``/``credential``
-  names detect-secrets' keyword list lacks;
-- passwords in URLs containing characters the basic-auth plugin refuses;
-- ``Authorization:`` and ``Bearer`` headers;
-- token formats newer than detect-secrets 1.5: fine-grained GitHub
-  (``github_pat_``), Anthropic (``sk-ant-``), OpenAI project/service keys
-  without the classic marker, Google (``AIza``), bare npm (``npm_``).
+on arbitrary text rather than files; ADR 0006 says why and what it misses,
+and docs/hardening/secrets.md ("What memlane adds") lists the rules added
+here and in redaction_rules.py for those gaps (private blocks, whole key
+blocks, unquoted assignments, key-like names with generated values, secret
+words in prose, URL passwords, headers, newer token formats).
 
 Only the secret value is replaced (``KEY=[REDACTED:kind]``, a URL keeps scheme,
 user and host), everything else stays byte-identical. Existing markers are
@@ -38,9 +31,9 @@ import re
 import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from functools import lru_cache
 
 from memlane.store import redaction_rules as rules
+from memlane.store.keyword_regexes import KEYWORD_ROOT_RE, keyword_matches
 from memlane.store.private_keys import private_key_blocks
 from memlane.store.redaction_patterns import Pattern, PatternSet, pattern_set
 
@@ -234,9 +227,6 @@ _NOT_SECRET_SUFFIX_RE = re.compile(
     re.IGNORECASE,
 )
 _WORD_RE = re.compile(r"\w+")
-# What every word of detect-secrets' keyword list (DENYLIST: api_?key, db_?pass, pwd,
-# secret, contraseña, ...) contains: a line without one cannot match a keyword regex.
-KEYWORD_ROOT_RE = re.compile(r"key|pass|pwd|secret|contrase", re.IGNORECASE)
 
 _AUTH_HEADER_RE = re.compile(
     r"\b(?:proxy-)?authorization[\"']?[ \t]*[:=][ \t]*[\"']?"
@@ -409,43 +399,6 @@ def _keyword_spans(
                 if any(_NOT_SECRET_SUFFIX_RE.search(w) for w in _WORD_RE.findall(around)):
                     continue
                 yield SecretSpan(line.start() + start, line.start() + end, _kind_of(around))
-
-
-# A keyword regex that starts with the keyword list and ``\w*`` (most of
-# detect-secrets' table).
-_LEADING_KEYWORD_RE = re.compile(r"\A\(([^()\[\]\\]+)\)\\w\*")
-
-
-@lru_cache(maxsize=64)
-def _leading_keyword(regex: re.Pattern[str]) -> re.Pattern[str] | None:
-    found = _LEADING_KEYWORD_RE.match(regex.pattern)
-    return re.compile(found.group(1), regex.flags) if found else None
-
-
-def keyword_matches(regex: re.Pattern[str], line: str) -> Iterator[re.Match[str]]:
-    r"""``regex.finditer(line)``, in linear time for a keyword regex.
-
-    Run as it is, ``keyword\w*`` is tried at every keyword of a run of word
-    characters, each try reaching to the run's end and back: "password"
-    repeated 500 times held the process (and, through the interpreter lock,
-    every other request) for 3.6 s, and longer runs for minutes. Only the
-    first keyword of a run is tried: its ``\w*`` reaches everything a later
-    one could, so when it fails they all fail, and when it matches it is
-    the match finditer finds.
-    """
-    keyword = _leading_keyword(regex)
-    if keyword is None:
-        yield from regex.finditer(line)
-        return
-    pos = 0
-    while (hit := keyword.search(line, pos)) is not None:
-        match = regex.match(line, hit.start())
-        if match is not None:
-            yield match
-            pos = max(match.end(), hit.start() + 1)
-        else:
-            run = _WORD_RE.match(line, hit.start())
-            pos = run.end() if run is not None else hit.end()
 
 
 def _assignment_spans(text: str) -> Iterator[SecretSpan]:
