@@ -221,14 +221,17 @@ def no_writers(fd: int) -> bool | None:
     Linux grants a read lease only on such a file (fcntl(2), F_SETLEASE),
     and the lease is released at once: it exists only to ask.
     """
+    set_lease = getattr(fcntl, "F_SETLEASE", None)  # Linux only
+    if set_lease is None:
+        return None
     try:
-        fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_RDLCK)
+        fcntl.fcntl(fd, set_lease, fcntl.F_RDLCK)
     except OSError as exc:
         if exc.errno == errno.EAGAIN:
             return False
         return None  # no leases on this file system, or not the file's owner
     with contextlib.suppress(OSError):
-        fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_UNLCK)
+        fcntl.fcntl(fd, set_lease, fcntl.F_UNLCK)
     return True
 
 
