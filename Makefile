@@ -37,7 +37,12 @@ FAKETIME_SHIM := $(VENV)/faketime-shim.so
 # pytest caches the test modules it rewrites, and every memlane process its
 # bytecode, only where writing bytecode is allowed: an environment that
 # forbids it (PYTHONDONTWRITEBYTECODE) costs each run ~7 s of collection.
-PYTEST := PYTHONDONTWRITEBYTECODE= $(BIN)/pytest
+# --tb=native: pytest's own tracebacks parse each frame's source with ast,
+# and this machine's Python 3.11.7 sometimes fails there after a test failed
+# ("SystemError: AST constructor recursion depth mismatch"), an INTERNALERROR
+# that ended two whole runs at 43 % with no report; the standard library's
+# traceback shows the same frames without parsing.
+PYTEST := PYTHONDONTWRITEBYTECODE= $(BIN)/pytest --tb=native
 
 test: lint
 	$(PYTEST) -q --durations=15
