@@ -6,8 +6,9 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
+
+from helpers import wait_for
 
 SCRIPT = (
     "from memlane.core.faults import step\n"
@@ -69,10 +70,12 @@ def test_pause_holds_the_step_until_the_resume_file_exists(tmp_path: Path) -> No
     try:
         # The step is traced, then held: the resume file is made only after that,
         # so the process finds it when the step returns only if the step waited.
-        deadline = time.monotonic() + 60
-        while not (trace.exists() and trace.read_text() == "demo.a\n"):
-            assert proc.poll() is None and time.monotonic() < deadline, "no step reached"
-            time.sleep(0.01)
+        wait_for(
+            lambda: proc.poll() is not None or (trace.exists() and trace.read_text() == "demo.a\n"),
+            60,
+            "the step traced",
+        )
+        assert proc.poll() is None, "the process ended instead of holding the step"
         resume.touch()
         assert proc.stdout.readline() == "True\n"
         assert proc.wait(60) == 0

@@ -29,7 +29,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from helpers import MEMLANE, NOW, make_project
+from helpers import MEMLANE, NOW, make_project, wait_for
 from memlane.core.scope import resolve_scope
 from memlane.hosts.mcp.thin import check_mcp_line
 from memlane.hosts.wire import (
@@ -427,15 +427,6 @@ def test_a_blank_line_inside_a_stream_of_requests_changes_nothing(server: Server
 # -- a big write does not hold the others ---------------------------------------------------
 
 
-def _wait_for_step(trace: Path, step: str) -> None:
-    """Until a process of the scenario reached *step* (read from its fault trace)."""
-    deadline = time.monotonic() + REPLY_TIMEOUT_S
-    while not (trace.exists() and step in trace.read_text().split()):
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"no process reached {step} within {REPLY_TIMEOUT_S:g} s")
-        time.sleep(0.02)
-
-
 def test_a_search_is_answered_while_a_write_is_still_being_scanned(
     tmp_path: Path, shared_cache: Path
 ) -> None:
@@ -456,7 +447,11 @@ def test_a_search_is_answered_while_a_write_is_still_being_scanned(
             params={"name": "memory_write", "arguments": {"text": "the nightly export moved"}},
         )
         running.send(write)
-        _wait_for_step(trace, "write.redacted")
+        wait_for(
+            lambda: trace.exists() and "write.redacted" in trace.read_text().split(),
+            REPLY_TIMEOUT_S,
+            "the write's scan",
+        )
         running.send(_request(72, "tools/call", params={"name": "memory_status", "arguments": {}}))
         answered = running.read()
         assert answered["id"] == 72 and not answered["result"].get("isError"), answered
