@@ -221,34 +221,37 @@ class Server:
     # -- the calls --------------------------------------------------------------------------
 
     def _work_loop(self) -> None:
-        leave_ctrl_c_to_the_main_thread()
-        while (item := self._work.get()) is not None:
-            request_id, name, arguments = item
-            if self._dropped(request_id, done=False):
-                continue
-            result = self.calls.call(name, arguments)
-            if not self._dropped(request_id, done=True):
-                self.send({"jsonrpc": "2.0", "id": request_id, "result": result})
-        try:
-            self.calls.close()
-        except Exception:
-            logger().exception("closing the memory failed")
+        self._serve_lane(self._work, self.calls.call, self.calls.close, "the memory")
 
     def _reads_loop(self) -> None:
+        # A read the engine cannot answer (None) joins the first line, to be
+        # answered in this process if need be.
+        self._serve_lane(
+            self._reads, self.reads.call_engine, self.reads.close, "the engine connection"
+        )
+
+    def _serve_lane(
+        self,
+        lane: queue.SimpleQueue[_Call | None],
+        answer: Callable[[str, dict[str, Any] | None], dict[str, Any] | None],
+        close: Callable[[], None],
+        what: str,
+    ) -> None:
+        """Answer *lane*'s calls in order until its end (None), then close."""
         leave_ctrl_c_to_the_main_thread()
-        while (item := self._reads.get()) is not None:
+        while (item := lane.get()) is not None:
             request_id, name, arguments = item
             if self._dropped(request_id, done=False):
                 continue
-            result = self.reads.call_engine(name, arguments)
+            result = answer(name, arguments)
             if result is None:
-                self._work.put(item)  # answered in line, in this process if need be
+                self._work.put(item)
             elif not self._dropped(request_id, done=True):
                 self.send({"jsonrpc": "2.0", "id": request_id, "result": result})
         try:
-            self.reads.close()
+            close()
         except Exception:
-            logger().exception("closing the engine connection failed")
+            logger().exception("closing %s failed", what)
 
     def _dropped(self, request_id: Any, *, done: bool) -> bool:
         """Whether the client cancelled the call (it gets no answer)."""
