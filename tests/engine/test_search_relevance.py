@@ -72,7 +72,9 @@ def test_a_small_store_shows_its_best_few_as_weak_candidates(cli: Cli) -> None:
     assert isinstance(hits, list) and len(hits) == 3
     assert {hit["band"] for hit in hits} == {"weak"}
     real = _search(cli, "who has to sign off before we ship to prod?")
-    assert real["hits"][0]["band"] in ("strong", "possible")  # type: ignore[index]
+    # The whole answer on failure: its mode and notices say whether the dense
+    # leg answered (seen once weak beside a soak run, not reproduced).
+    assert real["hits"][0]["band"] in ("strong", "possible"), real  # type: ignore[index]
 
 
 def test_min_score_out_of_range_is_a_clear_error(cli: Cli) -> None:
