@@ -120,11 +120,12 @@ def _search_notes(
             mode = "lexical"
             notices.append(MODEL_LOADING)
     vector = memory.query_vector(request.query, mode, notices)
+    after, before = request.note_bounds(memory.clock.zone())
     filters = SearchFilters(
         kind=notes_kind(request.kind),
         source_prefix=request.source_prefix,
-        after=request.after,
-        before=request.before,
+        after=after,
+        before=before,
         session=request.session,
     )
     if mode == "semantic" and vector is None:

@@ -71,13 +71,14 @@ def _route(memory: ProjectMemory, request: SearchRequest) -> Recalled:
     if route == "projects":
         from memlane.engine.recall.crossrepo import search_all
 
+        after, before = request.note_bounds(memory.clock.zone())
         fan_out = search_all(
             memory,
             request.query,
             request.k,
             kind=notes_kind(request.kind),
-            after=request.after,
-            before=request.before,
+            after=after,
+            before=before,
             session=request.session,
             mode=request.mode,
             env=request.env,
