@@ -297,9 +297,9 @@ class AutoContext:
             state.disabled_reason = (
                 f"{self.settings.timeout_crash_threshold} consecutive searches missed the "
                 f"{self.settings.auto_context_cap_ms} ms deadline after "
-                f"{state.respawns} restarts; auto-context is off for this session"
+                f"{state.respawns} restarts"
             )
-            self.notices.append(state.disabled_reason)
+            self.notices.append(f"{state.disabled_reason}; auto-context is off for this session")
         else:
             state.respawns += 1
 
