@@ -100,7 +100,7 @@ class AutoContext:
     ) -> str | None:
         """Auto-context hits and surfaced topics, found by one warm worker in one deadline."""
         from memlane.core.render import render_injection
-        from memlane.engine.sessions.primer import render_recall, wants_recall
+        from memlane.engine.sessions.primer import recall_query, render_recall, wants_recall
 
         state = self.state
         settings = self.settings
@@ -179,7 +179,7 @@ class AutoContext:
                 # Pushed unasked, so held to the push floor (core/confidence.py),
                 # not to an explicit search's weak one.
                 recalled = (
-                    layer.search(query, recall_k, mode=mode)
+                    layer.search(recall_query(query), recall_k, mode=mode)
                     .to_search_result()
                     .at_least(settings.auto_context_score_floor)
                     .hits
