@@ -115,7 +115,18 @@ def _search_notes(
             # A lexical search needs no vectors: it does not load the model to
             # embed the fresh chunks either (they are embedded once it is loaded).
             embed = not loading and (mode != "lexical" or memory.embedder_ready)
-            notices.extend(catch_up_before_search(memory, embed=embed))
+            said = catch_up_before_search(memory, embed=embed)
+            notices.extend(said)
+            locked = any(n.startswith(NEWEST_NOT_INDEXED) for n in said)
+            if request.outside_notes and not locked:  # a locked index: not twice
+                from memlane.engine.journal.catch_up import catch_up_outside
+
+                said, complete = catch_up_outside(memory, embed=embed)
+                if complete and INDEX_BUILDING in notices:
+                    # The index run is still at work (embedding, say), but
+                    # everything it has not reached was just indexed here.
+                    notices.remove(INDEX_BUILDING)
+                notices.extend(said)
         if loading:
             mode = "lexical"
             notices.append(MODEL_LOADING)

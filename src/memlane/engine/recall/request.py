@@ -42,6 +42,11 @@ class SearchRequest:
     stands, without indexing this process's fresh writes first: a capture's
     look for earlier memories, which runs after every capture and would
     otherwise re-read the day's file each time.
+    ``outside_notes`` / ``outside_sessions``: a session's search before its
+    start's catch-up of that part is done also indexes what other processes
+    wrote since the index last saw it (notes changed on disk, new transcript
+    bytes), within a budget, or says that memory is catching up
+    (journal/catch_up.py, sessions/catch_up.py).
     """
 
     query: str
@@ -60,6 +65,8 @@ class SearchRequest:
     wait_for_model: bool = True
     order: str = "relevance"
     catch_up: bool = True
+    outside_notes: bool = False
+    outside_sessions: bool = False
 
     def bounds(self, zone: tzinfo | None = None) -> tuple[Bound | None, Bound | None]:
         """``after`` and ``before`` read as moments (core/bounds.py); a time
