@@ -98,3 +98,20 @@ def test_a_session_start_wakes_the_idle_sweeper_and_its_first_search_sees_the_tr
     session.shutdown()
     background.stop()
     layer.close()
+
+
+def test_wake_sweeps_at_once_only_while_the_sweeper_runs(
+    agent_project: Project, clock: FixedClock
+) -> None:
+    mem = open_memory(agent_project.root, clock=clock, **IDLE)
+    layer = SessionsLayer(mem)
+    sweeper = layer.sweeper()
+    sweeper.wake()  # not started: nothing will sweep, so nothing is awaited
+    assert not sweeper.woken
+    sweeper.start()
+    _claude_appears(agent_project)
+    sweeper.wake()
+    wait_for(lambda: sweeper.cycles == 1 and not sweeper.woken, 30, "the woken sweep")
+    assert layer.search("billing webhook retry", mode="lexical").hits
+    sweeper.stop()
+    assert not sweeper.woken and sweeper.cycles == 1  # an hour's interval: no other tick

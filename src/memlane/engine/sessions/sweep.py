@@ -129,6 +129,7 @@ class Sweeper:
     def stop(self, timeout: float = 5.0) -> None:
         self._stop.set()
         self._wake.set()
+        self.woken = False  # no sweep is coming: nobody should wait for one
         with self._threads_lock:
             thread, self._thread = self._thread, None
         if thread is not None:
