@@ -42,7 +42,7 @@ class PiSession:
         self.clock = START
 
     def entry(
-        self, kind: str, entry_id: str | None = None, parent: Any = _UNSET, **fields: Any
+        self, kind: str, /, entry_id: str | None = None, parent: Any = _UNSET, **fields: Any
     ) -> str:
         self.count += 1
         entry_id = entry_id or f"e{self.count:07x}"
@@ -121,6 +121,26 @@ class PiSession:
 
     def model_change(self) -> str:
         return self.entry("model_change", provider="openai", modelId="gpt-4o")
+
+    def system(self, sections: dict[str, str | None], tools: Sequence[str] = ()) -> str:
+        """pi 1.6's system message: prompt sections and the tools it adds."""
+        message: dict[str, Any] = {"role": "system", "content": "", "sections": sections}
+        if tools:
+            message["toolsAdded"] = [
+                {"name": n, "description": "", "parameters": {}} for n in tools
+            ]
+        message["timestamp"] = 0
+        return self.entry("message", message=message)
+
+    def usage(self, kind: str = "cache_warm") -> str:
+        """pi 1.6's usage entry (outside the conversation)."""
+        usage = {"input": 0, "output": 0, "cacheRead": 50000, "cacheWrite": 0, "totalTokens": 50000}
+        fields = {"kind": kind, "provider": "anthropic", "model": "claude-sonnet-4-5"}
+        return self.entry("usage", **fields, usage=usage)
+
+    def context_edit(self, target: str, replacement: dict[str, Any] | None = None) -> str:
+        """pi 1.6's context_edit: a later edit of what the model is sent."""
+        return self.entry("context_edit", targetId=target, replacement=replacement)
 
     def branch(self, entry_id: str | None) -> None:
         """/tree navigation: the leaf moves; nothing is written."""

@@ -73,6 +73,22 @@ def test_write_from_stdin(cli: Cli, project: Path) -> None:
     assert "- first line\n- second line" in entry["text"]
 
 
+def test_search_bounds_take_a_time_and_a_zone(cli: Cli) -> None:
+    """The issue's form, 2026-12-03T14:12:30Z, on --after and --before (core/bounds.py)."""
+    assert cli("write", "the nightly export runs at two", env=LEXICAL).returncode == 0  # 10:00 UTC
+
+    def found(*bounds: str) -> int:
+        out = cli("search", "nightly export", "--json", *bounds, env=LEXICAL)
+        assert out.returncode == 0, out.stderr
+        return len(json.loads(out.stdout)["hits"])
+
+    assert found("--after", "2026-11-30T09:59:30Z") == 1
+    assert found("--after", "2026-11-30T10:00:30Z") == 0  # the entry is dated 10:00
+    assert found("--before", "2026-11-30T11:00:00+01:00") == 0
+    assert found("--before", "2026-11-30T11:00:30+01:00") == 1
+    assert found("--after", "2026-11-30", "--before", "2026-12-01") == 1
+
+
 def test_empty_search_says_so(cli: Cli) -> None:
     assert cli("write", "alpha", env=LEXICAL).returncode == 0
     out = cli("search", "nothingmatcheshere", env=LEXICAL)
@@ -91,6 +107,7 @@ def test_empty_search_says_so(cli: Cli) -> None:
         (("-C", "/definitely/not/here", "status"), "directory not found"),
         (("chunks", "missing.md"), "missing.md"),
         (("search", "x", "--after", "yesterday"), "is not a date"),
+        (("search", "x", "--after", "2026-12-04", "--before", "2026-12-03"), "nothing can match"),
         (("search", "x", "--kind", "bogus"), "unknown kind"),
         (("write", "   "), "nothing to write"),
         (("search", "anything"), "no memory store at"),

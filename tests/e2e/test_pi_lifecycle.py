@@ -86,7 +86,9 @@ def test_sidecar_lives_with_the_session_and_respawns_lazily_up_to_the_cap(
         assert settled.get("aborted") is False
         assert UNAVAILABLE in seen[-1] and "died" in seen[-1], seen[-1]
         assert sidecar_pids(world.project) == []
-        assert "pip install ." in seen[-1]
+        # memlane is installed and ran: what to do is look at it, not install it again.
+        assert "Run `memlane status` in the project" in seen[-1]
+        assert "PyPI" not in seen[-1] and "pip install" not in seen[-1]
 
     assert sidecar_pids(world.project) == []
 

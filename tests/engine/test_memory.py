@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from helpers import FixedClock, open_memory
-from memlane.core.errors import NotFoundError
+from memlane.core.errors import MemlaneError, NotFoundError
 from memlane.core.types import Anchor
 from memlane.engine.project import Memory
 
@@ -168,6 +168,32 @@ def test_filters(memory: Memory) -> None:
     assert len(s2.hits) == 1 and "april" in s2.hits[0].content
     pref = memory.search("kiwi", 10, source_prefix=str(store / "topics"))
     assert len(pref.hits) == 1
+
+
+def test_time_bounds_with_a_zone_filter_entries_by_their_minute(memory: Memory) -> None:
+    """after/before take ISO 8601 times (core/bounds.py); the memory's clock is UTC."""
+    store = memory.scope.store
+    store.mkdir(parents=True, exist_ok=True)
+    (store / "2026-12-03.md").write_text(
+        "# 2026-12-03\n\n"
+        + "".join(
+            f"### {hhmm}\n<!-- session:s1 turn:{n}aaaaaaa transcript:/t1 -->\n- kiwi at {hhmm}\n\n"
+            for n, hhmm in enumerate(("14:10", "14:12", "14:15"))
+        )
+    )
+
+    def times(**bounds: str) -> list[str]:
+        hits = memory.search("kiwi", 10, kind="journal", **bounds).hits
+        return sorted(h.content.rsplit(" ", 1)[-1] for h in hits)
+
+    assert times(after="2026-12-03T14:12:30Z") == ["14:15"]
+    assert times(after="2026-12-03T14:12:00Z") == ["14:12", "14:15"]
+    assert times(before="2026-12-03T15:12:30+01:00") == ["14:10", "14:12"]
+    assert times(after="2026-12-03T14:11", before="2026-12-03T14:15") == ["14:12"]
+    assert times(after="2026-12-03", before="2026-12-04") == ["14:10", "14:12", "14:15"]
+    assert times(before="2026-12-03") == []
+    with pytest.raises(MemlaneError, match="is not earlier than before"):
+        memory.search("kiwi", after="2026-12-03T15:00:00Z", before="2026-12-03T14:00:00Z")
 
 
 def test_status_reports_scope_and_counts(memory: Memory) -> None:

@@ -22,6 +22,7 @@ from helpers import FixedClock, IndexWriteLock, open_memory, start_session, wait
 from memlane.core.types import Exchange
 from memlane.engine.live.session import SHUTDOWN_REASON, Session
 from memlane.engine.project import Memory
+from memlane.engine.reports import render_status
 from memlane.llm.base import LLM
 from memlane.store.anchor import parse_anchor
 from memlane.store.section import read_markdown
@@ -324,6 +325,7 @@ def test_auto_context_deadline_misses_walk_the_respawn_cap(
     # A 0 ms cap: every search misses its deadline, whatever the machine.
     session = _session(mem, None, auto_context_cap_ms=0)
     assert session.wait_auto_context_ready(30)
+    assert _auto_context_row(session).startswith("on: top ")
     settings = session.settings
     prompts = 0
     for _round in range(settings.max_sidecar_respawns + 1):
@@ -336,11 +338,21 @@ def test_auto_context_deadline_misses_walk_the_respawn_cap(
     assert state.skippedBudget == prompts
     assert state.respawns == settings.max_sidecar_respawns
     assert not state.active and state.disabled_reason
+    # The status header tells the truth: off for this session, and why.
+    row = _auto_context_row(session)
+    assert row.startswith("off for this session: ") and "missed the 0 ms deadline" in row
+    assert any("auto-context is off for this session" in n for n in session.status().notices)
     errors_before = state.skippedError
     session.before_agent_start("one more")
     assert state.skippedBudget == prompts  # off: no more searches
     assert state.skippedError == errors_before + 1  # a given-up worker counts as an error
     session.shutdown()
+
+
+def _auto_context_row(session: Session) -> str:
+    """The value of memory_status's "auto-context" line."""
+    lines = render_status(session.status()).splitlines()
+    return next(line for line in lines if line.startswith("auto-context ")).split(None, 1)[1]
 
 
 def test_a_prompt_during_a_respawn_counts_as_an_error(project: Path, clock: FixedClock) -> None:

@@ -402,6 +402,22 @@ def test_garbage_lines_and_unknown_entries_are_counted_not_fatal(agent_project: 
     assert (stats["garbage_lines"], stats["unknown_entries"]) == (2, 2)
 
 
+def test_pi_1_6_entries_are_not_counted_as_unknown(agent_project: Project) -> None:
+    session = PiSession()
+    session.system({"preamble": "You are an expert coding assistant"}, ["read"])
+    session.user("where do deploys run")
+    session.usage()
+    session.assistant("on the build box")
+    session.system({"skills": "<skills/>"})
+    session.context_edit(session.leaf or "", {"content": "edited"})
+    session.write(agent_project.pi_file())
+    layer = layer_for(agent_project, HashEmbedder())
+    report = layer.backfill()
+    assert (report.garbage_lines, report.unknown_entries) == (0, 0)
+    assert report.documents_added == 2
+    assert layer.stats()["unknown_entries"] == 0
+
+
 # -- hook and sweep ----------------------------------------------------------------------------
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import datetime, timedelta, timezone
 
 import pytest
 from _fixtures import ClaudeSession, HashEmbedder, PiSession, Project
@@ -199,3 +200,37 @@ def test_cli_backfill_stats_status_search_reindex(agent_project: Project, cli: C
     assert again["documents_added"] == 2
     bad = cli("sessions", "search", "csv", "--after", "someday")
     assert bad.returncode != 0 and "ISO 8601" in bad.stderr
+
+
+def test_bounds_with_a_time_and_a_zone(history: SessionsLayer) -> None:
+    everything = history.search("redis invoice webhook retries", k=50, mode="lexical").hits
+    stamps = sorted(h.timestamp for h in everything if h.session_id == "sess-a")
+    assert len(stamps) >= 3
+    # The form: a UTC time to the second, and the same moment at +02:00.
+    low, high = stamps[1], stamps[-1]
+    after = low[:19] + "Z"  # 2026-08-13T14:0x:00Z
+    local_high = (
+        datetime.fromisoformat(high.replace("Z", "+00:00"))
+        .astimezone(timezone(timedelta(hours=2)))
+        .isoformat()
+    )
+    hits = history.search(
+        "redis invoice webhook retries", k=50, mode="lexical", after=after, before=local_high
+    ).hits
+    assert sorted(h.timestamp for h in hits) == [s for s in stamps if low <= s < high]
+
+
+def test_a_time_without_a_zone_is_the_clocks_local_time(agent_project: Project) -> None:
+    a = PiSession("sess-a")  # messages from 2026-08-13 14:00 UTC on
+    a.user("how should we cache the invoice totals in redis")
+    a.assistant("cache invoice totals in redis with a five minute ttl")
+    a.write(agent_project.pi_file("a.jsonl"))
+    plus_two = FixedClock(datetime(2026, 8, 14, 9, 0, tzinfo=timezone(timedelta(hours=2))))
+    layer = SessionsLayer(Memory.open(agent_project.root, clock=plus_two), embedder=HashEmbedder())
+    layer.backfill()
+    # 16:00 local at +02:00 is 14:00 UTC: every message is after it, none before.
+    assert layer.search("redis invoice", mode="lexical", after="2026-08-13T16:00").hits
+    assert not layer.search("redis invoice", mode="lexical", before="2026-08-13T16:00").hits
+    # A bare date is the local day: the 13th from its local midnight (22:00 UTC on the 12th).
+    assert layer.search("redis invoice", mode="lexical", after="2026-08-13").hits
+    assert not layer.search("redis invoice", mode="lexical", after="2026-08-14").hits

@@ -14,7 +14,12 @@ from helpers import Cli, FixedClock, open_memory, wait_for
 from memlane.core.errors import MemlaneError
 from memlane.engine.live.session import Session
 from memlane.engine.sessions.layer import SessionsLayer
-from memlane.engine.sessions.primer import primer, refers_to_the_past, render_recall
+from memlane.engine.sessions.primer import (
+    primer,
+    recall_query,
+    refers_to_the_past,
+    render_recall,
+)
 from memlane.engine.tools.dispatch import Tools
 from memlane.engine.tools.outputs import output_schema
 
@@ -97,6 +102,78 @@ def test_primer_stays_within_its_token_budget() -> None:
     block, line = primer([Info(i) for i in range(20)], 300)
     assert block is not None and len(block) <= 300 * 4
     assert line is not None and line.startswith("[memory] 20 prior sessions")
+
+
+# "Like last time" and its kin in every language docs/sessions.md names for
+# auto-recall: each phrase starts a prompt; the recall searches for the rest.
+RECALL_PHRASES: dict[str, tuple[str, ...]] = {
+    "English": ("Like last time", "Remember how", "As we discussed", "Last week"),
+    "French": ("Comme la dernière fois", "Tu te souviens", "On a parlé de", "Hier"),
+    "German": ("Wie beim letzten Mal", "Wie letztes Mal", "Weißt du noch", "Erinnerst du dich"),
+    "Spanish": ("Como la última vez", "¿Recuerdas", "Como antes", "Ayer"),
+    "Portuguese": ("Como da última vez", "Lembra", "Como antes", "Ontem"),
+    "Italian": ("Come l'ultima volta", "Come l’ultima volta", "Ricordi", "Ieri"),
+    "Dutch": ("Zoals de vorige keer", "Weet je nog", "Herinner je je", "Gisteren"),
+    "Russian": ("Как в прошлый раз", "Помнишь", "Мы обсуждали", "Вчера"),
+    "Chinese": ("像上次一样", "记得", "我们讨论过"),
+    "Japanese": ("前回と同じく", "覚えてる", "この前"),
+    "Korean": ("지난번처럼", "저번처럼", "기억나"),
+}
+TOPIC = "redis cache evicted keys so early"
+
+
+def _documented_recall_languages() -> list[str]:
+    docs = Path(__file__).resolve().parents[2] / "docs" / "sessions.md"
+    text = " ".join(docs.read_text(encoding="utf-8").split())
+    listed = text.split('"did we ever" …), in ', 1)[1].split(" (", 1)[0]
+    return [name.strip() for name in listed.replace(" and ", ", ").split(",") if name.strip()]
+
+
+def test_the_phrase_table_covers_every_documented_language() -> None:
+    assert sorted(_documented_recall_languages()) == sorted(RECALL_PHRASES)
+
+
+@pytest.mark.parametrize(
+    ("language", "phrase"),
+    [(lang, phrase) for lang, phrases in RECALL_PHRASES.items() for phrase in phrases],
+)
+def test_each_recall_phrase_triggers_and_leaves_the_topic_to_search(
+    language: str, phrase: str
+) -> None:
+    prompt = f"{phrase}: {TOPIC}"
+    assert refers_to_the_past(prompt), language
+    query = recall_query(prompt)
+    # The words that point at the past are gone (glue such as "how" may stay).
+    assert query.endswith(TOPIC) and len(query) < len(prompt) and not refers_to_the_past(query)
+    assert refers_to_the_past(phrase), language  # alone too
+
+
+def test_a_prompt_that_is_only_the_phrase_searches_for_itself() -> None:
+    assert recall_query("remember?") == "remember?"
+    assert recall_query("add a unit test for the parser") == "add a unit test for the parser"
+
+
+def test_every_language_s_phrase_brings_a_recall_block(
+    agent_project: Project, clock: FixedClock
+) -> None:
+    """Through a session, as a host calls it: German's "Wie beim letzten Mal"
+    gets its ## Recall block as the French one does."""
+    _past_session(agent_project)
+    mem = open_memory(agent_project.root, clock=clock)
+    session = Session.start(mem, host="test", session_id="new-session", llm=None)
+    wait_for(lambda: session.sessions_layer is not None, 20, "the sessions layer opened")
+    assert session.wait_auto_context_ready(30)
+    layer = session.sessions_layer
+    assert layer is not None
+    wait_for(lambda: layer.store.stats().get("documents"), 20, "the catch-up backfill")
+    missing = []
+    for language, phrases in RECALL_PHRASES.items():
+        message = session.before_agent_start(f"{phrases[0]}: {TOPIC}").message
+        if message is None or "evict keys so early" not in message:
+            missing.append(language)
+    session.shutdown()
+    assert missing == []
+    assert session.recall.injected == len(RECALL_PHRASES)
 
 
 @pytest.mark.parametrize(

@@ -375,6 +375,27 @@ def test_garbage_and_unknown_lines_are_skipped_and_counted(tmp_path: Path) -> No
     assert "Note: skipped 3 unreadable lines" in t.render()
 
 
+def test_pi_1_6_system_usage_and_context_edit_entries_are_known_and_silent(
+    tmp_path: Path,
+) -> None:
+    """pi 1.6 writes the prompt and tool loadout as system messages (the first
+    request's in full, later ones as patches), usage entries and context edits."""
+    s = PiSession()
+    s.system({"preamble": "You are an expert coding assistant", "cwd": "/p"}, ["read", "bash"])
+    s.user("where do deploys run", "u1")
+    s.usage()
+    s.assistant("on the build box", "a1")
+    s.system({"skills": None}, ["memory_search"])
+    s.context_edit("a1", None)
+    s.user("and the staging ones", "u2")
+    s.assistant("also there", "a2")
+    t = read_transcript(s.write(tmp_path / "s.jsonl"), "a1")
+    assert not t.notes
+    assert conversation_ids(t) == ["u1", "a1", "u2", "a2"]
+    assert "You are an expert coding assistant" not in t.render()
+    assert "unknown" not in t.render()
+
+
 def _expect_error(path: Path, kind: type[MemlaneError], words: list[str]) -> None:
     with pytest.raises(kind) as info:
         read_transcript(path)

@@ -134,10 +134,18 @@ def search(
         ),
     ] = None,
     after: Annotated[
-        str | None, typer.Option(help="Only entries at or after this date (YYYY-MM-DD).")
+        str | None,
+        typer.Option(
+            help="Only entries at or after this ISO 8601 date or time: 2026-12-03 (from "
+            "that local day's start), 2026-12-03T14:12 (local time), 2026-12-03T14:12:30Z."
+        ),
     ] = None,
     before: Annotated[
-        str | None, typer.Option(help="Only entries before this date (YYYY-MM-DD).")
+        str | None,
+        typer.Option(
+            help="Only entries before this ISO 8601 date or time (not including it): "
+            "2026-12-03 (up to that local day's start), 2026-12-03T14:12, 2026-12-03T14:12:30Z."
+        ),
     ] = None,
     session: Annotated[str | None, typer.Option(help="Only entries of this session id.")] = None,
     source: Annotated[

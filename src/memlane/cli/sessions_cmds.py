@@ -143,8 +143,17 @@ def search(
     ] = None,
     mode: Annotated[str, typer.Option(help="hybrid, lexical or semantic.")] = "hybrid",
     session: Annotated[str | None, typer.Option(help="Only this session id.")] = None,
-    after: Annotated[str | None, typer.Option(help="At or after this ISO 8601 time.")] = None,
-    before: Annotated[str | None, typer.Option(help="Before this ISO 8601 time.")] = None,
+    after: Annotated[
+        str | None,
+        typer.Option(
+            help="At or after this ISO 8601 date or time: 2026-12-03 (from that local "
+            "day's start), 2026-12-03T14:12 (local time), 2026-12-03T14:12:30Z."
+        ),
+    ] = None,
+    before: Annotated[
+        str | None,
+        typer.Option(help="Before this ISO 8601 date or time (same forms as --after)."),
+    ] = None,
     role: Annotated[
         str | None, typer.Option(help="Only user, assistant, summary or tool documents.")
     ] = None,

@@ -28,7 +28,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Mapping
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta, tzinfo
 
 from memlane.core.errors import ConfigError
 
@@ -57,6 +57,11 @@ class Clock:
 
     def departure(self) -> str | None:
         """How this clock departs from the system's, for the doctor; None: it doesn't."""
+        return None
+
+    def zone(self) -> tzinfo | None:
+        """The zone of this clock's calendar (local time): None for the
+        machine's own, whose offset changes with the date (summer time)."""
         return None
 
 
@@ -93,6 +98,9 @@ class FixedClock(Clock):
     def departure(self) -> str | None:
         return f"a fixed clock stands at {self.now().isoformat()}"
 
+    def zone(self) -> tzinfo | None:
+        return self.now().tzinfo
+
     def __repr__(self) -> str:
         return f"FixedClock({self.now().isoformat()})"
 
@@ -106,6 +114,9 @@ class RunningClock(Clock):
 
     def now(self) -> datetime:
         return self.start + timedelta(seconds=time.monotonic() - self._started)
+
+    def zone(self) -> tzinfo | None:
+        return self.start.tzinfo
 
     def departure(self) -> str | None:
         return (

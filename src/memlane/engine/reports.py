@@ -301,7 +301,18 @@ def status_rows(st: Status) -> list[tuple[str, str]]:
     if st.claude_code:
         rows.append(("claude code", str(st.claude_code.get("line", ""))))
     ac = st.auto_context
-    if ac.get("enabled"):
+    # In a session, the session's truth: auto-context turns itself off for
+    # the session after too many deadline misses (engine/live/auto_context.py).
+    given_up = (st.session or {}).get("auto_context", {}).get("disabled_reason")
+    if ac.get("enabled") and given_up:
+        rows.append(
+            (
+                "auto-context",
+                f"off for this session: {given_up} "
+                "(a new session starts it again; a slow embedder is the usual cause)",
+            )
+        )
+    elif ac.get("enabled"):
         rows.append(
             (
                 "auto-context",

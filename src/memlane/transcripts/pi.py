@@ -11,6 +11,12 @@ dist/core/session-manager.js:
   ``firstKeptEntryId``, ``tokensBefore``), ``branch_summary`` (``fromId``,
   ``summary``), ``custom_message``, ``model_change``,
   ``thinking_level_change``, ``custom``, ``label``, ``session_info``;
+- pi 1.6 adds, within version 3: ``message`` with ``message.role`` system
+  (the prompt sections and tool loadout, the first request's in full, later
+  ones as patches), ``usage`` (usage outside the conversation, e.g. a cache
+  warm) and ``context_edit`` (``targetId``, ``replacement``: changes only
+  what later requests send; the raw entry stays as it was, and so does our
+  reading of it). None of them is conversation;
 - ``/tree`` branches in place (a new child of an earlier entry), ``/fork`` and
   ``/clone`` copy the path into a new file that keeps the entry ids;
 - version 1 files (no ids) are linear; pi migrates them on load.
@@ -42,6 +48,7 @@ _ROLE_KINDS = {
     "hookMessage": K_MARKER,  # v2's name for "custom"
     "branchSummary": K_MARKER,
     "compactionSummary": K_MARKER,
+    "system": K_SILENT,  # pi 1.6: prompt sections and tool loadout
 }
 _TYPE_KINDS = {
     "compaction": K_MARKER,
@@ -52,13 +59,24 @@ _TYPE_KINDS = {
     "custom": K_SILENT,
     "label": K_SILENT,
     "session_info": K_SILENT,
+    "usage": K_SILENT,
+    "context_edit": K_SILENT,
 }
 
 
 # Roles and entry types that are never conversation (known, so not "unknown").
-_SILENT_ROLES = frozenset({"custom", "hookMessage"})
+_SILENT_ROLES = frozenset({"custom", "hookMessage", "system"})
 _SILENT_TYPES = frozenset(
-    {"model_change", "thinking_level_change", "custom", "label", "session_info", "custom_message"}
+    {
+        "model_change",
+        "thinking_level_change",
+        "custom",
+        "label",
+        "session_info",
+        "custom_message",
+        "usage",
+        "context_edit",
+    }
 )
 
 
@@ -187,6 +205,8 @@ def draft(obj: dict[str, Any]) -> Draft:
         if role in ("branchSummary", "compactionSummary"):
             role_name = model.BRANCH_SUMMARY if role == "branchSummary" else model.COMPACTION
             return Draft(role_name, str(message.get("summary") or ""), [], stamp, True)
+        if role == "system":
+            return Draft(model.EVENT, _system_change(message), [], stamp, True)
         label = message.get("customType") or role
         return Draft(model.CUSTOM, f"[{label}] {text_of_blocks(content)}", [], stamp, True)
     stamp = timestamp if isinstance(timestamp, str) else None
@@ -208,9 +228,28 @@ def draft(obj: dict[str, Any]) -> Draft:
         text = f"label {obj.get('label')!r} on {obj.get('targetId')}"
     elif kind_name == "session_info":
         text = f"session named {obj.get('name')!r}"
+    elif kind_name == "usage":
+        text = f"usage ({obj.get('kind')}) of {obj.get('provider')}/{obj.get('model')}"
+    elif kind_name == "context_edit":
+        edit = "left out of" if obj.get("replacement") is None else "replaced in"
+        text = f"entry {obj.get('targetId')} {edit} later model context"
     else:
         text = f"{kind_name} entry"
     return Draft(model.EVENT, text, [], stamp, True)
+
+
+def _system_change(message: dict[str, Any]) -> str:
+    """A pi 1.6 system message in one line: which prompt sections and tools it changed."""
+    parts = []
+    sections = message.get("sections")
+    if isinstance(sections, dict) and sections:
+        parts.append("prompt sections " + ", ".join(sorted(str(name) for name in sections)))
+    for field, verb in (("toolsAdded", "tools added"), ("toolsRemoved", "tools removed")):
+        tools = message.get(field)
+        if isinstance(tools, list) and tools:
+            names = [str(t.get("name")) for t in tools if isinstance(t, dict)]
+            parts.append(f"{verb} {', '.join(names)}")
+    return "system prompt: " + ("; ".join(parts) if parts else "updated")
 
 
 def _args(value: Any) -> dict[str, Any]:

@@ -328,6 +328,20 @@ def test_search_shows_hits_then_the_section_then_the_turns(
     assert 'class="turn role-user target"' in turns
 
 
+def test_search_takes_iso_times_and_says_what_a_bad_one_should_be(
+    client: TestClient, web_store: WebStore
+) -> None:
+    with_zone = client.get(
+        "/search", params={"q": "webhook idempotency", "before": "2999-12-03T14:12:30Z"}
+    )
+    assert with_zone.status_code == 200 and 'class="summary"' in with_zone.text
+    bad = client.get("/search", params={"q": "webhook idempotency", "after": "last week"})
+    assert bad.status_code == 200
+    assert "last week" in bad.text and "is not a date or time" in bad.text
+    assert "2026-12-03T14:12:30Z" in bad.text  # the accepted forms
+    assert 'name="after" value="last week"' in bad.text  # the form keeps what was typed
+
+
 def test_search_filters_and_says_when_nothing_is_relevant(
     client: TestClient, web_store: WebStore
 ) -> None:

@@ -233,7 +233,7 @@ export class SidecarConnection {
 	unavailableText(): string {
 		if (this.isStarting) return STARTING_TEXT;
 		const why = this.unavailable ?? "the memlane sidecar is not running";
-		return `memlane is not available in this pi session: ${why}.\n${this.notInstalled ? INSTALL_HINT : `${STATUS_HINT}\n${INSTALL_HINT}`}`;
+		return `memlane is not available in this pi session: ${why}.\n${this.notInstalled ? INSTALL_HINT : STATUS_HINT}`;
 	}
 }
 

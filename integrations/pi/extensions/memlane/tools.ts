@@ -35,8 +35,18 @@ export const TOOLS: ToolSpec[] = [
 				}),
 			),
 			mode: Type.Optional(StringEnum(["hybrid", "lexical", "semantic"] as const, { description: "hybrid (default), lexical (BM25 only) or semantic (dense only)" })),
-			after: Type.Optional(Type.String({ description: "Only memories on or after this date (YYYY-MM-DD)" })),
-			before: Type.Optional(Type.String({ description: "Only memories before this date (YYYY-MM-DD), not including it" })),
+			after: Type.Optional(
+				Type.String({
+					description:
+						"Only memories at or after this ISO 8601 date or time: 2026-12-03 (from that local day's start), 2026-12-03T14:12 (local time), 2026-12-03T14:12:30Z or 2026-12-03T14:12:30+01:00",
+				}),
+			),
+			before: Type.Optional(
+				Type.String({
+					description:
+						"Only memories before this ISO 8601 date or time, not including it: 2026-12-03 (up to that local day's start), 2026-12-03T14:12 (local time), 2026-12-03T14:12:30Z or 2026-12-03T14:12:30+01:00",
+				}),
+			),
 			session: Type.Optional(Type.String({ description: "Only memories from this session id" })),
 			min_score: Type.Optional(
 				Type.Number({ minimum: 0, maximum: 1, description: "Only hits scoring at least this (relevance in [0, 1]); 0 returns every match" }),

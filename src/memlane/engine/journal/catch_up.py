@@ -78,3 +78,89 @@ def catch_up_before_search(memory: ProjectMemory, *, embed: bool = True) -> list
         memory.fresh.failed()
         return [f"the newest memories may be missing: indexing them failed ({exc.message})"]
     return list(report.notices) if report is not None else []
+
+
+#: The most markdown (bytes on disk) that other processes changed which a
+#: session's search indexes itself before its start's index run is done; more
+#: is the index run's work, and the search says that memory is catching up.
+#: Indexed for the lexical leg only (no model) this costs about 0.35 ms per KB
+#: on 2 busy cores (benchmarks/bench_outside.py): at most ~0.1 s on a search.
+OUTSIDE_CATCH_UP_BYTES = 256_000
+#: Of that, how much text the same search may embed too, when the model is
+#: ready: about one or two notes' worth (fresh.py's measurements).
+OUTSIDE_EMBED_CHARS = 2000
+#: Said when what other tools wrote is more than a search indexes itself.
+OUTSIDE_CATCHING_UP = (
+    "memory is still catching up with what other tools wrote since this project was "
+    "last indexed ({files}): it may be missing from these results until the session's "
+    "index run is done; search again in a moment (memory_status shows the index state)"
+)
+
+
+def catch_up_outside(memory: ProjectMemory, *, embed: bool = True) -> tuple[list[str], bool]:
+    """``outside_writes``; a failure is a notice, never a failed search."""
+    from memlane.engine.lock_waits import newest_not_indexed
+    from memlane.index.protocol import IndexBusyError
+
+    try:
+        return outside_writes(memory, embed=embed)
+    except IndexBusyError as exc:
+        memory.fresh.failed()
+        return [newest_not_indexed(exc)], False
+    except MemlaneError as exc:
+        memory.fresh.failed()
+        return [f"what other tools wrote may be missing: indexing it failed ({exc.message})"], False
+
+
+def outside_writes(memory: ProjectMemory, *, embed: bool = True) -> tuple[list[str], bool]:
+    """A session's search before its start's index run is done: index the store
+    files that changed on disk since the index recorded them (``memlane write``
+    from a terminal, another agent's capture, an edit), so its first search sees
+    what other tools wrote before the session started.
+
+    A stat per file of the store and one read of the index's file records;
+    then, within ``OUTSIDE_CATCH_UP_BYTES``, a read of each changed file and its
+    chunks stored for the lexical leg (embedded too when the model is ready and
+    they are short; otherwise the index run embeds them). Returns the notices
+    and whether the store was compared and everything that changed is now
+    searchable.
+    """
+    from memlane.store.layout import scan_markdown_files
+
+    store = memory.scope.store
+    if not store.is_dir():
+        return [], False  # nothing to compare: whatever else runs says what it does
+    started = time.perf_counter()
+    index = memory.index
+    recorded = index.files()
+    scan = scan_markdown_files(store)
+    changed: list[str] = []
+    size = 0
+    for path in scan.files:
+        try:
+            st = path.stat()
+        except OSError:
+            continue
+        known = recorded.pop(str(path), None)
+        if known is None or (known.mtime_ns, known.size) != (st.st_mtime_ns, st.st_size):
+            changed.append(str(path))
+            size += st.st_size
+    changed += list(recorded)  # recorded but gone from disk: they leave the index
+    if not changed:
+        return [], True
+    if size > OUTSIDE_CATCH_UP_BYTES:
+        memory.fresh.left_to_indexer()
+        return [OUTSIDE_CATCHING_UP.format(files=_files(len(changed)))], False
+    indexer = memory.indexer()
+    plan = indexer.plan_files(changed)
+    if not embed or plan.embedding_chars > OUTSIDE_EMBED_CHARS:
+        indexer = indexer.lexical_only()
+    report = indexer.apply(plan, "catch-up")
+    memory.fresh.note(plan.changed_since())
+    if plan.sources:
+        memory.fresh.caught_up(report, len(plan.sources), (time.perf_counter() - started) * 1000)
+    return list(report.notices), True
+
+
+def _files(n: int) -> str:
+    return "1 file" if n == 1 else f"{n} files"

@@ -35,6 +35,10 @@ class ScheduleState:
     pending: bool = False
     running: bool = False
     errors: list[str] = field(default_factory=list)
+    #: An index run compared the whole store with the index (or there was no
+    #: store yet): until then a session's search looks for what other tools
+    #: wrote itself (engine/journal/catch_up.py's ``outside_writes``).
+    caught_up: bool = False
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -169,10 +173,12 @@ class IndexScheduler:
         while True:
             try:
                 if not memory.scope.store.is_dir():
+                    self.state.caught_up = True
                     return  # nothing written yet: nothing to index
                 # An idle pass leaves the state file alone, so a doctor never
                 # sees "running" for a run that had nothing to do.
                 report = memory.sync(operation="index", quiet_when_idle=True)
+                self.state.caught_up = True
                 self.state.runs += 1
                 self.state.last_report = report
                 self.state.last_error = None

@@ -100,7 +100,7 @@ class AutoContext:
     ) -> str | None:
         """Auto-context hits and surfaced topics, found by one warm worker in one deadline."""
         from memlane.core.render import render_injection
-        from memlane.engine.sessions.primer import render_recall, wants_recall
+        from memlane.engine.sessions.primer import recall_query, render_recall, wants_recall
 
         state = self.state
         settings = self.settings
@@ -179,7 +179,7 @@ class AutoContext:
                 # Pushed unasked, so held to the push floor (core/confidence.py),
                 # not to an explicit search's weak one.
                 recalled = (
-                    layer.search(query, recall_k, mode=mode)
+                    layer.search(recall_query(query), recall_k, mode=mode)
                     .to_search_result()
                     .at_least(settings.auto_context_score_floor)
                     .hits
@@ -297,9 +297,9 @@ class AutoContext:
             state.disabled_reason = (
                 f"{self.settings.timeout_crash_threshold} consecutive searches missed the "
                 f"{self.settings.auto_context_cap_ms} ms deadline after "
-                f"{state.respawns} restarts; auto-context is off for this session"
+                f"{state.respawns} restarts"
             )
-            self.notices.append(state.disabled_reason)
+            self.notices.append(f"{state.disabled_reason}; auto-context is off for this session")
         else:
             state.respawns += 1
 

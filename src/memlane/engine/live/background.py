@@ -41,6 +41,7 @@ class Background:
         self._lock = threading.Lock()  # stop must see the sweeper, or it must not start
         self._stopped = False
         self._threads: list[threading.Thread] = []
+        self._sessions_start: threading.Thread | None = None
 
     @property
     def sessions_layer(self) -> SessionsLayer | None:
@@ -58,11 +59,10 @@ class Background:
                 )
             )
         if self.memory.config.sessions.enabled:
-            self._threads.append(
-                threading.Thread(
-                    target=self._run_sessions_layer, name="memlane-sessions-start", daemon=True
-                )
+            self._sessions_start = threading.Thread(
+                target=self._run_sessions_layer, name="memlane-sessions-start", daemon=True
             )
+            self._threads.append(self._sessions_start)
         for thread in self._threads:
             thread.start()
         return self
@@ -72,6 +72,23 @@ class Background:
         """The warm-up or the sessions catch-up is still running (not the sweeper,
         which runs for as long as the session)."""
         return any(thread.is_alive() for thread in self._threads)
+
+    def wake(self) -> None:
+        """A session starts: sweep for what other agents wrote now, not at the
+        sweeper's next tick (minutes away while the project was idle)."""
+        with self._lock:
+            sweeper = self._sweeper
+        if sweeper is not None:
+            sweeper.wake()
+
+    @property
+    def catching_up(self) -> bool:
+        """The sessions layer's first backfill, or a sweep a session asked for
+        (``wake``), is still under way: a search reads new transcripts itself
+        first (engine/sessions/catch_up.py)."""
+        start = self._sessions_start
+        sweeper = self._sweeper
+        return (start is not None and start.is_alive()) or (sweeper is not None and sweeper.woken)
 
     def stop(self, timeout_s: float = 0.5) -> None:
         """Stop the sweeper; a catch-up still running starts none after this.

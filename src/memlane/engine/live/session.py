@@ -3,30 +3,28 @@
 Hosts translate their events into these calls; no business rule lives in a
 host. What happens, per pi-memsearch's runtime documentation:
 
-* ``start``: catch-up index in the background, the embedder warmed once in
-  the background, what killed sessions left in their capture journals
-  written in the background, the stable snapshot built (with the MEMORY.md topic index
-  and the sessions-layer primer), the sessions layer caught up and swept.
+* ``start``: in the background, the catch-up index, the embedder warmed once,
+  what killed sessions left in their capture journals written, the sessions
+  layer caught up and swept (woken now); the stable snapshot built (with the
+  MEMORY.md topic index and the sessions-layer primer). Until the catch-up is
+  done a search first indexes what other tools wrote (``sessions_catching_up``).
 * ``before_agent_start(prompt)``: the snapshot (rebuilt first when the local
   date rolled over) and one hidden message gathering, within one hard
   deadline on a warm worker: auto-context hits over the score floor,
   surfaced topic files, and past messages when the prompt refers to the past.
-* ``agent_settled(exchange)``: gates, redact, and the exchange appended to
-  the capture journal (engine/journal/capture_journal.py) before the answer; then in
-  the background distil → append one anchored entry → its journal record
-  done → debounced index, then the durable learnings as topic entries; the transcript's new messages are enqueued for
-  the sessions layer. What memlane's own tools returned during the exchange
-  is not captured again (engine/journal/echo.py): an answer that only restated it is
-  skipped, any other loses its restated sentences.
+* ``agent_settled(exchange)``: gates, redact, and the exchange appended to the
+  capture journal (engine/journal/capture_journal.py) before the answer; then
+  in the background distil → append one anchored entry → its journal record
+  done → debounced index, then the durable learnings as topic entries; the
+  transcript's new messages go to the sessions layer. What memlane's own tools
+  returned is not captured again (engine/journal/echo.py).
 * ``compacted()`` / ``refresh_snapshot()``: rebuild the snapshot.
-* ``shutdown()``: flush pending captures (a capture that cannot finish in
-  time is written as a digest, never dropped), let their extractions finish,
-  and settle the indexer, racing ``SHUTDOWN_CAP_MS``.
+* ``shutdown()``: flush pending captures (one that cannot finish in time is
+  written as a digest, never dropped), let their extractions finish, and
+  settle the indexer, racing ``SHUTDOWN_CAP_MS``.
 
-The jobs live next door: engine/live/capture.py (the capture queue, its
-journal and recovery), engine/live/auto_context.py (the hidden message and
-its worker), engine/live/background.py (warm-up and the sessions layer,
-started the same way by hosts without a session).
+The jobs live next door: engine/live/capture.py, engine/live/auto_context.py,
+engine/live/background.py (started the same way by hosts without a session).
 """
 
 from __future__ import annotations
@@ -72,12 +70,10 @@ __all__ = ["RECOVERY_REASON", "SHUTDOWN_REASON", "HostCall", "Session"]
 
 log = logging.getLogger("memlane.session")
 
-# Shutdown gives pending captures this share of the cap to finish their
-# distillation; what is still running then is written as a digest, so the
-# indexer keeps the rest of the cap to make those entries searchable.
+# Shutdown gives pending captures this share of the cap to distil (what still runs
+# then is written as a digest; the indexer keeps the rest of the cap) ...
 CAPTURE_SHARE_OF_SHUTDOWN = 0.6
-# ... and the extractions of the exchanges distilled by then this share (from
-# the start of the shutdown): their topic entries are indexed in what is left.
+# ... and their extractions this share (from the shutdown's start); the rest indexes.
 EXTRACTION_SHARE_OF_SHUTDOWN = 0.8
 
 
@@ -219,6 +215,8 @@ class Session:
                 return
             self._background_started = True
         self.indexer.run_soon()
+        if self._background is not None:
+            self._background.wake()  # transcripts other agents wrote: swept now
         threading.Thread(
             target=self._captures.recover, name="memlane-capture-recovery", daemon=True
         ).start()
@@ -280,14 +278,8 @@ class Session:
 
     @property
     def sessions_layer(self) -> SessionsLayer | None:
-        """The project's sessions layer, once the background start opened it.
-
-        None before that (``start`` opens it on a thread, so a session never
-        waits for it), when the sessions layer is off, or when it could not
-        be opened (a notice says why). Its catch-up backfill may still be
-        running when it appears: search it or read its store's stats to see
-        what is in.
-        """
+        """The project's sessions layer once the background start opened it (its
+        backfill may still run); None before, when off, or when it could not open."""
         return self._background.sessions_layer if self._background is not None else None
 
     @property
@@ -482,6 +474,12 @@ class Session:
         background start (warm-up, sessions catch-up) is still running."""
         background = self._background
         return self.indexer.working or (background is not None and background.working)
+
+    @property
+    def sessions_catching_up(self) -> bool:
+        """The sweep of past sessions its start asked for is not done (as for the notes
+        while ``indexer.state.caught_up`` is False): a search reads what is new itself."""
+        return bool(self._background and self._background.catching_up)
 
     def wait_recovery(self, timeout_s: float) -> bool:
         """Wait until what ended sessions left is written (True) or *timeout_s* passes."""

@@ -254,6 +254,7 @@ def search_all(
 ) -> FanOutResult:
     """``scope: "all"``: one read-only search per project, merged by score.
 
+    ``after``/``before`` are the notes' keys (``SearchRequest.note_bounds``).
     ``k`` hits overall (default ``search.top_k``); each project is asked
     for ``k`` so the merge can take all of them from one project. Scores are
     calibrated relevance (index/legs/relevance.py), so projects merge on one

@@ -115,16 +115,28 @@ def _search_notes(
             # A lexical search needs no vectors: it does not load the model to
             # embed the fresh chunks either (they are embedded once it is loaded).
             embed = not loading and (mode != "lexical" or memory.embedder_ready)
-            notices.extend(catch_up_before_search(memory, embed=embed))
+            said = catch_up_before_search(memory, embed=embed)
+            notices.extend(said)
+            locked = any(n.startswith(NEWEST_NOT_INDEXED) for n in said)
+            if request.outside_notes and not locked:  # a locked index: not twice
+                from memlane.engine.journal.catch_up import catch_up_outside
+
+                said, complete = catch_up_outside(memory, embed=embed)
+                if complete and INDEX_BUILDING in notices:
+                    # The index run is still at work (embedding, say), but
+                    # everything it has not reached was just indexed here.
+                    notices.remove(INDEX_BUILDING)
+                notices.extend(said)
         if loading:
             mode = "lexical"
             notices.append(MODEL_LOADING)
     vector = memory.query_vector(request.query, mode, notices)
+    after, before = request.note_bounds(memory.clock.zone())
     filters = SearchFilters(
         kind=notes_kind(request.kind),
         source_prefix=request.source_prefix,
-        after=request.after,
-        before=request.before,
+        after=after,
+        before=before,
         session=request.session,
     )
     if mode == "semantic" and vector is None:

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import tzinfo
 from typing import Literal
 
+from memlane.core.bounds import Bound, parse_range
 from memlane.core.errors import MemlaneError
 from memlane.core.settings import SEARCH_K_MAX
 from memlane.core.types import Kind
@@ -20,7 +21,6 @@ SEARCH_KINDS = ("journal", "topic", "session", "all")
 SEARCH_SCOPES = ("project", "all")
 #: How hits are ordered: best match first, or newest first (each hit dated).
 SEARCH_ORDERS = ("relevance", "newest")
-DATE_FORMATS = ("%Y-%m-%d", "%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S")
 
 Route = Literal["notes", "sessions", "everything", "projects"]
 
@@ -42,6 +42,11 @@ class SearchRequest:
     stands, without indexing this process's fresh writes first: a capture's
     look for earlier memories, which runs after every capture and would
     otherwise re-read the day's file each time.
+    ``outside_notes`` / ``outside_sessions``: a session's search before its
+    start's catch-up of that part is done also indexes what other processes
+    wrote since the index last saw it (notes changed on disk, new transcript
+    bytes), within a budget, or says that memory is catching up
+    (journal/catch_up.py, sessions/catch_up.py).
     """
 
     query: str
@@ -60,6 +65,21 @@ class SearchRequest:
     wait_for_model: bool = True
     order: str = "relevance"
     catch_up: bool = True
+    outside_notes: bool = False
+    outside_sessions: bool = False
+
+    def bounds(self, zone: tzinfo | None = None) -> tuple[Bound | None, Bound | None]:
+        """``after`` and ``before`` read as moments (core/bounds.py); a time
+        without a zone is local time in *zone* (the memory's clock's)."""
+        return parse_range(self.after, self.before, zone)
+
+    def note_bounds(self, zone: tzinfo | None = None) -> tuple[str | None, str | None]:
+        """The bounds as the notes index compares them (local, to the minute)."""
+        after, before = self.bounds(zone)
+        return (
+            None if after is None else after.note_key,
+            None if before is None else before.note_key,
+        )
 
     @property
     def route(self) -> Route:
@@ -93,9 +113,7 @@ def check_request(request: SearchRequest) -> None:
     check_mode(request.mode)
     if request.role is not None:
         check_role(request.role)
-    for name, value in (("after", request.after), ("before", request.before)):
-        if value is not None:
-            check_date(name, value)
+    request.bounds()  # a bad date or time, or an empty range, is said here
     if request.min_score is not None:
         check_min_score(request.min_score)
     if request.order not in SEARCH_ORDERS:
@@ -135,20 +153,6 @@ def check_min_score(floor: float) -> None:
             f"min_score must be between 0 and 1, got {floor}",
             "0 returns every match; the default is search.min_score",
         )
-
-
-def check_date(name: str, value: str) -> None:
-    """A date bound that cannot match anything is a mistake worth saying."""
-    for fmt in DATE_FORMATS:
-        try:
-            datetime.strptime(value, fmt)
-            return
-        except ValueError:
-            continue
-    raise MemlaneError(
-        f"{name} {value!r} is not a date",
-        "use YYYY-MM-DD, e.g. 2026-11-30 (or YYYY-MM-DDTHH:MM)",
-    )
 
 
 def notes_kind(kind: str | None) -> Kind | None:

@@ -71,13 +71,14 @@ def _route(memory: ProjectMemory, request: SearchRequest) -> Recalled:
     if route == "projects":
         from memlane.engine.recall.crossrepo import search_all
 
+        after, before = request.note_bounds(memory.clock.zone())
         fan_out = search_all(
             memory,
             request.query,
             request.k,
             kind=notes_kind(request.kind),
-            after=request.after,
-            before=request.before,
+            after=after,
+            before=before,
             session=request.session,
             mode=request.mode,
             env=request.env,
@@ -105,6 +106,11 @@ def _sessions(memory: ProjectMemory, request: SearchRequest) -> SearchResult:
     from memlane.index.protocol import IndexBusyError
 
     k = request.k or memory.config.sessions.recall_default_top_k
+    said: list[str] = []
+    if request.outside_sessions:
+        from memlane.engine.sessions.catch_up import catch_up_transcripts
+
+        said = catch_up_transcripts(memory)
     try:
         found = search_sessions(
             memory,
@@ -120,6 +126,8 @@ def _sessions(memory: ProjectMemory, request: SearchRequest) -> SearchResult:
         # Locked past the wait budget: the other parts of the search still answer.
         mode: SearchMode = "semantic" if request.mode == "semantic" else "lexical"
         found = SearchResult(request.query, mode, [], notices=[sessions_unread(exc)])
+    if said:
+        found = replace(found, notices=[*said, *found.notices])
     return found.at_least(memory.min_score(request.min_score))
 
 

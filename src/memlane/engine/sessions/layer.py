@@ -4,15 +4,14 @@ of the project's agent transcripts)."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memlane.core.errors import EmbedderError, MemlaneError
+from memlane.core.bounds import parse_range
+from memlane.core.errors import EmbedderError
 from memlane.core.types import SearchResult
 from memlane.engine.recall.request import check_k, check_mode, check_role
-from memlane.engine.sessions.docs import utc_iso
 from memlane.engine.sessions.hits import SessionHit, SessionSearch
 from memlane.engine.sessions.indexer import SessionIndexer
 from memlane.engine.sessions.ingest import BackfillReport, SessionIngestor
@@ -33,26 +32,6 @@ if TYPE_CHECKING:
     from memlane.embed.base import Embedder
     from memlane.engine.ports import ProjectMemory
     from memlane.engine.reports import Progress
-
-
-def normalize_bound(text: str | None, name: str) -> str | None:
-    """A user's after/before bound in the stored timestamps' form.
-
-    A bare date stays a date (it sorts before every time of that day); any
-    other ISO 8601 moment is converted to UTC.
-    """
-    if text is None or not text.strip():
-        return None
-    text = text.strip()
-    if re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
-        return text
-    shown = utc_iso(text)
-    if shown is None:
-        raise MemlaneError(
-            f"{name} must be an ISO 8601 date or time, got {text!r}",
-            "e.g. 2026-08-13 or 2026-08-13T14:00:00Z",
-        )
-    return shown
 
 
 def project_sources(mem: ProjectMemory, env: Mapping[str, str] | None = None) -> list[Source]:
@@ -147,10 +126,11 @@ class SessionsLayer:
         check_mode(mode)
         if role is not None:
             check_role(role)
+        low, high = parse_range(after, before, self.mem.clock.zone())
         filters = SessionFilters(
             session=session or None,
-            after=normalize_bound(after, "after"),
-            before=normalize_bound(before, "before"),
+            after=None if low is None else low.utc_key,
+            before=None if high is None else high.utc_key,
             role=role,
         )
         notices: list[str] = []

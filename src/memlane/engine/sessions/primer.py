@@ -7,7 +7,8 @@ Both follow pi-lcm-memory (its README):
   of the stable snapshot, plus one line for the user;
 * **auto-recall**: a prompt that refers to the past ("remember", "last
   time", "on en a parlé", "上次" …) gets a ``## Recall`` hidden message with
-  the best matching past messages, within ``auto_recall_token_budget``.
+  the best matching past messages, within ``auto_recall_token_budget``;
+  the search is for the rest of the prompt (``recall_query``).
 
 Tokens are counted as characters / 4, the usual rough rate for English
 prose; the budgets are ceilings, not targets.
@@ -49,8 +50,9 @@ _PAST_PHRASES = {
         r"rappelle[- ]toi",
         r"précédemment",
         r"auparavant",
+        r"comme (?:la dernière fois|avant|d'habitude)",
         r"la dernière fois",
-        r"comme avant",
+        r"la fois (?:dernière|précédente)",
         r"(?:on|nous) (?:a|avons) (?:discuté|parlé|décidé)",
         r"la semaine dernière",
         r"hier",
@@ -59,8 +61,11 @@ _PAST_PHRASES = {
         r"erinner\w*",
         r"vorhin",
         r"früher",
-        r"letzte(?:s)? mal",
-        r"wie (?:vorher|beim letzten mal)",
+        r"wie (?:vorher|zuvor|beim letzten mal|letztes mal|das letzte mal)",
+        r"(?:beim|das) letzte(?:n)? mal",
+        r"letzte(?:s|n)? mal",
+        r"weißt du noch",
+        r"zuvor",
         r"(?:haben|hatten) wir (?:besprochen|entschieden|gemacht)",
         r"letzte woche",
         r"gestern",
@@ -69,15 +74,17 @@ _PAST_PHRASES = {
         r"recuerd\w*",
         r"acuérdate",
         r"anteriormente",
+        r"como (?:la última vez|antes)",
         r"la última vez",
-        r"como antes",
+        r"la vez pasada",
         r"(?:hablamos|discutimos|decidimos)",
         r"la semana pasada",
         r"ayer",
     ),
     "pt": (
         r"lembr\w*",
-        r"da última vez",
+        r"como (?:da|na) última vez",
+        r"(?:da|na) última vez",
         r"como antes",
         r"(?:conversamos|discutimos|decidimos)",
         r"semana passada",
@@ -85,15 +92,18 @@ _PAST_PHRASES = {
     ),
     "it": (
         r"ricord\w*",
-        r"l'ultima volta",
-        r"come prima",
+        r"come (?:l['’]ultima volta|prima|la volta scorsa)",
+        r"l['’]ultima volta",
+        r"la volta scorsa",
         r"abbiamo (?:discusso|parlato|deciso)",
         r"la settimana scorsa",
         r"ieri",
     ),
     "nl": (
         r"herinner\w*",
-        r"vorige keer",
+        r"(?:zoals|net als) (?:de )?vorige keer",
+        r"(?:de )?vorige keer",
+        r"weet je nog",
         r"eerder",
         r"vorige week",
         r"gisteren",
@@ -101,6 +111,7 @@ _PAST_PHRASES = {
     "ru": (
         r"помнишь",
         r"вспомни",
+        r"как (?:в прошлый раз|раньше)",
         r"в прошлый раз",
         r"ранее",
         r"(?:мы )?обсуждали",
@@ -123,6 +134,7 @@ _PAST_SUBSTRINGS = (
     "この前",
     "기억",
     "지난번",
+    "저번",
     "지난주",
 )
 _PAST_RE = re.compile(
@@ -138,6 +150,18 @@ def refers_to_the_past(prompt: str) -> bool:
     if _PAST_RE.search(prompt):
         return True
     return any(s in prompt for s in _PAST_SUBSTRINGS)
+
+
+def recall_query(prompt: str) -> str:
+    """What a recall searches for: the prompt without the words that point
+    at the past ("Wie beim letzten Mal: deploy to staging" → "deploy to
+    staging"), which name no topic and, in another language than the past
+    messages, only dilute the match. The whole prompt when nothing is left."""
+    rest = _PAST_RE.sub(" ", prompt)
+    for phrase in _PAST_SUBSTRINGS:
+        rest = rest.replace(phrase, " ")
+    rest = " ".join(rest.split()).strip(" :,;.!?-–—")
+    return rest if any(ch.isalnum() for ch in rest) else prompt
 
 
 def wants_recall(prompt: str, mode: str) -> bool:

@@ -46,6 +46,9 @@ class Sweeper:
         self.cycles = 0
         self.last_error: str | None = None
         self._stop = threading.Event()
+        self._wake = threading.Event()  # a tick now (stop sets it too)
+        #: A session started and asked for a sweep that has not finished yet.
+        self.woken = False
         self._threads_lock = threading.Lock()
         self._thread: threading.Thread | None = None
 
@@ -101,12 +104,32 @@ class Sweeper:
             self._thread.start()
             return self._thread
 
+    def wake(self) -> None:
+        """Sweep now, not at the next tick (minutes away while the project
+        was idle): a session starts, and what other agents wrote since the
+        last sweep should be searchable."""
+        with self._threads_lock:
+            if self._thread is None or not self._thread.is_alive():
+                return  # not sweeping (stopped, or not started yet)
+            self.woken = True
+            self.interval_ms = self.base_ms
+            self._wake.set()
+
     def _loop(self) -> None:
-        while not self._stop.wait(self.interval_ms / 1000):
+        while True:
+            self._wake.wait(self.interval_ms / 1000)
+            if self._stop.is_set():
+                return
+            woken = self._wake.is_set()
+            self._wake.clear()
             self.tick()
+            if woken and not self._wake.is_set():  # woken again meanwhile: one more
+                self.woken = False
 
     def stop(self, timeout: float = 5.0) -> None:
         self._stop.set()
+        self._wake.set()
+        self.woken = False  # no sweep is coming: nobody should wait for one
         with self._threads_lock:
             thread, self._thread = self._thread, None
         if thread is not None:

@@ -187,6 +187,11 @@ class Tools:
             # An agent in a session gets lexical results at once, said so, rather
             # than wait for a model that is still loading (a first start: a minute).
             wait_for_model=self.session is None,
+            # Until the session's start has caught up, what other tools wrote
+            # before it (a terminal's `memlane write`, another agent's
+            # transcript) is indexed by the search itself, or it says so.
+            outside_notes=self.session is not None and not self.session.indexer.state.caught_up,
+            outside_sessions=self.session is not None and self.session.sessions_catching_up,
         )
         recalled = search(self.memory, request)
         if recalled.fan_out is not None:

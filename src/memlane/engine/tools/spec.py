@@ -246,8 +246,20 @@ MEMORY_SEARCH_SPEC = ToolSpec(
             "hybrid (default), lexical (exact words) or semantic (meaning).",
             enum=("hybrid", "lexical", "semantic"),
         ),
-        Param("after", "string", "Only memories on or after this date (YYYY-MM-DD)."),
-        Param("before", "string", "Only memories before this date (YYYY-MM-DD), not including it."),
+        Param(
+            "after",
+            "string",
+            "Only memories at or after this ISO 8601 date or time: 2026-12-03 (from that "
+            "local day's start), 2026-12-03T14:12 (local time), 2026-12-03T14:12:30Z or "
+            "2026-12-03T14:12:30+01:00.",
+        ),
+        Param(
+            "before",
+            "string",
+            "Only memories before this ISO 8601 date or time, not including it: "
+            "2026-12-03 (up to that local day's start), 2026-12-03T14:12 (local time), "
+            "2026-12-03T14:12:30Z or 2026-12-03T14:12:30+01:00.",
+        ),
         Param("session", "string", "Only memories from this session id."),
         Param(
             "min_score",

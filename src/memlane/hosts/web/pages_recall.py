@@ -16,7 +16,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memlane.hosts.web.render import esc, link, markdown_html, page, pager, url
+from memlane.core.errors import MemlaneError
+from memlane.hosts.web.render import error_box, esc, link, markdown_html, page, pager, url
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -36,6 +37,13 @@ BANDS = ("strong", "possible", "weak")
 SEARCH_STEP = 10
 SEARCH_MAX = 100
 SESSIONS_PAGE = 25
+#: The date fields take what memory_search takes (core/bounds.py): a day, a
+#: local time, or a time with its zone; a browser's date picker allows days only.
+BOUND_FIELD = (
+    ' placeholder="2026-12-03 or 2026-12-03T14:12:30Z" title="an ISO 8601 date or time: '
+    "2026-12-03 (that local day), 2026-12-03T14:12 (local time), 2026-12-03T14:12:30Z or "
+    '2026-12-03T14:12:30+01:00"'
+)
 MESSAGES_PAGE = 50
 
 
@@ -57,7 +65,11 @@ def search(viewer: Viewer, params: Mapping[str, str]) -> str:
         arguments["min_score"] = floor
     if params.get("order") == "newest":
         arguments["order"] = "newest"
-    details = viewer.tools.call("memory_search", arguments).details
+    try:
+        details = viewer.tools.call("memory_search", arguments).details
+    except MemlaneError as exc:
+        # A bad date or time: said under the form, which keeps what was typed.
+        return page("Search", form + error_box(exc.message, exc.hint), active="/search")
     hits: list[dict[str, Any]] = details.get("hits") or []
     if details.get("nothing_relevant") or not hits:
         shown = f'<p class="nothing">{esc(details.get("headline", "Nothing found."))}</p>'
@@ -118,8 +130,8 @@ def _search_form(params: Mapping[str, str]) -> str:
         f'value="{esc(params.get("q", ""))}" autofocus>'
         f'<label>kind <select name="kind">{select("kind", KINDS)}</select></label>'
         f'<label>order <select name="order">{select("order", ORDERS)}</select></label>'
-        + field("after", "after", "date")
-        + field("before", "before", "date")
+        + field("after", "after", extra=BOUND_FIELD)
+        + field("before", "before", extra=BOUND_FIELD)
         + field("session", "session")
         + (
             '<label>min score <input type="number" name="min_score" min="0" max="1" '
