@@ -42,12 +42,13 @@
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
 import { registerCommands } from "./memlane/commands.ts";
 import { SidecarConnection } from "./memlane/connection.ts";
+import { Degraded } from "./memlane/degraded.ts";
 import { registerEvents } from "./memlane/events.ts";
 import { llmComplete, type Shim } from "./memlane/host.ts";
 import { resolveCommand } from "./memlane/memlane-cli.ts";
 import { type Json, type JsonObject, LOG_PREFIX } from "./memlane/protocol.ts";
 import { Sidecar, SidecarError } from "./memlane/sidecar.ts";
-import { registerTools } from "./memlane/tools.ts";
+import { registerTools, TOOLS } from "./memlane/tools.ts";
 
 export default function memlane(pi: ExtensionAPI): void {
 	const log = (line: string) => {
@@ -67,7 +68,8 @@ export default function memlane(pi: ExtensionAPI): void {
 			if (shim.ctx?.hasUI) shim.ctx.ui.notify(`memlane: ${notice}`, "info");
 		},
 	});
-	const shim: Shim = { connection, ctx: null, mode: "print", log, settled: new Set() };
+	const degraded = new Degraded(connection, log, TOOLS.map((tool) => tool.name));
+	const shim: Shim = { connection, degraded, ctx: null, mode: "print", log, settled: new Set() };
 	// pi's session starts in pi's working directory: the sidecar's process start
 	// overlaps pi's own (connection.ts).
 	connection.prestart(process.cwd());
