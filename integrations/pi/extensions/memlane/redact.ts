@@ -14,49 +14,39 @@
  * Node built-ins only (no pi import), so `node --test` runs it as it is.
  */
 
-import { readFileSync } from "node:fs";
-
-type Src = [string, string];
-
-interface Table {
-	tokens: { kind: string; re: Src; tail: "token" | "jwt" | null; word_start: boolean; valid: "jwt" | "bootstrap" | null }[];
-	private_key_headers: Src[];
-	keyword: { re: Src; group: number; leading: Src | null }[];
-	regex: Record<string, Src>;
-	words: { type_names: string[]; non_secret_values: string[]; code_words: string[]; generic_kinds: string[] };
-	flag_kinds: Record<string, string>;
-	numbers: Record<string, number>;
-	sentence_end: string;
-	alnum_before: string;
-	file_magic: number[][];
-	private_marker: string;
-	unscannable: string;
-}
-
-export const PATTERNS_FILE = new URL("./redaction-patterns.json", import.meta.url);
-const T = JSON.parse(readFileSync(PATTERNS_FILE, "utf8")) as Table;
-const N = T.numbers;
-const TYPE_NAMES = new Set(T.words.type_names);
-const NON_SECRET_VALUES = new Set(T.words.non_secret_values);
-const CODE_WORDS = new Set(T.words.code_words);
-const GENERIC_KINDS = new Set(T.words.generic_kinds);
-const ALNUM_BEFORE = new Set(T.alnum_before);
-const R = (name: string): Src => {
-	const src = T.regex[name];
-	if (!src) throw new Error(`redaction-patterns.json has no regex ${name}`);
-	return src;
-};
+import { contextSpans, highEntropyLiterals, jwtFormallyValid, looksRandom } from "./redact-rules.ts";
+import {
+	ALNUM_BEFORE,
+	chars,
+	CODE_WORDS,
+	compile,
+	endOf,
+	finditer,
+	fullmatch,
+	GENERIC_KINDS,
+	group,
+	groupSpan,
+	isAlnumChar,
+	isDigits,
+	isIdentifier,
+	lstripLength,
+	type Match,
+	matchAt,
+	N,
+	NON_SECRET_VALUES,
+	R,
+	rstrip,
+	search,
+	type Span,
+	type Src,
+	T,
+	TYPE_NAMES,
+} from "./redact-table.ts";
 
 export interface Redaction {
 	text: string;
 	count: number;
 	kinds: string[];
-}
-
-interface Span {
-	start: number;
-	end: number;
-	kind: string;
 }
 
 export const marker = (kind: string): string => `[REDACTED:${kind}]`;
@@ -96,93 +86,6 @@ function redactOnce(text: string): [string, string[]] {
 	[text, found] = replace(text, secretSpans(text));
 	kinds.push(...found);
 	return [text, kinds];
-}
-
-// -- regex plumbing ---------------------------------------------------------------------
-
-const compiled = new Map<string, RegExp>();
-
-function compile(src: Src, extra: string, wrap = false): RegExp {
-	const key = `${wrap ? "^" : ""}${extra}/${src[1]}/${src[0]}`;
-	let re = compiled.get(key);
-	if (!re) {
-		re = new RegExp(wrap ? `^(?:${src[0]})$` : src[0], src[1] + extra);
-		compiled.set(key, re);
-	}
-	return re;
-}
-
-type Match = RegExpExecArray & { indices: NonNullable<RegExpExecArray["indices"]> };
-
-/** Every match, as Python's finditer: an empty match moves on by one. */
-function* finditer(src: Src, text: string): Generator<Match> {
-	// A copy of its own: a generator pauses between matches, and the rules nest
-	// (a base64 literal is redacted in turn) over the same patterns.
-	const re = new RegExp(compile(src, "gd"));
-	for (;;) {
-		const m = re.exec(text) as Match | null;
-		if (!m) return;
-		if (m[0] === "") re.lastIndex++;
-		yield m;
-	}
-}
-
-/** Python's `regex.match(text, pos)`: a match starting exactly at `pos`. */
-function matchAt(src: Src, text: string, pos: number): Match | null {
-	const re = compile(src, "yd");
-	re.lastIndex = pos;
-	return re.exec(text) as Match | null;
-}
-
-/** Python's `regex.search(text, pos)`. */
-function search(src: Src, text: string, pos = 0): Match | null {
-	const re = compile(src, "gd");
-	re.lastIndex = pos;
-	return re.exec(text) as Match | null;
-}
-
-function fullmatch(src: Src, text: string): Match | null {
-	return compile(src, "d", true).exec(text) as Match | null;
-}
-
-const endOf = (m: Match): number => m.index + m[0].length;
-
-function group(m: Match, name: string): string | undefined {
-	return m.groups?.[name];
-}
-
-function groupSpan(m: Match, name: string): [number, number] {
-	const span = m.indices.groups?.[name];
-	if (!span) throw new Error(`group ${name} did not take part in the match`);
-	return span;
-}
-
-// -- Python's str predicates, for the characters these rules judge ----------------------
-
-const isAlnumChar = (c: string) => /[\p{L}\p{N}]/u.test(c);
-const isDigitChar = (c: string) => /\p{Nd}/u.test(c);
-const isAlphaChar = (c: string) => /\p{L}/u.test(c);
-const isLowerChar = (c: string) => /\p{Ll}/u.test(c);
-const isUpperChar = (c: string) => /\p{Lu}/u.test(c);
-const chars = (s: string): string[] => Array.from(s);
-const isDigits = (s: string) => s.length > 0 && chars(s).every(isDigitChar);
-const isAlpha = (s: string) => s.length > 0 && chars(s).every(isAlphaChar);
-const isLower = (s: string) => chars(s).some(isLowerChar) && !chars(s).some(isUpperChar);
-const isUpper = (s: string) => chars(s).some(isUpperChar) && !chars(s).some(isLowerChar);
-// For a string of letters only (the one use): an upper-case letter, then lower-case ones.
-const isTitleWord = (s: string) => /^\p{Lu}\p{Ll}*$/u.test(s);
-const isIdentifier = (s: string) => /^[\p{L}\p{Nl}_][\p{L}\p{Nl}\p{Mn}\p{Mc}\p{Nd}\p{Pc}]*$/u.test(s);
-
-function rstrip(s: string, set: string): string {
-	let end = s.length;
-	while (end > 0 && set.includes(s[end - 1])) end--;
-	return s.slice(0, end);
-}
-
-function lstripLength(s: string, set: string): number {
-	let start = 0;
-	while (start < s.length && set.includes(s[start])) start++;
-	return start;
 }
 
 // -- spans --------------------------------------------------------------------------------
@@ -248,8 +151,8 @@ function secretSpans(text: string): Span[] {
 		...assignmentSpans(text),
 		...headerSpans(text),
 		...groupSpans(R("url_password"), text, "v", "password"),
-		...contextSpans(text),
-		...highEntropyLiterals(text),
+		...contextSpans(text, looksSecret),
+		...highEntropyLiterals(text, holdsSecret),
 		// Last: of two spans alike, the first kept names the kind.
 		...proseSpans(text),
 	];
@@ -428,206 +331,4 @@ function kindOf(name: string): string {
 	if (lowered.includes("secret")) return "secret";
 	if (lowered.includes("key")) return "api-key";
 	return "secret";
-}
-
-// -- context rules (redaction_rules.context_spans) ----------------------------------------
-
-function* contextSpans(text: string): Generator<Span> {
-	for (const m of finditer(R("netrc"), text)) {
-		const value = group(m, "v") as string;
-		if (!looksSecret(value)) continue;
-		if (!search(R("netrc_host"), group(m, "lead") as string)) {
-			if (!fullmatch(R("netrc_rest"), group(m, "rest") as string)) continue;
-			if (isAlpha(value) && (isLower(value) || isUpper(value) || isTitleWord(value))) continue;
-		}
-		yield spanOf(m, "v", "password");
-	}
-	for (const m of finditer(R("netrc_inline"), text)) {
-		if (looksSecret(group(m, "v") as string)) yield spanOf(m, "v", "password");
-	}
-	for (const m of finditer(R("docker_auth"), text)) {
-		const value = group(m, "v") as string;
-		if ((group(m, "key") as string).toLowerCase() === "auth") {
-			const decoded = b64decode(value);
-			if (decoded === null || !decoded.includes(0x3a)) continue;
-		} else if (!(looksSecret(value) && /[0-9]/.test(value))) continue;
-		yield spanOf(m, "v", "docker-auth");
-	}
-	for (const m of finditer(R("b64_pem"), text)) {
-		const decoded = b64decode(m[0].slice(0, Math.floor(m[0].length / 4) * 4));
-		if (decoded !== null && latin1(decoded.subarray(0, 80)).includes("PRIVATE KEY")) {
-			yield { start: m.index, end: endOf(m), kind: "private-key" };
-		}
-	}
-	for (const name of ["mysql", "cli_p", "redis_cli"]) {
-		for (const m of finditer(R(name), text)) yield* valueSpan(m, "password");
-	}
-	for (const m of finditer(R("telegram_url"), text)) yield spanOf(m, "v", "telegram-token");
-	for (const m of finditer(R("sas_sig"), text)) yield spanOf(m, "v", "azure-sas");
-	for (const m of finditer(R("long_flag"), text)) {
-		yield* valueSpan(m, T.flag_kinds[group(m, "flag") as string] ?? "password");
-	}
-}
-
-function spanOf(m: Match, name: string, kind: string): Span {
-	const [start, end] = groupSpan(m, name);
-	return { start, end, kind };
-}
-
-function* valueSpan(m: Match, kind: string): Generator<Span> {
-	for (const name of ["sq", "dq", "bare"]) {
-		const value = group(m, name);
-		if (value === undefined) continue;
-		if (name === "bare" && value.startsWith("-")) return; // the next flag: a prompt asks for it
-		if (looksSecret(value)) yield spanOf(m, name, kind);
-		return;
-	}
-}
-
-// -- high-entropy literals and generated-looking values -----------------------------------
-
-function* highEntropyLiterals(text: string): Generator<Span> {
-	for (const m of finditer(R("literal"), text)) {
-		if (isRandomLooking(group(m, "v") as string)) yield spanOf(m, "v", "high-entropy");
-	}
-}
-
-function isRandomLooking(value: string): boolean {
-	if (value.length < N.min_literal_chars || matchAt(R("digest_prefix"), value, 0)) return false;
-	const cs = chars(value);
-	if (!(cs.some(isLowerChar) && cs.some(isUpperChar) && cs.some(isDigitChar))) return false;
-	if (entropy(value) < N.entropy_share * Math.log2(Math.min(cs.length, 64))) return false;
-	if (wordShare(value) >= N.word_share) return false;
-	const head = b64decode(value.slice(0, 16));
-	if (head !== null && T.file_magic.some((magic) => magic.every((byte, i) => head[i] === byte))) return false;
-	const decoded = b64decode(rstrip(value, "="));
-	if (decoded !== null && isText(decoded)) return holdsSecret(latin1(decoded));
-	return true;
-}
-
-function entropy(value: string): number {
-	const counts = new Map<string, number>();
-	const cs = chars(value);
-	for (const c of cs) counts.set(c, (counts.get(c) ?? 0) + 1);
-	let sum = 0;
-	for (const count of counts.values()) sum -= (count / cs.length) * Math.log2(count / cs.length);
-	return sum;
-}
-
-/** Share of the lowercase letters that sit in runs of three or more. */
-function wordShare(value: string): number {
-	const runs = (value.match(compile(R("lower_run"), "g")) ?? []).map((run) => run.length);
-	const all = runs.reduce((a, b) => a + b, 0);
-	return runs.filter((n) => n >= 3).reduce((a, b) => a + b, 0) / Math.max(all, 1);
-}
-
-function isText(data: Uint8Array): boolean {
-	return data.length > 0 && data.every((b) => (b >= 32 && b < 127) || b === 9 || b === 10 || b === 13);
-}
-
-/** Whether `value` (one token) looks generated rather than written. */
-export function looksRandom(value: string, minChars: number): boolean {
-	const m = fullmatch(R("random_value"), value);
-	if (!m) return false;
-	const body = rstrip(group(m, "body") as string, "=");
-	const cs = chars(body);
-	if (cs.length < minChars) return false;
-	if (!(cs.some(isDigitChar) && cs.some(isAlphaChar))) return false;
-	let alphabet = 64;
-	if (fullmatch(R("hex"), body)) alphabet = 16;
-	else if (body.toLowerCase() === body || body.toUpperCase() === body) alphabet = 36;
-	if (entropy(body) < N.named_entropy_share * Math.log2(Math.min(cs.length, alphabet))) return false;
-	return alphabet === 16 || !isWords(body);
-}
-
-function isWords(value: string): boolean {
-	const letters = chars(value).filter(isAlphaChar);
-	const vowels = letters.filter((c) => "aeiouAEIOU".includes(c)).length / letters.length;
-	if (value.toLowerCase() === value || value.toUpperCase() === value) return vowels >= N.word_vowel_share;
-	return wordShare(value) >= N.word_share && vowels >= N.word_vowel_share;
-}
-
-// -- base64, as Python's binascii reads it --------------------------------------------------
-
-const B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-/** `binascii.a2b_base64(s, strict_mode=strict)`: the bytes, or null where Python raises. */
-function a2b(s: string, strict: boolean): Uint8Array | null {
-	const out: number[] = [];
-	let quad = 0;
-	let pads = 0;
-	let leftChar = 0;
-	let paddingStarted = false;
-	for (let i = 0; i < s.length; i++) {
-		const ch = s[i];
-		if (ch === "=") {
-			paddingStarted = true;
-			if (strict && i === 0) return null; // leading padding
-			pads++;
-			if (quad >= 2 && quad + pads >= 4) {
-				if (strict && i + 1 < s.length) return null; // excess data after padding
-				return Uint8Array.from(out);
-			}
-			continue;
-		}
-		const value = B64.indexOf(ch);
-		if (value < 0) {
-			if (strict) return null;
-			continue;
-		}
-		if (strict && paddingStarted) return null; // discontinuous padding
-		pads = 0;
-		switch (quad) {
-			case 0:
-				quad = 1;
-				leftChar = value;
-				break;
-			case 1:
-				quad = 2;
-				out.push((leftChar << 2) | (value >> 4));
-				leftChar = value & 0x0f;
-				break;
-			case 2:
-				quad = 3;
-				out.push((leftChar << 4) | (value >> 2));
-				leftChar = value & 0x03;
-				break;
-			default:
-				quad = 0;
-				out.push((leftChar << 6) | value);
-				leftChar = 0;
-		}
-	}
-	return quad === 0 ? Uint8Array.from(out) : null;
-}
-
-/** redaction_rules._b64decode: padded, strict, standard then URL-safe alphabet. */
-function b64decode(value: string): Uint8Array | null {
-	const padded = value + "=".repeat((4 - (value.length % 4)) % 4);
-	return a2b(padded, true) ?? a2b(padded.replace(/-/g, "+").replace(/_/g, "/"), true);
-}
-
-const latin1 = (data: Uint8Array): string => String.fromCharCode(...data);
-
-/** detect-secrets' JwtTokenDetector.is_formally_valid. */
-function jwtFormallyValid(token: string): boolean {
-	const parts = token.split(".");
-	for (let idx = 0; idx < parts.length; idx++) {
-		let part = parts[idx];
-		if (/[^\x00-\x7f]/.test(part)) return false;
-		const m = part.length % 4;
-		if (m === 1) return false;
-		if (m === 2) part += "==";
-		else if (m === 3) part += "===";
-		const decoded = a2b(part.replace(/-/g, "+").replace(/_/g, "/"), false);
-		if (decoded === null) return false;
-		if (idx < 2) {
-			try {
-				JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(decoded));
-			} catch {
-				return false;
-			}
-		}
-	}
-	return true;
 }
