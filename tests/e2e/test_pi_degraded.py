@@ -38,6 +38,9 @@ from pi_harness import PiInstall, PiWorld, read_session, sidecar_pids
 
 from fake_llm import FakeModel, Reply, Request
 from helpers import NOW, embedded_chunks, stop_engines, wait_for
+from memlane.engine.project import Memory
+from memlane.store.damage import damage_in
+from memlane.store.layout import list_markdown_files
 from secret_fakes import SECRETS
 
 pytestmark = pytest.mark.e2e
@@ -192,6 +195,15 @@ def _index_state(world: PiWorld) -> dict[str, Any]:
 def test_4_with_memlane_back_what_was_written_meanwhile_is_indexed_and_found(
     world: PiWorld, fake_model: FakeModel
 ) -> None:
+    store = world.project / ".memsearch" / "memory"
+    assert damage_in(store, list_markdown_files(store)) == [], "memlane finds a damaged line"
+    memory = Memory.open(world.project)
+    try:
+        chunks = memory.chunks_of(store / f"{NOW.date().isoformat()}.md")
+    finally:
+        memory.close()
+    anchored = [chunk for chunk in chunks if "<!-- session:" in chunk.content]
+    assert len(anchored) == 2, [chunk.content for chunk in chunks]  # the write and the digest
     seen: list[str] = []
     fake_model.agent(
         Reply.call("memory_search", query="deploys frozen Fridays"),
