@@ -243,11 +243,6 @@ export class SidecarConnection {
 		return this.unavailable;
 	}
 
-	/** The memlane executable itself could not be run (not installed, or a wrong path). */
-	get notInstalledHere(): boolean {
-		return this.notInstalled;
-	}
-
 	/** What a tool or command answers when there is no sidecar to ask. */
 	unavailableText(): string {
 		if (this.isStarting) return STARTING_TEXT;
