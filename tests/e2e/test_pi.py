@@ -13,8 +13,8 @@ OpenAI-compatible server; the package starts the real ``memlane sidecar``.
    still follows the anchored branch.
 4. With auto-context on, the hidden message reaches the server with the hit,
    in ``pi -p`` too (its one prompt comes before the model is warm); with
-   memlane gone from PATH (and no recorded command), pi still answers and the
-   tools return install instructions.
+   memlane gone from PATH (and no recorded command), pi still answers, search
+   says it is unavailable and memory_status gives install instructions.
 
 The tests of this module share one pi world and run in order.
 """
@@ -325,14 +325,23 @@ def test_4c_pi_p_gets_auto_context_while_the_model_loads(
 def test_4b_pi_still_answers_without_memlane(world: PiWorld, fake_model: FakeModel) -> None:
     world.forget_command()  # no recorded memlane, and PATH has none
     try:
+        seen: list[str] = []
+
+        def status(request: Request) -> Reply:
+            seen.append(request.last_tool_result)
+            return Reply.call("memory_status")
+
         fake_model.agent(
             Reply.call("memory_search", query="anything"),
+            status,
             lambda request: Reply.say("tool said: " + request.last_tool_result),
         )
         result = world.run(
             "Search memory for anything.", PATH=f"{world.pi.node.parent}:/usr/bin:/bin"
         )
         assert result.returncode == 0, result.stderr
+        # Search says in one line that it is unavailable; status says how to install.
+        assert seen[0].startswith("memory_search is unavailable in this pi session"), seen[0]
         final = result.final_text()
         assert final.startswith("tool said: ")
         assert "pip install ." in final

@@ -3,8 +3,10 @@
 ``tsc --noEmit`` checks every module of the extension against the type
 definitions of the cached pi install (``@earendil-works/pi-coding-agent``,
 ``pi-ai``, ``typebox``, ``@types/node``). ``node --test`` runs
-node/shim.test.mjs with the cached Node 22, which strips the types itself:
-the respawn cap, request deadlines, and degradation when memlane is missing.
+node/shim.test.mjs and node/degraded.test.mjs with the cached Node 22, which
+strips the types itself: the respawn cap, request deadlines, and what the
+package does itself when memlane is missing (daily-file writes, capture
+digests, transcripts, the snapshot, plain "unavailable" answers).
 """
 
 from __future__ import annotations
@@ -77,7 +79,14 @@ def test_the_extension_type_checks(pi_install: PiInstall, tsc: Path, tmp_path: P
 
 def test_the_shim_logic_under_a_fake_pi(pi_install: PiInstall, tmp_path: Path) -> None:
     out = subprocess.run(
-        [str(pi_install.node), "--import", "./resolve_pi.mjs", "--test", "shim.test.mjs"],
+        [
+            str(pi_install.node),
+            "--import",
+            "./resolve_pi.mjs",
+            "--test",
+            "shim.test.mjs",
+            "degraded.test.mjs",
+        ],
         cwd=NODE_TESTS,
         env={
             "PATH": "/usr/bin:/bin",

@@ -2,9 +2,14 @@
  * memlane for pi: a thin shim over the memlane Python sidecar.
  *
  * Every rule (capture gates, snapshot, auto-context, recall, redaction) lives in
- * Python. This extension only starts `memlane sidecar` (JSON-RPC 2.0, one JSON
+ * Python. This extension starts `memlane sidecar` (JSON-RPC 2.0, one JSON
  * object per line over stdio), forwards pi's events and tool calls to it, and
  * answers the sidecar's `llm.complete` requests with pi's own model registry.
+ * Without memlane (missing, broken, given up on) it keeps what needs no engine, as
+ * pi-memsearch does without its backend: memory_write and capture append to the
+ * daily file, memory_transcript reads the session, the snapshot reads the daily
+ * files; those few rules are ports of memlane's, kept equal to it by tests
+ * (degraded.ts).
  *
  * The protocol is the sidecar's (src/memlane/hosts/pi/sidecar.py in memlane):
  *   session_start {cwd, session_id, transcript_path, host, reason?} -> {snapshot, notices[]}
@@ -37,17 +42,23 @@
  *   memlane-cli.ts which memlane to run, one-shot CLI runs
  *   host.ts        reading pi: message text, the settled exchange, models for llm.complete
  *   protocol.ts    JSON shapes, deadlines, messages
+ * and, for when memlane cannot answer:
+ *   degraded.ts    what the package does itself: writes, capture digests, L3, snapshot, status
+ *   daily.ts       the store, "now", the entry format and the O_APPEND writer
+ *   transcript.ts  L3 over a pi session; transcript-access.ts: which ones an agent may read
+ *   redact.ts      redaction (redact-table.ts: the rules' data, redact-rules.ts: context rules)
  */
 
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
 import { registerCommands } from "./memlane/commands.ts";
 import { SidecarConnection } from "./memlane/connection.ts";
+import { Degraded } from "./memlane/degraded.ts";
 import { registerEvents } from "./memlane/events.ts";
 import { llmComplete, type Shim } from "./memlane/host.ts";
 import { resolveCommand } from "./memlane/memlane-cli.ts";
 import { type Json, type JsonObject, LOG_PREFIX } from "./memlane/protocol.ts";
 import { Sidecar, SidecarError } from "./memlane/sidecar.ts";
-import { registerTools } from "./memlane/tools.ts";
+import { registerTools, TOOLS } from "./memlane/tools.ts";
 
 export default function memlane(pi: ExtensionAPI): void {
 	const log = (line: string) => {
@@ -67,7 +78,8 @@ export default function memlane(pi: ExtensionAPI): void {
 			if (shim.ctx?.hasUI) shim.ctx.ui.notify(`memlane: ${notice}`, "info");
 		},
 	});
-	const shim: Shim = { connection, ctx: null, mode: "print", log, settled: new Set() };
+	const degraded = new Degraded(connection, log, TOOLS.map((tool) => tool.name));
+	const shim: Shim = { connection, degraded, ctx: null, mode: "print", log, settled: new Set() };
 	// pi's session starts in pi's working directory: the sidecar's process start
 	// overlaps pi's own (connection.ts).
 	connection.prestart(process.cwd());

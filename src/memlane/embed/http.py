@@ -325,3 +325,31 @@ def vector_space(settings: EmbeddingSettings, input_rule: str) -> str:
     """The model at its endpoint: another server's model of the same name is
     another space."""
     return f"{settings.model}|openai:{settings.base_url or OPENAI_BASE_URL}{input_rule}"
+
+
+def unreachable(settings: EmbeddingSettings, timeout_s: float) -> str | None:
+    """Why the embedding endpoint cannot be reached, or None: one TCP connect,
+    bounded by *timeout_s* (what ``memlane status`` can afford to ask)."""
+    import socket
+    from urllib.parse import urlsplit
+
+    base_url = settings.base_url or (OPENAI_BASE_URL if settings.api_key else None)
+    if not base_url:
+        return None  # make_embedder says what is missing
+    parts = urlsplit(base_url)
+    host = parts.hostname
+    if not host:
+        return f"embedding.base_url {base_url} names no host"
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        return f"embedding.base_url {base_url} has an invalid port"
+    try:
+        with socket.create_connection((host, port), timeout=timeout_s):
+            return None
+    except OSError as exc:
+        reason = exc.strerror or str(exc) or type(exc).__name__
+        return (
+            f"cannot reach the embedding endpoint {base_url} ({reason}); check the server "
+            "is running and embedding.base_url is right"
+        )

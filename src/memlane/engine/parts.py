@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from memlane.core.errors import EmbedderError
 from memlane.engine.journal.fresh import FreshWrites
@@ -40,6 +40,60 @@ class _Model:
         self.warmed = False
         self.warming = 0  # warm() calls running (a first load derives the model)
         self.warming_lock = threading.Lock()
+        # The outcome of the last real embedding call, whoever made it (a search,
+        # an index run, the sessions layer): what status reports, not whether an
+        # embedder object exists (a reload after the retry time always succeeds).
+        self.last_failure: str | None = None
+        self.last_failure_at = 0.0  # monotonic; 0: never
+        self.last_success_at = 0.0
+
+    def note_failure(self, message: str) -> None:
+        self.last_failure = message
+        self.last_failure_at = time.monotonic()
+
+    def note_success(self) -> None:
+        self.last_success_at = time.monotonic()
+
+
+class _Watched:
+    """An embedder whose every call's outcome the shared model state records.
+
+    Every other attribute (``loaded``, ``warm``, ``close``...) is the wrapped
+    embedder's own.
+    """
+
+    def __init__(self, inner: Embedder, model: _Model) -> None:
+        self._inner = inner
+        self._model = model
+
+    @property
+    def name(self) -> str:
+        return self._inner.name
+
+    @property
+    def dimension(self) -> int | None:
+        return self._inner.dimension
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        try:
+            vectors = self._inner.embed(texts)
+        except EmbedderError as exc:
+            self._model.note_failure(exc.message)
+            raise
+        self._model.note_success()
+        return vectors
+
+    def embed_query(self, text: str) -> Vectors:
+        try:
+            vector = self._inner.embed_query(text)
+        except EmbedderError as exc:
+            self._model.note_failure(exc.message)
+            raise
+        self._model.note_success()
+        return vector
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
 
 
 def _model_field(name: str) -> property:
@@ -133,7 +187,8 @@ class SharedParts:
                 self.embedder_problem = None
                 self.loading = True
                 try:
-                    self.embedder = make_embedder(settings)
+                    made = make_embedder(settings)
+                    self.embedder = _Watched(made, self._model) if made is not None else None
                     if self.embedder is None:
                         self.embedder_problem = "embedding.provider is none"
                 except EmbedderError as exc:
@@ -144,6 +199,19 @@ class SharedParts:
                     self.loading = False
                 self.embedder_loaded = True
             return self.embedder
+
+    @property
+    def recent_failure(self) -> str | None:
+        """Why the last real embedding call failed, when none has succeeded since."""
+        model = self._model
+        if model.last_failure is not None and model.last_failure_at > model.last_success_at:
+            return model.last_failure
+        return None
+
+    @property
+    def embedder_outcome_known(self) -> bool:
+        """An embedding call has succeeded or failed in this process."""
+        return self._model.last_success_at > 0 or self._model.last_failure_at > 0
 
     @property
     def embedder_ready(self) -> bool:
@@ -175,6 +243,7 @@ class SharedParts:
             except EmbedderError as exc:
                 self.failed(exc)
                 return
+            self._model.note_success()
             self.warmed = True
         finally:
             self._warming(-1)
@@ -185,6 +254,7 @@ class SharedParts:
 
     def failed(self, exc: EmbedderError) -> None:
         """An embedding call failed: skip the dense leg until the retry time."""
+        self._model.note_failure(exc.message)
         with self.lock:
             self.embedder = None
             self.embedder_problem = exc.message

@@ -19,6 +19,10 @@ if TYPE_CHECKING:
     from memlane.engine.ports import ProjectMemory
 
 
+#: How long status waits to connect to an embedding endpoint no call has reached yet.
+ENDPOINT_PROBE_S = 0.5
+
+
 @bounded_read  # a part another process keeps locked is reported, not waited for
 def project_status(
     memory: ProjectMemory, *, probe: bool = False, host_llm: bool = False, host: str | None = None
@@ -63,7 +67,8 @@ def project_status(
         notices.append("index: no state recorded yet (it is written by the next index)")
     parts = memory.parts
     problem: str | None = None
-    if probe and memory.config.embedding.provider != "none":
+    provider = memory.config.embedding.provider
+    if probe and provider != "none":
         embedder = memory.embedder
         problem = parts.embedder_problem
         if embedder is not None:
@@ -71,7 +76,16 @@ def project_status(
                 embedder.embed_query("memlane status probe")
             except EmbedderError as exc:
                 problem = exc.message
-    if parts.embedder_loaded:
+    elif provider != "none":
+        # The truth, cheaply: the last real call's failure (a reloaded embedder
+        # object says nothing about its endpoint), else, for an endpoint no call
+        # has reached yet, a bounded connect to it.
+        problem = parts.recent_failure
+        if problem is None and provider == "openai" and not parts.embedder_outcome_known:
+            from memlane.embed.http import unreachable
+
+            problem = unreachable(memory.config.embedding, ENDPOINT_PROBE_S)
+    if parts.embedder_loaded or problem:
         problem = problem or (None if parts.embedder else parts.embedder_problem)
         embedder_state = f"unavailable: {problem}" if problem else "ready"
         if problem and memory.config.embedding.provider != "none":

@@ -115,7 +115,7 @@ async function capturingStderr(body) {
 	return lines;
 }
 
-test("a missing memlane: tools say how to install it, events pass through, nothing is retried", async () => {
+test("a missing memlane: search says it is unavailable, status how to install it, events pass through, nothing is retried", async () => {
 	process.env.MEMLANE_COMMAND = join(dir, "no-such-memlane");
 	const shim = loadShim();
 	let first;
@@ -128,12 +128,15 @@ test("a missing memlane: tools say how to install it, events pass through, nothi
 		second = await shim.callTool("memory_status");
 		await shim.shutdown();
 	});
-	assert.equal(hook, undefined, "before_agent_start leaves pi's prompt alone");
-	assert.match(first.text, /^memlane is not available in this pi session: cannot run .*no-such-memlane: spawn .* ENOENT before answering session_start\.\n/);
-	assert.match(first.text, /memlane is not on PyPI/);
-	assert.doesNotMatch(first.text, /memlane status/);
-	assert.deepEqual(first.details, { unavailable: true });
-	assert.equal(second.text, first.text);
+	assert.equal(hook, undefined, "before_agent_start leaves pi's prompt alone (the project has no memory yet)");
+	assert.match(first.text, /^memory_search is unavailable in this pi session: memlane is not running \(cannot run .*no-such-memlane: spawn .* ENOENT before answering session_start\)\./);
+	assert.doesNotMatch(first.text, /PyPI|pip install/, "no install lecture on every call");
+	assert.match(first.text, /`\/memory status` says how to fix it/);
+	assert.equal(first.details.unavailable, true);
+	assert.match(second.text, /^memlane is not available in this pi session: cannot run .*no-such-memlane: spawn .* ENOENT before answering session_start\.\n/);
+	assert.match(second.text, /memlane is not on PyPI/);
+	assert.doesNotMatch(second.text, /memlane status/);
+	assert.match(second.text, /memory_write, capture +append to /);
 	assert.equal(log.filter((line) => line.includes("memlane is unavailable")).length, 1, log.join("\n"));
 });
 

@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
-import { type Shim, tell, untilSettled } from "./host.ts";
+import { type Shim, sessionInfo, tell, untilSettled } from "./host.ts";
 import { cliFailure, runMemlane } from "./memlane-cli.ts";
 import {
 	asObject,
@@ -70,7 +70,7 @@ export function registerCommands(pi: ExtensionAPI, shim: Shim): void {
 				text = result.code === 0 && !result.failure ? result.stdout.trim() : cliFailure(result);
 			} else if (sub === "status" || sub === "search") {
 				const child = await shim.connection.ensure(shim.connection.startWait("tool"));
-				if (!child) text = shim.connection.unavailableText();
+				if (!child) text = shim.degraded.tool(sub === "status" ? "memory_status" : "memory_search", {}, sessionInfo(ctx)).text;
 				else {
 					const call =
 						sub === "status"

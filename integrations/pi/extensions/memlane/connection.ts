@@ -171,17 +171,26 @@ export class SidecarConnection {
 	 * still under way is waited for within the event's own deadline.
 	 */
 	async forward(method: string, params: JsonObject): Promise<JsonObject | null> {
+		return (await this.deliver(method, params)).result;
+	}
+
+	/**
+	 * `forward`, also saying whether the sidecar was asked at all: an event it never saw
+	 * (memlane unavailable, or still starting past the event's wait) is the pi package's
+	 * own to handle without the engine (degraded.ts); one it saw and did not answer is not.
+	 */
+	async deliver(method: string, params: JsonObject): Promise<{ sent: boolean; result: JsonObject | null }> {
 		const { log } = this.hooks;
 		const started = performance.now();
 		const child = await this.ensure(this.startWait(method));
 		if (!child) {
 			if (this.isStarting) log(`${method}: memlane is still starting; this event goes on without memory`);
-			return null;
+			return { sent: false, result: null };
 		}
 		try {
 			const result = asObject(await child.request(method, params));
 			this.consecutiveTimeouts.delete(method);
-			return result;
+			return { sent: true, result };
 		} catch (err) {
 			log(`${method}: ${err instanceof Error ? err.message : String(err)}`);
 			if (err instanceof SidecarError && err.timedOut) {
@@ -193,7 +202,7 @@ export class SidecarConnection {
 					child.kill();
 				}
 			}
-			return null;
+			return { sent: true, result: null };
 		} finally {
 			recordTiming(method, performance.now() - started);
 		}
@@ -227,6 +236,11 @@ export class SidecarConnection {
 		await child.close(SHUTDOWN_GRACE_MS);
 		recordTiming("session_shutdown", performance.now() - started);
 		return true;
+	}
+
+	/** Why memlane cannot run in this session (null: it can, or it is still starting). */
+	get unavailableReason(): string | null {
+		return this.unavailable;
 	}
 
 	/** What a tool or command answers when there is no sidecar to ask. */

@@ -2,7 +2,7 @@
 
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
 import { recordTiming } from "./connection.ts";
-import { settledExchange, type Shim } from "./host.ts";
+import { type Shim, sessionInfo, settledExchange } from "./host.ts";
 import { asObject, CONTEXT_MESSAGE_TYPE, type JsonObject } from "./protocol.ts";
 
 export function registerEvents(pi: ExtensionAPI, shim: Shim): void {
@@ -29,7 +29,12 @@ export function registerEvents(pi: ExtensionAPI, shim: Shim): void {
 	pi.on("before_agent_start", async (event, ctx) => {
 		shim.ctx = ctx;
 		const prompt = event.messageType === "user" ? event.prompt : "";
-		const result = await connection.forward("before_agent_start", { prompt });
+		const { sent, result } = await connection.deliver("before_agent_start", { prompt });
+		if (!sent && !connection.isStarting) {
+			// Without memlane: the snapshot of the daily files, no auto-context (degraded.ts).
+			const snapshot = shim.degraded.snapshot(sessionInfo(ctx));
+			return snapshot ? { systemPrompt: `${event.systemPrompt}\n\n${snapshot}` } : undefined;
+		}
 		if (!result) return;
 		const append = typeof result.system_append === "string" ? result.system_append : "";
 		const message = asObject(result.message ?? null);
@@ -47,7 +52,7 @@ export function registerEvents(pi: ExtensionAPI, shim: Shim): void {
 		try {
 			const { user, assistant, entryId, tools } = settledExchange(ctx);
 			if (user === null) return; // a run with no user prompt on the branch: nothing to capture
-			await connection.forward("agent_settled", {
+			const { sent } = await connection.deliver("agent_settled", {
 				exchange: {
 					user,
 					assistant,
@@ -58,6 +63,8 @@ export function registerEvents(pi: ExtensionAPI, shim: Shim): void {
 					tools,
 				},
 			});
+			// memlane never saw it: the package writes it itself, as a digest (degraded.ts).
+			if (!sent) shim.degraded.capture({ user, assistant, aborted: event.aborted, entryId, tools }, sessionInfo(ctx));
 		} finally {
 			for (const waiter of [...shim.settled]) waiter();
 		}
@@ -65,7 +72,7 @@ export function registerEvents(pi: ExtensionAPI, shim: Shim): void {
 
 	pi.on("session_compact", async (_event, ctx) => {
 		shim.ctx = ctx;
-		await connection.forward("session_compact", {});
+		if (!(await connection.deliver("session_compact", {})).sent) shim.degraded.compacted();
 	});
 
 	pi.on("session_shutdown", async () => {

@@ -3,11 +3,14 @@
 import type { Message } from "@earendil-works/pi-ai";
 import type { ExtensionContext } from "@earendil-works/pi-coding-agent";
 import type { SidecarConnection } from "./connection.ts";
+import type { Degraded, SessionInfo } from "./degraded.ts";
 import { type Json, type JsonObject, LLM_COMPLETE_MAX_TOKENS } from "./protocol.ts";
 
 /** What the event handlers, tools and commands of one extension instance share. */
 export interface Shim {
 	readonly connection: SidecarConnection;
+	/** What the package does itself when memlane cannot answer (degraded.ts). */
+	readonly degraded: Degraded;
 	/** The context of pi's latest event: `llm.complete` answers with its model registry. */
 	ctx: ExtensionContext | null;
 	/** pi's mode, which decides where log lines go. */
@@ -37,6 +40,11 @@ export function untilSettled(shim: Shim, ctx: { isIdle(): boolean }, idleMs: num
 			else if (Date.now() - busyAt > idleMs) done();
 		}, 50);
 	});
+}
+
+/** The pi session a call belongs to, for what the package does without memlane. */
+export function sessionInfo(ctx: ExtensionContext): SessionInfo {
+	return { cwd: ctx.cwd, sessionId: ctx.sessionManager.getSessionId(), sessionFile: ctx.sessionManager.getSessionFile() ?? null };
 }
 
 /** Show text to the user: a notification with a UI, else stderr (outside the TUI, pi

@@ -4,7 +4,7 @@ import { StringEnum } from "@earendil-works/pi-ai";
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
 import { type TSchema, Type } from "typebox";
 import { recordTiming } from "./connection.ts";
-import type { Shim } from "./host.ts";
+import { type Shim, sessionInfo } from "./host.ts";
 import { asObject, type JsonObject } from "./protocol.ts";
 
 interface ToolSpec {
@@ -172,9 +172,9 @@ export function registerTools(pi: ExtensionAPI, shim: Shim): void {
 				// A start still under way is waited for a while; then the tool says memory is starting.
 				const child = await shim.connection.ensure(shim.connection.startWait("tool"));
 				if (!child) {
-					const starting = shim.connection.isStarting;
-					const details = starting ? { unavailable: true, starting: true } : { unavailable: true };
-					return { content: [{ type: "text", text: shim.connection.unavailableText() }], details };
+					// Without memlane: writes and transcripts go on, the rest says why not (degraded.ts).
+					const answer = shim.degraded.tool(spec.name, (params ?? {}) as JsonObject, sessionInfo(ctx));
+					return { content: [{ type: "text", text: answer.text }], details: answer.details };
 				}
 				const call = child.request("tool", { name: spec.name, arguments: (params ?? {}) as JsonObject });
 				const aborted = new Promise<never>((_, reject) => {
