@@ -44,6 +44,14 @@ the layer it came from. A file holds one table per section:
 Secrets (API keys, tokens) are never stored in a file: write
 `env:VARIABLE` and export the secret in that variable.
 
+## When a change applies
+
+A setting marked *applies at once* is followed by running agent sessions
+(pi, Claude Code) from their next prompt: switching auto-context or the
+topic memory, the search defaults, auto-recall. Every other setting (the
+embedding model, the index, capture, the sessions layer's sweep) applies
+from the next session; in pi, `/memory settings` says which is which.
+
 ## A value that is not allowed
 
 Every setting has a type and a range (the "allowed" column).
@@ -92,6 +100,8 @@ def render_reference() -> str:
 def _setting_cell(key: Key) -> str:
     names = [f"`{key.name}`", f"`{key.env_name}`"]
     names += [f"`{alias}`" for alias in key.aliases]
+    if key.live:
+        names.append("*applies at once*")
     return "<br>".join(names)
 
 
