@@ -34,6 +34,8 @@
  *   events.ts      pi's lifecycle events, forwarded
  *   tools.ts       the memory_* tools
  *   commands.ts    /recall, /memory, /dream
+ *   memory-command.ts, settings-panel.ts, memory-io.ts
+ *                  /memory's subcommands, its settings panel, memlane's commands run in the engine
  *   memlane-cli.ts which memlane to run, one-shot CLI runs
  *   host.ts        reading pi: message text, the settled exchange, models for llm.complete
  *   protocol.ts    JSON shapes, deadlines, messages
