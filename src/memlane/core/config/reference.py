@@ -28,15 +28,18 @@ Four layers, later wins:
 3. the project's `.memlane.toml` in the repository's top directory, read
    only after `memlane trust` (a project file can send memory elsewhere, so
    a cloned repository's file is not applied silently, and editing it
-   withdraws the trust until you run `memlane trust` again);
+   withdraws the trust until you run `memlane trust` again; a change made
+   with `memlane config set --project` keeps the trust of a file you
+   trusted, or gives it to the file it creates);
 4. environment variables: `MEMLANE_<SECTION>_<KEY>`, e.g.
    `MEMLANE_SEARCH_TOP_K=8` for `search.top_k` (some keys also answer to an
    older name, listed with the key).
 
 `memlane config set KEY VALUE` writes the global file (`--project`: the
 project's; `--unset` removes the key), `memlane config get KEY` prints the
-value in force and `memlane config list --resolved` shows every value with
-the layer it came from. A file holds one table per section:
+value in force, `memlane config list --resolved` shows every value with
+the layer it came from and `memlane config describe [KEY]` adds what each
+accepts and when a change applies. A file holds one table per section:
 
 ```toml
 {example}```
