@@ -251,7 +251,7 @@ async function askValue(ctx: ExtensionCommandContext, setting: Setting): Promise
 		const chosen = await ctx.ui.select(title, [...options, UNSET]);
 		return chosen === UNSET ? null : chosen;
 	}
-	const typed = await ctx.ui.input(title, setting.allowed);
+	const typed = await ctx.ui.input(`${title}; empty: back to the default`, setting.allowed);
 	if (typed === undefined) return undefined;
 	return typed.trim() === "" ? null : typed.trim();
 }
