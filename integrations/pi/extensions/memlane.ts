@@ -13,6 +13,8 @@
  *   session_compact {} -> {snapshot}
  *   session_shutdown {} -> {flushed, pending}
  *   tool {name, arguments} -> {text, details}
+ *   cli {argv, detach?} -> {stdout, stderr, code} (or, detached, {job, running}); cli.job {job}:
+ *     memlane's own commands run by the engine, for /memory (memory-command.ts)
  * and from the sidecar: llm.complete {system, prompt, model?, max_tokens?} -> {text}, and the
  * notification llm.cancel {id}: memlane no longer wants that answer (its deadline passed, the
  * session ended), so pi aborts the model request (sidecar.ts).
