@@ -126,12 +126,13 @@ class Client:
 class InProcess(Client):
     """The sidecar in a thread of this process, on two pipes."""
 
-    def __init__(self, project: Path, clock: FixedClock) -> None:
+    def __init__(self, project: Path, clock: FixedClock, **options: Any) -> None:
+        """``options``: the ``Sidecar``'s own (``full``: the command line it runs)."""
         to_sidecar, host_stdin = os.pipe()
         host_stdout, from_sidecar = os.pipe()
         self._sidecar_ends = (os.fdopen(to_sidecar, "rb"), os.fdopen(from_sidecar, "wb"))
         super().__init__(os.fdopen(host_stdin, "wb"), host_stdout)
-        self.sidecar = Sidecar(Connection(*self._sidecar_ends), project, clock=clock)
+        self.sidecar = Sidecar(Connection(*self._sidecar_ends), project, clock=clock, **options)
         self.exit_code: int | None = None
         self._thread = threading.Thread(target=self._serve, name="test-sidecar", daemon=True)
         self._thread.start()

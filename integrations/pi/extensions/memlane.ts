@@ -18,6 +18,8 @@
  *   session_compact {} -> {snapshot}
  *   session_shutdown {} -> {flushed, pending}
  *   tool {name, arguments} -> {text, details}
+ *   cli {argv, detach?} -> {stdout, stderr, code} (or, detached, {job, running}); cli.job {job}:
+ *     memlane's own commands run by the engine, for /memory (memory-command.ts)
  * and from the sidecar: llm.complete {system, prompt, model?, max_tokens?} -> {text}, and the
  * notification llm.cancel {id}: memlane no longer wants that answer (its deadline passed, the
  * session ended), so pi aborts the model request (sidecar.ts).
@@ -39,6 +41,8 @@
  *   events.ts      pi's lifecycle events, forwarded
  *   tools.ts       the memory_* tools
  *   commands.ts    /recall, /memory, /dream
+ *   memory-command.ts, settings-panel.ts, memory-io.ts
+ *                  /memory's subcommands, its settings panel, memlane's commands run in the engine
  *   memlane-cli.ts which memlane to run, one-shot CLI runs
  *   host.ts        reading pi: message text, the settled exchange, models for llm.complete
  *   protocol.ts    JSON shapes, deadlines, messages

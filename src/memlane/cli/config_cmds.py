@@ -81,19 +81,75 @@ def set_(
     project: Annotated[
         bool, typer.Option("--project", help="Write the project's .memlane.toml instead.")
     ] = False,
+    global_: Annotated[
+        bool, typer.Option("--global", help="Write the global config.toml (the default).")
+    ] = False,
     unset: Annotated[bool, typer.Option("--unset", help="Remove the setting.")] = False,
 ) -> None:
-    """Set a value in the global config (or the project's with --project)."""
-    from memlane.core.config import PROJECT_CONFIG_NAME, set_value
+    """Set a value in the global config (or the project's with --project).
+
+    A project file you trusted stays trusted: the change is your own. Running
+    agent sessions follow a setting that applies at once from their next
+    prompt; any other applies from the next session.
+    """
+    from memlane.core.config import KEYS, PROJECT_CONFIG_NAME, load_config, set_trusted, set_value
+    from memlane.core.config.keys import unknown_key
+    from memlane.core.config.trust import project_file
     from memlane.core.errors import ConfigError
     from memlane.core.paths import global_config_path
 
     if value is None and not unset:
         raise ConfigError(f"no value given for {key}", "pass a value, or --unset to remove it")
+    if project and global_:
+        raise ConfigError("--project and --global name two files", "pass one of them")
+    spec = KEYS.get(key)
+    if spec is None:
+        raise unknown_key(key)
     repo, _ = _load(ctx)
     path = repo / PROJECT_CONFIG_NAME if project else global_config_path()
+    # A trusted project file (or none yet) is trusted as written: trust
+    # guards against a file someone else wrote, and this change is yours.
+    before = project_file(repo) if project else None
+    keep_trust = project and (before is None or before.trusted)
     set_value(path, key, None if unset else value)
-    typer.echo(f"{'Removed' if unset else 'Set'} {key} in {path}")
+    if keep_trust:
+        set_trusted(repo, True)
+    when = (
+        "running sessions follow it from their next prompt"
+        if spec.live
+        else "it applies from the next session"
+    )
+    typer.echo(f"{'Removed' if unset else 'Set'} {key} in {path} ({when}).")
+    from memlane.cli.context import notice
+
+    if project and not keep_trust:
+        notice(f"{path} is not read until you trust it: check it and run `memlane trust`")
+        return
+    effective = load_config(repo).values[key]
+    written_layer = "project" if project else "global"
+    if not unset and effective.layer != written_layer and effective.layer != "default":
+        # A trusted project file or the environment outranks the file written.
+        notice(
+            f"but here {key} is {effective.value!r} from the {effective.layer} layer, which "
+            f"outranks the {written_layer} file (see `memlane config list --resolved`)"
+        )
+
+
+@config_app.command("describe")
+def describe(
+    ctx: typer.Context,
+    key: Annotated[str | None, typer.Argument(help="section.key (default: every setting)")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Each setting's value, where it came from, what it accepts and when a change applies."""
+    from memlane.cli.settings_view import describe_settings, render_described
+
+    repo, cfg = _load(ctx)
+    data = describe_settings(repo, cfg, key)
+    if as_json:
+        print_json(data)
+    else:
+        typer.echo(render_described(data))
 
 
 @config_app.command("reference")

@@ -31,6 +31,9 @@ class CliState:
     # Where "now" comes from for every command (core/clock.py); an in-process
     # caller (the test suite, an embedding program) may hand in its own.
     clock: Clock = field(default_factory=lambda: SYSTEM_CLOCK)
+    # The whole command line (cli/main.py's ``main``), for a command that runs
+    # others: ``memlane sidecar`` serving pi's /memory subcommands itself.
+    full: Callable[[list[str], Clock], int] | None = None
 
 
 def state(ctx: typer.Context) -> CliState:
@@ -47,6 +50,12 @@ def state(ctx: typer.Context) -> CliState:
 memory_opener: ContextVar[Callable[[Path | None, Clock], Memory] | None] = ContextVar(
     "memory_opener", default=None
 )
+
+
+#: Where a command's progress goes besides its terminal's progress bar: inside
+#: the warm engine, the job that started it (hosts/server/commands.py), so the
+#: client that started it can tell how far it got.
+progress_sink: ContextVar[Progress | None] = ContextVar("progress_sink", default=None)
 
 
 #: Where the person ran the command (relative paths are shown from there): unset,
@@ -121,8 +130,10 @@ class ProgressBar:
         self._progress: Any = None
         self._tasks: dict[str, Any] = {}
         self._shown = False
+        self._sink: Progress | None = None
 
     def __enter__(self) -> Progress:
+        self._sink = progress_sink.get()  # the progress may be told on another thread
         self._shown = sys.stderr.isatty()
         return self.update
 
@@ -148,6 +159,8 @@ class ProgressBar:
         return progress
 
     def update(self, done: int, total: int, phase: str) -> None:
+        if self._sink is not None:
+            self._sink(done, total, phase)
         if not self._shown:
             return
         if self._progress is None:

@@ -25,8 +25,10 @@ def sidecar(
     """
     from memlane.hosts.pi.sidecar import run_sidecar
 
-    chosen = directory or state(ctx).directory
-    raise typer.Exit(run_sidecar(Path(chosen) if chosen else None, clock=state(ctx).clock))
+    current = state(ctx)
+    chosen = directory or current.directory
+    where = Path(chosen) if chosen else None
+    raise typer.Exit(run_sidecar(where, clock=current.clock, full=current.full))
 
 
 def register(app: typer.Typer) -> None:

@@ -140,7 +140,8 @@ def _invoke(args: list[str], clock: Clock | None) -> int:
         # Parse and invoke here, not through click's main(): that one turns
         # Ctrl-C into a silent exit 130 and a closed stdout into a silent
         # exit 1 before the handlers of cli/outcome.py can say or decide anything.
-        with command.make_context("memlane", args, obj=CliState(clock=chosen)) as ctx:
+        cli_state = CliState(clock=chosen, full=_full)
+        with command.make_context("memlane", args, obj=cli_state) as ctx:
             code = command.invoke(ctx)
         # Output still buffered would meet a closed pipe only at exit, past the
         # handlers ("Exception ignored ... BrokenPipeError", status 120).
@@ -157,6 +158,10 @@ def _invoke(args: list[str], clock: Clock | None) -> int:
         sys.stderr.write("memlane: interrupted\n")
         return 130
     return code if isinstance(code, int) else 0
+
+
+def _full(argv: list[str], clock: Clock) -> int:
+    return main(argv, clock=clock)
 
 
 @functools.cache

@@ -1,4 +1,4 @@
-/** The slash commands: /recall (a prompt for the agent), /memory (sidecar or CLI), /dream (the CLI, confirmed). */
+/** The slash commands: /recall (a prompt for the agent), /memory (the sidecar: memory-command.ts), /dream (the CLI, confirmed). */
 
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -6,6 +6,7 @@ import { join } from "node:path";
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
 import { type Shim, sessionInfo, tell, untilSettled } from "./host.ts";
 import { cliFailure, runMemlane } from "./memlane-cli.ts";
+import { memoryCommand } from "./memory-command.ts";
 import {
 	asObject,
 	DREAM_TIMEOUT_MS,
@@ -14,16 +15,6 @@ import {
 	ONE_SHOT_MODES,
 	RUN_IDLE_MS,
 } from "./protocol.ts";
-
-// /memory [status|stats|search <query>|reindex|on|off]: status goes through the sidecar;
-// the sessions-layer and on/off subcommands are the CLI's (`memlane sessions …`,
-// `memlane memory on|off`), run as a child so pi shows exactly what the CLI prints.
-const MEMORY_CLI: Record<string, { args: string[]; timeoutMs: number }> = {
-	stats: { args: ["sessions", "stats"], timeoutMs: 30_000 },
-	reindex: { args: ["sessions", "reindex"], timeoutMs: 30 * 60_000 },
-	on: { args: ["memory", "on"], timeoutMs: 30_000 },
-	off: { args: ["memory", "off"], timeoutMs: 30_000 },
-};
 
 export function registerCommands(pi: ExtensionAPI, shim: Shim): void {
 	pi.registerCommand("recall", {
@@ -54,43 +45,12 @@ export function registerCommands(pi: ExtensionAPI, shim: Shim): void {
 		},
 	});
 
-	// /memory [status|stats|search <query>|reindex|on|off]: status goes through the sidecar;
-	// the sessions-layer and on/off subcommands are the CLI's (`memlane sessions …`,
-
+	// /memory [status|stats|search <query>|reindex|on|off|settings …]: every subcommand through
+	// the session's sidecar, run by the warm engine (memory-command.ts).
 	pi.registerCommand("memory", {
 		description:
-			"memlane: status (default), stats (sessions index), search <query> (past sessions), reindex (sessions), on|off (topic memory)",
-		handler: async (args, ctx) => {
-			shim.ctx = ctx;
-			const [sub = "status", ...rest] = String(args ?? "").trim().split(/\s+/).filter(Boolean);
-			let text: string;
-			const cli = MEMORY_CLI[sub];
-			if (cli) {
-				const result = await runMemlane(ctx.cwd, cli.args, cli.timeoutMs);
-				text = result.code === 0 && !result.failure ? result.stdout.trim() : cliFailure(result);
-			} else if (sub === "status" || sub === "search") {
-				const child = await shim.connection.ensure(shim.connection.startWait("tool"));
-				if (!child) text = shim.degraded.tool(sub === "status" ? "memory_status" : "memory_search", {}, sessionInfo(ctx)).text;
-				else {
-					const call =
-						sub === "status"
-							? { name: "memory_status", arguments: {} }
-							: { name: "memory_search", arguments: { query: rest.join(" "), kind: "session" } };
-					try {
-						if (sub === "search" && rest.length === 0) throw new Error("usage: /memory search <query>");
-						const result = asObject(await child.request("tool", call as JsonObject));
-						text = typeof result.text === "string" ? result.text : JSON.stringify(result);
-					} catch (err) {
-						text = `/memory ${sub} failed: ${err instanceof Error ? err.message : String(err)}`;
-					}
-				}
-			} else {
-				text = `unknown /memory subcommand ${JSON.stringify(sub)}: use status, stats, search <query>, reindex, on or off`;
-			}
-			if (ctx.hasUI) ctx.ui.notify(text, "info");
-			else if (ctx.mode === "print") process.stdout.write(`${text}\n`);
-			else process.stderr.write(`${text}\n`); // json mode: stdout carries only events
-		},
+			"memlane: status (default), stats (sessions index), search <query> (past sessions), reindex (sessions), on|off (topic memory), settings [<key> [<value>]]",
+		handler: (args, ctx) => memoryCommand(shim, String(args ?? ""), ctx),
 	});
 
 	pi.registerCommand("dream", {

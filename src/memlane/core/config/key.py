@@ -38,6 +38,9 @@ class Key:
     high: float | None = None  # largest allowed number, inclusive
     rule: Rule | None = None  # a string's own check (see ``allowed``)
     rule_text: str = ""  # what ``rule`` accepts, for people
+    # A running agent session follows a change from its next prompt
+    # (engine/live/switch.py); any other key applies from the next session.
+    live: bool = False
 
     @property
     def env_name(self) -> str:

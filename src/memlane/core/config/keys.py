@@ -199,6 +199,7 @@ KEYS: dict[str, Key] = {
             False,
             "inject relevant memory with each prompt",
             aliases=("MEMLANE_AUTO_CONTEXT", "PI_MEMSEARCH_AUTO_CONTEXT"),
+            live=True,
         ),
         Key(
             "auto_context.top_k",
@@ -207,6 +208,7 @@ KEYS: dict[str, Key] = {
             "memory hits injected with one prompt at most (auto_context.enabled)",
             low=1,
             high=S.SEARCH_K_MAX,
+            live=True,
         ),
         Key(
             "auto_context.score_floor",
@@ -216,6 +218,7 @@ KEYS: dict[str, Key] = {
             "default is the floor of the strong band, docs/search.md)",
             low=0,
             high=1,
+            live=True,
         ),
         Key(
             "auto_context.char_budget",
@@ -223,6 +226,7 @@ KEYS: dict[str, Key] = {
             S.AUTO_CONTEXT_CHAR_BUDGET,
             "characters of injected memory per prompt at most",
             low=1,
+            live=True,
         ),
         Key(
             "auto_context.cap_ms",
@@ -231,6 +235,7 @@ KEYS: dict[str, Key] = {
             "milliseconds a prompt waits for auto-context at most; past it the prompt goes on "
             "without it",
             low=1,
+            live=True,
         ),
         Key(
             "auto_context.query_limit",
@@ -238,6 +243,7 @@ KEYS: dict[str, Key] = {
             S.AUTO_CONTEXT_QUERY_LIMIT,
             "characters of the prompt used as the auto-context search query",
             low=1,
+            live=True,
         ),
         Key(
             "auto_context.timeout_crash_threshold",
@@ -309,6 +315,7 @@ KEYS: dict[str, Key] = {
             "hits a search returns when it does not ask for a number",
             low=1,
             high=S.SEARCH_K_MAX,
+            live=True,
         ),
         Key(
             "search.min_score",
@@ -318,6 +325,7 @@ KEYS: dict[str, Key] = {
             "0 returns every match)",
             low=0,
             high=1,
+            live=True,
         ),
         Key(
             "transcript.context",
@@ -326,6 +334,7 @@ KEYS: dict[str, Key] = {
             "turns shown before and after the asked-for turn by `memlane transcript` and "
             "memory_transcript",
             low=0,
+            live=True,
         ),
         Key(
             "transcript.limit",
@@ -334,6 +343,7 @@ KEYS: dict[str, Key] = {
             "turns shown by `memlane transcript` and memory_transcript when no turn is asked for "
             "(the newest)",
             low=1,
+            live=True,
         ),
         Key(
             "transcript.turn_char_cap",
@@ -341,6 +351,7 @@ KEYS: dict[str, Key] = {
             S.TURN_CHAR_CAP,
             "characters shown of one transcript turn (cut beyond)",
             low=1,
+            live=True,
         ),
         # --- sessions layer (issue 8): pi-lcm-memory's settings, same defaults ---
         Key(
@@ -385,6 +396,7 @@ KEYS: dict[str, Key] = {
             "heuristic",
             "autoRecall: off, heuristic (prompts that refer to the past) or always",
             choices=S.AUTO_RECALL_MODES,
+            live=True,
         ),
         Key(
             "sessions.auto_recall_top_k",
@@ -393,6 +405,7 @@ KEYS: dict[str, Key] = {
             "autoRecallTopK: hits injected on auto-recall",
             low=1,
             high=S.SEARCH_K_MAX,
+            live=True,
         ),
         Key(
             "sessions.auto_recall_token_budget",
@@ -400,6 +413,7 @@ KEYS: dict[str, Key] = {
             S.SESSIONS_AUTO_RECALL_TOKEN_BUDGET,
             "autoRecallTokenBudget: hard token cap on the ## Recall block",
             low=1,
+            live=True,
         ),
         Key(
             "sessions.recall_default_top_k",
@@ -408,6 +422,7 @@ KEYS: dict[str, Key] = {
             "recallDefaultTopK: default k of a session search",
             low=1,
             high=S.SEARCH_K_MAX,
+            live=True,
         ),
         Key(
             "sessions.rrf_k",

@@ -28,21 +28,32 @@ Four layers, later wins:
 3. the project's `.memlane.toml` in the repository's top directory, read
    only after `memlane trust` (a project file can send memory elsewhere, so
    a cloned repository's file is not applied silently, and editing it
-   withdraws the trust until you run `memlane trust` again);
+   withdraws the trust until you run `memlane trust` again; a change made
+   with `memlane config set --project` keeps the trust of a file you
+   trusted, or gives it to the file it creates);
 4. environment variables: `MEMLANE_<SECTION>_<KEY>`, e.g.
    `MEMLANE_SEARCH_TOP_K=8` for `search.top_k` (some keys also answer to an
    older name, listed with the key).
 
 `memlane config set KEY VALUE` writes the global file (`--project`: the
 project's; `--unset` removes the key), `memlane config get KEY` prints the
-value in force and `memlane config list --resolved` shows every value with
-the layer it came from. A file holds one table per section:
+value in force, `memlane config list --resolved` shows every value with
+the layer it came from and `memlane config describe [KEY]` adds what each
+accepts and when a change applies. A file holds one table per section:
 
 ```toml
 {example}```
 
 Secrets (API keys, tokens) are never stored in a file: write
 `env:VARIABLE` and export the secret in that variable.
+
+## When a change applies
+
+A setting marked *applies at once* is followed by running agent sessions
+(pi, Claude Code) from their next prompt: switching auto-context or the
+topic memory, the search defaults, auto-recall. Every other setting (the
+embedding model, the index, capture, the sessions layer's sweep) applies
+from the next session; in pi, `/memory settings` says which is which.
 
 ## A value that is not allowed
 
@@ -92,6 +103,8 @@ def render_reference() -> str:
 def _setting_cell(key: Key) -> str:
     names = [f"`{key.name}`", f"`{key.env_name}`"]
     names += [f"`{alias}`" for alias in key.aliases]
+    if key.live:
+        names.append("*applies at once*")
     return "<br>".join(names)
 
 

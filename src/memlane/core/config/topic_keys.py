@@ -16,6 +16,7 @@ TOPIC_KEYS: dict[str, Key] = {
             True,
             "the topic layer (topic files, MEMORY.md, surfacing, extraction); "
             "memory.json: enabled; `memlane memory on|off`",
+            live=True,
         ),
         Key(
             "topics.mem_index_max_lines",

@@ -29,7 +29,7 @@ from memlane.engine.live.state import AutoContextState, RecallState, SurfacingSt
 from memlane.engine.live.worker import SearchWorker
 
 if TYPE_CHECKING:
-    from memlane.core.settings import SessionSettings
+    from memlane.core.settings import SessionSettings, SessionsSettings, TopicSettings
     from memlane.engine.journal.snapshot import Snapshot
     from memlane.engine.project import Memory
     from memlane.engine.sessions.layer import SessionsLayer
@@ -67,6 +67,7 @@ class AutoContext:
         self._worker: SearchWorker | None = None
         self._lexical: SearchWorker | None = None  # answers while the model warms
         self._respawning = False
+        self._idle_surfacer: TopicSurfacer | None = None  # kept while topics are off
 
     def start(self) -> None:
         """Warm the worker now when anything will search on it, and the lexical
@@ -86,6 +87,31 @@ class AutoContext:
         """The topic memory was switched on (a new surfacer) or off (None)."""
         self.surfacer = surfacer
         self.surfacing.enabled = surfacer is not None
+
+    def switch_topics(self, enabled: bool, topics: TopicSettings) -> None:
+        """The topic memory was switched on or off while the session runs: the
+        surfacer the session had keeps its rerank model and what it already
+        injected; a new one only when there never was one."""
+        surfacer: TopicSurfacer | None = None
+        if enabled and topics.auto_surfacing_enabled:
+            surfacer = self._idle_surfacer or self.surfacer
+            if surfacer is None:
+                from memlane.engine.topics.surfacing import TopicSurfacer
+
+                surfacer = TopicSurfacer(topics)
+            self._idle_surfacer = None
+        elif self.surfacer is not None:
+            self._idle_surfacer = self.surfacer
+        self.set_surfacer(surfacer)
+
+    def follow(self, settings: SessionSettings, sessions_settings: SessionsSettings) -> None:
+        """Live settings changed while the session runs (engine/live/switch.py): the
+        next prompt searches with them. Turned on, auto-context starts its worker at
+        that prompt; a worker given up on after too many misses stays given up on."""
+        self.settings = settings
+        self.sessions_settings = sessions_settings
+        self.state.enabled = settings.auto_context_enabled
+        self.recall.mode = sessions_settings.auto_recall
 
     def _model_will_load(self) -> bool:
         return self.memory.config.embedding.provider != "none" and not self.memory.embedder_ready

@@ -55,6 +55,7 @@ from memlane.engine.live.state import (
     RecallState,
     SurfacingState,
 )
+from memlane.engine.live.switch import SettingsFollower, followed_settings
 from memlane.llm.host import HostCall  # the host's llm.complete, as Session.open takes it
 
 if TYPE_CHECKING:
@@ -110,7 +111,6 @@ class Session:
             from memlane.engine.topics.surfacing import TopicSurfacer
 
             surfacer = TopicSurfacer(self.topic_settings)
-        self._idle_surfacer: TopicSurfacer | None = None  # kept while topics are off
         self._auto = AutoContext(
             memory,
             self.settings,
@@ -137,9 +137,7 @@ class Session:
             debounce_s=self.settings.index_debounce_ms / 1000,
             backoff_delays_s=tuple(d / 1000 for d in self.settings.backoff_delays_ms),
         )
-        from memlane.engine.live.switch import TopicSwitch
-
-        self._switch = TopicSwitch(memory)
+        self._switch = SettingsFollower(memory)
         self._captures = Capture(
             memory,
             self.settings,
@@ -334,7 +332,7 @@ class Session:
     # -- before_agent_start -----------------------------------------------------------
 
     def before_agent_start(self, prompt: str) -> Injection:
-        self.follow_topic_switch()
+        self.follow_settings()
         with self._lock:
             if self.clock.today() != self._snapshot.day:
                 self._snapshot = self._build_snapshot()
@@ -353,7 +351,7 @@ class Session:
     def agent_settled(self, exchange: Exchange) -> Queued:
         """Gate the exchange and queue it for capture (distillation runs in the background)."""
         recalled = self._recall_log.take()  # whatever the outcome: the next exchange starts clean
-        self.follow_topic_switch()
+        self.follow_settings()
         if self._captures.closed:
             return Queued(False, "the session has shut down")
         if not self.capture.enabled:
@@ -383,34 +381,27 @@ class Session:
         # It restated recalled memory, so it corrected none: none is offered.
         return self._captures.submit(exchange, offer_earlier=not restated)
 
-    def follow_topic_switch(self) -> None:
-        """Follow ``memlane memory on|off`` run while the session is running
-        (engine/live/switch.py): the topic tools, extraction and surfacing
-        switch with it; the snapshot's MEMORY.md block changes at its next
-        rebuild, as the snapshot always does."""
-        enabled = self._switch.poll()
-        if enabled is None:
-            return
-        topics = self.memory.config.topics
-        self.topic_settings = topics
-        self._captures.topic_settings = topics
-        self.extraction.enabled = (
-            enabled and topics.extract_memories_enabled and self.llm is not None
-        )
-        surfacer: TopicSurfacer | None = None
-        if enabled and topics.auto_surfacing_enabled:
-            # The surfacer the session had keeps its rerank model and what
-            # it already injected; a new one only when there never was one.
-            surfacer = self._idle_surfacer or self._auto.surfacer
-            if surfacer is None:
-                from memlane.engine.topics.surfacing import TopicSurfacer
-
-                surfacer = TopicSurfacer(topics)
-            self._idle_surfacer = None
-        elif self._auto.surfacer is not None:
-            self._idle_surfacer = self._auto.surfacer
-        self._auto.set_surfacer(surfacer)
-        self.notices.append(f"topic memory switched {'on' if enabled else 'off'} (topics.enabled)")
+    def follow_settings(self) -> None:
+        """Follow the live settings changed while the session runs (engine/live/switch.py):
+        the topic tools, extraction and surfacing switch with ``topics.enabled`` (the
+        snapshot's MEMORY.md block changes at its next rebuild, as the snapshot always
+        does); auto-context and auto-recall take their new values for the next prompt."""
+        changed = self._switch.poll()
+        config = self.memory.config
+        if "topics.enabled" in changed:
+            enabled = bool(config.get("topics.enabled"))
+            topics = config.topics
+            self.topic_settings = self._captures.topic_settings = topics
+            self.extraction.enabled = (
+                enabled and topics.extract_memories_enabled and self.llm is not None
+            )
+            self._auto.switch_topics(enabled, topics)
+            self.notices.append(
+                f"topic memory switched {'on' if enabled else 'off'} (topics.enabled)"
+            )
+        if any(name.startswith(("auto_context.", "sessions.")) for name in changed):
+            self.settings = followed_settings(self.settings, config)
+            self._auto.follow(self.settings, config.sessions)
 
     def note_write(self) -> None:
         """A tool wrote to the store: schedule the debounced index."""

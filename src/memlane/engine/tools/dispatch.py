@@ -17,7 +17,7 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 from memlane.core.errors import MemlaneError
-from memlane.engine.live.switch import TopicSwitch
+from memlane.engine.live.switch import SettingsFollower
 from memlane.engine.tools.catalog import SPEC_BY_NAME
 from memlane.engine.tools.spec import ToolResult, check_arguments
 
@@ -81,9 +81,10 @@ class Tools:
         self.session = session
         self.caller_is_person = caller_is_person
         self.write_anchor = write_anchor
-        # Without a session (the MCP server), the tools themselves follow
-        # `memlane memory on|off`, as a session does (engine/live/switch.py).
-        self._topic_switch = TopicSwitch(memory) if session is None else None
+        # Without a session (the MCP server), the tools themselves follow the
+        # live settings (`memlane memory on|off`), as a session does
+        # (engine/live/switch.py).
+        self._follower = SettingsFollower(memory) if session is None else None
         self._handlers: dict[str, Callable[[dict[str, Any]], ToolResult]] = {
             WRITE: self._write,
             "memory_search": self._search,
@@ -107,11 +108,11 @@ class Tools:
             raise MemlaneError(
                 f"unknown tool {name!r}", f"the tools are: {', '.join(self._handlers)}"
             )
-        # `memlane memory on|off` since the last call: the tools follow it.
+        # A live setting changed since the last call: the tools follow it.
         if self.session is not None:
-            self.session.follow_topic_switch()
-        elif self._topic_switch is not None:
-            self._topic_switch.poll()
+            self.session.follow_settings()
+        elif self._follower is not None:
+            self._follower.poll()
         try:
             checked = check_arguments(spec, arguments)
             with _waits_of(self.memory, name, checked):

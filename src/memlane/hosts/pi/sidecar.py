@@ -28,6 +28,7 @@ from memlane.hosts.jsonrpc import Connection
 
 if TYPE_CHECKING:
     from memlane.engine.live.session import Session
+    from memlane.hosts.server.commands import FullCommandLine
 
 log = logging.getLogger("memlane.sidecar")
 
@@ -36,13 +37,30 @@ class Sidecar:
     """The sidecar protocol served in this process, for one host on one connection."""
 
     def __init__(
-        self, connection: Connection, directory: Path, *, clock: Clock = SYSTEM_CLOCK
+        self,
+        connection: Connection,
+        directory: Path,
+        *,
+        clock: Clock = SYSTEM_CLOCK,
+        full: FullCommandLine | None = None,
     ) -> None:
+        """``full``: the whole command line, so pi's ``/memory`` subcommands run
+        memlane's own commands here, as the engine runs them (the ``cli``
+        request); without it that request is refused."""
+        from memlane.hosts.server.commands import Commands
         from memlane.hosts.server.projects import Projects
         from memlane.hosts.server.rpc import RpcSession
 
         self.projects = Projects(clock=clock)
-        self.rpc = RpcSession(connection, self.projects, directory, client="pi", wait_at_end=True)
+        self.commands = Commands(self.projects, full) if full is not None else None
+        self.rpc = RpcSession(
+            connection,
+            self.projects,
+            directory,
+            client="pi",
+            commands=self.commands,
+            wait_at_end=True,
+        )
 
     @property
     def session(self) -> Session | None:
@@ -62,6 +80,7 @@ def run_sidecar(
     stdout: IO[bytes] | None = None,
     *,
     clock: Clock = SYSTEM_CLOCK,
+    full: FullCommandLine | None = None,
 ) -> int:
     """Serve in this process until stdin closes. stdout carries protocol lines only."""
     logging.basicConfig(
@@ -73,5 +92,5 @@ def run_sidecar(
     writer = stdout or sys.stdout.buffer
     # Anything else printing to stdout would corrupt the protocol: send it to stderr.
     sys.stdout = sys.stderr
-    sidecar = Sidecar(Connection(reader, writer), directory or Path.cwd(), clock=clock)
+    sidecar = Sidecar(Connection(reader, writer), directory or Path.cwd(), clock=clock, full=full)
     return sidecar.run()

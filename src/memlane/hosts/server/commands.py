@@ -21,24 +21,41 @@ typer (cli/quick.py), the others through the full command line.
 The client only hands over commands whose meaning does not depend on the
 process they run in (cli/fast.py's ``DELEGATED``): no relative path
 argument, no question asked on the terminal.
+
+A long command (pi's ``/memory reindex``: every past message embedded
+again) can be started instead of waited for (``start``): it runs on a thread
+of its own with a handle of its own, so the project's other commands and
+sessions go on meanwhile, and ``job`` tells how far it got (the progress its
+command reports, as the terminal's progress bar would show it) and, once
+done, what it printed. The same command line started again while it runs is
+the same job. The engine does not exit on idle while a job runs.
 """
 
 from __future__ import annotations
 
 import io
+import itertools
 import os
 import sys
 import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, TextIO
 
 if TYPE_CHECKING:
     from memlane.core.clock import Clock
     from memlane.engine.project import Memory
+    from memlane.engine.reports import Progress
     from memlane.hosts.server.projects import Projects
+
+#: Runs one whole ``memlane`` command line in this process: its exit code.
+FullCommandLine = Callable[[list[str], "Clock"], int]
 
 _routes = threading.local()
 _install_lock = threading.Lock()
+#: Finished jobs kept for ``job`` to report (the oldest are forgotten first).
+KEPT_JOBS = 16
 
 
 class RoutedStream(io.TextIOBase):
@@ -94,11 +111,92 @@ def _install() -> None:
             sys.stdin = RoutedStream("stdin", sys.stdin)
 
 
+class Job:
+    """One command started in the background (``Commands.start``)."""
+
+    def __init__(self, number: int, argv: list[str], cwd: str) -> None:
+        self.id = f"job-{number}"
+        self.argv = argv
+        self.cwd = cwd
+        self.started = time.monotonic()
+        self.seconds: float | None = None
+        self.progress: dict[str, Any] | None = None
+        self.result: dict[str, Any] | None = None
+
+    @property
+    def running(self) -> bool:
+        return self.result is None
+
+    def note(self, done: int, total: int, phase: str) -> None:
+        """What the command reports of its progress (a ``Progress``)."""
+        self.progress = {"done": done, "total": total, "phase": phase}
+
+    def finish(self, result: dict[str, Any]) -> None:
+        self.seconds = time.monotonic() - self.started
+        self.result = result
+
+    def to_json(self) -> dict[str, Any]:
+        seconds = self.seconds if self.seconds is not None else time.monotonic() - self.started
+        return {
+            "job": self.id,
+            "argv": self.argv,
+            "running": self.running,
+            "seconds": round(seconds, 1),
+            "progress": self.progress,
+            **(self.result or {}),
+        }
+
+
 class Commands:
     """Runs one command line for a client (the ``cli`` method of hosts/server/rpc.py)."""
 
-    def __init__(self, projects: Projects) -> None:
+    def __init__(self, projects: Projects, full: FullCommandLine) -> None:
+        """``full``: the whole command line (cli/main.py's ``main``), for what the
+        quick commands do not cover; handed in, as the command line runs this too
+        (``memlane sidecar`` serving pi in its own process)."""
         self.projects = projects
+        self.full = full
+        self._jobs: dict[str, Job] = {}
+        self._numbers = itertools.count(1)
+        self._lock = threading.Lock()
+
+    def start(self, argv: list[str], cwd: str, workdir: str | None = None) -> dict[str, Any]:
+        """Start ``memlane -C CWD ARGV`` on a thread of its own and answer at once:
+        the job (``already``: the same command line was running already)."""
+        with self._lock:
+            for job in self._jobs.values():
+                if job.running and job.argv == argv and job.cwd == cwd:
+                    return {**job.to_json(), "already": True}
+            job = Job(next(self._numbers), list(argv), cwd)
+            self._jobs[job.id] = job
+            done = [j for j in self._jobs.values() if not j.running]
+            for old in done[: max(0, len(done) - KEPT_JOBS)]:
+                del self._jobs[old.id]
+        project = self.projects.for_dir(cwd)
+
+        def run() -> None:
+            memory = project.memory.fork()
+            try:
+                result = self._run(argv, cwd, None, workdir or cwd, memory, job.note)
+            except BaseException as exc:  # the job reports it; the engine goes on
+                result = {"stdout": "", "stderr": f"memlane: error: {exc!r}\n", "code": 1}
+            finally:
+                memory.close()
+            job.finish(result)
+
+        threading.Thread(target=run, name=f"memlane-{job.id}", daemon=True).start()
+        return {**job.to_json(), "already": False}
+
+    def job(self, job_id: str) -> dict[str, Any] | None:
+        """A job's state: running, its progress, and once done what it printed."""
+        with self._lock:
+            job = self._jobs.get(job_id)
+        return None if job is None else job.to_json()
+
+    def busy(self) -> bool:
+        """A started job is still running."""
+        with self._lock:
+            return any(job.running for job in self._jobs.values())
 
     def __call__(
         self, argv: list[str], cwd: str, stdin: str | None, workdir: str | None = None
@@ -113,10 +211,16 @@ class Commands:
         ).result()
 
     def _run(
-        self, argv: list[str], cwd: str, stdin: str | None, workdir: str, lent: Memory
+        self,
+        argv: list[str],
+        cwd: str,
+        stdin: str | None,
+        workdir: str,
+        lent: Memory,
+        progress: Progress | None = None,
     ) -> dict[str, Any]:
         from memlane.cli import quick
-        from memlane.cli.context import memory_opener, working_directory
+        from memlane.cli.context import memory_opener, progress_sink, working_directory
 
         _install()
         out, err = io.StringIO(), io.StringIO()
@@ -133,15 +237,15 @@ class Commands:
 
         token = memory_opener.set(open_memory)
         where = working_directory.set(workdir)
+        sink = progress_sink.set(progress)
         command = ["-C", cwd, *argv]
         try:
             # The quick commands without typer (cli/quick.py), the others in full.
             code = quick.run(command, clock=self.projects.clock)
             if code is None:
-                from memlane.cli.main import main
-
-                code = main(command, clock=self.projects.clock)
+                code = self.full(command, self.projects.clock)
         finally:
+            progress_sink.reset(sink)
             working_directory.reset(where)
             memory_opener.reset(token)
             _routes.stdout = _routes.stderr = _routes.stdin = None

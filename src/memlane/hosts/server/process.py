@@ -89,6 +89,13 @@ def _configured_seconds(key: str, default: float, what: str) -> float:
     return float(value) if isinstance(value, int | float) else default
 
 
+def _full_command_line(argv: list[str], clock: Clock) -> int:
+    """One whole ``memlane`` command line, for the commands a client hands over."""
+    from memlane.cli.main import main
+
+    return main(argv, clock=clock)
+
+
 class Engine:
     """The accept loop, the idle rule, and what every connection shares."""
 
@@ -106,7 +113,7 @@ class Engine:
         self._inode = os.stat(path).st_ino if path else None
         self.projects = Projects(clock=_clock())
         self.events = Events(self.projects)
-        self.commands = Commands(self.projects)
+        self.commands = Commands(self.projects, _full_command_line)
         self.stopping = threading.Event()
         self.started = SYSTEM_CLOCK.now().timestamp()
         self._lock = threading.Lock()
@@ -185,14 +192,14 @@ class Engine:
             if self._active or time.monotonic() - self._last < self.idle_s:
                 self._said_busy = False
                 return False
-        if not self.projects.busy():
+        if not self.projects.busy() and not self.commands.busy():
             return True
         if not self._said_busy:
             # A first session's catch-up index, the model's first load: done
             # before the engine goes, or the next session starts them over.
             log.info(
                 "idle for %.0f s, but work is under way (indexing, the model loading, "
-                "a session ending): exiting once it is done",
+                "a session ending, a command run in the background): exiting once it is done",
                 self.idle_s,
             )
             self._said_busy = True

@@ -14,7 +14,8 @@ client and its directory (core/link.py's ``rpc_header``).
 | session_shutdown | {} | {flushed, pending} (see below) |
 | prepare | {} | {collection} |
 | tool | {name, arguments} | {text, details} |
-| cli | {argv, stdin?, workdir?} | {stdout, stderr, code} |
+| cli | {argv, stdin?, workdir?, detach?} | {stdout, stderr, code}; detach: {job, running, already, progress} |
+| cli.job | {job} | {job, running, seconds, progress}, and once done {stdout, stderr, code} |
 | engine.status | {} | what ``memlane engine status`` shows |
 | engine.stop | {} | {stopping: true} |
 | engine.release_lite | {path} | {released}: let go of a Milvus Lite database another process wants |
@@ -105,11 +106,16 @@ class EngineControl(Protocol):
 
 
 class CommandRunner(Protocol):
-    """Runs one ``memlane`` command line inside the engine (hosts/server/commands.py)."""
+    """Runs one ``memlane`` command line inside the engine (hosts/server/commands.py),
+    or starts it in the background and tells how far it got."""
 
     def __call__(
         self, argv: list[str], cwd: str, stdin: str | None, workdir: str | None = None
     ) -> dict[str, Any]: ...
+
+    def start(self, argv: list[str], cwd: str, workdir: str | None = None) -> dict[str, Any]: ...
+
+    def job(self, job_id: str) -> dict[str, Any] | None: ...
 
 
 class ParamsError(Exception):
@@ -448,7 +454,28 @@ class RpcSession:
             raise ParamsError("cli: argv must be a list of strings")
         stdin = _str(params, "stdin", "cli")
         workdir = _str(params, "workdir", "cli")
+        detach = params.get("detach", False)
+        if not isinstance(detach, bool):
+            raise ParamsError("cli: detach must be a boolean")
+        if detach:
+            # A long command (pi's /memory reindex) must not hold up the
+            # connection's later requests: it runs on, cli.job tells how far.
+            return self.commands.start(argv, str(self.directory), workdir)
         return self.commands(argv, str(self.directory), stdin, workdir)
+
+    def cli_job(self, params: dict[str, Any]) -> dict[str, Any]:
+        if self.commands is None:
+            raise RpcError(METHOD_NOT_FOUND, "this engine runs no commands")
+        job_id = _str(params, "job", "cli.job", required=True)
+        assert job_id is not None
+        state = self.commands.job(job_id)
+        if state is None:
+            raise RpcError(
+                APPLICATION_ERROR,
+                f"no command job {job_id!r} (the engine restarted, or it finished long ago)",
+                {"hint": "start the command again"},
+            )
+        return state
 
     def engine_status(self, params: dict[str, Any]) -> dict[str, Any]:
         if self.engine is None:
@@ -478,6 +505,7 @@ class RpcSession:
         "prepare": prepare,
         "tool": tool,
         "cli": cli,
+        "cli.job": cli_job,
         "engine.status": engine_status,
         "engine.stop": engine_stop,
         "engine.release_lite": engine_release_lite,
