@@ -13,6 +13,7 @@
  *   session_compact {} -> {snapshot}
  *   session_shutdown {} -> {flushed, pending}
  *   tool {name, arguments} -> {text, details}
+ *   dream.plan {save?} -> the plan with its rendered diff; dream.apply {plan} -> {applied, changes, notices}
  * and from the sidecar: llm.complete {system, prompt, model?, max_tokens?} -> {text}, and the
  * notification llm.cancel {id}: memlane no longer wants that answer (its deadline passed, the
  * session ended), so pi aborts the model request (sidecar.ts).
@@ -24,9 +25,9 @@
  * pi's model within memlane's SHUTDOWN_CAP_MS), never for a start still under way, and
  * aborts what memlane still asked of it.
  *
- * `/dream` is not a sidecar call: it runs `memlane dream` itself, once to plan
- * (`--dry-run --save-plan`), and, after the user confirms the diff, once to apply
- * exactly that saved plan (`--apply-plan`), so the LLM is not asked twice.
+ * `/dream` asks the sidecar for a plan (`dream.plan {save?}`: memlane's own `[llm]`, else
+ * pi's model through llm.complete), shows its diff and, once the user confirms, sends that
+ * very plan back (`dream.apply {plan}`), so the LLM is not asked twice (dream-command.ts).
  *
  * This file wires the modules of ./memlane/ together, one concern each:
  *   sidecar.ts     the child process and its JSON-RPC client (deadlines)
@@ -34,6 +35,7 @@
  *   events.ts      pi's lifecycle events, forwarded
  *   tools.ts       the memory_* tools
  *   commands.ts    /recall, /memory, /dream
+ *   dream-command.ts /dream: plan, diff, confirm, apply
  *   memlane-cli.ts which memlane to run, one-shot CLI runs
  *   host.ts        reading pi: message text, the settled exchange, models for llm.complete
  *   protocol.ts    JSON shapes, deadlines, messages

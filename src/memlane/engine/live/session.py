@@ -104,6 +104,7 @@ class Session:
         self.settings = settings or memory.config.session
         self.notices: list[str] = list(memory.config.problems)  # a hook has no terminal
         self.host_llm_available = False
+        self.host_call: HostCall | None = None  # the host's llm.complete (a dream's model)
         self.capture = CaptureState(
             enabled=self.settings.capture_enabled,
             llm=llm.name if llm is not None else "none (entries are verbatim digests)",
@@ -125,7 +126,7 @@ class Session:
         self.extraction = ExtractionState(
             enabled=self.topic_settings.enabled
             and self.topic_settings.extract_memories_enabled
-            and llm is not None
+            and (llm is not None and self.capture.enabled)
         )
         self.sessions_settings = memory.config.sessions
         self._background: Background | None = None
@@ -248,11 +249,9 @@ class Session:
         from memlane.engine.live.llms import capture_llm, task_llm
 
         notices: list[str] = []
-        llm = (
-            capture_llm(memory, host_call, notices, host)
-            if memory.config.session.capture_enabled
-            else None
-        )
+        # Made with capture off too: memory_compact uses it (its notices are then noise).
+        capturing = memory.config.session.capture_enabled
+        llm = capture_llm(memory, host_call, notices if capturing else [], host)
         session = cls.start(
             memory,
             host=host,
@@ -263,6 +262,7 @@ class Session:
             defer_background=defer_background,
         )
         session.host_llm_available = host_call is not None
+        session.host_call = host_call
         session.notices.extend(notices)
         surfacer = session.surfacer
         if surfacer is not None:
@@ -402,9 +402,8 @@ class Session:
         topics = self.memory.config.topics
         self.topic_settings = topics
         self._captures.topic_settings = topics
-        self.extraction.enabled = (
-            enabled and topics.extract_memories_enabled and self.llm is not None
-        )
+        extracts = topics.extract_memories_enabled and self.capture.enabled
+        self.extraction.enabled = enabled and extracts and self.llm is not None
         surfacer: TopicSurfacer | None = None
         if enabled and topics.auto_surfacing_enabled:
             # The surfacer the session had keeps its rerank model and what

@@ -15,6 +15,8 @@ client and its directory (core/link.py's ``rpc_header``).
 | prepare | {} | {collection} |
 | tool | {name, arguments} | {text, details} |
 | cli | {argv, stdin?, workdir?} | {stdout, stderr, code} |
+| dream.plan | {save?} | the dream's plan (hosts/server/dream_calls.py) |
+| dream.apply | {plan} | {applied, changes, notices} |
 | engine.status | {} | what ``memlane engine status`` shows |
 | engine.stop | {} | {stopping: true} |
 | engine.release_lite | {path} | {released}: let go of a Milvus Lite database another process wants |
@@ -61,6 +63,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
+from concurrent.futures import Future
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
@@ -133,6 +136,18 @@ def _str(params: dict[str, Any], key: str, method: str, *, required: bool = Fals
     if not isinstance(value, str):
         raise ParamsError(f"{method}: {key} must be a string, got {value!r}")
     return value
+
+
+def _rpc_error(method: str, exc: Exception) -> RpcError:
+    """What a handler raised, as the error the client gets."""
+    if isinstance(exc, ParamsError):
+        return RpcError(INVALID_PARAMS, str(exc))
+    if isinstance(exc, RpcError):
+        return exc
+    if isinstance(exc, MemlaneError):
+        return RpcError(APPLICATION_ERROR, str(exc), {"hint": exc.hint})
+    traceback.print_exception(exc, file=sys.stderr)
+    return RpcError(INTERNAL_ERROR, f"internal error in {method}: {exc!r}")
 
 
 class RpcSession:
@@ -218,20 +233,14 @@ class RpcSession:
                     + ", ".join(self._HANDLERS),
                 )
             result = handler(self, _obj(request.params, request.method))
-        except ParamsError as exc:
-            self._error(request, RpcError(INVALID_PARAMS, str(exc)))
-        except RpcError as exc:
-            self._error(request, exc)
-        except MemlaneError as exc:
-            self._error(request, RpcError(APPLICATION_ERROR, str(exc), {"hint": exc.hint}))
         except Exception as exc:
-            traceback.print_exc(file=sys.stderr)
-            self._error(
-                request,
-                RpcError(INTERNAL_ERROR, f"internal error in {request.method}: {exc!r}"),
-            )
+            self._error(request, _rpc_error(request.method, exc))
         else:
-            if request.id is not None:
+            if isinstance(result, Future):
+                # Long work on a thread of its own (a dream): the connection
+                # goes on answering; the reply goes out when it is done.
+                result.add_done_callback(partial(self._answer_later, request))
+            elif request.id is not None:
                 self.conn.reply(request.id, result)
         finally:
             self._run_after_answer()
@@ -239,6 +248,15 @@ class RpcSession:
             log.info(
                 "%s %s: %.0f ms", self.client, request.method, (time.monotonic() - started) * 1000
             )
+
+    def _answer_later(self, request: Request, done: Future[dict[str, Any]]) -> None:
+        try:
+            result = done.result()
+        except Exception as exc:
+            self._error(request, _rpc_error(request.method, exc))
+        else:
+            if request.id is not None:
+                self.conn.reply(request.id, result)
 
     def _run_after_answer(self) -> None:
         """What waited for the answer to be sent (a new session's background start)."""
@@ -450,6 +468,18 @@ class RpcSession:
         workdir = _str(params, "workdir", "cli")
         return self.commands(argv, str(self.directory), stdin, workdir)
 
+    def dream_plan(self, params: dict[str, Any]) -> Future[dict[str, Any]]:
+        from memlane.hosts.server import dream_calls
+
+        session = self._require_session("dream.plan")
+        return dream_calls.plan(self._current_project(), session, params)
+
+    def dream_apply(self, params: dict[str, Any]) -> Future[dict[str, Any]]:
+        from memlane.hosts.server import dream_calls
+
+        session = self._require_session("dream.apply")
+        return dream_calls.apply(self._current_project(), session, params)
+
     def engine_status(self, params: dict[str, Any]) -> dict[str, Any]:
         if self.engine is None:
             raise RpcError(METHOD_NOT_FOUND, "not an engine: nothing to report")
@@ -469,7 +499,7 @@ class RpcSession:
         assert path is not None
         return {"released": let_go_of_milvus_lite(path)}
 
-    _HANDLERS: ClassVar[dict[str, Callable[[RpcSession, dict[str, Any]], dict[str, Any]]]] = {
+    _HANDLERS: ClassVar[dict[str, Callable[[RpcSession, dict[str, Any]], Any]]] = {
         "session_start": session_start,
         "before_agent_start": before_agent_start,
         "agent_settled": agent_settled,
@@ -478,6 +508,8 @@ class RpcSession:
         "prepare": prepare,
         "tool": tool,
         "cli": cli,
+        "dream.plan": dream_plan,
+        "dream.apply": dream_apply,
         "engine.status": engine_status,
         "engine.stop": engine_stop,
         "engine.release_lite": engine_release_lite,
