@@ -267,11 +267,13 @@ def test_dream_without_an_llm_of_memlanes_uses_pis_model(
     with world.rpc(**NO_LLM_OF_MEMLANES) as pi:
         rid = _start_dream(pi)
         ask = _ui(pi, "confirm")
-        assert ask["message"].startswith("Dream plan (host/cheapest): 2 file(s), 2 to update.")
+        assert ask["message"].startswith("Dream plan (host/session model): 2 file(s), 2 to update.")
         assert "-## SSH gotcha" in ask["message"]
         dreams = pi_model.distill_requests[asked:]
         assert len(dreams) == 1 and "NEWER fact" in dreams[0].system
-        assert dreams[0].model == "fake-small"  # the session provider's cheapest model
+        # The session's own model, as pi-memory's dream falls back to the parent model
+        # (distillation takes the provider's cheapest, fake-small).
+        assert dreams[0].model == "fake-big"
         pi.send({"type": "extension_ui_response", "id": ask["id"], "confirmed": True})
         done = _ui(pi, "notify", "memlane dream applied")
         assert "2 file(s) changed" in done["message"]

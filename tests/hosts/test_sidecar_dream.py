@@ -118,12 +118,12 @@ def test_dream_plans_with_the_hosts_model_and_applies_the_plan_shown(
 ) -> None:
     _start(sidecar, project)
     plan = sidecar.result("dream.plan", {})
-    assert plan["rendered"].startswith("Dream plan (host/cheapest): 2 file(s), 2 to update.")
+    assert plan["rendered"].startswith("Dream plan (host/session model): 2 file(s), 2 to update.")
     assert "-## SSH gotcha" in plan["rendered"] and not plan["empty"]
     assert "saved_to" not in plan
     asked = sidecar.llm_requests[-1]
     assert "NEWER fact" in asked["system"] and asked["max_tokens"] == D.DREAM_MAX_TOKENS
-    assert "model" not in asked  # pi picks its session provider's cheapest model
+    assert "model" not in asked and asked["model_role"] == "session"  # pi's session model
     assert [r.prompt for r in model.requests] == [asked["prompt"]]
     assert _files(project) == (DEBUGGING, INDEX)  # nothing before the yes
 
@@ -168,7 +168,7 @@ def test_the_session_is_served_while_the_dream_waits_for_the_model(
     reply = {"jsonrpc": "2.0", "id": request_id, "result": answer(params)}
     sidecar.send_line(json.dumps(reply))
     plan = sidecar.wait_for("dream")["result"]
-    assert plan["rendered"].startswith("Dream plan (host/cheapest)")
+    assert plan["rendered"].startswith("Dream plan (host/session model)")
 
 
 def test_a_plan_nobody_can_confirm_is_saved_for_the_cli(sidecar: InProcess, project: Path) -> None:

@@ -14,7 +14,8 @@
  *   session_shutdown {} -> {flushed, pending}
  *   tool {name, arguments} -> {text, details}
  *   dream.plan {save?} -> the plan with its rendered diff; dream.apply {plan} -> {applied, changes, notices}
- * and from the sidecar: llm.complete {system, prompt, model?, max_tokens?} -> {text}, and the
+ * and from the sidecar: llm.complete {system, prompt, model?, model_role?, max_tokens?} -> {text}
+ * (no model: the session provider's cheapest; model_role "session": the session's own), and the
  * notification llm.cancel {id}: memlane no longer wants that answer (its deadline passed, the
  * session ended), so pi aborts the model request (sidecar.ts).
  *

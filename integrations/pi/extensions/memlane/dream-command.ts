@@ -4,9 +4,9 @@
  *
  * The dream runs in memlane's engine over the session's sidecar (`dream.plan`, then
  * `dream.apply` with the very plan that was shown, so the LLM is asked once). Its model is
- * memlane's own `[llm]` when one is configured, else pi's: memlane asks it through
- * `llm.complete`, as capture does, and this command's context answers (it becomes
- * `shim.ctx`). In print and json modes there is no one to ask: the plan is shown, memlane
+ * memlane's own `[llm]` when one is configured, else pi's (the session's own model, or
+ * `dream.model` from pi's registry): memlane asks it through `llm.complete`, as capture
+ * does, and this command's context answers (it becomes `shim.ctx`). In print and json modes there is no one to ask: the plan is shown, memlane
  * keeps it in the store, and the message says how to apply it.
  */
 

@@ -25,7 +25,7 @@ and from the engine to the host:
 
 | method | params | result |
 |---|---|---|
-| llm.complete | {system, prompt, model?, max_tokens?} | {text}: the host's own model distils |
+| llm.complete | {system, prompt, model?, model_role?, max_tokens?} | {text}: the host's own model distils (llm/host.py) |
 | llm.cancel | {id} (a notification: no answer) | the host stops that ``llm.complete`` |
 
 The engine sends ``llm.cancel`` when it no longer wants an answer: the
