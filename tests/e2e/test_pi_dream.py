@@ -1,12 +1,15 @@
-"""pi's ``/dream`` with the real pi binary and the real ``memlane dream``.
+"""pi's ``/dream`` with the real pi binary and memlane's real dream.
 
-The extension plans once (``memlane dream --dry-run --save-plan``), shows the
-plan in a confirm dialog and, on yes, applies that saved plan
-(``--apply-plan``). pi's RPC mode turns ``ctx.ui.confirm`` into an
+The extension asks memlane's sidecar for the plan once (``dream.plan``), shows
+it in a confirm dialog and, on yes, sends that very plan back
+(``dream.apply``). pi's RPC mode turns ``ctx.ui.confirm`` into an
 ``extension_ui_request`` that the test answers with an
 ``extension_ui_response``, so both answers are driven here; print mode has no
-UI to confirm with and must apply nothing. The dream's LLM is memlane's own
-(``MEMLANE_LLM_*``), a fake OpenAI server scripted with the JSON plan.
+UI to confirm with: it applies nothing and says how to apply the saved plan.
+The dream's LLM is memlane's own (``MEMLANE_LLM_*``, a fake OpenAI server
+scripted with the JSON plan) or, with ``llm.provider = auto``, pi's own
+(fake) model through ``llm.complete``, which also serves ``memory_compact``
+with capture off (``MEMLANE_CAPTURE=off``).
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from typing import Any
 import pytest
 from pi_harness import RUN_TIMEOUT_S, PiInstall, PiWorld, RpcPi, sidecar_pids
 
-from fake_llm import FakeModel, FakeOpenAI
+from fake_llm import DEFAULT_DISTILLATION, FakeModel, FakeOpenAI, Reply
 from helpers import NOW
 
 pytestmark = pytest.mark.e2e
@@ -130,14 +133,18 @@ def _start_dream(pi: RpcPi) -> str:
 
 
 def _ui(pi: RpcPi, method: str, starts: str = "", timeout_s: float = 120) -> dict[str, Any]:
-    return pi.wait_record(
-        lambda r: (
-            r.get("type") == "extension_ui_request"
-            and r.get("method") == method
-            and str(r.get("message", "")).startswith(starts)
-        ),
-        timeout_s,
+    """The UI request awaited; an error notification instead fails at once, saying why."""
+
+    def wanted(r: dict[str, Any]) -> bool:
+        return (r.get("method") == method and str(r.get("message", "")).startswith(starts)) or (
+            method != "notify" and r.get("notifyType") == "error"
+        )
+
+    found = pi.wait_record(
+        lambda r: r.get("type") == "extension_ui_request" and wanted(r), timeout_s
     )
+    assert found.get("method") == method, found
+    return found
 
 
 def _handled(pi: RpcPi, rid: str) -> None:
@@ -191,7 +198,9 @@ def test_dream_declined_changes_nothing(world: PiWorld) -> None:
     assert _plan_files_left(world) == []
 
 
-def test_dream_in_print_mode_shows_the_plan_and_applies_nothing(world: PiWorld) -> None:
+def test_dream_in_print_mode_shows_the_plan_and_how_to_apply_it(
+    world: PiWorld, dream_llm: FakeOpenAI
+) -> None:
     out = subprocess.run(
         world.argv("-p", "/dream"),
         cwd=world.project,
@@ -202,12 +211,27 @@ def test_dream_in_print_mode_shows_the_plan_and_applies_nothing(world: PiWorld) 
         stdin=subprocess.DEVNULL,
     )
     assert out.returncode == 0, out.stderr
-    # pi keeps stdout for its own output outside the TUI: extensions write to stderr.
-    assert "Dream plan (openai/fake-dreamer)" in out.stderr
-    assert "-## SSH gotcha" in out.stderr
-    assert "cannot ask for confirmation in print mode: nothing was changed" in out.stderr
+    # The plan is /dream's answer: on stdout, as /memory's answers are in `pi -p`.
+    assert "Dream plan (openai/fake-dreamer)" in out.stdout
+    assert "-## SSH gotcha" in out.stdout
+    assert "cannot ask for confirmation in print mode: nothing was changed" in out.stdout
     assert _files(world) == {"topic": DEBUGGING, "index": INDEX}
     assert _plan_files_left(world) == []
+    # The plan is kept in the store; the command it names applies exactly it, no LLM asked.
+    saved = _store(world) / ".dream-plan.json"
+    assert f"dream --apply-plan {json.dumps(str(saved))}" in out.stdout
+    planned = len(dream_llm.requests)
+    applied = subprocess.run(
+        [MEMLANE, "-C", str(world.project), "dream", "--apply-plan", str(saved), "--yes"],
+        env=world.env(MEMLANE_LLM_PROVIDER="none"),
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT_S,
+        stdin=subprocess.DEVNULL,
+    )
+    assert applied.returncode == 0, applied.stderr
+    assert "## SSH gotcha" not in _files(world)["topic"]
+    assert len(dream_llm.requests) == planned
 
 
 def test_dream_without_an_llm_is_a_notification(world: PiWorld, dream_llm: FakeOpenAI) -> None:
@@ -222,3 +246,57 @@ def test_dream_without_an_llm_is_a_notification(world: PiWorld, dream_llm: FakeO
     assert not dream_llm.requests
     assert _files(world) == {"topic": DEBUGGING, "index": INDEX}
     assert _plan_files_left(world) == []
+
+
+#: memlane with no [llm] of its own (the default): the host's model answers.
+NO_LLM_OF_MEMLANES = {"MEMLANE_LLM_PROVIDER": "auto", "MEMLANE_LLM_MODEL": ""}
+
+
+@pytest.fixture
+def pi_model(fake_model: FakeModel) -> Iterator[FakeModel]:
+    """pi's own model, answering memlane's llm.complete with the dream's plan."""
+    fake_model.distill = json.dumps(PLAN)
+    yield fake_model
+    fake_model.distill = DEFAULT_DISTILLATION
+
+
+def test_dream_without_an_llm_of_memlanes_uses_pis_model(
+    world: PiWorld, dream_llm: FakeOpenAI, pi_model: FakeModel
+) -> None:
+    asked = len(pi_model.distill_requests)
+    with world.rpc(**NO_LLM_OF_MEMLANES) as pi:
+        rid = _start_dream(pi)
+        ask = _ui(pi, "confirm")
+        assert ask["message"].startswith("Dream plan (host/session model): 2 file(s), 2 to update.")
+        assert "-## SSH gotcha" in ask["message"]
+        dreams = pi_model.distill_requests[asked:]
+        assert len(dreams) == 1 and "NEWER fact" in dreams[0].system
+        # The session's own model, as pi-memory's dream falls back to the parent model
+        # (distillation takes the provider's cheapest, fake-small).
+        assert dreams[0].model == "fake-big"
+        pi.send({"type": "extension_ui_response", "id": ask["id"], "confirmed": True})
+        done = _ui(pi, "notify", "memlane dream applied")
+        assert "2 file(s) changed" in done["message"]
+        _handled(pi, rid)
+    assert not dream_llm.requests  # memlane's own [llm] was never configured here
+    files = _files(world)
+    assert "## SSH gotcha" not in files["topic"] and "## SSH Gotcha" in files["topic"]
+    assert files["index"] == "- [Debugging Tips](topics/debugging.md) — SSH Gotcha\n"
+
+
+def test_memory_compact_with_capture_off_uses_pis_model(
+    world: PiWorld, fake_model: FakeModel
+) -> None:
+    fake_model.distill = "- staging is reached over ssh on port 2222"
+    fake_model.agent(Reply.call("memory_compact"), Reply.say("Compacted."))
+    try:
+        with world.rpc(**NO_LLM_OF_MEMLANES, MEMLANE_CAPTURE="off") as pi:
+            pi.prompt("compact my memory")
+            result = fake_model.agent_requests[-1].last_tool_result
+    finally:
+        fake_model.distill = DEFAULT_DISTILLATION
+    assert "staging is reached over ssh on port 2222" in result, result
+    assert "no LLM" not in result and "needs an LLM" not in result
+    daily = (_store(world) / f"{NOW.date().isoformat()}.md").read_text(encoding="utf-8")
+    assert "## Memory Compact" in daily
+    assert "compact my memory" not in daily  # capture is off: the exchange itself is not kept

@@ -197,7 +197,8 @@ def _topic_entry(mem: Memory) -> str:
     return hits[0].content
 
 
-def _extract(mem: Memory, **item: object) -> X.ExtractReport:
+def _extract(mem: Memory, *, offered: bool = True, **item: object) -> X.ExtractReport:
+    """Extraction of one learning; *offered*: the old entry is shown as m1."""
     learning = {
         "topic": "release.md",
         "title": "Production deploys moved to Mondays",
@@ -208,7 +209,8 @@ def _extract(mem: Memory, **item: object) -> X.ExtractReport:
     with FakeOpenAI(answer=json.dumps([learning])) as server:
         report = X.extract(mem, EXCHANGE, server.llm(), settings=X.TopicSettings(), timeout_s=5)
         prompt = server.requests[0].prompt
-    assert "<earlier_memories>\n[m1] (2026-11-23) Production deploys on Tuesdays" in prompt
+    if offered:
+        assert "<earlier_memories>\n[m1] (2026-11-23) Production deploys on Tuesdays" in prompt
     return report
 
 
@@ -233,22 +235,34 @@ def test_an_extracted_correction_outdates_the_old_topic_entry(memory: Memory) ->
 
 def test_extraction_ignores_an_invented_id_and_old_answers(memory: Memory) -> None:
     _topic_entry(memory)
-    # Without an offered id the correction is what it always was: too close
-    # to the old entry, a near duplicate.
-    invented = _extract(memory, supersedes=["m4", 7]).to_json()
-    plain = _extract(memory).to_json()
-    assert invented["status"] == plain["status"] == "nothing"
-    assert invented["skipped"] == plain["skipped"]
-    assert "near duplicate" in plain["skipped"][0]["reason"]
+    # An id it was not offered marks nothing outdated. The learning itself names
+    # days the old entry does not (Mondays, Friday): a changed fact is new, and
+    # is added as it is (recall ranks it first, as it says what moved).
+    invented = _extract(memory, supersedes=["m4", 7])
+    assert invented.status == "written", invented.to_json()
+    assert "supersedes" not in invented.written[0]
+    # The old fact again, in other words, adds nothing.
+    again = _extract(
+        memory,
+        offered=False,  # the new entry may come first now
+        title="Tuesday deploys",
+        content="Production deploys happen on Tuesdays, after the release review.",
+    ).to_json()
+    assert again["status"] == "nothing" and "near duplicate" in again["skipped"][0]["reason"]
 
     report = _extract(
         memory,
+        offered=False,
         title="Staging rebuilt nightly",
         content="Staging is rebuilt from main every night at 02:00 UTC.",
     )
     assert report.status == "written" and "supersedes" not in report.written[0]
     parsed = store_topics.read_topic(memory.scope.store, "release")
-    assert parsed.titles == ["Production deploys on Tuesdays", "Staging rebuilt nightly"]
+    assert parsed.titles == [
+        "Production deploys on Tuesdays",
+        "Production deploys moved to Mondays",
+        "Staging rebuilt nightly",
+    ]
     assert superseded_hashes(parsed.render()) == []
 
 

@@ -60,6 +60,26 @@ def test_auto_inside_a_host_uses_the_hosts_cheapest_model() -> None:
     assert llm.complete("s", "p") == "model=None"
 
 
+def test_a_dream_inside_a_host_asks_for_the_sessions_own_model() -> None:
+    """pi-memory's dream falls back to the parent model, not the cheapest."""
+    asked: list[dict[str, Any]] = []
+
+    def recording(params: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+        asked.append(params)
+        return host_call(params, timeout_s)
+
+    llm = provider_of(settings(), host_call=recording, purpose="dream")
+    assert isinstance(llm, HostLLM) and llm.name == "host/session model"
+    llm.complete("s", "p")
+    assert asked[-1]["model_role"] == "session" and "model" not in asked[-1]
+    named = provider_of(settings(model="fake/big"), host_call=recording, purpose="dream")
+    named.complete("s", "p")
+    assert asked[-1]["model"] == "fake/big" and "model_role" not in asked[-1]
+    capture = provider_of(settings(), host_call=recording)
+    capture.complete("s", "p")
+    assert "model_role" not in asked[-1]  # distillation: the cheapest
+
+
 @pytest.mark.parametrize("provider", ["auto", "host"])
 @pytest.mark.parametrize(
     ("capture_model", "model"),

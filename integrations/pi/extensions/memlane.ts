@@ -20,7 +20,9 @@
  *   tool {name, arguments} -> {text, details}
  *   cli {argv, detach?} -> {stdout, stderr, code} (or, detached, {job, running}); cli.job {job}:
  *     memlane's own commands run by the engine, for /memory (memory-command.ts)
- * and from the sidecar: llm.complete {system, prompt, model?, max_tokens?} -> {text}, and the
+ *   dream.plan {save?} -> the plan with its rendered diff; dream.apply {plan} -> {applied, changes, notices}
+ * and from the sidecar: llm.complete {system, prompt, model?, model_role?, max_tokens?} -> {text}
+ * (no model: the session provider's cheapest; model_role "session": the session's own), and the
  * notification llm.cancel {id}: memlane no longer wants that answer (its deadline passed, the
  * session ended), so pi aborts the model request (sidecar.ts).
  *
@@ -31,9 +33,9 @@
  * pi's model within memlane's SHUTDOWN_CAP_MS), never for a start still under way, and
  * aborts what memlane still asked of it.
  *
- * `/dream` is not a sidecar call: it runs `memlane dream` itself, once to plan
- * (`--dry-run --save-plan`), and, after the user confirms the diff, once to apply
- * exactly that saved plan (`--apply-plan`), so the LLM is not asked twice.
+ * `/dream` asks the sidecar for a plan (`dream.plan {save?}`: memlane's own `[llm]`, else
+ * pi's model through llm.complete), shows its diff and, once the user confirms, sends that
+ * very plan back (`dream.apply {plan}`), so the LLM is not asked twice (dream-command.ts).
  *
  * This file wires the modules of ./memlane/ together, one concern each:
  *   sidecar.ts     the child process and its JSON-RPC client (deadlines)
@@ -43,6 +45,7 @@
  *   commands.ts    /recall, /memory, /dream
  *   memory-command.ts, settings-panel.ts, memory-io.ts
  *                  /memory's subcommands, its settings panel, memlane's commands run in the engine
+ *   dream-command.ts /dream: plan, diff, confirm, apply
  *   memlane-cli.ts which memlane to run, one-shot CLI runs
  *   host.ts        reading pi: message text, the settled exchange, models for llm.complete
  *   protocol.ts    JSON shapes, deadlines, messages

@@ -18,7 +18,8 @@ configured a remote provider or the host already talks to one):
    to the host whole (a ``host/`` prefix is dropped): pi resolves
    ``<provider>/<id>`` against its own registry and credentials. Without it
    the host gets ``llm.model`` if set, else no model and picks its session
-   provider's cheapest.
+   provider's cheapest (for a dream, its session's own model: pi-memory's
+   dream falls back to the parent model).
 4. Otherwise ``capture.model`` is ``<id>`` or ``<provider>/<id>``: a prefix
    naming a memlane provider (openai, anthropic, command, host) selects that
    provider; any other string, slashes included (OpenRouter's
@@ -104,6 +105,9 @@ class LlmChoice:
     # The Claude Code default: memlane's own command line, run with the
     # flags that keep the child from being a session (llm/claude_code.py).
     claude_code: bool = False
+    # Provider host without a model: the host's session model rather than its
+    # cheapest (a dream, as pi-memory's falls back to the parent model).
+    session_model: bool = False
 
 
 @dataclass(frozen=True)
@@ -161,7 +165,12 @@ def resolve_llm(
                 "llm.provider is host, but memlane is not running inside a host", HOST_ONLY_HINT
             )
         model = wanted.removeprefix("host/") or settings.model
-        return LlmChoice("host", model or None, timeout_s=settings.timeout_s)
+        return LlmChoice(
+            "host",
+            model or None,
+            timeout_s=settings.timeout_s,
+            session_model=purpose == "dream" and not model,
+        )
 
     provider, model = configured, wanted or None
     prefix, slash, rest = wanted.partition("/")

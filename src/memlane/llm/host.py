@@ -1,6 +1,8 @@
 """The host's own model, reached through the sidecar (hosts/pi/sidecar.py): memlane
-sends ``llm.complete {system, prompt, model?, max_tokens?}`` and the host
-(pi) answers ``{text}`` with whatever model and credentials it already uses.
+sends ``llm.complete {system, prompt, model?, model_role?, max_tokens?}`` and the
+host (pi) answers ``{text}`` with whatever model and credentials it already
+uses. Without ``model`` the host picks its session provider's cheapest model,
+or with ``model_role: "session"`` the session's own model (a dream's).
 
 ``call`` is supplied by the host adapter: it sends the request, waits up to
 the given number of seconds and returns the JSON-RPC result, or raises.
@@ -30,11 +32,17 @@ METHOD = "llm.complete"
 
 class HostLLM:
     def __init__(
-        self, call: HostCall, model: str | None = None, *, timeout_s: float = 30.0
+        self,
+        call: HostCall,
+        model: str | None = None,
+        *,
+        timeout_s: float = 30.0,
+        session_model: bool = False,
     ) -> None:
         self._call = call
         self.model = model
         self.timeout_s = timeout_s
+        self.session_model = session_model and not model
 
     def __repr__(self) -> str:
         return f"HostLLM(model={self.model!r})"
@@ -42,7 +50,7 @@ class HostLLM:
     @property
     def name(self) -> str:
         # Without a model the host picks its session provider's cheapest one.
-        return f"host/{self.model or 'cheapest'}"
+        return f"host/{self.model or ('session model' if self.session_model else 'cheapest')}"
 
     def complete(
         self,
@@ -56,6 +64,8 @@ class HostLLM:
         params: dict[str, Any] = {"system": system, "prompt": prompt, "max_tokens": max_tokens}
         if self.model:
             params["model"] = self.model
+        elif self.session_model:
+            params["model_role"] = "session"
         result = call_with_deadline(
             lambda _cancel: self._ask(params, budget),
             budget,
@@ -96,4 +106,6 @@ class HostLLM:
 def from_choice(choice: LlmChoice, host_call: HostCall | None = None) -> HostLLM:
     """Provider ``host`` of the LLM registry (llm/factory.py): the host's model."""
     assert host_call is not None  # resolve_llm picks host only when one answers
-    return HostLLM(host_call, choice.model, timeout_s=choice.timeout_s)
+    return HostLLM(
+        host_call, choice.model, timeout_s=choice.timeout_s, session_model=choice.session_model
+    )

@@ -1,20 +1,10 @@
-/** The slash commands: /recall (a prompt for the agent), /memory (the sidecar: memory-command.ts), /dream (the CLI, confirmed). */
+/** The slash commands: /recall (a prompt for the agent), /memory (the sidecar: memory-command.ts), /dream (dream-command.ts). */
 
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
-import { type Shim, sessionInfo, tell, untilSettled } from "./host.ts";
-import { cliFailure, runMemlane } from "./memlane-cli.ts";
+import { runDream } from "./dream-command.ts";
+import { type Shim, tell, untilSettled } from "./host.ts";
 import { memoryCommand } from "./memory-command.ts";
-import {
-	asObject,
-	DREAM_TIMEOUT_MS,
-	type Json,
-	type JsonObject,
-	ONE_SHOT_MODES,
-	RUN_IDLE_MS,
-} from "./protocol.ts";
+import { ONE_SHOT_MODES, RUN_IDLE_MS } from "./protocol.ts";
 
 export function registerCommands(pi: ExtensionAPI, shim: Shim): void {
 	pi.registerCommand("recall", {
@@ -55,61 +45,6 @@ export function registerCommands(pi: ExtensionAPI, shim: Shim): void {
 
 	pi.registerCommand("dream", {
 		description: "Consolidate topic memory (merge duplicates, settle contradictions); shows the diff and asks first",
-		handler: async (_args, ctx) => {
-			// The plan goes through a private temp dir: it holds the topic files' text.
-			const dir = mkdtempSync(join(tmpdir(), "memlane-dream-"));
-			const planFile = join(dir, "plan.json");
-			try {
-				if (ctx.hasUI) ctx.ui.notify("memlane dream: planning the consolidation with the LLM…", "info");
-				const planned = await runMemlane(ctx.cwd, ["dream", "--dry-run", "--save-plan", planFile, "--json"], DREAM_TIMEOUT_MS);
-				if (planned.code !== 0 || planned.failure) {
-					tell(ctx, `memlane dream failed: ${cliFailure(planned)}`, "error");
-					return;
-				}
-				let plan: JsonObject;
-				try {
-					plan = asObject(JSON.parse(planned.stdout) as Json);
-				} catch {
-					tell(ctx, `memlane dream printed no plan: ${planned.stdout.slice(0, 200)}`, "error");
-					return;
-				}
-				const rendered = typeof plan.rendered === "string" ? plan.rendered.trimEnd() : "";
-				const changes = Array.isArray(plan.changes) ? plan.changes.length : 0;
-				if (changes === 0) {
-					tell(ctx, rendered || "Nothing to consolidate.", "info");
-					return;
-				}
-				if (!ctx.hasUI) {
-					tell(
-						ctx,
-						`${rendered}\n\n/dream cannot ask for confirmation in ${ctx.mode} mode: nothing was changed. Run \`memlane dream\` in a terminal (or /dream in pi's interactive mode) to apply it.`,
-						"warning",
-					);
-					return;
-				}
-				const confirmed = await ctx.ui.confirm("Apply this dream plan?", rendered);
-				if (!confirmed) {
-					ctx.ui.notify("memlane dream: declined, nothing was changed.", "info");
-					return;
-				}
-				const applied = await runMemlane(ctx.cwd, ["dream", "--apply-plan", planFile, "--yes", "--json"], DREAM_TIMEOUT_MS);
-				if (applied.code !== 0 || applied.failure) {
-					ctx.ui.notify(`memlane dream did not apply: ${cliFailure(applied)}`, "error");
-					return;
-				}
-				let notices: string[] = [];
-				try {
-					const done = asObject(JSON.parse(applied.stdout) as Json);
-					if (Array.isArray(done.notices)) notices = done.notices.filter((n): n is string => typeof n === "string");
-				} catch {
-					// applied (exit 0); only the notices are lost
-				}
-				ctx.ui.notify([`memlane dream applied: ${changes} file(s) changed.`, ...notices].join("\n"), "info");
-			} catch (err) {
-				tell(ctx, `memlane dream failed: ${err instanceof Error ? err.message : String(err)}`, "error");
-			} finally {
-				rmSync(dir, { recursive: true, force: true });
-			}
-		},
+		handler: async (_args, ctx) => runDream(shim, ctx),
 	});
 }

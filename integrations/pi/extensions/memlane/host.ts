@@ -102,8 +102,9 @@ function modelCost(model: { cost?: { input?: number; output?: number } }): numbe
 	return (model.cost?.input ?? 0) + (model.cost?.output ?? 0);
 }
 
-/** `model` as `<id>` or `<provider>/<id>`; else the session provider's cheapest model. */
-export function pickModel(ctx: ExtensionContext, wanted: string | undefined) {
+/** `model` as `<id>` or `<provider>/<id>`; else with role "session" the session's own model
+ * (a dream, as pi-memory's falls back to the parent model), else its provider's cheapest. */
+export function pickModel(ctx: ExtensionContext, wanted: string | undefined, role?: string) {
 	const registry = ctx.modelRegistry;
 	const provider = ctx.model?.provider;
 	if (wanted) {
@@ -119,6 +120,7 @@ export function pickModel(ctx: ExtensionContext, wanted: string | undefined) {
 		throw new Error(`model ${wanted} is not in pi's model registry`);
 	}
 	if (!ctx.model) throw new Error("pi has no active model to distil with");
+	if (role === "session") return ctx.model;
 	const sameProvider = registry.getAvailable().filter((m) => m.provider === provider);
 	if (sameProvider.length === 0) return ctx.model;
 	return sameProvider.reduce((best, m) => (modelCost(m) < modelCost(best) ? m : best));
@@ -128,7 +130,8 @@ export function pickModel(ctx: ExtensionContext, wanted: string | undefined) {
  * `signal` aborts the model request (memlane sent `llm.cancel`, or the session ended). */
 export async function llmComplete(ctx: ExtensionContext | null, params: JsonObject, signal?: AbortSignal): Promise<Json> {
 	if (!ctx) throw new Error("no pi session is active");
-	const model = pickModel(ctx, typeof params.model === "string" && params.model ? params.model : undefined);
+	const wanted = typeof params.model === "string" && params.model ? params.model : undefined;
+	const model = pickModel(ctx, wanted, typeof params.model_role === "string" ? params.model_role : undefined);
 	const prompt = typeof params.prompt === "string" ? params.prompt : "";
 	const messages: Message[] = [{ role: "user", content: [{ type: "text", text: prompt }], timestamp: Date.now() }];
 	const maxTokens = typeof params.max_tokens === "number" ? params.max_tokens : LLM_COMPLETE_MAX_TOKENS;

@@ -1,4 +1,4 @@
-/** Running memlane itself: which executable, and one-shot CLI runs (`/memory stats`, `/dream`). */
+/** Running memlane itself: which executable, and one-shot CLI runs (`/memory stats`). */
 
 import { spawn } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";

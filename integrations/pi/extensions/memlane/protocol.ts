@@ -36,9 +36,12 @@ export const START_WAIT_MS: Record<string, number> = {
 };
 // The engine's notification that it no longer wants an llm.complete answer.
 export const CANCEL_METHOD = "llm.cancel";
-// One `memlane dream` run: the LLM restates every topic it changes (memlane allows it
-// at least 180 s); past this the child is killed.
+// /dream's plan (`dream.plan`): the LLM restates every topic it changes (memlane gives it
+// at least 180 s, llm.timeout_s when longer, and cancels its llm.complete then); past this
+// pi stops waiting.
 export const DREAM_TIMEOUT_MS = 600_000;
+// /dream's apply (`dream.apply`): the files written, then the index brought up to date.
+export const DREAM_APPLY_TIMEOUT_MS = 120_000;
 export const LLM_COMPLETE_MAX_TOKENS = 1024;
 // A command's run in a one-shot mode (`pi -p`): how long pi may stay idle, before the
 // run starts or after it ends without settling, until the command stops waiting for it.

@@ -101,6 +101,7 @@ class Session:
         self.settings = settings or memory.config.session
         self.notices: list[str] = list(memory.config.problems)  # a hook has no terminal
         self.host_llm_available = False
+        self.host_call: HostCall | None = None  # the host's llm.complete (a dream's model)
         self.capture = CaptureState(
             enabled=self.settings.capture_enabled,
             llm=llm.name if llm is not None else "none (entries are verbatim digests)",
@@ -121,7 +122,7 @@ class Session:
         self.extraction = ExtractionState(
             enabled=self.topic_settings.enabled
             and self.topic_settings.extract_memories_enabled
-            and llm is not None
+            and (llm is not None and self.capture.enabled)
         )
         self.sessions_settings = memory.config.sessions
         self._background: Background | None = None
@@ -244,11 +245,9 @@ class Session:
         from memlane.engine.live.llms import capture_llm, task_llm
 
         notices: list[str] = []
-        llm = (
-            capture_llm(memory, host_call, notices, host)
-            if memory.config.session.capture_enabled
-            else None
-        )
+        # Made with capture off too: memory_compact uses it (its notices are then noise).
+        capturing = memory.config.session.capture_enabled
+        llm = capture_llm(memory, host_call, notices if capturing else [], host)
         session = cls.start(
             memory,
             host=host,
@@ -259,6 +258,7 @@ class Session:
             defer_background=defer_background,
         )
         session.host_llm_available = host_call is not None
+        session.host_call = host_call
         session.notices.extend(notices)
         surfacer = session.surfacer
         if surfacer is not None:
@@ -392,9 +392,8 @@ class Session:
             enabled = bool(config.get("topics.enabled"))
             topics = config.topics
             self.topic_settings = self._captures.topic_settings = topics
-            self.extraction.enabled = (
-                enabled and topics.extract_memories_enabled and self.llm is not None
-            )
+            extracts = topics.extract_memories_enabled and self.capture.enabled
+            self.extraction.enabled = enabled and extracts and self.llm is not None
             self._auto.switch_topics(enabled, topics)
             self.notices.append(
                 f"topic memory switched {'on' if enabled else 'off'} (topics.enabled)"

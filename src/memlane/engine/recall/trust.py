@@ -292,6 +292,11 @@ def _common_words(facts: Iterable[_Fact]) -> frozenset[str]:
     return frozenset(word for word, n in counts.items() if n > limit)
 
 
+def says_something_changed(text: str) -> bool:
+    """The text says that something changed: replaced, raised, no longer, from X to Y, ..."""
+    return bool(_CHANGE_RE.search(text))
+
+
 def asks_about_the_past(query: str) -> bool:
     """The question is about what was, not what is ("what did we use before
     Dramatiq?", "when did Caroline move?"): the older memory may be the answer."""

@@ -16,10 +16,11 @@ restatements:
 * the same title or the same content (case, spacing and punctuation aside)
   anywhere in the topic files, read from disk, so entries written moments
   ago and not yet indexed count;
-* a near duplicate: the entries most like it (``Memory.search(kind="topic",
-  sync=False)`` plus every entry of the topic it would go to) compared by
-  embedding cosine (``DUPLICATE_COSINE``) or, without a model, by word
-  overlap (``DUPLICATE_OVERLAP``).
+* a near duplicate of an entry or of one sentence of it (a dream merges
+  facts into one entry): the entries sharing a word with it, those of its
+  topic and the index's nearest, compared by embedding cosine and word
+  coverage, or without a model by word coverage alone; one that names a
+  number, an identifier or a name the entry lacks is new (``duplicates``).
 
 A learning may say it corrects an earlier topic entry: the prompt shows the
 few entries most like the exchange under short ids (engine/recall/earlier.py)
@@ -183,7 +184,8 @@ def build_prompt(
         prompt += (
             "\n\nExisting entries on the same subject:\n"
             f"{render_earlier(earlier)}\n"
-            "When a learning corrects one of them (a value, a decision or a fact changed), "
+            "Do not propose what they already say, even in other words or under another "
+            "title. When a learning corrects one of them (a value, a decision or a fact changed), "
             'add "supersedes": ["m1"] to its item and give it a title that states the new '
             "fact. Never name an entry that is only related or still true."
         )

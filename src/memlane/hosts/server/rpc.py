@@ -16,6 +16,8 @@ client and its directory (core/link.py's ``rpc_header``).
 | tool | {name, arguments} | {text, details} |
 | cli | {argv, stdin?, workdir?, detach?} | {stdout, stderr, code}; detach: {job, running, already, progress} |
 | cli.job | {job} | {job, running, seconds, progress}, and once done {stdout, stderr, code} |
+| dream.plan | {save?} | the dream's plan (hosts/server/dream_calls.py) |
+| dream.apply | {plan} | {applied, changes, notices} |
 | engine.status | {} | what ``memlane engine status`` shows |
 | engine.stop | {} | {stopping: true} |
 | engine.release_lite | {path} | {released}: let go of a Milvus Lite database another process wants |
@@ -24,7 +26,7 @@ and from the engine to the host:
 
 | method | params | result |
 |---|---|---|
-| llm.complete | {system, prompt, model?, max_tokens?} | {text}: the host's own model distils |
+| llm.complete | {system, prompt, model?, model_role?, max_tokens?} | {text}: the host's own model distils (llm/host.py) |
 | llm.cancel | {id} (a notification: no answer) | the host stops that ``llm.complete`` |
 
 The engine sends ``llm.cancel`` when it no longer wants an answer: the
@@ -62,6 +64,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
+from concurrent.futures import Future
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
@@ -77,6 +80,13 @@ from memlane.hosts.jsonrpc import (
     RemoteError,
     Request,
     RpcError,
+)
+from memlane.hosts.server import command_calls
+from memlane.hosts.server.command_calls import (
+    CommandRunner,
+    ParamsError,
+    obj_params,
+    str_param,
 )
 
 if TYPE_CHECKING:
@@ -105,40 +115,16 @@ class EngineControl(Protocol):
     def stop(self) -> None: ...
 
 
-class CommandRunner(Protocol):
-    """Runs one ``memlane`` command line inside the engine (hosts/server/commands.py),
-    or starts it in the background and tells how far it got."""
-
-    def __call__(
-        self, argv: list[str], cwd: str, stdin: str | None, workdir: str | None = None
-    ) -> dict[str, Any]: ...
-
-    def start(self, argv: list[str], cwd: str, workdir: str | None = None) -> dict[str, Any]: ...
-
-    def job(self, job_id: str) -> dict[str, Any] | None: ...
-
-
-class ParamsError(Exception):
-    pass
-
-
-def _obj(params: Any, method: str) -> dict[str, Any]:
-    if params is None:
-        return {}
-    if not isinstance(params, dict):
-        raise ParamsError(f"{method}: params must be an object")
-    return params
-
-
-def _str(params: dict[str, Any], key: str, method: str, *, required: bool = False) -> str | None:
-    value = params.get(key)
-    if value is None:
-        if required:
-            raise ParamsError(f"{method}: missing required param {key!r}")
-        return None
-    if not isinstance(value, str):
-        raise ParamsError(f"{method}: {key} must be a string, got {value!r}")
-    return value
+def _rpc_error(method: str, exc: Exception) -> RpcError:
+    """What a handler raised, as the error the client gets."""
+    if isinstance(exc, ParamsError):
+        return RpcError(INVALID_PARAMS, str(exc))
+    if isinstance(exc, RpcError):
+        return exc
+    if isinstance(exc, MemlaneError):
+        return RpcError(APPLICATION_ERROR, str(exc), {"hint": exc.hint})
+    traceback.print_exception(exc, file=sys.stderr)
+    return RpcError(INTERNAL_ERROR, f"internal error in {method}: {exc!r}")
 
 
 class RpcSession:
@@ -223,21 +209,15 @@ class RpcSession:
                     f"unknown method {request.method!r}; the methods are "
                     + ", ".join(self._HANDLERS),
                 )
-            result = handler(self, _obj(request.params, request.method))
-        except ParamsError as exc:
-            self._error(request, RpcError(INVALID_PARAMS, str(exc)))
-        except RpcError as exc:
-            self._error(request, exc)
-        except MemlaneError as exc:
-            self._error(request, RpcError(APPLICATION_ERROR, str(exc), {"hint": exc.hint}))
+            result = handler(self, obj_params(request.params, request.method))
         except Exception as exc:
-            traceback.print_exc(file=sys.stderr)
-            self._error(
-                request,
-                RpcError(INTERNAL_ERROR, f"internal error in {request.method}: {exc!r}"),
-            )
+            self._error(request, _rpc_error(request.method, exc))
         else:
-            if request.id is not None:
+            if isinstance(result, Future):
+                # Long work on a thread of its own (a dream): the connection
+                # goes on answering; the reply goes out when it is done.
+                result.add_done_callback(partial(self._answer_later, request))
+            elif request.id is not None:
                 self.conn.reply(request.id, result)
         finally:
             self._run_after_answer()
@@ -245,6 +225,15 @@ class RpcSession:
             log.info(
                 "%s %s: %.0f ms", self.client, request.method, (time.monotonic() - started) * 1000
             )
+
+    def _answer_later(self, request: Request, done: Future[dict[str, Any]]) -> None:
+        try:
+            result = done.result()
+        except Exception as exc:
+            self._error(request, _rpc_error(request.method, exc))
+        else:
+            if request.id is not None:
+                self.conn.reply(request.id, result)
 
     def _run_after_answer(self) -> None:
         """What waited for the answer to be sent (a new session's background start)."""
@@ -315,11 +304,11 @@ class RpcSession:
         from memlane.engine.live.session import Session
 
         method = "session_start"
-        session_id = _str(params, "session_id", method, required=True)
+        session_id = str_param(params, "session_id", method, required=True)
         assert session_id is not None
-        transcript_path = _str(params, "transcript_path", method)
-        host = _str(params, "host", method) or self.client
-        cwd = _str(params, "cwd", method)
+        transcript_path = str_param(params, "transcript_path", method)
+        host = str_param(params, "host", method) or self.client
+        cwd = str_param(params, "cwd", method)
         if self.session is not None and self.project is not None:
             self.projects.end(self.project, self.session.session_id, release_host=True)
             self.session = None
@@ -354,7 +343,7 @@ class RpcSession:
         return {"snapshot": session.snapshot.text, "notices": list(session.notices)}
 
     def before_agent_start(self, params: dict[str, Any]) -> dict[str, Any]:
-        prompt = _str(params, "prompt", "before_agent_start") or ""
+        prompt = str_param(params, "prompt", "before_agent_start") or ""
         session = self._require_session("before_agent_start")
         injection = self._on_project(lambda: session.before_agent_start(prompt))
         result: dict[str, Any] = injection.to_json()
@@ -379,12 +368,12 @@ class RpcSession:
         ):
             raise ParamsError(f"{method}: exchange.tools must be a list of tool names")
         exchange = Exchange(
-            user=_str(raw, "user", method) or "",
-            assistant=_str(raw, "assistant", method) or "",
+            user=str_param(raw, "user", method) or "",
+            assistant=str_param(raw, "assistant", method) or "",
             aborted=aborted,
-            entry_id=_str(raw, "entry_id", method),
-            session_id=_str(raw, "session_id", method),
-            transcript_path=_str(raw, "transcript_path", method),
+            entry_id=str_param(raw, "entry_id", method),
+            session_id=str_param(raw, "session_id", method),
+            transcript_path=str_param(raw, "transcript_path", method),
             tools=None if tools is None else tuple(tools),
         )
         session = self._require_session(method)
@@ -421,7 +410,7 @@ class RpcSession:
         from memlane.engine.tools.dispatch import Tools, prepare_call
         from memlane.llm.defaults import CLAUDE_CODE_HOST
 
-        name = _str(params, "name", "tool", required=True)
+        name = str_param(params, "name", "tool", required=True)
         arguments = params.get("arguments")
         if arguments is not None and not isinstance(arguments, dict):
             raise ParamsError("tool: arguments must be an object")
@@ -447,35 +436,22 @@ class RpcSession:
         return answer
 
     def cli(self, params: dict[str, Any]) -> dict[str, Any]:
-        if self.commands is None:
-            raise RpcError(METHOD_NOT_FOUND, "this engine runs no commands")
-        argv = params.get("argv")
-        if not isinstance(argv, list) or not all(isinstance(a, str) for a in argv):
-            raise ParamsError("cli: argv must be a list of strings")
-        stdin = _str(params, "stdin", "cli")
-        workdir = _str(params, "workdir", "cli")
-        detach = params.get("detach", False)
-        if not isinstance(detach, bool):
-            raise ParamsError("cli: detach must be a boolean")
-        if detach:
-            # A long command (pi's /memory reindex) must not hold up the
-            # connection's later requests: it runs on, cli.job tells how far.
-            return self.commands.start(argv, str(self.directory), workdir)
-        return self.commands(argv, str(self.directory), stdin, workdir)
+        return command_calls.run(self.commands, str(self.directory), params)
 
     def cli_job(self, params: dict[str, Any]) -> dict[str, Any]:
-        if self.commands is None:
-            raise RpcError(METHOD_NOT_FOUND, "this engine runs no commands")
-        job_id = _str(params, "job", "cli.job", required=True)
-        assert job_id is not None
-        state = self.commands.job(job_id)
-        if state is None:
-            raise RpcError(
-                APPLICATION_ERROR,
-                f"no command job {job_id!r} (the engine restarted, or it finished long ago)",
-                {"hint": "start the command again"},
-            )
-        return state
+        return command_calls.job(self.commands, params)
+
+    def dream_plan(self, params: dict[str, Any]) -> Future[dict[str, Any]]:
+        from memlane.hosts.server import dream_calls
+
+        session = self._require_session("dream.plan")
+        return dream_calls.plan(self._current_project(), session, params)
+
+    def dream_apply(self, params: dict[str, Any]) -> Future[dict[str, Any]]:
+        from memlane.hosts.server import dream_calls
+
+        session = self._require_session("dream.apply")
+        return dream_calls.apply(self._current_project(), session, params)
 
     def engine_status(self, params: dict[str, Any]) -> dict[str, Any]:
         if self.engine is None:
@@ -492,11 +468,11 @@ class RpcSession:
         """Another memlane process found a Milvus Lite database this engine holds."""
         from memlane.engine.index_backend import let_go_of_milvus_lite
 
-        path = _str(params, "path", "engine.release_lite", required=True)
+        path = str_param(params, "path", "engine.release_lite", required=True)
         assert path is not None
         return {"released": let_go_of_milvus_lite(path)}
 
-    _HANDLERS: ClassVar[dict[str, Callable[[RpcSession, dict[str, Any]], dict[str, Any]]]] = {
+    _HANDLERS: ClassVar[dict[str, Callable[[RpcSession, dict[str, Any]], Any]]] = {
         "session_start": session_start,
         "before_agent_start": before_agent_start,
         "agent_settled": agent_settled,
@@ -506,6 +482,8 @@ class RpcSession:
         "tool": tool,
         "cli": cli,
         "cli.job": cli_job,
+        "dream.plan": dream_plan,
+        "dream.apply": dream_apply,
         "engine.status": engine_status,
         "engine.stop": engine_stop,
         "engine.release_lite": engine_release_lite,

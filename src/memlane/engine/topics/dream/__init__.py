@@ -115,6 +115,7 @@ if TYPE_CHECKING:
     from memlane.core.config import Config
     from memlane.engine.ports import ProjectMemory
     from memlane.llm.base import LLM
+    from memlane.llm.host import HostCall
 
 __all__ = [
     "COMPARED_CHARS",
@@ -174,10 +175,21 @@ __all__ = [
 # --- the whole run ----------------------------------------------------------------------------
 
 
-def dream_llm(config: Config, clock: Clock | None = None) -> LLM:
+def dream_llm(
+    config: Config,
+    clock: Clock | None = None,
+    *,
+    host_call: HostCall | None = None,
+    host: str | None = None,
+) -> LLM:
     """The LLM for dreaming: ``dream.model`` (else ``topics.model``) on the
     ``[llm]`` provider; a clear ``ConfigError`` when there is none. *clock*
-    (the memory's) dates its calls in the daily budget."""
+    (the memory's) dates its calls in the daily budget.
+
+    *host_call*: the host's ``llm.complete`` (pi's sidecar): with
+    ``llm.provider = auto`` (memlane has no model of its own) the host's model
+    dreams, as it distils (llm/factory.py); a ``dream.model`` then goes to the
+    host, which resolves it in its own registry. *host*: the host's name."""
     from memlane.llm.factory import make_llm
 
     settings = config.llm
@@ -186,16 +198,21 @@ def dream_llm(config: Config, clock: Clock | None = None) -> LLM:
         # make_llm only honours a per-task model for capture; handing the
         # dream model over as that model applies the same <provider>/<id> rules.
         llm = make_llm(
-            dataclasses.replace(settings, capture_model=model), purpose="capture", clock=clock
+            dataclasses.replace(settings, capture_model=model),
+            purpose="capture",
+            clock=clock,
+            host_call=host_call,
+            host=host,
         )
     else:
-        llm = make_llm(settings, purpose="dream", clock=clock)
+        llm = make_llm(settings, purpose="dream", clock=clock, host_call=host_call, host=host)
     if llm is None:
         raise ConfigError(
             "memlane dream needs an LLM, and none is configured",
             "set llm.provider in the [llm] section (e.g. `memlane config set llm.provider "
             'openai`, plus llm.model and llm.api_key = "env:VAR") and optionally dream.model; '
-            "provider none, and auto outside a host, have no model",
+            "provider none, and auto outside a host, have no model (in pi, /dream with "
+            "llm.provider auto uses pi's model)",
         )
     return llm
 
