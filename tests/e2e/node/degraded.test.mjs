@@ -88,13 +88,19 @@ function loadShim({ sessionFile = null } = {}) {
 			}),
 		command: (name, args) =>
 			quiet(async () => {
+				// /memory writes its answer with the stream's own write (past pi's reroute of
+				// process.stdout.write in `pi -p`): both are captured here.
 				const out = [];
+				const own = Object.getPrototypeOf(process.stdout);
 				const write = process.stdout.write;
+				const ownWrite = own.write;
 				process.stdout.write = (chunk) => out.push(String(chunk)) > 0;
+				own.write = (chunk) => out.push(String(chunk)) > 0;
 				try {
 					await commands.get(name).handler(args, ctx);
 				} finally {
 					process.stdout.write = write;
+					own.write = ownWrite;
 				}
 				return out.join("");
 			}),
