@@ -191,8 +191,10 @@ def test_the_engine_runs_a_cli_search_while_the_index_is_locked(
 
     # The engine's own objects, in this process: its projects (one warm memory
     # each) and the command runner a delegated `memlane search` reaches.
+    from memlane.cli.main import main
+
     projects = Projects(clock=clock)
-    run = Commands(projects)
+    run = Commands(projects, lambda argv, clock: main(argv, clock=clock))
     cwd = str(project)
     try:
         assert run(["write", OLD_NOTE], cwd, None)["code"] == 0

@@ -71,10 +71,13 @@ def test_a_small_store_shows_its_best_few_as_weak_candidates(cli: Cli) -> None:
     hits = data["hits"]
     assert isinstance(hits, list) and len(hits) == 3
     assert {hit["band"] for hit in hits} == {"weak"}
+    # A real question finds the right entry first, and scores it well above
+    # the nonsense query's best guesses. (In a four-entry store a paraphrase
+    # this loose calibrates just under the possible band's 0.3: 0.29 here.)
     real = _search(cli, "who has to sign off before we ship to prod?")
-    # The whole answer on failure: its mode and notices say whether the dense
-    # leg answered (seen once weak beside a soak run, not reproduced).
-    assert real["hits"][0]["band"] in ("strong", "possible"), real  # type: ignore[index]
+    top = real["hits"][0]  # type: ignore[index]
+    assert "release manager" in top["content"], real
+    assert top["score"] >= 3 * max(hit["score"] for hit in hits), (real, hits)
 
 
 def test_min_score_out_of_range_is_a_clear_error(cli: Cli) -> None:
