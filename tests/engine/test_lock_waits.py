@@ -186,12 +186,11 @@ def test_a_topic_list_answers_while_a_dream_holds_the_topics_lock(
 def test_the_engine_runs_a_cli_search_while_the_index_is_locked(
     project: Path, clock: FixedClock
 ) -> None:
-    from memlane.hosts.server.commands import Commands
-    from memlane.hosts.server.projects import Projects
-
     # The engine's own objects, in this process: its projects (one warm memory
     # each) and the command runner a delegated `memlane search` reaches.
     from memlane.cli.main import main
+    from memlane.hosts.server.commands import Commands
+    from memlane.hosts.server.projects import Projects
 
     projects = Projects(clock=clock)
     run = Commands(projects, lambda argv, clock: main(argv, clock=clock))
