@@ -125,7 +125,10 @@ def test_a_burst_is_indexed_by_the_debounced_indexer_not_by_the_searches(
     project: Path, clock: FixedClock
 ) -> None:
     mem = _seeded(project, clock)
-    session = _session(mem, index_debounce_ms=300)
+    # The debounce is the quiet time after a write before the index run: 5 s,
+    # so a loaded machine's pause between two of these writes (over 300 ms
+    # beside a CPU hog) cannot start a run in the middle of the burst.
+    session = _session(mem, index_debounce_ms=5_000)
     tools = Tools(mem, session)
     runs = session.indexer.state.runs
     for i in range(5):
