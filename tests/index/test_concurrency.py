@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import subprocess
 import sys
@@ -12,6 +13,7 @@ import pytest
 from _builders import make_file
 from _worker import VARIANTS, file_names, variant_texts
 
+from helpers import wait_for
 from memlane.index.sqlite.notes import SqliteIndex
 
 WORKERS = 4
@@ -75,3 +77,54 @@ def test_processes_replace_and_search_concurrently(tmp_path: Path) -> None:
         assert sizes <= {None, 16 * 4}
     finally:
         conn.close()
+
+
+@pytest.mark.subprocess
+def test_a_process_that_finds_the_index_created_meanwhile_leaves_it_as_it_is(
+    tmp_path: Path,
+) -> None:
+    """Two processes open a new index at once: the second, held after it saw an
+    empty file, must not write the schema again. Writing FTS5's rank setting
+    again made the first one's next ranked search fail ("SQL logic error")."""
+    index_path = tmp_path / "ms_new_12345678.sqlite"
+    trace, resume = tmp_path / "trace", tmp_path / "resume"
+    opener = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from memlane.index.sqlite.notes import SqliteIndex; "
+            "print(SqliteIndex(sys.argv[1]).count())",
+            str(index_path),
+        ],
+        env={
+            **os.environ,
+            "MEMLANE_FAULT_TRACE": str(trace),
+            "MEMLANE_FAULT_PAUSE": "index.create",
+            "MEMLANE_FAULT_RESUME": str(resume),
+        },
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        wait_for(
+            lambda: trace.exists() and "index.create" in trace.read_text().split(),
+            timeout=120,
+            what="the second opener to see an empty index",
+        )
+        with SqliteIndex(index_path) as idx:
+            record, chunks = make_file(str(tmp_path / "a.md"), ["- redis cache ttl is 300 s"])
+            idx.replace_file(record, chunks, {})
+            _, first = idx.search("redis ttl", None, 5, None)
+            resume.touch()
+            out, err = opener.communicate(timeout=120)
+            assert opener.returncode == 0, err
+            assert out.strip() == "1"  # it opened the index the first process made
+            _, again = idx.search("redis ttl", None, 5, None)
+            assert [h.chunk.chunk_hash for h in again] == [h.chunk.chunk_hash for h in first]
+            assert len(first) == 1
+    finally:
+        resume.touch()
+        if opener.poll() is None:
+            opener.kill()
+            opener.communicate()

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from memlane.core.errors import IndexCorruptError
+from memlane.core.faults import step
 from memlane.index.legs import lexical
 from memlane.index.protocol import IndexBusyError
 from memlane.index.sqlite import schema
@@ -66,6 +67,7 @@ class NotesFile(SqliteFile):
         conn = self._connection()
         names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
         if not names:
+            step("index.create")
             self._create_schema(conn)
             lexical.install(conn)
             return
@@ -111,10 +113,17 @@ class NotesFile(SqliteFile):
         log.info("%s", self.rebuilt_reason)
 
     def _create_schema(self, conn: sqlite3.Connection) -> None:
-        # IF NOT EXISTS + INSERT OR IGNORE: two processes creating the same
-        # new file serialise on BEGIN IMMEDIATE and the second is a no-op.
+        # Two processes creating the same new file serialise on BEGIN
+        # IMMEDIATE, and the second finds the schema made and changes nothing.
         conn.execute("BEGIN IMMEDIATE")
         try:
+            # Another connection created it since we looked: leave it as it is.
+            # Writing FTS5's rank setting again would make every connection
+            # that has already searched fail its next ranked query once with
+            # "SQL logic error" (SQLite 3.40's FTS5 rereads it badly).
+            if conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchone() is not None:
+                conn.execute("COMMIT")
+                return
             for ddl in schema.TABLES_DDL:
                 conn.execute(ddl)
             defaults: dict[str, object] = {
