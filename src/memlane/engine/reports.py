@@ -104,7 +104,7 @@ def damage_lines_text(lines: list[DamagedLine]) -> str:
 @dataclass
 class Status:
     versions: dict[str, str]
-    scope: dict[str, str | None]
+    scope: dict[str, Any]
     backend: str
     index_uri: str
     model: str
@@ -258,6 +258,7 @@ def status_rows(st: Status) -> list[tuple[str, str]]:
         ("memlane", st.versions["memlane"]),
         ("python / sqlite", f"{st.versions['python']} / {st.versions['sqlite']}"),
         ("scope", st.scope["scope"]),
+        *([("worktree", st.scope["worktree"]["reason"])] if st.scope.get("worktree") else []),
         ("store", st.scope["store"]),
         *([("store link", st.store_link)] if st.store_link else []),
         ("collection", st.scope["collection"]),

@@ -137,6 +137,8 @@ class Projects:
         stamp = _config_stamp(scope.repository_dir)
         if known is not None and stamp is not None and stamp == known.config_stamp:
             return known  # no settings file changed: the settings are the ones it has
+        if known is not None:
+            scope = resolve_scope(directory)  # scope.worktrees may have moved it (ADR 0035)
         config = load_config(scope.repository_dir)
         stale: Project | None = None
         with self._lock:
