@@ -199,6 +199,10 @@ class SessionsLayer:
     def message_count(self, transcript: str) -> int:
         return self.store.transcript_count(transcript)
 
+    def format_of(self, transcript: str) -> str | None:
+        """The format *transcript* was read as: it names the agent (``SessionInfo.format``)."""
+        return self.store.transcript_format(transcript)
+
     def stats(self) -> dict[str, Any]:
         data = self.store.stats()
         data["embedding_provider"] = self.mem.config.embedding.provider
