@@ -20,6 +20,7 @@ from memlane.core.worktree import (
     parse_core_config,
     parse_gitdir_file,
     parse_pointer,
+    repository_checkouts,
 )
 
 PATHS = st.text(min_size=1).filter(lambda p: not ({"\r", "\n", "\0"} & set(p)))
@@ -172,3 +173,18 @@ def test_a_moved_worktree_or_a_forged_git_file_is_not_shared(tmp_path: Path) -> 
     forged.mkdir()
     (forged / ".git").write_text(f"gitdir: {main}/.git/worktrees/feat\n")
     assert resolve_scope(forged, env={}).scope == forged.resolve()
+
+
+def test_every_checkout_of_a_repository_is_listed_from_any_of_them(tmp_path: Path) -> None:
+    main = repository(tmp_path)
+    a = add_worktree(main, tmp_path / "app-a", "a")
+    b = add_worktree(main, tmp_path / "app-b", "b")
+    for where in (main, a, b / "."):
+        assert repository_checkouts(where.resolve()) == [main, a, b]
+    git(main, "worktree", "remove", str(b))
+    assert repository_checkouts(a) == [main, a]
+    bare = tmp_path / "app.git"
+    git(tmp_path, "clone", "-q", "--bare", str(main), str(bare))
+    one = add_worktree(bare, tmp_path / "one", "one")
+    assert repository_checkouts(one) == [one]  # a bare repository has no main checkout
+    assert repository_checkouts(make_project(tmp_path, "plain")) == [main.parent / "plain"]

@@ -30,7 +30,7 @@ from typing import Any
 
 from memlane.core.errors import ScopeError, StoreCommandError
 from memlane.core.untrusted import excerpt, path_problem
-from memlane.core.worktree import Checkout, find_checkout, find_root
+from memlane.core.worktree import Checkout, find_checkout, find_root, repository_checkouts
 
 STORE_CMD_ENV = "MEMLANE_STORE_CMD"
 STORE_CMD_ENV_ALIAS = "PI_MEMSEARCH_STORE_CMD"
@@ -361,6 +361,17 @@ def _worktree_rule(
     whose = "the bare repository" if checkout.bare else "the main worktree"
     reason = f"shared with {whose} at {checkout.shared_root} ({said})"
     return WorktreeRule(repo, setting, origin, checkout.shared_root, reason)
+
+
+def shared_checkouts(scope: Scope, setting: object) -> list[Path]:
+    """Every checkout of the repository when its worktrees share this memory
+    (``setting``: the configuration's scope.worktrees), else none: whose
+    transcripts are this memory's sessions (ADR 0035)."""
+    if scope.worktree is not None:
+        shared = scope.worktree.shared_with is not None
+    else:  # a main checkout with no override shares when the setting says so
+        shared = setting == "shared" and scope.scope == scope.repository_dir
+    return repository_checkouts(scope.repository_dir) if shared else []
 
 
 def _link_note(real_store: Path, configured_by: str) -> str:

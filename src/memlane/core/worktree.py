@@ -105,6 +105,7 @@ class Checkout:
     shared_root: Path | None = None  # the main worktree, or a bare repository's directory
     bare: bool = False  # the repository has no main checkout
     problem: str | None = None  # why a linked worktree's memory cannot be shared
+    common: Path | None = None  # the repository's git dir, when it could be found
 
 
 def find_root(start: Path) -> Path | None:
@@ -137,8 +138,10 @@ def find_checkout(start: Path) -> Checkout:
     if root is None:
         return Checkout(None)
     dotgit = root / ".git"
-    if dotgit.is_dir() or not dotgit.is_file():
-        return Checkout(root)  # a main checkout (or a .git we do not know): its own memory
+    if dotgit.is_dir():
+        return Checkout(root, common=Path(os.path.realpath(dotgit)))  # a main checkout
+    if not dotgit.is_file():
+        return Checkout(root)  # a .git we do not know: its own memory
     text = _read(dotgit)
     pointed = parse_gitdir_file(text) if text is not None else None
     if pointed is None:
@@ -176,14 +179,41 @@ def find_checkout(start: Path) -> Checkout:
         )
     main, bare = main_worktree(common)
     if main is None:
-        return Checkout(root, linked=True, shared_root=common, bare=bare)
+        return Checkout(root, linked=True, shared_root=common, bare=bare, common=common)
     if not main.is_dir():
         return Checkout(
             root,
             linked=True,
             problem=f"the main checkout {main} named by {common / 'config'} does not exist",
         )
-    return Checkout(root, linked=True, shared_root=main)
+    return Checkout(root, linked=True, shared_root=main, common=common)
+
+
+def repository_checkouts(root: Path) -> list[Path]:
+    """Every checkout of the repository *root* is a checkout of: the main one
+    (none when bare) and each linked worktree git lists that still exists."""
+    checkout = find_checkout(root)
+    common = checkout.common
+    if common is None or not common.is_dir():
+        return []
+    found: list[Path] = []
+    main = checkout.shared_root if checkout.linked else checkout.root
+    if main is not None and main != common:
+        found.append(main)
+    try:
+        names = sorted(os.listdir(common / "worktrees"))
+    except OSError:
+        return found
+    for name in names:
+        admin = common / "worktrees" / name
+        text = _read(admin / "gitdir")
+        pointed = parse_pointer(text) if text is not None else None
+        if pointed is None:
+            continue
+        linked = _real(admin, pointed).parent
+        if linked.is_dir() and linked not in found:
+            found.append(linked)
+    return found
 
 
 def main_worktree(common: Path) -> tuple[Path | None, bool]:
