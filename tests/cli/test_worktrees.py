@@ -1,21 +1,41 @@
 """Memory follows the repository across git worktrees, as a user runs memlane.
 
-Each ``memlane`` is a new process (the warm engine serves it when one runs,
-as it would for a person), each worktree made by the real ``git worktree
-add`` (ADR 0035).
+Each ``memlane`` is a new process started as the ``memlane`` script starts
+it (a running warm engine serves the quick commands, as it would for a
+person), each worktree made by the real ``git worktree add`` (ADR 0035).
 """
 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from git_worktrees import add_worktree, git, repository
-from helpers import run_memlane
 
 LEXICAL = {"MEMLANE_EMBEDDING_PROVIDER": "none"}
+#: What the ``memlane`` script runs: a quick command goes to a running engine.
+MEMLANE = [sys.executable, "-m", "memlane.cli.fast"]
+
+
+def run_memlane(
+    *args: str, cwd: Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*MEMLANE, *args],
+        cwd=cwd,
+        env={**os.environ, **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
 FACT = "the billing service counts refunded orders as fulfilled"
 
 
@@ -116,3 +136,22 @@ def test_a_moved_main_worktree_is_said_and_repair_brings_the_memory_back(
     assert "git worktree repair" in done.stderr
     git(moved, "worktree", "repair", str(a))
     assert any(FACT in hit for hit in hits(a))
+
+
+def test_through_the_warm_engine_each_worktree_reports_its_own_checkout(
+    worktrees: tuple[Path, Path, Path],
+) -> None:
+    main, a, b = worktrees
+    write(main, FACT)
+    started = run_memlane("engine", "start", cwd=main, env=LEXICAL)
+    assert started.returncode == 0, started.stderr
+    # The engine opened the project from the main checkout; a worktree's
+    # commands share that memory but say where they run and why.
+    assert "worktree" not in run_memlane("status", cwd=main, env=LEXICAL).stdout
+    for where in (a, b):
+        shown = json.loads(run_memlane("status", "--json", cwd=where, env=LEXICAL).stdout)
+        assert shown["engine"]["running"], shown["engine"]
+        assert shown["scope"]["repository_dir"] == str(where)
+        assert shown["scope"]["worktree"]["checkout"] == str(where)
+        assert any(FACT in hit for hit in hits(where))
+    run_memlane("engine", "stop", "--all", cwd=main)
