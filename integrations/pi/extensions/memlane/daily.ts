@@ -146,8 +146,9 @@ export function resolveStore(cwd: string, env: NodeJS.ProcessEnv = process.env):
 		const scope = realpathLoose(resolve(repositoryDir, expandHome(raw, env)));
 		return { repositoryDir, scope, store: join(scope, "memory") };
 	}
-	const shared = worktreesSetting(repositoryDir, env) === "shared" ? sharedRoot(repositoryDir) : null;
-	const scope = shared ?? repositoryDir;
+	// The setting is read only in a linked worktree, the one place it matters (as core/scope.py).
+	const linked = sharedRoot(repositoryDir);
+	const scope = linked !== null && worktreesSetting(repositoryDir, env) === "shared" ? linked : repositoryDir;
 	return { repositoryDir, scope, store: join(scope, ".memsearch", "memory") };
 }
 
