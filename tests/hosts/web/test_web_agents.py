@@ -96,6 +96,8 @@ def test_the_session_pages_name_the_agent_of_each_session(served: tuple[str, Pat
     page = _get(base + "session?transcript=" + quote(str(claude_transcript), safe=""))
     assert '<span class="agent agent-claude-code">Claude Code</span>' in page
     assert "vacuums the database" in page
+    found = _get(base + "search?kind=session&q=" + quote("nightly export Sundays"))
+    assert '<span class="agent agent-claude-code">Claude Code</span>' in found, found
     # The Day page of the Claude Code session's first message lists it with its agent.
     day = _get(base + "day/" + cells[CLAUDE_ID][1][:10])
     assert re.search(rf">{CLAUDE_ID}</a> <span class=\"agent agent-claude-code\">", day), day

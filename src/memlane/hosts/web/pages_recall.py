@@ -172,6 +172,7 @@ def _hit(viewer: Viewer, hit: Mapping[str, Any]) -> str:
         note = '<span class="note">from another store: shown as found</span>'
         return _hit_article(hit, chunk, kind, where, note)
     if kind == "session":
+        actions.append(agent_label(viewer.sessions.format_of(str(hit["source"]))))
         actions.append(
             f'<button type="button" class="transcript" data-path="{esc(hit["source"])}" '
             f'data-turn="{esc(hit.get("turn") or "")}">transcript</button>'
