@@ -14,15 +14,83 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from pi_harness import PACKAGE_DIR, PiInstall
 
 from git_worktrees import add_worktree, git, repository
 from memlane.core.config.trust import set_trusted
 from memlane.core.scope import resolve_scope
+from memlane.core.worktree import parse_core_config, parse_gitdir_file, parse_pointer
 
 pytestmark = pytest.mark.e2e
 
 DAILY_TS = PACKAGE_DIR / "extensions" / "memlane" / "daily.ts"
+WORKTREE_TS = PACKAGE_DIR / "extensions" / "memlane" / "worktree.ts"
+PARSE = f"""
+import {{ parseCoreConfig, parseGitdirFile, parsePointer }} from {json.dumps(WORKTREE_TS.as_uri())};
+const texts = JSON.parse(process.env.TEXTS);
+console.log(JSON.stringify(texts.map((t) => [parseGitdirFile(t), parsePointer(t), parseCoreConfig(t)])));
+"""
+# Config-like text: the pieces git's syntax is made of, in any order, plus anything.
+PIECES = st.sampled_from(
+    [
+        "[core]",
+        "[Core ]",
+        '[core "x"]',
+        "[user]",
+        "\n",
+        "\r\n",
+        "\r",
+        " ",
+        "\t",
+        "\v",
+        "\x0c",
+        "bare",
+        "BARE",
+        "worktree",
+        "=",
+        " = ",
+        "true",
+        '"',
+        "\\",
+        "#",
+        ";",
+        "]",
+        "[",
+        "gitdir: ",
+        "../..",
+        "/a b",
+        "\x00",
+        "\u2028",
+        "\x85",
+        "\xa0",
+        "\u212a",
+        "é",
+        "K",
+        "-",
+        "__proto__",
+    ]
+)
+CONFIGS = st.lists(PIECES, max_size=30).map("".join)
+TEXTS = st.one_of(st.text(max_size=60), CONFIGS, CONFIGS, CONFIGS)
+#: Always checked: where a careless port would differ (line ends, whitespace
+#: and case beyond ASCII, escapes at the end, quotes left open).
+FIXED = [
+    "[core]\x85bare",
+    "[core]\u2028bare = true",
+    "[core]\rbare = true\r\n",
+    "[core]\n\x0bbare\x0c= yes\n",
+    '[CORE]\n\tBARE = "x # y" # z\n',
+    "[core]\n\u212aey = 1\n",
+    "[core]\nbare = \xa0true\xa0\n",
+    "[core]\nworktree = a\\",
+    '[core]\nworktree = "open',
+    "[core]\n__proto__ = 1\n",
+    "gitdir: \x00",
+    "gitdir: a\r\n\r\n",
+    "gitdir: \n",
+]
 SCRIPT = f"""
 import {{ resolveStore }} from {json.dumps(DAILY_TS.as_uri())};
 const out = {{}};
@@ -104,3 +172,22 @@ def test_resolve_store_places_memory_where_memlane_does(
     bare_root = dirs[3] if setting == "separate" else tmp_path / "lib.git"
     assert expected[str(dirs[3])] == str(bare_root / ".memsearch" / "memory")
     assert expected[str(dirs[5])] == str(dirs[5] / ".memsearch" / "memory")  # moved: its own
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(TEXTS, min_size=40, max_size=120))
+def test_the_pi_packages_parsers_read_git_files_as_memlanes_do(
+    pi_install: PiInstall, texts: list[str]
+) -> None:
+    done = subprocess.run(
+        [str(pi_install.node), "--input-type=module", "-e", PARSE],
+        env={"TEXTS": json.dumps(FIXED + texts), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    texts = FIXED + texts
+    expected = [[parse_gitdir_file(t), parse_pointer(t), parse_core_config(t)] for t in texts]
+    assert json.loads(done.stdout) == expected

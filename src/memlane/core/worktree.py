@@ -23,6 +23,7 @@ and how to repair it (ADR 0035).
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,6 +35,9 @@ POINTER_MAX_BYTES = 4096
 # A repository's config is small; past this only its start is read.
 CONFIG_MAX_BYTES = 1 << 20
 _TRUE = ("true", "yes", "on", "1")
+_WS = " \t\n\v\f\r"  # C's isspace(), which git's config parser uses
+_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+_KEY_RE = re.compile(r"[a-z0-9-]*[a-z0-9][a-z0-9-]*")
 
 
 def parse_gitdir_file(text: str) -> str | None:
@@ -60,20 +64,20 @@ def parse_core_config(text: str) -> dict[str, str]:
     """
     found: dict[str, str] = {}
     in_core = False
-    for raw in text.splitlines():
-        line = raw.strip()
+    for raw in text.split("\n"):  # git's lines; ASCII whitespace and case, as git's
+        line = raw.strip(_WS)
         if line.startswith("["):
             end = line.find("]")
             if end < 0:
                 in_core = False
                 continue
-            in_core = line[1:end].strip().lower() == "core"
-            line = line[end + 1 :].strip()
+            in_core = line[1:end].strip(_WS).translate(_LOWER) == "core"
+            line = line[end + 1 :].strip(_WS)
         if not in_core or not line or line[0] in "#;":
             continue
         name, sep, rest = line.partition("=")
-        key = name.strip().lower()
-        if not key.replace("-", "").isalnum():
+        key = name.strip(_WS).translate(_LOWER)
+        if _KEY_RE.fullmatch(key) is None:
             continue
         found[key] = _config_value(rest) if sep else "true"
     return found
@@ -82,7 +86,7 @@ def parse_core_config(text: str) -> dict[str, str]:
 def _config_value(rest: str) -> str:
     out: list[str] = []
     quoted = False
-    chars = iter(rest.strip())
+    chars = iter(rest.strip(_WS))
     for c in chars:
         if c == "\\":
             nxt = next(chars, "")
@@ -93,7 +97,7 @@ def _config_value(rest: str) -> str:
             break
         else:
             out.append(c)
-    return "".join(out).strip() if not quoted else "".join(out)
+    return "".join(out).strip(_WS) if not quoted else "".join(out)
 
 
 @dataclass(frozen=True)
@@ -221,7 +225,7 @@ def main_worktree(common: Path) -> tuple[Path | None, bool]:
     whether the repository is bare (then there is none)."""
     text = _read(common / "config", CONFIG_MAX_BYTES)
     core = parse_core_config(text) if text is not None else {}
-    if core.get("bare", "").lower() in _TRUE:
+    if core.get("bare", "").translate(_LOWER) in _TRUE:
         return None, True
     if common.name == ".git":
         return common.parent, False

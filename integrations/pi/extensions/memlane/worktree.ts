@@ -66,32 +66,36 @@ export function parseGitdirFile(text: string): string | null {
 
 /** `core.*` of a git config (keys lower-cased, last wins), as core/worktree.py reads it. */
 export function parseCoreConfig(text: string): Record<string, string> {
-	const found: Record<string, string> = {};
+	const found: Record<string, string> = Object.create(null);
 	let inCore = false;
-	for (const raw of text.split(/\r\n|\r|\n/)) {
-		let line = raw.trim();
+	for (const raw of text.split("\n")) {
+		let line = strip(raw);
 		if (line.startsWith("[")) {
 			const end = line.indexOf("]");
 			if (end < 0) {
 				inCore = false;
 				continue;
 			}
-			inCore = line.slice(1, end).trim().toLowerCase() === "core";
-			line = line.slice(end + 1).trim();
+			inCore = lower(strip(line.slice(1, end))) === "core";
+			line = strip(line.slice(end + 1));
 		}
 		if (!inCore || !line || "#;".includes(line[0])) continue;
 		const eq = line.indexOf("=");
-		const key = (eq < 0 ? line : line.slice(0, eq)).trim().toLowerCase();
+		const key = lower(strip(eq < 0 ? line : line.slice(0, eq)));
 		if (!/^[a-z0-9-]+$/.test(key) || !/[a-z0-9]/.test(key)) continue;
 		found[key] = eq < 0 ? "true" : configValue(line.slice(eq + 1));
 	}
 	return found;
 }
 
+/** C's isspace() and ASCII case, as git's config parser uses them (core/worktree.py). */
+const strip = (s: string) => s.replace(/^[ \t\n\v\f\r]+|[ \t\n\v\f\r]+$/g, "");
+const lower = (s: string) => s.replace(/[A-Z]/g, (c) => c.toLowerCase());
+
 function configValue(rest: string): string {
 	let out = "";
 	let quoted = false;
-	const text = rest.trim();
+	const text = strip(rest);
 	for (let i = 0; i < text.length; i++) {
 		const c = text[i];
 		if (c === "\\") {
@@ -101,7 +105,7 @@ function configValue(rest: string): string {
 		else if ("#;".includes(c) && !quoted) break;
 		else out += c;
 	}
-	return quoted ? out : out.trim();
+	return quoted ? out : strip(out);
 }
 
 /** The root a linked worktree shares memory with, or null (not linked, or a link is broken). */
@@ -128,7 +132,7 @@ export function sharedRoot(root: string): string | null {
 	if (!isDir(common)) return null;
 	const config = readSmall(join(common, "config"), CONFIG_MAX_BYTES);
 	const core = config === null ? {} : parseCoreConfig(config);
-	if (TRUE_WORDS.includes((core.bare ?? "").toLowerCase())) return common;
+	if (TRUE_WORDS.includes(lower(core.bare ?? ""))) return common;
 	if (basename(common) === ".git") return dirname(common);
 	if (core.worktree) {
 		const main = realpathLoose(resolve(common, core.worktree));
