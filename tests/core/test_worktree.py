@@ -7,6 +7,8 @@ resolution runs on real repositories made by the real ``git``.
 from __future__ import annotations
 
 import shutil
+import subprocess
+import tempfile
 from pathlib import Path
 
 from hypothesis import given, settings
@@ -188,3 +190,70 @@ def test_every_checkout_of_a_repository_is_listed_from_any_of_them(tmp_path: Pat
     one = add_worktree(bare, tmp_path / "one", "one")
     assert repository_checkouts(one) == [one]  # a bare repository has no main checkout
     assert repository_checkouts(make_project(tmp_path, "plain")) == [main.parent / "plain"]
+
+
+def test_the_files_are_read_as_git_itself_reads_them(tmp_path: Path) -> None:
+    """Common dir and main worktree agree with ``git rev-parse`` and ``git worktree list``."""
+    main = repository(tmp_path)
+    feat = add_worktree(main, tmp_path / "feat", "feat")
+    (feat / "deep").mkdir()
+    bare = tmp_path / "app.git"
+    git(tmp_path, "clone", "-q", "--bare", str(main), str(bare))
+    one = add_worktree(bare, tmp_path / "one", "one")
+    for where in (main, feat, feat / "deep", one):
+        checkout = find_checkout(where)
+        common = git(where, "rev-parse", "--path-format=absolute", "--git-common-dir")
+        assert checkout.common == Path(common).resolve(), where
+        listed = git(where, "worktree", "list", "--porcelain").split("\n\n")[0].splitlines()
+        first = Path(listed[0].removeprefix("worktree ")).resolve()
+        if checkout.linked:
+            assert checkout.shared_root == first, where
+            assert checkout.bare == ("bare" in listed), where
+        else:
+            assert checkout.root == first == Path(git(where, "rev-parse", "--show-toplevel"))
+
+
+BOOLS = st.sampled_from(["true", "false", "yes", "no", "on", "off", "1", "0", "TRUE", '"yes"'])
+PATHS_IN_CONFIG = st.sampled_from(["../..", "../../a b", '"../x y"', "/abs/wt", "rel\\\\dir"])
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["core", "Core", "user", 'core "x"']),
+            st.sampled_from(["bare", "worktree", "filemode"]),
+            st.booleans(),
+            st.booleans(),
+        ),
+        min_size=1,
+        max_size=6,
+    ),
+    st.data(),
+)
+def test_core_bare_and_worktree_are_what_git_config_says(
+    lines: list[tuple[str, str, bool, bool]], data: st.DataObject
+) -> None:
+    text = []
+    for section, key, same_line, comment in lines:
+        value = data.draw(PATHS_IN_CONFIG if key == "worktree" else BOOLS)
+        body = f"{key} = {value}" + (" ; note" if comment else "")
+        text.extend([f"[{section}] {body}"] if same_line else [f"[{section}]", f"\t{body}"])
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "config"
+        path.write_text("\n".join(text) + "\n")
+        ours = parse_core_config(path.read_text())
+        for key, kind in (("bare", "bool"), ("worktree", None)):
+            args = ["config", "-f", str(path), *(["--type", kind] if kind else []), "--get"]
+            done = subprocess.run(
+                ["git", *args, f"core.{key}"], capture_output=True, text=True, check=False
+            )
+            if done.returncode == 1:
+                assert key not in ours
+                continue
+            assert done.returncode == 0, done.stderr
+            theirs = done.stdout.removesuffix("\n")
+            if kind == "bool":
+                assert (ours[key].lower() in ("true", "yes", "on", "1")) == (theirs == "true")
+            else:
+                assert ours[key] == theirs
