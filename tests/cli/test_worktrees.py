@@ -96,6 +96,11 @@ def test_a_fact_written_in_one_worktree_is_found_from_every_other(
     assert json.loads(status.stdout)["scope"]["worktree"]["shared_with"] == str(main)
     text = run_memlane("status", cwd=a, env=LEXICAL).stdout
     assert f"worktree         shared with the main worktree at {main}" in text
+    # The main checkout's status names the worktrees its memory is shared with.
+    shown = json.loads(run_memlane("status", "--json", cwd=main, env=LEXICAL).stdout)
+    assert shown["scope"]["shared_by"] == [str(main), str(a), str(b)]
+    text = run_memlane("status", cwd=main, env=LEXICAL).stdout
+    assert f"this memory is shared with 2 other checkout(s): {a}, {b}" in text
 
 
 def test_separate_keeps_each_worktrees_memory_apart(
@@ -109,6 +114,7 @@ def test_separate_keeps_each_worktrees_memory_apart(
     done = run_memlane("search", "refunded", cwd=b, env={**LEXICAL, **separate})
     assert f"no memory store at {b}/.memsearch/memory (this worktree keeps its own" in done.stderr
     assert not (main / ".memsearch").exists()
+    assert "shared_by" not in scope_json(main, **separate)
     assert scope_json(a, **separate)["store"] == str(a / ".memsearch" / "memory")
     # The setting from the global file: `memlane config set` as a user would.
     done = run_memlane("config", "set", "scope.worktrees", "separate", cwd=b)
@@ -147,7 +153,7 @@ def test_through_the_warm_engine_each_worktree_reports_its_own_checkout(
     assert started.returncode == 0, started.stderr
     # The engine opened the project from the main checkout; a worktree's
     # commands share that memory but say where they run and why.
-    assert "worktree" not in run_memlane("status", cwd=main, env=LEXICAL).stdout
+    assert "\nworktree " not in run_memlane("status", cwd=main, env=LEXICAL).stdout
     for where in (a, b):
         shown = json.loads(run_memlane("status", "--json", cwd=where, env=LEXICAL).stdout)
         assert shown["engine"]["running"], shown["engine"]
