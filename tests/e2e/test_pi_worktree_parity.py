@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -19,8 +20,9 @@ from hypothesis import strategies as st
 from pi_harness import PACKAGE_DIR, PiInstall
 
 from git_worktrees import add_worktree, git, repository
+from memlane.core.config import load_config
 from memlane.core.config.trust import set_trusted
-from memlane.core.scope import resolve_scope
+from memlane.core.scope import resolve_scope, shared_checkouts
 from memlane.core.worktree import parse_core_config, parse_gitdir_file, parse_pointer
 
 pytestmark = pytest.mark.e2e
@@ -93,13 +95,17 @@ FIXED = [
 ]
 SCRIPT = f"""
 import {{ resolveStore }} from {json.dumps(DAILY_TS.as_uri())};
+import {{ sharedCheckouts }} from {json.dumps(WORKTREE_TS.as_uri())};
 const out = {{}};
-for (const dir of JSON.parse(process.env.DIRS)) out[dir] = resolveStore(dir).store;
+for (const dir of JSON.parse(process.env.DIRS)) {{
+    const where = resolveStore(dir);
+    out[dir] = [where.store, sharedCheckouts(where.repositoryDir, where.scope)];
+}}
 console.log(JSON.stringify(out));
 """
 
 
-def node_stores(pi: PiInstall, dirs: list[Path], env: dict[str, str]) -> dict[str, str]:
+def node_stores(pi: PiInstall, dirs: list[Path], env: dict[str, str]) -> dict[str, list[Any]]:
     done = subprocess.run(
         [str(pi.node), "--input-type=module", "-e", SCRIPT],
         env={**env, "DIRS": json.dumps([str(d) for d in dirs])},
@@ -157,8 +163,16 @@ def test_resolve_store_places_memory_where_memlane_does(
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
     if setting is not None:
         env["MEMLANE_SCOPE_WORKTREES"] = setting
-    expected = {str(d): str(resolve_scope(d, env=env).store) for d in dirs}
-    assert node_stores(pi_install, dirs, env) == expected
+    scopes = {str(d): resolve_scope(d, env=env) for d in dirs}
+    expected = {str(d): str(s.store) for d, s in scopes.items()}
+    answers = node_stores(pi_install, dirs, env)
+    assert {d: a[0] for d, a in answers.items()} == expected
+    # Whose sessions are this memory's (the transcripts memory_transcript opens):
+    # every worktree's when shared, as the sessions layer reads them.
+    for d, s in scopes.items():
+        chosen = load_config(s.repository_dir, env).get("scope.worktrees")
+        assert answers[d][1] == [str(p) for p in shared_checkouts(s, chosen)], d
+    assert len(answers[str(dirs[0])][1]) == (0 if setting == "separate" else 4)  # b moved away
     main_store, linked_store, below = (expected[str(d)] for d in dirs[:3])
     assert linked_store == below
     assert (linked_store == main_store) == (setting != "separate")

@@ -14,7 +14,7 @@
  */
 
 import { createHash } from "node:crypto";
-import { existsSync, readFileSync, realpathSync, statSync } from "node:fs";
+import { existsSync, lstatSync, readdirSync, readFileSync, realpathSync, statSync } from "node:fs";
 import { homedir } from "node:os";
 import { basename, dirname, join, resolve } from "node:path";
 
@@ -108,37 +108,101 @@ function configValue(rest: string): string {
 	return quoted ? out : strip(out);
 }
 
-/** The root a linked worktree shares memory with, or null (not linked, or a link is broken). */
-export function sharedRoot(root: string): string | null {
+/** Where a checkout sits in git, as core/worktree.py's find_checkout says. */
+export interface Checkout {
+	/** A linked worktree (git worktree add), its link followed or not. */
+	linked: boolean;
+	/** The root it shares memory with: the main worktree, or a bare repository. */
+	shared: string | null;
+	/** The repository's git dir, when it could be found. */
+	common: string | null;
+}
+
+/** The checkout whose top directory (holding `.git`) is `root`. */
+export function checkoutOf(root: string): Checkout {
+	const own: Checkout = { linked: false, shared: null, common: null };
+	const broken: Checkout = { linked: true, shared: null, common: null };
 	const dotgit = join(root, ".git");
-	let isFile = false;
-	try {
-		isFile = statSync(dotgit).isFile();
-	} catch {
-		return null;
-	}
-	if (!isFile) return null;
+	if (isDir(dotgit)) return { ...own, common: realpathLoose(dotgit) };
+	if (!isFile(dotgit)) return own;
 	const text = readSmall(dotgit);
 	const pointed = text === null ? null : parseGitdirFile(text);
-	if (pointed === null) return null;
+	if (pointed === null) return own;
 	const gitdir = realpathLoose(resolve(root, pointed));
+	if (!isDir(gitdir)) return broken; // the main checkout was moved or deleted
+	if (!exists(join(gitdir, "commondir"))) return own; // a submodule: its own repository
 	const commonText = readSmall(join(gitdir, "commondir"));
 	const commonRel = commonText === null ? null : parsePointer(commonText);
-	if (commonRel === null) return null; // not linked (a submodule), or the main checkout is gone
+	if (commonRel === null) return broken;
 	const common = realpathLoose(resolve(gitdir, commonRel));
+	if (!isDir(common)) return broken;
 	const backText = readSmall(join(gitdir, "gitdir"));
 	const back = backText === null ? null : parsePointer(backText);
-	if (back === null || realpathLoose(resolve(gitdir, back)) !== realpathLoose(dotgit)) return null;
-	if (!isDir(common)) return null;
+	if (back === null || realpathLoose(resolve(gitdir, back)) !== realpathLoose(dotgit)) return broken;
 	const config = readSmall(join(common, "config"), CONFIG_MAX_BYTES);
 	const core = config === null ? {} : parseCoreConfig(config);
-	if (TRUE_WORDS.includes(lower(core.bare ?? ""))) return common;
-	if (basename(common) === ".git") return dirname(common);
-	if (core.worktree) {
-		const main = realpathLoose(resolve(common, core.worktree));
-		return isDir(main) ? main : null;
+	let main: string | null = null;
+	if (TRUE_WORDS.includes(lower(core.bare ?? ""))) main = null;
+	else if (basename(common) === ".git") main = dirname(common);
+	else if (core.worktree) main = realpathLoose(resolve(common, core.worktree));
+	if (main === null) return { linked: true, shared: common, common }; // bare: the repository itself
+	return isDir(main) ? { linked: true, shared: main, common } : broken;
+}
+
+/** The root a linked worktree shares memory with, or null (not linked, or a link is broken). */
+export function sharedRoot(root: string): string | null {
+	return checkoutOf(root).shared;
+}
+
+/** Every checkout of the repository `root` is a checkout of (core/worktree.py repository_checkouts). */
+export function repositoryCheckouts(root: string): string[] {
+	const checkout = checkoutOf(root);
+	const common = checkout.common;
+	if (common === null || !isDir(common)) return [];
+	const found: string[] = [];
+	const main = checkout.linked ? checkout.shared : root;
+	if (main !== null && main !== common) found.push(main);
+	let names: string[];
+	try {
+		names = readdirSync(join(common, "worktrees")).sort();
+	} catch {
+		return found;
 	}
-	return common; // bare: its worktrees share the repository itself
+	for (const name of names) {
+		const admin = join(common, "worktrees", name);
+		const text = readSmall(join(admin, "gitdir"));
+		const pointed = text === null ? null : parsePointer(text);
+		if (pointed === null) continue;
+		const linked = dirname(realpathLoose(resolve(admin, pointed)));
+		if (isDir(linked) && !found.includes(linked)) found.push(linked);
+	}
+	return found;
+}
+
+/** Every checkout whose agents' sessions are this memory's (core/scope.py shared_checkouts). */
+export function sharedCheckouts(repositoryDir: string, scope: string, env: NodeJS.ProcessEnv = process.env): string[] {
+	const checkout = checkoutOf(repositoryDir);
+	const shared = checkout.linked
+		? checkout.shared !== null && scope === checkout.shared && worktreesSetting(repositoryDir, env) === "shared"
+		: scope === repositoryDir && worktreesSetting(repositoryDir, env) === "shared";
+	return shared ? repositoryCheckouts(repositoryDir) : [];
+}
+
+function isFile(path: string): boolean {
+	try {
+		return statSync(path).isFile();
+	} catch {
+		return false;
+	}
+}
+
+function exists(path: string): boolean {
+	try {
+		lstatSync(path);
+		return true;
+	} catch {
+		return false;
+	}
 }
 
 function isDir(path: string): boolean {
