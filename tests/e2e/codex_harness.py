@@ -146,10 +146,14 @@ class CodexWorld:
         self.config.write_text(PROVIDER_CONFIG.format(base_url=self.base_url))
 
     def memlane_env(self) -> dict[str, str]:
-        """What the user has set for memlane (the shell install and codex run in)."""
+        """What the user has set (the shell install and codex run in): the same for
+        every run, so the hooks and the MCP server reach one engine (the suite's
+        per-test PI_CODING_AGENT_DIR and CLAUDE_CONFIG_DIR would key another)."""
         return {
             "HOME": str(self.home),
             "MEMLANE_HOME": str(self.memlane_home),
+            "PI_CODING_AGENT_DIR": str(self.home / ".pi" / "agent"),
+            "CLAUDE_CONFIG_DIR": str(self.home / ".claude"),
             **{k: v for k, v in self.env_extra.items() if k.startswith("MEMLANE_")},
         }
 
@@ -169,9 +173,8 @@ class CodexWorld:
             for k, v in os.environ.items()
             if not k.startswith(("CODEX", "MEMLANE_", "OPENAI_"))
         }
+        env.update(self.memlane_env())
         env.update(
-            HOME=str(self.home),
-            MEMLANE_HOME=str(self.memlane_home),
             FAKE_OPENAI_KEY="sk-fake",
             NO_COLOR="1",
             PYTHONPATH=os.pathsep.join(
@@ -194,7 +197,7 @@ class CodexWorld:
     ) -> RunResult:
         start = time.monotonic()
         out = subprocess.run(
-            [str(self.codex.exe), "exec", *args, prompt],
+            [str(self.codex.exe), "exec", "--skip-git-repo-check", *args, prompt],
             cwd=self.project,
             env=self.env(**env),
             capture_output=True,
