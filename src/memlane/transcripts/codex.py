@@ -73,8 +73,13 @@ def sessions_dir(env: Mapping[str, str] | None = None) -> Path:
     return codex_home(env) / "sessions"
 
 
+def _kind(obj: dict[str, Any]) -> str | None:
+    value = obj.get("type")
+    return value if isinstance(value, str) else None
+
+
 def looks_like_codex(obj: dict[str, Any]) -> bool:
-    return obj.get("type") in TYPES and isinstance(obj.get("payload"), dict)
+    return _kind(obj) in TYPES and isinstance(obj.get("payload"), dict)
 
 
 def _payload(obj: dict[str, Any]) -> dict[str, Any]:
@@ -141,7 +146,7 @@ def _text(content: Any) -> str:
         str(block["text"])
         for block in content
         if isinstance(block, dict)
-        and block.get("type") in TEXT_BLOCKS
+        and str(block.get("type")) in TEXT_BLOCKS
         and isinstance(block.get("text"), str)
     ]
     return "\n".join(p for p in parts if p)
@@ -172,7 +177,7 @@ def entry_id(obj: dict[str, Any], order: int | None = None) -> str | None:
         return str(payload["id"])
     call = payload.get("call_id")
     if isinstance(call, str) and call:
-        return call + ("-output" if payload.get("type") in TOOL_OUTPUTS else "")
+        return call + ("-output" if _kind(payload) in TOOL_OUTPUTS else "")
     ordinal = obj.get("ordinal")
     number = ordinal if isinstance(ordinal, int) else order
     return f"line-{number}" if number is not None else None
@@ -189,13 +194,13 @@ def _args(raw: Any) -> Any:
 
 def kind_of(obj: dict[str, Any]) -> str:
     """The tree kind of one line (K_SILENT for metadata and harness context)."""
-    kind = obj.get("type")
+    kind = _kind(obj)
     payload = _payload(obj)
     if kind == "compacted":
         return K_MARKER
     if kind != "response_item":
         return K_SILENT
-    item = payload.get("type")
+    item = _kind(payload)
     if item == "message":
         role = payload.get("role")
         if role == "assistant":
@@ -212,8 +217,7 @@ def kind_of(obj: dict[str, Any]) -> str:
 
 def message(obj: dict[str, Any]) -> m.Message | m.Skip:
     """One line as conversation, for reading a rollout message by message."""
-    kind = obj.get("type")
-    if kind not in TYPES:
+    if _kind(obj) not in TYPES:
         return m.Skip.UNKNOWN
     found = kind_of(obj)
     if found == K_SILENT:
@@ -225,7 +229,7 @@ def message(obj: dict[str, Any]) -> m.Message | m.Skip:
     stamps = (obj.get("timestamp"),)
     if found == K_MARKER:
         return m.Message(ident, m.SUMMARY, str(payload.get("message") or ""), stamps)
-    item = payload.get("type")
+    item = _kind(payload)
     if found == K_USER:
         return m.Message(ident, m.USER, _text(payload.get("content")), stamps)
     if found == K_TOOL:
@@ -254,7 +258,7 @@ class CodexIndexer:
 
     def add(self, obj: dict[str, Any], order: int, offset: int) -> None:
         index = self.index
-        kind_name = obj.get("type")
+        kind_name = _kind(obj)
         if index.session_id is None and (sid := session_id_of(obj)) is not None:
             index.session_id = sid
             forked = _payload(obj).get("forked_from_id")

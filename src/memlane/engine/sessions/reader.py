@@ -168,7 +168,11 @@ def read_source(
             garbage += 1
             continue
         entries.append((position, obj))
-    own = _own_calls(path, offset, [obj for _, obj in entries]) if fmt == CLAUDE_CODE else None
+    own = (
+        _own_calls(path, offset, [obj for _, obj in entries])
+        if fmt in (CLAUDE_CODE, CODEX)
+        else None
+    )
     read_message = message_reader(fmt)
     for position, obj in entries:
         if fmt == PI:

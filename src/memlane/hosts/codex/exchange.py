@@ -96,9 +96,9 @@ def _turn(
     prompt_at = None
     for i in range(len(items) - 1, -1, -1):
         message, turn = items[i]
-        if message.role == m.USER and message.text.strip():
-            if turn_id is None or turn in (turn_id, None):
-                prompt_at = i
+        mine = turn_id is None or turn in (turn_id, None)
+        if message.role == m.USER and message.text.strip() and mine:
+            prompt_at = i
             break
     if prompt_at is None:
         if known_prompt is None:
@@ -110,7 +110,11 @@ def _turn(
         key = ""  # the prompt is not in the file yet: read further back first
     else:
         prompt_id, prompt_text = items[prompt_at][0].entry_id, items[prompt_at][0].text
-        after = items[prompt_at + 1 :]
+        after = []
+        for item in items[prompt_at + 1 :]:
+            if item[0].role == m.USER and item[0].text.strip():
+                break  # the next turn's prompt
+            after.append(item)
         key = turn_id or prompt_id
     texts: list[str] = []
     tools: list[str] = []
