@@ -5,8 +5,9 @@
    through ``$SHELL -c`` as Codex 0.171 runs a command hook (seen from the
    hook: ``/bin/bash -c <command>``, its parent the codex process), with Codex-shaped
    input on the demo project (a few weeks of memory, indexed first), the
-   engine warm: SessionStart (a new session each call), UserPromptSubmit,
-   Stop (a new turn appended to the session's rollout, ``--stop-gap`` apart).
+   engine warm: SessionStart (resume), UserPromptSubmit, Stop (a new turn
+   appended to the session's rollout, ``--stop-gap`` apart), then
+   SessionStart of a new session (what every ``codex exec`` does).
    Each measured call is preceded by one with ``MEMLANE_NO_HOOKS=1`` (the
    shell and Python start alone: the floor). Target: p95 <= 100 ms.
 2. ``codex exec "hello"`` (the real binary the end-to-end tests install,
@@ -135,10 +136,10 @@ def measure_hooks(calls: int, gap_s: float, auto_context: bool) -> list[dict[str
 
         hooks.add_turn("warm")
         hooks.call("SessionStart", "warm", source="startup")  # starts the engine
-        starts: list[float] = []
-        for i in range(calls):
-            hooks.add_turn(f"new-{i}")
-            timed(starts, "SessionStart", f"new-{i}", source="startup")
+        time.sleep(gap_s * 3)  # the new session's background start (catch-up, warm-up)
+        resumes: list[float] = []
+        for _ in range(calls):
+            timed(resumes, "SessionStart", "warm", source="resume")
         prompts: list[float] = []
         for i in range(calls):
             prompt = PROMPTS[i % len(PROMPTS)] + f" ({i})"
@@ -148,14 +149,24 @@ def measure_hooks(calls: int, gap_s: float, auto_context: bool) -> list[dict[str
             turn = hooks.add_turn("warm")
             timed(stops, "Stop", "warm", turn_id=turn, stop_hook_active=False)
             time.sleep(gap_s)  # a model turn separates two Stops: not their background work
+        starts: list[float] = []
+        for i in range(min(calls, 20)):
+            # What every `codex exec` does: a new session (each then left running).
+            hooks.add_turn(f"new-{i}")
+            timed(starts, "SessionStart", f"new-{i}", source="startup")
+            time.sleep(gap_s)
         from helpers import stop_engines
 
         stop_engines(root / "mh")
+        n = len(starts)
         return [
             stats("shell + process start only (MEMLANE_NO_HOOKS=1)", floors),
-            stats("SessionStart (a new session)", starts, floors[:calls]),
+            stats("SessionStart (resume)", resumes, floors[:calls]),
             stats("UserPromptSubmit", prompts, floors[calls : 2 * calls]),
-            stats(f"Stop (capture journaled; {gap_s:g} s apart)", stops, floors[2 * calls :]),
+            stats(
+                f"Stop (capture journaled; {gap_s:g} s apart)", stops, floors[2 * calls : 3 * calls]
+            ),
+            stats("SessionStart (a new session)", starts, floors[3 * calls : 3 * calls + n]),
         ]
 
 
