@@ -98,8 +98,24 @@ def session_id_of(obj: dict[str, Any]) -> str | None:
     return None
 
 
+#: The cwd each rollout's first line names, once read (a first line never changes):
+#: every discovery of a project's sources would read every rollout's first line again.
+_cwds: dict[str, str] = {}
+_CWDS_MAX = 100_000
+
+
 def meta_cwd(path: Path) -> str | None:
     """The cwd the rollout's ``session_meta`` names; None when unreadable or absent."""
+    known = _cwds.get(str(path))
+    if known is not None:
+        return known
+    found = _read_meta_cwd(path)
+    if found is not None and len(_cwds) < _CWDS_MAX:
+        _cwds[str(path)] = found
+    return found
+
+
+def _read_meta_cwd(path: Path) -> str | None:
     try:
         with open(path, "rb") as handle:
             line = handle.readline(META_LINE_BYTES)

@@ -34,6 +34,8 @@ log = logging.getLogger("memlane.codex")
 HOST = "codex"
 #: Prompts kept per session until their turn's Stop (a session's last few).
 KEPT_PROMPTS = 8
+#: Sessions whose prompts are kept (the oldest dropped first).
+KEPT_SESSIONS = 64
 
 
 def _str(data: dict[str, Any], key: str) -> str | None:
@@ -55,6 +57,8 @@ class CodexEvents(Events):
         turn, prompt = _str(data, "turn_id"), _str(data, "prompt")
         if turn and prompt:
             with self._lock:
+                if session.session_id not in self._prompts and len(self._prompts) >= KEPT_SESSIONS:
+                    self._prompts.pop(next(iter(self._prompts)))  # the oldest session's
                 kept = self._prompts.setdefault(session.session_id, {})
                 kept[turn] = prompt
                 while len(kept) > KEPT_PROMPTS:
