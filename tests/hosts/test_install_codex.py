@@ -166,3 +166,33 @@ def test_server_env_carries_the_home_and_what_keys_the_engine(tmp_path: Path) ->
         "MEMSEARCH_TOP_K": "7",
     }
     assert json.dumps(env)  # plain strings
+
+
+def test_uninstall_after_codex_rewrote_the_server_tables(tmp_path: Path) -> None:
+    """What `codex mcp add foo -- echo hi` (0.171) does to the block: the marker above
+    the first [mcp_servers.*] table dropped, the env keys rewritten, foo's table put
+    after memlane's. Uninstall takes memlane's tables out and keeps foo."""
+    config = config_of(tmp_path)
+    config.parent.mkdir(parents=True)
+    config.write_text(USER_CONFIG)
+    do_install(tmp_path)
+    text = config.read_text()
+    begin = text.index("# >>> memlane")
+    env_at = text.index("[mcp_servers.memlane.env]\n") + len("[mcp_servers.memlane.env]\n")
+    env_end = text.index("\n\n", env_at)
+    rewritten = (
+        text[:begin]
+        + text[begin:env_at].split("\n", 1)[1]
+        + f'MEMLANE_HOME = "{tmp_path / "mh"}"\n'
+        + '\n[mcp_servers.foo]\ncommand = "echo"\nargs = ["hi"]'
+        + text[env_end:]
+    )
+    tomllib.loads(rewritten)
+    config.write_text(rewritten)
+    uninstall(env_for(tmp_path))
+    left = tomllib.loads(config.read_text())
+    assert left["mcp_servers"] == {"foo": {"command": "echo", "args": ["hi"]}}
+    assert [g["hooks"][0]["command"] for g in left["hooks"]["SessionStart"]] == ["echo mine"]
+    assert set(left["hooks"]) == {"SessionStart"}
+    assert "memlane" not in config.read_text()
+    assert left["projects"] == {"/home/me/work": {"trust_level": "trusted"}}

@@ -37,14 +37,13 @@ from typing import Any
 
 from memlane.core.atomic import write_atomic
 from memlane.core.errors import ConfigError
+from memlane.hosts.codex.toml_block import BEGIN, END, without_block
 from memlane.hosts.mcp.config import server_env
 from memlane.transcripts.codex import codex_home
 
 CONFIG_NAME = "config.toml"
 RECORD_NAME = "memlane-install.json"
 SKILL_NAME = "memlane-recall"
-BEGIN = "# >>> memlane: added by `memlane install codex`; `memlane uninstall codex` removes it"
-END = "# <<< memlane"
 HOOK_SCRIPT = Path(__file__).with_name("hook.py")
 SKILL_FILE = Path(__file__).with_name("SKILL.md")
 #: (Codex's event name, its key label in ``hooks.state``, timeout in seconds): above
@@ -149,32 +148,24 @@ def render_block(
     return block
 
 
+def state_keys(config: Path, original: str) -> list[str]:
+    """The ``hooks.state`` keys of memlane's hooks appended to *original*."""
+    parsed = _parse(original, config)
+    hooks = parsed.get("hooks") if isinstance(parsed.get("hooks"), dict) else {}
+    keys = []
+    for event, label, _ in HOOKS:
+        existing = hooks.get(event) if isinstance(hooks, dict) else None
+        group = len(existing) if isinstance(existing, list) else 0
+        keys.append(f"{config}:{label}:{group}:0")
+    return keys
+
+
 def _read_record(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}
-
-
-def _without_block(text: str, record: dict[str, Any]) -> tuple[str, bool]:
-    """*text* with the recorded block taken out; (text, whether it was found).
-    The exact text first; else the lines between the markers (Codex rewrote it)."""
-    inserted = record.get("inserted")
-    if isinstance(inserted, str) and inserted and inserted in text:
-        at = text.rfind(inserted)
-        return text[:at] + text[at + len(inserted) :], True
-    start = text.find(BEGIN)
-    end = text.find(END, start) if start >= 0 else -1
-    if start < 0 or end < 0:
-        return text, False
-    end += len(END)
-    if text[end : end + 1] == "\n":
-        end += 1
-    head = text[:start]
-    if head.endswith("\n\n"):
-        head = head[:-1]
-    return head + text[end:], True
 
 
 def _skill_text(memlane: str) -> str:
@@ -198,7 +189,7 @@ def install(
     record = _read_record(record_path)
     existed = config.is_file()
     current = config.read_text(encoding="utf-8") if existed else ""
-    original, found = _without_block(current, record) if record else (current, False)
+    original, found = without_block(current, record) if record else (current, False)
     command = hook_command(python)
     server = mcp_command(memlane, python)
     block = render_block(config, original, command, server, server_env(environ))
@@ -228,6 +219,8 @@ def install(
     new_record = {
         "config": str(config),
         "inserted": block,
+        "hook_command": command,
+        "state_keys": state_keys(config, original),
         "created_file": created,
         "skill": str(skill_path),
         "skills_dir_created": skills_created,
@@ -263,11 +256,10 @@ def uninstall(env: dict[str, str] | None = None) -> InstallReport:
         return report
     if config.is_file():
         current = config.read_text(encoding="utf-8")
-        text, found = _without_block(current, record)
+        text, found = without_block(current, record)
         if not found:
             report.lines.append(
-                f"memlane's block is no longer in {config}: nothing taken out of it "
-                "(remove [mcp_servers.memlane] and memlane's hooks by hand if they are there)"
+                f"memlane's block is no longer in {config}: nothing taken out of it"
             )
         elif record.get("created_file") and not text.strip():
             config.unlink()
