@@ -4,7 +4,9 @@
   or one flat ``$PI_CODING_AGENT_SESSION_DIR`` for every project, where a
   file's header line names the cwd it was started in;
 - Claude Code: ``$CLAUDE_CONFIG_DIR`` (default ``~/.claude``)
-  ``/projects/<cwd, non-alphanumerics as '-'>/*.jsonl``.
+  ``/projects/<cwd, non-alphanumerics as '-'>/*.jsonl``;
+- Codex: ``$CODEX_HOME`` (default ``~/.codex``) ``/sessions/YYYY/MM/DD/rollout-*.jsonl``
+  for every project, where a file's first line names the cwd (transcripts/codex.py).
 
 ``env`` is the process environment unless given; its ``HOME`` is the home
 the defaults and ``~`` start from.
@@ -20,7 +22,7 @@ from pathlib import Path
 
 from memlane.core.regular_file import FileTooLargeError, NotRegularFileError
 from memlane.transcripts.jsonl import open_transcript_file, parse_line
-from memlane.transcripts.model import CLAUDE_CODE, PI
+from memlane.transcripts.model import CLAUDE_CODE, CODEX, PI
 
 PI_AGENT_DIR_ENV = "PI_CODING_AGENT_DIR"
 PI_SESSION_DIR_ENV = "PI_CODING_AGENT_SESSION_DIR"
@@ -90,7 +92,10 @@ def claude_project_dir(cwd: str, env: Mapping[str, str] | None = None) -> Path:
 
 def format_of_path(path: Path) -> str:
     """The format a transcript's location suggests (Claude Code's under a
-    ``.claude`` directory, else pi's): a fallback for when no line tells."""
+    ``.claude`` directory, Codex's a ``rollout-*`` file, else pi's): a
+    fallback for when no line tells."""
+    if path.name.startswith("rollout-"):
+        return CODEX
     return CLAUDE_CODE if "/.claude" in str(path) else PI
 
 
@@ -156,4 +161,8 @@ def discover_sources(
     for cwd in cwds:
         for path in jsonl_files(claude_project_dir(cwd, env)):
             found.setdefault(path, Source(path, CLAUDE_CODE))
+    from memlane.transcripts import codex
+
+    for path in codex.project_files(cwds, env):
+        found.setdefault(path, Source(path, CODEX))
     return sorted(found.values(), key=lambda s: str(s.path))

@@ -26,6 +26,7 @@ CONVERSATION_ROLES = frozenset({USER, ASSISTANT})
 
 PI = "pi"
 CLAUDE_CODE = "claude-code"
+CODEX = "codex"
 
 
 @dataclass(frozen=True)
