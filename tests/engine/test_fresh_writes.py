@@ -208,12 +208,14 @@ def test_a_locked_index_costs_the_search_only_the_newest_entry(
     monkeypatch.setattr(memlane.index.sqlite.notes, "BUSY_TIMEOUT_S", 0.2)
     mem = _seeded(project, clock)
     session = _session(mem)
+    # The session's search worker warms up with a search of its own, which
+    # would index the new note first if it ran late (a loaded machine).
+    assert session.wait_auto_context_ready(60)
     tools = Tools(mem, session)
     tools.call("memory_write", {"text": NEW_NOTE})
     with IndexWriteLock(mem.index_path):
         result = tools.call("memory_search", {"query": "deploy script staging"})
-    assert _hits(result), result.details  # the older notes still answer
-    assert "notices" in result.details, (result.details, session.status_json()["fresh_writes"])
+    assert _hits(result)  # the older notes still answer
     assert any("newest memories are not in these results" in n for n in result.details["notices"])
     assert session.status_json()["fresh_writes"]["waiting_files"] == 1  # kept for later
     hits = _hits(tools.call("memory_search", {"query": NEW_NOTE_QUERY}))
