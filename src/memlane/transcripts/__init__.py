@@ -69,7 +69,7 @@ def read_transcript(
             notes.append(f"entry {target.id} is in a sidechain (a subagent's conversation)")
         units = units_of(path_nodes)
         window, _ = choose_window(units, target, max(context, 0), max(limit, 1))
-        reader = pi.draft if index.format == model.PI else claude.draft
+        reader = pi.draft if index.format in model.PI_SHAPED else claude.draft
         turns, changed = _render_window(handle, window, target, reader, turn_char_cap)
     if changed:
         notes.append(
@@ -157,7 +157,7 @@ def _build_index(stream: IO[bytes], shown_path: str) -> Index:
                 undecided.append(str(obj.get("type")))
                 continue
             index = Index(shown_path, fmt)
-            indexer = pi.PiIndexer(index) if fmt == model.PI else claude.ClaudeIndexer(index)
+            indexer = pi.PiIndexer(index) if fmt in model.PI_SHAPED else claude.ClaudeIndexer(index)
         indexer.add(obj, order, offset)
     if index is None:
         raise StoreError(
