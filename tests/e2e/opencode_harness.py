@@ -128,6 +128,8 @@ class OpencodeWorld:
         self.config_dir = self.home / ".config" / "opencode"
         self.config_dir.mkdir(parents=True, exist_ok=True)
         self.project = make_project(self.root, "project")
+        # A real repository: OpenCode takes a directory with an empty .git for none.
+        subprocess.run(["git", "init", "-q", str(self.project)], check=True)
         self.write_config()
 
     @property
@@ -206,12 +208,15 @@ class OpencodeWorld:
         env.update(extra)
         return env
 
-    def run(self, prompt: str, *args: str, timeout_s: float = RUN_TIMEOUT_S, **env: str) -> RunResult:
+    def run(
+        self, prompt: str, *args: str, timeout_s: float = RUN_TIMEOUT_S, **env: str
+    ) -> RunResult:
         start = time.monotonic()
         out = subprocess.run(
             [str(self.opencode.exe), "run", prompt, *args],
             cwd=self.project,
-            env=self.env(**env),
+            # OpenCode takes its directory from PWD, as a shell sets it.
+            env=self.env(PWD=str(self.project), **env),
             capture_output=True,
             text=True,
             timeout=timeout_s,
