@@ -139,10 +139,12 @@ def read_session(db: str | Path, session_id: str) -> StoredSession | None:
         if row is None:
             return None
         parts: dict[str, list[dict[str, Any]]] = {}
-        for message_id, data in conn.execute(
-            "SELECT message_id, data FROM part WHERE session_id = ? ORDER BY id", (session_id,)
+        for part_id, message_id, data in conn.execute(
+            "SELECT id, message_id, data FROM part WHERE session_id = ? ORDER BY id",
+            (session_id,),
         ):
-            parts.setdefault(message_id, []).append(_json_object(data))
+            # The id is a column, not in the part's JSON.
+            parts.setdefault(message_id, []).append({**_json_object(data), "id": part_id})
         messages = tuple(
             StoredMessage(mid, int(created), _json_object(data), tuple(parts.get(mid, ())))
             for mid, created, data in conn.execute(
