@@ -1,6 +1,6 @@
 // memlane for OpenCode: a plugin in OpenCode's process, a thin client of memlane's warm engine.
 //
-// `memlane install opencode` writes a one-line plugin into OpenCode's configuration that
+// `memlane install opencode` writes a small plugin file into OpenCode's configuration that
 // imports this file and calls `memlanePlugin({ command })` with the memlane it should run.
 // Each OpenCode session gets one `memlane sidecar` child (the byte relay pi uses too), over
 // which the plugin speaks memlane's sidecar protocol (JSON-RPC 2.0, one object per line):
@@ -19,9 +19,11 @@
 // right after session.idle without waiting for plugins, and the bytes already in the pipe
 // still reach the engine, which answers requests in order before it ends the session.
 // Failing open: any error, timeout or missing memlane leaves OpenCode running without memory.
-// Node built-ins only.
+// MEMLANE_OPENCODE_DEBUG=1 says on stderr what failed; MEMLANE_OPENCODE_TIMINGS=<file> appends
+// {hook, ms} per hook call (benchmarks/bench_opencode.py). Node built-ins only.
 
 import { spawn } from "node:child_process";
+import { appendFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { isAbsolute, join } from "node:path";
 
@@ -129,6 +131,7 @@ export function memlanePlugin(options = {}) {
 		const directory = ctx.directory || process.cwd();
 		const db = opencodeDb();
 		const sessions = new Map();
+		const children = new Set();
 		const log = (line) => {
 			if (process.env.MEMLANE_OPENCODE_DEBUG) process.stderr.write(`[memlane] ${line}\n`);
 		};
@@ -153,12 +156,32 @@ export function memlanePlugin(options = {}) {
 			return state;
 		};
 
+		const timings = process.env.MEMLANE_OPENCODE_TIMINGS;
+		const timed = (hook, fn) =>
+			timings
+				? async (...args) => {
+						const start = performance.now();
+						try {
+							return await fn(...args);
+						} finally {
+							const ms = performance.now() - start;
+							try {
+								const name = typeof hook === "function" ? hook(...args) : hook;
+								appendFileSync(timings, `${JSON.stringify({ hook: name, ms })}\n`);
+							} catch {}
+						}
+					}
+				: fn;
+
 		return {
-			event: async ({ event }) => {
+			event: timed((arg) => `event ${arg?.event?.type}`, async ({ event }) => {
 				const id = event?.properties?.sessionID ?? event?.properties?.info?.id;
 				if (typeof id !== "string") return;
 				if (event.type === "session.created") {
-					session(id); // the engine starts (or is reached) while OpenCode builds the request
+					// A subagent's session (the task tool) is part of its parent's turn, as
+					// Claude Code's sidechains are: nothing of memlane runs for it.
+					if (event.properties?.info?.parentID) children.add(id);
+					else session(id); // the engine starts (or is reached) meanwhile
 				} else if (event.type === "session.idle" && sessions.has(id)) {
 					const answer = sessions.get(id).sidecar.request("opencode.turn_end", { db });
 					await answer.then(
@@ -169,11 +192,11 @@ export function memlanePlugin(options = {}) {
 					sessions.get(id).sidecar.close();
 					sessions.delete(id);
 				}
-			},
+			}),
 
-			"chat.message": async (input, output) => {
+			"chat.message": timed("chat.message", async (input, output) => {
 				const id = input?.sessionID;
-				if (typeof id !== "string") return;
+				if (typeof id !== "string" || children.has(id)) return;
 				const state = session(id);
 				state.systemAppend = "";
 				state.message = "";
@@ -190,16 +213,16 @@ export function memlanePlugin(options = {}) {
 				} catch (err) {
 					log(`before_agent_start: ${err.message}`);
 				}
-			},
+			}),
 
-			"experimental.chat.system.transform": async (input, output) => {
+			"experimental.chat.system.transform": timed("system.transform", async (input, output) => {
 				const state = sessions.get(input?.sessionID);
 				if (!state || !Array.isArray(output?.system)) return;
 				if (output.system.some((s) => typeof s === "string" && s.startsWith(TITLE_PROMPT))) return;
 				for (const text of [state.snapshot, state.systemAppend]) if (text) output.system.push(text);
-			},
+			}),
 
-			"experimental.chat.messages.transform": async (_input, output) => {
+			"experimental.chat.messages.transform": timed("messages.transform", async (_input, output) => {
 				const messages = output?.messages;
 				if (!Array.isArray(messages) || messages.length === 0) return;
 				// The turn's prompt: every step of the turn (after each tool call) sees the message.
@@ -209,7 +232,7 @@ export function memlanePlugin(options = {}) {
 				const template = last.parts.find((p) => p?.type === "text");
 				if (!template) return;
 				last.parts.push({ ...template, id: `${template.id}-memlane`, text: state.message, synthetic: true });
-			},
+			}),
 		};
 	};
 }
