@@ -57,6 +57,7 @@ HOOKS = (
     "messages.transform",
     "event session.created",
     "event session.idle",
+    "event session.deleted",
 )
 
 
@@ -99,6 +100,7 @@ def main() -> None:
                     f"round {n + 1}: " + ", ".join(f"{k} {v[-1]:.2f} s" for k, v in walls.items())
                 )
             engine_log = worlds["with"].engine_log()
+            timed = timings.read_text().splitlines() if timings.exists() else []
         finally:
             worlds["with"].stop_engine()
 
@@ -115,13 +117,10 @@ def main() -> None:
         for name, values in walls.items()
     ]
     hook_ms: dict[str, list[float]] = {}
-    for line in timings.read_text().splitlines() if timings.exists() else []:
+    for line in timed:
         item = json.loads(line)
         hook_ms.setdefault(item["hook"], []).append(float(item["ms"]))
     hook_rows = [_row(hook, hook_ms[hook]) for hook in HOOKS if hook in hook_ms]
-    others = [ms for hook, values in hook_ms.items() if hook not in HOOKS for ms in values]
-    if others:
-        hook_rows.append(_row("event (every other event)", others))
     engine_ms: dict[str, list[float]] = {}
     for method, ms in ENGINE_CALL.findall(engine_log):
         engine_ms.setdefault(method, []).append(float(ms))

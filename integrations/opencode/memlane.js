@@ -30,6 +30,7 @@ import { isAbsolute, join } from "node:path";
 const HOST = "opencode";
 const TIMEOUT_MS = { session_start: 30_000, before_agent_start: 5_000, "opencode.turn_end": 10_000 };
 const TITLE_PROMPT = "You are a title generator";
+const SESSION_EVENTS = new Set(["session.created", "session.idle", "session.deleted"]);
 
 /** OpenCode's database: $OPENCODE_DB (a bare name lives in its data directory), else
  * $XDG_DATA_HOME/opencode/opencode.db (transcripts/locate.py's opencode_db). */
@@ -167,14 +168,15 @@ export function memlanePlugin(options = {}) {
 							const ms = performance.now() - start;
 							try {
 								const name = typeof hook === "function" ? hook(...args) : hook;
-								appendFileSync(timings, `${JSON.stringify({ hook: name, ms })}\n`);
+								if (name) appendFileSync(timings, `${JSON.stringify({ hook: name, ms })}\n`);
 							} catch {}
 						}
 					}
 				: fn;
 
 		return {
-			event: timed((arg) => `event ${arg?.event?.type}`, async ({ event }) => {
+			// Only the events the plugin acts on are timed (the others return at once).
+			event: timed((arg) => SESSION_EVENTS.has(arg?.event?.type) && `event ${arg.event.type}`, async ({ event }) => {
 				const id = event?.properties?.sessionID ?? event?.properties?.info?.id;
 				if (typeof id !== "string") return;
 				if (event.type === "session.created") {

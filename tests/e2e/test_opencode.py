@@ -119,6 +119,7 @@ def test_second_session_request_carries_the_memory(
     request = model.agent_requests[before]
     system = "\n".join(m["content"] for m in request.body["messages"] if m["role"] == "system")
     assert "BLUEHERON" in system, "the session snapshot is not in the system prompt"
+    assert [m["role"] for m in request.body["messages"]].count("system") >= 2  # OpenCode's + ours
     assert "memlane" in system.lower()
 
 
@@ -153,7 +154,11 @@ def test_sessions_layer_finds_the_opencode_session(
         timeout=120,
     )
     assert out.returncode == 0, out.stderr
-    assert first_session in out.stdout
+    hits = json.loads(out.stdout)["hits"]
+    mine = [h for h in hits if h["session_id"] == first_session]
+    assert mine, hits
+    assert {h["transcript"] for h in mine} == {str(world.copy_of(first_session))}
+    assert any("BLUEHERON" in h["text"] and h["role"] == "user" for h in mine)
 
 
 def test_uninstall_restores_the_configuration_and_leaves_no_process(

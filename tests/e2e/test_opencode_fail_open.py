@@ -42,6 +42,6 @@ def test_a_missing_memlane_leaves_opencode_working(
     assert result.returncode == 0, result.stderr
     assert "Answered without memory." in result.stdout
     request = model.agent_requests[-1]
-    system = "\n".join(m["content"] for m in request.body["messages"] if m["role"] == "system")
-    assert "memlane" not in system.lower()
+    # OpenCode's own system prompt alone: the plugin appends its snapshot as another.
+    assert [m["role"] for m in request.body["messages"]].count("system") == 1
     assert not (world.memlane_home / "engine").exists()

@@ -25,7 +25,7 @@ from memlane.index.session_docs import SessionDoc, SourceState
 from memlane.transcripts.formats import message_reader, sniff
 from memlane.transcripts.jsonl import open_transcript_file, parse_line
 from memlane.transcripts.locate import Source
-from memlane.transcripts.model import CLAUDE_CODE, PI
+from memlane.transcripts.model import CLAUDE_CODE, PI_SHAPED
 
 # The rewrite check hashes this many leading bytes (or fewer, as many as
 # the file had when first read).
@@ -170,7 +170,7 @@ def read_source(
     own = _own_calls(path, offset, [obj for _, obj in entries]) if fmt == CLAUDE_CODE else None
     read_message = message_reader(fmt)
     for position, obj in entries:
-        if fmt == PI:
+        if fmt in PI_SHAPED:
             if obj.get("type") == "session" and session_id is None:
                 sid = obj.get("id")
                 session_id = sid if isinstance(sid, str) else None
@@ -192,7 +192,7 @@ def read_source(
                         transcript=transcript,
                         entry_id=item.entry_id,
                         session_id=session_id
-                        if fmt == PI
+                        if fmt in PI_SHAPED
                         else (obj.get("sessionId") or session_id),
                         role=item.role,
                         timestamp=item.timestamp,
