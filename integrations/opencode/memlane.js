@@ -49,7 +49,11 @@ class Sidecar {
 		this.dead = null;
 		this.log = log;
 		this.child = spawn(command, ["sidecar"], { cwd, stdio: ["pipe", "pipe", "ignore"], env: { ...process.env, ...env } });
-		this.child.once("error", (err) => this.die(`cannot run ${command}: ${err.message}`));
+		this.spawnFailed = false;
+		this.child.once("error", (err) => {
+			this.spawnFailed = true; // memlane is missing: no retry for this session
+			this.die(`cannot run ${command}: ${err.message}`);
+		});
 		this.child.once("exit", (code, signal) => this.die(`memlane sidecar exited (${signal ?? `code ${code}`})`));
 		this.child.stdin.on("error", () => {});
 		this.child.stdout.setEncoding("utf8");
@@ -137,9 +141,11 @@ export function memlanePlugin(options = {}) {
 			if (process.env.MEMLANE_OPENCODE_DEBUG) process.stderr.write(`[memlane] ${line}\n`);
 		};
 
+		// A session's sidecar that died (its engine stopped or was killed) is replaced at the
+		// next prompt: the new one reaches a new engine, and the session starts again there.
 		const session = (id) => {
 			let state = sessions.get(id);
-			if (!state) {
+			if (!state || (state.sidecar.dead && !state.sidecar.spawnFailed)) {
 				const sidecar = new Sidecar(command, directory, options.env ?? {}, log);
 				state = { sidecar, snapshot: "", systemAppend: "", message: "" };
 				state.started = sidecar
