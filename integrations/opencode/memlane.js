@@ -141,12 +141,19 @@ export function memlanePlugin(options = {}) {
 			if (process.env.MEMLANE_OPENCODE_DEBUG) process.stderr.write(`[memlane] ${line}\n`);
 		};
 
+		// One sidecar is started with the plugin, while OpenCode itself starts, for the first
+		// session (the relay connects to a running engine at once and starts none before it
+		// is spoken to); later sessions start their own.
+		const newSidecar = () => new Sidecar(command, directory, options.env ?? {}, log);
+		let spare = newSidecar();
+
 		// A session's sidecar that died (its engine stopped or was killed) is replaced at the
 		// next prompt: the new one reaches a new engine, and the session starts again there.
 		const session = (id) => {
 			let state = sessions.get(id);
 			if (!state || (state.sidecar.dead && !state.sidecar.spawnFailed)) {
-				const sidecar = new Sidecar(command, directory, options.env ?? {}, log);
+				const sidecar = spare && !spare.dead ? spare : newSidecar();
+				spare = null;
 				state = { sidecar, snapshot: "", systemAppend: "", message: "" };
 				state.started = sidecar
 					.request("session_start", { cwd: directory, session_id: id, host: HOST })
@@ -191,11 +198,15 @@ export function memlanePlugin(options = {}) {
 					if (event.properties?.info?.parentID) children.add(id);
 					else session(id); // the engine starts (or is reached) meanwhile
 				} else if (event.type === "session.idle" && sessions.has(id)) {
-					const answer = sessions.get(id).sidecar.request("opencode.turn_end", { db });
-					await answer.then(
-						(result) => log(`turn_end: ${JSON.stringify(result)}`),
-						(err) => log(`turn_end: ${err.message}`),
-					);
+					// Sent now, not awaited: the engine captures on its own threads, and OpenCode
+					// need not wait for it (`opencode run` does not).
+					sessions
+						.get(id)
+						.sidecar.request("opencode.turn_end", { db })
+						.then(
+							(result) => log(`turn_end: ${JSON.stringify(result)}`),
+							(err) => log(`turn_end: ${err.message}`),
+						);
 				} else if (event.type === "session.deleted" && sessions.has(id)) {
 					sessions.get(id).sidecar.close();
 					sessions.delete(id);
