@@ -78,12 +78,19 @@ def test_project_install_uses_the_project_configuration(tmp_path: Path) -> None:
     env = env_for(tmp_path)
     project = tmp_path / "proj"
     project.mkdir()
+    (project / "opencode.json").write_text('{"plugin": ["opencode-wakatime"]}\n')
+    before = files(project)
     oc.install(project, command=MEMLANE, env=env)
-    assert (project / "opencode.json").is_file()
-    assert (project / ".opencode" / "plugins" / "memlane.js").is_file()
+    data = json.loads((project / "opencode.json").read_text())
+    plugin = oc.plugin_file(project, env)
+    assert data["plugin"] == ["opencode-wakatime", plugin.as_uri()]
+    assert data["mcp"]["memlane"]["environment"]["MEMLANE_HOME"] == str(tmp_path / "mh")
+    assert plugin.is_file() and plugin.is_relative_to(tmp_path / "mh")
+    assert not (project / ".opencode").exists()  # OpenCode would install its SDK there
     assert not oc.config_dir(None, env).exists()
     oc.uninstall(project, env=env)
-    assert sorted(p.name for p in project.rglob("*")) == [".opencode"]
+    assert files(project) == before
+    assert not plugin.parent.exists()
 
 
 def test_a_broken_configuration_is_refused_with_what_to_do(tmp_path: Path) -> None:

@@ -123,7 +123,7 @@ OpenCodeProjectOption = Annotated[
     bool,
     typer.Option(
         "--project",
-        help="Use the project's opencode.json and .opencode/plugins instead of OpenCode's global ones.",
+        help="Use the project's opencode.json instead of OpenCode's global configuration.",
     ),
 ]
 

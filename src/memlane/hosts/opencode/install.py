@@ -2,18 +2,22 @@
 
 OpenCode (``opencode-ai`` 1.18) reads ``opencode.json`` from its config
 directory (``$XDG_CONFIG_HOME/opencode``, default ``~/.config/opencode``) and
-from the project, and loads every JavaScript file in a ``plugins/`` directory
-beside it (the project's: ``.opencode/plugins/``). Install writes:
+from the project root, loads every JavaScript file in the config directory's
+``plugins/``, and the files its ``plugin`` list names. Install writes:
 
-- ``plugins/memlane.js``: two lines importing memlane's plugin
-  (integrations/opencode/memlane.js) with the memlane it runs and the
-  ``MEMLANE_*`` settings of the install (``MEMLANE_HOME`` always);
-- ``mcp.memlane`` in ``opencode.json``: memlane's MCP server, a local command
-  with the same variables in its ``environment``;
-- ``memlane.json`` beside it: the record uninstall reverts from (the edits and
-  ``opencode.json``'s text before the first install), readable by this user only.
+- the plugin, a few lines importing memlane's (integrations/opencode/memlane.js)
+  with the memlane it runs and the ``MEMLANE_*`` settings of the install
+  (``MEMLANE_HOME`` always): globally ``plugins/memlane.js`` in OpenCode's
+  config directory; for ``--project``, a file in
+  ``$MEMLANE_HOME/opencode/<project>/`` that the project's ``opencode.json``
+  lists in ``plugin`` (a ``.opencode/`` directory would make OpenCode install
+  its plugin SDK into the project);
+- ``mcp.memlane`` in that ``opencode.json``: memlane's MCP server, a local
+  command with the same variables in its ``environment``;
+- ``memlane.json`` beside the plugin: the record uninstall reverts from (the
+  edits and ``opencode.json``'s text before the first install), owner-only.
 
-Uninstall removes the plugin file and reverts the JSON edits; when nothing else
+Uninstall removes the plugin and reverts the JSON edits; when nothing else
 changed, ``opencode.json`` gets its original bytes back (or goes, when install
 created it). Both are safe to run again.
 """
@@ -50,10 +54,14 @@ class InstallReport:
 
 
 def config_dir(project: Path | None, env: dict[str, str] | None = None) -> Path:
-    """``<project>/.opencode`` for the plugin and record, else OpenCode's config directory."""
+    """Where the plugin and the record live: OpenCode's config directory, or for a
+    project install ``$MEMLANE_HOME/opencode/<project path as Claude Code names it>``."""
     environ = os.environ if env is None else env
     if project is not None:
-        return project.absolute() / ".opencode"
+        from memlane.transcripts.locate import claude_project_dir_name
+
+        home = Path(memlane_environment(env)["MEMLANE_HOME"])
+        return home / "opencode" / claude_project_dir_name(str(project.absolute()))
     xdg = environ.get("XDG_CONFIG_HOME")
     home = Path(environ.get("HOME") or Path.home())
     return (Path(xdg) if xdg else home / ".config") / "opencode"
@@ -64,6 +72,12 @@ def config_file(project: Path | None, env: dict[str, str] | None = None) -> Path
     if project is not None:
         return project.absolute() / CONFIG_NAME
     return config_dir(None, env) / CONFIG_NAME
+
+
+def plugin_file(project: Path | None, env: dict[str, str] | None = None) -> Path:
+    """The plugin install writes (``plugins/memlane.js``, or the project's listed file)."""
+    base = config_dir(project, env)
+    return base / PLUGIN_NAME if project is not None else base / PLUGIN_DIR / PLUGIN_NAME
 
 
 def plugin_source() -> Path:
@@ -127,7 +141,7 @@ def install(
     base = config_dir(project, env)
     config_path = config_file(project, env)
     record_path = base / RECORD_NAME
-    plugin_path = base / PLUGIN_DIR / PLUGIN_NAME
+    plugin_path = plugin_file(project, env)
     record = _record(record_path)
 
     data, indent, existed = read_settings(config_path)
@@ -143,6 +157,8 @@ def install(
         "enabled": True,
     }
     edits.set_key(data, ["mcp", SERVER_KEY], server)
+    if project is not None:
+        edits.add_item(data, ["plugin"], plugin_path.as_uri())
     if not existed or "$schema" not in data:
         # OpenCode writes "$schema" into a config that lacks it: written here, uninstall
         # can take it out again.
@@ -183,7 +199,7 @@ def uninstall(project: Path | None = None, *, env: dict[str, str] | None = None)
     base = config_dir(project, env)
     config_path = config_file(project, env)
     record_path = base / RECORD_NAME
-    plugin_path = base / PLUGIN_DIR / PLUGIN_NAME
+    plugin_path = plugin_file(project, env)
     record = _record(record_path)
     lines: list[str] = []
     changed = False
@@ -210,6 +226,9 @@ def uninstall(project: Path | None = None, *, env: dict[str, str] | None = None)
             changed = True
     if record_path.exists():
         record_path.unlink()
+    if project is not None:
+        with contextlib.suppress(OSError):  # memlane's own directory for the project
+            base.rmdir()
     if not changed:
         lines.append("memlane was not installed in OpenCode: nothing to remove")
     return InstallReport(config_path, plugin_path, changed, lines)
