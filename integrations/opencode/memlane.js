@@ -13,6 +13,7 @@
 //                                        request's last user message (never stored by OpenCode)
 //   event session.idle (end of a turn)   opencode.turn_end {db}: the engine reads the turn from
 //                                        OpenCode's database and captures it (anchored)
+//   event session.compacted              session_compact: the snapshot rebuilt
 //   event session.deleted                the sidecar's stdin closes: the engine ends the session
 //
 // The turn_end request is written before the handler awaits anything: `opencode run` exits
@@ -28,9 +29,14 @@ import { homedir } from "node:os";
 import { isAbsolute, join } from "node:path";
 
 const HOST = "opencode";
-const TIMEOUT_MS = { session_start: 30_000, before_agent_start: 5_000, "opencode.turn_end": 10_000 };
+const TIMEOUT_MS = {
+	session_start: 30_000,
+	before_agent_start: 5_000,
+	session_compact: 10_000,
+	"opencode.turn_end": 10_000,
+};
 const TITLE_PROMPT = "You are a title generator";
-const SESSION_EVENTS = new Set(["session.created", "session.idle", "session.deleted"]);
+const SESSION_EVENTS = new Set(["session.created", "session.idle", "session.compacted", "session.deleted"]);
 
 /** OpenCode's database: $OPENCODE_DB (a bare name lives in its data directory), else
  * $XDG_DATA_HOME/opencode/opencode.db (transcripts/locate.py's opencode_db). */
@@ -207,6 +213,16 @@ export function memlanePlugin(options = {}) {
 							(result) => log(`turn_end: ${JSON.stringify(result)}`),
 							(err) => log(`turn_end: ${err.message}`),
 						);
+				} else if (event.type === "session.compacted" && sessions.has(id)) {
+					// OpenCode summarised the conversation: the snapshot is rebuilt, as after
+					// pi's compaction and Claude Code's PreCompact.
+					const state = sessions.get(id);
+					state.sidecar.request("session_compact", {}).then(
+						(result) => {
+							if (typeof result?.snapshot === "string") state.snapshot = result.snapshot;
+						},
+						(err) => log(`session_compact: ${err.message}`),
+					);
 				} else if (event.type === "session.deleted" && sessions.has(id)) {
 					sessions.get(id).sidecar.close();
 					sessions.delete(id);
