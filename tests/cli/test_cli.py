@@ -22,7 +22,8 @@ def test_scope_json(cli: Cli, tmp_path: Path) -> None:
     out = cli("-C", str(project / "src"), "scope", "--json")
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
-    assert set(data) == {"scope", "repository_dir", "store", "collection", "state_dir"}
+    assert set(data) == {"scope", "repository_dir", "store", "collection", "state_dir", "worktree"}
+    assert data["worktree"] is None  # not a linked git worktree
     assert data["scope"] == str(project)
     assert data["repository_dir"] == str(project)
     assert data["store"] == str(project / ".memsearch" / "memory")

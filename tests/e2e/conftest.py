@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from claude_harness import ClaudeInstall, ensure_claude
+from codex_harness import CodexInstall, ensure_codex
 from pi_harness import NpmUnavailable, PiInstall, ensure_pi, ensure_typescript
 
 from fake_llm import FakeModel
@@ -51,6 +52,15 @@ def claude_install() -> ClaudeInstall:
         return ensure_claude(CACHE)
     except NpmUnavailable as exc:
         pytest.skip(f"Claude Code e2e tests skipped: {exc}")
+
+
+@pytest.fixture(scope="session")
+def codex_install() -> CodexInstall:
+    """The Codex CLI 0.171 from the npm registry, cached in $MEMLANE_E2E_CACHE."""
+    try:
+        return ensure_codex(CACHE)
+    except NpmUnavailable as exc:
+        pytest.skip(f"Codex e2e tests skipped: {exc}")
 
 
 @pytest.fixture(scope="session")

@@ -641,7 +641,7 @@ def test_install_mcp_print_names_the_running_memlane(tmp_path: Path) -> None:
     # Run as ``python -m``: the command is this interpreter, absolute, and the
     # entry the ``memlane`` script runs (the server starts without the full CLI).
     command = [sys.executable, "-m", "memlane.cli.fast", "mcp"]
-    assert f"claude mcp add memlane -- {' '.join(command)}" in out
+    assert re.search(rf"^claude mcp add memlane .*-- {re.escape(' '.join(command))}$", out, re.M)
     assert out == render_config([sys.executable, "-m", "memlane.cli.fast"])
 
 
@@ -651,19 +651,23 @@ def test_rendered_config_parses_for_each_client(tmp_path: Path) -> None:
     script.write_text("#!/bin/sh\n")
     command = memlane_command(str(script))
     assert command == [str(script)]
-    out = render_config(command)
+    env = {"MEMLANE_HOME": "/data/memory", "MEMLANE_CAPTURE": "off"}
+    out = render_config(command, env)
 
-    assert f"claude mcp add memlane -- {script} mcp" in out
+    assert (
+        f"claude mcp add memlane -e MEMLANE_HOME=/data/memory -e MEMLANE_CAPTURE=off -- {script} mcp"
+        in out
+    )
     blocks = re.findall(r"^\{\n.*?^\}$", out, flags=re.S | re.M)
     assert len(blocks) == 2  # Claude Code's .mcp.json, Cursor's mcp.json
     claude, cursor = (json.loads(b)["mcpServers"]["memlane"] for b in blocks)
-    assert claude == {"type": "stdio", "command": str(script), "args": ["mcp"]}
-    assert cursor == {"command": str(script), "args": ["mcp"]}
+    assert claude == {"type": "stdio", "command": str(script), "args": ["mcp"], "env": env}
+    assert cursor == {"command": str(script), "args": ["mcp"], "env": env}
     assert "~/.cursor/mcp.json" in out and ".cursor/mcp.json" in out
 
     toml_text = out[out.index("[mcp_servers.memlane]") :]
     codex = tomllib.loads(toml_text)["mcp_servers"]["memlane"]
-    assert codex == {"command": str(script), "args": ["mcp"]}
+    assert codex == {"command": str(script), "args": ["mcp"], "env": env}
     assert "~/.codex/config.toml" in out
 
 

@@ -413,7 +413,7 @@ def test_file_errors_name_the_path(tmp_path: Path) -> None:
     _expect_error(empty, StoreError, ["empty"])
     other = tmp_path / "other.jsonl"
     other.write_text('{"foo": 1}\n{"bar": 2}\n')
-    _expect_error(other, StoreError, ["not a pi session or Claude Code transcript"])
+    _expect_error(other, StoreError, ["not a pi session, Claude Code or Codex transcript"])
 
 
 def test_unreadable_file_names_the_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

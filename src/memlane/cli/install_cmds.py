@@ -1,4 +1,4 @@
-"""``memlane install pi|claude-code|opencode`` and ``memlane uninstall …``: hook memlane into a host."""
+"""``memlane install pi|claude-code|codex|opencode`` and ``memlane uninstall ...``: hook memlane into a host."""
 
 from __future__ import annotations
 
@@ -116,6 +116,35 @@ def uninstall_claude_code(
 
     report = uninstall(_claude_project(ctx, project, user))
     for line in report.lines:
+        typer.echo(line)
+
+
+@install_app.command("codex")
+def install_codex(
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Print what would be added; change nothing.")
+    ] = False,
+) -> None:
+    """Install memlane into the Codex CLI: hooks, the MCP server, the recall skill.
+
+    Appends one marked block to $CODEX_HOME/config.toml (default ~/.codex):
+    the hooks (trusted), the MCP server with MEMLANE_HOME in its env; writes
+    the skill memlane-recall. Safe to run again; `memlane uninstall codex`
+    restores the file byte for byte. docs/codex.md.
+    """
+    from memlane.hosts.codex.install import install
+
+    report = install(dry_run=dry_run)
+    for line in report.lines:
+        typer.echo(line)
+
+
+@uninstall_app.command("codex")
+def uninstall_codex() -> None:
+    """Remove memlane from the Codex CLI (reverts `memlane install codex`, byte for byte)."""
+    from memlane.hosts.codex.install import uninstall
+
+    for line in uninstall().lines:
         typer.echo(line)
 
 

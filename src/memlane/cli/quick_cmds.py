@@ -33,6 +33,9 @@ def scope_command(directory: Path | None, as_json: bool) -> None:
         print_json(resolved.to_json())
         return
     data = resolved.to_json()
+    data.pop("worktree")
+    if resolved.worktree is not None:
+        data["worktree"] = resolved.worktree.reason
     width = max(len(k) for k in data)
     for key, value in data.items():
         echo(f"{key:<{width}}  {value if value is not None else '(none)'}")

@@ -52,7 +52,7 @@ DEFAULT_HOME = "~/.memlane"
 ENGINE_MODULE = "memlane.hosts.server"
 #: Variables that make a different engine: memlane reads them.
 KEYED_PREFIXES = ("MEMLANE_", "MEMSEARCH_", "PI_MEMSEARCH_")
-KEYED_NAMES = frozenset({"HOME", "PI_CODING_AGENT_DIR", "CLAUDE_CONFIG_DIR"})
+KEYED_NAMES = frozenset({"HOME", "PI_CODING_AGENT_DIR", "CLAUDE_CONFIG_DIR", "CODEX_HOME"})
 #: ... except these: the home is the engine's directory already; the others
 #: are read by a client, never by the engine.
 UNKEYED_NAMES = frozenset(
@@ -100,6 +100,8 @@ POLL_S = 0.02
 FAILURES_MAX_BYTES = 1024 * 1024
 #: A header line of the socket protocol: a hook call, or a JSON-RPC connection.
 HOOK_HEADER = b"H1"
+#: A Codex CLI hook call (hosts/codex/): the same protocol, Codex's events.
+CODEX_HOOK_HEADER = b"C1"
 RPC_HEADER = b"J1"
 
 

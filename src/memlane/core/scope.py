@@ -8,6 +8,12 @@ other agent in the mesh:
   root, else the working directory;
 - repository directory: the git root of the working directory, else it;
 - collection: ``ms_<sanitized basename>_<sha256(realpath)[:8]>``.
+
+One departure (ADR 0035): in a linked git worktree the git root rung is the
+main worktree's (``scope.worktrees = shared``, the default), so every
+worktree of a repository shares one store and collection; ``separate``
+keeps memsearch's per-checkout rule. The repository directory stays the
+worktree's own (children run there, its ``.memlane.toml`` applies).
 """
 
 from __future__ import annotations
@@ -20,9 +26,11 @@ import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from memlane.core.errors import ScopeError, StoreCommandError
 from memlane.core.untrusted import excerpt, path_problem
+from memlane.core.worktree import Checkout, find_checkout, find_root, repository_checkouts
 
 STORE_CMD_ENV = "MEMLANE_STORE_CMD"
 STORE_CMD_ENV_ALIAS = "PI_MEMSEARCH_STORE_CMD"
@@ -31,6 +39,7 @@ STORE_CMD_TIMEOUT_S = 30.0
 COLLECTION_BASENAME_MAX = 40
 INDEX_STATE_FILENAME = ".index-state.json"
 MEMSEARCH_TREE = ".memsearch"
+WORKTREES_KEY = "scope.worktrees"
 
 # Milvus' collection-name rule (a letter or _, then letters, digits and _,
 # at most 255), which memsearch's names (ms_<basename, at most 40>_<8 hex>)
@@ -69,18 +78,42 @@ class Scope:
     # "store is a link to X (configured by ...)" when the user's setting went
     # through a symbolic link; the store path itself is then the real one.
     store_link_note: str | None = None
+    worktree: WorktreeRule | None = None  # set in a linked git worktree
 
     @property
     def state_path(self) -> Path | None:
         return self.state_dir / INDEX_STATE_FILENAME if self.state_dir else None
 
-    def to_json(self) -> dict[str, str | None]:
+    def to_json(self) -> dict[str, Any]:
         return {
             "scope": str(self.scope),
             "repository_dir": str(self.repository_dir),
             "store": str(self.store),
             "collection": self.collection,
             "state_dir": str(self.state_dir) if self.state_dir else None,
+            "worktree": self.worktree.to_json() if self.worktree else None,
+        }
+
+
+@dataclass(frozen=True)
+class WorktreeRule:
+    """How a linked worktree's memory was placed, and why (``scope --json``, status)."""
+
+    checkout: Path  # the linked worktree's top directory
+    setting: str  # scope.worktrees: shared | separate
+    origin: str  # the layer the setting came from (default, global, project, env)
+    shared_with: Path | None  # the main worktree (or bare repository) whose memory it uses
+    reason: str
+    problem: str | None = None  # why sharing was asked for but could not be done
+
+    def to_json(self) -> dict[str, str | None]:
+        return {
+            "checkout": str(self.checkout),
+            "setting": self.setting,
+            "origin": self.origin,
+            "shared_with": str(self.shared_with) if self.shared_with else None,
+            "reason": self.reason,
+            "problem": self.problem,
         }
 
 
@@ -99,13 +132,7 @@ def collection_name(project_dir: str | Path) -> str:
 
 def git_root(start: Path) -> Path | None:
     """The nearest ancestor holding ``.git`` (a directory, or a worktree's file)."""
-    current = start
-    while True:
-        if (current / ".git").exists():
-            return current
-        if current.parent == current:
-            return None
-        current = current.parent
+    return find_root(start)
 
 
 def repository_dir_of(cwd: Path) -> Path:
@@ -232,14 +259,25 @@ def memsearch_tree_root(store: Path) -> Path | None:
     return None
 
 
-def resolve_scope(cwd: str | Path | None = None, env: Mapping[str, str] | None = None) -> Scope:
-    """Resolve where this project's memory lives, starting from ``cwd``."""
+def resolve_scope(
+    cwd: str | Path | None = None,
+    env: Mapping[str, str] | None = None,
+    *,
+    worktrees: tuple[str, str] | None = None,
+) -> Scope:
+    """Resolve where this project's memory lives, starting from ``cwd``.
+
+    ``worktrees``: ``scope.worktrees`` and its layer when the caller has the
+    configuration; else it is loaded, only in a linked worktree (the one place
+    it matters), so a plain checkout reads no setting here.
+    """
     env = os.environ if env is None else env
     start = Path(cwd if cwd is not None else os.getcwd()).expanduser()
     if not start.is_dir():
         raise ScopeError(f"directory not found: {start}", "pass an existing directory with -C DIR")
     start = Path(os.path.realpath(start))
-    repo = repository_dir_of(start)
+    checkout = find_checkout(start)
+    repo = checkout.root or start
     memsearch_dir_raw = env.get(MEMSEARCH_DIR_ENV, "").strip()
     memsearch_dir = (
         Path(os.path.realpath(repo / Path(memsearch_dir_raw).expanduser()))
@@ -247,6 +285,7 @@ def resolve_scope(cwd: str | Path | None = None, env: Mapping[str, str] | None =
         else None
     )
     command = store_command(env)
+    rule = _worktree_rule(checkout, command, memsearch_dir, repo, env, worktrees)
     link_note = None
     if memsearch_dir is not None:
         given = Path(os.path.abspath(repo / Path(memsearch_dir_raw).expanduser()))
@@ -270,7 +309,8 @@ def resolve_scope(cwd: str | Path | None = None, env: Mapping[str, str] | None =
         collection = collection_answer
         state_answer = run_store_command(command, "state-dir", start)
     else:
-        scope = memsearch_dir if memsearch_dir is not None else repo
+        shared = rule.shared_with if rule is not None else None
+        scope = memsearch_dir if memsearch_dir is not None else (shared or repo)
         store = scope / "memory" if memsearch_dir is not None else scope / MEMSEARCH_TREE / "memory"
         collection = collection_name(scope)
         state_answer = None
@@ -286,7 +326,52 @@ def resolve_scope(cwd: str | Path | None = None, env: Mapping[str, str] | None =
         store_command=command,
         state_dir_note=note,
         store_link_note=link_note,
+        worktree=rule,
     )
+
+
+def _worktree_rule(
+    checkout: Checkout,
+    command: str | None,
+    memsearch_dir: Path | None,
+    repo: Path,
+    env: Mapping[str, str],
+    given: tuple[str, str] | None,
+) -> WorktreeRule | None:
+    """Whether this linked worktree shares the main worktree's memory, and why."""
+    if not checkout.linked:
+        return None
+    if command is not None or memsearch_dir is not None:
+        by = f"the store command ({STORE_CMD_ENV})" if command else MEMSEARCH_DIR_ENV
+        reason = f"{by} places the store, so scope.worktrees does not apply"
+        return WorktreeRule(repo, "-", "-", None, reason)
+    if given is None:
+        from memlane.core.config.layers import load_config
+
+        value = load_config(repo, env).values[WORKTREES_KEY]
+        given = (str(value.value), value.layer)
+    setting, origin = given
+    said = f"scope.worktrees = {setting}, {origin}"
+    if setting == "separate":
+        reason = f"this worktree keeps its own memory ({said})"
+        return WorktreeRule(repo, setting, origin, None, reason)
+    if checkout.shared_root is None:
+        problem = f"this worktree keeps its own memory: {checkout.problem}"
+        return WorktreeRule(repo, setting, origin, None, problem, problem)
+    whose = "the bare repository" if checkout.bare else "the main worktree"
+    reason = f"shared with {whose} at {checkout.shared_root} ({said})"
+    return WorktreeRule(repo, setting, origin, checkout.shared_root, reason)
+
+
+def shared_checkouts(scope: Scope, setting: object) -> list[Path]:
+    """Every checkout of the repository when its worktrees share this memory
+    (``setting``: the configuration's scope.worktrees), else none: whose
+    transcripts are this memory's sessions (ADR 0035)."""
+    if scope.worktree is not None:
+        shared = scope.worktree.shared_with is not None
+    else:  # a main checkout with no override shares when the setting says so
+        shared = setting == "shared" and scope.scope == scope.repository_dir
+    return repository_checkouts(scope.repository_dir) if shared else []
 
 
 def _link_note(real_store: Path, configured_by: str) -> str:

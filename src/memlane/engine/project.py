@@ -64,6 +64,8 @@ class Memory:
         self.clock = clock
         # A bad setting is said by every command that opens the memory.
         self.notices: list[str] = [*config.problems, *config.notices]
+        if scope.worktree is not None and scope.worktree.problem:
+            self.notices.append(scope.worktree.problem)  # memory not shared: say so (ADR 0035)
         # A search without a full sync first indexes this process's fresh
         # writes (``catch_up``); a handle that answers under a deadline
         # (auto-context) skips that when it would embed more text than this.
@@ -262,8 +264,9 @@ class Memory:
     def require_store(self) -> None:
         """Raise a clear error when this project has no memory store yet."""
         if not self.scope.store.is_dir():
+            why = f" ({self.scope.worktree.reason})" if self.scope.worktree else ""
             raise StoreError(
-                f"no memory store at {self.scope.store}",
+                f"no memory store at {self.scope.store}{why}",
                 "write a first memory with `memlane write TEXT`, or run memlane in "
                 "(or with -C) the project you mean",
             )

@@ -104,7 +104,7 @@ def damage_lines_text(lines: list[DamagedLine]) -> str:
 @dataclass
 class Status:
     versions: dict[str, str]
-    scope: dict[str, str | None]
+    scope: dict[str, Any]
     backend: str
     index_uri: str
     model: str
@@ -258,6 +258,8 @@ def status_rows(st: Status) -> list[tuple[str, str]]:
         ("memlane", st.versions["memlane"]),
         ("python / sqlite", f"{st.versions['python']} / {st.versions['sqlite']}"),
         ("scope", st.scope["scope"]),
+        *([("worktree", st.scope["worktree"]["reason"])] if st.scope.get("worktree") else []),
+        *([("worktrees", _shared_by(st.scope))] if st.scope.get("shared_by") else []),
         ("store", st.scope["store"]),
         *([("store link", st.store_link)] if st.store_link else []),
         ("collection", st.scope["collection"]),
@@ -396,3 +398,8 @@ def status_rows(st: Status) -> list[tuple[str, str]]:
     for item in st.config:
         rows.append(("config", f"{item['key']} = {item['value']}  [{item['layer']}]"))
     return [(label, str(value)) for label, value in rows]
+
+
+def _shared_by(scope: dict[str, Any]) -> str:
+    others = [p for p in scope["shared_by"] if p != scope["repository_dir"]]
+    return f"this memory is shared with {len(others)} other checkout(s): {', '.join(others)}"

@@ -172,7 +172,7 @@ def project_status(
         engine=warm_engine.engine_info(memory.clock.now().timestamp()),
         sessions=sessions_stats,
         versions=versions,
-        scope={**memory.scope.to_json(), "collection": memory.collection},
+        scope={**memory.scope.to_json(), "collection": memory.collection, **_checkouts(memory)},
         backend=memory.config.index.backend,
         index_uri=index_uri,
         index_health=health,
@@ -290,3 +290,12 @@ def _sqlite_version() -> str:
     import sqlite3
 
     return sqlite3.sqlite_version
+
+
+def _checkouts(memory: ProjectMemory) -> dict[str, list[str]]:
+    """Every checkout of the repository that shares this memory, when there is more
+    than one (ADR 0035): what the main checkout's status says about its worktrees."""
+    from memlane.core.scope import shared_checkouts
+
+    found = shared_checkouts(memory.scope, memory.config.get("scope.worktrees"))
+    return {"shared_by": [str(p) for p in found]} if len(found) > 1 else {}

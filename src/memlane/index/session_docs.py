@@ -131,6 +131,9 @@ class SessionInfo:
     messages: int
     first_user: str  # the first user message: what the session set out to do
     last_summary: str | None  # the latest compaction/branch summary, if any
+    # The transcript's format, which names the agent it came from ("pi",
+    # "claude-code", or whatever another reader records); None when unknown.
+    format: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -141,6 +144,7 @@ class SessionInfo:
             "messages": self.messages,
             "first_user": self.first_user,
             "last_summary": self.last_summary,
+            "format": self.format,
         }
 
 

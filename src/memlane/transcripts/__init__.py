@@ -15,7 +15,7 @@ from typing import IO, Any
 
 from memlane.core.errors import StoreError
 from memlane.core.settings import TRANSCRIPT_CONTEXT, TRANSCRIPT_LIMIT, TURN_CHAR_CAP
-from memlane.transcripts import claude, model, pi
+from memlane.transcripts import claude, codex, model, pi
 from memlane.transcripts.draft import Draft
 from memlane.transcripts.formats import format_of
 from memlane.transcripts.jsonl import SNIFF_LINES, open_transcript, parse_line, read_at, scan
@@ -69,7 +69,7 @@ def read_transcript(
             notes.append(f"entry {target.id} is in a sidechain (a subagent's conversation)")
         units = units_of(path_nodes)
         window, _ = choose_window(units, target, max(context, 0), max(limit, 1))
-        reader = pi.draft if index.format in model.PI_SHAPED else claude.draft
+        reader = _DRAFTS.get(index.format, claude.draft)
         turns, changed = _render_window(handle, window, target, reader, turn_char_cap)
     if changed:
         notes.append(
@@ -135,7 +135,7 @@ def _entry_id(obj: dict[str, Any]) -> str | None:
 
 def _build_index(stream: IO[bytes], shown_path: str) -> Index:
     index: Index | None = None
-    indexer: pi.PiIndexer | claude.ClaudeIndexer | None = None
+    indexer: pi.PiIndexer | claude.ClaudeIndexer | codex.CodexIndexer | None = None
     garbage = 0
     lines = 0
     # Valid JSON seen before the format is known, kept to be counted as
@@ -157,16 +157,29 @@ def _build_index(stream: IO[bytes], shown_path: str) -> Index:
                 undecided.append(str(obj.get("type")))
                 continue
             index = Index(shown_path, fmt)
-            indexer = pi.PiIndexer(index) if fmt in model.PI_SHAPED else claude.ClaudeIndexer(index)
+            if fmt == model.CODEX:
+                indexer = codex.CodexIndexer(index)
+            else:
+                indexer = (
+                    pi.PiIndexer(index) if fmt in model.PI_SHAPED else claude.ClaudeIndexer(index)
+                )
         indexer.add(obj, order, offset)
     if index is None:
         raise StoreError(
-            f"not a pi session or Claude Code transcript: {shown_path}",
+            f"not a pi session, Claude Code or Codex transcript: {shown_path}",
             "pass the session .jsonl file the anchor's transcript: field names",
         )
     index.garbage_lines += garbage
     index.unknown_types.update(undecided)
     return index
+
+
+_DRAFTS: dict[str, Callable[[dict[str, Any]], Draft]] = {
+    model.PI: pi.draft,
+    model.CLAUDE_CODE: claude.draft,
+    model.CODEX: codex.draft,
+    model.OPENCODE: pi.draft,  # the copy's lines are pi's shapes
+}
 
 
 def _with_folded(turn: Turn, folded: int) -> Turn:

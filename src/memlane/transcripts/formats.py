@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from memlane.transcripts import claude, opencode, pi
+from memlane.transcripts import claude, codex, opencode, pi
 from memlane.transcripts.jsonl import SNIFF_LINES
 from memlane.transcripts.message import Message, Skip
-from memlane.transcripts.model import CLAUDE_CODE, OPENCODE, PI
+from memlane.transcripts.model import CLAUDE_CODE, CODEX, OPENCODE, PI
 
 MessageReader = Callable[[dict[str, Any]], Message | Skip]
 
@@ -22,6 +22,8 @@ def format_of(obj: dict[str, Any]) -> str | None:
         return PI
     if claude.looks_like_claude(obj):
         return CLAUDE_CODE
+    if codex.looks_like_codex(obj):
+        return CODEX
     return None
 
 
@@ -36,7 +38,9 @@ def sniff(objs: Iterable[dict[str, Any] | None]) -> str | None:
 
 
 def message_reader(fmt: str) -> MessageReader:
-    """The message-by-message reader of format ``fmt`` (PI, CLAUDE_CODE or OPENCODE)."""
+    """The message-by-message reader of format ``fmt`` (PI, CLAUDE_CODE, CODEX or OPENCODE)."""
+    if fmt == CODEX:
+        return codex.message
     if fmt == OPENCODE:
         return opencode.message
     return pi.message if fmt == PI else claude.message

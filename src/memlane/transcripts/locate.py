@@ -5,6 +5,8 @@
   file's header line names the cwd it was started in;
 - Claude Code: ``$CLAUDE_CONFIG_DIR`` (default ``~/.claude``)
   ``/projects/<cwd, non-alphanumerics as '-'>/*.jsonl``;
+- Codex: ``$CODEX_HOME`` (default ``~/.codex``) ``/sessions/YYYY/MM/DD/rollout-*.jsonl``
+  for every project, where a file's first line names the cwd (transcripts/codex.py).
 - OpenCode keeps its sessions in a SQLite database (``opencode_db``); the
   engine keeps a JSONL copy of each (transcripts/opencode.py) in
   ``$MEMLANE_HOME/transcripts/opencode/<cwd as Claude Code names it>/<session id>.jsonl``.
@@ -23,7 +25,7 @@ from pathlib import Path
 
 from memlane.core.regular_file import FileTooLargeError, NotRegularFileError
 from memlane.transcripts.jsonl import open_transcript_file, parse_line
-from memlane.transcripts.model import CLAUDE_CODE, OPENCODE, PI
+from memlane.transcripts.model import CLAUDE_CODE, CODEX, OPENCODE, PI
 
 PI_AGENT_DIR_ENV = "PI_CODING_AGENT_DIR"
 PI_SESSION_DIR_ENV = "PI_CODING_AGENT_SESSION_DIR"
@@ -116,8 +118,10 @@ def opencode_copy_dir(cwd: str, env: Mapping[str, str] | None = None) -> Path:
 
 def format_of_path(path: Path) -> str:
     """The format a transcript's location suggests (Claude Code's under a
-    ``.claude`` directory, an OpenCode copy under ``transcripts/opencode``, else
-    pi's): a fallback for when no line tells."""
+    ``.claude`` directory, Codex's a ``rollout-*`` file, an OpenCode copy
+    under ``transcripts/opencode``, else pi's): a fallback for when no line tells."""
+    if path.name.startswith("rollout-"):
+        return CODEX
     if "/transcripts/opencode/" in str(path):
         return OPENCODE
     return CLAUDE_CODE if "/.claude" in str(path) else PI
@@ -187,4 +191,8 @@ def discover_sources(
             found.setdefault(path, Source(path, CLAUDE_CODE))
         for path in jsonl_files(opencode_copy_dir(cwd, env)):
             found.setdefault(path, Source(path, OPENCODE))
+    from memlane.transcripts import codex
+
+    for path in codex.project_files(cwds, env):
+        found.setdefault(path, Source(path, CODEX))
     return sorted(found.values(), key=lambda s: str(s.path))

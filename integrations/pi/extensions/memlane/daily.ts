@@ -5,7 +5,8 @@
  * - where the store is (core/scope.py): the store command's `memory-dir` answer
  *   (`MEMLANE_STORE_CMD`, alias `PI_MEMSEARCH_STORE_CMD`; a failing command raises,
  *   never falls back), else `$MEMSEARCH_DIR/memory` (relative to the repository
- *   directory), else `<git root or cwd>/.memsearch/memory`;
+ *   directory), else `<git root or cwd>/.memsearch/memory`, where a linked git worktree's
+ *   git root is its main worktree's unless `scope.worktrees = separate` (worktree.ts);
  * - "now" (core/clock.py): the system's local time, or `MEMLANE_NOW`'s clock;
  * - the entry (store/daily.py): `\n## Session HH:MM\n` (the session's first entry in
  *   the file only: process state seeded by one read of the file), `### HH:MM`, the
@@ -40,6 +41,7 @@ import {
 } from "node:fs";
 import { homedir } from "node:os";
 import { basename, dirname, isAbsolute, join, resolve, sep } from "node:path";
+import { gitRoot, realpathLoose, sharedRoot, worktreesSetting } from "./worktree.ts";
 
 export const NO_TRANSCRIPT = "none";
 export const STORE_CMD_ENVS = ["MEMLANE_STORE_CMD", "PI_MEMSEARCH_STORE_CMD"];
@@ -74,28 +76,7 @@ export interface StoreLocation {
 const expandHome = (p: string, env: NodeJS.ProcessEnv) =>
 	p === "~" || p.startsWith("~/") ? join(env.HOME || homedir(), p.slice(2)) : p;
 
-/** realpath of what exists of `p`, the rest appended (Python's os.path.realpath). */
-export function realpathLoose(p: string): string {
-	const absolute = resolve(p);
-	try {
-		return realpathSync(absolute);
-	} catch {
-		const parent = dirname(absolute);
-		return parent === absolute ? absolute : join(realpathLoose(parent), basename(absolute));
-	}
-}
-
-function gitRoot(start: string): string | null {
-	for (let current = start; ; current = dirname(current)) {
-		try {
-			lstatSync(join(current, ".git"));
-			return current;
-		} catch {
-			// not here
-		}
-		if (dirname(current) === current) return null;
-	}
-}
+export { realpathLoose };
 
 /** Split a command line as Python's shlex.split does (quotes and backslashes). */
 export function shellSplit(command: string): string[] {
@@ -165,7 +146,10 @@ export function resolveStore(cwd: string, env: NodeJS.ProcessEnv = process.env):
 		const scope = realpathLoose(resolve(repositoryDir, expandHome(raw, env)));
 		return { repositoryDir, scope, store: join(scope, "memory") };
 	}
-	return { repositoryDir, scope: repositoryDir, store: join(repositoryDir, ".memsearch", "memory") };
+	// The setting is read only in a linked worktree, the one place it matters (as core/scope.py).
+	const linked = sharedRoot(repositoryDir);
+	const scope = linked !== null && worktreesSetting(repositoryDir, env) === "shared" ? linked : repositoryDir;
+	return { repositoryDir, scope, store: join(scope, ".memsearch", "memory") };
 }
 
 // -- now -----------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, read
 import { homedir } from "node:os";
 import { basename, dirname, join, resolve } from "node:path";
 import { checkStorePath, MemoryFileError, readStoreFile, type StoreLocation } from "./daily.ts";
+import { sharedCheckouts } from "./worktree.ts";
 
 const ANCHOR_RE = /<!--\s*session:(\S+)\s+turn:(\S*)(?:\s+\w+:\S+)*?\s+transcript:([^\n]+?)\s*-->/g;
 
@@ -85,10 +86,12 @@ function readSyncSafe(fd: number, buffer: Buffer): number {
 	}
 }
 
-/** This project's pi and Claude Code session files (locate.py discover_sources). */
+/** This project's pi and Claude Code session files (locate.py discover_sources), every
+ * worktree's when they share its memory (core/scope.py shared_checkouts). */
 function projectSessions(location: StoreLocation, env: NodeJS.ProcessEnv): string[] {
 	const cwds: string[] = [];
-	for (const dir of [location.repositoryDir, location.scope]) {
+	const worktrees = sharedCheckouts(location.repositoryDir, location.scope, env);
+	for (const dir of [location.repositoryDir, location.scope, ...worktrees]) {
 		for (const form of [resolve(dir), canonical(dir)]) if (!cwds.includes(form)) cwds.push(form);
 	}
 	const home = env.HOME || homedir();

@@ -470,6 +470,15 @@ KEYS: dict[str, Key] = {
         ),
         # --- end sessions layer ---
         Key(
+            "scope.worktrees",
+            str,
+            "shared",
+            "git worktrees of one repository: shared (each uses the main worktree's store and "
+            "collection, so memory follows the repository) or separate (each checkout keeps its "
+            "own, memsearch's rule: memory stays with a branch); docs/adr/0035",
+            choices=("shared", "separate"),
+        ),
+        Key(
             "cross_repo.scan_roots",
             str,
             None,

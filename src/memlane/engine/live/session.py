@@ -100,6 +100,8 @@ class Session:
         self.llm = llm
         self.settings = settings or memory.config.session
         self.notices: list[str] = list(memory.config.problems)  # a hook has no terminal
+        if memory.scope.worktree is not None and memory.scope.worktree.problem:
+            self.notices.append(memory.scope.worktree.problem)  # not shared: ADR 0035
         self.host_llm_available = False
         self.host_call: HostCall | None = None  # the host's llm.complete (a dream's model)
         self.capture = CaptureState(

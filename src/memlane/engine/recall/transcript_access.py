@@ -97,10 +97,12 @@ def check_transcript_allowed(
 
 
 def _is_project_session(mem: ProjectMemory, wanted: str, env: Mapping[str, str]) -> bool:
+    from memlane.core.scope import shared_checkouts
     from memlane.transcripts.locate import discover_sources
 
     scope = mem.scope
-    sources = discover_sources([scope.repository_dir, scope.scope], env)
+    shared = shared_checkouts(scope, mem.config.get("scope.worktrees"))
+    sources = discover_sources([scope.repository_dir, scope.scope, *shared], env)
     return any(_canonical(source.path) == wanted for source in sources)
 
 

@@ -29,8 +29,8 @@ def session_files(cwds: list[str], env: Mapping[str, str] | None = None) -> list
     """(host, file) of every transcript of these project directories, newest first."""
     # Imported here: the tool catalog imports this module at start-up, and
     # only a session search reads transcripts.
-    from memlane.transcripts import locate
-    from memlane.transcripts.model import CLAUDE_CODE, OPENCODE, PI
+    from memlane.transcripts import codex, locate
+    from memlane.transcripts.model import CLAUDE_CODE, CODEX, OPENCODE, PI
 
     environ = os.environ if env is None else env
     found: dict[Path, str] = {}
@@ -51,6 +51,8 @@ def session_files(cwds: list[str], env: Mapping[str, str] | None = None) -> list
             header_cwd = locate.pi_header_cwd(path)
             if header_cwd is not None and os.path.realpath(header_cwd) in wanted:
                 found.setdefault(path, PI)
+    for path in codex.project_files(cwds, environ):
+        found.setdefault(path, CODEX)
 
     def mtime(item: tuple[Path, str]) -> float:
         try:

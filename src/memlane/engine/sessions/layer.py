@@ -35,9 +35,16 @@ if TYPE_CHECKING:
 
 
 def project_sources(mem: ProjectMemory, env: Mapping[str, str] | None = None) -> list[Source]:
+    """The agents' transcripts of this project: its directories' sessions, and
+    those of every worktree of the repository when they share its memory."""
+    from memlane.core.scope import shared_checkouts
+
     dirs = [mem.scope.repository_dir]
     if mem.scope.cwd != mem.scope.repository_dir:
         dirs.append(mem.scope.cwd)
+    dirs += [
+        d for d in shared_checkouts(mem.scope, mem.config.get("scope.worktrees")) if d not in dirs
+    ]
     return discover_sources(dirs, env)
 
 
@@ -198,6 +205,10 @@ class SessionsLayer:
 
     def message_count(self, transcript: str) -> int:
         return self.store.transcript_count(transcript)
+
+    def format_of(self, transcript: str) -> str | None:
+        """The format *transcript* was read as: it names the agent (``SessionInfo.format``)."""
+        return self.store.transcript_format(transcript)
 
     def stats(self) -> dict[str, Any]:
         data = self.store.stats()

@@ -50,6 +50,10 @@ def _blocks(obj: dict[str, Any], kind: str) -> Iterable[dict[str, Any]]:
     return (b for b in content if isinstance(b, dict) and b.get("type") == kind)
 
 
+_CODEX_CALLS = frozenset({"function_call", "custom_tool_call"})
+_CODEX_OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output"})
+
+
 class OwnCalls:
     """The ids of memlane's tool calls in one Claude Code transcript."""
 
@@ -58,7 +62,20 @@ class OwnCalls:
         self.seen: set[str] = set()  # every call id met, memlane's or not
 
     def note(self, obj: dict[str, Any]) -> None:
-        """Remember the calls of one transcript line (assistant lines carry them)."""
+        """Remember the calls of one transcript line (assistant lines carry them;
+        in a Codex rollout, ``function_call`` items, an MCP tool's with its namespace)."""
+        payload = obj.get("payload")
+        if obj.get("type") == "response_item" and isinstance(payload, dict):
+            call_id, name = payload.get("call_id"), payload.get("name")
+            is_call = str(payload.get("type")) in _CODEX_CALLS
+            if is_call and isinstance(call_id, str):
+                namespace = payload.get("namespace")
+                if isinstance(namespace, str) and namespace and isinstance(name, str):
+                    name = f"{namespace}__{name}"
+                self.seen.add(call_id)
+                if is_memlane_tool(name):
+                    self.own.add(call_id)
+            return
         if obj.get("type") != "assistant":
             return
         for block in _blocks(obj, "tool_use"):
@@ -74,7 +91,12 @@ class OwnCalls:
 
     @staticmethod
     def result_ids(obj: dict[str, Any]) -> set[str]:
-        """The call ids a user line answers with tool results."""
+        """The call ids a user line answers with tool results (a Codex rollout: its outputs)."""
+        payload = obj.get("payload")
+        if obj.get("type") == "response_item" and isinstance(payload, dict):
+            call_id = payload.get("call_id")
+            is_output = str(payload.get("type")) in _CODEX_OUTPUTS
+            return {call_id} if is_output and isinstance(call_id, str) else set()
         if obj.get("type") != "user":
             return set()
         ids = (block.get("tool_use_id") for block in _blocks(obj, "tool_result"))
@@ -97,7 +119,8 @@ class OwnCalls:
                     position += len(raw)
                     if position > end:
                         return
-                    if b"tool_use" in raw and any(n in raw for n in needles):
+                    called = b"tool_use" in raw or b"function_call" in raw
+                    if called and any(n in raw for n in needles):
                         obj = parse_line(raw.rstrip(b"\r\n"))
                         if obj is not None:
                             self.note(obj)

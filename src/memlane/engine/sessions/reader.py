@@ -22,10 +22,11 @@ from memlane.core.settings import SessionsSettings
 from memlane.engine.sessions.docs import documents, embeds
 from memlane.engine.sessions.own_messages import OwnCalls
 from memlane.index.session_docs import SessionDoc, SourceState
+from memlane.transcripts.codex import session_id_of as codex_session_id
 from memlane.transcripts.formats import message_reader, sniff
 from memlane.transcripts.jsonl import open_transcript_file, parse_line
 from memlane.transcripts.locate import Source
-from memlane.transcripts.model import CLAUDE_CODE, PI_SHAPED
+from memlane.transcripts.model import CLAUDE_CODE, CODEX, PI_SHAPED
 
 # The rewrite check hashes this many leading bytes (or fewer, as many as
 # the file had when first read).
@@ -167,7 +168,11 @@ def read_source(
             garbage += 1
             continue
         entries.append((position, obj))
-    own = _own_calls(path, offset, [obj for _, obj in entries]) if fmt == CLAUDE_CODE else None
+    own = (
+        _own_calls(path, offset, [obj for _, obj in entries])
+        if fmt in (CLAUDE_CODE, CODEX)
+        else None
+    )
     read_message = message_reader(fmt)
     for position, obj in entries:
         if fmt in PI_SHAPED:
@@ -176,6 +181,8 @@ def read_source(
                 session_id = sid if isinstance(sid, str) else None
         elif session_id is None and isinstance(obj.get("sessionId"), str):
             session_id = obj["sessionId"]
+        elif session_id is None and fmt == CODEX:
+            session_id = codex_session_id(obj)
         found = documents(read_message(obj), fmt, own)
         if found is None:
             unknown += 1

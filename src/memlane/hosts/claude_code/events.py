@@ -51,6 +51,9 @@ def _str(data: dict[str, Any], key: str) -> str | None:
 class Events:
     """Answers one hook call: Claude Code's input → its hook output (or None)."""
 
+    #: The host sessions are opened for (hosts/codex/events.py: "codex").
+    host = HOST
+
     def __init__(self, projects: Projects) -> None:
         self.projects = projects
 
@@ -75,9 +78,10 @@ class Events:
         if event == "SessionEnd":
             self._end(project, session_id)
             return None
-        handler = _HANDLERS.get(event)
-        if handler is None:
+        name = _HANDLERS.get(event)
+        if name is None:
             return None  # an event memlane has nothing to do for
+        handler = getattr(self, name)
         if event == "SessionStart" and claude_pid is not None:
             self.end_replaced(claude_pid, session_id)
 
@@ -86,7 +90,8 @@ class Events:
         def job() -> dict[str, Any] | None:
             session = self._session(project, session_id, data, opened)
             running.note(project.collection, session_id, session.transcript_path, claude_pid)
-            return handler(self, project, session, data)
+            result: dict[str, Any] | None = handler(project, session, data)
+            return result
 
         try:
             return project.run(job).result()
@@ -144,7 +149,7 @@ class Events:
         if session is None:
             session = Session.open(
                 project.memory,
-                host=HOST,
+                host=self.host,
                 session_id=session_id,
                 transcript_path=_str(data, "transcript_path"),
                 background=project.background,
@@ -223,8 +228,8 @@ class Events:
 
 
 _HANDLERS = {
-    "SessionStart": Events.session_start,
-    "UserPromptSubmit": Events.user_prompt,
-    "Stop": Events.stop,
-    "PreCompact": Events.pre_compact,
+    "SessionStart": "session_start",
+    "UserPromptSubmit": "user_prompt",
+    "Stop": "stop",
+    "PreCompact": "pre_compact",
 }

@@ -118,7 +118,8 @@ def field(raw: bytes, key: bytes) -> bytes | None:
     return None
 
 
-def main() -> int:
+def main(header_kind: bytes = link.HOOK_HEADER, client: str = CLIENT) -> int:
+    """One hook call; *header_kind* and *client* name the host (Codex's hook passes its own)."""
     if os.environ.get(NO_HOOKS_ENV) == "1":
         return 0
     started = time.monotonic()
@@ -130,7 +131,7 @@ def main() -> int:
         if event == "Stop" and field(raw, b"stop_hook_active") == b"true":
             return 0  # Claude goes on because a Stop hook asked it to: the turn is not over
         deadline = started + LIMITS_S.get(event, DEFAULT_LIMIT_S)
-        header = link.HOOK_HEADER + b" %d\n" % os.getppid()
+        header = header_kind + b" %d\n" % os.getppid()
         try:
             output = _ask(place, header + raw, deadline, start=event not in NO_START)
         except link.EngineUnavailable as exc:
@@ -142,8 +143,8 @@ def main() -> int:
             sys.stdout.buffer.flush()
     except (TimeoutError, link.EngineSlow) as exc:
         took = time.monotonic() - started
-        link.record_failure(place, CLIENT, event, "slow", str(exc) or "timed out", took)
+        link.record_failure(place, client, event, "slow", str(exc) or "timed out", took)
     except Exception as exc:
         detail = f"{type(exc).__name__}: {exc}"
-        link.record_failure(place, CLIENT, event, "failed", detail, time.monotonic() - started)
+        link.record_failure(place, client, event, "failed", detail, time.monotonic() - started)
     return 0

@@ -43,6 +43,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, TextIO
 
+from memlane.hosts.server.projects import with_scope
+
 if TYPE_CHECKING:
     from memlane.core.clock import Clock
     from memlane.engine.project import Memory
@@ -174,8 +176,10 @@ class Commands:
                 del self._jobs[old.id]
         project = self.projects.for_dir(cwd)
 
+        scope = self.projects.scope_of(cwd)
+
         def run() -> None:
-            memory = project.memory.fork()
+            memory = with_scope(project.memory.fork(), scope)
             try:
                 result = self._run(argv, cwd, None, workdir or cwd, memory, job.note)
             except BaseException as exc:  # the job reports it; the engine goes on
@@ -207,7 +211,8 @@ class Commands:
         # settings changed is closed and opened again on the way).
         project = self.projects.for_dir(cwd)
         return project.run_command(
-            lambda memory: self._run(argv, cwd, stdin, workdir or cwd, memory)
+            lambda memory: self._run(argv, cwd, stdin, workdir or cwd, memory),
+            self.projects.scope_of(cwd),
         ).result()
 
     def _run(
@@ -233,7 +238,9 @@ class Commands:
             wanted = os.path.normpath(directory or cwd)
             if wanted == os.path.normpath(cwd):
                 return lent  # always, for the -C below
-            return self.projects.for_dir(wanted).memory.fork()
+            return with_scope(
+                self.projects.for_dir(wanted).memory.fork(), self.projects.scope_of(wanted)
+            )
 
         token = memory_opener.set(open_memory)
         where = working_directory.set(workdir)

@@ -36,6 +36,7 @@ from typing import Any
 
 from memlane.core.clock import SYSTEM_CLOCK, Clock
 from memlane.core.link import (
+    CODEX_HOOK_HEADER,
     HOOK_HEADER,
     RPC_HEADER,
     SOCKET_PATH_MAX,
@@ -103,6 +104,7 @@ class Engine:
         self, listener: socket.socket, idle_s: float, place: Place, path: str = ""
     ) -> None:
         from memlane.hosts.claude_code.events import Events
+        from memlane.hosts.codex.events import CodexEvents
         from memlane.hosts.server.commands import Commands
         from memlane.hosts.server.projects import Projects
 
@@ -113,6 +115,7 @@ class Engine:
         self._inode = os.stat(path).st_ino if path else None
         self.projects = Projects(clock=_clock())
         self.events = Events(self.projects)
+        self.codex_events = CodexEvents(self.projects)
         self.commands = Commands(self.projects, _full_command_line)
         self.stopping = threading.Event()
         self.started = SYSTEM_CLOCK.now().timestamp()
@@ -219,6 +222,10 @@ class Engine:
                     client = "claude-code hook"
                     self._count(client, +1)
                     serve_hook_call(conn, reader, rest, self.events)
+                elif kind == CODEX_HOOK_HEADER:
+                    client = "codex hook"
+                    self._count(client, +1)
+                    serve_hook_call(conn, reader, rest, self.codex_events)
                 elif kind == RPC_HEADER:
                     meta = _meta(rest)
                     client = str(meta.get("client") or "unknown")

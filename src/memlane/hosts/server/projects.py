@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, TypeVar
 from memlane.core.clock import SYSTEM_CLOCK, Clock
 
 if TYPE_CHECKING:
+    from memlane.core.scope import Scope
     from memlane.engine.live.session import Session
     from memlane.engine.live.state import Flush
     from memlane.engine.parts import SharedParts
@@ -65,13 +66,14 @@ class Project:
     def run(self, job: Callable[[], T]) -> Future[T]:
         return self._worker.submit(job)
 
-    def run_command(self, job: Callable[[Memory], T]) -> Future[T]:
-        """Run *job* on the CLI thread with a lent handle on its memory (``Memory.lend``)."""
+    def run_command(self, job: Callable[[Memory], T], scope: Scope | None = None) -> Future[T]:
+        """Run *job* on the CLI thread with a lent handle on its memory (``Memory.lend``),
+        seen from the directory of *scope* (``with_scope``)."""
 
         def lent() -> T:
             if self._cli_memory is None:
                 self._cli_memory = self.memory.fork()
-            return job(self._cli_memory.lend())
+            return job(with_scope(self._cli_memory.lend(), scope))
 
         return self._cli.submit(lent)
 
@@ -93,6 +95,15 @@ class Project:
         self._worker.shutdown(wait=True)
 
 
+def with_scope(memory: Memory, scope: Scope | None) -> Memory:
+    """*memory* (a fork or a lent handle) as seen from the directory *scope* was
+    resolved in: another worktree or subdirectory of a project shares its memory,
+    but a command run there reports its own checkout and why (ADR 0035)."""
+    if scope is not None and scope.collection == memory.scope.collection:
+        memory.scope = scope
+    return memory
+
+
 class Projects:
     """Every project the engine serves, and which project each session is in."""
 
@@ -101,6 +112,7 @@ class Projects:
         self._lock = threading.Lock()
         self._projects: dict[str, Project] = {}
         self._by_dir: dict[str, str] = {}  # resolved cwd → collection
+        self._scopes: dict[str, Scope] = {}  # resolved cwd → its own scope
         self._by_session: dict[str, Project] = {}
         self._parts: dict[object, SharedParts] = {}  # embedding settings → shared embedder
         self._ending: set[threading.Thread] = set()
@@ -137,6 +149,10 @@ class Projects:
         stamp = _config_stamp(scope.repository_dir)
         if known is not None and stamp is not None and stamp == known.config_stamp:
             return known  # no settings file changed: the settings are the ones it has
+        if known is not None:
+            scope = resolve_scope(directory)  # scope.worktrees may have moved it (ADR 0035)
+        with self._lock:
+            self._scopes[directory] = scope
         config = load_config(scope.repository_dir)
         stale: Project | None = None
         with self._lock:
@@ -155,6 +171,11 @@ class Projects:
         if stale is not None:
             stale.close()
         return project
+
+    def scope_of(self, cwd: str) -> Scope | None:
+        """The scope *cwd* resolved to when ``for_dir`` last opened it (None: never)."""
+        with self._lock:
+            return self._scopes.get(str(Path(cwd).resolve()))
 
     def _shared_parts(self, embedding: object) -> SharedParts:
         """Projects with the same embedding settings share one loaded model."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from memlane.hosts.web.render import esc, link, markdown_html, page, pager, url
+from memlane.hosts.web.render import agent_label, esc, link, markdown_html, page, pager, url
 
 if TYPE_CHECKING:
     from memlane.engine.timeline import DayCount, DayEntry
@@ -138,7 +138,8 @@ def _sessions_on(viewer: Viewer, day_name: str) -> str:
     if not infos:
         return ""
     items = "".join(
-        f"<li>{link(url('/session', {'transcript': info.transcript}), info.session_id)}: "
+        f"<li>{link(url('/session', {'transcript': info.transcript}), info.session_id)} "
+        f"{agent_label(info.format)}: "
         f"{info.messages} messages that day, {esc(info.first_user[:120])}</li>"
         for info in infos[:DAY_SESSIONS]
     )

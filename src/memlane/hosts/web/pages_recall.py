@@ -17,7 +17,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memlane.core.errors import MemlaneError
-from memlane.hosts.web.render import error_box, esc, link, markdown_html, page, pager, url
+from memlane.hosts.web.render import (
+    agent_label,
+    error_box,
+    esc,
+    link,
+    markdown_html,
+    page,
+    pager,
+    url,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -163,6 +172,7 @@ def _hit(viewer: Viewer, hit: Mapping[str, Any]) -> str:
         note = '<span class="note">from another store: shown as found</span>'
         return _hit_article(hit, chunk, kind, where, note)
     if kind == "session":
+        actions.append(agent_label(viewer.sessions.format_of(str(hit["source"]))))
         actions.append(
             f'<button type="button" class="transcript" data-path="{esc(hit["source"])}" '
             f'data-turn="{esc(hit.get("turn") or "")}">transcript</button>'
@@ -273,7 +283,7 @@ def sessions(viewer: Viewer, page_no: int) -> str:
     more = len(infos) > SESSIONS_PAGE
     rows = "".join(
         f"<tr><td>{link(url('/session', {'transcript': info.transcript}), info.session_id)}</td>"
-        f"<td>{esc(info.first_at or '')}</td><td>{esc(info.last_at or '')}</td>"
+        f"<td>{agent_label(info.format)}</td><td>{esc(info.first_at or '')}</td><td>{esc(info.last_at or '')}</td>"
         f"<td>{info.messages}</td><td>{esc(info.first_user[:200])}</td></tr>"
         for info in infos[:SESSIONS_PAGE]
     )
@@ -283,7 +293,7 @@ def sessions(viewer: Viewer, page_no: int) -> str:
         '<button type="submit">Search sessions</button></form>'
     )
     table = (
-        '<table class="sessions"><tr><th>session</th><th>first</th><th>last</th>'
+        '<table class="sessions"><tr><th>session</th><th>agent</th><th>first</th><th>last</th>'
         f"<th>messages</th><th>first ask</th></tr>{rows}</table>"
         if rows
         else "<p class=empty>No past sessions of this project were found.</p>"
@@ -307,7 +317,8 @@ def session(viewer: Viewer, transcript: str, page_no: int) -> str:
         for d in shown
     )
     body = (
-        f'<p class="where">{esc(transcript)}: {total} messages</p>'
+        f'<p class="where">{agent_label(layer.format_of(transcript))} '
+        f"{esc(transcript)}: {total} messages</p>"
         + (rows or "<p class=empty>No messages of this transcript are indexed.</p>")
         + pager("/session", {"transcript": transcript}, page_no, total > start + MESSAGES_PAGE)
     )

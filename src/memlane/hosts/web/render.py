@@ -52,6 +52,19 @@ def link(href: str, text: object, **attrs: str) -> str:
     return f'<a href="{esc(href)}"{extra}>{esc(text)}</a>'
 
 
+#: The agent a session came from, by the format its transcript was read as
+#: (transcripts/model.py); a format not named here is shown as recorded.
+AGENT_NAMES = {"pi": "pi", "claude-code": "Claude Code", "codex": "Codex", "opencode": "OpenCode"}
+_AGENT_CLASS_RE = re.compile(r"[^a-z0-9-]")
+
+
+def agent_label(fmt: str | None) -> str:
+    """The agent as a small label: ``<span class="agent agent-claude-code">Claude Code</span>``."""
+    name = AGENT_NAMES.get(fmt, fmt) if fmt else "unknown agent"
+    slug = _AGENT_CLASS_RE.sub("", (fmt or "unknown").lower())
+    return f'<span class="agent agent-{slug}">{esc(name)}</span>'
+
+
 def page(title: str, body: str, *, active: str = "", notices: Iterable[str] = ()) -> str:
     """A whole page: the navigation bar, *title* and *body* (already HTML)."""
     nav = "".join(

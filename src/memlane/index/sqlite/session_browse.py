@@ -84,6 +84,10 @@ class SessionBrowse(SessionSearch):
             )
         )
 
+    def transcript_format(self, transcript: str) -> str | None:
+        """The format the sessions layer read *transcript* as (the agent it came from)."""
+        return self._run(lambda conn: _format_of(conn, transcript))
+
     def transcript_page(self, transcript: str, limit: int, offset: int = 0) -> list[StoredDoc]:
         """*limit* documents of *transcript* in stored order, from *offset*."""
 
@@ -121,6 +125,12 @@ class SessionBrowse(SessionSearch):
                     messages=int(messages),
                     first_user=self._shown(conn, first[0]) if first else "",
                     last_summary=self._shown(conn, summary[0]) if summary else None,
+                    format=_format_of(conn, transcript),
                 )
             )
         return out
+
+
+def _format_of(conn: sqlite3.Connection, transcript: str) -> str | None:
+    row = conn.execute("SELECT format FROM sources WHERE path = ?", (transcript,)).fetchone()
+    return str(row[0]) if row and row[0] else None
