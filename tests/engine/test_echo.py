@@ -258,6 +258,9 @@ def test_a_sentence_that_only_shares_the_subject_is_kept() -> None:
         ("mcp__memlane__memory_expand", True),
         ("mcp__plugin_memlane_memlane__memory_transcript", True),
         ("mcp__notes__memory_search", False),
+        ("memlane_memory_search", True),  # OpenCode's <server>_<tool>
+        ("notes_memory_search", False),
+        ("memlane_read_file", False),
         ("mcp__memlane__read_file", False),
         ("bash", False),
         (None, False),

@@ -1,4 +1,4 @@
-"""``memlane install pi|claude-code|codex`` and ``memlane uninstall ...``: hook memlane into a host."""
+"""``memlane install pi|claude-code|codex|opencode`` and ``memlane uninstall ...``: hook memlane into a host."""
 
 from __future__ import annotations
 
@@ -145,6 +145,41 @@ def uninstall_codex() -> None:
     from memlane.hosts.codex.install import uninstall
 
     for line in uninstall().lines:
+        typer.echo(line)
+
+
+OpenCodeProjectOption = Annotated[
+    bool,
+    typer.Option(
+        "--project",
+        help="Use the project's opencode.json instead of OpenCode's global configuration.",
+    ),
+]
+
+
+@install_app.command("opencode")
+def install_opencode(ctx: typer.Context, project: OpenCodeProjectOption = False) -> None:
+    """Install memlane into OpenCode: its plugin (memory injected, turns captured) and MCP server.
+
+    Writes plugins/memlane.js and the `mcp.memlane` entry (with MEMLANE_HOME and your
+    other MEMLANE_* settings) in OpenCode's config directory ($XDG_CONFIG_HOME/opencode),
+    or the project's with --project. Safe to run again; `memlane uninstall opencode`
+    restores opencode.json byte for byte. docs/opencode.md.
+    """
+    from memlane.hosts.opencode.install import install
+
+    report = install(_project(ctx, project))
+    for line in report.lines:
+        typer.echo(line)
+
+
+@uninstall_app.command("opencode")
+def uninstall_opencode(ctx: typer.Context, project: OpenCodeProjectOption = False) -> None:
+    """Remove memlane from OpenCode (reverts `memlane install opencode`, byte for byte)."""
+    from memlane.hosts.opencode.install import uninstall
+
+    report = uninstall(_project(ctx, project))
+    for line in report.lines:
         typer.echo(line)
 
 

@@ -63,6 +63,8 @@ UNKEYED_NAMES = frozenset(
         "MEMLANE_COMMAND",
         "MEMLANE_PI_DEBUG",
         "MEMLANE_PI_TIMINGS",
+        "MEMLANE_OPENCODE_DEBUG",
+        "MEMLANE_OPENCODE_TIMINGS",
         "MEMLANE_ENGINE",
     }
 )

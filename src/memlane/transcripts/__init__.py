@@ -160,7 +160,9 @@ def _build_index(stream: IO[bytes], shown_path: str) -> Index:
             if fmt == model.CODEX:
                 indexer = codex.CodexIndexer(index)
             else:
-                indexer = pi.PiIndexer(index) if fmt == model.PI else claude.ClaudeIndexer(index)
+                indexer = (
+                    pi.PiIndexer(index) if fmt in model.PI_SHAPED else claude.ClaudeIndexer(index)
+                )
         indexer.add(obj, order, offset)
     if index is None:
         raise StoreError(
@@ -176,6 +178,7 @@ _DRAFTS: dict[str, Callable[[dict[str, Any]], Draft]] = {
     model.PI: pi.draft,
     model.CLAUDE_CODE: claude.draft,
     model.CODEX: codex.draft,
+    model.OPENCODE: pi.draft,  # the copy's lines are pi's shapes
 }
 
 

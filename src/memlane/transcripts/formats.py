@@ -5,16 +5,19 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from memlane.transcripts import claude, codex, pi
+from memlane.transcripts import claude, codex, opencode, pi
 from memlane.transcripts.jsonl import SNIFF_LINES
 from memlane.transcripts.message import Message, Skip
-from memlane.transcripts.model import CLAUDE_CODE, CODEX, PI
+from memlane.transcripts.model import CLAUDE_CODE, CODEX, OPENCODE, PI
 
 MessageReader = Callable[[dict[str, Any]], Message | Skip]
 
 
 def format_of(obj: dict[str, Any]) -> str | None:
-    """PI for a pi session header, CLAUDE_CODE for a Claude Code line, else None."""
+    """PI for a pi session header, CLAUDE_CODE for a Claude Code line, OPENCODE for
+    the header of an OpenCode session's copy, else None."""
+    if opencode.is_header(obj):
+        return OPENCODE
     if pi.is_header(obj):
         return PI
     if claude.looks_like_claude(obj):
@@ -35,7 +38,9 @@ def sniff(objs: Iterable[dict[str, Any] | None]) -> str | None:
 
 
 def message_reader(fmt: str) -> MessageReader:
-    """The message-by-message reader of format ``fmt`` (PI, CLAUDE_CODE or CODEX)."""
+    """The message-by-message reader of format ``fmt`` (PI, CLAUDE_CODE, CODEX or OPENCODE)."""
     if fmt == CODEX:
         return codex.message
+    if fmt == OPENCODE:
+        return opencode.message
     return pi.message if fmt == PI else claude.message

@@ -7,6 +7,9 @@
   ``/projects/<cwd, non-alphanumerics as '-'>/*.jsonl``;
 - Codex: ``$CODEX_HOME`` (default ``~/.codex``) ``/sessions/YYYY/MM/DD/rollout-*.jsonl``
   for every project, where a file's first line names the cwd (transcripts/codex.py).
+- OpenCode keeps its sessions in a SQLite database (``opencode_db``); the
+  engine keeps a JSONL copy of each (transcripts/opencode.py) in
+  ``$MEMLANE_HOME/transcripts/opencode/<cwd as Claude Code names it>/<session id>.jsonl``.
 
 ``env`` is the process environment unless given; its ``HOME`` is the home
 the defaults and ``~`` start from.
@@ -22,11 +25,13 @@ from pathlib import Path
 
 from memlane.core.regular_file import FileTooLargeError, NotRegularFileError
 from memlane.transcripts.jsonl import open_transcript_file, parse_line
-from memlane.transcripts.model import CLAUDE_CODE, CODEX, PI
+from memlane.transcripts.model import CLAUDE_CODE, CODEX, OPENCODE, PI
 
 PI_AGENT_DIR_ENV = "PI_CODING_AGENT_DIR"
 PI_SESSION_DIR_ENV = "PI_CODING_AGENT_SESSION_DIR"
 CLAUDE_CONFIG_DIR_ENV = "CLAUDE_CONFIG_DIR"
+OPENCODE_DB_ENV = "OPENCODE_DB"
+MEMLANE_HOME_ENV = "MEMLANE_HOME"
 
 
 @dataclass(frozen=True)
@@ -34,7 +39,7 @@ class Source:
     """One transcript file and its format."""
 
     path: Path
-    format: str  # PI | CLAUDE_CODE
+    format: str  # PI | CLAUDE_CODE | OPENCODE
 
 
 def pi_session_dir_name(cwd: str) -> str:
@@ -90,12 +95,35 @@ def claude_project_dir(cwd: str, env: Mapping[str, str] | None = None) -> Path:
     return claude_dir(env) / "projects" / claude_project_dir_name(cwd)
 
 
+def opencode_db(env: Mapping[str, str] | None = None) -> Path:
+    """OpenCode's database: ``$OPENCODE_DB`` (a bare name lives in its data
+    directory), else ``$XDG_DATA_HOME`` (default ``~/.local/share``)
+    ``/opencode/opencode.db``."""
+    environ = os.environ if env is None else env
+    data = environ.get("XDG_DATA_HOME")
+    base = (expand(data, environ) if data else home_dir(environ) / ".local" / "share") / "opencode"
+    raw = environ.get(OPENCODE_DB_ENV)
+    if raw:
+        path = expand(raw, environ)
+        return path if path.is_absolute() else base / path
+    return base / "opencode.db"
+
+
+def opencode_copy_dir(cwd: str, env: Mapping[str, str] | None = None) -> Path:
+    """Where the engine keeps the JSONL copies of OpenCode sessions started in *cwd*."""
+    environ = os.environ if env is None else env
+    home = expand(environ.get(MEMLANE_HOME_ENV) or "~/.memlane", environ)
+    return home / "transcripts" / "opencode" / claude_project_dir_name(cwd)
+
+
 def format_of_path(path: Path) -> str:
     """The format a transcript's location suggests (Claude Code's under a
-    ``.claude`` directory, Codex's a ``rollout-*`` file, else pi's): a
-    fallback for when no line tells."""
+    ``.claude`` directory, Codex's a ``rollout-*`` file, an OpenCode copy
+    under ``transcripts/opencode``, else pi's): a fallback for when no line tells."""
     if path.name.startswith("rollout-"):
         return CODEX
+    if "/transcripts/opencode/" in str(path):
+        return OPENCODE
     return CLAUDE_CODE if "/.claude" in str(path) else PI
 
 
@@ -161,6 +189,8 @@ def discover_sources(
     for cwd in cwds:
         for path in jsonl_files(claude_project_dir(cwd, env)):
             found.setdefault(path, Source(path, CLAUDE_CODE))
+        for path in jsonl_files(opencode_copy_dir(cwd, env)):
+            found.setdefault(path, Source(path, OPENCODE))
     from memlane.transcripts import codex
 
     for path in codex.project_files(cwds, env):

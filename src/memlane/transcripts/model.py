@@ -27,6 +27,9 @@ CONVERSATION_ROLES = frozenset({USER, ASSISTANT})
 PI = "pi"
 CLAUDE_CODE = "claude-code"
 CODEX = "codex"
+OPENCODE = "opencode"  # its sessions' JSONL copy (transcripts/opencode.py)
+#: Formats whose lines are pi's entry shapes (read by pi's indexer and drafts).
+PI_SHAPED = frozenset({PI, OPENCODE})
 
 
 @dataclass(frozen=True)

@@ -66,6 +66,8 @@ ALL_RESTATED = "(the answer restated what memlane recalled)"
 _WORD_RE = re.compile(r"\w+")
 _SENTENCE_END_RE = re.compile(r"(?<=[.!?])\s+")
 _MCP_NAME_RE = re.compile(r"^mcp__(?P<server>.+)__(?P<tool>[A-Za-z0-9_]+)$")
+# OpenCode names an MCP server's tools ``<server>_<tool>``: memlane's all start ``memory_``.
+_OPENCODE_NAME_RE = re.compile(r"^(?P<server>[A-Za-z0-9_-]+?)_(?P<tool>memory_[A-Za-z0-9_]+)$")
 # Words that carry no fact of their own: function words, and the words an
 # agent wraps recalled text in ("according to memory, ...", "I found ...").
 _WRAPPING_TEXT = """
@@ -105,7 +107,8 @@ def is_memlane_tool(name: object) -> bool:
 
     pi registers the bare names; Claude Code prefixes an MCP server's tools
     with ``mcp__<server>__`` (``mcp__memlane__memory_search``, or the
-    plugin form ``mcp__plugin_memlane_memlane__memory_search``): those
+    plugin form ``mcp__plugin_memlane_memlane__memory_search``), OpenCode
+    with ``<server>_`` (``memlane_memory_search``): those
     count when the server's name says memlane, so another server's
     ``memory_search`` is not taken for ours.
     """
@@ -114,7 +117,7 @@ def is_memlane_tool(name: object) -> bool:
     names = memlane_tool_names()
     if name in names:
         return True
-    found = _MCP_NAME_RE.match(name)
+    found = _MCP_NAME_RE.match(name) or _OPENCODE_NAME_RE.match(name)
     return bool(found and found["tool"] in names and "memlane" in found["server"].casefold())
 
 

@@ -30,7 +30,7 @@ def session_files(cwds: list[str], env: Mapping[str, str] | None = None) -> list
     # Imported here: the tool catalog imports this module at start-up, and
     # only a session search reads transcripts.
     from memlane.transcripts import codex, locate
-    from memlane.transcripts.model import CLAUDE_CODE, CODEX, PI
+    from memlane.transcripts.model import CLAUDE_CODE, CODEX, OPENCODE, PI
 
     environ = os.environ if env is None else env
     found: dict[Path, str] = {}
@@ -38,6 +38,7 @@ def session_files(cwds: list[str], env: Mapping[str, str] | None = None) -> list
         for host, directory in (
             (PI, locate.pi_project_dir(cwd, environ)),
             (CLAUDE_CODE, locate.claude_project_dir(cwd, environ)),
+            (OPENCODE, locate.opencode_copy_dir(cwd, environ)),
         ):
             for path in locate.jsonl_files(directory):
                 found.setdefault(path, host)

@@ -26,7 +26,7 @@ from memlane.transcripts.codex import session_id_of as codex_session_id
 from memlane.transcripts.formats import message_reader, sniff
 from memlane.transcripts.jsonl import open_transcript_file, parse_line
 from memlane.transcripts.locate import Source
-from memlane.transcripts.model import CLAUDE_CODE, CODEX, PI
+from memlane.transcripts.model import CLAUDE_CODE, CODEX, PI_SHAPED
 
 # The rewrite check hashes this many leading bytes (or fewer, as many as
 # the file had when first read).
@@ -175,7 +175,7 @@ def read_source(
     )
     read_message = message_reader(fmt)
     for position, obj in entries:
-        if fmt == PI:
+        if fmt in PI_SHAPED:
             if obj.get("type") == "session" and session_id is None:
                 sid = obj.get("id")
                 session_id = sid if isinstance(sid, str) else None
@@ -199,7 +199,7 @@ def read_source(
                         transcript=transcript,
                         entry_id=item.entry_id,
                         session_id=session_id
-                        if fmt == PI
+                        if fmt in PI_SHAPED
                         else (obj.get("sessionId") or session_id),
                         role=item.role,
                         timestamp=item.timestamp,

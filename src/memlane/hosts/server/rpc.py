@@ -21,6 +21,7 @@ client and its directory (core/link.py's ``rpc_header``).
 | engine.status | {} | what ``memlane engine status`` shows |
 | engine.stop | {} | {stopping: true} |
 | engine.release_lite | {path} | {released}: let go of a Milvus Lite database another process wants |
+| opencode.turn_end | {db} | capture the turn OpenCode stored (hosts/opencode/calls.py) |
 
 and from the engine to the host:
 
@@ -325,13 +326,20 @@ class RpcSession:
             # start, with this connection as its host.
             self.projects.end(project, session_id)
 
+        host_call: Callable[[dict[str, Any], float], dict[str, Any]] | None = self._host_call
+        if host == "opencode":  # its own transcript copy; no llm.complete (hosts/opencode/)
+            from memlane.hosts.opencode.calls import transcript_path as copy_path
+
+            transcript_path = copy_path(self.directory, session_id, transcript_path)
+            host_call = None
+
         def open_session() -> Session:
             return Session.open(
                 project.memory,
                 host=host,
                 session_id=session_id,
                 transcript_path=transcript_path,
-                host_call=self._host_call,
+                host_call=host_call,
                 background=project.background,
                 defer_background=True,
             )
@@ -472,6 +480,13 @@ class RpcSession:
         assert path is not None
         return {"released": let_go_of_milvus_lite(path)}
 
+    def opencode_turn_end(self, params: dict[str, Any]) -> dict[str, Any]:
+        from memlane.hosts.opencode.calls import TURN_END, turn_end
+
+        session = self._require_session(TURN_END)
+        result: dict[str, Any] = self._on_project(lambda: turn_end(session, params))
+        return result
+
     _HANDLERS: ClassVar[dict[str, Callable[[RpcSession, dict[str, Any]], Any]]] = {
         "session_start": session_start,
         "before_agent_start": before_agent_start,
@@ -487,4 +502,5 @@ class RpcSession:
         "engine.status": engine_status,
         "engine.stop": engine_stop,
         "engine.release_lite": engine_release_lite,
+        "opencode.turn_end": opencode_turn_end,
     }

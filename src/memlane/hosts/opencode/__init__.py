@@ -1,0 +1,1 @@
+"""OpenCode host: a plugin in OpenCode's process, a thin client of the warm engine."""
