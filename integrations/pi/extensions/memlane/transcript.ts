@@ -9,7 +9,7 @@
  *   (or the last TRANSCRIPT_LIMIT of the live branch), tool results folded, each turn
  *   clipped to TURN_CHAR_CAP, rendered as memlane renders it, and redacted.
  *
- * Only pi's format is read here; a Claude Code transcript needs memlane itself.
+ * Only pi's format is read here; a Claude Code or Codex transcript needs memlane itself.
  *
  * Node built-ins only (no pi import), so `node --test` runs it as it is.
  */
@@ -24,6 +24,8 @@ export const TRANSCRIPT_LIMIT = 20;
 export const TURN_CHAR_CAP = 2000;
 const TRANSCRIPT_MAX_BYTES = 1 << 30;
 const SNIFF_LINES = 50;
+/** The line types of a Codex rollout (memlane/transcripts/codex.py TYPES). */
+const CODEX_TYPES = new Set(["session_meta", "event_msg", "turn_context", "world_state", "token_usage_record", "response_item", "compacted"]);
 const MAX_TOOL_ARGS = 3;
 const TOOL_ARG_CHARS = 60;
 const MARKER_CHARS = 200;
@@ -228,7 +230,7 @@ export function readPiTranscript(path: string, shownPath: string, turnArg: strin
 	let garbage = 0;
 	let duplicates = 0;
 	let missing = 0;
-	let format: "pi" | "claude" | null = null;
+	let format: "pi" | "claude" | "codex" | null = null;
 	let sessionId: string | null = null;
 	let parentSession: string | null = null;
 	let version = 3;
@@ -247,10 +249,11 @@ export function readPiTranscript(path: string, shownPath: string, turnArg: strin
 		if (format === null) {
 			if (obj.type === "session" && typeof obj.id === "string") format = "pi";
 			else if (typeof obj.uuid === "string" || typeof obj.sessionId === "string") format = "claude";
+			else if (typeof obj.type === "string" && CODEX_TYPES.has(obj.type) && typeof obj.payload === "object" && obj.payload !== null) format = "codex";
 			else if (lines >= SNIFF_LINES) break;
 			else continue;
 		}
-		if (format === "claude") break;
+		if (format === "claude" || format === "codex") break;
 		if (obj.type === "session") {
 			if (sessionId === null) {
 				sessionId = typeof obj.id === "string" ? obj.id : null;
@@ -286,10 +289,11 @@ export function readPiTranscript(path: string, shownPath: string, turnArg: strin
 		}
 		previous = node.id;
 	}
-	if (format === "claude") {
-		throw new MemoryFileError(`${shownPath} is a Claude Code transcript, which only memlane itself reads`, "run memlane again (see /memory status), then ask again");
+	if (format === "claude" || format === "codex") {
+		const agent = format === "claude" ? "Claude Code" : "Codex";
+		throw new MemoryFileError(`${shownPath} is a ${agent} transcript, which only memlane itself reads`, "run memlane again (see /memory status), then ask again");
 	}
-	if (format === null) throw new MemoryFileError(`not a pi session or Claude Code transcript: ${shownPath}`, "pass the session .jsonl file the anchor's transcript: field names");
+	if (format === null) throw new MemoryFileError(`not a pi session, Claude Code or Codex transcript: ${shownPath}`, "pass the session .jsonl file the anchor's transcript: field names");
 	const notes: string[] = [];
 	const count = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
 	if (garbage) notes.push(`skipped ${count(garbage, "unreadable line")} (not a JSON object, or truncated)`);
