@@ -25,13 +25,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pi_harness import NPM_FAST_FAIL, NpmUnavailable, _locked, _npm, _npm_reason
+from npm_cli import ensure_cli
 
 from helpers import make_project, stop_engines
 
 CLAUDE_PACKAGE = "@anthropic-ai/claude-code@2.1.332"
 CLAUDE_VERSION = "2.1.332"
-INSTALL_TIMEOUT_S = 900
 RUN_TIMEOUT_S = 120
 REPO = Path(__file__).resolve().parents[2]
 MEMLANE = str(Path(sys.executable).parent / "memlane")
@@ -71,41 +70,15 @@ def _binary(target: Path) -> Path | None:
 
 def ensure_claude(cache: Path) -> ClaudeInstall:
     """Claude Code installed under *cache*, reused between runs."""
-    target = cache / "claude-code-2"
-    with _locked(cache / ".install.lock"):
-        found = _binary(target)
-        version = _version(found) if found else None
-        if found and version == CLAUDE_VERSION:
-            return ClaudeInstall(found, version)
-        npm = _npm()
-        out = subprocess.run(
-            [npm, "view", CLAUDE_PACKAGE, "version", *NPM_FAST_FAIL],
-            capture_output=True,
-            text=True,
-            timeout=90,
-        )
-        if out.returncode != 0:
-            raise NpmUnavailable(
-                f"the npm registry cannot be reached (npm view {CLAUDE_PACKAGE}: "
-                f"{_npm_reason(out.stderr)})"
-            )
-        target.mkdir(parents=True, exist_ok=True)
-        (target / "package.json").write_text('{"name": "memlane-e2e-claude", "private": true}\n')
-        # Scripts stay off: the binary is taken from the platform package (_binary).
-        out = subprocess.run(
-            [npm, "install", "--no-audit", "--no-fund", "--ignore-scripts", CLAUDE_PACKAGE],
-            cwd=target,
-            capture_output=True,
-            text=True,
-            timeout=INSTALL_TIMEOUT_S,
-        )
-        if out.returncode != 0:
-            raise NpmUnavailable(f"npm install {CLAUDE_PACKAGE}: {_npm_reason(out.stderr)}")
-        found = _binary(target)
-        version = _version(found) if found else None
-        if found is None or version is None:
-            raise RuntimeError(f"{CLAUDE_PACKAGE} installed, but no claude binary runs in {target}")
-        return ClaudeInstall(found, version)
+    found, version = ensure_cli(
+        cache,
+        directory="claude-code-2",
+        package=CLAUDE_PACKAGE,
+        version=CLAUDE_VERSION,
+        find_binary=_binary,
+        version_of=_version,
+    )
+    return ClaudeInstall(found, version)
 
 
 @dataclass

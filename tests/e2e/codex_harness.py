@@ -23,13 +23,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pi_harness import NPM_FAST_FAIL, NpmUnavailable, _locked, _npm, _npm_reason
+from npm_cli import ensure_cli
 
 from helpers import make_project, stop_engines
 
 CODEX_PACKAGE = "@openai/codex@0.171.0"
 CODEX_VERSION = "0.171.0"
-INSTALL_TIMEOUT_S = 900
 RUN_TIMEOUT_S = 120
 REPO = Path(__file__).resolve().parents[2]
 MEMLANE = str(Path(sys.executable).parent / "memlane")
@@ -78,40 +77,15 @@ def _binary(target: Path) -> Path | None:
 
 def ensure_codex(cache: Path) -> CodexInstall:
     """The Codex CLI installed under *cache*, reused between runs."""
-    target = cache / "codex-0"
-    with _locked(cache / ".install.lock"):
-        found = _binary(target)
-        version = _version(found) if found else None
-        if found and version == CODEX_VERSION:
-            return CodexInstall(found, version)
-        npm = _npm()
-        out = subprocess.run(
-            [npm, "view", CODEX_PACKAGE, "version", *NPM_FAST_FAIL],
-            capture_output=True,
-            text=True,
-            timeout=90,
-        )
-        if out.returncode != 0:
-            raise NpmUnavailable(
-                f"the npm registry cannot be reached (npm view {CODEX_PACKAGE}: "
-                f"{_npm_reason(out.stderr)})"
-            )
-        target.mkdir(parents=True, exist_ok=True)
-        (target / "package.json").write_text('{"name": "memlane-e2e-codex", "private": true}\n')
-        out = subprocess.run(
-            [npm, "install", "--no-audit", "--no-fund", "--ignore-scripts", CODEX_PACKAGE],
-            cwd=target,
-            capture_output=True,
-            text=True,
-            timeout=INSTALL_TIMEOUT_S,
-        )
-        if out.returncode != 0:
-            raise NpmUnavailable(f"npm install {CODEX_PACKAGE}: {_npm_reason(out.stderr)}")
-        found = _binary(target)
-        version = _version(found) if found else None
-        if found is None or version is None:
-            raise RuntimeError(f"{CODEX_PACKAGE} installed, but no codex binary runs in {target}")
-        return CodexInstall(found, version)
+    found, version = ensure_cli(
+        cache,
+        directory="codex-0",
+        package=CODEX_PACKAGE,
+        version=CODEX_VERSION,
+        find_binary=_binary,
+        version_of=_version,
+    )
+    return CodexInstall(found, version)
 
 
 @dataclass

@@ -1,5 +1,6 @@
-"""Fixtures for the end-to-end tests with the real pi and Claude Code binaries
-(pi_harness.py, claude_harness.py) and the real memsearch (memsearch_harness.py).
+"""Fixtures for the end-to-end tests with the real pi, Claude Code, Codex and
+OpenCode binaries (pi_harness.py, claude_harness.py, codex_harness.py,
+opencode_harness.py) and the real memsearch (memsearch_harness.py).
 
 memsearch's venv and the embedding endpoint both tools call are the
 benchmarks' own (benchmarks/memsearch_venv.py, benchmarks/embed_server.py),
@@ -16,6 +17,7 @@ from pathlib import Path
 import pytest
 from claude_harness import ClaudeInstall, ensure_claude
 from codex_harness import CodexInstall, ensure_codex
+from opencode_harness import OpencodeInstall, ensure_opencode
 from pi_harness import NpmUnavailable, PiInstall, ensure_pi, ensure_typescript
 
 from fake_llm import FakeModel
@@ -61,6 +63,15 @@ def codex_install() -> CodexInstall:
         return ensure_codex(CACHE)
     except NpmUnavailable as exc:
         pytest.skip(f"Codex e2e tests skipped: {exc}")
+
+
+@pytest.fixture(scope="session")
+def opencode_install() -> OpencodeInstall:
+    """OpenCode 1.18 from the npm registry, cached in $MEMLANE_E2E_CACHE."""
+    try:
+        return ensure_opencode(CACHE)
+    except NpmUnavailable as exc:
+        pytest.skip(f"OpenCode e2e tests skipped: {exc}")
 
 
 @pytest.fixture(scope="session")

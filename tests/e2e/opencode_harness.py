@@ -28,13 +28,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pi_harness import NPM_FAST_FAIL, NpmUnavailable, _locked, _npm, _npm_reason
+from npm_cli import ensure_cli
 
 from helpers import make_project, stop_engines
 
 OPENCODE_PACKAGE = "opencode-ai@1.18.33"
 OPENCODE_VERSION = "1.18.33"
-INSTALL_TIMEOUT_S = 900
 RUN_TIMEOUT_S = 180
 REPO = Path(__file__).resolve().parents[2]
 MEMLANE = str(Path(sys.executable).parent / "memlane")
@@ -70,41 +69,15 @@ def _binary(target: Path) -> Path | None:
 
 def ensure_opencode(cache: Path) -> OpencodeInstall:
     """OpenCode installed under *cache*, reused between runs."""
-    target = cache / "opencode-1"
-    with _locked(cache / ".install.lock"):
-        found = _binary(target)
-        version = _version(found) if found else None
-        if found and version == OPENCODE_VERSION:
-            return OpencodeInstall(found, version)
-        npm = _npm()
-        out = subprocess.run(
-            [npm, "view", OPENCODE_PACKAGE, "version", *NPM_FAST_FAIL],
-            capture_output=True,
-            text=True,
-            timeout=90,
-        )
-        if out.returncode != 0:
-            raise NpmUnavailable(
-                f"the npm registry cannot be reached (npm view {OPENCODE_PACKAGE}: "
-                f"{_npm_reason(out.stderr)})"
-            )
-        target.mkdir(parents=True, exist_ok=True)
-        (target / "package.json").write_text('{"name": "memlane-e2e-opencode", "private": true}\n')
-        # Scripts stay off: the binary is taken from the platform package (_binary).
-        out = subprocess.run(
-            [npm, "install", "--no-audit", "--no-fund", "--ignore-scripts", OPENCODE_PACKAGE],
-            cwd=target,
-            capture_output=True,
-            text=True,
-            timeout=INSTALL_TIMEOUT_S,
-        )
-        if out.returncode != 0:
-            raise NpmUnavailable(f"npm install {OPENCODE_PACKAGE}: {_npm_reason(out.stderr)}")
-        found = _binary(target)
-        version = _version(found) if found else None
-        if found is None or version is None:
-            raise RuntimeError(f"{OPENCODE_PACKAGE} installed, but no opencode runs in {target}")
-        return OpencodeInstall(found, version)
+    found, version = ensure_cli(
+        cache,
+        directory="opencode-1",
+        package=OPENCODE_PACKAGE,
+        version=OPENCODE_VERSION,
+        find_binary=_binary,
+        version_of=_version,
+    )
+    return OpencodeInstall(found, version)
 
 
 @dataclass

@@ -27,10 +27,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from opencode_harness import MEMLANE, OpencodeInstall, OpencodeWorld, RunResult, ensure_opencode
-from pi_harness import NpmUnavailable
+from opencode_harness import MEMLANE, OpencodeInstall, OpencodeWorld, RunResult
 
-from conftest import CACHE
 from fake_llm import FakeModel, Reply
 from helpers import wait_for
 
@@ -38,14 +36,6 @@ pytestmark = pytest.mark.e2e
 
 FACT = "Remember this: the deploy codename for project falcon is BLUEHERON."
 ANCHOR = re.compile(r"<!-- session:(\S+) turn:(\S+) transcript:(\S+) -->")
-
-
-@pytest.fixture(scope="module")
-def opencode_install() -> OpencodeInstall:
-    try:
-        return ensure_opencode(CACHE)
-    except NpmUnavailable as exc:
-        pytest.skip(f"OpenCode e2e tests skipped: {exc}")
 
 
 @pytest.fixture(scope="module")

@@ -7,21 +7,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from opencode_harness import OpencodeInstall, OpencodeWorld, ensure_opencode
-from pi_harness import NpmUnavailable
+from opencode_harness import OpencodeInstall, OpencodeWorld
 
-from conftest import CACHE
 from fake_llm import FakeModel, Reply
 
 pytestmark = pytest.mark.e2e
-
-
-@pytest.fixture(scope="module")
-def opencode_install() -> OpencodeInstall:
-    try:
-        return ensure_opencode(CACHE)
-    except NpmUnavailable as exc:
-        pytest.skip(f"OpenCode e2e tests skipped: {exc}")
 
 
 @pytest.fixture

@@ -5,6 +5,9 @@ read a settings file into a dict, change a few keys and write it back with the
 file's own indentation, key order and non-ASCII text, so every setting they
 did not touch reads as it did.
 
+``read_record`` reads an installer's record of what it did (any damage
+reads as no record).
+
 ``Edits`` is what an installer changed in one file, kept in its record so
 uninstall reverts exactly that: keys it set (and what they held before),
 items it appended to lists, containers it created. When the reverted data
@@ -51,6 +54,16 @@ def read_settings(path: Path) -> tuple[dict[str, Any], int | str, bool]:
     if not isinstance(data, dict):
         raise ConfigError(f"{path} does not hold a JSON object", "fix the file first")
     return data, indent_of(text), True
+
+
+def read_record(path: Path) -> dict[str, Any]:
+    """An installer's record: the JSON object in *path*, or ``{}`` when it is
+    missing, unreadable or not an object (nothing recorded to revert)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
 def dump(data: Any, indent: int | str = 2) -> str:

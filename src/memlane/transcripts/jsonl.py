@@ -114,3 +114,27 @@ def scan(handle: IO[bytes]) -> Iterator[tuple[int, bytes]]:
 def read_at(handle: IO[bytes], offset: int) -> dict[str, Any] | None:
     handle.seek(offset)
     return parse_line(handle.readline())
+
+
+#: The end of a transcript a turn is first looked for in; doubled until found.
+TAIL_BYTES = 256 * 1024
+
+
+def tails(path: Path) -> Iterator[bytes]:
+    """The end of the transcript at *path*, longer each time: the last
+    ``TAIL_BYTES``, then twice as much, …, up to the whole file (or
+    ``TRANSCRIPT_MAX_BYTES``), each from its first whole line. A host's last
+    turn is near the end, so the file is read back only as far as it needs."""
+    with open_transcript(path) as handle:
+        size = os.fstat(handle.fileno()).st_size
+        tail = TAIL_BYTES
+        while True:
+            start = max(0, size - tail)
+            handle.seek(start)
+            data = handle.read(size - start)
+            if start > 0:
+                data = data[data.find(b"\n") + 1 :]  # the first line may be cut
+            yield data
+            if start == 0 or tail >= TRANSCRIPT_MAX_BYTES:
+                return
+            tail *= 2

@@ -19,17 +19,15 @@ session's transcript reaches hundreds of megabytes.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from memlane.core.types import Exchange
 from memlane.transcripts import claude
 from memlane.transcripts import message as m
-from memlane.transcripts.jsonl import TRANSCRIPT_MAX_BYTES, open_transcript, parse_line
+from memlane.transcripts.jsonl import parse_line, tails
 
 #: The first tail read; doubled while it does not reach the last user prompt.
-TAIL_BYTES = 256 * 1024
 
 
 @dataclass(frozen=True)
@@ -49,20 +47,11 @@ def read_turn(
     """The last settled turn of *transcript_path* (with *last_assistant*, the
     final answer the Stop input names), or None when there is none."""
     path = Path(transcript_path)
-    with open_transcript(path) as handle:
-        size = os.fstat(handle.fileno()).st_size
-        tail = TAIL_BYTES
-        while True:
-            start = max(0, size - tail)
-            handle.seek(start)
-            data = handle.read(size - start)
-            if start > 0:
-                data = data[data.find(b"\n") + 1 :]  # the first line may be cut
-            messages = _messages(data)
-            found = _turn(messages, session_id, str(path.absolute()), last_assistant)
-            if found is not None or start == 0 or tail >= TRANSCRIPT_MAX_BYTES:
-                return found
-            tail *= 2
+    for data in tails(path):
+        found = _turn(_messages(data), session_id, str(path.absolute()), last_assistant)
+        if found is not None:
+            return found
+    return None
 
 
 def _messages(data: bytes) -> list[m.Message]:

@@ -42,7 +42,7 @@ from typing import Any
 from memlane.core.atomic import write_atomic
 from memlane.core.errors import ConfigError
 from memlane.hosts.claude_code import plugin, trust
-from memlane.hosts.settings_json import Edits, dump, read_settings, write_json
+from memlane.hosts.settings_json import Edits, dump, read_record, read_settings, write_json
 from memlane.transcripts.locate import claude_dir
 
 RECORD_NAME = "memlane-install.json"
@@ -78,14 +78,6 @@ def default_plugin_dir() -> Path:
     from memlane.core.paths import memlane_home
 
     return memlane_home() / "claude-code" / "plugin"
-
-
-def _read_record(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
 
 
 def _sha(text: str) -> str:
@@ -235,7 +227,7 @@ def install(
     base = config_dir(project, env)
     settings_path = base / SETTINGS_NAME
     record_path = base / RECORD_NAME
-    record = _read_record(record_path)
+    record = read_record(record_path)
     created_base = bool(record.get("created_dir")) if record else not base.exists()
     exe = memlane if memlane is not None else plugin.memlane_executable()
     command = plugin.hook_command(python)
@@ -347,7 +339,7 @@ def uninstall(project: Path | None = None, *, env: dict[str, str] | None = None)
     base = config_dir(project, env)
     settings_path = base / SETTINGS_NAME
     record_path = base / RECORD_NAME
-    record = _read_record(record_path)
+    record = read_record(record_path)
     mode = str(record.get("mode") or "plugin")
     lines: list[str] = []
     if not record:
@@ -415,13 +407,13 @@ def installed(folders: list[Path], env: dict[str, str] | None = None) -> Install
     """How memlane is installed in Claude Code for a project in one of *folders*
     (its scope and repository folders): the project's install first, else the user's."""
     for folder in dict.fromkeys(folders):
-        record = _read_record(folder / ".claude" / RECORD_NAME)
+        record = read_record(folder / ".claude" / RECORD_NAME)
         if record:
             settings = folder / ".claude" / SETTINGS_NAME
             by = trust.trusted_by(folder, env)
             return Installed("project", _mode(record), settings, folder, by)
     base = config_dir(None, env)
-    record = _read_record(base / RECORD_NAME)
+    record = read_record(base / RECORD_NAME)
     if record:
         return Installed("user", _mode(record), base / SETTINGS_NAME, None, None)
     return None

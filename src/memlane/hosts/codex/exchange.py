@@ -14,16 +14,13 @@ Only the file's tail is read (doubled until it holds the prompt).
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from memlane.core.types import Exchange
 from memlane.hosts.claude_code.exchange import Turn
 from memlane.transcripts import codex
 from memlane.transcripts import message as m
-from memlane.transcripts.jsonl import TRANSCRIPT_MAX_BYTES, open_transcript, parse_line
-
-TAIL_BYTES = 256 * 1024
+from memlane.transcripts.jsonl import parse_line, tails
 
 
 def read_turn(
@@ -38,27 +35,14 @@ def read_turn(
     *known_prompt*: (entry id, text) of the turn's prompt, used when the
     rollout does not hold it yet."""
     path = Path(rollout)
-    with open_transcript(path) as handle:
-        size = os.fstat(handle.fileno()).st_size
-        tail = TAIL_BYTES
-        while True:
-            start = max(0, size - tail)
-            handle.seek(start)
-            data = handle.read(size - start)
-            if start > 0:
-                data = data[data.find(b"\n") + 1 :]
-            found = _turn(
-                _items(data),
-                session_id,
-                str(path.absolute()),
-                turn_id,
-                last_assistant,
-                known_prompt,
-            )
-            complete = found is not None and found.key != ""
-            if complete or start == 0 or tail >= TRANSCRIPT_MAX_BYTES:
-                return found if found is None or found.key else _keyed(found, turn_id)
-            tail *= 2
+    found: Turn | None = None
+    for data in tails(path):
+        found = _turn(
+            _items(data), session_id, str(path.absolute()), turn_id, last_assistant, known_prompt
+        )
+        if found is not None and found.key != "":
+            return found
+    return found if found is None else _keyed(found, turn_id)
 
 
 def _keyed(turn: Turn, turn_id: str | None) -> Turn:

@@ -39,6 +39,7 @@ from memlane.core.atomic import write_atomic
 from memlane.core.errors import ConfigError
 from memlane.hosts.codex.toml_block import BEGIN, END, without_block
 from memlane.hosts.mcp.config import server_env
+from memlane.hosts.settings_json import read_record
 from memlane.transcripts.codex import codex_home
 
 CONFIG_NAME = "config.toml"
@@ -160,14 +161,6 @@ def state_keys(config: Path, original: str) -> list[str]:
     return keys
 
 
-def _read_record(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
 def _skill_text(memlane: str) -> str:
     return SKILL_FILE.read_text(encoding="utf-8").replace("{{MEMLANE}}", memlane)
 
@@ -186,7 +179,7 @@ def install(
     base = codex_home(environ).absolute()
     config = base / CONFIG_NAME
     record_path = base / RECORD_NAME
-    record = _read_record(record_path)
+    record = read_record(record_path)
     existed = config.is_file()
     current = config.read_text(encoding="utf-8") if existed else ""
     original, found = without_block(current, record) if record else (current, False)
@@ -249,7 +242,7 @@ def uninstall(env: dict[str, str] | None = None) -> InstallReport:
     base = codex_home(environ).absolute()
     config = base / CONFIG_NAME
     record_path = base / RECORD_NAME
-    record = _read_record(record_path)
+    record = read_record(record_path)
     report = InstallReport(config, record_path, False)
     if not record:
         report.lines.append(f"memlane was not installed in Codex here (no {record_path})")

@@ -33,7 +33,7 @@ from typing import Any
 
 from memlane.core.atomic import write_atomic
 from memlane.core.errors import MemlaneError
-from memlane.hosts.settings_json import Edits, dump, read_settings
+from memlane.hosts.settings_json import Edits, dump, read_record, read_settings
 
 CONFIG_NAME = "opencode.json"
 RECORD_NAME = "memlane.json"
@@ -117,14 +117,6 @@ def plugin_text(command: str, source: Path, environment: dict[str, str]) -> str:
     )
 
 
-def _record(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
 def install(
     project: Path | None = None,
     *,
@@ -142,7 +134,7 @@ def install(
     config_path = config_file(project, env)
     record_path = base / RECORD_NAME
     plugin_path = plugin_file(project, env)
-    record = _record(record_path)
+    record = read_record(record_path)
 
     data, indent, existed = read_settings(config_path)
     before = config_path.read_text(encoding="utf-8") if existed else None
@@ -200,7 +192,7 @@ def uninstall(project: Path | None = None, *, env: dict[str, str] | None = None)
     config_path = config_file(project, env)
     record_path = base / RECORD_NAME
     plugin_path = plugin_file(project, env)
-    record = _record(record_path)
+    record = read_record(record_path)
     lines: list[str] = []
     changed = False
     if plugin_path.is_file():

@@ -23,7 +23,6 @@ file's indentation (``hosts/settings_json.py``): every other setting is left as 
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import sys
@@ -32,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from memlane.core.errors import ConfigError, MemlaneError
+from memlane.hosts.settings_json import read_record
 from memlane.hosts.settings_json import read_settings as _read_settings
 from memlane.hosts.settings_json import write_json as _write_json
 
@@ -116,14 +116,6 @@ def _is_package(entry: Any, base: Path, package: Path) -> bool:
         return False
 
 
-def _read_record(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
 def install(
     project: Path | None = None,
     *,
@@ -141,7 +133,7 @@ def install(
     record_path = base / RECORD_NAME
 
     settings, indent, existed = _read_settings(settings_path)
-    previous = _read_record(record_path)
+    previous = read_record(record_path)
     packages = settings.get("packages")
     if packages is not None and not isinstance(packages, list):
         raise ConfigError(f"{settings_path}: packages is not a list", "fix the file first")
@@ -195,7 +187,7 @@ def uninstall(
     base = settings_dir(project, env)
     settings_path = base / SETTINGS_NAME
     record_path = base / RECORD_NAME
-    record = _read_record(record_path)
+    record = read_record(record_path)
     if package is not None:
         pkg = package.absolute()
     elif isinstance(record.get("package"), str):
