@@ -1,7 +1,9 @@
 """Real git repositories with linked worktrees, for the worktree tests.
 
 Every call runs the real ``git`` with the user's and the system's git
-configuration left out, so a test sees what a fresh install of git does.
+configuration left out, so a test sees what a fresh install of git does, and
+on the real clock: ``make test-dates`` preloads libfaketime into the tests,
+and git is not what those runs try (its local ``submodule add`` hangs there).
 """
 
 from __future__ import annotations
@@ -21,13 +23,22 @@ GIT_ENV = {
 }
 
 
+def git_env() -> dict[str, str]:
+    """The environment every git of these tests runs in."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("GIT_", "FAKETIME")) and k != "LD_PRELOAD"
+    }
+    return {**env, **GIT_ENV}
+
+
 def git(cwd: Path, *args: str) -> str:
     """Run ``git ARGS`` in *cwd*; its stdout, or the test fails with git's stderr."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
     done = subprocess.run(
         ["git", *args],
         cwd=cwd,
-        env={**env, **GIT_ENV},
+        env=git_env(),
         capture_output=True,
         text=True,
         timeout=60,

@@ -14,7 +14,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from git_worktrees import add_worktree, git, repository
+from git_worktrees import add_worktree, git, git_env, repository
 from helpers import make_project
 from memlane.core.scope import collection_name, resolve_scope
 from memlane.core.worktree import (
@@ -246,7 +246,11 @@ def test_core_bare_and_worktree_are_what_git_config_says(
         for key, kind in (("bare", "bool"), ("worktree", None)):
             args = ["config", "-f", str(path), *(["--type", kind] if kind else []), "--get"]
             done = subprocess.run(
-                ["git", *args, f"core.{key}"], capture_output=True, text=True, check=False
+                ["git", *args, f"core.{key}"],
+                capture_output=True,
+                text=True,
+                check=False,
+                env=git_env(),
             )
             if done.returncode == 1:
                 assert key not in ours
