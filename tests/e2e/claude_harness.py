@@ -17,7 +17,6 @@ runs one prompt with ``--output-format json`` and returns its result;
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time
@@ -25,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agent_env import agent_env
 from npm_cli import ensure_cli
 
 from helpers import make_project, stop_engines
@@ -32,7 +32,6 @@ from helpers import make_project, stop_engines
 CLAUDE_PACKAGE = "@anthropic-ai/claude-code@2.1.332"
 CLAUDE_VERSION = "2.1.332"
 RUN_TIMEOUT_S = 120
-REPO = Path(__file__).resolve().parents[2]
 MEMLANE = str(Path(sys.executable).parent / "memlane")
 
 
@@ -144,12 +143,8 @@ class ClaudeWorld:
     # -- running claude ------------------------------------------------------------
 
     def env(self, **extra: str) -> dict[str, str]:
-        env = {
-            k: v
-            for k, v in os.environ.items()
-            if not k.startswith(("ANTHROPIC_", "CLAUDE", "MEMLANE_", "OPENAI_"))
-        }
-        env.update(
+        env = agent_env(
+            ("ANTHROPIC_", "CLAUDE", "MEMLANE_", "OPENAI_"),
             HOME=str(self.home),
             MEMLANE_HOME=str(self.memlane_home),
             ANTHROPIC_BASE_URL=self.base_url,
@@ -157,18 +152,6 @@ class ClaudeWorld:
             CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
             DISABLE_TELEMETRY="1",
             DISABLE_AUTOUPDATER="1",
-            NO_COLOR="1",
-            # memlane's own code for the MCP server and the engine, whichever tree runs the tests.
-            PYTHONPATH=os.pathsep.join(
-                dict.fromkeys(
-                    p
-                    for p in (
-                        str(REPO / "src"),
-                        *os.environ.get("PYTHONPATH", "").split(os.pathsep),
-                    )
-                    if p
-                )
-            ),
         )
         env.update(self.env_extra)
         env.update(extra)

@@ -15,7 +15,6 @@ codex``'s own code. ``CodexWorld.run`` runs one ``codex exec`` prompt.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import time
@@ -23,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agent_env import agent_env
 from npm_cli import ensure_cli
 
 from helpers import make_project, stop_engines
@@ -30,7 +30,6 @@ from helpers import make_project, stop_engines
 CODEX_PACKAGE = "@openai/codex@0.171.0"
 CODEX_VERSION = "0.171.0"
 RUN_TIMEOUT_S = 120
-REPO = Path(__file__).resolve().parents[2]
 MEMLANE = str(Path(sys.executable).parent / "memlane")
 #: The user's own Codex configuration, before memlane: the fake provider.
 PROVIDER_CONFIG = """\
@@ -142,26 +141,8 @@ class CodexWorld:
         return uninstall(self.memlane_env()).lines
 
     def env(self, **extra: str) -> dict[str, str]:
-        env = {
-            k: v
-            for k, v in os.environ.items()
-            if not k.startswith(("CODEX", "MEMLANE_", "OPENAI_"))
-        }
-        env.update(self.memlane_env())
-        env.update(
-            FAKE_OPENAI_KEY="sk-fake",
-            NO_COLOR="1",
-            PYTHONPATH=os.pathsep.join(
-                dict.fromkeys(
-                    p
-                    for p in (
-                        str(REPO / "src"),
-                        *os.environ.get("PYTHONPATH", "").split(os.pathsep),
-                    )
-                    if p
-                )
-            ),
-        )
+        env = agent_env(("CODEX", "MEMLANE_", "OPENAI_"), **self.memlane_env())
+        env.update(FAKE_OPENAI_KEY="sk-fake")
         env.update(self.env_extra)
         env.update(extra)
         return env

@@ -19,7 +19,6 @@ memlane needs the registry, later runs find it installed.
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 import subprocess
 import sys
@@ -28,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agent_env import agent_env
 from npm_cli import ensure_cli
 
 from helpers import make_project, stop_engines
@@ -35,7 +35,6 @@ from helpers import make_project, stop_engines
 OPENCODE_PACKAGE = "opencode-ai@1.18.33"
 OPENCODE_VERSION = "1.18.33"
 RUN_TIMEOUT_S = 180
-REPO = Path(__file__).resolve().parents[2]
 MEMLANE = str(Path(sys.executable).parent / "memlane")
 SCHEMA = "https://opencode.ai/config.json"
 
@@ -153,29 +152,13 @@ class OpencodeWorld:
     # -- running opencode --------------------------------------------------------------
 
     def env(self, **extra: str) -> dict[str, str]:
-        env = {
-            k: v
-            for k, v in os.environ.items()
-            if not k.startswith(("OPENCODE", "MEMLANE_", "OPENAI_", "XDG_", "ANTHROPIC_"))
-        }
-        env.update(
+        env = agent_env(
+            ("OPENCODE", "MEMLANE_", "OPENAI_", "XDG_", "ANTHROPIC_"),
             HOME=str(self.home),
             OPENCODE_DISABLE_AUTOUPDATE="1",
             OPENCODE_DISABLE_MODELS_FETCH="1",
             OPENCODE_DISABLE_LSP_DOWNLOAD="1",
             OPENCODE_DISABLE_SHARE="1",
-            NO_COLOR="1",
-            # memlane's own code for the sidecar, the MCP server and the engine.
-            PYTHONPATH=os.pathsep.join(
-                dict.fromkeys(
-                    p
-                    for p in (
-                        str(REPO / "src"),
-                        *os.environ.get("PYTHONPATH", "").split(os.pathsep),
-                    )
-                    if p
-                )
-            ),
         )
         env.update(self.env_extra)
         env.update(extra)
