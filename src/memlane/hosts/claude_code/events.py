@@ -31,6 +31,7 @@ from memlane.hosts.server.projects import Project, Projects
 
 if TYPE_CHECKING:
     from memlane.engine.live.session import Session
+    from memlane.hosts.claude_code.exchange import Turn
 
 log = logging.getLogger("memlane.claude_code")
 
@@ -194,17 +195,22 @@ class Events:
         # Claude Code names the final answer in the Stop input (2.1): one its
         # transcript does not hold yet is still part of the exchange.
         turn = read_turn(transcript, session.session_id, _str(data, "last_assistant_message"))
-        if turn is None:
-            return None
+        if turn is not None:
+            self.settle(session, turn)
+        return None
+
+    @staticmethod
+    def settle(session: Session, turn: Turn) -> bool:
+        """Queue a Stop's turn for capture, once; True when it was queued now."""
         if turns.already_captured(session, turn.key, turn.ids):
             log.info("Stop again for turn %s: already captured", turn.key)
-            return None
+            return False
         queued = session.agent_settled(turn.exchange)
         if queued.queued:
             # Only now: a Stop that raised, or found no answer yet, is tried again.
             turns.queued(session.session_id, turn.key)
         log.info("turn %s: %s", turn.key, queued.to_json())
-        return None
+        return queued.queued
 
     def pre_compact(self, project: Project, session: Session, data: dict[str, Any]) -> None:
         session.compacted()

@@ -19,6 +19,7 @@ session's transcript reaches hundreds of megabytes.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -77,10 +78,31 @@ def _turn(
     if last_user is None:
         return None
     prompt = messages[last_user]
+    return settled_turn(
+        (prompt.entry_id, prompt.text),
+        messages[last_user + 1 :],
+        session_id,
+        transcript,
+        last_assistant,
+        prompt.entry_id,
+    )
+
+
+def settled_turn(
+    prompt: tuple[str, str],
+    after: Iterable[m.Message],
+    session_id: str,
+    transcript: str,
+    last_assistant: str | None,
+    key: str,
+) -> Turn | None:
+    """The turn of *prompt* (entry id, text) answered by the assistant messages
+    among *after*, or None when there is no answer yet. *last_assistant*: the
+    final answer the Stop input names, which the transcript may not hold yet."""
     texts: list[str] = []
     tools: list[str] = []
-    ids = [prompt.entry_id]
-    for message in messages[last_user + 1 :]:
+    ids = [prompt[0]]
+    for message in after:
         if message.role != m.ASSISTANT:
             continue
         ids.append(message.entry_id)
@@ -89,15 +111,15 @@ def _turn(
         tools.extend(str(call.name) for call in message.calls if isinstance(call.name, str))
     last = (last_assistant or "").strip()
     if last and last not in "\n\n".join(texts):
-        texts.append(last)  # the final answer the transcript does not hold yet
+        texts.append(last)
     if len(ids) == 1 and not last:
         return None  # no answer yet
     exchange = Exchange(
-        user=prompt.text,
+        user=prompt[1],
         assistant="\n\n".join(texts),
         entry_id=ids[-1],
         session_id=session_id,
         transcript_path=transcript,
         tools=tuple(tools),
     )
-    return Turn(exchange, prompt.entry_id, tuple(ids))
+    return Turn(exchange, key, tuple(ids))

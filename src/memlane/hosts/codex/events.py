@@ -22,7 +22,6 @@ import logging
 import threading
 from typing import TYPE_CHECKING, Any
 
-from memlane.hosts.claude_code import turns
 from memlane.hosts.claude_code.events import Events
 from memlane.hosts.server.projects import Project
 
@@ -78,15 +77,7 @@ class CodexEvents(Events):
         turn = read_turn(
             transcript, session.session_id, turn_id, _str(data, "last_assistant_message"), known
         )
-        if turn is None:
-            return None
-        if turns.already_captured(session, turn.key, turn.ids):
-            log.info("Stop again for turn %s: already captured", turn.key)
-            return None
-        queued = session.agent_settled(turn.exchange)
-        if queued.queued:
-            turns.queued(session.session_id, turn.key)
+        if turn is not None and self.settle(session, turn):
             with self._lock:
                 self._prompts.get(session.session_id, {}).pop(turn_id or "", None)
-        log.info("turn %s: %s", turn.key, queued.to_json())
         return None

@@ -16,8 +16,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from memlane.core.types import Exchange
-from memlane.hosts.claude_code.exchange import Turn
+from memlane.hosts.claude_code.exchange import Turn, settled_turn
 from memlane.transcripts import codex
 from memlane.transcripts import message as m
 from memlane.transcripts.jsonl import parse_line, tails
@@ -100,27 +99,11 @@ def _turn(
                 break  # the next turn's prompt
             after.append(item)
         key = turn_id or prompt_id
-    texts: list[str] = []
-    tools: list[str] = []
-    ids = [prompt_id]
-    for message, _ in after:
-        if message.role != m.ASSISTANT:
-            continue
-        ids.append(message.entry_id)
-        if message.text.strip():
-            texts.append(message.text.strip())
-        tools.extend(str(call.name) for call in message.calls if isinstance(call.name, str))
-    last = (last_assistant or "").strip()
-    if last and last not in "\n\n".join(texts):
-        texts.append(last)
-    if len(ids) == 1 and not last:
-        return None
-    exchange = Exchange(
-        user=prompt_text,
-        assistant="\n\n".join(texts),
-        entry_id=ids[-1],
-        session_id=session_id,
-        transcript_path=transcript,
-        tools=tuple(tools),
+    return settled_turn(
+        (prompt_id, prompt_text),
+        (message for message, _ in after),
+        session_id,
+        transcript,
+        last_assistant,
+        key,
     )
-    return Turn(exchange, key, tuple(ids))
