@@ -47,6 +47,10 @@ def _session(mem: Memory, **kw: Any) -> Session:
     settings = replace(mem.config.session, **{"index_debounce_ms": NEVER_MS, **kw})
     session = Session.start(mem, host="test", session_id="s1", llm=None, settings=settings)
     assert session.indexer.settle(30)  # the start's own catch-up index is done
+    # The session's search worker warms up with a search of its own; run late
+    # (a loaded machine), it would index what a test writes before the test's
+    # own search does.
+    assert session.wait_auto_context_ready(60)
     return session
 
 
@@ -208,9 +212,6 @@ def test_a_locked_index_costs_the_search_only_the_newest_entry(
     monkeypatch.setattr(memlane.index.sqlite.notes, "BUSY_TIMEOUT_S", 0.2)
     mem = _seeded(project, clock)
     session = _session(mem)
-    # The session's search worker warms up with a search of its own, which
-    # would index the new note first if it ran late (a loaded machine).
-    assert session.wait_auto_context_ready(60)
     tools = Tools(mem, session)
     tools.call("memory_write", {"text": NEW_NOTE})
     with IndexWriteLock(mem.index_path):

@@ -131,6 +131,9 @@ def test_once_caught_up_a_search_no_longer_walks_the_store(
     session = _session(mem)
     assert session.indexer.settle(30)
     assert session.indexer.state.caught_up
+    # The session's search worker warms up with a search of its own, which
+    # catches up what it finds written outside if it runs late (a loaded machine).
+    assert session.wait_auto_context_ready(60)
     # Written behind the session's back after its start: the debounced index's work.
     other = open_memory(project, clock=clock)
     other.write(OUTSIDE_NOTE)
