@@ -1,21 +1,22 @@
 """memlane in the Codex CLI: hook overhead per event, and ``codex exec "hello"`` with and without.
 
-1. Hooks as Codex runs them: the installed hook command (``python -I -S
-   hosts/codex/hook.py``, the string ``memlane install codex`` writes) run
-   through ``$SHELL -c`` as Codex 0.171 runs a command hook (seen from the
-   hook: ``/bin/bash -c <command>``, its parent the codex process), with Codex-shaped
-   input on the demo project (a few weeks of memory, indexed first), the
-   engine warm: SessionStart (resume), UserPromptSubmit, Stop (a new turn
-   appended to the session's rollout, ``--stop-gap`` apart), then
-   SessionStart of a new session (what every ``codex exec`` does).
-   Each measured call is preceded by one with ``MEMLANE_NO_HOOKS=1`` (the
-   shell and Python start alone: the floor). Target: p95 <= 100 ms.
+1. Hooks as Codex runs them: ``memlane install codex`` writes each hook as a
+   call of the MCP server's unlisted ``codex_hook`` tool (``type =
+   "mcp_tool"``), so a hook is one JSON-RPC round trip to the ``memlane mcp``
+   process Codex already runs. Here that server is started with the command
+   and ``env`` install writes, and each hook is called as Codex calls it (the
+   input template filled in from Codex-shaped input) on the demo project (a
+   few weeks of memory, indexed first), the engine warm: SessionStart
+   (resume), UserPromptSubmit, Stop (a new turn appended to the session's
+   rollout, ``--stop-gap`` apart), then SessionStart of a new session (what
+   every ``codex exec`` does). Each measured call follows a ``ping`` on the
+   same pipe (the transport alone: the floor). Target: p95 <= 100 ms.
 2. ``codex exec "hello"`` (the real binary the end-to-end tests install,
    against their fake Responses API on 127.0.0.1), interleaved: without
    memlane (the user's config.toml alone), with memlane installed (engine
-   warm: one run first starts it), with its hooks exiting at once
-   (``MEMLANE_NO_HOOKS=1``: the process starts alone), with its hooks only,
-   with its MCP server only. Target: with / without <= 1.25.
+   warm: one run first starts it), with its hooks answering at once
+   (``MEMLANE_NO_HOOKS=1`` in the server's env: Codex's round trips alone),
+   with its MCP server only (no hooks). Target: with / without <= 1.25.
 
     python benchmarks/bench_codex.py [--calls 50] [--runs 15] [--auto-context]
 
@@ -56,22 +57,65 @@ def stats(name: str, walls: list[float], floors: list[float] | None = None) -> d
 
 
 class Hooks:
-    """Calls the installed hook command the way Codex does."""
+    """The ``memlane mcp`` server as Codex starts it, its hook tool called as Codex calls it."""
 
     def __init__(self, project: Path, env: dict[str, str], rollouts: Path) -> None:
-        from memlane.hosts.codex.install import hook_command
+        from memlane.hosts.codex.install import HOOKS, hook_input, mcp_command
+        from memlane.hosts.mcp.config import server_env
 
         self.project = project
-        self.env = env
         self.rollouts = rollouts
-        self.command = hook_command(sys.executable)
-        self.shell = os.environ.get("SHELL") or "/bin/sh"
+        self.templates = {event: hook_input(fields) for event, _, _, fields in HOOKS}
         self.turns = 0
+        self.ids = 0
+        server_environ = {"HOME": env["HOME"], "PATH": env.get("PATH", "/usr/bin:/bin")}
+        server_environ.update(server_env(env))
+        self.server = subprocess.Popen(
+            mcp_command(python=sys.executable),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=server_environ,
+            cwd=project,
+        )
+        init = {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "codex-mcp-client", "version": "0.171.0"},
+        }
+        self.request("initialize", init)
+        self.notify("notifications/initialized")
+        self.request("tools/list", {})
+
+    def notify(self, method: str) -> None:
+        assert self.server.stdin is not None
+        self.server.stdin.write(json.dumps({"jsonrpc": "2.0", "method": method}).encode() + b"\n")
+        self.server.stdin.flush()
+
+    def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        assert self.server.stdin is not None and self.server.stdout is not None
+        self.ids += 1
+        message = {"jsonrpc": "2.0", "id": self.ids, "method": method, "params": params}
+        self.server.stdin.write(json.dumps(message).encode() + b"\n")
+        self.server.stdin.flush()
+        answer: dict[str, Any] = json.loads(self.server.stdout.readline())
+        assert answer.get("id") == self.ids, answer
+        return answer
+
+    def close(self) -> None:
+        assert self.server.stdin is not None
+        self.server.stdin.close()
+        self.server.wait(30)
 
     def rollout(self, session: str) -> Path:
         return self.rollouts / f"rollout-2026-01-01T00-00-00-{session}.jsonl"
 
-    def call(self, event: str, session: str, off: bool = False, **fields: Any) -> float:
+    def floor(self) -> float:
+        started = time.perf_counter()
+        self.request("ping", {})
+        return (time.perf_counter() - started) * 1000
+
+    def call(self, event: str, session: str, **fields: Any) -> float:
         payload = {
             "session_id": session,
             "transcript_path": str(self.rollout(session)),
@@ -81,16 +125,13 @@ class Hooks:
             "permission_mode": "default",
             **fields,
         }
-        env = {**self.env, **({"MEMLANE_NO_HOOKS": "1"} if off else {})}
+        # What Codex sends: the template's placeholders replaced by the input's values.
+        arguments = {name: payload[name] for name in self.templates[event]}
         started = time.perf_counter()
-        subprocess.run(
-            [self.shell, "-c", self.command],
-            input=json.dumps(payload).encode(),
-            capture_output=True,
-            env=env,
-            check=True,
-        )
-        return (time.perf_counter() - started) * 1000
+        answer = self.request("tools/call", {"name": "codex_hook", "arguments": arguments})
+        took = (time.perf_counter() - started) * 1000
+        assert "result" in answer and not answer["result"].get("isError"), answer
+        return took
 
     def add_turn(self, session: str) -> str:
         """One more Codex turn in the rollout: the prompt and the answer."""
@@ -131,36 +172,40 @@ def measure_hooks(calls: int, gap_s: float, auto_context: bool) -> list[dict[str
         floors: list[float] = []
 
         def timed(walls: list[float], event: str, session: str, **fields: Any) -> None:
-            floors.append(hooks.call(event, session, off=True, **fields))
+            floors.append(hooks.floor())
             walls.append(hooks.call(event, session, **fields))
 
-        hooks.add_turn("warm")
-        hooks.call("SessionStart", "warm", source="startup")  # starts the engine
-        time.sleep(gap_s * 3)  # the new session's background start (catch-up, warm-up)
-        resumes: list[float] = []
-        for _ in range(calls):
-            timed(resumes, "SessionStart", "warm", source="resume")
-        prompts: list[float] = []
-        for i in range(calls):
-            prompt = PROMPTS[i % len(PROMPTS)] + f" ({i})"
-            timed(prompts, "UserPromptSubmit", "warm", prompt=prompt, turn_id=f"p{i}")
-        stops: list[float] = []
-        for _ in range(calls):
-            turn = hooks.add_turn("warm")
-            timed(stops, "Stop", "warm", turn_id=turn, stop_hook_active=False)
-            time.sleep(gap_s)  # a model turn separates two Stops: not their background work
-        starts: list[float] = []
-        for i in range(min(calls, 20)):
-            # What every `codex exec` does: a new session (each then left running).
-            hooks.add_turn(f"new-{i}")
-            timed(starts, "SessionStart", f"new-{i}", source="startup")
-            time.sleep(gap_s)
-        from helpers import stop_engines
+        try:
+            hooks.add_turn("warm")
+            hooks.call("SessionStart", "warm", source="startup")  # starts the engine
+            time.sleep(gap_s * 3)  # the new session's background start (catch-up, warm-up)
+            resumes: list[float] = []
+            for _ in range(calls):
+                timed(resumes, "SessionStart", "warm", source="resume")
+            prompts: list[float] = []
+            for i in range(calls):
+                prompt = PROMPTS[i % len(PROMPTS)] + f" ({i})"
+                timed(prompts, "UserPromptSubmit", "warm", prompt=prompt, turn_id=f"p{i}")
+            stops: list[float] = []
+            for _ in range(calls):
+                turn = hooks.add_turn("warm")
+                fields = {"turn_id": turn, "stop_hook_active": False}
+                timed(stops, "Stop", "warm", last_assistant_message="the retry queue", **fields)
+                time.sleep(gap_s)  # a model turn separates two Stops: not their background work
+            starts: list[float] = []
+            for i in range(min(calls, 20)):
+                # What every `codex exec` does: a new session (each then left running).
+                hooks.add_turn(f"new-{i}")
+                timed(starts, "SessionStart", f"new-{i}", source="startup")
+                time.sleep(gap_s)
+        finally:
+            hooks.close()
+            from helpers import stop_engines
 
-        stop_engines(root / "mh")
+            stop_engines(root / "mh")
         n = len(starts)
         return [
-            stats("shell + process start only (MEMLANE_NO_HOOKS=1)", floors),
+            stats("JSON-RPC round trip only (ping)", floors),
             stats("SessionStart (resume)", resumes, floors[:calls]),
             stats("UserPromptSubmit", prompts, floors[calls : 2 * calls]),
             stats(
@@ -189,12 +234,13 @@ def measure_exec(runs: int) -> list[dict[str, Any]]:
         full = world.config.read_text()
         block = full[len(plain) :]
         cut = block.index("[[hooks.SessionStart]]")
+        env_table = "[mcp_servers.memlane.env]\n"
+        hooks_off = full.replace(env_table, env_table + 'MEMLANE_NO_HOOKS = "1"\n')
         variants: dict[str, tuple[str, dict[str, str]]] = {
             "without memlane": (plain, {}),
             "memlane": (full, {}),
-            "memlane, hooks exit at once": (full, {"MEMLANE_NO_HOOKS": "1"}),
-            "memlane hooks only": (plain + "\n" + block[cut:], {}),
-            "memlane MCP server only": (plain + block[:cut], {}),
+            "memlane, hooks answer at once": (hooks_off, {}),
+            "memlane MCP server only (no hooks)": (plain + block[:cut], {}),
         }
         walls: dict[str, list[float]] = {name: [] for name in variants}
         try:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from memlane.core.errors import ConfigError
-from memlane.hosts.codex.install import HOOKS, install, trusted_hash, uninstall
+from memlane.hosts.codex.install import HOOKS, hook_handler, install, trusted_hash, uninstall
 from memlane.hosts.mcp.config import server_env
 
 PYTHON = "/opt/py/bin/python3"
@@ -59,15 +59,17 @@ def test_install_appends_trusted_hooks_and_the_server_and_uninstall_restores_the
     server = data["mcp_servers"]["memlane"]
     assert server["command"] == MEMLANE and server["args"] == ["mcp"]
     assert server["env"] == {"MEMLANE_HOME": str(tmp_path / "mh"), "MEMLANE_CAPTURE": "off"}
-    for event, label, timeout in HOOKS:
+    for event, label, timeout, fields in HOOKS:
         groups = data["hooks"][event]
         ours = groups[-1]["hooks"][0]
-        assert ours["command"].endswith("hosts/codex/hook.py") and ours["timeout"] == timeout
+        # A call of the running server's hidden hook tool, no process per hook.
+        assert (ours["type"], ours["server"], ours["tool"]) == ("mcp_tool", "memlane", "codex_hook")
+        assert ours["timeout"] == timeout and ours == hook_handler(timeout, fields)
+        assert ours["input"]["hook_event_name"] == "${hook_event_name}"
+        assert ours["input"]["session_id"] == "${session_id}"
         index = len(groups) - 1  # after the user's own SessionStart group
         key = f"{config.absolute()}:{label}:{index}:0"
-        assert data["hooks"]["state"][key]["trusted_hash"] == trusted_hash(
-            label, ours["command"], timeout
-        )
+        assert data["hooks"]["state"][key]["trusted_hash"] == trusted_hash(label, ours)
     assert data["hooks"]["SessionStart"][0]["hooks"][0]["command"] == "echo mine"
     skill = tmp_path / ".codex" / "skills" / "memlane-recall" / "SKILL.md"
     assert skill.read_text().startswith("---\nname: memlane-recall\n")
@@ -99,11 +101,11 @@ def test_a_config_install_created_is_removed_and_what_codex_added_later_stays(
     assert config.read_text() == '\n[projects."/p"]\ntrust_level = "trusted"\n'
 
 
-def test_a_moved_python_replaces_the_block(tmp_path: Path) -> None:
+def test_a_moved_memlane_replaces_the_block(tmp_path: Path) -> None:
     do_install(tmp_path)
-    install(env_for(tmp_path), python="/new/python", memlane=MEMLANE)
+    install(env_for(tmp_path), python=PYTHON, memlane="/new/bin/memlane")
     text = config_of(tmp_path).read_text()
-    assert text.count("# >>> memlane") == 1 and "/new/python" in text and PYTHON not in text
+    assert text.count("# >>> memlane") == 1 and "/new/bin/memlane" in text and MEMLANE not in text
 
 
 def test_refusals_say_what_to_do(tmp_path: Path) -> None:
@@ -138,14 +140,22 @@ def test_hooks_off_in_the_config_is_pointed_out(tmp_path: Path) -> None:
 
 
 def test_the_trust_hash_is_codexs() -> None:
-    # SHA-256 of the hook's identity as compact JSON, keys sorted (what Codex 0.171
-    # compares; it ran hooks installed with these without asking, tests/e2e/test_codex.py).
+    # SHA-256 of the hook's identity as compact JSON, keys sorted at every level (what
+    # Codex 0.171 compares; it ran hooks installed with these without asking,
+    # tests/e2e/test_codex.py).
     identity = (
-        '{"event_name":"stop","hooks":[{"async":false,"command":"echo hi",'
-        '"timeout":30,"type":"command"}]}'
-    )
+        '{"event_name":"stop","hooks":[{"input":{"b":"${b}","a":"${a}"},'
+        '"server":"memlane","timeout":30,"tool":"codex_hook","type":"mcp_tool"}]}'
+    ).replace('{"b":"${b}","a":"${a}"}', '{"a":"${a}","b":"${b}"}')
     expected = "sha256:" + hashlib.sha256(identity.encode()).hexdigest()
-    assert trusted_hash("stop", "echo hi", 30) == expected
+    handler = {
+        "type": "mcp_tool",
+        "tool": "codex_hook",
+        "server": "memlane",
+        "timeout": 30,
+        "input": {"b": "${b}", "a": "${a}"},
+    }
+    assert trusted_hash("stop", handler) == expected
 
 
 def test_server_env_carries_the_home_and_what_keys_the_engine(tmp_path: Path) -> None:
@@ -196,3 +206,25 @@ def test_uninstall_after_codex_rewrote_the_server_tables(tmp_path: Path) -> None
     assert set(left["hooks"]) == {"SessionStart"}
     assert "memlane" not in config.read_text()
     assert left["projects"] == {"/home/me/work": {"trust_level": "trusted"}}
+
+
+def test_uninstall_finds_an_older_installs_command_hooks(tmp_path: Path) -> None:
+    """An install from before the hooks went through the MCP server ran a hook command;
+    its record names it, and uninstall still finds those tables once Codex rewrote the
+    file (the markers gone)."""
+    config = config_of(tmp_path)
+    config.parent.mkdir(parents=True)
+    command = f"{PYTHON} -I -S /old/memlane/hosts/codex/hook.py"
+    old = (
+        '[mcp_servers.memlane]\ncommand = "memlane"\nargs = ["mcp"]\n\n'
+        '[[hooks.Stop]]\n[[hooks.Stop.hooks]]\ntype = "command"\n'
+        f"command = {json.dumps(command)}\ntimeout = 30\n\n"
+        '[[hooks.Stop]]\n[[hooks.Stop.hooks]]\ntype = "command"\ncommand = "echo mine"\n'
+    )
+    config.write_text(old)
+    record = {"config": str(config), "inserted": "gone", "hook_command": command}
+    (config.parent / "memlane-install.json").write_text(json.dumps(record))
+    uninstall(env_for(tmp_path))
+    left = tomllib.loads(config.read_text())
+    assert "mcp_servers" not in left
+    assert [g["hooks"][0]["command"] for g in left["hooks"]["Stop"]] == ["echo mine"]

@@ -588,6 +588,51 @@ def test_an_engine_stopped_between_calls_is_started_again(project: Path) -> None
     assert not failures.exists(), failures.read_text()
 
 
+def test_codex_hooks_are_answered_through_the_running_server(project: Path) -> None:
+    """What Codex's ``mcp_tool`` hooks call (``memlane install codex``): the unlisted
+    ``codex_hook`` tool, its arguments the hook input, its text Codex's hook output,
+    answered by the engine as the Codex host."""
+    from memlane.hosts.codex.install import HOOKS, hook_input
+
+    env = server_env()
+    server = Lines(project, env)
+    templates = {event: hook_input(fields) for event, _, _, fields in HOOKS}
+    rollout = project / "rollout-2026-01-01T00-00-00-codex-1.jsonl"
+
+    def hook(request_id: int, event: str, **fields: Any) -> str:
+        values = {
+            "hook_event_name": event,
+            "session_id": "codex-1",
+            "transcript_path": str(rollout),
+            "cwd": str(project),
+            **fields,
+        }
+        arguments = {name: values[name] for name in templates[event]}
+        server.send(request(request_id, "tools/call", name="codex_hook", arguments=arguments))
+        answer = server.read()
+        assert answer["id"] == request_id and not answer["result"].get("isError"), answer
+        text: str = answer["result"]["content"][0]["text"]
+        return text
+
+    try:
+        server.send(initialize(), INITIALIZED)
+        assert server.read()["id"] == 1
+        server.send(request(2, "tools/list"))
+        listed = [tool["name"] for tool in server.read()["result"]["tools"]]
+        assert "codex_hook" not in listed and "memory_search" in listed  # the model never sees it
+
+        started = json.loads(hook(3, "SessionStart", source="startup"))
+        assert started["hookSpecificOutput"]["hookEventName"] == "SessionStart"
+        assert "memory" in started["hookSpecificOutput"]["additionalContext"].lower()
+        # Claude goes on because a Stop hook asked it to: not the end of a turn, no answer.
+        stop = {"turn_id": "t1", "last_assistant_message": None, "stop_hook_active": True}
+        assert hook(4, "Stop", **stop) == ""
+    finally:
+        server.stop()
+    failures = Path(engine_place(env).failures)
+    assert not failures.exists(), failures.read_text()
+
+
 def test_the_hot_path_imports_neither_the_engine_nor_the_sdk() -> None:
     # What `memlane mcp` imports before its first tools/call: its whole start-up cost.
     probe = (

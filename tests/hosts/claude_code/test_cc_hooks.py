@@ -158,7 +158,7 @@ def test_a_new_session_of_the_same_claude_code_process_ends_the_previous_one(
     log = Path(hooks.place().log)
     wait_for(
         lambda: (
-            f"session {SESSION[:8]}: Claude Code (pid {os.getpid()}) went on with "
+            f"session {SESSION[:8]}: its agent (pid {os.getpid()}) went on with "
             f"{other[:8]}: ending it" in log.read_text()
         ),
         what="the first session ended",

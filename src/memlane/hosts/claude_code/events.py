@@ -120,7 +120,7 @@ class Events:
                 and running.recorded_pid(project.collection, other) == claude_pid
             ):
                 log.info(
-                    "session %s: Claude Code (pid %d) went on with %s: ending it",
+                    "session %s: its agent (pid %d) went on with %s: ending it",
                     other[:8],
                     claude_pid,
                     session_id[:8],
@@ -136,7 +136,8 @@ class Events:
             pid = running.recorded_pid(project.collection, session_id)
             if pid is None or pid_alive(pid):
                 continue
-            log.info("session %s: Claude Code (pid %d) is gone: ending it", session_id[:8], pid)
+            # Every host's sessions are here (Codex's too): the log names no agent.
+            log.info("session %s: its agent (pid %d) is gone: ending it", session_id[:8], pid)
             self._end(project, session_id)
 
     def _session(

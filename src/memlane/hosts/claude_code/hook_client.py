@@ -118,33 +118,55 @@ def field(raw: bytes, key: bytes) -> bytes | None:
     return None
 
 
-def main(header_kind: bytes = link.HOOK_HEADER, client: str = CLIENT) -> int:
-    """One hook call; *header_kind* and *client* name the host (Codex's hook passes its own)."""
+def answer(
+    raw: bytes,
+    header_kind: bytes = link.HOOK_HEADER,
+    client: str = CLIENT,
+    parent: int | None = None,
+) -> bytes:
+    """What the host gets for the hook input *raw*: the engine's answer, or nothing when
+    the call fails or is slow (recorded in ``client-failures.jsonl``). Never raises.
+
+    *parent*: the pid of the host process the hook belongs to (the session ends when it
+    is gone); the caller's parent by default. Codex's hooks reach this through ``memlane
+    mcp`` (hosts/mcp/thin.py) rather than a process of their own.
+    """
     if os.environ.get(NO_HOOKS_ENV) == "1":
-        return 0
+        return b""
     started = time.monotonic()
     place = link.Place()
-    event = "unknown"
+    event = (field(raw, b"hook_event_name") or b"unknown").decode("utf-8", "replace")
     try:
-        raw = sys.stdin.buffer.read()
-        event = (field(raw, b"hook_event_name") or b"unknown").decode("utf-8", "replace")
         if event == "Stop" and field(raw, b"stop_hook_active") == b"true":
-            return 0  # Claude goes on because a Stop hook asked it to: the turn is not over
+            return b""  # the host goes on because a Stop hook asked it to: the turn is not over
         deadline = started + LIMITS_S.get(event, DEFAULT_LIMIT_S)
-        header = header_kind + b" %d\n" % os.getppid()
+        header = header_kind + b" %d\n" % (os.getppid() if parent is None else parent)
         try:
-            output = _ask(place, header + raw, deadline, start=event not in NO_START)
+            return _ask(place, header + raw, deadline, start=event not in NO_START)
         except link.EngineUnavailable as exc:
             if event in NO_START and not isinstance(exc, link.EngineSlow):
-                return 0  # no engine, so no session of it to end
+                return b""  # no engine, so no session of it to end
             raise
-        if output:
-            sys.stdout.buffer.write(output)
-            sys.stdout.buffer.flush()
     except (TimeoutError, link.EngineSlow) as exc:
         took = time.monotonic() - started
         link.record_failure(place, client, event, "slow", str(exc) or "timed out", took)
     except Exception as exc:
         detail = f"{type(exc).__name__}: {exc}"
         link.record_failure(place, client, event, "failed", detail, time.monotonic() - started)
+    return b""
+
+
+def main() -> int:
+    """One Claude Code hook call: its input on stdin, the engine's answer on stdout."""
+    if os.environ.get(NO_HOOKS_ENV) == "1":
+        return 0
+    try:
+        raw = sys.stdin.buffer.read()
+    except OSError as exc:
+        link.record_failure(link.Place(), CLIENT, "unknown", "failed", f"stdin: {exc}", 0.0)
+        return 0
+    output = answer(raw)
+    if output:
+        sys.stdout.buffer.write(output)
+        sys.stdout.buffer.flush()
     return 0

@@ -9,8 +9,11 @@ comments, holding:
   memlane's engine (hosts/mcp/config.py ``server_env``): Codex starts MCP
   servers with a short list of variables only;
 - the hooks, inline ``[[hooks.<Event>]]`` tables: SessionStart,
-  UserPromptSubmit, Stop and PreCompact, each ``<python> -I -S
-  hosts/codex/hook.py`` (the warm engine's thin client);
+  UserPromptSubmit, Stop and PreCompact, each a call of the server's
+  unlisted ``codex_hook`` tool (``type = "mcp_tool"``) with the fields of the
+  hook's input memlane reads, which Codex fills in: the already running
+  server hands them to the warm engine, no process is started per hook
+  (docs/adr/0038-codex-hooks-through-the-mcp-server.md);
 - ``[hooks.state."<config.toml>:<event>:<group>:0"]`` with each hook's
   ``trusted_hash``: Codex runs a user's hook only once it is trusted, and
   the hash is Codex's own (``trusted_hash``) of the hook as written, so
@@ -29,7 +32,6 @@ from __future__ import annotations
 import hashlib
 import json
 import shlex
-import sys
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,24 +39,30 @@ from typing import Any
 
 from memlane.core.atomic import write_atomic
 from memlane.core.errors import ConfigError
-from memlane.hosts.codex.toml_block import BEGIN, END, without_block
+from memlane.hosts.codex.toml_block import BEGIN, END, SERVER_KEY, without_block
 from memlane.hosts.mcp.config import server_env
+from memlane.hosts.mcp.tools import CODEX_HOOK_TOOL
 from memlane.hosts.settings_json import read_record
 from memlane.transcripts.codex import codex_home
 
 CONFIG_NAME = "config.toml"
 RECORD_NAME = "memlane-install.json"
 SKILL_NAME = "memlane-recall"
-HOOK_SCRIPT = Path(__file__).with_name("hook.py")
+#: The line that marks a hook table as memlane's (uninstall finds them by it).
+HOOK_TOOL_LINE = f"tool = {json.dumps(CODEX_HOOK_TOOL)}"
 SKILL_FILE = Path(__file__).with_name("SKILL.md")
-#: (Codex's event name, its key label in ``hooks.state``, timeout in seconds): above
-#: the hook client's own limits (hosts/claude_code/hook_client.py LIMITS_S), so
-#: Codex never has to kill a hook.
-HOOKS = (
-    ("SessionStart", "session_start", 30),
-    ("UserPromptSubmit", "user_prompt_submit", 10),
-    ("Stop", "stop", 30),
-    ("PreCompact", "pre_compact", 10),
+#: The hook input fields every event's call carries (hosts/codex/events.py reads them).
+COMMON_FIELDS = ("hook_event_name", "session_id", "transcript_path", "cwd")
+#: (Codex's event name, its key label in ``hooks.state``, timeout in seconds, the
+#: fields of its input memlane reads besides the common ones). The timeouts are above
+#: the hook client's own limits (hosts/claude_code/hook_client.py LIMITS_S), so Codex
+#: never has to give up on a call. Codex fails a hook whose template names a field its
+#: input lacks, so only fields Codex 0.171 always sends are named.
+HOOKS: tuple[tuple[str, str, int, tuple[str, ...]], ...] = (
+    ("SessionStart", "session_start", 30, ("source",)),
+    ("UserPromptSubmit", "user_prompt_submit", 10, ("turn_id", "prompt")),
+    ("Stop", "stop", 30, ("turn_id", "last_assistant_message", "stop_hook_active")),
+    ("PreCompact", "pre_compact", 10, ("turn_id",)),
 )
 
 
@@ -67,9 +75,21 @@ class InstallReport:
     lines: list[str] = field(default_factory=list)
 
 
-def hook_command(python: str | None = None) -> str:
-    exe = python or str(Path(sys.executable).absolute())
-    return f"{shlex.quote(exe)} -I -S {shlex.quote(str(HOOK_SCRIPT.absolute()))}"
+def hook_input(fields: tuple[str, ...]) -> dict[str, str]:
+    """The ``input`` template of one event's hook: each field as Codex's placeholder,
+    which Codex replaces with the value of the hook input's field (its JSON type kept)."""
+    return {name: "${" + name + "}" for name in (*COMMON_FIELDS, *fields)}
+
+
+def hook_handler(timeout: int, fields: tuple[str, ...]) -> dict[str, Any]:
+    """One hook as Codex normalises it: what ``trusted_hash`` hashes."""
+    return {
+        "type": "mcp_tool",
+        "server": SERVER_KEY,
+        "tool": CODEX_HOOK_TOOL,
+        "input": hook_input(fields),
+        "timeout": timeout,
+    }
 
 
 def mcp_command(memlane: str | None = None, python: str | None = None) -> list[str]:
@@ -87,13 +107,10 @@ def _canonical(value: Any) -> Any:
     return value
 
 
-def trusted_hash(label: str, command: str, timeout: int) -> str:
-    """Codex's trust hash of a command hook with no matcher: SHA-256 of the
-    hook's normalised identity as compact JSON with sorted keys."""
-    identity = {
-        "event_name": label,
-        "hooks": [{"type": "command", "command": command, "timeout": timeout, "async": False}],
-    }
+def trusted_hash(label: str, handler: dict[str, Any]) -> str:
+    """Codex's trust hash of a hook group with no matcher and one *handler*: SHA-256 of
+    its normalised identity as compact JSON with sorted keys."""
+    identity = {"event_name": label, "hooks": [handler]}
     text = json.dumps(_canonical(identity), separators=(",", ":"), ensure_ascii=False)
     return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
 
@@ -112,32 +129,35 @@ def _parse(text: str, path: Path) -> dict[str, Any]:
         ) from exc
 
 
-def render_block(
-    config: Path, original: str, command: str, server: list[str], env: dict[str, str]
-) -> str:
+def _inline_table(values: dict[str, str]) -> str:
+    return "{ " + ", ".join(f"{k} = {_toml(v)}" for k, v in values.items()) + " }"
+
+
+def render_block(config: Path, original: str, server: list[str], env: dict[str, str]) -> str:
     """The text to append to *original*: the separator it needs, then the marked block."""
     parsed = _parse(original, config)
     servers = parsed.get("mcp_servers")
-    if isinstance(servers, dict) and "memlane" in servers:
+    if isinstance(servers, dict) and SERVER_KEY in servers:
         raise ConfigError(
             f"{config} already has an MCP server named memlane",
             "remove it (`codex mcp remove memlane`), then run `memlane install codex` again",
         )
     hooks = parsed.get("hooks") if isinstance(parsed.get("hooks"), dict) else {}
     exe, *args = server
-    lines = [BEGIN, "[mcp_servers.memlane]", f"command = {_toml(exe)}"]
+    lines = [BEGIN, f"[mcp_servers.{SERVER_KEY}]", f"command = {_toml(exe)}"]
     lines.append("args = [" + ", ".join(_toml(a) for a in args) + "]")
     lines.append("")
-    lines.append("[mcp_servers.memlane.env]")
+    lines.append(f"[mcp_servers.{SERVER_KEY}.env]")
     lines += [f"{_toml(k)} = {_toml(v)}" for k, v in env.items()]
     states = []
-    for event, label, timeout in HOOKS:
+    for event, label, timeout, fields in HOOKS:
         existing = hooks.get(event) if isinstance(hooks, dict) else None
         group = len(existing) if isinstance(existing, list) else 0
-        lines += ["", f"[[hooks.{event}]]", f"[[hooks.{event}.hooks]]", 'type = "command"']
-        lines += [f"command = {_toml(command)}", f"timeout = {timeout}"]
+        lines += ["", f"[[hooks.{event}]]", f"[[hooks.{event}.hooks]]", 'type = "mcp_tool"']
+        lines += [f"server = {_toml(SERVER_KEY)}", HOOK_TOOL_LINE]
+        lines += [f"input = {_inline_table(hook_input(fields))}", f"timeout = {timeout}"]
         key = f"{config}:{label}:{group}:0"
-        states.append((key, trusted_hash(label, command, timeout)))
+        states.append((key, trusted_hash(label, hook_handler(timeout, fields))))
     for key, digest in states:
         lines += ["", f"[hooks.state.{_toml(key)}]", f"trusted_hash = {_toml(digest)}"]
     lines.append(END)
@@ -154,7 +174,7 @@ def state_keys(config: Path, original: str) -> list[str]:
     parsed = _parse(original, config)
     hooks = parsed.get("hooks") if isinstance(parsed.get("hooks"), dict) else {}
     keys = []
-    for event, label, _ in HOOKS:
+    for event, label, _, _ in HOOKS:
         existing = hooks.get(event) if isinstance(hooks, dict) else None
         group = len(existing) if isinstance(existing, list) else 0
         keys.append(f"{config}:{label}:{group}:0")
@@ -183,9 +203,8 @@ def install(
     existed = config.is_file()
     current = config.read_text(encoding="utf-8") if existed else ""
     original, found = without_block(current, record) if record else (current, False)
-    command = hook_command(python)
     server = mcp_command(memlane, python)
-    block = render_block(config, original, command, server, server_env(environ))
+    block = render_block(config, original, server, server_env(environ))
     report = InstallReport(config, record_path, False, block)
     if dry_run:
         report.lines.append(f"would append to {config}:")
@@ -212,7 +231,7 @@ def install(
     new_record = {
         "config": str(config),
         "inserted": block,
-        "hook_command": command,
+        "hook_lines": [HOOK_TOOL_LINE],
         "state_keys": state_keys(config, original),
         "created_file": created,
         "skill": str(skill_path),

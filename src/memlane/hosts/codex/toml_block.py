@@ -6,8 +6,9 @@ Codex rewrote the file (``codex mcp add`` re-writes every
 ``[mcp_servers.*]`` table and drops the comment above the first), memlane's
 own tables, found by their headers: ``[mcp_servers.memlane]`` and its
 ``.env``, each ``[[hooks.<Event>]]`` whose ``[[hooks.<Event>.hooks]]``
-runs memlane's hook command, and the ``[hooks.state."…"]`` entries install
-wrote. Nothing else is touched.
+holds the line that marks memlane's hooks (the record's ``hook_lines``: the
+call of memlane's hook tool; an older install's record names its hook
+command), and the ``[hooks.state."…"]`` entries install wrote. Nothing else is touched.
 """
 
 from __future__ import annotations
@@ -19,7 +20,9 @@ from typing import Any
 BEGIN = "# >>> memlane: added by `memlane install codex`; `memlane uninstall codex` removes it"
 END = "# <<< memlane"
 _HEADER = re.compile(r"^\s*(\[\[?)\s*([^\]]+?)\s*(\]\]?)\s*(#.*)?$")
-_SERVER_TABLES = frozenset({"mcp_servers.memlane", "mcp_servers.memlane.env"})
+#: The MCP server's key in ``[mcp_servers]`` (the hooks name it too).
+SERVER_KEY = "memlane"
+_SERVER_TABLES = frozenset({f"mcp_servers.{SERVER_KEY}", f"mcp_servers.{SERVER_KEY}.env"})
 
 
 def without_block(text: str, record: dict[str, Any]) -> tuple[str, bool]:
@@ -53,16 +56,25 @@ def _sections(text: str) -> list[tuple[str | None, list[str]]]:
     return out
 
 
+def _hook_marks(record: dict[str, Any]) -> frozenset[str]:
+    """The lines that mark a hook table as memlane's, from the install record."""
+    lines = record.get("hook_lines")
+    marks = {line for line in lines if isinstance(line, str)} if isinstance(lines, list) else set()
+    command = record.get("hook_command")  # an install from before hooks went through MCP
+    if isinstance(command, str):
+        marks.add(f"command = {json.dumps(command)}")
+    return frozenset(marks)
+
+
 def _state_header(key: str) -> str:
     return "[hooks.state." + json.dumps(key)
 
 
 def remove_tables(text: str, record: dict[str, Any]) -> tuple[str, bool]:
     """memlane's tables out of *text*, found by their headers (see the module docstring)."""
-    command = record.get("hook_command")
     keys = record.get("state_keys")
     ours_state = {_state_header(k) for k in keys} if isinstance(keys, list) else set()
-    command_line = f"command = {json.dumps(command)}" if isinstance(command, str) else None
+    marks = _hook_marks(record)
     sections = _sections(text)
     drop: set[int] = set()
     for i, (name, _) in enumerate(sections):
@@ -72,11 +84,11 @@ def remove_tables(text: str, record: dict[str, Any]) -> tuple[str, bool]:
         server = not name.startswith("[[") and bare in _SERVER_TABLES
         if server or name in ours_state or name.replace("'", '"') in ours_state:
             drop.add(i)
-        elif name.startswith("[[hooks.") and not bare.endswith(".hooks") and command_line:
+        elif name.startswith("[[hooks.") and not bare.endswith(".hooks") and marks:
             following = sections[i + 1] if i + 1 < len(sections) else None
             if following and following[0] == f"[[{bare}.hooks":
                 body = "".join(following[1])
-                if any(line.strip() == command_line for line in body.splitlines()):
+                if any(line.strip() in marks for line in body.splitlines()):
                     drop.update({i, i + 1})
     if not drop:
         return text, False

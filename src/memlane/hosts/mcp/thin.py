@@ -19,7 +19,9 @@ line), the handshake era of the protocol:
   errors included, never a protocol error): calls that change memory in
   order on one worker thread, read-only calls on a second one with its own
   engine connection, so a search is not held behind a big write (a read
-  the engine cannot answer joins the first line);
+  the engine cannot answer joins the first line); Codex's hook calls
+  (``codex_hook``, unlisted) on a third, each its own hook request to the
+  engine, as a hook process would send it (hosts/claude_code/hook_client.py);
 - the notifications ``initialized`` and ``cancelled`` (a cancelled call is
   never answered, and not run if it has not started); others are ignored;
 - any other request gets ``-32601`` (Method not found); ``tools/list`` or
@@ -45,7 +47,14 @@ from collections.abc import Callable
 
 from memlane.core.process import leave_ctrl_c_to_the_main_thread
 from memlane.hosts.mcp.calls import START_S, Calls, log_to_stderr, logger
-from memlane.hosts.mcp.tools import INSTRUCTIONS, READ_ONLY, SERVER_NAME, tool_definitions
+from memlane.hosts.mcp.tools import (
+    CODEX_HOOK_CLIENT,
+    CODEX_HOOK_TOOL,
+    INSTRUCTIONS,
+    READ_ONLY,
+    SERVER_NAME,
+    tool_definitions,
+)
 from memlane.hosts.wire import (
     INVALID_PARAMS,
     INVALID_REQUEST,
@@ -114,6 +123,7 @@ class Server:
         self._tools: list[dict[str, Any]] | None = None
         self._work: queue.SimpleQueue[_Call | None] = queue.SimpleQueue()
         self._reads: queue.SimpleQueue[_Call | None] = queue.SimpleQueue()
+        self._hooks: queue.SimpleQueue[_Call | None] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._pending: set[Any] = set()
         self._cancelled: set[Any] = set()
@@ -125,6 +135,10 @@ class Server:
             target=self._reads_loop, name="memlane-mcp-reads", daemon=True
         )
         self._reads_worker.start()
+        self._hooks_worker = threading.Thread(
+            target=self._hooks_loop, name="memlane-mcp-hooks", daemon=True
+        )
+        self._hooks_worker.start()
 
     # -- input ----------------------------------------------------------------------------
 
@@ -185,7 +199,10 @@ class Server:
         name = str(params["name"])
         with self._lock:
             self._pending.add(request_id)
-        lane = self._reads if name in READ_ONLY else self._work
+        if name == CODEX_HOOK_TOOL:
+            lane = self._hooks
+        else:
+            lane = self._reads if name in READ_ONLY else self._work
         lane.put((request_id, name, arguments))
         return None
 
@@ -230,6 +247,9 @@ class Server:
             self._reads, self.reads.call_engine, self.reads.close, "the engine connection"
         )
 
+    def _hooks_loop(self) -> None:
+        self._serve_lane(self._hooks, _codex_hook, lambda: None, "the hook calls")
+
     def _serve_lane(
         self,
         lane: queue.SimpleQueue[_Call | None],
@@ -266,8 +286,10 @@ class Server:
         """No more input: let the call in progress finish (within *wait_s*), hang up on the
         engine and close the memory."""
         # Reads first: one the engine cannot answer still joins the other line.
+        self._hooks.put(None)  # a Stop in progress hands its turn over before the exit
         self._reads.put(None)
         self._reads_worker.join(wait_s)
+        self._hooks_worker.join(wait_s)
         self._work.put(None)
         self._worker.join(wait_s)
 
@@ -282,6 +304,22 @@ class Server:
                 self._out.flush()
             except (OSError, ValueError):
                 pass
+
+
+def _codex_hook(name: str, arguments: dict[str, Any] | None) -> dict[str, Any]:
+    """A Codex hook call: its arguments (the hook input, filled in by Codex from the
+    templates ``memlane install codex`` wrote) to the engine as the hook request a hook
+    process sends, for this server's parent (Codex); the engine's answer (Codex's hook
+    output JSON, or nothing) as the text. A failure is recorded and answered with
+    nothing, as the hook process would: Codex goes on without memory for that event."""
+    import json
+
+    from memlane.core.link import CODEX_HOOK_HEADER
+    from memlane.hosts.claude_code.hook_client import answer
+
+    raw = json.dumps(arguments or {}).encode("ascii")
+    output = answer(raw, CODEX_HOOK_HEADER, CODEX_HOOK_CLIENT, os.getppid())
+    return {"content": [{"type": "text", "text": output.decode("utf-8", "replace")}]}
 
 
 # -- checking a line ------------------------------------------------------------------------

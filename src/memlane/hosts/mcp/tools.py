@@ -34,6 +34,13 @@ INSTRUCTIONS = (
     "past decision, and save decisions, facts and preferences worth keeping with "
     "memory_write. " + RECALL_LADDER
 )
+#: The hidden tool Codex's hooks call (``type = "mcp_tool"`` in its config.toml, written
+#: by ``memlane install codex``): the hook's input in, Codex's hook output out, through
+#: this already running server instead of a process per hook (docs/adr/0038). Not in
+#: ``tools/list``: the model never sees it, Codex calls it by name.
+CODEX_HOOK_TOOL = "codex_hook"
+#: How the engine and ``client-failures.jsonl`` name those calls.
+CODEX_HOOK_CLIENT = "codex hook"
 #: The tools that change no memory: a call of one may be asked again safely.
 READ_ONLY = frozenset(spec.name for spec in SPECS if spec.read_only)
 
