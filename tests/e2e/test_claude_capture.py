@@ -115,7 +115,7 @@ def test_1_claude_code_never_cancels_session_end_and_every_session_is_captured(
     # No SessionEnd hook (docs/adr/0023): the engine ends each session once its
     # Claude Code process is gone, as a SessionEnd did.
     for session_id in ids:
-        ended = f"session {session_id[:8]}: Claude Code (pid "
+        ended = f"session {session_id[:8]}: its agent (pid "
         wait_for(lambda e=ended: e in world.engine_log(), 60, f"session {session_id[:8]} ended")
         assert "is gone: ending it" in world.engine_log().split(ended, 1)[1].split("\n", 1)[0]
     assert not world.hook_failures()

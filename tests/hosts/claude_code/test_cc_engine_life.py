@@ -252,5 +252,5 @@ def test_a_session_whose_claude_code_died_without_session_end_is_ended(
         "the engine ends the session of a Claude Code that is gone",
     )
     log = Path(hooks.place().log).read_text()
-    assert f"session {SESSION[:8]}: Claude Code" in log
+    assert f"session {SESSION[:8]}: its agent" in log
     assert engine_pids(hooks.home)  # ended by the engine, which still serves

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from memlane.core.types import Anchor, Hit
 from memlane.engine.live.state import AutoContextState, RecallState, SurfacingState
-from memlane.engine.live.worker import SearchWorker
+from memlane.engine.live.worker import SearchWorker, WarmWorkers
 
 if TYPE_CHECKING:
     from memlane.core.settings import SessionSettings, SessionsSettings, TopicSettings
@@ -66,6 +66,9 @@ class AutoContext:
         self.recall = RecallState(mode=self.sessions_settings.auto_recall)
         self._worker: SearchWorker | None = None
         self._lexical: SearchWorker | None = None  # answers while the model warms
+        #: The project's idle warm workers (the warm engine's, engine/live/background.py):
+        #: this session takes one instead of warming its own, and gives its own back.
+        self.workers: WarmWorkers | None = None
         self._respawning = False
         self._idle_surfacer: TopicSurfacer | None = None  # kept while topics are off
 
@@ -78,9 +81,13 @@ class AutoContext:
                 self._lexical = self._new_lexical_worker()
 
     def stop(self) -> None:
-        if self._worker is not None:
-            self._worker.stop()
-            self._worker = None
+        """The session ends: its worker goes to the project's next session when it is
+        idle and healthy, else it stops."""
+        worker, self._worker = self._worker, None
+        if worker is not None:
+            state = self.surfacer.cards_state() if self.surfacer is not None else None
+            if self.workers is None or not self.workers.give(worker, self.memory.config, state):
+                worker.stop()
         self._retire_lexical()
 
     def set_surfacer(self, surfacer: TopicSurfacer | None) -> None:
@@ -296,6 +303,14 @@ class AutoContext:
         return SearchWorker(self.memory.fork(catch_up_char_limit=0), first=lexical_warm_up)
 
     def _new_worker(self) -> SearchWorker:
+        taken = self.workers.take(self.memory.config) if self.workers is not None else None
+        if taken is not None:
+            worker, state = taken
+            if self.surfacer is not None:
+                if state is not None:
+                    self.surfacer.adopt(state)
+                worker.submit(self.surfacer.warm)  # the topic files changed since, if any
+            return worker
         warm_ups: tuple[Callable[[Memory], Any], ...] = ()
         if self.surfacer is not None:
             warm_ups = (self.surfacer.warm,)

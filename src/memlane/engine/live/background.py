@@ -8,7 +8,9 @@ it once the memory is open, so no host carries this rule itself:
   still thinking: the first search then does not pay for the load, and a
   model that cannot load is found and cached as such before anyone waits;
 * the sessions layer catches up with the project's transcripts (backfill),
-  then the sweeper keeps it current, backing off while idle.
+  then the sweeper keeps it current, backing off while idle;
+* the warm auto-context workers of ended sessions wait for the next ones
+  (``workers``, engine/live/worker.py ``WarmWorkers``); ``stop`` stops them.
 
 Both run on daemon threads, so opening never waits for them; the sessions
 layer is an extra, so its failure is a notice, never an error.
@@ -19,6 +21,8 @@ from __future__ import annotations
 import logging
 import threading
 from typing import TYPE_CHECKING
+
+from memlane.engine.live.worker import WarmWorkers
 
 if TYPE_CHECKING:
     from memlane.engine.project import Memory
@@ -42,6 +46,7 @@ class Background:
         self._stopped = False
         self._threads: list[threading.Thread] = []
         self._sessions_start: threading.Thread | None = None
+        self.workers = WarmWorkers()
 
     @property
     def sessions_layer(self) -> SessionsLayer | None:
@@ -98,6 +103,7 @@ class Background:
         with self._lock:
             self._stopped = True
             sweeper = self._sweeper
+        self.workers.close()
         if sweeper is not None:
             sweeper.stop(timeout=timeout_s)
 

@@ -189,6 +189,7 @@ class Session:
         # every host gets, with or without a session.
         session._owns_background = background is None
         session._background = background or Background(memory, session.notices).start()
+        session._auto.workers = session._background.workers
         if not defer_background:
             session.start_background()
         if session._primer_line:

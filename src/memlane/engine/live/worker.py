@@ -3,17 +3,29 @@
 It owns an index connection of its own (a connection belongs to the thread
 that opened it) and warms the model, the index and the vector matrix before
 a prompt may count a missed deadline against it.
+
+``WarmWorkers`` keeps the workers of a project's ended sessions for its next
+ones (the warm engine): a short-lived agent session (one ``codex exec``)
+would otherwise pay a connection, a warm-up search and the topic cards'
+embeddings for a single prompt, on the cores the agent is starting on.
 """
 
 from __future__ import annotations
 
 import queue
 import threading
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from memlane.core.config import Config
     from memlane.engine.project import Memory
+
+#: Idle warm workers a project keeps (two agents of one project start at once).
+IDLE_WORKERS = 2
+#: An idle worker is stopped past this (its connection and vector matrix freed).
+IDLE_S = 600.0
 
 
 class SearchWorker:
@@ -37,6 +49,7 @@ class SearchWorker:
         self._requests: queue.Queue[tuple[Callable[[Memory], Any], queue.Queue[Any]] | None] = (
             queue.Queue()
         )
+        self._busy = False  # a request is running (set and read under the GIL)
         # Set once the first search (model, index file, vector matrix) is done:
         # until then a prompt would wait for loading, not for a search.
         self.ready = threading.Event()
@@ -67,6 +80,21 @@ class SearchWorker:
     def stop(self) -> None:
         self._requests.put(None)
 
+    @property
+    def config(self) -> Config:
+        """The configuration its memory handle was opened with."""
+        return self._memory.config
+
+    @property
+    def idle(self) -> bool:
+        """Warm, running, and with nothing queued or running: fit for another session."""
+        return (
+            self.ready.is_set()
+            and self._thread.is_alive()
+            and not self._busy
+            and self._requests.empty()
+        )
+
     def _run(self) -> None:
         try:
             while True:
@@ -74,10 +102,13 @@ class SearchWorker:
                 if item is None:
                     return
                 work, reply = item
+                self._busy = True
                 try:
                     reply.put(("ok", work(self._memory)))
                 except Exception as exc:
                     reply.put(("error", exc))
+                finally:
+                    self._busy = False
         finally:
             self._memory.close()
 
@@ -89,3 +120,81 @@ def _warm_up(memory: Memory) -> None:
 def lexical_warm_up(memory: Memory) -> None:
     """Open the index and its full-text tables; never touches the model."""
     memory.search("memlane warm-up", 1, mode="lexical", sync=False)
+
+
+#: What a session hands on with its worker: its topic surfacer's cards
+#: (``TopicSurfacer.cards_state``), or None without one.
+SurfacerState = Any
+
+
+class WarmWorkers:
+    """The idle warm workers of one project's ended sessions, for its next sessions.
+
+    A session gives its worker back when it ends (``give``); the next session
+    takes the most recent one (``take``) instead of starting a worker, so its
+    first prompt is searched warm and nothing is loaded again. Only an idle,
+    healthy worker opened with the configuration still in force is kept or
+    handed out; one idle for ``IDLE_S`` is stopped. ``close`` (the project
+    closes) stops them all and keeps none after.
+    """
+
+    def __init__(
+        self,
+        capacity: int = IDLE_WORKERS,
+        idle_s: float = IDLE_S,
+        *,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.capacity = capacity
+        self.idle_s = idle_s
+        self._monotonic = monotonic
+        self._lock = threading.Lock()
+        self._idle: list[tuple[float, SearchWorker, SurfacerState]] = []
+        self._closed = False
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._idle)
+
+    def take(self, config: Config) -> tuple[SearchWorker, SurfacerState] | None:
+        """The most recently given worker fit for *config*, and its surfacer's cards."""
+        stale: list[SearchWorker] = []
+        taken: tuple[SearchWorker, SurfacerState] | None = None
+        with self._lock:
+            now = self._monotonic()
+            keep: list[tuple[float, SearchWorker, SurfacerState]] = []
+            for since, worker, state in self._idle:
+                if now - since > self.idle_s or not worker.idle or worker.config != config:
+                    stale.append(worker)
+                else:
+                    keep.append((since, worker, state))
+            if keep:
+                _, worker, state = keep.pop()
+                taken = (worker, state)
+            self._idle = keep
+        for worker in stale:
+            worker.stop()
+        return taken
+
+    def give(self, worker: SearchWorker, config: Config, state: SurfacerState = None) -> bool:
+        """Keep *worker* for the next session; False (the caller stops it) when it is
+        not idle, was opened with another configuration, or the project closed."""
+        if not worker.idle or worker.config != config:
+            return False
+        dropped: list[SearchWorker] = []
+        with self._lock:
+            if self._closed:
+                return False
+            self._idle.append((self._monotonic(), worker, state))
+            while len(self._idle) > self.capacity:
+                dropped.append(self._idle.pop(0)[1])
+        for old in dropped:
+            old.stop()
+        return True
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            idle, self._idle = self._idle, []
+        for _, worker, _ in idle:
+            worker.stop()

@@ -247,6 +247,12 @@ class Engine:
                 self._open.discard(conn)
                 self._active -= 1
                 self._last = time.monotonic()
+                if client == "mcp":
+                    # An agent's MCP server hangs up when its agent exits: look for
+                    # sessions whose agent is gone at the next tick, not in up to
+                    # ABANDONED_CHECK_S (their captures are written, their warm
+                    # workers free for the project's next session, sooner).
+                    self._next_check = self._last
                 self._served.notify_all()
 
     def _count(self, client: str, step: int) -> None:

@@ -118,6 +118,20 @@ class TopicSurfacer:
     def enabled(self) -> bool:
         return self.settings.enabled and self.settings.auto_surfacing_enabled
 
+    def cards_state(self) -> tuple[str | None, dict[str, Card]]:
+        """The embedded cards and the model they were embedded with, for the project's
+        next session (engine/live/worker.py ``WarmWorkers``)."""
+        with self._lock:
+            return self._embedder_name, dict(self._cards)
+
+    def adopt(self, state: tuple[str | None, dict[str, Card]]) -> None:
+        """Start from an ended session's cards (``cards_state``): ``warm`` then reads and
+        embeds only the topic files that changed since. Ignored once this one has cards."""
+        embedder_name, cards = state
+        with self._lock:
+            if not self._cards:
+                self._embedder_name, self._cards = embedder_name, dict(cards)
+
     @property
     def embedded_cards(self) -> int:
         """How many cached topic cards carry an embedding: all of them after
