@@ -316,19 +316,22 @@ def test_pi_compaction_is_forwarded(world: PiWorld, fake_model: FakeModel, tmp_p
 def test_pi_tool_schemas_match_the_sidecar_tool_layer(
     world: PiWorld, fake_model: FakeModel
 ) -> None:
-    """The TypeBox schemas pi declares to the model accept exactly what the engine's tools take."""
+    """pi tells its model exactly what the catalog says (tool-specs.json): each tool's
+    description and the schema of what the engine's tools take."""
     from memlane.engine.tools.catalog import SPECS
 
     start = len(fake_model.agent_requests)
     fake_model.agent(Reply.say("ok"))
     assert world.run("hi").returncode == 0
-    declared = {
-        t["function"]["name"]: t["function"]["parameters"]
+    functions = {
+        t["function"]["name"]: t["function"]
         for t in fake_model.agent_requests[start].tools
         if t["function"]["name"].startswith("memory_")
     }
+    declared = {name: function["parameters"] for name, function in functions.items()}
     assert set(declared) == {spec.name for spec in SPECS}
     for spec in SPECS:
+        assert functions[spec.name]["description"] == spec.description, spec.name
         want, got = spec.json_schema(), declared[spec.name]
         assert set(got.get("properties", {})) == set(want["properties"]), spec.name
         assert sorted(got.get("required", [])) == sorted(want["required"]), spec.name

@@ -16,16 +16,16 @@ from jsonschema import Draft202012Validator
 
 from memlane.core.errors import MemlaneError
 from memlane.engine.project import Memory
-from memlane.engine.tools.catalog import SPECS
-from memlane.engine.tools.dispatch import Tools
-from memlane.engine.tools.spec import (
+from memlane.engine.tools.catalog import (
     MEMORY_FORGET_SPEC,
     MEMORY_TOPIC_SPEC,
+    SPECS,
     TOPIC_ACTION_ARGUMENTS,
     TOPIC_ACTIONS,
     TOPIC_FIELDS,
     topic_action_usage,
 )
+from memlane.engine.tools.dispatch import Tools
 
 VALUES = {"chunk_hash": "abcd1234", "date": "2026-08-13", "time": "14:02"}
 TOPIC_VALUES = {"type": "project", "scope": "memory"}

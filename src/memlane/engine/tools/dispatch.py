@@ -5,7 +5,7 @@ arguments)`` and get a ``ToolResult``: ``text`` is what the agent reads (the
 same rendering everywhere), ``details`` the structured form: the same
 facts, and the text's sentences as fields (``headline``, ``next``), shaped
 as tools/outputs.py declares. The tools'
-specs are in tools/spec.py, which ones exist in tools/catalog.py; a call is
+specs are declared in tools/catalog.py (what a spec is: tools/spec.py); a call is
 checked against its spec first, so a bad call gets the same clear error on
 every surface.
 """

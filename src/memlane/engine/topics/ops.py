@@ -23,13 +23,12 @@ from typing import TYPE_CHECKING, Any
 
 from memlane.core.errors import MemlaneError
 from memlane.engine.recall.transcript_search import search_sessions
-from memlane.engine.tools.spec import (
+from memlane.engine.tools.catalog import (
     MEMORY_TOPIC_SPEC,
     TOPIC_ACTION_ARGUMENTS,
-    ToolResult,
-    check_arguments,
     topic_action_usage,
 )
+from memlane.engine.tools.spec import ToolResult, check_arguments
 from memlane.store import safe_paths
 from memlane.store import topics as store_topics
 from memlane.store.layout import MEMORY_INDEX, TOPICS_DIR
