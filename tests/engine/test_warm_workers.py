@@ -91,7 +91,8 @@ def test_idle_workers_expire_and_the_oldest_goes_past_the_capacity(memory: Memor
     ticks.now += 450  # second was given 550 s ago, third 450 s ago
     assert workers.take(memory.config) == (third, None)
     ticks.now += 100  # second idle for 650 s: past IDLE_S
-    assert workers.take(memory.config) is None
+    workers.expire()  # what the timer each give starts does
+    assert len(workers) == 0
     wait_for(lambda: not second.idle, WARM_S, "the expired worker to stop")
     third.stop()
 
@@ -141,3 +142,11 @@ def test_the_next_session_of_the_project_starts_with_the_last_ones_warm_worker(
     finally:
         background.stop()
     assert len(background.workers) == 0
+
+
+def test_a_timer_stops_a_kept_worker_once_it_expires(memory: Memory) -> None:
+    workers = WarmWorkers(idle_s=0.01)  # real time: the timer's own
+    worker = warm_worker(memory)
+    assert workers.give(worker, memory.config)
+    wait_for(lambda: len(workers) == 0, WARM_S, "the timer to expire the kept worker")
+    wait_for(lambda: not worker.idle, WARM_S, "the expired worker to stop")

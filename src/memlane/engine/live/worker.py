@@ -134,8 +134,9 @@ class WarmWorkers:
     takes the most recent one (``take``) instead of starting a worker, so its
     first prompt is searched warm and nothing is loaded again. Only an idle,
     healthy worker opened with the configuration still in force is kept or
-    handed out; one idle for ``IDLE_S`` is stopped. ``close`` (the project
-    closes) stops them all and keeps none after.
+    handed out; one idle for ``IDLE_S`` is stopped (by a timer, one at a time,
+    while any is kept). ``close`` (the project closes) stops them all and keeps
+    none after.
     """
 
     def __init__(
@@ -151,6 +152,7 @@ class WarmWorkers:
         self._lock = threading.Lock()
         self._idle: list[tuple[float, SearchWorker, SurfacerState]] = []
         self._closed = False
+        self._timer: threading.Timer | None = None
 
     def __len__(self) -> int:
         with self._lock:
@@ -158,16 +160,9 @@ class WarmWorkers:
 
     def take(self, config: Config) -> tuple[SearchWorker, SurfacerState] | None:
         """The most recently given worker fit for *config*, and its surfacer's cards."""
-        stale: list[SearchWorker] = []
         taken: tuple[SearchWorker, SurfacerState] | None = None
         with self._lock:
-            now = self._monotonic()
-            keep: list[tuple[float, SearchWorker, SurfacerState]] = []
-            for since, worker, state in self._idle:
-                if now - since > self.idle_s or not worker.idle or worker.config != config:
-                    stale.append(worker)
-                else:
-                    keep.append((since, worker, state))
+            keep, stale = self._sorted_out(lambda worker: worker.config == config)
             if keep:
                 _, worker, state = keep.pop()
                 taken = (worker, state)
@@ -175,6 +170,39 @@ class WarmWorkers:
         for worker in stale:
             worker.stop()
         return taken
+
+    def expire(self) -> None:
+        """Stop the workers idle past ``idle_s``; a timer calls this while any is kept."""
+        with self._lock:
+            self._timer = None
+            self._idle, stale = self._sorted_out(lambda worker: True)
+        for worker in stale:
+            worker.stop()
+        self._schedule_expiry()
+
+    def _schedule_expiry(self) -> None:
+        """One timer at a time, due a little after the oldest kept worker expires."""
+        with self._lock:
+            if self._timer is not None or not self._idle or self._closed:
+                return
+            due = self._idle[0][0] + self.idle_s - self._monotonic() + 1
+            self._timer = threading.Timer(max(due, 1.0), self.expire)
+            self._timer.daemon = True
+            self._timer.start()
+
+    def _sorted_out(
+        self, fits: Callable[[SearchWorker], bool]
+    ) -> tuple[list[tuple[float, SearchWorker, SurfacerState]], list[SearchWorker]]:
+        """(the entries still fit to hand out, the workers to stop); under the lock."""
+        now = self._monotonic()
+        keep: list[tuple[float, SearchWorker, SurfacerState]] = []
+        stale: list[SearchWorker] = []
+        for since, worker, state in self._idle:
+            if now - since > self.idle_s or not worker.idle or not fits(worker):
+                stale.append(worker)
+            else:
+                keep.append((since, worker, state))
+        return keep, stale
 
     def give(self, worker: SearchWorker, config: Config, state: SurfacerState = None) -> bool:
         """Keep *worker* for the next session; False (the caller stops it) when it is
@@ -190,11 +218,15 @@ class WarmWorkers:
                 dropped.append(self._idle.pop(0)[1])
         for old in dropped:
             old.stop()
+        self._schedule_expiry()
         return True
 
     def close(self) -> None:
         with self._lock:
             self._closed = True
             idle, self._idle = self._idle, []
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
         for _, worker, _ in idle:
             worker.stop()
