@@ -18,7 +18,8 @@ from starlette.testclient import TestClient
 from fake_embedding import FakeEmbeddings
 from helpers import MEMLANE, Cli, FixedClock, open_memory, wait_for
 from memlane.hosts.web.app import STATIC, build_app
-from memlane.hosts.web.render import markdown_html
+from memlane.hosts.web.markdown import markdown_html
+from memlane.hosts.web.render import TEMPLATES, environment
 from memlane.hosts.web.viewer import Viewer
 
 
@@ -95,6 +96,17 @@ def test_every_asset_a_page_names_ships_in_the_package(client: TestClient, viewe
         assert "@import" not in text and "url(http" not in text
 
 
+def test_every_template_ships_compiles_and_escapes() -> None:
+    names = sorted(p.name for p in TEMPLATES.iterdir())
+    assert "base.html" in names and len(names) >= 20
+    env = environment()
+    for name in names:
+        env.get_template(name)  # a syntax error fails here, not on a person's page
+    assert env.autoescape is True
+    shown = env.from_string("<p>{{ value }}</p>").render(value='<script>"x"</script>')
+    assert shown == "<p>&lt;script&gt;&#34;x&#34;&lt;/script&gt;</p>"
+
+
 def test_markdown_is_rendered_without_passing_markup_through() -> None:
     html = markdown_html(
         "## Decisions\n<!-- session:s turn:t transcript:/x -->\n- use `<b>` tags\n"
@@ -110,6 +122,26 @@ def test_markdown_is_rendered_without_passing_markup_through() -> None:
     )
     assert '<a href="/topics/deploys">Deploys</a> — when' in index
     assert "<a href" not in index.split("</li>", 1)[1]  # any other link stays text
+
+
+def test_markdown_renders_emphasis_and_keeps_a_line_out_of_the_bullet_above() -> None:
+    html = markdown_html("- **bold** and _it_\nnot in the bullet\n\n# Top\n\n###### Deepest")
+    assert "<li><strong>bold</strong> and <em>it</em></li>" in html
+    assert "<p>not in the bullet</p>" in html
+    assert "<h2>Top</h2>" in html and "<h6>Deepest</h6>" in html
+
+
+@pytest.mark.subprocess
+def test_the_command_line_never_imports_the_template_library() -> None:
+    # Jinja2 is the viewer's alone: loaded when a page is rendered, not by `memlane --help`.
+    probe = (
+        "import sys; sys.argv = ['memlane', '--help']; from memlane.cli.fast import run\n"
+        "try:\n    run()\nexcept SystemExit:\n    pass\n"
+        "print('jinja2' in sys.modules, file=sys.stderr)"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert "Usage" in done.stdout
+    assert done.stderr.strip().splitlines()[-1] == "False"
 
 
 def test_pages_read_the_sessions_index_and_never_load_the_embedder(

@@ -27,7 +27,7 @@ from starlette.staticfiles import StaticFiles
 
 from memlane.core.errors import MemlaneError, NotFoundError
 from memlane.hosts.web import pages_admin, pages_notes, pages_recall
-from memlane.hosts.web.render import error_box, page
+from memlane.hosts.web.render import render
 from memlane.hosts.web.security import ASGIApp, Guard, same_origin
 
 if TYPE_CHECKING:
@@ -68,10 +68,16 @@ def _guarded(fn: Callable[[Request], Awaitable[Response]]) -> Handler:
             fragment = request.url.path.removeprefix(request.scope.get("root_path", "")).startswith(
                 "/fragment/"
             )
-            box = error_box(exc.message, exc.hint)
-            return _html(box if fragment else page("Not possible", box), status)
+            shown = {"message": exc.message, "hint": exc.hint}
+            if fragment:
+                return _html(render("error_box.html", **shown), status)
+            return _html(render("error.html", title="Not possible", **shown), status)
 
     return handler
+
+
+def _refused(message: str, hint: str | None) -> str:
+    return render("error.html", title="Refused", message=message, hint=hint)
 
 
 async def _form(request: Request) -> dict[str, str] | None:
@@ -160,13 +166,13 @@ def build_app(viewer: Viewer) -> ASGIApp:
     async def forget_apply(request: Request) -> Response:
         form = await _form(request)
         if form is None:
-            return _html(page("Refused", error_box("the form is too large", None)), 413)
+            return _html(_refused("the form is too large", None), 413)
         if not same_origin(request.scope) or not viewer.keys.csrf_ok(form.get("csrf")):
-            box = error_box(
+            refused = _refused(
                 "refused: this form did not come from this viewer's own page (CSRF check)",
                 "open the entry in the viewer and confirm there",
             )
-            return _html(page("Refused", box), 403)
+            return _html(refused, 403)
         status, body = await work(pages_admin.forget_apply, viewer, form)
         return _html(body, status)
 

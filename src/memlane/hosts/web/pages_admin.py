@@ -5,13 +5,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from memlane.hosts.web.render import esc, link, page, url
+from memlane.hosts.web.render import render, url
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from memlane.hosts.web.viewer import Viewer
-    from memlane.store.forget import Removed
 
 
 def health(viewer: Viewer) -> str:
@@ -20,26 +19,7 @@ def health(viewer: Viewer) -> str:
     from memlane.engine.reports import status_rows
 
     st = viewer.memory.status()  # what memory_status reports without a live session
-    if st.missing:
-        fixes = "".join(f"<li>{esc(text)}</li>" for text in st.missing)
-        head = f'<section class="missing"><h2>Missing</h2><ul>{fixes}</ul></section>'
-    else:
-        head = '<p class="ok">Nothing missing.</p>'
-    rows = "".join(
-        f"<tr><th>{esc(label)}</th><td>{esc(value)}</td></tr>" for label, value in status_rows(st)
-    )
-    counters = (
-        f'<p class="summary">{st.chunks} chunks in {st.files} files, {st.vectors} with '
-        f"vectors; index {esc(st.state.get('status', 'never indexed'))}</p>"
-    )
-    notes = "".join(f"<li>{esc(text)}</li>" for text in st.notices)
-    body = (
-        head
-        + counters
-        + f'<table class="status">{rows}</table>'
-        + (f'<section class="notes"><h2>Notes</h2><ul>{notes}</ul></section>' if notes else "")
-    )
-    return page("Health", body, active="/health")
+    return render("health.html", title="Health", active="/health", status=st, rows=status_rows(st))
 
 
 def forget_arguments(params: Mapping[str, str]) -> dict[str, str]:
@@ -56,21 +36,13 @@ def forget_confirm(viewer: Viewer, params: Mapping[str, str]) -> str:
     from memlane.engine.journal.forget_preview import preview_forget
 
     arguments = forget_arguments(params)
-    removed = preview_forget(viewer.memory, **arguments)
-    hidden = "".join(
-        f'<input type="hidden" name="{esc(k)}" value="{esc(v)}">' for k, v in arguments.items()
+    return render(
+        "forget_confirm.html",
+        title="Forget",
+        removed=preview_forget(viewer.memory, **arguments),
+        arguments=arguments,
+        csrf=viewer.keys.csrf,
     )
-    body = (
-        _removed_block(removed, "This will be removed for good")
-        + f'<form method="post" action="{esc(url("/forget"))}" class="confirm">'
-        + hidden
-        + f'<input type="hidden" name="fingerprint" value="{esc(removed.fingerprint())}">'
-        + f'<input type="hidden" name="csrf" value="{esc(viewer.keys.csrf)}">'
-        + '<button type="submit" class="danger" id="confirm-forget">Forget this entry</button> '
-        + link(url("/"), "cancel")
-        + "</form>"
-    )
-    return page("Forget", body)
 
 
 def forget_apply(viewer: Viewer, form: Mapping[str, str]) -> tuple[int, str]:
@@ -83,24 +55,13 @@ def forget_apply(viewer: Viewer, form: Mapping[str, str]) -> tuple[int, str]:
         # lock: no change can slip in between the check and the removal.
         result = viewer.tools.forget_confirmed(form.get("fingerprint", ""), **arguments)
     except ConflictError:
-        body = (
-            '<p class="error">The file changed since the confirmation was shown, so nothing '
-            "was removed.</p>" + link(_again(arguments), "review it again")
-        )
-        return 409, page("Forget", body)
+        return 409, render("forget_done.html", title="Forget", again=url("/forget", arguments))
     details = result.details
-    body = f'<p class="ok">{esc(details["headline"])}</p><pre class="removed">{esc(details["markdown"])}</pre>'
-    notices = details.get("notices") or ()
-    return 200, page("Forgotten", body, notices=notices)
-
-
-def _again(arguments: Mapping[str, str]) -> str:
-    return url("/forget", arguments)
-
-
-def _removed_block(removed: Removed, title: str) -> str:
-    return (
-        f'<p class="warning">{esc(title)}: {esc(removed.kind)} at lines '
-        f"{removed.start_line}-{removed.end_line} of {esc(removed.source)}</p>"
-        f'<pre class="removed">{esc(removed.markdown)}</pre>'
+    return 200, render(
+        "forget_done.html",
+        title="Forgotten",
+        again=None,
+        headline=details["headline"],
+        markdown=details["markdown"],
+        notices=details.get("notices") or (),
     )
