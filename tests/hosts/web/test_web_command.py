@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 from _web import BASE_URL, SESSION_ID, build_web_store
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from starlette.testclient import TestClient
 
 from fake_embedding import FakeEmbeddings
@@ -142,6 +144,62 @@ def test_the_command_line_never_imports_the_template_library() -> None:
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert "Usage" in done.stdout
     assert done.stderr.strip().splitlines()[-1] == "False"
+
+
+#: What markdown_html may write: CommonMark's block and inline elements, links to topics.
+MARKDOWN_TAG_RE = re.compile(r"<(/?)([a-zA-Z0-9]+)([^>]*)>")
+MARKDOWN_TAGS = {"p", "ul", "ol", "li", "h2", "h3", "h4", "h5", "h6", "pre", "code", "em"}
+MARKDOWN_TAGS |= {"strong", "blockquote", "hr", "br", "a"}
+MARKDOWN_PIECES = st.sampled_from(
+    [
+        "<",
+        ">",
+        "&",
+        '"',
+        "'",
+        "`",
+        "*",
+        "_",
+        "[",
+        "]",
+        "(",
+        ")",
+        "!",
+        "#",
+        "-",
+        " ",
+        "\n",
+        "\\",
+        "javascript:",
+        "<script>",
+        "<img src=x onerror=alert(1)>",
+        "](topics/a.md)",
+        "](http://x)",
+        "<!--",
+        "-->",
+        "```",
+        "    ",
+        "1. ",
+        "> ",
+        "&lt;",
+        "&#60;",
+        "<https://x>",
+        "x",
+    ]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(MARKDOWN_PIECES | st.text(max_size=5), max_size=40).map("".join))
+def test_markdown_writes_no_markup_of_its_own(text: str) -> None:
+    for closing, tag, attributes in MARKDOWN_TAG_RE.findall(markdown_html(text, "/T")):
+        assert tag in MARKDOWN_TAGS, (text, tag)
+        if tag == "a" and not closing:
+            assert re.fullmatch(r' href="/T/topics/[\w-]+"', attributes), (text, attributes)
+        elif tag == "ol" and not closing:
+            assert re.fullmatch(r'( start="\d+")?', attributes), (text, attributes)
+        else:
+            assert attributes in ("", " /"), (text, tag, attributes)
 
 
 def test_pages_read_the_sessions_index_and_never_load_the_embedder(
