@@ -13,14 +13,17 @@ process under ``sys.setprofile`` (no engine: ``MEMLANE_ENGINE=off``):
 - ``quick --min-score 0.2``: the same with a score floor given.
 
 A file is *entered* when a call goes into it from another file (a call
-within a file is not an entry). Until the notes index's first SQLite
-statement of the search (``SqliteIndex.search``) it records:
+within a file, or an import's module code, is not an entry). From the
+command's code (cli/quick_cmds.py's ``search_command``, which both ways run)
+to the notes index's first SQLite statement of the search
+(``SqliteIndex.search``) it records:
 
 - ``path``: the memlane frames on the stack at that statement, as files
   (consecutive frames of one file count once): the road from the command
   to SQLite;
-- ``walk``: every entry into a memlane file before it (config, scope,
-  catch-up, model load included): files entered and entries per file.
+- ``walk``: every entry into a memlane file on the way (opening the
+  project, its config and scope, the catch-up, the check included): the
+  files entered, in the order first entered, and the entries per file.
 
 Over the whole command it counts the argument checks: calls of
 ``check_request`` (engine/recall/request.py, the whole request) and of the
@@ -63,7 +66,7 @@ def _child(argv: list[str], full: bool) -> None:
     entries: list[str] = []
     path: list[str] = []
     checks: Counter[str] = Counter()
-    state = {"done": False}
+    state = {"started": False, "done": False}
 
     def rel(frame: FrameType | None) -> str | None:
         if frame is None:
@@ -86,7 +89,11 @@ def _child(argv: list[str], full: bool) -> None:
             check = CHECKS.get((here, frame.f_code.co_name))
             if check is not None:
                 checks[check] += 1
-            if not state["done"] and rel(frame.f_back) != here:
+            if frame.f_code.co_name == "search_command" and here == "cli/quick_cmds.py":
+                state["started"] = True
+            if frame.f_code.co_name == "<module>" or not state["started"] or state["done"]:
+                return  # an import's module code, or before the command or after the query
+            if rel(frame.f_back) != here:
                 entries.append(here)
         elif event == "c_call" and not state["done"]:
             owner = getattr(arg, "__self__", None)
@@ -144,6 +151,7 @@ def _measure(
         "check_request": checks.get("check_request", 0),
         "min_score_checks": checks.get("check_min_score", 0),
         "path": path,
+        "walk_files_in_order": list(counts),
         "walk_counts": dict(counts.most_common()),
         "reached_sqlite": seen["reached_sqlite"],
     }
@@ -184,6 +192,8 @@ def main() -> int:
     print_table(f"memlane {' '.join(search)}: from the command to the SQLite query", table)
     for row in rows:
         print(f"\npath ({row['run']}): " + " → ".join(row["path"]))
+        walked = ", ".join(f"{name} ×{n}" for name, n in row["walk_counts"].items())
+        print(f"walk ({row['run']}, entries per file): {walked}")
     print(f"\nJSON: {write_json('walk_search', {'command': search, 'rows': rows})}")
     return 0 if all(r["reached_sqlite"] and r["exit"] == 0 for r in rows) else 1
 
