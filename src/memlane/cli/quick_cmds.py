@@ -8,19 +8,16 @@ engine). Output goes through cli/context.py's helpers, as typer would print it.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memlane.cli.context import ProgressBar, echo, here, notice, open_memory_at, print_json
 
 if TYPE_CHECKING:
-    import threading
-
     from memlane.core.clock import Clock
     from memlane.core.types import SearchResult
     from memlane.engine.project import Memory
-    from memlane.engine.reports import Progress
     from memlane.engine.sessions.layer import SessionsLayer
 
 
@@ -88,13 +85,16 @@ def search_command(
     newest_first: bool = False,
     as_json: bool = False,
 ) -> None:
-    """L1 recall: the top chunks for a query (the options of ``memlane search``)."""
-    from dataclasses import replace
+    """L1 recall: the top chunks for a query (the options of ``memlane search``).
 
+    The search router (engine/recall/router.py) checks the request, catches
+    the indexes up with a bar on stderr and searches; here are only the
+    options' combinations and the printing.
+    """
     from memlane.core.errors import MemlaneError
     from memlane.core.render import render_search
-    from memlane.engine.recall.request import SearchRequest, check_request
-    from memlane.engine.recall.router import search as route_search
+    from memlane.engine.recall.request import SearchRequest
+    from memlane.engine.recall.router import Shown, search, search_each
 
     if lexical and mode not in (None, "lexical"):
         raise MemlaneError(f"--lexical contradicts --mode {mode}", "give one of them")
@@ -120,123 +120,45 @@ def search_command(
         mode="lexical" if lexical else mode or "hybrid",
         min_score=min_score,
         order="newest" if newest_first else "relevance",
-        # The notes are synced once below, with a progress bar, before any query.
-        sync=False,
     )
-    check_request(request)  # a bad argument is said before anything is indexed
-    hint = None
-    from contextlib import suppress
-
-    from memlane.engine.lock_waits import NEWEST_NOT_INDEXED, read_waits
-    from memlane.engine.recall.notes import UNAVAILABLE
-    from memlane.index.protocol import IndexBusyError
-
-    # One wait budget for the catch-ups and the search: a lock another
-    # process holds costs at most sum(session.backoff_delays_ms) in all.
-    with open_memory_at(directory, clock) as mem, read_waits(mem):
-        if request.route == "notes":
-            mem.require_store()
-        warming = _warm_meanwhile(mem, request.mode)
-        try:
-            if request.route in ("sessions", "everything"):
-                # The sessions index cannot be opened now: the search says so.
-                with suppress(IndexBusyError):
-                    catch_up_sessions(mem)
-                hint = "memlane transcript SOURCE --turn ID, or memlane expand HASH"
-            caught_up: list[str] = []
-            if request.route in ("notes", "everything"):
-                # The catch-up before the search shows a bar when it has much to do
-                # (a new store, or every note embedded again after an upgrade).
-                with ProgressBar("indexing") as bar:
-                    caught_up = _catch_up_notes(mem, bar)
-            if batch is not None:
-                for line in caught_up:
-                    notice(line)
-                _search_batch(
-                    _batch_queries(batch),
-                    lambda text: route_search(mem, replace(request, query=text)).result,
-                )
-                return
-            recalled = route_search(mem, request)
-        finally:
-            if warming is not None:
-                warming.join()
+    shown = Shown(bar=ProgressBar, say=notice)
+    with open_memory_at(directory, clock) as mem:
+        if batch is not None:
+            queries = _batch_queries(batch)
+            _search_batch(queries, search_each(mem, request, queries, shown))
+            return
+        recalled = search(mem, request, shown=shown)
         for text in mem.notices:
             notice(text)
     result = recalled.result
-    if any(n.startswith(UNAVAILABLE) for n in result.notices):
-        # The index could not be read at all: that notice says it all.
-        caught_up = [n for n in caught_up if not n.startswith(NEWEST_NOT_INDEXED)]
-    elif any(n.startswith(NEWEST_NOT_INDEXED) for n in caught_up):
-        # In the engine the search's own catch-up met the lock again: said once.
-        result.notices[:] = [n for n in result.notices if not n.startswith(NEWEST_NOT_INDEXED)]
-    result.notices[:0] = caught_up
     if recalled.fan_out is not None:
         if as_json:
             print_json(recalled.fan_out.to_json())
         else:
             echo(render_search(result, None, "memlane expand HASH --project PROJECT"))
-        return
-    if as_json:
+    elif as_json:
         print_json(result.to_json())
-    elif hint is not None:
-        echo(render_search(result, here(), hint))
+    elif request.route in ("sessions", "everything"):
+        echo(
+            render_search(
+                result, here(), "memlane transcript SOURCE --turn ID, or memlane expand HASH"
+            )
+        )
     else:
         echo(render_search(result, here()))
 
 
-def _warm_meanwhile(mem: Memory, mode: str) -> threading.Thread | None:
-    """Load the embedding model on another thread while the index catches up,
-    for a search that will embed its query with a model not loaded yet (a
-    new process): the model's files load in native code, beside the
-    catch-up's Python. The search waits for the same load (one per process)."""
-    if mode == "lexical" or mem.config.embedding.provider == "none" or mem.embedder_ready:
-        return None
-    import threading
-
-    thread = threading.Thread(target=mem.warm_embedder, name="memlane-warm", daemon=True)
-    thread.start()
-    return thread
-
-
 def catch_up_sessions(mem: Memory) -> SessionsLayer:
     """The project's sessions layer with every new message indexed (progress on stderr)."""
-    from memlane.engine.lock_waits import sessions_not_caught_up
+    from memlane.engine.sessions.catch_up import backfill_first
     from memlane.engine.sessions.layer import SessionsLayer
-    from memlane.index.protocol import IndexBusyError
 
     layer = SessionsLayer(mem)
-    try:
-        with ProgressBar("sessions") as progress:
-            report = layer.backfill(progress)
-    except IndexBusyError as exc:
-        # Inside a search's wait budget: search what is indexed already.
-        notice(sessions_not_caught_up(exc))
-        return layer
-    if report.activity:
-        notice(f"indexed {report.documents_added} new session message(s) first")
+    with ProgressBar("sessions") as progress:
+        said = backfill_first(layer, progress)
+    for line in said:
+        notice(line)
     return layer
-
-
-def _catch_up_notes(mem: Memory, bar: Progress) -> list[str]:
-    """Index what changed before a search; an index that cannot be used now
-    is left for the search to report (it says the index is unavailable)."""
-    from memlane.engine.lock_waits import newest_not_indexed
-    from memlane.index.protocol import (
-        DimensionMismatchError,
-        IndexBusyError,
-        IndexUnavailableError,
-    )
-
-    try:
-        return mem.sync(bar, quiet_when_idle=True).notices
-    except (IndexUnavailableError, DimensionMismatchError):
-        return []
-    except IndexBusyError as exc:
-        # Another process holds the index past the search's wait budget
-        # (engine/lock_waits.py): the index as it stands answers. When it
-        # cannot even be opened the search says so itself.
-        return [newest_not_indexed(exc)]
 
 
 def _batch_queries(batch: str) -> list[str]:
@@ -251,14 +173,14 @@ def _batch_queries(batch: str) -> list[str]:
         raise MemlaneError(f"cannot read --batch file {batch}: {exc}") from None
 
 
-def _search_batch(queries: list[str], one: Callable[[str], SearchResult]) -> None:
+def _search_batch(queries: list[str], results: Iterable[SearchResult]) -> None:
     """One compact JSON object per query, in order; a blank line gets an
     empty answer, so outputs stay aligned with inputs. The index caught up
     once, before the first query."""
     import json
 
-    for query in queries:
-        data = {"query": query, **one(query).to_json()}
+    for query, result in zip(queries, results, strict=True):
+        data = {"query": query, **result.to_json()}
         sys.stdout.write(json.dumps(data, ensure_ascii=False) + "\n")
         sys.stdout.flush()
 

@@ -21,6 +21,7 @@ from memlane.index.protocol import DimensionMismatchError, IndexBusyError, Index
 if TYPE_CHECKING:
     from memlane.engine.ports import ProjectMemory
     from memlane.engine.recall.request import SearchRequest
+    from memlane.engine.reports import Progress
 
 #: Said when a hybrid search in a session answered from the lexical leg because the
 #: embedding model is still loading (waiting for it could take a minute on a first start).
@@ -37,24 +38,25 @@ INDEX_BUILDING = (
 )
 
 
-def search_notes(memory: ProjectMemory, request: SearchRequest) -> SearchResult:
+def search_notes(
+    memory: ProjectMemory, request: SearchRequest, progress: Progress | None = None
+) -> SearchResult:
     """The top ``request.k`` chunks of the notes (journal and topics) for a checked request.
 
     With ``request.sync`` the index is first brought in line with the whole
-    store; without, only what this process wrote since the last index run is
-    indexed first (``catch_up``, bounded by the handle's
-    ``catch_up_char_limit``), so a memory written a moment ago is found.
+    store (``sync_first``, telling *progress*); without, only what this
+    process wrote since the last index run is indexed first (``catch_up``,
+    bounded by the handle's ``catch_up_char_limit``), so a memory written a
+    moment ago is found.
     """
     notices: list[str] = []
     if not request.sync and memory.parts.indexing:
         notices.append(INDEX_BUILDING)
     try:
-        return _search_notes(memory, request, notices)
-    except (IndexUnavailableError, DimensionMismatchError) as exc:
-        notices.append(unavailable_notice(exc))
-    except IndexBusyError as exc:
-        # Held past the read's wait budget (engine/lock_waits.py): nothing of the
-        # notes could be read, so the catch-up's own notice says nothing more.
+        return _search_notes(memory, request, notices, progress)
+    except (IndexUnavailableError, DimensionMismatchError, IndexBusyError) as exc:
+        # Nothing of the notes could be read (held past the read's wait budget,
+        # engine/lock_waits.py, or unusable): the catch-up's notice says nothing more.
         notices[:] = [n for n in notices if not n.startswith(NEWEST_NOT_INDEXED)]
         notices.append(unavailable_notice(exc))
     mode: SearchMode = "lexical" if request.mode == "lexical" else "hybrid"
@@ -81,28 +83,35 @@ def unavailable_notice(exc: MemlaneError) -> str:
     )
 
 
+def sync_first(memory: ProjectMemory, progress: Progress | None = None) -> list[str]:
+    """Bring the notes index in line with the whole store before a search; its notices.
+
+    A full disk or a lock held past the wait budget leaves the index as it
+    stands to answer, and says so; an index that cannot be used at all is
+    left for the search to report (it says the index is unavailable).
+    """
+    try:
+        return memory.sync(progress, quiet_when_idle=True).notices
+    except DiskFullError as exc:
+        # What changed since the last index run is missing until the disk has room.
+        return [
+            f"{exc.message}; these results come from the index as it was, "
+            "without what changed since it was last updated"
+        ]
+    except IndexBusyError as exc:
+        # Another process holds the index: the next sync picks the rest up.
+        return [newest_not_indexed(exc)]
+
+
 def _search_notes(
-    memory: ProjectMemory, request: SearchRequest, notices: list[str]
+    memory: ProjectMemory, request: SearchRequest, notices: list[str], progress: Progress | None
 ) -> SearchResult:
     from memlane.engine.recall.request import notes_kind
     from memlane.index.protocol import SearchFilters
 
     k = request.k or memory.config.session.search_top_k
     if request.sync:
-        try:
-            report = memory.sync(quiet_when_idle=True)
-            notices.extend(report.notices)
-        except DiskFullError as exc:
-            # The index as it stands still answers: what changed since
-            # the last index run is missing until the disk has room.
-            notices.append(
-                f"{exc.message}; these results come from the index as it was, "
-                "without what changed since it was last updated"
-            )
-        except IndexBusyError as exc:
-            # Another process holds the index past the wait budget: the
-            # index as it stands answers; the next sync picks the rest up.
-            notices.append(newest_not_indexed(exc))
+        notices.extend(sync_first(memory, progress))
     mode = request.mode
     if not request.sync:
         from memlane.engine.journal.catch_up import catch_up_before_search
@@ -159,7 +168,7 @@ def _search_notes(
     # is cheap, and "nothing stored" makes an agent redo work.
     small = fetched < k + LOOKAHEAD and request.min_score is None
     keep = min(SMALL_STORE_SHOWN, k) if small and got_mode != "lexical" else 0
-    return result.at_least(memory.min_score(request.min_score), keep=keep)
+    return result.at_least(request.floor(memory.config.session.search_min_score), keep=keep)
 
 
 @lru_cache(maxsize=4096)

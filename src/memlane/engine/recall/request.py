@@ -81,6 +81,12 @@ class SearchRequest:
             None if before is None else before.note_key,
         )
 
+    def floor(self, default: float) -> float:
+        """The score floor the hits are held to: ``min_score`` (checked with the
+        request, ``check_request``) or *default* (``search.min_score``, checked
+        when the configuration was read)."""
+        return default if self.min_score is None else self.min_score
+
     @property
     def route(self) -> Route:
         if self.scope == "all":

@@ -18,6 +18,8 @@ from memlane.core.errors import MemlaneError
 
 if TYPE_CHECKING:
     from memlane.engine.ports import ProjectMemory
+    from memlane.engine.reports import Progress
+    from memlane.engine.sessions.layer import SessionsLayer
 
 #: The most new transcript bytes a search reads itself (JSONL: a session of a
 #: few dozen exchanges); more is the sweep's work. Read for the lexical leg only,
@@ -85,3 +87,22 @@ def catch_up_transcripts(mem: ProjectMemory) -> list[str]:
 
 def _transcripts(n: int) -> str:
     return "1 transcript" if n == 1 else f"{n} transcripts"
+
+
+def backfill_first(layer: SessionsLayer, progress: Progress | None = None) -> list[str]:
+    """Index every new message of the project's transcripts before a search
+    (the command line's: a person waits, with a bar); what to say about it.
+
+    A lock held past the search's wait budget leaves the sessions index as it
+    stands to answer, and says so.
+    """
+    from memlane.engine.lock_waits import sessions_not_caught_up
+    from memlane.index.protocol import IndexBusyError
+
+    try:
+        report = layer.backfill(progress)
+    except IndexBusyError as exc:
+        return [sessions_not_caught_up(exc)]
+    if report.activity:
+        return [f"indexed {report.documents_added} new session message(s) first"]
+    return []
