@@ -23,7 +23,15 @@ if TYPE_CHECKING:
     from memlane.core.errors import EmbedderError
     from memlane.core.scope import Scope
     from memlane.core.settings import IndexSettings
-    from memlane.core.types import Anchor, Entry, SearchResult
+    from memlane.core.types import (
+        Anchor,
+        Entry,
+        SearchKind,
+        SearchMode,
+        SearchOrder,
+        SearchResult,
+        SearchScope,
+    )
     from memlane.embed.base import Embedder, Vectors
     from memlane.engine.calibration import ModelScale
     from memlane.engine.journal.fresh import FreshWrites
@@ -117,15 +125,16 @@ class ProjectMemory(Protocol):
         query: str,
         k: int | None = None,
         *,
-        kind: str | None = None,
-        scope: str = "project",
+        kind: SearchKind | None = None,
+        scope: SearchScope = "project",
         after: str | None = None,
         before: str | None = None,
         session: str | None = None,
         source_prefix: str | None = None,
-        mode: str = "hybrid",
+        mode: SearchMode = "hybrid",
         sync: bool = True,
         min_score: float | None = None,
+        order: SearchOrder = "relevance",
     ) -> SearchResult: ...
 
 

@@ -20,7 +20,17 @@ from memlane.core.errors import (
     StoreError,
 )
 from memlane.core.scope import Scope, resolve_scope
-from memlane.core.types import Anchor, Chunk, Entry, SearchResult, Section
+from memlane.core.types import (
+    Anchor,
+    Chunk,
+    Entry,
+    SearchKind,
+    SearchMode,
+    SearchOrder,
+    SearchResult,
+    SearchScope,
+    Section,
+)
 from memlane.engine.parts import SharedParts
 from memlane.engine.reports import IndexReport, Progress, Status
 
@@ -335,16 +345,16 @@ class Memory:
         query: str,
         k: int | None = None,
         *,
-        kind: str | None = None,
-        scope: str = "project",
+        kind: SearchKind | None = None,
+        scope: SearchScope = "project",
         after: str | None = None,
         before: str | None = None,
         session: str | None = None,
         source_prefix: str | None = None,
-        mode: str = "hybrid",
+        mode: SearchMode = "hybrid",
         sync: bool = True,
         min_score: float | None = None,
-        order: str = "relevance",
+        order: SearchOrder = "relevance",
     ) -> SearchResult:
         """Recall: the top-k hits for a query, through the one search router.
 

@@ -31,7 +31,7 @@ def project_status(
     ``host`` is a live session's host (what ``llm.provider = auto`` means there)."""
     import sqlite3
 
-    from memlane import __version__
+    from memlane.core.version import __version__
     from memlane.engine.journal import capture_journal, capture_recovery
     from memlane.index import state
     from memlane.llm.factory import describe_llm

@@ -12,6 +12,7 @@ from memlane.engine.topics.surfacing.cards import Card
 from memlane.engine.topics.surfacing.terms import terms
 
 if TYPE_CHECKING:
+    from memlane.core.types import SearchMode
     from memlane.engine.ports import ProjectMemory
 
 log = logging.getLogger("memlane.engine.topics.surfacing")
@@ -35,7 +36,7 @@ def ready_embedder(memory: ProjectMemory, *, wait: bool = False) -> Any:
 
 
 def chunk_scores(
-    memory: ProjectMemory, query: str, cards: dict[str, Card], *, mode: str = "hybrid"
+    memory: ProjectMemory, query: str, cards: dict[str, Card], *, mode: SearchMode = "hybrid"
 ) -> dict[str, float]:
     try:
         # Every topic chunk that matches at all (min_score 0): surfacing's own
