@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Protocol
 if TYPE_CHECKING:
     from memlane.core.clock import Clock
     from memlane.core.config import Config
-    from memlane.core.errors import EmbedderError
     from memlane.core.scope import Scope
     from memlane.core.settings import IndexSettings
     from memlane.core.types import (
@@ -113,8 +112,6 @@ class ProjectMemory(Protocol):
     def catch_up(self, char_limit: int | None = None) -> IndexReport | None: ...
 
     def warm_embedder(self) -> None: ...
-
-    def embedder_failed(self, exc: EmbedderError) -> None: ...
 
     def query_vector(self, query: str, mode: str, notices: list[str]) -> Vectors | None: ...
 

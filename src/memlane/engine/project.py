@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING
 from memlane.core.clock import SYSTEM_CLOCK, Clock
 from memlane.core.config import Config, load_config
 from memlane.core.errors import (
-    EmbedderError,
     StoreError,
 )
 from memlane.core.scope import Scope, resolve_scope
@@ -145,10 +144,6 @@ class Memory:
     def warm_embedder(self) -> None:
         """Load the model now (a session does this in the background at start)."""
         self._parts.warm(self.config.embedding)
-
-    def embedder_failed(self, exc: EmbedderError) -> None:
-        """An embedding call failed: skip the dense leg until the retry time."""
-        self._parts.failed(exc)
 
     @property
     def embedder_problem(self) -> str | None:
@@ -445,11 +440,11 @@ class Memory:
         from memlane.engine.journal.maintenance import forget
 
         removed = forget(self, chunk_hash=chunk_hash, date=date, time=time)
-        self.purge_damaged_copies()
+        self._purge_damaged_copies()
         step("forget.purged")
         return removed
 
-    def purge_damaged_copies(self) -> list[Path]:
+    def _purge_damaged_copies(self) -> list[Path]:
         """Delete the moved-aside damaged copies of this collection's indexes."""
         from memlane.index.sqlite.recovery import remove_damaged_copies
         from memlane.index.sqlite.sessions import sessions_path_for
