@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-import memlane.engine.parts as parts
+import memlane.engine.embedding as parts
 from fake_embedding import FakeEmbeddings, Reply
 from helpers import FixedClock, open_memory
 from memlane.engine.project import Memory
@@ -73,7 +73,7 @@ def test_status_keeps_the_last_real_failure_after_the_embedder_is_made_again(
     monkeypatch.setattr(parts, "EMBEDDER_RETRY_S", 0.0)
     dead.write("The hot cache runs on Redis.")
     dead.sync()
-    assert dead.parts.embedder is not None
+    assert dead.parts.embedder_state.embedder is not None
     line = _embedder_line(dead)
     assert "embedder ready" not in line
     assert "embedder unavailable: embedding request to http://127.0.0.1:" in line

@@ -190,11 +190,11 @@ def _warm_meanwhile(mem: Memory, mode: str) -> threading.Thread | None:
     for a search that will embed its query with a model not loaded yet (a
     new process): the model's files load in native code, beside the
     catch-up's Python. The search waits for the same load (one per process)."""
-    if mode == "lexical" or mem.config.embedding.provider == "none" or mem.embedder_ready:
+    if mode == "lexical" or mem.config.embedding.provider == "none" or mem.embedding.ready:
         return None
     import threading
 
-    thread = threading.Thread(target=mem.warm_embedder, name="memlane-warm", daemon=True)
+    thread = threading.Thread(target=mem.embedding.warm, name="memlane-warm", daemon=True)
     thread.start()
     return thread
 

@@ -37,8 +37,8 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from memlane.core.settings import IndexSettings
-    from memlane.embed.base import Embedder, Vectors
     from memlane.engine.calibration import ModelScale
+    from memlane.engine.embedding import Embedding
     from memlane.engine.journal.fresh import FreshWrites
     from memlane.engine.journal.indexer import Indexer
     from memlane.index.protocol import NotesIndex
@@ -132,22 +132,12 @@ class Memory:
         return self._parts
 
     @property
-    def embedder(self) -> Embedder | None:
-        """The embedder, or None (with ``embedder_problem`` saying why); loads on first use."""
-        return self._parts.load_embedder(self.config.embedding)
+    def embedding(self) -> Embedding:
+        """The embedder, as one object: ``embedder`` (loads on first use), ``ready``,
+        ``problem``, ``warm()``, ``query_vector()`` (engine/embedding.py)."""
+        from memlane.engine.embedding import Embedding
 
-    @property
-    def embedder_ready(self) -> bool:
-        """True when a search would not wait for the model to load."""
-        return self._parts.embedder_ready
-
-    def warm_embedder(self) -> None:
-        """Load the model now (a session does this in the background at start)."""
-        self._parts.warm(self.config.embedding)
-
-    @property
-    def embedder_problem(self) -> str | None:
-        return self._parts.embedder_problem
+        return Embedding(self._parts.embedder_state, self.config.embedding)
 
     @property
     def collection(self) -> str:
@@ -298,17 +288,9 @@ class Memory:
             self.scope.store,
             self.index,
             self.model,
-            lambda: self.embedder,
+            lambda: self.embedding.embedder,
             vectors_expected=self.config.embedding.provider != "none",
         )
-
-    def add_embedder_notice(self, indexer: Indexer, report: IndexReport) -> None:
-        """Say so in *report* when its chunks were stored without vectors."""
-        problem = indexer.embedder_problem or self.embedder_problem
-        if problem and report.unembedded_chunks and report.vectors_expected:
-            report.notices.append(
-                f"semantic search unavailable ({problem}); chunks were stored for lexical search"
-            )
 
     def catch_up(self, char_limit: int | None = None) -> IndexReport | None:
         """Index only the files this process wrote since they were last indexed.
@@ -390,10 +372,6 @@ class Memory:
         floor = self.config.session.search_min_score if chosen is None else chosen
         check_min_score(floor)
         return floor
-
-    def query_vector(self, query: str, mode: str, notices: list[str]) -> Vectors | None:
-        """The query's vector for a search in *mode*, or None for a lexical one (engine/parts.py)."""
-        return self._parts.query_vector(self.config.embedding, query, mode, notices)
 
     def similar(self, chunk_hash: str, k: int = 10) -> SearchResult:
         """More like this chunk: nearest stored vectors, the chunk itself excluded."""

@@ -121,7 +121,7 @@ class AutoContext:
         self.recall.mode = sessions_settings.auto_recall
 
     def _model_will_load(self) -> bool:
-        return self.memory.config.embedding.provider != "none" and not self.memory.embedder_ready
+        return self.memory.config.embedding.provider != "none" and not self.memory.embedding.ready
 
     def _retire_lexical(self) -> None:
         if self._lexical is not None:

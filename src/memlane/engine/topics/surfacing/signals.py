@@ -27,10 +27,10 @@ DISTINCT_TERM_WEIGHT = 0.35
 def ready_embedder(memory: ProjectMemory, *, wait: bool = False) -> Any:
     if memory.config.embedding.provider == "none":
         return None
-    if not wait and not memory.embedder_ready:
+    if not wait and not memory.embedding.ready:
         return None  # loading: the prompt must not wait for a model load
     try:
-        return memory.embedder
+        return memory.embedding.embedder
     except Exception:
         return None
 
