@@ -235,7 +235,7 @@ def test_a_failed_embedder_load_is_re_probed_after_the_negative_cache(
     """Fixing the model setup mid-session is picked up without a restart."""
     import shutil
 
-    import memlane.engine.embedding as memory_module
+    import memlane.engine.embedding as embedding_module
     from memlane.embed.factory import bundled_model_files
 
     model_dir = tmp_path / "model"
@@ -253,7 +253,7 @@ def test_a_failed_embedder_load_is_re_probed_after_the_negative_cache(
     shutil.copy(onnx_file, model_dir / "model.onnx")
     shutil.copy(tokenizer, model_dir / "tokenizer.json")
     assert mem.embedding.embedder is None  # still inside the negative cache
-    monkeypatch.setattr(memory_module, "EMBEDDER_RETRY_S", 0.0)
+    monkeypatch.setattr(embedding_module, "EMBEDDER_RETRY_S", 0.0)
     assert mem.embedding.embedder is not None
     assert mem.embedding.problem is None
 
