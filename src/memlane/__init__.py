@@ -8,12 +8,8 @@ from here::
 
 Every name is loaded on first use (PEP 562): ``import memlane`` is on the
 start path of every host (a hook, ``memlane mcp``) and must import nothing
-but this module.
+but this module (not even ``__future__``).
 """
-
-from __future__ import annotations
-
-from memlane.core.version import __version__
 
 TYPE_CHECKING = False  # typing unimported: see above
 if TYPE_CHECKING:
@@ -47,6 +43,7 @@ if TYPE_CHECKING:
         SearchScope,
         Section,
     )
+    from memlane.core.version import __version__
     from memlane.engine.live.session import Session
     from memlane.engine.live.state import Flush, Injection, Queued
     from memlane.engine.migrate import MigrationReport
@@ -57,6 +54,7 @@ if TYPE_CHECKING:
 
 #: Each exported name → the module that defines it.
 _HOME = {
+    "__version__": "memlane.core.version",
     "Memory": "memlane.engine.project",
     "Session": "memlane.engine.live.session",
     # what the calls return
@@ -137,7 +135,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> "Any":
     home = _HOME.get(name)
     if home is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
