@@ -61,6 +61,14 @@ def test_every_public_member_of_memory_is_documented_and_every_documented_one_ex
     assert sorted(documented - _public(memory)) == []
 
 
+def test_every_public_member_of_the_embedding_is_documented_in_its_row(memory: Memory) -> None:
+    row = next(
+        line for line in _section("## `Memory`").splitlines() if line.startswith("| `embedding`")
+    )
+    documented = set(re.findall(r"`([A-Za-z_]\w*)", row.split("|")[2]))
+    assert sorted(_public(memory.embedding) - documented) == []
+
+
 def test_every_public_member_of_session_is_documented_and_every_documented_one_exists(
     memory: Memory,
 ) -> None:

@@ -44,6 +44,7 @@ if TYPE_CHECKING:
         Section,
     )
     from memlane.core.version import __version__
+    from memlane.engine.embedding import Embedding
     from memlane.engine.live.session import Session
     from memlane.engine.live.state import Flush, Injection, Queued
     from memlane.engine.migrate import MigrationReport
@@ -57,6 +58,7 @@ _HOME = {
     "__version__": "memlane.core.version",
     "Memory": "memlane.engine.project",
     "Session": "memlane.engine.live.session",
+    "Embedding": "memlane.engine.embedding",
     # what the calls return
     "Anchor": "memlane.core.types",
     "Chunk": "memlane.core.types",
@@ -103,6 +105,7 @@ __all__ = [
     "ConflictError",
     "DiskFullError",
     "EmbedderError",
+    "Embedding",
     "Entry",
     "Exchange",
     "Flush",

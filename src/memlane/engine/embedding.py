@@ -198,36 +198,36 @@ class Embedding:
     """One memory's embedder: the process's ``EmbedderState`` with this project's settings."""
 
     def __init__(self, state: EmbedderState, settings: EmbeddingSettings) -> None:
-        self.state = state
-        self.settings = settings
+        self._state = state
+        self._settings = settings
 
     @property
     def model(self) -> str:
         """The model name that goes into every chunk hash."""
-        return self.settings.model
+        return self._settings.model
 
     @property
     def embedder(self) -> Embedder | None:
         """The embedder, or None (with ``problem`` saying why); loads on first use."""
-        return self.state.load(self.settings)
+        return self._state.load(self._settings)
 
     @property
     def ready(self) -> bool:
         """True when a search would not wait for the model to load."""
-        return self.state.ready
+        return self._state.ready
 
     @property
     def problem(self) -> str | None:
         """Why ``embedder`` is None (or the last load failed), else None."""
-        return self.state.embedder_problem
+        return self._state.embedder_problem
 
     def warm(self) -> None:
         """Load the model now (a session does this in the background at start)."""
-        self.state.warm(self.settings)
+        self._state.warm(self._settings)
 
     def query_vector(self, query: str, mode: str, notices: list[str]) -> Vectors | None:
         """The query's vector for a search in *mode*, or None for a lexical one."""
-        return self.state.query_vector(self.settings, query, mode, notices)
+        return self._state.query_vector(self._settings, query, mode, notices)
 
     def note_unembedded(self, report: IndexReport, problem: str | None = None) -> None:
         """Say so in *report* when its chunks were stored without vectors
