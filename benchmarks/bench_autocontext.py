@@ -99,7 +99,7 @@ def journal(size: int, prompt_count: int) -> bool:
         # (rightly) drop the synthetic chunks, which have no markdown behind
         # them. The model is loaded up front, as start's warm-up does.
         session = Session(mem, host="bench", session_id="bench")
-        assert mem.embedder is not None, mem.embedder_problem
+        assert mem.embedding.embedder is not None, mem.embedding.problem
         assert session.wait_auto_context_ready(120)
         walls: list[float] = []
         for prompt in prompts:
@@ -186,7 +186,7 @@ def surfacing(topic_count: int, prompt_count: int) -> bool:
         from memlane.engine.topics.surfacing import EMBED_PER_PROMPT, TopicSurfacer
 
         mem = Memory.open(project)
-        assert mem.embedder is not None, mem.embedder_problem
+        assert mem.embedding.embedder is not None, mem.embedding.problem
         t0 = time.perf_counter()
         build_topics(mem.scope.store, topic_count)
         mem.sync()

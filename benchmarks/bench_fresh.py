@@ -93,8 +93,8 @@ def run(project: Path, chunks: int, runs: int) -> int:
 
     mem = Memory.open(project)
     make_store(mem.scope.store, chunks, 300)
-    embedder = mem.embedder
-    assert embedder is not None, mem.embedder_problem
+    embedder = mem.embedding.embedder
+    assert embedder is not None, mem.embedding.problem
     t0 = time.perf_counter()
     mem.sync()
     build_s = time.perf_counter() - t0

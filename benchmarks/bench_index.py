@@ -55,8 +55,8 @@ def child(chunks: int, chars: int) -> None:
 
     mem = Memory.open(project)
     t0 = time.perf_counter()
-    embedder = mem.embedder
-    assert embedder is not None, mem.embedder_problem
+    embedder = mem.embedding.embedder
+    assert embedder is not None, mem.embedding.problem
     embedder.embed(["warm up"])
     load_s = time.perf_counter() - t0
     t1 = time.perf_counter()

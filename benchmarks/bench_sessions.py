@@ -163,8 +163,8 @@ def child_backfill(messages: int, lengths: str) -> dict[str, Any]:
     paths = write_history(sessions_dir, cwd, messages, lengths=lengths)
     mem = Memory.open(project)
     t0 = time.perf_counter()
-    embedder = mem.embedder
-    assert embedder is not None, mem.embedder_problem
+    embedder = mem.embedding.embedder
+    assert embedder is not None, mem.embedding.problem
     embedder.embed(["warm up"])
     load_s = time.perf_counter() - t0
     layer = SessionsLayer(mem)

@@ -118,7 +118,7 @@ def collect(
     config = load_config(None, env={})
     with Memory(resolve_scope(project), config) as mem:
         mem.sync()
-        embedder = mem.embedder
+        embedder = mem.embedding.embedder
         assert embedder is not None, "the bundled model is needed"
         qvecs = [
             np.asarray(embedder.embed_query(q[0]), dtype=np.float32).reshape(-1) for q in queries

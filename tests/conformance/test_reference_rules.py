@@ -273,7 +273,7 @@ def test_memory_expand_loads_no_embedder(project: Path, tmp_path: Path) -> None:
     assert "shared sandbox account" in section.content
     assert section.anchor is not None and section.anchor.session == "cli"
     # never even tried: loading the broken model would have recorded why it failed
-    assert mem.embedder_problem is None
+    assert mem.embedding.problem is None
 
 
 def test_memory_transcript_is_a_pure_file_read(
@@ -298,7 +298,7 @@ def test_memory_transcript_is_a_pure_file_read(
     assert "which cache should the sessions service use?" in result.text
     assert "Memcached lacks persistence" in result.text
     assert not mem.index_path.exists()  # opening the index would have created it
-    assert mem.embedder_problem is None  # loading the broken model would have failed
+    assert mem.embedding.problem is None  # loading the broken model would have failed
 
 
 # -- Cross-repo recall -------------------------------------------------------------------------

@@ -34,7 +34,7 @@ TIMEOUT_S = 180
 #: docs/python-api.md's two examples, as a program runs them.
 PROGRAMS = {
     "memory, as documented": """
-from memlane.engine import Memory
+from memlane import Memory
 
 with Memory.open(PROJECT) as memory:
     memory.write("the flaky login test was a race in the token refresh")
@@ -43,9 +43,7 @@ with Memory.open(PROJECT) as memory:
     print("token refresh" in section.content)
 """,
     "session, as documented": """
-from memlane.core.types import Exchange
-from memlane.engine import Memory
-from memlane.engine.live.session import Session
+from memlane import Exchange, Memory, Session
 
 memory = Memory.open(PROJECT)
 session = Session.open(memory, host="my-agent", session_id="3f2c9b1e")
@@ -58,15 +56,13 @@ print(session.shutdown().flushed)
 """,
     # The model is still loading when the program ends: the case that aborted.
     "session shut down at once": """
-from memlane.engine import Memory
-from memlane.engine.live.session import Session
+from memlane import Memory, Session
 
 session = Session.open(Memory.open(PROJECT), host="my-agent", session_id="3f2c9b1e")
 print(session.shutdown().flushed)
 """,
     "session never shut down": """
-from memlane.engine import Memory
-from memlane.engine.live.session import Session
+from memlane import Memory, Session
 
 session = Session.open(Memory.open(PROJECT), host="my-agent", session_id="3f2c9b1e")
 print(session.before_agent_start("why is the login test flaky?").system_append != "")

@@ -130,9 +130,9 @@ def test_offering_earlier_memories_never_loads_the_model(project: Path, clock: F
         chunk = _old_entry(memory, sync=False)
         offered = earlier_memories(memory, EXCHANGE.user)
         assert [e.chunk_hash for e in offered] == [chunk]
-        assert not memory.embedder_ready
+        assert not memory.embedding.ready
         assert memory.search(EXCHANGE.user, 3, sync=False).hits  # a hybrid search still loads it
-        assert memory.embedder_ready
+        assert memory.embedding.ready
     finally:
         memory.close()
 

@@ -537,7 +537,7 @@ def test_hybrid_embeds_once_and_searches_other_spaces_lexically(
     monkeypatch.setenv("MEMLANE_SCAN_ROOTS", str(root))
     calls = 0
     with open_memory(cur) as mem:
-        embedder = mem.embedder
+        embedder = mem.embedding.embedder
         assert embedder is not None
         real = embedder.embed_query
 

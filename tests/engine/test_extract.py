@@ -159,7 +159,7 @@ EXCHANGE = Exchange(
 def model_mem(project: Path, clock: FixedClock) -> Iterator[Memory]:
     """The project's memory with the bundled model (the duplicate cosine needs it)."""
     mem = open_memory(project, clock=clock, lexical=False)
-    assert mem.embedder is not None
+    assert mem.embedding.embedder is not None
     yield mem
     mem.close()
 

@@ -235,7 +235,7 @@ def test_a_failed_embedder_load_is_re_probed_after_the_negative_cache(
     """Fixing the model setup mid-session is picked up without a restart."""
     import shutil
 
-    import memlane.engine.parts as memory_module
+    import memlane.engine.embedding as embedding_module
     from memlane.embed.factory import bundled_model_files
 
     model_dir = tmp_path / "model"
@@ -246,16 +246,16 @@ def test_a_failed_embedder_load_is_re_probed_after_the_negative_cache(
         MEMLANE_EMBEDDING_PATH=str(model_dir),
         MEMLANE_EMBEDDING_MODEL="mine",
     )
-    assert mem.embedder is None
-    assert "is not a directory" in (mem.embedder_problem or "")
+    assert mem.embedding.embedder is None
+    assert "is not a directory" in (mem.embedding.problem or "")
     model_dir.mkdir()
     onnx_file, tokenizer = bundled_model_files()
     shutil.copy(onnx_file, model_dir / "model.onnx")
     shutil.copy(tokenizer, model_dir / "tokenizer.json")
-    assert mem.embedder is None  # still inside the negative cache
-    monkeypatch.setattr(memory_module, "EMBEDDER_RETRY_S", 0.0)
-    assert mem.embedder is not None
-    assert mem.embedder_problem is None
+    assert mem.embedding.embedder is None  # still inside the negative cache
+    monkeypatch.setattr(embedding_module, "EMBEDDER_RETRY_S", 0.0)
+    assert mem.embedding.embedder is not None
+    assert mem.embedding.problem is None
 
 
 def test_similar_returns_a_notes_real_neighbours_and_never_the_chunk_itself(

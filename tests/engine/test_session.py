@@ -573,7 +573,7 @@ def _a_failing_embedding_server_is_cached_as_down(
     )
     assert fake_openai.requests and all(r.path == "/v1/embeddings" for r in fake_openai.requests)
     asked = len(fake_openai.requests)
-    assert mem.embedder is None and mem.embedder_problem
+    assert mem.embedding.embedder is None and mem.embedding.problem
     again = mem.search("redis", 3, sync=False)
     assert again.hits and again.mode == "lexical"
     assert len(fake_openai.requests) == asked  # no retry inside the negative cache

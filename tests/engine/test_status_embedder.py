@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-import memlane.engine.parts as parts
+import memlane.engine.embedding as embedding_module
 from fake_embedding import FakeEmbeddings, Reply
 from helpers import FixedClock, open_memory
 from memlane.engine.project import Memory
@@ -70,10 +70,10 @@ def test_status_keeps_the_last_real_failure_after_the_embedder_is_made_again(
     assert "semantic search unavailable" in searched.text
     # Past the retry time the next load makes a new embedder object: the index
     # run below does, and its own embedding fails again (the old "ready" path).
-    monkeypatch.setattr(parts, "EMBEDDER_RETRY_S", 0.0)
+    monkeypatch.setattr(embedding_module, "EMBEDDER_RETRY_S", 0.0)
     dead.write("The hot cache runs on Redis.")
     dead.sync()
-    assert dead.parts.embedder is not None
+    assert dead.parts.embedder_state.embedder is not None
     line = _embedder_line(dead)
     assert "embedder ready" not in line
     assert "embedder unavailable: embedding request to http://127.0.0.1:" in line
@@ -91,7 +91,7 @@ def test_an_endpoint_that_recovers_is_ready_again_after_its_first_good_call(
         fake_embeddings.then(*[Reply(status=503)] * 100)  # down: every request fails
         Tools(mem).call("memory_search", {"query": "deploys", "min_score": 0})
         assert "embedder unavailable: embedding request to" in _embedder_line(mem)
-        monkeypatch.setattr(parts, "EMBEDDER_RETRY_S", 0.0)
+        monkeypatch.setattr(embedding_module, "EMBEDDER_RETRY_S", 0.0)
         fake_embeddings.script.clear()
         Tools(mem).call("memory_search", {"query": "deploys", "min_score": 0})
         assert _embedder_line(mem).endswith("embedder ready")

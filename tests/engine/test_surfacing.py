@@ -314,7 +314,7 @@ def model_mem(tmp_path_factory: pytest.TempPathFactory, shared_cache: Path) -> I
     try:
         mem = open_memory(make_project(tmp_path_factory.mktemp("surf")), lexical=False)
         build_store(mem, TOPICS)
-        assert mem.embedder is not None
+        assert mem.embedding.embedder is not None
         yield mem
         mem.close()
     finally:

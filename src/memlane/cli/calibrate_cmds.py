@@ -36,10 +36,10 @@ def calibrate(
                 hint="set embedding.provider (onnx, the default, needs no network) to search "
                 "by meaning",
             )
-        embedder = mem.embedder
+        embedder = mem.embedding.embedder
         if embedder is None:
             raise EmbedderError(
-                f"the embedding model could not be loaded: {mem.embedder_problem}",
+                f"the embedding model could not be loaded: {mem.embedding.problem}",
                 hint="fix the [embedding] settings (`memlane status` shows them), then run "
                 "`memlane calibrate` again",
             )

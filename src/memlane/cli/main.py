@@ -53,7 +53,7 @@ app = typer.Typer(
 
 def _version(value: bool) -> None:
     if value:
-        from memlane import __version__
+        from memlane.core.version import __version__
 
         typer.echo(f"memlane {__version__}")
         raise typer.Exit()

@@ -13,6 +13,12 @@ from typing import Any, Literal
 
 Kind = Literal["journal", "topic", "session"]
 SearchMode = Literal["hybrid", "lexical", "semantic"]
+#: What ``Memory.search`` may be asked for: a ``Kind``, or "all" (notes and sessions).
+SearchKind = Literal["journal", "topic", "session", "all"]
+#: One project's memory, or every project's notes.
+SearchScope = Literal["project", "all"]
+#: Best match first, or newest first.
+SearchOrder = Literal["relevance", "newest"]
 
 _HTML_COMMENT_RE = re.compile(r"<!--.*?-->", re.DOTALL)
 _BLANK_RUN_RE = re.compile(r"\n{3,}")

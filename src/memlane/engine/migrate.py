@@ -200,7 +200,7 @@ def migrate(
         )
     try:
         destination.ensure_model(space, None)
-        embedder = ReusedVectors(known, lambda: memory.embedder)
+        embedder = ReusedVectors(known, lambda: memory.embedding.embedder)
         indexer = Indexer(
             memory.scope.store,
             destination,

@@ -20,12 +20,19 @@ from typing import TYPE_CHECKING, Protocol
 if TYPE_CHECKING:
     from memlane.core.clock import Clock
     from memlane.core.config import Config
-    from memlane.core.errors import EmbedderError
     from memlane.core.scope import Scope
     from memlane.core.settings import IndexSettings
-    from memlane.core.types import Anchor, Entry, SearchResult
-    from memlane.embed.base import Embedder, Vectors
+    from memlane.core.types import (
+        Anchor,
+        Entry,
+        SearchKind,
+        SearchMode,
+        SearchOrder,
+        SearchResult,
+        SearchScope,
+    )
     from memlane.engine.calibration import ModelScale
+    from memlane.engine.embedding import Embedding
     from memlane.engine.journal.fresh import FreshWrites
     from memlane.engine.journal.indexer import Indexer
     from memlane.engine.parts import SharedParts
@@ -49,13 +56,7 @@ class ProjectMemory(Protocol):
     def parts(self) -> SharedParts: ...
 
     @property
-    def embedder(self) -> Embedder | None: ...
-
-    @property
-    def embedder_problem(self) -> str | None: ...
-
-    @property
-    def embedder_ready(self) -> bool: ...
+    def embedding(self) -> Embedding: ...
 
     @property
     def collection(self) -> str: ...
@@ -100,15 +101,7 @@ class ProjectMemory(Protocol):
 
     def indexer(self) -> Indexer: ...
 
-    def add_embedder_notice(self, indexer: Indexer, report: IndexReport) -> None: ...
-
     def catch_up(self, char_limit: int | None = None) -> IndexReport | None: ...
-
-    def warm_embedder(self) -> None: ...
-
-    def embedder_failed(self, exc: EmbedderError) -> None: ...
-
-    def query_vector(self, query: str, mode: str, notices: list[str]) -> Vectors | None: ...
 
     def min_score(self, chosen: float | None = None) -> float: ...
 
@@ -117,15 +110,16 @@ class ProjectMemory(Protocol):
         query: str,
         k: int | None = None,
         *,
-        kind: str | None = None,
-        scope: str = "project",
+        kind: SearchKind | None = None,
+        scope: SearchScope = "project",
         after: str | None = None,
         before: str | None = None,
         session: str | None = None,
         source_prefix: str | None = None,
-        mode: str = "hybrid",
+        mode: SearchMode = "hybrid",
         sync: bool = True,
         min_score: float | None = None,
+        order: SearchOrder = "relevance",
     ) -> SearchResult: ...
 
 

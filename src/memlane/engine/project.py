@@ -16,11 +16,20 @@ from typing import TYPE_CHECKING
 from memlane.core.clock import SYSTEM_CLOCK, Clock
 from memlane.core.config import Config, load_config
 from memlane.core.errors import (
-    EmbedderError,
     StoreError,
 )
 from memlane.core.scope import Scope, resolve_scope
-from memlane.core.types import Anchor, Chunk, Entry, SearchResult, Section
+from memlane.core.types import (
+    Anchor,
+    Chunk,
+    Entry,
+    SearchKind,
+    SearchMode,
+    SearchOrder,
+    SearchResult,
+    SearchScope,
+    Section,
+)
 from memlane.engine.parts import SharedParts
 from memlane.engine.reports import IndexReport, Progress, Status
 
@@ -28,8 +37,8 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from memlane.core.settings import IndexSettings
-    from memlane.embed.base import Embedder, Vectors
     from memlane.engine.calibration import ModelScale
+    from memlane.engine.embedding import Embedding
     from memlane.engine.journal.fresh import FreshWrites
     from memlane.engine.journal.indexer import Indexer
     from memlane.index.protocol import NotesIndex
@@ -123,26 +132,12 @@ class Memory:
         return self._parts
 
     @property
-    def embedder(self) -> Embedder | None:
-        """The embedder, or None (with ``embedder_problem`` saying why); loads on first use."""
-        return self._parts.load_embedder(self.config.embedding)
+    def embedding(self) -> Embedding:
+        """The embedder, as one object: ``embedder`` (loads on first use), ``ready``,
+        ``problem``, ``warm()``, ``query_vector()`` (engine/embedding.py)."""
+        from memlane.engine.embedding import Embedding
 
-    @property
-    def embedder_ready(self) -> bool:
-        """True when a search would not wait for the model to load."""
-        return self._parts.embedder_ready
-
-    def warm_embedder(self) -> None:
-        """Load the model now (a session does this in the background at start)."""
-        self._parts.warm(self.config.embedding)
-
-    def embedder_failed(self, exc: EmbedderError) -> None:
-        """An embedding call failed: skip the dense leg until the retry time."""
-        self._parts.failed(exc)
-
-    @property
-    def embedder_problem(self) -> str | None:
-        return self._parts.embedder_problem
+        return Embedding(self._parts.embedder_state, self.config.embedding)
 
     @property
     def collection(self) -> str:
@@ -293,17 +288,9 @@ class Memory:
             self.scope.store,
             self.index,
             self.model,
-            lambda: self.embedder,
+            lambda: self.embedding.embedder,
             vectors_expected=self.config.embedding.provider != "none",
         )
-
-    def add_embedder_notice(self, indexer: Indexer, report: IndexReport) -> None:
-        """Say so in *report* when its chunks were stored without vectors."""
-        problem = indexer.embedder_problem or self.embedder_problem
-        if problem and report.unembedded_chunks and report.vectors_expected:
-            report.notices.append(
-                f"semantic search unavailable ({problem}); chunks were stored for lexical search"
-            )
 
     def catch_up(self, char_limit: int | None = None) -> IndexReport | None:
         """Index only the files this process wrote since they were last indexed.
@@ -335,16 +322,16 @@ class Memory:
         query: str,
         k: int | None = None,
         *,
-        kind: str | None = None,
-        scope: str = "project",
+        kind: SearchKind | None = None,
+        scope: SearchScope = "project",
         after: str | None = None,
         before: str | None = None,
         session: str | None = None,
         source_prefix: str | None = None,
-        mode: str = "hybrid",
+        mode: SearchMode = "hybrid",
         sync: bool = True,
         min_score: float | None = None,
-        order: str = "relevance",
+        order: SearchOrder = "relevance",
     ) -> SearchResult:
         """Recall: the top-k hits for a query, through the one search router.
 
@@ -385,10 +372,6 @@ class Memory:
         floor = self.config.session.search_min_score if chosen is None else chosen
         check_min_score(floor)
         return floor
-
-    def query_vector(self, query: str, mode: str, notices: list[str]) -> Vectors | None:
-        """The query's vector for a search in *mode*, or None for a lexical one (engine/parts.py)."""
-        return self._parts.query_vector(self.config.embedding, query, mode, notices)
 
     def similar(self, chunk_hash: str, k: int = 10) -> SearchResult:
         """More like this chunk: nearest stored vectors, the chunk itself excluded."""
@@ -435,11 +418,11 @@ class Memory:
         from memlane.engine.journal.maintenance import forget
 
         removed = forget(self, chunk_hash=chunk_hash, date=date, time=time)
-        self.purge_damaged_copies()
+        self._purge_damaged_copies()
         step("forget.purged")
         return removed
 
-    def purge_damaged_copies(self) -> list[Path]:
+    def _purge_damaged_copies(self) -> list[Path]:
         """Delete the moved-aside damaged copies of this collection's indexes."""
         from memlane.index.sqlite.recovery import remove_damaged_copies
         from memlane.index.sqlite.sessions import sessions_path_for

@@ -31,7 +31,7 @@ def project_status(
     ``host`` is a live session's host (what ``llm.provider = auto`` means there)."""
     import sqlite3
 
-    from memlane import __version__
+    from memlane.core.version import __version__
     from memlane.engine.journal import capture_journal, capture_recovery
     from memlane.index import state
     from memlane.llm.factory import describe_llm
@@ -65,12 +65,12 @@ def project_status(
     state_data = state.load(memory.scope.state_path)
     if memory.scope.state_path is not None and not state_data:
         notices.append("index: no state recorded yet (it is written by the next index)")
-    parts = memory.parts
+    model_state = memory.parts.embedder_state
     problem: str | None = None
     provider = memory.config.embedding.provider
     if probe and provider != "none":
-        embedder = memory.embedder
-        problem = parts.embedder_problem
+        embedder = memory.embedding.embedder
+        problem = model_state.embedder_problem
         if embedder is not None:
             try:
                 embedder.embed_query("memlane status probe")
@@ -80,13 +80,13 @@ def project_status(
         # The truth, cheaply: the last real call's failure (a reloaded embedder
         # object says nothing about its endpoint), else, for an endpoint no call
         # has reached yet, a bounded connect to it.
-        problem = parts.recent_failure
-        if problem is None and provider == "openai" and not parts.embedder_outcome_known:
+        problem = model_state.recent_failure
+        if problem is None and provider == "openai" and not model_state.outcome_known:
             from memlane.embed.http import unreachable
 
             problem = unreachable(memory.config.embedding, ENDPOINT_PROBE_S)
-    if parts.embedder_loaded or problem:
-        problem = problem or (None if parts.embedder else parts.embedder_problem)
+    if model_state.embedder_loaded or problem:
+        problem = problem or (None if model_state.embedder else model_state.embedder_problem)
         embedder_state = f"unavailable: {problem}" if problem else "ready"
         if problem and memory.config.embedding.provider != "none":
             missing.append(

@@ -177,8 +177,8 @@ def test_projects_share_one_embedder_but_not_their_writes(tmp_path: Path) -> Non
     try:
         assert one is not two
         assert projects.for_dir(str(tmp_path / "one")) is one
-        one.memory.parts.embedder_problem = "seen by both"
-        assert two.memory.parts.embedder_problem == "seen by both"
+        one.memory.parts.embedder_state.embedder_problem = "seen by both"
+        assert two.memory.parts.embedder_state.embedder_problem == "seen by both"
         assert one.memory.fresh is not two.memory.fresh
     finally:
         projects.close()

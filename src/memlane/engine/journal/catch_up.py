@@ -55,7 +55,7 @@ def catch_up(
     report = indexer.apply(plan, "catch-up")
     fresh.indexed(written_upto, sources)
     fresh.note(plan.changed_since())
-    memory.add_embedder_notice(indexer, report)
+    memory.embedding.note_unembedded(report, indexer.embedder_problem)
     if plan.sources:
         fresh.caught_up(report, len(plan.sources), (time.perf_counter() - started) * 1000)
     return report

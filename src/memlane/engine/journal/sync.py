@@ -74,7 +74,7 @@ def sync(
     fresh.indexed(written_upto)
     fresh.note(plan.changed_since())
     fresh.recorded()
-    memory.add_embedder_notice(indexer, report)
+    memory.embedding.note_unembedded(report, indexer.embedder_problem)
     ensure_scale(memory)
     if space_changed:
         report.notices.append(
@@ -94,9 +94,9 @@ def ensure_scale(memory: ProjectMemory) -> None:
     would make every search look certain)."""
     if memory.config.embedding.provider.strip().lower() == "none":
         return
-    if memory.model_scale.source != "none" or not memory.embedder_ready:
+    if memory.model_scale.source != "none" or not memory.embedding.ready:
         return
-    embedder = memory.embedder
+    embedder = memory.embedding.embedder
     if embedder is None:
         return
     from memlane.core.errors import EmbedderError

@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from memlane.core.types import Anchor, Hit
+from memlane.core.types import Anchor, Hit, SearchMode
 from memlane.engine.live.state import AutoContextState, RecallState, SurfacingState
 from memlane.engine.live.worker import SearchWorker, WarmWorkers
 
@@ -121,7 +121,7 @@ class AutoContext:
         self.recall.mode = sessions_settings.auto_recall
 
     def _model_will_load(self) -> bool:
-        return self.memory.config.embedding.provider != "none" and not self.memory.embedder_ready
+        return self.memory.config.embedding.provider != "none" and not self.memory.embedding.ready
 
     def _retire_lexical(self) -> None:
         if self._lexical is not None:
@@ -176,7 +176,7 @@ class AutoContext:
         else:
             self._respawning = False
             self._retire_lexical()
-        mode = "lexical" if warming else "hybrid"
+        mode: SearchMode = "lexical" if warming else "hybrid"
         top_k = settings.auto_context_top_k
         cap_s = settings.auto_context_cap_ms / 1000
         started = time.perf_counter()

@@ -4,7 +4,7 @@ Whatever drives the engine (pi's sidecar through a ``Session``, the MCP
 server without one, a Claude Code host next), the same two things run behind
 it once the memory is open, so no host carries this rule itself:
 
-* the embedding model warms up (``Memory.warm_embedder``) while the agent is
+* the embedding model warms up (``Memory.embedding.warm``) while the agent is
   still thinking: the first search then does not pay for the load, and a
   model that cannot load is found and cached as such before anyone waits;
 * the sessions layer catches up with the project's transcripts (backfill),
@@ -60,7 +60,7 @@ class Background:
             # search that comes first simply waits for it.
             self._threads.append(
                 threading.Thread(
-                    target=self.memory.warm_embedder, name="memlane-embedder-warmup", daemon=True
+                    target=self.memory.embedding.warm, name="memlane-embedder-warmup", daemon=True
                 )
             )
         if self.memory.config.sessions.enabled:

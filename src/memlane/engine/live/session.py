@@ -102,18 +102,18 @@ class Session:
         self.notices: list[str] = list(memory.config.problems)  # a hook has no terminal
         if memory.scope.worktree is not None and memory.scope.worktree.problem:
             self.notices.append(memory.scope.worktree.problem)  # not shared: ADR 0035
-        self.host_llm_available = False
+        self._host_llm_available = False
         self.host_call: HostCall | None = None  # the host's llm.complete (a dream's model)
         self.capture = CaptureState(
             enabled=self.settings.capture_enabled,
             llm=llm.name if llm is not None else "none (entries are verbatim digests)",
         )
-        self.topic_settings = memory.config.topics
+        self._topic_settings = memory.config.topics
         surfacer: TopicSurfacer | None = None
-        if self.topic_settings.enabled and self.topic_settings.auto_surfacing_enabled:
+        if self._topic_settings.enabled and self._topic_settings.auto_surfacing_enabled:
             from memlane.engine.topics.surfacing import TopicSurfacer
 
-            surfacer = TopicSurfacer(self.topic_settings)
+            surfacer = TopicSurfacer(self._topic_settings)
         self._auto = AutoContext(
             memory,
             self.settings,
@@ -122,11 +122,11 @@ class Session:
             notices=self.notices,
         )
         self.extraction = ExtractionState(
-            enabled=self.topic_settings.enabled
-            and self.topic_settings.extract_memories_enabled
+            enabled=self._topic_settings.enabled
+            and self._topic_settings.extract_memories_enabled
             and (llm is not None and self.capture.enabled)
         )
-        self.sessions_settings = memory.config.sessions
+        self._sessions_settings = memory.config.sessions
         self._background: Background | None = None
         self._owns_background = True
         self._primer_line: str | None = None
@@ -194,12 +194,12 @@ class Session:
             session.start_background()
         if session._primer_line:
             session.notices.append(session._primer_line)
-        if session.topic_settings.enabled:
+        if session._topic_settings.enabled:
             from memlane.engine.topics.dream import note_session_start, nudge
 
             try:
                 note_session_start(memory.scope.store)
-                text = nudge(memory.scope.store, session.topic_settings, memory.clock.now())
+                text = nudge(memory.scope.store, session._topic_settings, memory.clock.now())
             except Exception as exc:  # bookkeeping must never stop a session
                 log.info("dream bookkeeping failed: %s", exc)
                 text = None
@@ -260,7 +260,7 @@ class Session:
             background=background,
             defer_background=defer_background,
         )
-        session.host_llm_available = host_call is not None
+        session._host_llm_available = host_call is not None
         session.host_call = host_call
         session.notices.extend(notices)
         surfacer = session.surfacer
@@ -394,7 +394,7 @@ class Session:
         if "topics.enabled" in changed:
             enabled = bool(config.get("topics.enabled"))
             topics = config.topics
-            self.topic_settings = self._captures.topic_settings = topics
+            self._topic_settings = self._captures.topic_settings = topics
             extracts = topics.extract_memories_enabled and self.capture.enabled
             self.extraction.enabled = enabled and extracts and self.llm is not None
             self._auto.switch_topics(enabled, topics)
@@ -482,7 +482,7 @@ class Session:
 
     def status(self, *, probe: bool = False) -> Status:
         """memory_status: the doctor's report with this session's live state."""
-        report = self.memory.status(probe=probe, host_llm=self.host_llm_available, host=self.host)
+        report = self.memory.status(probe=probe, host_llm=self._host_llm_available, host=self.host)
         report.session = self.status_json()
         report.capture["llm"] = self.capture.llm
         report.capture["enabled"] = self.capture.enabled

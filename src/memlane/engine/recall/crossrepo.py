@@ -332,7 +332,7 @@ def _embed_query(
     mem: ProjectMemory, query: str, mode: str, notices: list[str]
 ) -> np.ndarray | None:
     """The query vector (once per fan-out), or None for a lexical search."""
-    vector = mem.query_vector(query, mode, notices)
+    vector = mem.embedding.query_vector(query, mode, notices)
     return None if vector is None else np.asarray(vector, dtype=np.float32).reshape(-1)
 
 

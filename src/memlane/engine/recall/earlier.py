@@ -90,7 +90,7 @@ def earlier_memories(
     # A model not in memory yet is not loaded for this: on a new user's first
     # session end (or a fresh model cache) that load alone outlasts the
     # capture's shutdown budget, and the words find the same fact.
-    mode = "hybrid" if memory.embedder_ready else "lexical"
+    mode = "hybrid" if memory.embedding.ready else "lexical"
     # The index as it stands: this session's own fresh entries are steps of
     # the same conversation, never what a new entry corrects (recall/trust.py),
     # and indexing them first re-read the day's file after every capture

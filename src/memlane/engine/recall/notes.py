@@ -123,7 +123,7 @@ def _search_notes(
         if request.catch_up:
             # A lexical search needs no vectors: it does not load the model to
             # embed the fresh chunks either (they are embedded once it is loaded).
-            embed = not loading and (mode != "lexical" or memory.embedder_ready)
+            embed = not loading and (mode != "lexical" or memory.embedding.ready)
             said = catch_up_before_search(memory, embed=embed)
             notices.extend(said)
             locked = any(n.startswith(NEWEST_NOT_INDEXED) for n in said)
@@ -139,7 +139,7 @@ def _search_notes(
         if loading:
             mode = "lexical"
             notices.append(MODEL_LOADING)
-    vector = memory.query_vector(request.query, mode, notices)
+    vector = memory.embedding.query_vector(request.query, mode, notices)
     after, before = request.note_bounds(memory.clock.zone())
     filters = SearchFilters(
         kind=notes_kind(request.kind),

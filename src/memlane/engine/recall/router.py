@@ -151,11 +151,11 @@ def _warm_meanwhile(memory: ProjectMemory, mode: str) -> threading.Thread | None
     catch-up's Python. The search waits for the same load (one per process)."""
     if mode == "lexical" or memory.config.embedding.provider == "none":
         return None
-    if memory.embedder_ready:
+    if memory.embedding.ready:
         return None
     import threading
 
-    thread = threading.Thread(target=memory.warm_embedder, name="memlane-warm", daemon=True)
+    thread = threading.Thread(target=memory.embedding.warm, name="memlane-warm", daemon=True)
     thread.start()
     return thread
 

@@ -70,7 +70,7 @@ class SessionsLayer:
         self._from_memory = embedder == "memory"
         chosen: Embedder | None = None
         if self._from_memory:
-            chosen = mem.embedder
+            chosen = mem.embedding.embedder
         elif embedder is not None and not isinstance(embedder, str):
             chosen = embedder
         self._embedder = chosen
@@ -143,7 +143,7 @@ class SessionsLayer:
         notices: list[str] = []
         vector = None
         if self._from_memory:
-            vector = self.mem.query_vector(query, mode, notices)
+            vector = self.mem.embedding.query_vector(query, mode, notices)
         elif mode != "lexical" and query.strip():
             # An embedder given explicitly (benchmarks, tests): no fallback to manage.
             if self._embedder is None:

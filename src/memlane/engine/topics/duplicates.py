@@ -295,7 +295,7 @@ def _cosines(memory: ProjectMemory, mine: str, facts: list[str]) -> list[float] 
     if memory.config.embedding.provider == "none":
         return None
     try:
-        embedder = memory.embedder
+        embedder = memory.embedding.embedder
     except Exception:
         embedder = None
     if embedder is None:

@@ -220,7 +220,7 @@ def install(
     plugin_dir: Path | None = None,
 ) -> InstallReport:
     """Install memlane into Claude Code (see the module docstring). Idempotent."""
-    from memlane import __version__
+    from memlane.core.version import __version__
 
     if mode not in MODES:
         raise ConfigError(f"unknown install mode {mode!r}", f"use one of {', '.join(MODES)}")

@@ -140,7 +140,7 @@ memory. Remove it with `{memlane} uninstall claude-code`.
 
 def plugin_files(command: str, server: dict[str, Any], memlane: str) -> dict[str, str]:
     """Every file of the plugin directory (relative path → text)."""
-    from memlane import __version__
+    from memlane.core.version import __version__
 
     description = "memlane: long-term memory (capture, snapshot, auto-context, recall)"
     files = {

@@ -207,7 +207,7 @@ class Server:
         return None
 
     def _initialize(self, params: dict[str, Any]) -> dict[str, Any]:
-        from memlane import __version__
+        from memlane.core.version import __version__
 
         requested = params.get("protocolVersion")
         if not isinstance(requested, str) or any(

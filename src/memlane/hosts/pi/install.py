@@ -124,7 +124,7 @@ def install(
     env: dict[str, str] | None = None,
 ) -> InstallReport:
     """Add the pi package to pi's settings and record which memlane it runs. Idempotent."""
-    from memlane import __version__
+    from memlane.core.version import __version__
 
     pkg = (package or package_dir()).absolute()
     exe = command if command is not None else memlane_executable()

@@ -290,7 +290,7 @@ class Engine:
     # -- what ``memlane engine status`` shows --------------------------------------------
 
     def status(self) -> dict[str, Any]:
-        from memlane import __version__
+        from memlane.core.version import __version__
         from memlane.engine.index_backend import milvus_lite_state
 
         with self._lock:
@@ -416,9 +416,9 @@ def _remove_old_pointer(place: Place) -> None:
 
 
 def _write_info(place: Place, path: str) -> None:
-    from memlane import __version__
     from memlane.core.atomic import write_atomic
     from memlane.core.link import keyed_environment
+    from memlane.core.version import __version__
 
     info = {
         "pid": os.getpid(),

@@ -12,6 +12,7 @@ from memlane.engine.topics.surfacing.cards import Card
 from memlane.engine.topics.surfacing.terms import terms
 
 if TYPE_CHECKING:
+    from memlane.core.types import SearchMode
     from memlane.engine.ports import ProjectMemory
 
 log = logging.getLogger("memlane.engine.topics.surfacing")
@@ -26,16 +27,16 @@ DISTINCT_TERM_WEIGHT = 0.35
 def ready_embedder(memory: ProjectMemory, *, wait: bool = False) -> Any:
     if memory.config.embedding.provider == "none":
         return None
-    if not wait and not memory.embedder_ready:
+    if not wait and not memory.embedding.ready:
         return None  # loading: the prompt must not wait for a model load
     try:
-        return memory.embedder
+        return memory.embedding.embedder
     except Exception:
         return None
 
 
 def chunk_scores(
-    memory: ProjectMemory, query: str, cards: dict[str, Card], *, mode: str = "hybrid"
+    memory: ProjectMemory, query: str, cards: dict[str, Card], *, mode: SearchMode = "hybrid"
 ) -> dict[str, float]:
     try:
         # Every topic chunk that matches at all (min_score 0): surfacing's own

@@ -23,6 +23,7 @@ from memlane.engine.topics.surfacing.signals import (
 )
 
 if TYPE_CHECKING:
+    from memlane.core.types import SearchMode
     from memlane.engine.ports import ProjectMemory
     from memlane.llm.base import LLM
 
@@ -206,7 +207,7 @@ class TopicSurfacer:
     # -- selection -----------------------------------------------------------------------
 
     def candidates(
-        self, memory: ProjectMemory, prompt: str, *, mode: str = "hybrid"
+        self, memory: ProjectMemory, prompt: str, *, mode: SearchMode = "hybrid"
     ) -> list[Candidate]:
         """Every topic with any evidence for *prompt*, best first (no floor).
 
@@ -242,7 +243,7 @@ class TopicSurfacer:
         *,
         already: set[str] | frozenset[str] = frozenset(),
         deadline: float | None = None,
-        mode: str = "hybrid",
+        mode: SearchMode = "hybrid",
     ) -> list[str]:
         """Up to ``max_files`` relevant topic slugs not in *already*, best first.
 
@@ -258,7 +259,7 @@ class TopicSurfacer:
         *,
         already: set[str] | frozenset[str],
         deadline: float | None,
-        mode: str = "hybrid",
+        mode: SearchMode = "hybrid",
     ) -> tuple[list[str], list[Candidate], str | None]:
         limit = max(0, self.settings.auto_surfacing_max_files)
         found = self.candidates(memory, prompt, mode=mode)
@@ -300,7 +301,7 @@ class TopicSurfacer:
         prompt: str,
         *,
         deadline: float | None = None,
-        mode: str = "hybrid",
+        mode: SearchMode = "hybrid",
     ) -> Surfaced:
         """``select`` + ``render`` for one prompt, skipping ``already_injected``.
 
