@@ -29,12 +29,10 @@ know) is written out case by case instead.
 
 from __future__ import annotations
 
-import json
 import re
-import sys
-from pathlib import Path
 from typing import Any
 
+from memlane.hosts.pi import package_data
 from memlane.store import keyword_regexes, private_keys, redaction, redaction_patterns
 from memlane.store import redaction_rules as rules
 
@@ -336,24 +334,10 @@ def export() -> dict[str, Any]:
     }
 
 
-def render() -> str:
-    """The file's text: ``export()`` as indented JSON, one trailing newline."""
-    return json.dumps(export(), indent=1, ensure_ascii=False) + "\n"
-
-
-def package_file() -> Path:
-    """Where the pi package keeps the file (a source checkout's, else the wheel's copy)."""
-    from memlane.hosts.pi.install import package_dir
-
-    return package_dir() / "extensions" / "memlane" / EXPORT_NAME
-
-
-def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    target = Path(args[0]) if args else package_file()
-    target.write_text(render(), encoding="utf-8")
-    print(f"wrote {target}")
-    return 0
+FILE = package_data.DataFile(EXPORT_NAME, export)
+render = FILE.render
+package_file = FILE.path
+main = FILE.main
 
 
 if __name__ == "__main__":
