@@ -1,7 +1,7 @@
 """A queued capture survives its process (issue 14, item 2), on the Session API.
 
-What a killed session leaves is a capture journal nobody holds; here it is
-made with the journal's own API (``JournalFile`` appended to, then closed
+What a killed session leaves is a capture log nobody holds; here it is
+made with the log's own API (``CaptureLog`` appended to, then closed
 without its entries being written), which is byte for byte what a
 ``kill -9`` leaves. tests/hosts/test_sidecar_kill.py kills real sidecars.
 """
@@ -18,7 +18,7 @@ import pytest
 from fake_llm import FakeOpenAI, Request
 from helpers import NOW, Cli, open_memory, start_session, wait_for
 from memlane.core.types import Anchor, Exchange
-from memlane.engine.journal import capture_journal as cj
+from memlane.engine.journal import capture_log as cl
 from memlane.engine.live.session import RECOVERY_REASON, SHUTDOWN_REASON
 from memlane.engine.project import Memory
 from memlane.store.anchor import ANCHOR_RE
@@ -52,11 +52,13 @@ def _turns(text: str, session: str) -> list[str]:
     return [m.group("turn") for m in ANCHOR_RE.finditer(text) if m.group("session") == session]
 
 
-def _leave_dead_journal(mem: Memory, count: int, *, hours_ago: int = 1) -> list[cj.Pending]:
-    """A journal with *count* acknowledged exchanges whose process is gone."""
-    journal = cj.JournalFile.create(cj.journal_dir(mem.scope), {"session": DEAD, "host": "pi"})
+def _leave_dead_log(mem: Memory, count: int, *, hours_ago: int = 1) -> list[cl.Pending]:
+    """A capture log with *count* acknowledged exchanges whose process is gone."""
+    capture_log = cl.CaptureLog.create(
+        cl.capture_log_dir(mem.scope), {"session": DEAD, "host": "pi"}
+    )
     items = [
-        cj.Pending(
+        cl.Pending(
             key=f"key{n}",
             anchor=Anchor(session=DEAD, turn=f"turn{n}", transcript="/tmp/t/dead.jsonl"),
             at=NOW - timedelta(hours=hours_ago),
@@ -66,8 +68,8 @@ def _leave_dead_journal(mem: Memory, count: int, *, hours_ago: int = 1) -> list[
         for n in range(count)
     ]
     for item in items:
-        journal.append(item)
-    journal.close()  # unlocked, entries pending: the owner is gone
+        capture_log.append(item)
+    capture_log.close()  # unlocked, entries pending: the owner is gone
     return items
 
 
@@ -75,7 +77,7 @@ def _exchange(n: int, user: str | None = None) -> Exchange:
     return Exchange(user=user or f"question {n}", assistant=f"answer {n}", entry_id=f"e{n}")
 
 
-def test_the_journal_never_holds_an_unredacted_secret(
+def test_the_capture_log_never_holds_an_unredacted_secret(
     memory: Memory, stalled: tuple[FakeOpenAI, threading.Event]
 ) -> None:
     server, release = stalled
@@ -83,18 +85,18 @@ def test_the_journal_never_holds_an_unredacted_secret(
     secret = "ghp_" + "A1b2C3d4E5f6G7h8I9j0" * 2
     long_secret = "sk-ant-api03-" + "Zx9Yw8Vu7T" * 9
     assert session.agent_settled(_exchange(1, f"my token is {secret}, keep it safe")).queued
-    # A long answer is journaled as its (redacted) head, the rest redacted in the background.
+    # A long answer is logged as its (redacted) head, the rest redacted in the background.
     huge = f"set ANTHROPIC_API_KEY={long_secret}\n" + "log line\n" * 10_000
     assert session.agent_settled(Exchange(user="configure it", assistant=huge, entry_id="e2"))
-    [path] = cj.journal_dir(memory.scope).glob("*.jsonl")
+    [path] = cl.capture_log_dir(memory.scope).glob("*.jsonl")
     raw = path.read_bytes()
     assert secret.encode() not in raw and long_secret.encode() not in raw
     assert b"my token is [REDACTED:" in raw  # the exchange is there, its secret is not
-    assert b"ANTHROPIC_API_KEY=[REDACTED:" in raw and cj.CLIPPED_NOTE.encode() in raw
+    assert b"ANTHROPIC_API_KEY=[REDACTED:" in raw and cl.CLIPPED_NOTE.encode() in raw
     release.set()
     assert session.shutdown().flushed
     assert secret not in _daily_texts(memory)
-    assert not path.exists()  # a clean shutdown leaves no journal
+    assert not path.exists()  # a clean shutdown leaves no capture log
 
 
 def test_a_live_second_session_does_not_take_the_first_ones_queue(
@@ -122,7 +124,7 @@ def test_a_live_second_session_does_not_take_the_first_ones_queue(
 def test_a_new_session_writes_what_a_dead_one_left(
     memory: Memory, fake_openai: FakeOpenAI, cli: Cli
 ) -> None:
-    items = _leave_dead_journal(memory, 3)
+    items = _leave_dead_log(memory, 3)
     fake_openai.set(answer="- the agent said where the service logs")
     session = start_session(memory, fake_openai.llm())
     assert session.wait_recovery(WAIT_S)
@@ -132,7 +134,7 @@ def test_a_new_session_writes_what_a_dead_one_left(
     assert text.count("### 09:00") == 3  # when the dead session acknowledged them
     assert "transcript:/tmp/t/dead.jsonl" in text
     assert text.count("- the agent said where the service logs") == 3
-    assert list(cj.journal_dir(memory.scope).glob("*.jsonl")) == []  # adopted, then deleted
+    assert list(cl.capture_log_dir(memory.scope).glob("*.jsonl")) == []  # adopted, then deleted
     status = cli("status")
     assert status.returncode == 0
     assert "capture journal  recovered 3" in status.stdout
@@ -148,7 +150,7 @@ def test_a_new_session_writes_what_a_dead_one_left(
 def test_when_the_llm_fails_the_rest_are_digests_without_waiting(
     memory: Memory, fake_openai: FakeOpenAI
 ) -> None:
-    _leave_dead_journal(memory, 4)
+    _leave_dead_log(memory, 4)
     fake_openai.set(status=500, error_message="model overloaded")
     session = start_session(memory, fake_openai.llm())
     assert session.wait_recovery(WAIT_S)
@@ -166,7 +168,7 @@ def test_when_the_llm_fails_the_rest_are_digests_without_waiting(
 def test_an_entry_found_in_the_daily_file_is_not_written_again(
     memory: Memory, fake_openai: FakeOpenAI
 ) -> None:
-    items = _leave_dead_journal(memory, 2)
+    items = _leave_dead_log(memory, 2)
     # The dead process wrote the first entry, then was killed before its done mark.
     memory.write("- service 0 logs to /var/log/svc0.log", items[0].anchor, now=items[0].at)
     session = start_session(memory, fake_openai.llm())
@@ -181,10 +183,10 @@ def test_recovered_entries_still_distilling_at_shutdown_become_digests_once(
     memory: Memory, stalled: tuple[FakeOpenAI, threading.Event]
 ) -> None:
     server, _release = stalled
-    _leave_dead_journal(memory, 2)
+    _leave_dead_log(memory, 2)
     session = start_session(memory, server.llm())
     # The scan runs in the background (after loading the redaction scanner):
-    # a shutdown before it would leave the journal to the next session, so
+    # a shutdown before it would leave the capture log to the next session, so
     # nothing would be lost, but this test is about the digests.
     wait_for(lambda: session.capture.recovery_scanned, WAIT_S, "the recovery scan")
     flush = session.shutdown(cap_ms=300)
@@ -198,12 +200,12 @@ def test_recovered_entries_still_distilling_at_shutdown_become_digests_once(
     assert sorted(_turns(_daily_texts(memory), DEAD)) == ["turn0", "turn1"]
 
 
-def test_when_the_journal_cannot_be_written_the_exchange_is_still_captured(
+def test_when_the_capture_log_cannot_be_written_the_exchange_is_still_captured(
     memory: Memory, fake_openai: FakeOpenAI
 ) -> None:
-    directory = cj.journal_dir(memory.scope)
+    directory = cl.capture_log_dir(memory.scope)
     directory.parent.mkdir(parents=True, exist_ok=True)
-    directory.write_text("a file where the journal directory belongs")
+    directory.write_text("a file where the capture-log directory belongs")
     session = start_session(memory, fake_openai.llm())
     queued = session.agent_settled(_exchange(1))
     assert queued.queued and queued.reason is not None

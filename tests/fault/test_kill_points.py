@@ -338,7 +338,7 @@ def _check_capture(project: Path, run: Run) -> None:
             assert count in (0, 1), f"unacknowledged capture {exchange['id']} appears {count} times"
     capture_dir = [p for p in project.parent.rglob("*.jsonl") if "capture" in str(p)]
     pending = [p for p in capture_dir if p.stat().st_size and "melon" in p.read_text()]
-    assert not pending, f"capture journals still hold exchanges: {pending}"
+    assert not pending, f"capture logs still hold exchanges: {pending}"
 
 
 def _capture_scenario(server: FakeOpenAI) -> Scenario:

@@ -170,8 +170,8 @@ def test_twenty_queued_exchanges_survive_a_kill_9(
     for n in range(20):
         assert text.count(f"- the agent answered question {n}\n") == 1
     assert "transcript:/tmp/t/s-killed.jsonl" in text
-    journals = resolve_scope(project).state_dir
-    assert journals is not None and list(journals.glob(".capture-journal/*.jsonl")) == []
+    state_dir = resolve_scope(project).state_dir
+    assert state_dir is not None and list(state_dir.glob(".capture-journal/*.jsonl")) == []
 
 
 def test_a_kill_between_the_daily_write_and_the_done_mark_writes_no_duplicate(

@@ -33,7 +33,7 @@ from memlane.core.waits import lock_fd_bounded
 def lock_fd(fd: int, *, exclusive: bool = True, wait: bool = True) -> None:
     """Take ``flock`` on *fd* until it is closed (or unlocked).
 
-    For a lock held longer than a block — a session's capture journal, held
+    For a lock held longer than a block — a session's capture log, held
     for the session's life — or a probe (``wait=False``: raises
     ``BlockingIOError``, an ``OSError``, when another descriptor holds it).
     """

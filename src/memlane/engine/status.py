@@ -32,7 +32,7 @@ def project_status(
     import sqlite3
 
     from memlane.core.version import __version__
-    from memlane.engine.journal import capture_journal, capture_recovery
+    from memlane.engine.journal import capture_log, capture_recovery
     from memlane.index import state
     from memlane.llm.factory import describe_llm
 
@@ -192,7 +192,7 @@ def project_status(
         capture={
             "enabled": session.capture_enabled,
             "llm": llm_line,
-            "journal": capture_recovery.summary(capture_journal.journal_dir(memory.scope)),
+            "journal": capture_recovery.summary(capture_log.capture_log_dir(memory.scope)),
         },
         llm_budget=llm_budget,
         auto_context={

@@ -22,7 +22,7 @@ from test_cc_hooks import SESSION, write_turn
 
 from helpers import run_memlane, wait_for
 from memlane.core.scope import resolve_scope
-from memlane.engine.journal.capture_journal import journal_dir
+from memlane.engine.journal.capture_log import capture_log_dir
 from memlane.engine.journal.capture_recovery import summary
 from memlane.hosts.claude_code import running
 
@@ -73,14 +73,14 @@ def test_sigterm_ends_the_open_sessions_with_their_captures_written(
 
 
 def test_an_engine_killed_mid_capture_loses_nothing(hooks: Hooks, project: Path) -> None:
-    # Distillation hangs, so the capture is journaled and not yet written when the kill comes.
+    # Distillation hangs, so the capture is logged and not yet written when the kill comes.
     hanging = {"MEMLANE_LLM_PROVIDER": "command", "MEMLANE_LLM_COMMAND": "sleep 120"}
     hooks.call("SessionStart", SESSION, env=hanging, source="startup")
     turn = write_turn(project, question="where do the logs go?", answer="To /var/log/app.")
     hooks.call("Stop", SESSION, env=hanging)
     (pid,) = engine_pids(hooks.home)
-    journal = journal_dir(resolve_scope(project))
-    assert summary(journal)["queued"] == 1  # on disk, held by the live engine
+    logs = capture_log_dir(resolve_scope(project))
+    assert summary(logs)["queued"] == 1  # on disk, held by the live engine
     assert f"turn:{turn}" not in daily_text(project)
     os.killpg(pid, signal.SIGKILL)  # the engine and its hanging distiller
     hooks.wait_engine_gone()
@@ -91,7 +91,7 @@ def test_an_engine_killed_mid_capture_loses_nothing(hooks: Hooks, project: Path)
     hooks.call("Stop", SESSION)  # the same turn again: still one entry
     hooks.call("SessionEnd", SESSION)
     assert daily_text(project).count(f"turn:{turn}") == 1
-    assert summary(journal)["recovered"] == 1
+    assert summary(logs)["recovered"] == 1
 
 
 class StuckEngine:

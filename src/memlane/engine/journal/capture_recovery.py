@@ -1,13 +1,13 @@
-"""Finishing what a killed session left in its capture journal (engine/journal/capture_journal.py).
+"""Finishing what a killed session left in its capture log (engine/journal/capture_log.py).
 
 ``Session.start`` calls ``orphaned`` in the background: it adopts (locks)
-every journal whose owner is gone, skips the entries a kill caught between
+every capture log whose owner is gone, skips the entries a kill caught between
 their daily write and their done mark (``already_written``: the anchor is in
-a daily file), and hands the rest to the session's capture queue. A journal
+a daily file), and hands the rest to the session's capture queue. A log
 held by a live session is never adopted: its owner's ``flock`` refuses the
 non-blocking lock, whichever process it is in.
 
-``recovered.json`` in the journal directory counts what every session
+``recovered.json`` in the capture-log directory counts what every session
 recovered, for ``memlane status`` (``summary``, ``status_line``).
 """
 
@@ -26,13 +26,13 @@ from memlane.core.clock import local as local_time
 from memlane.core.locks import lock_fd, lock_file
 from memlane.core.process import pid_alive
 from memlane.core.regular_file import read_all_from
-from memlane.engine.journal.capture_journal import (
+from memlane.engine.journal.capture_log import (
     DIGEST,
     DISTILLED,
     FOUND,
-    JOURNAL_SUFFIX,
+    LOG_SUFFIX,
     TEMP_SUFFIX,
-    JournalFile,
+    CaptureLog,
     Pending,
     parse,
 )
@@ -43,34 +43,34 @@ STATS_LOCK_NAME = ".recovered.lock"
 _DAILY_NAME_RE = re.compile(r"^(\d{4}-\d{2}-\d{2})\.md$")
 
 
-def orphaned(directory: Path, store: Path) -> Iterator[tuple[JournalFile, list[Pending], int]]:
-    """Each adopted journal of a session that is gone, the entries still to
+def orphaned(directory: Path, store: Path) -> Iterator[tuple[CaptureLog, list[Pending], int]]:
+    """Each adopted capture log of a session that is gone, the entries still to
     write, and how many were found already written.
 
     Those found are marked done (and counted in ``recovered.json``) here; a
-    journal left with nothing to write is deleted.
+    log left with nothing to write is deleted.
     """
-    for journal in adopt_orphans(directory):
+    for capture_log in adopt_orphans(directory):
         left = []
         found = 0
-        for item in journal.pending:
+        for item in capture_log.pending:
             if already_written(store, item):
-                journal.mark_done(item.key, FOUND)
+                capture_log.mark_done(item.key, FOUND)
                 note_recovered(directory, FOUND)
                 found += 1
             else:
                 left.append(item)
         if not left:
-            journal.close()
-        yield journal, left, found
+            capture_log.close()
+        yield capture_log, left, found
 
 
-def adopt_orphans(directory: Path) -> Iterator[JournalFile]:
-    """Every journal whose owner is gone, locked by this process, with entries pending.
+def adopt_orphans(directory: Path) -> Iterator[CaptureLog]:
+    """Every capture log whose owner is gone, locked by this process, with entries pending.
 
-    A journal another open session holds is skipped. One left empty (its
+    A log another open session holds is skipped. One left empty (its
     owner died after writing everything) is deleted, as are temporary files
-    of a compaction that never finished (the journal they came from is intact).
+    of a compaction that never finished (the log they came from is intact).
     """
     try:
         names = sorted(os.listdir(directory))
@@ -78,17 +78,17 @@ def adopt_orphans(directory: Path) -> Iterator[JournalFile]:
         return
     for name in names:
         path = directory / name
-        if name.endswith(JOURNAL_SUFFIX) and not name.startswith("."):
+        if name.endswith(LOG_SUFFIX) and not name.startswith("."):
             adopted = _adopt(path)
             if adopted is not None:
                 yield adopted
-        elif name.startswith(".") and name.endswith(TEMP_SUFFIX) and JOURNAL_SUFFIX in name:
-            # A compaction's temporary copy of a journal (``.<journal>.<hex>.tmp``);
+        elif name.startswith(".") and name.endswith(TEMP_SUFFIX) and LOG_SUFFIX in name:
+            # A compaction's temporary copy of a log (``.<log>.<hex>.tmp``);
             # the counters file's temporary copy is its writer's, never swept here.
             _remove_if_unlocked(path)
 
 
-def _adopt(path: Path) -> JournalFile | None:
+def _adopt(path: Path) -> CaptureLog | None:
     try:
         fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CLOEXEC)
     except OSError:
@@ -105,11 +105,11 @@ def _adopt(path: Path) -> JournalFile | None:
     except OSError:
         os.close(fd)
         return None
-    journal = JournalFile(path, fd, contents, adopted=True, header_len=0)
+    capture_log = CaptureLog(path, fd, contents, adopted=True, header_len=0)
     if not contents.pending:
-        journal.close()  # nothing left to write: deleted
+        capture_log.close()  # nothing left to write: deleted
         return None
-    return journal
+    return capture_log
 
 
 def _remove_if_unlocked(path: Path) -> None:
@@ -184,7 +184,7 @@ def summary(directory: Path) -> dict[str, Any]:
     """What ``memlane status`` shows: recovered counts and entries awaiting recovery.
 
     Read only: it takes no lock (a lock taken here could make a starting
-    session skip a journal it should adopt), so whether an owner is alive is
+    session skip a log it should adopt), so whether an owner is alive is
     judged by its pid, for display only.
     """
     stats = read_stats(directory)
@@ -195,7 +195,7 @@ def summary(directory: Path) -> dict[str, Any]:
     except OSError:
         names = []
     for name in names:
-        if not name.endswith(JOURNAL_SUFFIX) or name.startswith("."):
+        if not name.endswith(LOG_SUFFIX) or name.startswith("."):
             continue
         try:
             contents = parse((directory / name).read_bytes())
@@ -207,7 +207,7 @@ def summary(directory: Path) -> dict[str, Any]:
         else:
             waiting += len(contents.pending)
     return {
-        "journal": str(directory),
+        "journal": str(directory),  # a status JSON field: its name stays
         "recovered": sum(stats.get(how, 0) for how in (DISTILLED, DIGEST)),
         "recovered_as_digest": stats.get(DIGEST, 0),
         "found_written": stats.get(FOUND, 0),
@@ -216,20 +216,20 @@ def summary(directory: Path) -> dict[str, Any]:
     }
 
 
-def status_line(journal: dict[str, Any]) -> str:
+def status_line(counts: dict[str, Any]) -> str:
     """``memlane status``'s line: e.g. ``recovered 3 (1 as digest), 2 waiting for the next session``."""
-    text = f"recovered {journal.get('recovered', 0)}"
+    text = f"recovered {counts.get('recovered', 0)}"
     details = []
-    if journal.get("recovered_as_digest"):
-        details.append(f"{journal['recovered_as_digest']} as digest")
-    if journal.get("found_written"):
-        details.append(f"{journal['found_written']} found already written")
+    if counts.get("recovered_as_digest"):
+        details.append(f"{counts['recovered_as_digest']} as digest")
+    if counts.get("found_written"):
+        details.append(f"{counts['found_written']} found already written")
     if details:
         text += f" ({', '.join(details)})"
-    if journal.get("waiting"):
+    if counts.get("waiting"):
         text += (
-            f", {journal['waiting']} left by an ended session: written when the next session starts"
+            f", {counts['waiting']} left by an ended session: written when the next session starts"
         )
-    if journal.get("queued"):
-        text += f", {journal['queued']} queued by running sessions"
+    if counts.get("queued"):
+        text += f", {counts['queued']} queued by running sessions"
     return text

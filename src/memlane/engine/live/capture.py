@@ -1,13 +1,13 @@
 """Capture: a settled exchange on its way into the daily file, exactly once (docs/session.md).
 
-``queue`` journals the gated exchange before the host gets its answer (a
-kill from then on loses nothing, engine/journal/capture_journal.py); one
+``queue`` logs the gated exchange before the host gets its answer (a
+kill from then on loses nothing, engine/journal/capture_log.py); one
 background thread then distils it, appends one anchored entry, marks its
-journal record done and schedules the debounced index, and finally turns
+capture-log record done and schedules the debounced index, and finally turns
 the durable learnings into topic entries. ``flush`` at shutdown writes what
 is still distilling as a digest and lets the extractions under way finish
 within their own deadline; ``recover`` adopts what killed sessions left in
-their journals.
+their capture logs.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from memlane.engine.live.state import CaptureState, ExtractionState, Queued
 if TYPE_CHECKING:
     from memlane.core.clock import Clock
     from memlane.core.settings import SessionSettings, TopicSettings
-    from memlane.engine.journal.capture_journal import JournalFile
+    from memlane.engine.journal.capture_log import CaptureLog
     from memlane.engine.journal.schedule import IndexScheduler
     from memlane.engine.project import Memory
     from memlane.engine.recall.earlier import Earlier
@@ -50,9 +50,9 @@ EXTRACT_JOIN_GRACE_S = 0.5
 class CaptureJob:
     """One exchange on its way to the daily file; written exactly once.
 
-    ``journal``/``key`` name its capture-journal record (None when the journal
+    ``capture_log``/``key`` name its capture-log record (None when the log
     could not be written); ``redacted`` says the exchange already is;
-    ``recovered`` jobs come from the journal of a session that is gone and
+    ``recovered`` jobs come from the capture log of a session that is gone and
     are written at the moment that session acknowledged them (``at``).
     """
 
@@ -61,7 +61,7 @@ class CaptureJob:
         exchange: Exchange,
         anchor: Anchor,
         *,
-        journal: JournalFile | None = None,
+        capture_log: CaptureLog | None = None,
         key: str | None = None,
         redacted: bool = False,
         at: datetime | None = None,
@@ -69,7 +69,7 @@ class CaptureJob:
     ) -> None:
         self.exchange = exchange
         self.anchor = anchor
-        self.journal = journal
+        self.capture_log = capture_log
         self.key = key
         self.redacted = redacted
         self.at = at
@@ -85,7 +85,7 @@ class CaptureJob:
 
 
 class Capture:
-    """One session's capture queue, its thread, and its capture journal."""
+    """One session's capture queue, its thread, and its capture log."""
 
     def __init__(
         self,
@@ -119,8 +119,8 @@ class Capture:
         self._lock = threading.Lock()
         self._closed = False
         self._jobs: list[CaptureJob] = []
-        self._journal: JournalFile | None = None  # created by the first queued exchange
-        self._adopted: list[JournalFile] = []  # journals of ended sessions, being recovered
+        self._own_log: CaptureLog | None = None  # created by the first queued exchange
+        self._adopted: list[CaptureLog] = []  # capture logs of ended sessions, being recovered
         self._recovery_scanned = threading.Event()
         self._recovery_llm_failed = False
         self._queue: queue.Queue[CaptureJob | None] = queue.Queue()
@@ -142,66 +142,66 @@ class Capture:
         return self._closed
 
     def submit(self, exchange: Exchange, *, offer_earlier: bool = True) -> Queued:
-        """Journal a gated exchange and queue it; distillation runs in the background."""
+        """Log a gated exchange and queue it; distillation runs in the background."""
         job = self._new_job(exchange)
         job.offer_earlier = offer_earlier
         with self._lock:
             if self._closed:  # shutdown began after the session's first check
                 return Queued(False, "the session has shut down")
             # On disk before the answer: a kill from here on loses nothing.
-            unjournaled = self._journal_locked(job)
+            unlogged = self._log_locked(job)
             self._enqueue_locked(job)
             self.state.queued += 1
         self._queue.put(job)
-        if unjournaled:
-            return Queued(True, f"queued in memory only ({unjournaled})")
-        step("capture.journaled")
+        if unlogged:
+            return Queued(True, f"queued in memory only ({unlogged})")
+        step("capture.journaled")  # the fault point keeps its name (tests kill there)
         return Queued(True)
 
     def _new_job(self, exchange: Exchange) -> CaptureJob:
         """The job of a gated exchange: its anchor fixed now, redacted when short enough
-        to journal whole (a longer one is redacted in the background, its head journaled)."""
+        to log whole (a longer one is redacted in the background, its head logged)."""
         from memlane.core.types import anchor_field
-        from memlane.engine.journal.capture_journal import JOURNAL_TEXT_CHARS
+        from memlane.engine.journal.capture_log import LOG_TEXT_CHARS
         from memlane.engine.project import NO_TRANSCRIPT
         from memlane.store.daily import new_entry_id
 
-        # Fixed before the journal record: the turn in the daily file's anchor
+        # Fixed before the capture-log record: the turn in the daily file's anchor
         # is how a recovery sees that a killed process had written the entry.
         anchor = Anchor(
             session=exchange.session_id or self.session_id,
             turn=anchor_field(exchange.entry_id or "", spaces=False) or new_entry_id(),
             transcript=exchange.transcript_path or self.transcript_path or NO_TRANSCRIPT,
         )
-        short = max(len(exchange.user), len(exchange.assistant)) <= JOURNAL_TEXT_CHARS
+        short = max(len(exchange.user), len(exchange.assistant)) <= LOG_TEXT_CHARS
         if short:
             exchange = self._redacted(exchange)
         return CaptureJob(exchange, anchor, redacted=short, at=self.clock.now())
 
-    def _journal_locked(self, job: CaptureJob) -> str | None:
-        """Append *job* to this session's capture journal; why not, when it could not be."""
-        from memlane.engine.journal import capture_journal as cj
+    def _log_locked(self, job: CaptureJob) -> str | None:
+        """Append *job* to this session's capture log; why not, when it could not be."""
+        from memlane.engine.journal import capture_log as cl
 
         assert job.at is not None
         if job.redacted:
             user, assistant, clipped = job.exchange.user, job.exchange.assistant, False
         else:
-            user, user_clipped = cj.journal_copy(job.exchange.user)
-            assistant, answer_clipped = cj.journal_copy(job.exchange.assistant)
+            user, user_clipped = cl.log_copy(job.exchange.user)
+            assistant, answer_clipped = cl.log_copy(job.exchange.assistant)
             clipped = user_clipped or answer_clipped
-        item = cj.Pending(cj.new_key(), job.anchor, job.at, user, assistant, clipped)
+        item = cl.Pending(cl.new_key(), job.anchor, job.at, user, assistant, clipped)
         try:
-            if self._journal is None:
+            if self._own_log is None:
                 header = {"session": self.session_id, "host": self.host}
                 header["opened"] = job.at.isoformat()
-                self._journal = cj.JournalFile.create(cj.journal_dir(self.memory.scope), header)
-            self._journal.append(item)
-        except cj.JournalError as exc:
+                self._own_log = cl.CaptureLog.create(cl.capture_log_dir(self.memory.scope), header)
+            self._own_log.append(item)
+        except cl.CaptureLogError as exc:
             self.state.unjournaled += 1
             self.state.journal_error = exc.message
             log.warning("%s", exc.message)
             return exc.message
-        job.journal, job.key = self._journal, item.key
+        job.capture_log, job.key = self._own_log, item.key
         return None
 
     def _enqueue_locked(self, job: CaptureJob) -> None:
@@ -225,7 +225,7 @@ class Capture:
                 log.exception("capture failed")
                 self.state.write_errors.append(f"{type(exc).__name__}: {exc}")
             finally:
-                # After done: the journal entry never waits for this; shutdown
+                # After done: the capture-log record never waits for this; shutdown
                 # gives it until its extraction deadline (``flush``).
                 wanted = captured is not None and self.extraction.enabled and not job.recovered
                 if wanted:
@@ -239,7 +239,7 @@ class Capture:
 
     def _capture(self, job: CaptureJob) -> Exchange | None:
         """Distil and write one exchange; the redacted exchange when distilled."""
-        from memlane.engine.journal.capture_journal import DIGEST, DISTILLED
+        from memlane.engine.journal.capture_log import DIGEST, DISTILLED
         from memlane.engine.journal.distill import digest, distill, failure_marker
 
         exchange = job.exchange if job.redacted else self._redacted(job.exchange)
@@ -362,37 +362,37 @@ class Capture:
             return
         self.state.written += 1
         self.indexer.note_write()
-        self._settle_journal(job, entry.path, how)
+        self._settle_log(job, entry.path, how)
 
-    def _settle_journal(self, job: CaptureJob, path: str, how: str) -> None:
-        """The entry is in the daily file: flush it, then its journal record is done."""
-        from memlane.engine.journal import capture_journal as cj
+    def _settle_log(self, job: CaptureJob, path: str, how: str) -> None:
+        """The entry is in the daily file: flush it, then its capture-log record is done."""
+        from memlane.engine.journal import capture_log as cl
         from memlane.engine.journal.capture_recovery import note_recovered
 
-        if job.journal is None or job.key is None:
+        if job.capture_log is None or job.key is None:
             return
         try:
-            cj.fsync_file(path)
+            cl.fsync_file(path)
         except OSError as exc:
             # Not marked done: a recovery finds the entry's anchor instead.
             log.warning("cannot flush %s: %s", path, exc)
             return
         step("capture.written")
-        job.journal.mark_done(job.key, how)
+        job.capture_log.mark_done(job.key, how)
         step("capture.done")
         if job.recovered:
             self.state.recovered += 1
-            if how == cj.DIGEST:
+            if how == cl.DIGEST:
                 self.state.recovered_as_digest += 1
             try:
-                note_recovered(job.journal.path.parent, how)
+                note_recovered(job.capture_log.path.parent, how)
             except OSError as exc:  # a counter, never worth an entry
                 log.info("recovered count not saved: %s", exc)
-        if self._closed and not job.journal.pending:
-            job.journal.close()  # shutdown left it open while this write was under way
+        if self._closed and not job.capture_log.pending:
+            job.capture_log.close()  # shutdown left it open while this write was under way
 
     def _write_digest_now(self, job: CaptureJob, reason: str) -> None:
-        from memlane.engine.journal.capture_journal import DIGEST
+        from memlane.engine.journal.capture_log import DIGEST
         from memlane.engine.journal.distill import digest, failure_marker
 
         exchange = job.exchange
@@ -434,7 +434,7 @@ class Capture:
                 self._write_digest_now(job, SHUTDOWN_REASON)
                 job.done.set()
         self._queue.put(None)
-        self._close_journals(jobs)
+        self._close_logs(jobs)
         if thread is not None and self._extracting.is_set():
             # Extraction runs after each entry is written: what a one-shot
             # process (``pi -p``) distilled just before its end is extracted too.
@@ -445,30 +445,30 @@ class Capture:
                 log.info("an extraction was still running when the session ended")
         return jobs
 
-    def _close_journals(self, jobs: list[CaptureJob]) -> None:
-        """Release every journal whose jobs are settled (what is pending waits for recovery).
+    def _close_logs(self, jobs: list[CaptureJob]) -> None:
+        """Release every capture log whose jobs are settled (what is pending waits for recovery).
 
         One with a write still under way stays locked until that write marks
-        it (``_settle_journal``): a session starting meanwhile must not
+        it (``_settle_log``): a session starting meanwhile must not
         recover an entry that is being written.
         """
         with self._lock:
-            journals = [*self._adopted, *([self._journal] if self._journal else [])]
+            logs = [*self._adopted, *([self._own_log] if self._own_log else [])]
         # Every job still not done now is one the capture thread is writing.
-        busy = {id(j.journal) for j in jobs if not j.done.is_set()}
-        for journal in journals:
-            if id(journal) not in busy:
-                journal.close()
+        busy = {id(j.capture_log) for j in jobs if not j.done.is_set()}
+        for capture_log in logs:
+            if id(capture_log) not in busy:
+                capture_log.close()
 
     # -- recovery of what a killed process left -------------------------------------------
 
     def recover(self) -> None:
-        """Adopt the capture journal of every session that is gone and queue what it left."""
-        from memlane.engine.journal.capture_journal import journal_dir
+        """Adopt the capture log of every session that is gone and queue what it left."""
+        from memlane.engine.journal.capture_log import capture_log_dir
         from memlane.engine.journal.capture_recovery import orphaned
         from memlane.store.redaction import redact
 
-        directory = journal_dir(self.memory.scope)
+        directory = capture_log_dir(self.memory.scope)
         store = self.memory.scope.store
         try:
             # agent_settled redacts before it answers: its first call should
@@ -476,7 +476,7 @@ class Capture:
             redact("warm-up")
             if not directory.is_dir():
                 return
-            for journal, left, found in orphaned(directory, store):
+            for capture_log, left, found in orphaned(directory, store):
                 self.state.found_written += found
                 if not left:
                     continue
@@ -484,7 +484,7 @@ class Capture:
                     CaptureJob(
                         item.exchange(),
                         item.anchor,
-                        journal=journal,
+                        capture_log=capture_log,
                         key=item.key,
                         redacted=True,
                         at=item.at,
@@ -494,9 +494,9 @@ class Capture:
                 ]
                 with self._lock:
                     if self._closed:
-                        journal.close()  # left as it is for the next session
+                        capture_log.close()  # left as it is for the next session
                         return
-                    self._adopted.append(journal)
+                    self._adopted.append(capture_log)
                     for job in jobs:
                         self._enqueue_locked(job)
                 for job in jobs:

@@ -4,7 +4,7 @@ Hosts translate their events into these calls; no business rule lives in a
 host. What happens, per pi-memsearch's runtime documentation:
 
 * ``start``: in the background, the catch-up index, the embedder warmed once,
-  what killed sessions left in their capture journals written, the sessions
+  what killed sessions left in their capture logs written, the sessions
   layer caught up and swept (woken now); the stable snapshot built (with the
   MEMORY.md topic index and the sessions-layer primer). Until the catch-up is
   done a search first indexes what other tools wrote (``sessions_catching_up``).
@@ -13,8 +13,8 @@ host. What happens, per pi-memsearch's runtime documentation:
   deadline on a warm worker: auto-context hits over the score floor,
   surfaced topic files, and past messages when the prompt refers to the past.
 * ``agent_settled(exchange)``: gates, redact, and the exchange appended to the
-  capture journal (engine/journal/capture_journal.py) before the answer; then
-  in the background distil → append one anchored entry → its journal record
+  capture log (engine/journal/capture_log.py) before the answer; then
+  in the background distil → append one anchored entry → its capture-log record
   done → debounced index, then the durable learnings as topic entries; the
   transcript's new messages go to the sessions layer. What memlane's own tools
   returned is not captured again (engine/journal/echo.py).
@@ -211,7 +211,7 @@ class Session:
 
     def start_background(self) -> None:
         """Once, and not after shutdown: the catch-up index, what killed sessions
-        left in their capture journals (on a thread) and the warm auto-context worker."""
+        left in their capture logs (on a thread) and the warm auto-context worker."""
         with self._start_lock:
             if self._background_started:
                 return

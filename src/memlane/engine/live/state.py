@@ -169,16 +169,17 @@ class CaptureState:
     # Restated sentences left out of the exchanges that were captured.
     restated_dropped: int = 0
     redactions: int = 0
-    # Exchanges a session that is gone left in its capture journal, written
+    # Exchanges a session that is gone left in its capture log, written
     # by this one (recovered_as_digest of them without distillation), and
     # those found already written (a kill came between the write and its mark).
     recovered: int = 0
     recovered_as_digest: int = 0
     found_written: int = 0
-    # Exchanges queued in memory only: the capture journal could not be written.
+    # Exchanges queued in memory only: the capture log could not be written.
+    # (These two keep their names: they are fields of the status JSON.)
     unjournaled: int = 0
     journal_error: str | None = None
-    recovery_scanned: bool = False  # the start's look for ended sessions' journals is over
+    recovery_scanned: bool = False  # the start's look for ended sessions' capture logs is over
     last_failure: str | None = None
     write_errors: list[str] = field(default_factory=list)
 

@@ -16,7 +16,7 @@ one session at a time (docs/adr/0026-claude-code-sessions-end-without-a-hook.md)
 
 A hook of a session the engine does not know (it was started after the
 session began, or restarted) opens it first: ``Session.start`` then also
-writes what a killed engine left in the project's capture journals.
+writes what a killed engine left in the project's capture logs.
 """
 
 from __future__ import annotations

@@ -53,7 +53,7 @@ LIMITS_S = {
 }
 DEFAULT_LIMIT_S = 5.0
 #: Events that never start an engine: with none running there is no session
-#: to end (its captures are in the capture journal, which the next session of
+#: to end (its captures are in the capture log, which the next session of
 #: the project writes), and starting one takes longer than Claude Code waits.
 NO_START = frozenset({"SessionEnd"})
 

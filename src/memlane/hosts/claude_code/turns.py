@@ -2,7 +2,7 @@
 
 Claude Code may report the same turn twice (a Stop hook fired again, a
 retried hook, an engine restarted between the two). A turn counts as
-captured when this engine queued it, when a capture journal of the project
+captured when this engine queued it, when a capture log of the project
 holds it still pending (a killed engine's, which the next session start
 writes), or when its anchor is in a daily file. The files are searched only
 for a session this engine opened and has queued no turn of yet: a turn an
@@ -35,7 +35,7 @@ _unsearched: set[str] = set()  # sessions opened here, their files not yet ruled
 def already_captured(session: Session, key: str, ids: Collection[str]) -> bool:
     """True when the turn *key* (its prompt's uuid) of *session* is captured or on
     its way, an earlier Stop's anchor being one of *ids*."""
-    from memlane.engine.journal import capture_journal as cj
+    from memlane.engine.journal import capture_log as cl
     from memlane.engine.journal.capture_recovery import anchor_written
 
     with _lock:
@@ -47,16 +47,16 @@ def already_captured(session: Session, key: str, ids: Collection[str]) -> bool:
     since = memory.clock.now() - LOOKBACK
     if anchor_written(memory.scope.store, session.session_id, ids, since):
         return True
-    directory = cj.journal_dir(memory.scope)
+    directory = cl.capture_log_dir(memory.scope)
     try:
         names = os.listdir(directory)
     except OSError:
         return False
     for name in names:
-        if not name.endswith(cj.JOURNAL_SUFFIX) or name.startswith("."):
+        if not name.endswith(cl.LOG_SUFFIX) or name.startswith("."):
             continue
         try:
-            contents = cj.parse((directory / name).read_bytes())
+            contents = cl.parse((directory / name).read_bytes())
         except OSError:
             continue
         for item in contents.pending.values():

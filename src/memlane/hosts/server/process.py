@@ -472,7 +472,7 @@ def main() -> int:
     def stop(signum: int, frame: object) -> None:
         if engine.stopping.is_set():
             # Asked twice: go now. What the sessions acknowledged is in their
-            # capture journals, which the next engine writes.
+            # capture logs, which the next engine writes.
             log.info("signal %d again: exiting at once", signum)
             os._exit(1)
         log.info("signal %d: ending the sessions", signum)

@@ -1,14 +1,17 @@
-"""The capture journal: an exchange answered ``queued: true`` is on disk first.
+"""The capture log: an exchange answered ``queued: true`` is on disk first.
 
 ``Session.agent_settled`` answers before distillation, which runs in the
-background for up to ``DISTILL_TIMEOUT_MS`` per exchange. Without a journal,
+background for up to ``DISTILL_TIMEOUT_MS`` per exchange. Without a capture log,
 a ``kill -9`` (an OOM kill, a crashed host) loses every exchange still in the
 queue. So before the answer, the redacted exchange is appended to this
-session's journal and fsynced; once its entry is in the daily file (and that
-file is fsynced) the journal marks it done. The next session started on the
-project adopts the journal of any session that is gone and writes what it
+session's capture log and fsynced; once its entry is in the daily file (and that
+file is fsynced) the log marks it done. The next session started on the
+project adopts the capture log of any session that is gone and writes what it
 left (engine/journal/capture_recovery.py; ``Session`` distils it, or writes the
 digest form).
+
+It is a write-ahead log of exchanges, not the ``journal`` kind of memory (the
+daily notes): see the Words table in docs/architecture.md.
 
 Layout: ``<state dir>/.capture-journal/`` (the directory of
 ``.index-state.json``; ``$MEMLANE_HOME/capture/<collection>`` when the store
@@ -28,10 +31,10 @@ Lines (each one ``os.write`` of a whole line): a header ``{"kind": "journal",
 acknowledged exchange and ``{"kind": "done", "key", "how"}`` when its entry
 is written. A line that does not parse (the torn last line of a killed
 process) is skipped, never fatal. The anchor (session + turn) is fixed when
-the exchange is journaled, so an entry that reached the daily file before a
+the exchange is logged, so an entry that reached the daily file before a
 kill, but not its done mark, is recognised there and not written twice.
 
-Bounds: each text is kept whole up to ``JOURNAL_TEXT_CHARS`` (distillation
+Bounds: each text is kept whole up to ``LOG_TEXT_CHARS`` (distillation
 reads at most ``distill.PROMPT_MAX_CHARS`` of it anyway), longer ones as their
 head. The owner empties its file (down to the header) whenever nothing is
 pending, and rewrites it without done records once they exceed
@@ -60,19 +63,20 @@ from memlane.store.durable import fsync_dirs
 if TYPE_CHECKING:
     from memlane.core.scope import Scope
 
-JOURNAL_DIR_NAME = ".capture-journal"
-JOURNAL_SUFFIX = ".jsonl"
+# The on-disk names keep the older word ("journal"): existing stores hold them.
+LOG_DIR_NAME = ".capture-journal"
+LOG_SUFFIX = ".jsonl"
 TEMP_SUFFIX = ".tmp"
 FORMAT_VERSION = 1
 # The kind of a record blanked out once its entry was written.
 SCRUBBED = "scrubbed"
-#: A text up to this long is journaled whole; a longer one as its head.
-JOURNAL_TEXT_CHARS = 12_000
-#: The owner rewrites its journal without done records past this many bytes of them.
+#: A text up to this long is logged whole; a longer one as its head.
+LOG_TEXT_CHARS = 12_000
+#: The owner rewrites its log without done records past this many bytes of them.
 COMPACT_DONE_BYTES = 256 * 1024
-CLIPPED_NOTE = "[… the rest was not kept in the capture journal]"
+CLIPPED_NOTE = "[… the rest was not kept in the capture log]"
 
-# How an entry left the journal (``done`` records, the recovered counters).
+# How an entry left the log (``done`` records, the recovered counters).
 DISTILLED = "distilled"
 DIGEST = "digest"
 FOUND = "found"  # already in the daily file: a kill came between the write and its mark
@@ -80,27 +84,27 @@ FOUND = "found"  # already in the daily file: a kill came between the write and 
 _SURROGATE_RE = re.compile(r"[\ud800-\udfff]")
 
 
-def journal_dir(scope: Scope) -> Path:
-    """Where this project's capture journals live."""
+def capture_log_dir(scope: Scope) -> Path:
+    """Where this project's capture logs live."""
     if scope.state_dir is not None:
-        return scope.state_dir / JOURNAL_DIR_NAME
+        return scope.state_dir / LOG_DIR_NAME
     from memlane.core.paths import memlane_home
 
     return memlane_home() / "capture" / scope.collection
 
 
-def journal_copy(text: str) -> tuple[str, bool]:
-    """The redacted text the journal keeps, and whether it is only the head.
+def log_copy(text: str) -> tuple[str, bool]:
+    """The redacted text the log keeps, and whether it is only the head.
 
-    A text longer than ``JOURNAL_TEXT_CHARS`` is cut at its last line break
+    A text longer than ``LOG_TEXT_CHARS`` is cut at its last line break
     before the limit and only then redacted: the cut never splits a line,
     and an unclosed ``<private>`` block or key block is redacted to the end.
     """
     from memlane.store.redaction import redact
 
-    clipped = len(text) > JOURNAL_TEXT_CHARS
+    clipped = len(text) > LOG_TEXT_CHARS
     if clipped:
-        head = text[:JOURNAL_TEXT_CHARS]
+        head = text[:LOG_TEXT_CHARS]
         cut = head.rfind("\n")
         text = head[:cut] if cut > 0 else head
     redacted = _SURROGATE_RE.sub("\ufffd", redact(text).text)
@@ -109,7 +113,7 @@ def journal_copy(text: str) -> tuple[str, bool]:
 
 @dataclass(frozen=True)
 class Pending:
-    """One acknowledged exchange, as journaled: already redacted, its anchor fixed."""
+    """One acknowledged exchange, as logged: already redacted, its anchor fixed."""
 
     key: str
     anchor: Anchor
@@ -162,7 +166,7 @@ def new_key() -> str:
 
 @dataclass
 class Contents:
-    """What a journal file holds: its header, what is still pending, and damage."""
+    """What a capture-log file holds: its header, what is still pending, and damage."""
 
     header: dict[str, Any] | None
     pending: dict[str, Pending]
@@ -173,7 +177,7 @@ class Contents:
 
 
 def parse(data: bytes) -> Contents:
-    """Every intact line of a journal; a torn or garbled line is counted, not fatal."""
+    """Every intact line of a capture log; a torn or garbled line is counted, not fatal."""
     header: dict[str, Any] | None = None
     pending: dict[str, Pending] = {}
     spans: dict[str, tuple[int, int]] = {}
@@ -191,7 +195,7 @@ def parse(data: bytes) -> Contents:
         try:
             record = json.loads(line)
             kind = record["kind"]
-            if kind == "journal":
+            if kind == "journal":  # the header record's on-disk kind
                 header = record
             elif kind == "pending":
                 item = Pending.from_json(record)
@@ -214,7 +218,7 @@ def parse(data: bytes) -> Contents:
 def _overwrite(fd: int, data: bytes, offset: int) -> None:
     """pwrite at *offset* on a descriptor opened ``O_APPEND`` (where Linux's
     pwrite would append): the flag is lifted for the write, under the
-    journal's lock, since only its owner writes to it."""
+    log's lock, since only its owner writes to it."""
     flags = fcntl.fcntl(fd, fcntl.F_GETFL)
     fcntl.fcntl(fd, fcntl.F_SETFL, flags & ~os.O_APPEND)
     try:
@@ -237,16 +241,16 @@ def _line_size(item: Pending) -> int:
     return len(_line(item.to_json()))
 
 
-class JournalError(Exception):
-    """The journal could not be written (the exchange stays queued in memory only)."""
+class CaptureLogError(Exception):
+    """The capture log could not be written (the exchange stays queued in memory only)."""
 
     def __init__(self, message: str) -> None:
         super().__init__(message)
         self.message = message
 
 
-class JournalFile:
-    """One session's journal file, locked by this process while it is open.
+class CaptureLog:
+    """One session's capture-log file, locked by this process while it is open.
 
     ``adopted`` files belong to a session that is gone: nothing new is
     appended to them, and they are deleted once nothing is pending.
@@ -266,14 +270,14 @@ class JournalFile:
         self._lock = threading.Lock()
 
     @classmethod
-    def create(cls, directory: Path, header: dict[str, Any]) -> JournalFile:
-        """A new, locked journal for this session (its header written and fsynced)."""
+    def create(cls, directory: Path, header: dict[str, Any]) -> CaptureLog:
+        """A new, locked capture log for this session (its header written and fsynced)."""
         try:
             directory.mkdir(parents=True, exist_ok=True)
             path, fd = _create_locked(directory)
         except OSError as exc:
-            raise JournalError(
-                f"cannot create a capture journal in {directory}: {_why(exc)}"
+            raise CaptureLogError(
+                f"cannot create a capture log in {directory}: {_why(exc)}"
             ) from None
         try:
             record = {"kind": "journal", "v": FORMAT_VERSION, **header, "pid": os.getpid()}
@@ -285,7 +289,7 @@ class JournalFile:
             os.close(fd)
             with contextlib.suppress(OSError):
                 path.unlink()
-            raise JournalError(f"cannot write the capture journal {path}: {_why(exc)}") from None
+            raise CaptureLogError(f"cannot write the capture log {path}: {_why(exc)}") from None
         return cls(path, fd, Contents(record, {}, 0, 0), adopted=False, header_len=len(data))
 
     @property
@@ -294,7 +298,7 @@ class JournalFile:
             return list(self._pending.values())
 
     def append(self, item: Pending) -> None:
-        """Journal *item* durably (fsync); all or nothing (a short write is rolled back)."""
+        """Log *item* durably (fsync); all or nothing (a short write is rolled back)."""
         data = _line(item.to_json())
         with self._lock:
             fd = self._require_open()
@@ -303,14 +307,14 @@ class JournalFile:
                 _write_whole(fd, data, start)
                 os.fsync(fd)
             except OSError as exc:
-                raise JournalError(
-                    f"cannot append to the capture journal {self.path}: {_why(exc)}"
+                raise CaptureLogError(
+                    f"cannot append to the capture log {self.path}: {_why(exc)}"
                 ) from None
             self._pending[item.key] = item
             self._spans[item.key] = (start, len(data))
 
     def mark_done(self, key: str, how: str) -> None:
-        """*key*'s entry is in the daily file (fsynced): it leaves the journal.
+        """*key*'s entry is in the daily file (fsynced): it leaves the log.
 
         Not fsynced itself: if a power cut loses this line, the entry's anchor
         in the daily file still says it was written.
@@ -342,11 +346,11 @@ class JournalFile:
                     self._rewrite()
             except OSError:
                 # The entry is written; a missing done mark only costs a
-                # look at the daily file when this journal is recovered.
+                # look at the daily file when this log is recovered.
                 pass
 
     def close(self) -> None:
-        """Release the journal: deleted when nothing is pending, else left for recovery."""
+        """Release the log: deleted when nothing is pending, else left for recovery."""
         with self._lock:
             if self._fd is None:
                 return
@@ -361,7 +365,7 @@ class JournalFile:
 
     def _require_open(self) -> int:
         if self._fd is None:
-            raise JournalError(f"the capture journal {self.path} is closed")
+            raise CaptureLogError(f"the capture log {self.path} is closed")
         return self._fd
 
     def _delete(self) -> None:
@@ -404,13 +408,13 @@ class JournalFile:
 
 
 def _create_locked(directory: Path) -> tuple[Path, int]:
-    """A new journal file, locked by this process, still linked under its name.
+    """A new capture-log file, locked by this process, still linked under its name.
 
     Between its creation and the lock, a session starting elsewhere may take
     the empty file for a dead session's and delete it; then a new one is made.
     """
     for _attempt in range(5):
-        path = directory / f"{os.getpid()}-{secrets.token_hex(4)}{JOURNAL_SUFFIX}"
+        path = directory / f"{os.getpid()}-{secrets.token_hex(4)}{LOG_SUFFIX}"
         flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
         fd = os.open(path, flags, 0o600)
         try:
@@ -420,7 +424,7 @@ def _create_locked(directory: Path) -> tuple[Path, int]:
         except OSError:
             pass
         os.close(fd)
-    raise OSError(errno.EEXIST, "every new journal file was taken away at once")
+    raise OSError(errno.EEXIST, "every new capture-log file was taken away at once")
 
 
 def _write_whole(fd: int, data: bytes, start: int) -> None:
