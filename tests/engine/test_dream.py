@@ -839,11 +839,11 @@ def test_cli_apply_plan_refuses_a_tampered_plan_and_a_declined_one(
     assert not (project / "escape.md").exists()
 
 
-# --- a crash mid-apply: the journal ---------------------------------------------------------
+# --- a crash mid-apply: the dream intents --------------------------------------------------------
 
 # Applies a saved plan and SIGKILLs itself: after the first rename ("first"),
-# after the last one but before the journal says committed ("last"), or after
-# the commit mark but before the backups and the journal are removed
+# after the last one but before the intents say committed ("last"), or after
+# the commit mark but before the backups and the intents file are removed
 # ("committed"). A real kill: no finally, no except, nothing of the
 # in-process rollback runs.
 _KILL = """\
@@ -933,7 +933,7 @@ def test_a_kill_after_the_first_rename_is_rolled_back_by_whatever_comes_next(
         return
     else:
         assert [t.slug for t in T.list_topics(store)] == ["debugging", "infra", "preferences"]
-    assert snapshot(store) == before  # byte for byte, no journal, backup or temp left
+    assert snapshot(store) == before  # byte for byte, no intents file, backup or temp left
     assert D.pending_recovery(store) is None
     D.apply_plan(D.load_plan(plan_file, store), now=DREAM_AT)  # the same saved plan applies now
     assert (store / "MEMORY.md").read_text(encoding="utf-8") == GOLDEN_INDEX
@@ -949,7 +949,7 @@ def test_a_kill_after_the_last_rename_but_before_the_commit_mark_is_rolled_back(
     before = snapshot(store)
 
     _kill_mid_apply(store, plan_file, "last")
-    # Every file is the dream's, but the journal never said committed: all or nothing.
+    # Every file is the dream's, but the intents never said committed: all or nothing.
     assert (store / "MEMORY.md").read_text(encoding="utf-8") == GOLDEN_INDEX
     report = D.recover_interrupted_dream(store)
     assert report.outcome == "rolled back"
@@ -975,7 +975,7 @@ def test_a_kill_after_the_commit_mark_keeps_the_applied_dream(
     pending = D.pending_recovery(store)
     assert pending is not None and "fully applied" in pending
 
-    # A reader settles it: the dream stands, its backups and the journal go.
+    # A reader settles it: the dream stands, its backups and the intents file go.
     assert [t.slug for t in T.list_topics(store)] == ["debugging", "preferences", "tooling"]
     assert (store / "topics" / "debugging.md").read_text(encoding="utf-8") == GOLDEN_DEBUGGING
     assert (store / "topics" / "tooling.md").read_text(encoding="utf-8") == GOLDEN_TOOLING
@@ -990,16 +990,16 @@ def test_a_kill_after_the_commit_mark_keeps_the_applied_dream(
 def test_a_recovery_interrupted_itself_finishes_next_time(
     project: Path, store: Path, tmp_path: Path, plan_llm: LLM
 ) -> None:
-    from memlane.store import dream_journal as J
+    from memlane.store import dream_intents as di
 
     plan_file = tmp_path / "plan.json"
     _saved_plan(project, plan_file, plan_llm)
     before = snapshot(store)
     _kill_mid_apply(store, plan_file, "last")
     # A recovery killed after putting back one backup: that backup is gone.
-    journal = J.read(store)
-    assert journal is not None and journal[0] == J.APPLYING
-    first = journal[1][0]
+    intents = di.read(store)
+    assert intents is not None and intents[0] == di.APPLYING
+    first = intents[1][0]
     assert first.backup is not None
     os.replace(first.backup, first.target)
 
@@ -1011,7 +1011,7 @@ def test_a_recovery_interrupted_itself_finishes_next_time(
     assert (store / "MEMORY.md").read_text(encoding="utf-8") == GOLDEN_INDEX
 
 
-def test_a_damaged_journal_stops_writes_and_says_so(store: Path) -> None:
+def test_a_damaged_intents_file_stops_writes_and_says_so(store: Path) -> None:
     from memlane.core.errors import StoreError
     from memlane.store import topics as T
 
@@ -1031,12 +1031,12 @@ def test_a_damaged_journal_stops_writes_and_says_so(store: Path) -> None:
     pending = D.pending_recovery(store)
     assert pending is not None and "unusable" in pending
     before[".dream-journal.json"] = (store / ".dream-journal.json").read_bytes()
-    assert snapshot(store) == before  # nothing touched, the journal kept for a human
+    assert snapshot(store) == before  # nothing touched, the intents file kept for a human
 
 
-def test_leftovers_without_a_journal_are_reported_not_silently_left(store: Path) -> None:
+def test_leftovers_without_an_intents_file_are_reported_not_silently_left(store: Path) -> None:
     topics = store / "topics"
-    # What a crash of a memlane without the journal left: infra.md's only
+    # What a crash of a memlane without the intents file left: infra.md's only
     # copy in a backup, a redundant backup of preferences.md, a temp file.
     lost = topics / ".infra.md.4242.0a1b2c3d.dream-backup"
     os.replace(topics / "infra.md", lost)

@@ -162,7 +162,7 @@ def test_cli_search_answers_while_the_index_is_locked(project: Path, clock: Fixe
 def test_a_topic_list_answers_while_a_dream_holds_the_topics_lock(
     project: Path, clock: FixedClock
 ) -> None:
-    from memlane.store import dream_journal
+    from memlane.store import dream_intents
     from memlane.store.topics import LOCK_NAME
 
     mem = _seeded(project, clock)
@@ -173,11 +173,11 @@ def test_a_topic_list_answers_while_a_dream_holds_the_topics_lock(
     )
     store = mem.scope.store
     with HeldLock("flock", store / LOCK_NAME) as holder:
-        # A dream being applied: its journal is there, so readers must wait for it.
-        dream_journal.journal_path(store).write_text("{}\n")
+        # A dream being applied: its intents file is there, so readers must wait for it.
+        dream_intents.intents_path(store).write_text("{}\n")
         with pytest.raises(MemlaneError, match=f"being rewritten by pid {holder.pid}"):
             answered_while_held(lambda: tools.call("memory_topic", {"action": "list"}), holder)
-        dream_journal.journal_path(store).unlink()
+        dream_intents.intents_path(store).unlink()
     listed = tools.call("memory_topic", {"action": "list"})
     assert [t["slug"] for t in listed.details["topics"]] == ["deploys"]
     mem.close()

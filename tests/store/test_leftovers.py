@@ -79,7 +79,7 @@ def test_only_memlanes_own_temp_names_are_touched(store: Path) -> None:
         store / f".notes.txt.{dead}.0badcafe.tmp",  # not a store file's name
         store / f".debugging.md.{dead}.zzzz.tmp",  # not memlane's hex suffix
         store / ".MEMORY.md.swp",
-        store / f".MEMORY.md.{dead}.0badcafe.dream.tmp",  # the dream journal's to settle
+        store / f".MEMORY.md.{dead}.0badcafe.dream.tmp",  # the dream intents' to settle
         store / "topics" / "notes.tmp",
     ]
     for path in kept:

@@ -177,7 +177,7 @@ def stop(every: AllOption = False) -> None:
         raise MemlaneError(
             f"{len(left)} engine(s) did not exit within {STOP_WAIT_S:.0f} s",
             "they are still writing captures; `memlane engine stop` again sends a second "
-            "signal, which makes them exit at once (what they acknowledged is journaled)",
+            "signal, which makes them exit at once (what they acknowledged is in the capture log)",
         )
 
 

@@ -2,7 +2,7 @@
 every topic and index rewrite, so two processes adding at once never lose an
 entry or an index line.
 
-Taking it settles what a killed writer left: a dream journal (an apply
+Taking it settles what a killed writer left: a dream intents file (an apply
 killed midway), its temporary files (store/leftovers.py, once their writer
 is gone) and the pending-index marker (``pending``).
 """
@@ -21,7 +21,7 @@ from memlane.core.errors import StoreError
 from memlane.core.faults import step
 from memlane.core.locks import describe_holders, flocked, lock_holders
 from memlane.core.waits import LockWaitedOut, lock_fd_bounded
-from memlane.store import dream_journal, safe_paths
+from memlane.store import dream_intents, safe_paths
 from memlane.store.layout import TOPICS_DIR
 from memlane.store.leftovers import sweep_writer_temps
 from memlane.store.topics.pending import settle_index_lines
@@ -31,7 +31,7 @@ log = logging.getLogger("memlane.dream")
 LOCK_NAME = ".topics.lock"
 
 # The locks this thread holds, by (device, inode) of the lock file: a reader
-# that finds a dream journal must not wait for a lock its own thread holds
+# that finds a dream intents file must not wait for a lock its own thread holds
 # (flock locks are per open file, so that wait would never end).
 _held = threading.local()
 
@@ -56,8 +56,8 @@ def holds_lock(store: Path) -> bool:
 def locked(store: Path, *, recover: bool = True, bounded: bool = False) -> Iterator[None]:
     """Exclusive lock over every topic and index rewrite of *store*.
 
-    A dream journal found on taking the lock is an apply that was killed
-    midway: it is settled (``dream_journal.recover``) before the caller sees
+    A dream intents file found on taking the lock is an apply that was killed
+    midway: it is settled (``dream_intents.recover``) before the caller sees
     any file, so nobody reads or writes on top of half a dream. The check is
     one ``exists()``. *recover* False is for ``engine/dream``, which recovers
     itself to report what it did. *bounded*: for a reader inside a read's
@@ -83,8 +83,8 @@ def locked(store: Path, *, recover: bool = True, bounded: bool = False) -> Itera
             key = (info.st_dev, info.st_ino)
             _held_keys().add(key)
             try:
-                if recover and dream_journal.journal_path(store).exists():
-                    message = dream_journal.recover(store).render()
+                if recover and dream_intents.intents_path(store).exists():
+                    message = dream_intents.recover(store).render()
                     if message:
                         log.warning("%s: %s", store, message)
                 sweep_writer_temps([store, store / TOPICS_DIR], _filesystem_now(fd))
@@ -123,8 +123,8 @@ def _filesystem_now(fd: int) -> float | None:
 
 
 def settle_interrupted_dream(store: Path) -> None:
-    """For readers that take no lock: when a dream journal is there, take the
+    """For readers that take no lock: when a dream intents file is there, take the
     lock once, which settles it (or waits for a dream being applied right now)."""
-    if dream_journal.journal_path(store).exists() and not holds_lock(store):
+    if dream_intents.intents_path(store).exists() and not holds_lock(store):
         with locked(store, bounded=True):  # a reader: bounded inside a read's budget
             pass

@@ -19,14 +19,14 @@
 ``make_plan`` runs the four phases and returns a ``DreamPlan``: every file
 that would change, before and after, and its unified diff. Nothing is
 written until ``apply_plan``, which is atomic: under the topics lock it
-checks that no file changed since the plan was made, records the intent in
-``<store>/.dream-journal.json`` (``store/dream_journal``), writes every new
+checks that no file changed since the plan was made, records the dream intents in
+``<store>/.dream-journal.json`` (``store/dream_intents``), writes every new
 file to a temporary file in its own directory, keeps a hard link to every
-original, renames, and only then marks the journal committed and removes
-it. A failure before the mark is rolled back from the journal at once and
+original, renames, and only then marks the intents committed and removes
+it. A failure before the mark is rolled back from the intents at once and
 the error says nothing changed; a crash (SIGKILL, power cut) is rolled back
-by whatever takes the topics lock next (``topics.locked()`` settles a
-journal first), and a crash after the mark keeps the dream.
+by whatever takes the topics lock next (``topics.locked()`` settles
+the intents first), and a crash after the mark keeps the dream.
 ``recover_interrupted_dream`` does it explicitly and says what it did;
 ``pending_recovery`` is the read-only line for ``memlane status``. Daily
 files are only ever read.

@@ -1,5 +1,5 @@
 """Writing a ``DreamPlan``, all of it or nothing, even across a crash (``apply_plan``):
-journaled by ``store/dream_journal``, rolled back by ``recovery``; see the package docstring."""
+recorded first in the dream intents (``store/dream_intents``), rolled back by ``recovery``; see the package docstring."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from memlane.engine.topics.dream.errors import DreamError
 from memlane.engine.topics.dream.meta import record_dream
 from memlane.engine.topics.dream.plan import DreamPlan, FileChange
 from memlane.engine.topics.dream.recovery import recover_interrupted_dream
-from memlane.store import dream_journal as J
+from memlane.store import dream_intents as di
 from memlane.store import topics as T
 from memlane.store.durable import fsync_dirs
 from memlane.store.layout import TOPICS_DIR
@@ -30,8 +30,8 @@ class ApplyHooks:
 
     ``apply_plan`` renames each new text over its file with ``replace``
     (temporary file, target), deletes each file the plan removes with
-    ``unlink``, marks the journal committed, then calls ``committed()``
-    before it removes the backups and the journal. A caller that must prove
+    ``unlink``, marks the intents committed, then calls ``committed()``
+    before it removes the backups and the intents file. A caller that must prove
     the all-or-nothing guarantee (a test, a fault-injection run) passes
     callables that fail a step or kill the process at one of these points;
     the rollback and the crash recovery never go through them. memlane
@@ -46,7 +46,7 @@ class ApplyHooks:
 
 def apply_plan(plan: DreamPlan, *, now: datetime, hooks: ApplyHooks | None = None) -> None:
     """Write the plan, all of it or nothing (see the module docstring), even
-    across a crash: ``store/dream_journal`` records the intent before the
+    across a crash: ``store/dream_intents`` records the intent before the
     first rename, and whatever takes the topics lock next settles it.
 
     *hooks* (``ApplyHooks``) replaces the commit steps, for fault injection.
@@ -60,7 +60,7 @@ def apply_plan(plan: DreamPlan, *, now: datetime, hooks: ApplyHooks | None = Non
     with T.locked(store):
         for change in plan.changes:
             _check_unchanged(change, plan.from_file)
-        steps: list[J.Step] = []
+        steps: list[di.Step] = []
         directories = {store} | {c.path.parent for c in plan.changes}
         try:
             for change in plan.changes:
@@ -68,14 +68,14 @@ def apply_plan(plan: DreamPlan, *, now: datetime, hooks: ApplyHooks | None = Non
                 if change.path.parent.name == TOPICS_DIR:
                     T.check_inside(change.path, T.topics_dir(store))
                 backup = (
-                    None if change.before is None else J.side_path(change.path, J.BACKUP_SUFFIX)
+                    None if change.before is None else di.side_path(change.path, di.BACKUP_SUFFIX)
                 )
-                temp = None if change.after is None else J.side_path(change.path, J.TEMP_SUFFIX)
-                steps.append(J.Step(target=change.path, backup=backup, temp=temp))
-            # The journal first: from here on a crash at any point is
+                temp = None if change.after is None else di.side_path(change.path, di.TEMP_SUFFIX)
+                steps.append(di.Step(target=change.path, backup=backup, temp=temp))
+            # The intents first: from here on a crash at any point is
             # recoverable, and no side file exists that it does not name.
-            J.begin(store, steps)
-            step("dream.journaled")
+            di.begin(store, steps)
+            step("dream.journaled")  # the fault point keeps its name
             for change, one in zip(plan.changes, steps, strict=True):
                 if one.temp is not None and change.after is not None:
                     _temp_write(one.temp, change.after)
@@ -92,18 +92,18 @@ def apply_plan(plan: DreamPlan, *, now: datetime, hooks: ApplyHooks | None = Non
                     hooks.unlink(change.path)
                 step("dream.replaced")
             fsync_dirs(directories)
-            J.commit(store, steps)
+            di.commit(store, steps)
             step("dream.committed")
         except BaseException as exc:
             try:
-                # The same rollback a crash gets, from the journal just written
-                # (a no-op when the journal itself could not be written).
-                J.recover(store)
+                # The same rollback a crash gets, from the intents just written
+                # (a no-op when the intents file itself could not be written).
+                di.recover(store)
             except MemlaneError as problem:
                 raise DreamError(
                     f"the dream failed while applying ({_why(exc)}) and could not restore "
                     f"every file: {problem.message}",
-                    f"the journal {J.journal_path(store)} and the .dream-backup files stay; "
+                    f"the dream intents file {di.intents_path(store)} and the .dream-backup files stay; "
                     "the next memlane command that writes the topics retries the rollback",
                 ) from None
             if isinstance(exc, DreamError):
@@ -116,7 +116,7 @@ def apply_plan(plan: DreamPlan, *, now: datetime, hooks: ApplyHooks | None = Non
             raise
         # Past the commit mark the dream stands, whatever happens next.
         hooks.committed()
-        J.finish(store, steps)
+        di.finish(store, steps)
         step("dream.finished")
     record_dream(store, now)
 

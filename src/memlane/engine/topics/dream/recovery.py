@@ -1,4 +1,4 @@
-"""Crash recovery of an interrupted ``apply_plan`` (``store/dream_journal``):
+"""Crash recovery of an interrupted ``apply_plan`` (``store/dream_intents``):
 ``recover_interrupted_dream`` settles it, ``pending_recovery`` reports it read-only."""
 
 from __future__ import annotations
@@ -8,31 +8,31 @@ import os
 from pathlib import Path
 
 from memlane.core.locks import lock_fd
-from memlane.store import dream_journal as J
+from memlane.store import dream_intents as di
 from memlane.store import topics as T
 
 log = logging.getLogger("memlane.dream")
 
 
-def recover_interrupted_dream(store: Path) -> J.Recovery:
+def recover_interrupted_dream(store: Path) -> di.Recovery:
     """Settle what an interrupted ``apply_plan`` left, and say what was done.
 
-    A journal still ``applying`` is rolled back (every file as before the
+    An intents file still ``applying`` is rolled back (every file as before the
     dream), a ``committed`` one is cleaned up (the dream stands); side files
-    no journal accounts for are deleted when that loses nothing and reported
+    no intents file accounts for are deleted when that loses nothing and reported
     otherwise (``Recovery.leftovers``). ``Recovery.render()`` is the message
     for the user, None when there was nothing to do. ``apply_plan`` and
     ``orient`` (so ``make_plan``) call it first; ``store/topics.locked()``
-    rolls a journal back on its own, so no command ever works on half a dream.
-    ``StoreError`` when the journal cannot be acted on (it is then left).
+    rolls an intents file back on its own, so no command ever works on half a dream.
+    ``StoreError`` when the intents file cannot be acted on (it is then left).
     """
     if not store.is_dir():
-        return J.Recovery()
-    if not J.journal_path(store).exists() and not J.leftovers(store):
-        return J.Recovery()  # the common case: no lock taken
+        return di.Recovery()
+    if not di.intents_path(store).exists() and not di.leftovers(store):
+        return di.Recovery()  # the common case: no lock taken
     with T.locked(store, recover=False):
-        report = J.recover(store)
-        J.sweep_leftovers(store, report)
+        report = di.recover(store)
+        di.sweep_leftovers(store, report)
     message = report.render()
     if message:
         log.warning("%s: %s", store, message)
@@ -42,13 +42,13 @@ def recover_interrupted_dream(store: Path) -> J.Recovery:
 def pending_recovery(store: Path) -> str | None:
     """For ``memlane status``: what an interrupted dream left, or None.
 
-    Read only; says whether a journal waits to be rolled back (or cleaned up
+    Read only; says whether an intents file waits to be rolled back (or cleaned up
     after a complete apply), whether a dream is being applied right now, and
-    names any ``.dream-backup`` / ``.dream.tmp`` file no journal accounts for.
+    names any ``.dream-backup`` / ``.dream.tmp`` file no intents file accounts for.
     """
     if not store.is_dir():
         return None
-    return J.pending(store, lock_free=_lock_free(store))
+    return di.pending(store, lock_free=_lock_free(store))
 
 
 def _lock_free(store: Path) -> bool | None:

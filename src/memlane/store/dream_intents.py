@@ -1,27 +1,27 @@
-"""The intent journal that makes a dream apply all-or-nothing across a crash.
+"""The dream intents: the record that makes a dream apply all-or-nothing across a crash.
 
 ``engine/topics/dream/apply.py`` (``apply_plan``) rewrites several files (topic files, ``MEMORY.md``)
 with one rename each. An in-process ``try``/``except`` can undo a failure,
 but not a SIGKILL or a power cut between two renames; so before the first
-side file exists, ``begin`` writes ``<store>/.dream-journal.json`` (temporary
+side file exists, ``begin`` writes the intents file ``<store>/.dream-journal.json`` (temporary
 file, fsync, rename, directory fsync) naming, for every change, the target,
 its backup (a hard link to the original, or ``"absent"`` when the file did
 not exist) and the temporary file holding the new text (``null`` when the
 target is deleted). Once every rename is on disk, ``commit`` marks the
-journal ``committed``; ``finish`` then removes the backups and the journal.
+intents file ``committed``; ``finish`` then removes the backups and the intents file.
 
 ``recover`` (run with the topics lock held: ``store/topics.locked()`` calls it
-whenever the journal exists) settles an interrupted apply:
+whenever the intents file exists) settles an interrupted apply:
 
 * ``applying``: roll back. Every backup is renamed over its target, targets
   that did not exist before are deleted, temporary files are deleted, then
-  the journal. Each step is idempotent (a backup already put back is simply
+  the intents file. Each step is idempotent (a backup already put back is simply
   gone), so a crash during recovery is recovered by the next one.
 * ``committed``: every rename had landed, so the dream stands; only the
-  backups, temporary files and the journal are removed.
+  backups, temporary files and the intents file are removed.
 
-Side files with no journal (``*.dream-backup`` / ``*.dream.tmp``, e.g. from a
-crash of a memlane that had no journal) are never silently left: ``pending``
+Side files with no intents file (``*.dream-backup`` / ``*.dream.tmp``, e.g. from a
+crash of a memlane that had no intents file) are never silently left: ``pending``
 names them, and ``sweep_leftovers`` deletes only what loses nothing
 (temporary files, backups identical to their target) and reports the rest.
 
@@ -46,8 +46,9 @@ from memlane.store import safe_paths
 from memlane.store.durable import fsync_dirs
 from memlane.store.layout import MEMORY_INDEX, TOPICS_DIR
 
-JOURNAL_NAME = ".dream-journal.json"
-JOURNAL_FORMAT_VERSION = 1
+# The file keeps its older name on disk (existing stores may hold one to recover).
+INTENTS_NAME = ".dream-journal.json"
+INTENTS_FORMAT_VERSION = 1
 BACKUP_SUFFIX = ".dream-backup"
 TEMP_SUFFIX = ".dream.tmp"
 APPLYING = "applying"
@@ -70,8 +71,8 @@ _SIDE_RE = re.compile(
     + r")$"
 )
 _RECOVER_HINT = (
-    "inspect {journal}: every `backup` holds a file as it was before the dream; "
-    "put them back by hand (or delete the journal to keep the files as they are)"
+    "inspect {intents}: every `backup` holds a file as it was before the dream; "
+    "put them back by hand (or delete the intents file to keep the files as they are)"
 )
 
 
@@ -88,7 +89,7 @@ class Step:
 class Recovery:
     """What ``recover`` / ``sweep_leftovers`` did, as store-relative paths."""
 
-    outcome: str | None = None  # "rolled back" | "completed" | None (no journal)
+    outcome: str | None = None  # "rolled back" | "completed" | None (no intents file)
     restored: list[str] = field(default_factory=list)  # put back from their backups
     removed: list[str] = field(default_factory=list)  # created by the dream, deleted again
     kept: list[str] = field(default_factory=list)  # a committed dream's files, left applied
@@ -144,8 +145,8 @@ def _leftover_text(leftovers: list[str]) -> str:
     )
 
 
-def journal_path(store: Path) -> Path:
-    return store / JOURNAL_NAME
+def intents_path(store: Path) -> Path:
+    return store / INTENTS_NAME
 
 
 def side_path(target: Path, suffix: str) -> Path:
@@ -167,10 +168,10 @@ def commit(store: Path, steps: Iterable[Step]) -> None:
 
 
 def finish(store: Path, steps: Iterable[Step]) -> None:
-    """Remove a committed dream's backups and temporary files, then the journal.
+    """Remove a committed dream's backups and temporary files, then the intents file.
 
     Best effort: a file left here is removed by the next ``recover`` (the
-    journal still says ``committed``), so a failure is no reason to fail the dream.
+    intents file still says ``committed``), so a failure is no reason to fail the dream.
     """
     for step in steps:
         for side in (step.backup, step.temp):
@@ -178,13 +179,13 @@ def finish(store: Path, steps: Iterable[Step]) -> None:
                 with suppress(OSError):
                     os.unlink(side)
     with suppress(OSError):
-        os.unlink(journal_path(store))
+        os.unlink(intents_path(store))
     fsync_dirs([store])
 
 
 def _write(store: Path, state: str, steps: list[Step]) -> None:
     data = {
-        "format_version": JOURNAL_FORMAT_VERSION,
+        "format_version": INTENTS_FORMAT_VERSION,
         "state": state,
         "pid": os.getpid(),
         "changes": [
@@ -196,7 +197,7 @@ def _write(store: Path, state: str, steps: list[Step]) -> None:
             for step in steps
         ],
     }
-    path = journal_path(store)
+    path = intents_path(store)
     temp = side_path(path, TEMP_SUFFIX)
     try:
         with open(temp, "x", encoding="utf-8") as handle:
@@ -207,7 +208,9 @@ def _write(store: Path, state: str, steps: list[Step]) -> None:
     except OSError as exc:
         with suppress(OSError):
             os.unlink(temp)
-        raise StoreError(f"cannot write the dream journal {path}: {exc.strerror or exc}") from None
+        raise StoreError(
+            f"cannot write the dream intents file {path}: {exc.strerror or exc}"
+        ) from None
     # The rename must be durable before the first rename it protects.
     fsync_dirs([store])
 
@@ -224,16 +227,16 @@ def _rel(path: Path, store: Path) -> str:
 
 
 def read(store: Path) -> tuple[str, list[Step]] | None:
-    """(state, steps) of the journal, None when there is none.
+    """(state, steps) of the intents file, None when there is none.
 
     The paths are checked before anything acts on them: a damaged or hand-made
-    journal must never make recovery rename or delete a file outside the
+    intents file must never make recovery rename or delete a file outside the
     store's ``MEMORY.md`` and ``topics/*.md`` and their own side files.
     """
-    path = journal_path(store)
+    path = intents_path(store)
     try:
-        # Never through a link (store/safe_paths.py): a committed journal
-        # link must not make recovery act on another file's content.
+        # Never through a link (store/safe_paths.py): a committed intents
+        # file's link must not make recovery act on another file's content.
         fd = safe_paths.open_store_file(store, path, os.O_RDONLY)
         try:
             text = safe_paths.read_fd(fd).decode("utf-8")
@@ -249,8 +252,8 @@ def read(store: Path) -> tuple[str, list[Step]] | None:
         data = json.loads(text)
     except ValueError as exc:
         raise _damaged(store, f"it is not JSON ({exc})") from None
-    if not isinstance(data, dict) or data.get("format_version") != JOURNAL_FORMAT_VERSION:
-        raise _damaged(store, "it is not a dream journal this memlane reads")
+    if not isinstance(data, dict) or data.get("format_version") != INTENTS_FORMAT_VERSION:
+        raise _damaged(store, "it is not a dream intents file this memlane reads")
     state = data.get("state")
     if state not in (APPLYING, COMMITTED):
         raise _damaged(store, f"unknown state {state!r}")
@@ -289,11 +292,11 @@ def _side(store: Path, target: str, raw: Any, suffix: str) -> Path:
 
 
 def _damaged(store: Path, reason: str) -> StoreError:
-    journal = journal_path(store)
+    intents = intents_path(store)
     return StoreError(
-        f"the dream journal {journal} is unusable ({reason}), so an interrupted dream "
+        f"the dream intents file {intents} is unusable ({reason}), so an interrupted dream "
         "cannot be recovered automatically; the topic files are left alone",
-        _RECOVER_HINT.format(journal=journal),
+        _RECOVER_HINT.format(intents=intents),
     )
 
 
@@ -301,16 +304,16 @@ def _damaged(store: Path, reason: str) -> StoreError:
 
 
 def recover(store: Path) -> Recovery:
-    """Settle an interrupted apply from the journal; the caller holds the topics lock.
+    """Settle an interrupted apply from the intents file; the caller holds the topics lock.
 
-    ``StoreError`` when it cannot (the journal then stays, and so does every
+    ``StoreError`` when it cannot (the intents file then stays, and so does every
     backup, so the next attempt starts over).
     """
     report = Recovery()
-    journal = read(store)
-    if journal is None:
+    intents = read(store)
+    if intents is None:
         return report
-    state, steps = journal
+    state, steps = intents
     try:
         if state == COMMITTED:
             report.outcome = "completed"
@@ -322,17 +325,17 @@ def recover(store: Path) -> Recovery:
         else:
             report.outcome = "rolled back"
             _roll_back(store, steps, report)
-        # Restores first, then the journal: were the journal's removal to
+        # Restores first, then the intents file: were its removal to
         # reach the disk before a restore, a crash here would lose the restore.
         fsync_dirs({step.target.parent for step in steps})
-        os.unlink(journal_path(store))
+        os.unlink(intents_path(store))
     except OSError as exc:
-        journal_file = journal_path(store)
+        intents_file = intents_path(store)
         raise StoreError(
-            f"cannot recover the interrupted dream recorded in {journal_file}: "
+            f"cannot recover the interrupted dream recorded in {intents_file}: "
             f"{exc.strerror or exc}",
             "check that the store is writable; the next memlane command that writes the "
-            "topics retries (" + _RECOVER_HINT.format(journal=journal_file) + ")",
+            "topics retries (" + _RECOVER_HINT.format(intents=intents_file) + ")",
         ) from None
     fsync_dirs([store])
     return report
@@ -387,16 +390,16 @@ def _unlink_if_there(path: Path) -> bool:
     return True
 
 
-# --- side files without a journal -------------------------------------------------------------
+# --- side files without an intents file -------------------------------------------------------
 
 
 def leftovers(store: Path) -> list[Path]:
-    """Backups and temporary files of dreams that no journal accounts for."""
-    journal = None
+    """Backups and temporary files of dreams that no intents file accounts for."""
+    intents = None
     with suppress(StoreError):
-        journal = read(store)
+        intents = read(store)
     listed: set[Path] = set()
-    for step in journal[1] if journal else []:
+    for step in intents[1] if intents else []:
         listed.update(p for p in (step.backup, step.temp) if p is not None)
     found = []
     for directory in (store, store / TOPICS_DIR):
@@ -414,7 +417,7 @@ def leftovers(store: Path) -> list[Path]:
 def sweep_leftovers(store: Path, report: Recovery) -> None:
     """Delete the side files that lose nothing, report the rest; caller holds the lock.
 
-    A temporary file is new text that never became the file (or a journal
+    A temporary file is new text that never became the file (or an intents file
     that never landed): deleting it loses nothing. A backup identical to the
     file it names is redundant. Any other backup may be the only copy of an
     entry an older crash dropped, so it stays, named in the report.
@@ -449,14 +452,14 @@ def pending(store: Path, *, lock_free: bool | None) -> str | None:
     only: ``status`` shows it, the next locked write acts on it.
     """
     parts = []
-    if journal_path(store).exists():
+    if intents_path(store).exists():
         try:
-            journal = read(store)
+            intents = read(store)
         except StoreError as exc:
             parts.append(exc.message)
-            journal = None
-        if journal is not None:
-            state, steps = journal
+            intents = None
+        if intents is not None:
+            state, steps = intents
             files = ", ".join(_rel(step.target, store) for step in steps)
             if lock_free is False:
                 parts.append(f"a dream is being applied right now ({files})")
