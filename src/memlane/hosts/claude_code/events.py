@@ -5,7 +5,7 @@
 | SessionStart (startup, resume, clear) | open the session, or reuse it | the snapshot as ``additionalContext``, a status line as ``systemMessage`` |
 | SessionStart (compact), PreCompact | ``Session.compacted()``: the snapshot rebuilt | SessionStart: the new snapshot |
 | UserPromptSubmit | ``Session.before_agent_start(prompt)`` | the hidden message as ``additionalContext`` |
-| Stop | the settled exchange read from the transcript → ``Session.agent_settled`` (journaled before the answer) | nothing |
+| Stop | the settled exchange read from the transcript → ``Session.agent_settled`` (in the capture log before the answer) | nothing |
 | SessionEnd (installs before issue 26) | ``Session.shutdown()``, on the engine's threads (the hook returns at once) | nothing |
 
 memlane installs no SessionEnd hook: a session ends, the same way, when its
@@ -106,7 +106,7 @@ class Events:
     def _end(self, project: Project, session_id: str) -> None:
         """End the session on the engine's own threads, without waiting: Claude Code
         cancels a SessionEnd hook that takes long at exit, and what the end flushes
-        is journaled already (the engine outlives the hook)."""
+        is in the capture log already (the engine outlives the hook)."""
         running.ended(project.collection, session_id)
         self.projects.end(project, session_id, wait=False)
         turns.forget_session(session_id)

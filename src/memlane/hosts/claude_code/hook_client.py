@@ -40,7 +40,7 @@ CLIENT = "claude-code hook"
 #: the ``timeout`` the installer gives each hook, so Claude Code never has
 #: to kill a hook. memlane installs no SessionEnd hook (docs/adr/0026); one
 #: from an older install only hands the session to the engine, which ends it
-#: on its own threads (what it flushes is journaled already): Claude Code 2.1
+#: on its own threads (what it flushes is in the capture log already): Claude Code 2.1
 #: gives a plugin's SessionEnd hooks 1.5 s at exit whatever their ``timeout``
 #: says (``CLAUDE_CODE_SESSIONEND_HOOKS_TIMEOUT_MS``) and cancels them past
 #: it ("Hook cancelled"), so this one stays well below.

@@ -69,7 +69,7 @@ _MATCHERS: dict[str, str | None] = {
 #: included), so Claude Code never has to kill a hook. Stop is synchronous: Claude Code
 #: cancels an ``async`` hook when ``claude -p`` ends, tens of milliseconds
 #: after moving it to the background, which would lose the capture; the Stop
-#: client only journals the exchange and returns (docs/adr/0018-claude-code-install.md).
+#: client only puts the exchange in the capture log and returns (docs/adr/0018-claude-code-install.md).
 HOOK_EVENTS: tuple[tuple[str, str | None, int], ...] = tuple(
     (event, matcher, math.ceil(LIMITS_S[event]) + TIMEOUT_MARGIN_S)
     for event, matcher in _MATCHERS.items()

@@ -494,7 +494,7 @@ def main() -> int:
         with contextlib.suppress(OSError):
             os.unlink(place.info)
         # Another engine may start now; this one's sessions keep their
-        # journals locked while they end, so it never takes them over.
+        # capture logs locked while they end, so it never takes them over.
         os.close(lock)
         engine.close()
         log.info("exited")
