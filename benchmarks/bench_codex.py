@@ -17,8 +17,12 @@
    warm: one run first starts it), with its hooks answering at once
    (``MEMLANE_NO_HOOKS=1`` in the server's env: Codex's round trips alone),
    with its MCP server only (no hooks). Target: with / without <= 1.25.
+   ``--run-gap`` seconds pass between two runs, as between two commands a
+   person types: after its Codex exits, a run's session ends in the engine and
+   its capture is written and indexed; back to back (``--run-gap 0``) that
+   work lands on the next run, whichever variant it is.
 
-    python benchmarks/bench_codex.py [--calls 50] [--runs 15] [--auto-context]
+    python benchmarks/bench_codex.py [--calls 50] [--runs 15] [--run-gap 1] [--auto-context]
 
 Writes a table and benchmarks/results/codex.json.
 """
@@ -215,7 +219,7 @@ def measure_hooks(calls: int, gap_s: float, auto_context: bool) -> list[dict[str
         ]
 
 
-def measure_exec(runs: int) -> list[dict[str, Any]]:
+def measure_exec(runs: int, gap_s: float) -> list[dict[str, Any]]:
     """Interleaved ``codex exec "hello"`` runs of each variant, one world, its
     config.toml rewritten before each run (the order is the same every round)."""
     from codex_harness import CodexWorld, ensure_codex
@@ -248,6 +252,7 @@ def measure_exec(runs: int) -> list[dict[str, Any]]:
             for _ in range(runs):
                 for name, (text, env) in variants.items():
                     world.config.write_text(text)
+                    time.sleep(gap_s)  # the previous run's session ends meanwhile
                     result = world.run("hello", **env)
                     assert result.returncode == 0, result.stderr
                     walls[name].append(result.seconds * 1000)
@@ -272,18 +277,20 @@ def main() -> int:
     parser.add_argument("--calls", type=int, default=50)
     parser.add_argument("--runs", type=int, default=15)
     parser.add_argument("--stop-gap", type=float, default=1.0)
+    parser.add_argument("--run-gap", type=float, default=1.0)
     parser.add_argument("--auto-context", action="store_true")
     parser.add_argument("--skip-exec", action="store_true", help="only the hooks")
     args = parser.parse_args()
     sys.path[:0] = [str(REPO / "tests"), str(REPO / "tests" / "e2e")]
     hooks = measure_hooks(args.calls, args.stop_gap, args.auto_context)
     print_table("Codex hooks as Codex runs them (warm engine, ms)", hooks)
-    runs = [] if args.skip_exec else measure_exec(args.runs)
+    runs = [] if args.skip_exec else measure_exec(args.runs, args.run_gap)
     print_table('codex exec "hello" (ms)', runs)
     path = write_json(
         "codex",
         {
             "calls": args.calls,
+            "run_gap_s": args.run_gap,
             "auto_context": args.auto_context,
             "shell": os.environ.get("SHELL") or "/bin/sh",
             "hooks": hooks,
