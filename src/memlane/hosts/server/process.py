@@ -46,6 +46,8 @@ from memlane.core.link import (
     private_dir,
 )
 from memlane.core.process import rss_mb
+from memlane.hosts.claude_code.hook_client import CLIENT as CLAUDE_CODE_HOOK_CLIENT
+from memlane.hosts.mcp.tools import CODEX_HOOK_CLIENT
 from memlane.hosts.server.hook_calls import serve_hook_call
 
 log = logging.getLogger("memlane.engine")
@@ -219,11 +221,11 @@ class Engine:
                 header = reader.readline(MAX_HEADER_BYTES)
                 kind, _, rest = header.rstrip(b"\n").partition(b" ")
                 if kind == HOOK_HEADER:
-                    client = "claude-code hook"
+                    client = CLAUDE_CODE_HOOK_CLIENT
                     self._count(client, +1)
                     serve_hook_call(conn, reader, rest, self.events)
                 elif kind == CODEX_HOOK_HEADER:
-                    client = "codex hook"
+                    client = CODEX_HOOK_CLIENT
                     self._count(client, +1)
                     serve_hook_call(conn, reader, rest, self.codex_events)
                 elif kind == RPC_HEADER:
