@@ -11,6 +11,21 @@ from typing import Any
 
 RESULTS_DIR = Path(__file__).parent / "results"
 
+
+def as_installed() -> None:
+    """Measure memlane's processes as a user's machine runs them: an installed
+    memlane has its bytecode (pip compiles it), while a checkout run with
+    ``PYTHONDONTWRITEBYTECODE`` would compile every changed module on every
+    spawn. Writes the package's ``.pyc`` files and lets the children write theirs."""
+    import compileall
+    import os
+
+    import memlane
+
+    compileall.compile_dir(Path(memlane.__file__).parent, quiet=1)
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+
+
 _SUBJECTS = [
     "the user and the agent",
     "the agent",

@@ -24,6 +24,8 @@
 
     python benchmarks/bench_codex.py [--calls 50] [--runs 15] [--run-gap 1] [--auto-context]
 
+memlane's bytecode is written first, as an install writes it.
+
 Writes a table and benchmarks/results/codex.json.
 """
 
@@ -40,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _common import median, percentile, print_table, write_json
+from _common import as_installed, median, percentile, print_table, write_json
 from bench_sidecar import PROMPTS, prepare
 
 REPO = Path(__file__).resolve().parent.parent
@@ -282,6 +284,7 @@ def main() -> int:
     parser.add_argument("--skip-exec", action="store_true", help="only the hooks")
     args = parser.parse_args()
     sys.path[:0] = [str(REPO / "tests"), str(REPO / "tests" / "e2e")]
+    as_installed()
     hooks = measure_hooks(args.calls, args.stop_gap, args.auto_context)
     print_table("Codex hooks as Codex runs them (warm engine, ms)", hooks)
     runs = [] if args.skip_exec else measure_exec(args.runs, args.run_gap)

@@ -29,7 +29,6 @@ Target: handshake p95 <= 150 ms on an idle machine, <= 5x ``python -c pass``.
 from __future__ import annotations
 
 import argparse
-import compileall
 import json
 import os
 import resource
@@ -40,10 +39,8 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
-import memlane as memlane_package
-
 sys.path.insert(0, str(Path(__file__).parent))
-from _common import median, percentile, print_table, write_json
+from _common import as_installed, median, percentile, print_table, write_json
 from bench_sidecar import prepare
 
 MEMLANE = str(Path(sys.executable).parent / "memlane")
@@ -219,9 +216,7 @@ def main() -> int:
     executables = {"memlane mcp": MEMLANE}
     if args.compare:
         executables["compared"] = args.compare
-    # An installed memlane has its bytecode (pip compiles it); a checkout run with
-    # PYTHONDONTWRITEBYTECODE would compile every module on every spawn instead.
-    compileall.compile_dir(Path(memlane_package.__file__).parent, quiet=1)
+    as_installed()
     load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="memlane-bench-mcp-") as tmp:
         home = Path(tmp) / "home"

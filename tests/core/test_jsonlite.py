@@ -39,3 +39,26 @@ def test_a_value_json_cannot_carry_is_refused(value: Any) -> None:
 def test_what_is_not_one_json_value_is_refused(text: bytes) -> None:
     with pytest.raises(ValueError):
         jsonlite.loads(text)
+
+
+@given(VALUES)
+def test_the_mcp_servers_json_is_jsons_own(value: Any) -> None:
+    compact = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    assert jsonlite.dumps_compact(value) == compact  # the same text, byte for byte
+    assert jsonlite.loads_text(" \n" + compact + "\r\n") == json.loads(compact)
+
+
+@pytest.mark.parametrize("value", [float("nan"), {"a": [float("inf")]}, {"p": object()}])
+def test_the_mcp_servers_json_refuses_what_json_refuses(value: Any) -> None:
+    with pytest.raises((TypeError, ValueError)) as mine:
+        jsonlite.dumps_compact(value)
+    with pytest.raises((TypeError, ValueError)) as theirs:
+        json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    assert mine.type is theirs.type
+
+
+def test_a_cycle_is_refused_as_json_refuses_it() -> None:
+    cycle: list[Any] = []
+    cycle.append(cycle)
+    with pytest.raises(ValueError):
+        jsonlite.dumps_compact(cycle)

@@ -5,6 +5,13 @@ expressions), as much as the rest of the client; the C accelerator under it
 (``_json``) does the work, with ``json`` itself as the fallback on an
 interpreter without it. Only what the engine's protocol carries: None, bools,
 numbers, strings, lists and objects with string keys.
+
+``dumps``/``loads`` are the engine protocol's (ASCII text, bytes in);
+``dumps_compact``/``loads_text`` are what MCP's stdio server
+(hosts/wire.py) writes and reads before it knows anything is wrong: the same
+text as ``json.dumps(..., ensure_ascii=False, allow_nan=False,
+separators=(",", ":"))`` and the same value as ``json.loads``. A caller that
+needs json's own error message imports ``json`` when a line fails.
 """
 
 from __future__ import annotations
@@ -62,17 +69,44 @@ class _Decoding:
 
 def loads(data: bytes) -> Any:
     """The JSON value of *data* (``ValueError`` when it is not one whole value)."""
+    return loads_text(data.decode("utf-8"), "the engine's answer")
+
+
+def loads_text(text: str, what: str = "the text") -> Any:
+    """The JSON value of *text*, as ``json.loads`` reads it (``ValueError`` when it is
+    not one whole value; ``RecursionError`` when it nests too deeply)."""
     try:
         from _json import make_scanner
     except ImportError:
         import json
 
-        return json.loads(data)
-    text = data.decode("utf-8").strip(" \t\r\n")
+        return json.loads(text)
+    text = text.strip(" \t\r\n")
     try:
         value, end = make_scanner(_Decoding())(text, 0)  # type: ignore[arg-type]
     except StopIteration:
-        raise ValueError("the engine's answer is not JSON") from None
+        raise ValueError(f"{what} is not JSON") from None
     if end != len(text):
-        raise ValueError("the engine's answer is not one JSON value")
+        raise ValueError(f"{what} is not one JSON value")
     return value
+
+
+def dumps_compact(value: object) -> str:
+    """*value* as ``json.dumps(value, ensure_ascii=False, allow_nan=False,
+    separators=(",", ":"))`` writes it, with json's C encoder (``TypeError`` for a
+    value JSON has no form for, ``ValueError`` for NaN, infinities and cycles)."""
+    try:
+        from _json import encode_basestring, make_encoder
+
+        encode = make_encoder({}, _no_form, encode_basestring, None, ":", ",", False, False, False)
+    except (ImportError, TypeError):  # no accelerator, or one with another signature
+        import json
+
+        return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    if isinstance(value, str):
+        return str(encode_basestring(value))
+    return "".join(encode(value, 0))
+
+
+def _no_form(value: object) -> object:
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")

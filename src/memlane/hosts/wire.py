@@ -29,9 +29,10 @@ Every line written goes through ``encode_message``: strict JSON (never
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable
+
+from memlane.core.jsonlite import dumps_compact, loads_text
 
 # ``memlane mcp`` reads every line through here before anything else is loaded:
 # ``typing``, ``dataclasses`` and ``logging`` would cost more than the rest of its start.
@@ -228,7 +229,22 @@ def check_line(line: bytes | OversizedLine, also: MessageCheck | None = None) ->
             f"{exc.start}); send JSON text encoded as UTF-8",
         )
     try:
-        value = json.loads(text)
+        value = loads_text(text)
+    except (ValueError, RecursionError):
+        value = _read_slowly(text)
+        if isinstance(value, Refused):
+            return value
+    return check_value(value, also)
+
+
+def _read_slowly(text: str) -> Any:
+    """*text* read by ``json`` itself, or the refusal in json's own words. ``json`` is
+    imported only for a line the fast reader (core/jsonlite.py, the same C scanner)
+    turned down: a good line is read without it, at every server's start."""
+    import json
+
+    try:
+        return json.loads(text)
     except RecursionError:
         return _refuse(
             None,
@@ -239,7 +255,6 @@ def check_line(line: bytes | OversizedLine, also: MessageCheck | None = None) ->
         return _refuse(None, PARSE_ERROR, f"the message is not valid JSON: {_short(exc)}")
     except ValueError:  # an integer of thousands of digits
         return _refuse(None, PARSE_ERROR, "the message holds a number too long to read")
-    return check_value(value, also)
 
 
 def check_value(value: Any, also: MessageCheck | None = None) -> Message | Refused:
@@ -412,8 +427,7 @@ def encode_message(message: dict[str, Any] | list[dict[str, Any]]) -> bytes:
 
 
 def _dumps(message: Any) -> bytes:
-    text = json.dumps(message, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-    return text.encode("utf-8") + b"\n"
+    return dumps_compact(message).encode("utf-8") + b"\n"
 
 
 def _finite(value: Any) -> Any:

@@ -35,7 +35,7 @@ import time
 
 from memlane.core import engine_client, link
 from memlane.core.process import leave_ctrl_c_to_the_main_thread
-from memlane.hosts.mcp.tools import READ_ONLY, error_result, success_result
+from memlane.hosts.mcp.tools import READ_ONLY, error_result, success_result, tool_result
 
 # Nothing heavy before the first answers: not even typing or logging (thin.py).
 TYPE_CHECKING = False
@@ -331,7 +331,7 @@ def _engine_answer(answer: object) -> dict[str, Any]:
     if isinstance(answer, dict):
         text, details = answer.get("text"), answer.get("details")
         if isinstance(text, str) and isinstance(details, dict):
-            return success_result(text, details)
+            return tool_result(text, details)
     return error_result(
         f"memory's engine answered tool with {type(answer).__name__}, not {{text, details}}",
         "this is a memlane bug; `memlane engine status` shows the engine's log",

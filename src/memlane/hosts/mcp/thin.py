@@ -312,12 +312,11 @@ def _codex_hook(name: str, arguments: dict[str, Any] | None) -> dict[str, Any]:
     process sends, for this server's parent (Codex); the engine's answer (Codex's hook
     output JSON, or nothing) as the text. A failure is recorded and answered with
     nothing, as the hook process would: Codex goes on without memory for that event."""
-    import json
-
+    from memlane.core.jsonlite import dumps
     from memlane.core.link import CODEX_HOOK_HEADER
     from memlane.hosts.claude_code.hook_client import answer
 
-    raw = json.dumps(arguments or {}).encode("ascii")
+    raw = dumps(arguments or {}).encode("ascii")
     output = answer(raw, CODEX_HOOK_HEADER, CODEX_HOOK_CLIENT, os.getppid())
     return {"content": [{"type": "text", "text": output.decode("utf-8", "replace")}]}
 

@@ -17,8 +17,6 @@ itself.
 
 from __future__ import annotations
 
-import json
-
 from memlane.engine.tools.catalog import SPECS
 from memlane.engine.tools.outputs import error_details, output_schema
 from memlane.engine.tools.spec import RECALL_LADDER
@@ -73,7 +71,15 @@ def success_result(text: str, details: dict[str, Any]) -> dict[str, Any]:
     The details go through JSON here: a stray ``Path`` or ``datetime`` in them
     becomes its text instead of failing the reply.
     """
+    import json  # not at the server's start (core/jsonlite.py)
+
     structured = json.loads(json.dumps(details, ensure_ascii=False, default=str))
+    return tool_result(text, structured)
+
+
+def tool_result(text: str, structured: dict[str, Any]) -> dict[str, Any]:
+    """A ``CallToolResult`` of *structured* details that are JSON values already
+    (the engine's answer, read off the wire)."""
     return {"content": [{"type": "text", "text": text}], "structuredContent": structured}
 
 
