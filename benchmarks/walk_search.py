@@ -26,7 +26,7 @@ to the notes index's first SQLite statement of the search
   files entered, in the order first entered, and the entries per file.
 
 Over the whole command it counts the argument checks: calls of
-``check_request`` (engine/recall/request.py, the whole request) and of the
+``check_request`` (engine/shared/request.py, the whole request) and of the
 score floor's checks (``check_min_score``, and ``Memory.min_score``, which
 calls it). The command line's parse (typer's, or cli/quick.py's) is not
 counted: it reads the options' types and ranges and says a usage error.
@@ -50,8 +50,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).parent))
 
 CHECKS = {
-    ("engine/recall/request.py", "check_request"): "check_request",
-    ("engine/recall/request.py", "check_min_score"): "check_min_score",
+    ("engine/shared/request.py", "check_request"): "check_request",
+    ("engine/shared/request.py", "check_min_score"): "check_min_score",
     ("engine/project.py", "min_score"): "Memory.min_score",
 }
 

@@ -32,6 +32,22 @@ LAYER_OF = {
 #: Packages of one layer that must not import each other.
 SIBLINGS_APART = {("store", "index"), ("index", "store")}
 MAX_MODULE_LINES = 520
+#: Inside the engine, lowest first: a unit (a sub-package of engine/ or a module
+#: at its root) imports only units of lower tiers, never one of its own tier or
+#: above, so no two of them import each other. ``memlane.engine`` itself (the
+#: lazy ``Memory``) stands above them all. docs/architecture.md draws it.
+ENGINE_TIERS: list[set[str]] = [
+    {"shared"},  # results, request, ports, parts, embedding, the tool spec: imports no other
+    {"calibration", "index_backend", "lock_waits", "warm_engine"},
+    {"journal"},
+    {"sessions"},
+    {"recall"},
+    {"topics"},
+    {"migrate", "reports", "status", "timeline"},
+    {"project"},  # Memory
+    {"live"},  # Session
+    {"tools"},  # Tools.call
+]
 
 
 def _modules() -> dict[str, Path]:
@@ -166,3 +182,54 @@ def test_no_module_is_too_long() -> None:
         if (lines := len(path.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES
     }
     assert not long, f"modules over {MAX_MODULE_LINES} lines: {long}"
+
+
+def _engine_unit(module: str) -> str | None:
+    """The engine's sub-package or root module *module* belongs to."""
+    parts = module.split(".")
+    return parts[2] if len(parts) > 2 and parts[1] == "engine" else None
+
+
+def engine_arrows_against(graph: dict[str, set[str]], tiers: list[set[str]]) -> list[str]:
+    """Imports between the engine's units that do not point to a lower tier."""
+    tier_of = {unit: number for number, units in enumerate(tiers) for unit in units}
+    wrong = []
+    for name, targets in graph.items():
+        source = _engine_unit(name)
+        for target in targets:
+            aimed = _engine_unit(target)
+            if source is None or aimed is None or source == aimed:
+                continue
+            if source not in tier_of or aimed not in tier_of:
+                wrong.append(f"{name} imports {target}: place both units in ENGINE_TIERS")
+            elif tier_of[aimed] >= tier_of[source]:
+                wrong.append(f"{name} imports {target}")
+    return sorted(wrong)
+
+
+def test_every_engine_unit_has_a_tier() -> None:
+    declared = set().union(*ENGINE_TIERS)
+    units = {unit for name in _modules() if (unit := _engine_unit(name)) is not None}
+    assert units == declared, (
+        f"not in ENGINE_TIERS: {sorted(units - declared)}; gone: {sorted(declared - units)}"
+    )
+
+
+def test_engine_units_point_one_way() -> None:
+    wrong = engine_arrows_against(import_graph(), ENGINE_TIERS)
+    assert not wrong, "imports against the engine's order (ENGINE_TIERS):\n  " + "\n  ".join(wrong)
+
+
+def test_engine_order_check_reports_a_two_way_pair() -> None:
+    graph = {
+        "memlane.engine.a.x": {"memlane.engine.b.y"},
+        "memlane.engine.b.y": {"memlane.engine.a.z", "memlane.core.types"},
+        "memlane.engine.a.z": set(),
+    }
+    assert engine_arrows_against(graph, [{"a"}, {"b"}]) == [
+        "memlane.engine.a.x imports memlane.engine.b.y"
+    ]
+    assert engine_arrows_against(graph, [{"a", "b"}]) == [
+        "memlane.engine.a.x imports memlane.engine.b.y",
+        "memlane.engine.b.y imports memlane.engine.a.z",
+    ]

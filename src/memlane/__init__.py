@@ -44,12 +44,12 @@ if TYPE_CHECKING:
         Section,
     )
     from memlane.core.version import __version__
-    from memlane.engine.embedding import Embedding
     from memlane.engine.live.session import Session
     from memlane.engine.live.state import Flush, Injection, Queued
     from memlane.engine.migrate import MigrationReport
     from memlane.engine.project import Memory
-    from memlane.engine.reports import IndexReport, Status
+    from memlane.engine.shared.embedding import Embedding
+    from memlane.engine.shared.results import IndexReport, Status
     from memlane.store.forget import Removed
     from memlane.transcripts.model import Transcript, Turn
 
@@ -58,7 +58,7 @@ _HOME = {
     "__version__": "memlane.core.version",
     "Memory": "memlane.engine.project",
     "Session": "memlane.engine.live.session",
-    "Embedding": "memlane.engine.embedding",
+    "Embedding": "memlane.engine.shared.embedding",
     # what the calls return
     "Anchor": "memlane.core.types",
     "Chunk": "memlane.core.types",
@@ -70,8 +70,8 @@ _HOME = {
     "Transcript": "memlane.transcripts.model",
     "Turn": "memlane.transcripts.model",
     "Removed": "memlane.store.forget",
-    "IndexReport": "memlane.engine.reports",
-    "Status": "memlane.engine.reports",
+    "IndexReport": "memlane.engine.shared.results",
+    "Status": "memlane.engine.shared.results",
     "MigrationReport": "memlane.engine.migrate",
     "Injection": "memlane.engine.live.state",
     "Queued": "memlane.engine.live.state",

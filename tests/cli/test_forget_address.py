@@ -9,9 +9,9 @@ import pytest
 
 from helpers import NOW, Cli
 from memlane.core.errors import NotFoundError
+from memlane.engine.journal.chunk_ids import resolve_chunk
 from memlane.engine.project import Memory
-from memlane.engine.recall.chunk_ids import resolve_chunk
-from memlane.engine.tools.catalog import SPECS
+from memlane.engine.shared.tool_catalog import SPECS
 from memlane.engine.tools.dispatch import Tools
 
 LEXICAL = {"MEMLANE_EMBEDDING_PROVIDER": "none"}

@@ -13,7 +13,7 @@ from memlane.core.bounds import BOUND_FORMS, parse_bound, parse_range
 from memlane.core.clock import SYSTEM_CLOCK, FixedClock, RunningClock
 from memlane.core.errors import MemlaneError
 from memlane.engine.sessions.docs import utc_iso
-from memlane.engine.tools.catalog import MEMORY_SEARCH_SPEC
+from memlane.engine.shared.tool_catalog import MEMORY_SEARCH_SPEC
 
 # Fixed offsets: a local calendar that never goes back (summer time's extra
 # hour would make two labels of one day name the same minute).

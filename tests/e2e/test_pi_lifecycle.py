@@ -318,7 +318,7 @@ def test_pi_tool_schemas_match_the_sidecar_tool_layer(
 ) -> None:
     """pi tells its model exactly what the catalog says (tool-specs.json): each tool's
     description and the schema of what the engine's tools take."""
-    from memlane.engine.tools.catalog import SPECS
+    from memlane.engine.shared.tool_catalog import SPECS
 
     start = len(fake_model.agent_requests)
     fake_model.agent(Reply.say("ok"))

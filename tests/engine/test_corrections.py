@@ -21,7 +21,8 @@ from memlane.core.supersede import superseded_hashes, supersedes_marker
 from memlane.core.types import Exchange, content_hash_of
 from memlane.engine.journal.distill import build_prompt, split_supersedes
 from memlane.engine.project import Memory
-from memlane.engine.recall.earlier import Earlier, chosen, earlier_memories, ids_in
+from memlane.engine.recall.earlier import earlier_memories
+from memlane.engine.shared.earlier import Earlier, chosen, ids_in
 from memlane.engine.topics import dream as D
 from memlane.engine.topics import extraction as X
 from memlane.store import topics as store_topics

@@ -33,8 +33,8 @@ from memlane.engine.recall.projects import (
     discover_projects,
     recorded_collection,
 )
+from memlane.engine.shared.tool_outputs import output_schema
 from memlane.engine.tools.dispatch import Tools
-from memlane.engine.tools.outputs import output_schema
 
 TOPIC = "the user and the agent moved the hot cache to Redis with 5 minute TTLs"
 

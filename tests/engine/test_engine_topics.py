@@ -16,8 +16,8 @@ import pytest
 from helpers import NOW, FixedClock, IndexWriteLock, open_memory
 from memlane.core.errors import MemlaneError, NotFoundError
 from memlane.engine.project import Memory
+from memlane.engine.shared.tool_outputs import output_schema
 from memlane.engine.tools.dispatch import Tools
-from memlane.engine.tools.outputs import output_schema
 from memlane.engine.topics import ops as E
 from memlane.transcripts.locate import claude_project_dir_name, pi_session_dir_name
 

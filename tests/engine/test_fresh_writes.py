@@ -1,5 +1,5 @@
 """Fresh writes are findable: a search in a session first indexes what the
-session wrote since the last index run (``engine/journal/fresh.py``), so a memory
+session wrote since the last index run (``engine/shared/fresh.py``), so a memory
 written a moment ago is found before the debounced index comes; a burst is
 still the debounced indexer's work, and nothing is walked when nothing was
 written."""
@@ -182,10 +182,10 @@ def test_auto_context_finds_a_memory_written_a_moment_ago(project: Path, clock: 
 def test_auto_context_leaves_more_than_its_limit_to_the_indexer(
     project: Path, clock: FixedClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import memlane.engine.journal.fresh
+    import memlane.engine.shared.fresh
 
     # Less than one note with its context: auto-context leaves every note to the indexer.
-    monkeypatch.setattr(memlane.engine.journal.fresh, "AUTO_CONTEXT_CATCH_UP_CHARS", 40)
+    monkeypatch.setattr(memlane.engine.shared.fresh, "AUTO_CONTEXT_CATCH_UP_CHARS", 40)
     mem = _seeded(project, clock, lexical=False, MEMLANE_AUTO_CONTEXT="on")
     session = _session(mem, auto_context_cap_ms=30_000)
     assert session.wait_auto_context_ready(60)

@@ -235,7 +235,7 @@ def test_a_failed_embedder_load_is_re_probed_after_the_negative_cache(
     """Fixing the model setup mid-session is picked up without a restart."""
     import shutil
 
-    import memlane.engine.embedding as embedding_module
+    import memlane.engine.shared.embedding as embedding_module
     from memlane.embed.factory import bundled_model_files
 
     model_dir = tmp_path / "model"

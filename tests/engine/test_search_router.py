@@ -9,9 +9,9 @@ import pytest
 
 from memlane.core.errors import MemlaneError, StoreError
 from memlane.engine.project import Memory
-from memlane.engine.recall.request import SearchRequest, check_request
 from memlane.engine.recall.router import Shown, search, search_each
-from memlane.engine.reports import Progress
+from memlane.engine.shared.request import SearchRequest, check_request
+from memlane.engine.shared.results import Progress
 
 
 @pytest.mark.parametrize(

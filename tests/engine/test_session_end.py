@@ -112,7 +112,9 @@ def test_a_search_while_the_model_loads_answers_lexically_at_once_and_says_so(
     try:
         wrote = tools.call("memory_write", {"text": "the mailer uses SQS with a dead-letter queue"})
         assert "Saved to" in wrote.text
-        wait_for(lambda: held_memory.parts.loading_now, HELD_S, "the model's warm-up")
+        wait_for(
+            lambda: held_memory.parts.embedder_state.loading_now, HELD_S, "the model's warm-up"
+        )
         # Answered while the endpoint still holds every embedding: it never waited for one.
         found = tools.call("memory_search", {"query": "which queue does the mailer use"})
         assert "(lexical search)" in found.text and f"note: {MODEL_LOADING}" in found.text

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-import memlane.engine.embedding as embedding_module
+import memlane.engine.shared.embedding as embedding_module
 from fake_embedding import FakeEmbeddings, Reply
 from helpers import FixedClock, open_memory
 from memlane.engine.project import Memory

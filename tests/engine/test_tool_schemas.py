@@ -16,7 +16,7 @@ from jsonschema import Draft202012Validator
 
 from memlane.core.errors import MemlaneError
 from memlane.engine.project import Memory
-from memlane.engine.tools.catalog import (
+from memlane.engine.shared.tool_catalog import (
     MEMORY_FORGET_SPEC,
     MEMORY_TOPIC_SPEC,
     SPECS,

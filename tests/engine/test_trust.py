@@ -132,8 +132,8 @@ def test_an_unknown_hash_to_supersede_writes_nothing(mem: Memory) -> None:
 def test_every_hit_is_dated_and_banded_and_can_come_newest_first(
     mem: Memory, clock: FixedClock
 ) -> None:
-    from memlane.engine.recall.request import SearchRequest
     from memlane.engine.recall.router import search
+    from memlane.engine.shared.request import SearchRequest
 
     for day, text in ((3, "Redis fronts the hot cache."), (25, "The hot cache holds carts.")):
         _write(mem, text, day)

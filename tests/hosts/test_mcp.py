@@ -32,7 +32,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERS
 
 from helpers import NOW, Cli, wait_for
 from memlane.core import link
-from memlane.engine.tools.catalog import SPECS
+from memlane.engine.shared.tool_catalog import SPECS
 from memlane.hosts.mcp.config import memlane_command, render_config
 from memlane.hosts.mcp.thin import PROTOCOL_VERSIONS
 from memlane.hosts.mcp.tools import error_result, success_result
@@ -648,10 +648,10 @@ def test_the_hot_path_imports_neither_the_engine_nor_the_sdk() -> None:
         assert not {m for m in ours if m.startswith(package)}, package
     engine = {m for m in ours if m.startswith("memlane.engine.")}
     assert engine == {
-        "memlane.engine.tools",
-        "memlane.engine.tools.catalog",
-        "memlane.engine.tools.outputs",
-        "memlane.engine.tools.spec",
+        "memlane.engine.shared",
+        "memlane.engine.shared.tool_catalog",
+        "memlane.engine.shared.tool_outputs",
+        "memlane.engine.shared.tool_spec",
     }
 
 

@@ -32,7 +32,7 @@ from mcp.types import CallToolResult, TextContent, Tool
 from _transcript_builders import ClaudeSession
 from helpers import FixedClock, isolate_environment, make_project, open_memory
 from memlane.core.types import Anchor
-from memlane.engine.tools.catalog import SPECS
+from memlane.engine.shared.tool_catalog import SPECS
 from memlane.transcripts.locate import claude_project_dir_name
 
 TEST_TIMEOUT_S = 90

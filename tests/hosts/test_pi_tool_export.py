@@ -1,7 +1,7 @@
 """The tools pi's package declares are the catalog's own.
 
 integrations/pi/extensions/memlane/tool-specs.json is generated from the one
-catalog (engine/tools/catalog.py, by memlane.hosts.pi.tools_js), and pi's
+catalog (engine/shared/tool_catalog.py, by memlane.hosts.pi.tools_js), and pi's
 tools.ts registers every tool from it: a tool added, renamed or described
 otherwise in Python without regenerating the file fails here.
 tests/e2e/test_pi_lifecycle.py checks what the real pi declares, and the pi
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 
-from memlane.engine.tools.catalog import SPECS
+from memlane.engine.shared.tool_catalog import SPECS
 from memlane.hosts.mcp.tools import tool_definitions
 from memlane.hosts.pi.tools_js import export, package_file, render
 

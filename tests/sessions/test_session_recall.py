@@ -20,8 +20,8 @@ from memlane.engine.sessions.primer import (
     refers_to_the_past,
     render_recall,
 )
+from memlane.engine.shared.tool_outputs import output_schema
 from memlane.engine.tools.dispatch import Tools
-from memlane.engine.tools.outputs import output_schema
 
 
 def _past_session(agent_project: Project) -> Path:

@@ -15,7 +15,7 @@ from memlane.cli.free_text import FreeTextCommand
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from memlane.engine.reports import IndexReport
+    from memlane.engine.shared.results import IndexReport
 
 
 def scope(

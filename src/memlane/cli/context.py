@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     import typer
 
     from memlane.engine.project import Memory
-    from memlane.engine.reports import Progress
+    from memlane.engine.shared.results import Progress
 
 
 @dataclass

@@ -93,8 +93,8 @@ def search_command(
     """
     from memlane.core.errors import MemlaneError
     from memlane.core.render import render_search
-    from memlane.engine.recall.request import SearchRequest
     from memlane.engine.recall.router import Shown, search, search_each
+    from memlane.engine.shared.request import SearchRequest
 
     if lexical and mode not in (None, "lexical"):
         raise MemlaneError(f"--lexical contradicts --mode {mode}", "give one of them")

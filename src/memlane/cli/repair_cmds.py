@@ -19,7 +19,7 @@ from memlane.core.errors import MemlaneError
 
 if TYPE_CHECKING:
     from memlane.engine.project import Memory
-    from memlane.engine.reports import Status
+    from memlane.engine.shared.results import Status
     from memlane.store.damage import DamagedLine
 
 YesOpt = Annotated[

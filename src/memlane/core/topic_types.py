@@ -2,7 +2,7 @@
 
 A leaf of the standard library's weight: the store checks a topic's type
 against these (store/topics), and the ``memory_topic`` tool's schema lists
-them (engine/tools/catalog.py), which ``memlane mcp`` reads before importing
+them (engine/shared/tool_catalog.py), which ``memlane mcp`` reads before importing
 anything else.
 """
 

@@ -105,8 +105,8 @@ def open_notes_index(scope: Scope, settings: IndexSettings) -> NotesIndex:
 
 
 def _open_milvus(settings: IndexSettings, collection: str, store: Path) -> MilvusIndex:
-    from memlane.engine.journal.indexer import walk_name
     from memlane.index.milvus.notes import MilvusIndex
+    from memlane.store.layout import walk_name
 
     return MilvusIndex(
         milvus_uri(settings),

@@ -31,7 +31,7 @@ from memlane.core.waits import WaitBudget, bounded_waits, clipped_delays
 
 if TYPE_CHECKING:
     from memlane.core.errors import MemlaneError
-    from memlane.engine.ports import ProjectMemory
+    from memlane.engine.shared.ports import ProjectMemory
 
 P = ParamSpec("P")
 R = TypeVar("R")

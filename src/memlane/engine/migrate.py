@@ -26,8 +26,8 @@ if TYPE_CHECKING:
 
     from memlane.core.settings import IndexSettings
     from memlane.embed.base import Embedder, Vectors
-    from memlane.engine.ports import ProjectMemory
-    from memlane.engine.reports import Progress
+    from memlane.engine.shared.ports import ProjectMemory
+    from memlane.engine.shared.results import Progress
     from memlane.index.protocol import NotesIndex
 
 SQLITE_PREFIXES = ("sqlite://", "sqlite:")

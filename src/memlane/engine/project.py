@@ -30,17 +30,17 @@ from memlane.core.types import (
     SearchScope,
     Section,
 )
-from memlane.engine.parts import SharedParts
-from memlane.engine.reports import IndexReport, Progress, Status
+from memlane.engine.shared.parts import SharedParts
+from memlane.engine.shared.results import IndexReport, Progress, Status
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from memlane.core.settings import IndexSettings
-    from memlane.engine.calibration import ModelScale
-    from memlane.engine.embedding import Embedding
-    from memlane.engine.journal.fresh import FreshWrites
     from memlane.engine.journal.indexer import Indexer
+    from memlane.engine.shared.embedding import Embedding
+    from memlane.engine.shared.fresh import FreshWrites
+    from memlane.engine.shared.scale import ModelScale
     from memlane.index.protocol import NotesIndex
     from memlane.llm.base import LLM
     from memlane.store.damage import DamagedLine
@@ -128,14 +128,14 @@ class Memory:
 
     @property
     def parts(self) -> SharedParts:
-        """What every handle of this memory shares (engine/parts.py)."""
+        """What every handle of this memory shares (engine/shared/parts.py)."""
         return self._parts
 
     @property
     def embedding(self) -> Embedding:
         """The embedder, as one object: ``embedder`` (loads on first use), ``ready``,
-        ``problem``, ``warm()``, ``query_vector()`` (engine/embedding.py)."""
-        from memlane.engine.embedding import Embedding
+        ``problem``, ``warm()``, ``query_vector()`` (engine/shared/embedding.py)."""
+        from memlane.engine.shared.embedding import Embedding
 
         return Embedding(self._parts.embedder_state, self.config.embedding)
 
@@ -282,15 +282,9 @@ class Memory:
 
     def indexer(self) -> Indexer:
         """An ``Indexer`` over this memory's store and this handle's index."""
-        from memlane.engine.journal.indexer import Indexer
+        from memlane.engine.journal.indexer import indexer_of
 
-        return Indexer(
-            self.scope.store,
-            self.index,
-            self.model,
-            lambda: self.embedding.embedder,
-            vectors_expected=self.config.embedding.provider != "none",
-        )
+        return indexer_of(self)
 
     def catch_up(self, char_limit: int | None = None) -> IndexReport | None:
         """Index only the files this process wrote since they were last indexed.
@@ -299,7 +293,7 @@ class Memory:
         the index current: no walk of the store, None at once when nothing
         was written; with ``char_limit``, None (the work left to the
         indexer) when it would embed more characters than that. See
-        ``engine/journal/fresh.py``.
+        ``engine/shared/fresh.py``.
         """
         from memlane.engine.journal.catch_up import catch_up
 
@@ -346,8 +340,8 @@ class Memory:
         ``order`` "newest": by date instead of score. Each hit is dated and
         banded, outdated ones marked (recall/trust.py). See engine/recall/router.py.
         """
-        from memlane.engine.recall.request import SearchRequest
         from memlane.engine.recall.router import search
+        from memlane.engine.shared.request import SearchRequest
 
         request = SearchRequest(
             query,
@@ -367,7 +361,7 @@ class Memory:
 
     def min_score(self, chosen: float | None = None) -> float:
         """The floor a search holds its hits to: ``chosen`` or ``search.min_score``."""
-        from memlane.engine.recall.request import check_min_score
+        from memlane.engine.shared.request import check_min_score
 
         floor = self.config.session.search_min_score if chosen is None else chosen
         check_min_score(floor)

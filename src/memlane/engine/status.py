@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING, Any
 
 from memlane.core.errors import EmbedderError, MemlaneError
 from memlane.engine.lock_waits import bounded_read
-from memlane.engine.reports import Status
+from memlane.engine.shared.results import Status
 
 if TYPE_CHECKING:
-    from memlane.engine.ports import ProjectMemory
+    from memlane.engine.shared.ports import ProjectMemory
 
 
 #: How long status waits to connect to an embedding endpoint no call has reached yet.

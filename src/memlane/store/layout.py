@@ -128,3 +128,30 @@ def entry_time_of(heading: str) -> str | None:
     if match is None:
         return None
     return f"{match.group(1)}:{match.group(2)}"
+
+
+def walk_name(store: Path, source: str) -> str | None:
+    """*source* under the name the walk of *store* lists it by, or None when
+    the walk skips it (``list_markdown_files``' rules for a plain file): the
+    files memlane keeps in step with an index, present or removed."""
+    root = store.expanduser().resolve()
+    candidate = Path(source).expanduser().absolute()
+    for base in (root, store.expanduser().absolute()):
+        try:
+            relative = candidate.relative_to(base)
+        except ValueError:
+            continue
+        if not relative.parts or relative.parts == (MEMORY_INDEX,):
+            return None
+        if any(part.startswith(".") for part in relative.parts):
+            return None
+        if not relative.name.lower().endswith(MARKDOWN_SUFFIXES):
+            return None
+        listed = root / relative
+        try:
+            # A link, or a path through one, is never indexed (the walk's rule).
+            safe_paths.check_store_path(store, listed)
+        except safe_paths.UnsafePathError:
+            return None
+        return str(listed)  # a removed file too: its chunks leave the index
+    return None

@@ -8,7 +8,7 @@ import { type Shim, sessionInfo } from "./host.ts";
 import { asObject, type JsonObject } from "./protocol.ts";
 
 /**
- * One tool as memlane's catalog declares it (engine/tools/catalog.py), exported by
+ * One tool as memlane's catalog declares it (engine/shared/tool_catalog.py), exported by
  * hosts/pi/tools_js.py into tool-specs.json beside this module: pi's model reads the
  * same name, description and argument schema as an MCP client. `parameters` is a plain
  * JSON Schema, which pi validates a call against as it does a TypeBox one.

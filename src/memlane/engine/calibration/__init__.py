@@ -13,9 +13,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -23,35 +22,14 @@ from memlane.core.atomic import write_atomic
 from memlane.core.cosine_scale import REFERENCE_SCALE, CosineScale
 from memlane.core.paths import memlane_home
 from memlane.engine.calibration.probes import PROBE_PAIRS
+from memlane.engine.shared.scale import ModelScale
 
 if TYPE_CHECKING:
     from memlane.core.clock import Clock
     from memlane.core.settings import EmbeddingSettings
     from memlane.embed.base import Embedder
 
-#: "bundled": the reference model, nothing to derive; "derived": measured
-#: for this model; "none": not measured yet (scores use the bundled model's
-#: scale, which may be far off for this model).
-ScaleSource = Literal["bundled", "derived", "none"]
 SCALE_FORMAT = 1
-
-
-@dataclass(frozen=True)
-class ModelScale:
-    """The scale a search uses for one vector space, and where it came from."""
-
-    space: str
-    source: ScaleSource
-    scale: CosineScale | None
-    measured_at: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "space": self.space,
-            "source": self.source,
-            "scale": self.scale.to_json() if self.scale else None,
-            "measured_at": self.measured_at,
-        }
 
 
 def calibration_dir() -> Path:

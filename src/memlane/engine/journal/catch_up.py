@@ -1,6 +1,6 @@
 """The catch-up before a search: index just the files this process wrote since the last run.
 
-What ``FreshWrites`` (journal/fresh.py) records, this indexes: no walk of the
+What ``FreshWrites`` (engine/shared/fresh.py) records, this indexes: no walk of the
 store, and nothing at all when nothing was written.
 """
 
@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING
 from memlane.core.errors import MemlaneError
 
 if TYPE_CHECKING:
-    from memlane.engine.ports import ProjectMemory
-    from memlane.engine.reports import IndexReport
+    from memlane.engine.shared.ports import ProjectMemory
+    from memlane.engine.shared.results import IndexReport
 
 
 def catch_up(
@@ -32,6 +32,7 @@ def catch_up(
     not the store): the next full run records its report.
     """
     from memlane.embed.factory import vector_space
+    from memlane.engine.journal.indexer import indexer_of
 
     fresh = memory.fresh
     written_upto, sources = fresh.snapshot()
@@ -46,7 +47,7 @@ def catch_up(
         report = memory.sync(quiet_when_idle=True)  # wiped for a new model: the same
         report.notices.append("the embedding setup changed; every chunk was embedded again")
         return report
-    indexer = memory.indexer() if embed else memory.indexer().lexical_only()
+    indexer = indexer_of(memory) if embed else indexer_of(memory).lexical_only()
     plan = indexer.plan_files(sources)
     embeds = embed and memory.config.embedding.provider != "none"
     if embeds and char_limit is not None and plan.embedding_chars > char_limit:
@@ -125,6 +126,7 @@ def outside_writes(memory: ProjectMemory, *, embed: bool = True) -> tuple[list[s
     and whether the store was compared and everything that changed is now
     searchable.
     """
+    from memlane.engine.journal.indexer import indexer_of
     from memlane.store.layout import scan_markdown_files
 
     store = memory.scope.store
@@ -151,7 +153,7 @@ def outside_writes(memory: ProjectMemory, *, embed: bool = True) -> tuple[list[s
     if size > OUTSIDE_CATCH_UP_BYTES:
         memory.fresh.left_to_indexer()
         return [OUTSIDE_CATCHING_UP.format(files=_files(len(changed)))], False
-    indexer = memory.indexer()
+    indexer = indexer_of(memory)
     plan = indexer.plan_files(changed)
     if not embed or plan.embedding_chars > OUTSIDE_EMBED_CHARS:
         indexer = indexer.lexical_only()

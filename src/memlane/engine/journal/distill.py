@@ -46,7 +46,7 @@ from memlane.llm.base import LLM
 from memlane.llm.budget import LlmBudgetExhausted
 
 if TYPE_CHECKING:
-    from memlane.engine.recall.earlier import Earlier
+    from memlane.engine.shared.earlier import Earlier
 
 log = logging.getLogger(__name__)
 
@@ -116,7 +116,7 @@ _RULE_RE = re.compile(r"^(?:[-*_=]\s*){3,}$")
 _COMMENT_SPAN_RE = re.compile(r"<!--.*?-->", re.DOTALL)
 _COMMENT_TOKEN_RE = re.compile(r"<!--|-->")
 _WHITESPACE_RE = re.compile(r"\s+")
-# The line naming the earlier memories an entry replaces (engine/recall/earlier.py).
+# The line naming the earlier memories an entry replaces (engine/shared/earlier.py).
 # Only ids (or "none") may follow, so a bullet "replaces: the cron job" stays.
 _SUPERSEDES_LINE_RE = re.compile(
     r"^\s*(?:[-*]\s*)?\**(?:supersedes|replaces)\**\s*:\s*"
@@ -227,7 +227,7 @@ def build_prompt(
         "language of the user's message, and nothing else."
     )
     if earlier:
-        from memlane.engine.recall.earlier import render_earlier
+        from memlane.engine.shared.earlier import render_earlier
 
         prompt += (
             "\n\nEarlier memories on the same subject:\n"
@@ -245,7 +245,7 @@ def split_supersedes(answer: str, earlier: Sequence[Earlier]) -> tuple[str, tupl
     Nothing offered: the answer as it is, as before there were markers."""
     if not earlier:
         return answer, ()
-    from memlane.engine.recall.earlier import chosen, ids_in
+    from memlane.engine.shared.earlier import chosen, ids_in
 
     kept: list[str] = []
     named: list[str] = []
@@ -407,7 +407,7 @@ def distill(
     """The bullets of the entry for *exchange*; never raises.
 
     *earlier*: memories the LLM may say the entry corrects
-    (engine/recall/earlier.py); their chunk hashes end in ``supersedes``.
+    (engine/shared/earlier.py); their chunk hashes end in ``supersedes``.
 
     *timeout_s* (``DISTILL_TIMEOUT_MS / 1000``) is passed to the provider
     and also enforced here: the call runs on a daemon thread and is

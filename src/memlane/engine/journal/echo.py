@@ -97,7 +97,7 @@ def content_terms(text: str) -> set[str]:
 @functools.cache
 def memlane_tool_names() -> frozenset[str]:
     """The agent tools memlane serves (engine.tools), by their bare names."""
-    from memlane.engine.tools.catalog import SPEC_BY_NAME
+    from memlane.engine.shared.tool_catalog import SPEC_BY_NAME
 
     return frozenset(SPEC_BY_NAME)
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from memlane.core.errors import MemlaneError
 
 if TYPE_CHECKING:
-    from memlane.engine.ports import ProjectMemory
+    from memlane.engine.shared.ports import ProjectMemory
     from memlane.store.forget import Removed
 
 
@@ -35,7 +35,7 @@ def preview_forget(
         )
     store = mem.scope.store
     if chunk_hash is not None:
-        from memlane.engine.recall.chunk_ids import resolve_chunk
+        from memlane.engine.journal.chunk_ids import resolve_chunk
 
         chunk = resolve_chunk(mem, chunk_hash)
         return forget_chunk(

@@ -13,27 +13,24 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from memlane.core.errors import EmbedderError, StoreError
 from memlane.core.types import Chunk, embedding_text_of
 from memlane.embed.base import Embedder
-from memlane.engine.reports import FileFailure, IndexReport, Progress
+from memlane.engine.shared.results import FileFailure, IndexReport, Progress
 from memlane.index.protocol import FileRecord, IndexBackend, IndexedChunk
 from memlane.store.anchor import parse_anchor
 from memlane.store.chunker import chunk_markdown
 from memlane.store.damage import DamagedLine
-from memlane.store.layout import (
-    MARKDOWN_SUFFIXES,
-    MEMORY_INDEX,
-    date_of,
-    entry_time_of,
-    kind_of,
-    scan_markdown_files,
-)
-from memlane.store.safe_paths import LINK_HINT, UnsafePathError, check_store_path, link_target
+from memlane.store.layout import date_of, entry_time_of, kind_of, scan_markdown_files, walk_name
+from memlane.store.safe_paths import LINK_HINT, link_target
 from memlane.store.section import read_markdown_checked
+
+if TYPE_CHECKING:
+    from memlane.engine.shared.ports import ProjectMemory
 
 # New chunks embedded and written per group: big enough to batch the model
 # well, small enough that a kill loses little work.
@@ -122,33 +119,6 @@ def embedding_inputs(chunks: Sequence[IndexedChunk]) -> dict[str, str]:
     text would give an entry the neighbour's topic (ADR 0010).
     """
     return {item.chunk.chunk_hash: embedding_text_of(item.chunk.content) for item in chunks}
-
-
-def walk_name(store: Path, source: str) -> str | None:
-    """*source* under the name the walk of *store* lists it by, or None when
-    the walk skips it (``list_markdown_files``' rules for a plain file): the
-    files memlane keeps in step with an index, present or removed."""
-    root = store.expanduser().resolve()
-    candidate = Path(source).expanduser().absolute()
-    for base in (root, store.expanduser().absolute()):
-        try:
-            relative = candidate.relative_to(base)
-        except ValueError:
-            continue
-        if not relative.parts or relative.parts == (MEMORY_INDEX,):
-            return None
-        if any(part.startswith(".") for part in relative.parts):
-            return None
-        if not relative.name.lower().endswith(MARKDOWN_SUFFIXES):
-            return None
-        listed = root / relative
-        try:
-            # A link, or a path through one, is never indexed (the walk's rule).
-            check_store_path(store, listed)
-        except UnsafePathError:
-            return None
-        return str(listed)  # a removed file too: its chunks leave the index
-    return None
 
 
 class Indexer:
@@ -363,3 +333,14 @@ class Indexer:
             report.embedded_chunks += len(batch)
             if progress:
                 progress(min(start + len(batch), len(missing)), len(missing), "embedding")
+
+
+def indexer_of(memory: ProjectMemory) -> Indexer:
+    """An ``Indexer`` over *memory*'s store and this handle's index."""
+    return Indexer(
+        memory.scope.store,
+        memory.index,
+        memory.model,
+        lambda: memory.embedding.embedder,
+        vectors_expected=memory.config.embedding.provider != "none",
+    )

@@ -33,7 +33,7 @@ from memlane.store.forget import Removed, forget_chunk, forget_entry
 from memlane.store.redaction import redact, redact_for_storage
 
 if TYPE_CHECKING:
-    from memlane.engine.ports import ProjectMemory
+    from memlane.engine.shared.ports import ProjectMemory
     from memlane.llm.base import LLM
 
 #: Characters of memory text sent to the LLM in one call (about 6k tokens):
@@ -120,7 +120,7 @@ def forget(
         )
     store = mem.scope.store
     if chunk_hash is not None:
-        from memlane.engine.recall.chunk_ids import resolve_chunk
+        from memlane.engine.journal.chunk_ids import resolve_chunk
 
         chunk = resolve_chunk(mem, chunk_hash)
         removed = forget_chunk(

@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING
 from memlane.core.errors import MemlaneError
 
 if TYPE_CHECKING:
-    from memlane.engine.ports import ProjectMemory
-    from memlane.engine.reports import IndexReport
+    from memlane.engine.shared.ports import ProjectMemory
+    from memlane.engine.shared.results import IndexReport
 
 log = logging.getLogger("memlane.schedule")
 

@@ -1,7 +1,7 @@
 """An index run: what changed in the store since the last run, and its state record.
 
 memsearch's ``.index-state.json`` says a run started, how it ended and what it
-indexed (index/state.py); the record of fresh writes (journal/fresh.py) learns
+indexed (index/state.py); the record of fresh writes (engine/shared/fresh.py) learns
 which writes the run covered, so the catch-up before a search skips them.
 """
 
@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 from memlane.core.errors import MemlaneError
 
 if TYPE_CHECKING:
-    from memlane.engine.ports import ProjectMemory
-    from memlane.engine.reports import IndexReport, Progress
+    from memlane.engine.shared.ports import ProjectMemory
+    from memlane.engine.shared.results import IndexReport, Progress
 
 
 def sync(
@@ -33,6 +33,7 @@ def sync(
     """
     from memlane.embed.factory import vector_space
     from memlane.engine.index_backend import state_uri
+    from memlane.engine.journal.indexer import indexer_of
     from memlane.index import state
 
     index = memory.index
@@ -41,7 +42,7 @@ def sync(
     space_changed = index.ensure_model(space, None)
     state_path = memory.scope.state_path
     paths = [str(memory.scope.store)]
-    indexer = memory.indexer()
+    indexer = indexer_of(memory)
     fresh = memory.parts.fresh
     # Writes up to here are covered by this run (it reads the files after).
     written_upto, _ = fresh.snapshot()

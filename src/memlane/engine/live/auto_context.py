@@ -314,10 +314,10 @@ class AutoContext:
         warm_ups: tuple[Callable[[Memory], Any], ...] = ()
         if self.surfacer is not None:
             warm_ups = (self.surfacer.warm,)
-        from memlane.engine.journal import fresh
+        from memlane.engine.shared import fresh
 
         # Its searches first index this session's fresh writes, unless that
-        # would embed more than the deadline allows (engine/journal/fresh.py).
+        # would embed more than the deadline allows (engine/shared/fresh.py).
         memory = self.memory.fork(catch_up_char_limit=fresh.AUTO_CONTEXT_CATCH_UP_CHARS)
         return SearchWorker(memory, warm_ups)
 

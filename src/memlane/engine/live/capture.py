@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from memlane.engine.journal.capture_log import CaptureLog
     from memlane.engine.journal.schedule import IndexScheduler
     from memlane.engine.project import Memory
-    from memlane.engine.recall.earlier import Earlier
+    from memlane.engine.shared.earlier import Earlier
     from memlane.llm.base import LLM
 
 log = logging.getLogger("memlane.session")

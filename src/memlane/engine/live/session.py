@@ -61,8 +61,8 @@ from memlane.llm.host import HostCall  # the host's llm.complete, as Session.ope
 if TYPE_CHECKING:
     from memlane.core.clock import Clock
     from memlane.engine.project import Memory
-    from memlane.engine.reports import Status
     from memlane.engine.sessions.layer import SessionsLayer
+    from memlane.engine.shared.results import Status
     from memlane.engine.topics.surfacing import TopicSurfacer
     from memlane.llm.base import LLM
 

@@ -13,7 +13,7 @@ from memlane.engine.journal.snapshot import Snapshot, build_snapshot
 
 if TYPE_CHECKING:
     from memlane.core.settings import SessionSettings
-    from memlane.engine.ports import ProjectMemory
+    from memlane.engine.shared.ports import ProjectMemory
 
 log = logging.getLogger("memlane.session")
 

@@ -62,7 +62,7 @@ from memlane.index.sqlite.readonly import IndexUnreadable, ReadOnlySqliteIndex
 
 if TYPE_CHECKING:
     from memlane.core.config import Config
-    from memlane.engine.ports import ProjectMemory
+    from memlane.engine.shared.ports import ProjectMemory
     from memlane.index.milvus.notes import MilvusIndex
 
     #: Another project's notes index, opened to read.

@@ -9,12 +9,12 @@ from typing import TYPE_CHECKING
 from memlane.core.errors import NotFoundError, StoreError
 from memlane.core.types import Hit, SearchResult, Section
 from memlane.engine.lock_waits import bounded_read
-from memlane.engine.recall.request import check_k
+from memlane.engine.shared.request import check_k
 
 if TYPE_CHECKING:
     from memlane.core.scope import Scope
     from memlane.core.types import Chunk
-    from memlane.engine.ports import ProjectMemory
+    from memlane.engine.shared.ports import ProjectMemory
     from memlane.index.protocol import HybridIndex, ScoredChunk
 
 _CHUNK_HASH_RE = re.compile(r"^[0-9a-f]{16}$")

@@ -19,9 +19,9 @@ from memlane.engine.recall.trust import LOOKAHEAD, SMALL_STORE_SHOWN, refine_not
 from memlane.index.protocol import DimensionMismatchError, IndexBusyError, IndexUnavailableError
 
 if TYPE_CHECKING:
-    from memlane.engine.ports import ProjectMemory
-    from memlane.engine.recall.request import SearchRequest
-    from memlane.engine.reports import Progress
+    from memlane.engine.shared.ports import ProjectMemory
+    from memlane.engine.shared.request import SearchRequest
+    from memlane.engine.shared.results import Progress
 
 #: Said when a hybrid search in a session answered from the lexical leg because the
 #: embedding model is still loading (waiting for it could take a minute on a first start).
@@ -67,7 +67,7 @@ def search_notes(
 
 def _model_loading(memory: ProjectMemory) -> bool:
     """The embedding model is being loaded (or derived) and a search would wait for it."""
-    return memory.config.embedding.provider != "none" and memory.parts.loading_now
+    return memory.config.embedding.provider != "none" and memory.parts.embedder_state.loading_now
 
 
 #: How the notice of an index that could not be read at all begins.
@@ -106,7 +106,7 @@ def sync_first(memory: ProjectMemory, progress: Progress | None = None) -> list[
 def _search_notes(
     memory: ProjectMemory, request: SearchRequest, notices: list[str], progress: Progress | None
 ) -> SearchResult:
-    from memlane.engine.recall.request import notes_kind
+    from memlane.engine.shared.request import notes_kind
     from memlane.index.protocol import SearchFilters
 
     k = request.k or memory.config.session.search_top_k

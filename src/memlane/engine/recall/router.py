@@ -26,14 +26,14 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from memlane.core.types import SearchMode, SearchResult
-from memlane.engine.recall.request import SearchRequest, check_request, notes_kind
+from memlane.engine.shared.request import SearchRequest, check_request, notes_kind
 
 if TYPE_CHECKING:
     import threading
 
-    from memlane.engine.ports import ProjectMemory
     from memlane.engine.recall.crossrepo import FanOutResult
-    from memlane.engine.reports import Progress
+    from memlane.engine.shared.ports import ProjectMemory
+    from memlane.engine.shared.results import Progress
 
 
 @dataclass

@@ -41,7 +41,7 @@ from memlane.core.errors import MemlaneError, StoreError
 from memlane.transcripts.jsonl import check_transcript_path
 
 if TYPE_CHECKING:
-    from memlane.engine.ports import ProjectMemory
+    from memlane.engine.shared.ports import ProjectMemory
 
 
 class TranscriptNotAllowedError(MemlaneError):

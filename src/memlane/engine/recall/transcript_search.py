@@ -19,7 +19,7 @@ from memlane.core.errors import MemlaneError
 from memlane.core.regular_file import FileTooLargeError, NotRegularFileError
 
 if TYPE_CHECKING:
-    from memlane.engine.ports import ProjectMemory
+    from memlane.engine.shared.ports import ProjectMemory
     from memlane.transcripts.message import Message, Skip
 
 SNIPPET_CHARS = 240

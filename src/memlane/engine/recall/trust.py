@@ -42,7 +42,7 @@ from memlane.store.anchor import ANCHOR_RE
 if TYPE_CHECKING:
     from memlane.core.cosine_scale import CosineScale
     from memlane.core.types import Chunk
-    from memlane.engine.ports import ProjectMemory
+    from memlane.engine.shared.ports import ProjectMemory
     from memlane.index.protocol import NotesIndex
 
 #: Extra candidates a notes search fetches beyond k, so that a newer entry

@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING
 from memlane.core.errors import MemlaneError
 
 if TYPE_CHECKING:
-    from memlane.engine.ports import ProjectMemory
-    from memlane.engine.reports import Progress
     from memlane.engine.sessions.layer import SessionsLayer
+    from memlane.engine.shared.ports import ProjectMemory
+    from memlane.engine.shared.results import Progress
 
 #: The most new transcript bytes a search reads itself (JSONL: a session of a
 #: few dozen exchanges); more is the sweep's work. Read for the lexical leg only,

@@ -49,7 +49,7 @@ from memlane.transcripts.locate import Source
 
 if TYPE_CHECKING:
     from memlane.embed.base import Embedder
-    from memlane.engine.reports import Progress
+    from memlane.engine.shared.results import Progress
 
 
 BATCH_SIZE = 32  # documents per transaction (pi-lcm-memory's batches of 32)

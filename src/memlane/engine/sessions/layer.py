@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any
 from memlane.core.bounds import parse_range
 from memlane.core.errors import EmbedderError
 from memlane.core.types import SearchResult
-from memlane.engine.recall.request import check_k, check_mode, check_role
 from memlane.engine.sessions.hits import SessionHit, SessionSearch
 from memlane.engine.sessions.indexer import SessionIndexer
 from memlane.engine.sessions.ingest import BackfillReport, SessionIngestor
@@ -25,13 +24,14 @@ from memlane.engine.sessions.sweep import (
     META_SWEEP_PID,
     Sweeper,
 )
+from memlane.engine.shared.request import check_k, check_mode, check_role
 from memlane.index.session_docs import SessionFilters, SessionInfo, StoredDoc
 from memlane.transcripts.locate import Source, discover_sources
 
 if TYPE_CHECKING:
     from memlane.embed.base import Embedder
-    from memlane.engine.ports import ProjectMemory
-    from memlane.engine.reports import Progress
+    from memlane.engine.shared.ports import ProjectMemory
+    from memlane.engine.shared.results import Progress
 
 
 def project_sources(mem: ProjectMemory, env: Mapping[str, str] | None = None) -> list[Source]:

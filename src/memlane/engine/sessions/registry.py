@@ -11,7 +11,7 @@ from memlane.engine.sessions.docs import redact_text
 from memlane.index.sqlite.sessions import SessionStore, sessions_path_for
 
 if TYPE_CHECKING:
-    from memlane.engine.ports import ProjectMemory
+    from memlane.engine.shared.ports import ProjectMemory
     from memlane.index.session_docs import SessionInfo
 
 

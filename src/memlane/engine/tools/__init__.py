@@ -1,1 +1,1 @@
-"""The agent-facing tools: one implementation for every host."""
+"""The agent-facing tools: one dispatch (``Tools.call``) for every host; their spec is engine/shared/tool_spec.py and engine/shared/tool_catalog.py."""

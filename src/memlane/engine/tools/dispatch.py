@@ -4,8 +4,8 @@ pi's sidecar, the MCP server and the CLI all call ``Tools.call(name,
 arguments)`` and get a ``ToolResult``: ``text`` is what the agent reads (the
 same rendering everywhere), ``details`` the structured form: the same
 facts, and the text's sentences as fields (``headline``, ``next``), shaped
-as tools/outputs.py declares. The tools'
-specs are declared in tools/catalog.py (what a spec is: tools/spec.py); a call is
+as engine/shared/tool_outputs.py declares. The tools'
+specs are declared in engine/shared/tool_catalog.py (what a spec is: engine/shared/tool_spec.py); a call is
 checked against its spec first, so a bad call gets the same clear error on
 every surface.
 """
@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 from memlane.core.errors import MemlaneError
 from memlane.engine.live.switch import SettingsFollower
-from memlane.engine.tools.catalog import SPEC_BY_NAME
-from memlane.engine.tools.spec import ToolResult, check_arguments
+from memlane.engine.shared.tool_catalog import SPEC_BY_NAME
+from memlane.engine.shared.tool_spec import ToolResult, check_arguments
 
 if TYPE_CHECKING:
     from memlane.core.types import SearchResult, Section
@@ -166,8 +166,8 @@ class Tools:
 
     def _search(self, args: dict[str, Any]) -> ToolResult:
         from memlane.core.render import TOOL_EXPAND_HINT
-        from memlane.engine.recall.request import SearchRequest
         from memlane.engine.recall.router import search
+        from memlane.engine.shared.request import SearchRequest
 
         request = SearchRequest(
             args["query"],

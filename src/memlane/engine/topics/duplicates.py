@@ -57,7 +57,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from memlane.embed.base import Embedder
-    from memlane.engine.ports import ProjectMemory
+    from memlane.engine.shared.ports import ProjectMemory
 
 # Reported as extraction, whose step this is (its log filters and tests name it).
 log = logging.getLogger("memlane.engine.topics.extraction")

@@ -56,7 +56,8 @@ from memlane.core.errors import MemlaneError
 from memlane.core.settings import TopicSettings
 from memlane.core.types import Exchange, embedding_text_of
 from memlane.engine.journal.distill import clip
-from memlane.engine.recall.earlier import Earlier, chosen, earlier_memories, render_earlier
+from memlane.engine.recall.earlier import earlier_memories
+from memlane.engine.shared.earlier import Earlier, chosen, render_earlier
 from memlane.engine.topics.duplicates import (
     ExistingEntries,
     existing_entries,
@@ -69,7 +70,7 @@ from memlane.engine.topics.proposals import AnswerError, one_line, parse_answer,
 from memlane.store import topics as store_topics
 
 if TYPE_CHECKING:
-    from memlane.engine.ports import ProjectMemory
+    from memlane.engine.shared.ports import ProjectMemory
     from memlane.llm.base import LLM
 
 log = logging.getLogger(__name__)

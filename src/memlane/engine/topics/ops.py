@@ -23,18 +23,18 @@ from typing import TYPE_CHECKING, Any
 
 from memlane.core.errors import MemlaneError
 from memlane.engine.recall.transcript_search import search_sessions
-from memlane.engine.tools.catalog import (
+from memlane.engine.shared.tool_catalog import (
     MEMORY_TOPIC_SPEC,
     TOPIC_ACTION_ARGUMENTS,
     topic_action_usage,
 )
-from memlane.engine.tools.spec import ToolResult, check_arguments
+from memlane.engine.shared.tool_spec import ToolResult, check_arguments
 from memlane.store import safe_paths
 from memlane.store import topics as store_topics
 from memlane.store.layout import MEMORY_INDEX, TOPICS_DIR
 
 if TYPE_CHECKING:
-    from memlane.engine.ports import ProjectMemory
+    from memlane.engine.shared.ports import ProjectMemory
     from memlane.store.topics import TopicChange, TopicInfo
 
 # Chunks asked of the index per topic search; several chunks of one entry

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from memlane.engine.ports import ProjectMemory
+    from memlane.engine.shared.ports import ProjectMemory
     from memlane.store.topics import IndexUsage
 
 
@@ -41,9 +41,34 @@ class TopicOverview:
 
     def rows(self) -> list[tuple[str, str]]:
         """(label, value) lines, as the status reports show them."""
-        from memlane.engine.reports import topic_rows
-
         return topic_rows(self.to_json())
+
+
+def topic_rows(topics: dict[str, Any] | None) -> list[tuple[str, str]]:
+    """pi-memory's status lines: on/off, directory, MEMORY.md, topic files, last dream."""
+    if not topics:
+        return []
+    usage = topics.get("index_usage") or {}
+    files = list(topics.get("topic_files") or [])
+    return [
+        (
+            "topic memory",
+            f"{'on' if topics.get('enabled') else 'off'} "
+            f"(topics.enabled, from {topics.get('enabled_from')})",
+        ),
+        ("topic directory", str(topics.get("directory"))),
+        (
+            "MEMORY.md",
+            f"{usage.get('lines', 0)}/{usage.get('max_lines', 0)} lines, "
+            f"{usage.get('bytes', 0)}/{usage.get('max_bytes', 0)} bytes",
+        ),
+        (
+            "topic files",
+            f"{len(files)} ({topics.get('entries', 0)} entries)"
+            + (": " + ", ".join(files) if files else ""),
+        ),
+        ("last dream", str(topics.get("last_dream") or "never")),
+    ]
 
 
 def topic_overview(mem: ProjectMemory) -> TopicOverview:

@@ -27,7 +27,7 @@ class Learning:
     content: str
     type: str
     #: The short ids of the earlier entries it says it replaces, as the LLM
-    #: gave them (engine/recall/earlier.py keeps only the ones it offered).
+    #: gave them (engine/shared/earlier.py keeps only the ones it offered).
     supersedes: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:

@@ -46,8 +46,8 @@ if TYPE_CHECKING:
     from memlane.core.clock import Clock
     from memlane.engine.live.background import Background
     from memlane.engine.project import Memory
+    from memlane.engine.shared.tool_spec import ToolResult
     from memlane.engine.tools.dispatch import Tools
-    from memlane.engine.tools.spec import ToolResult
 
 CLIENT = "mcp"
 #: How long after ``initialize`` a call waits for the engine to be reachable

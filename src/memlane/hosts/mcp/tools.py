@@ -1,7 +1,7 @@
 """What ``memlane mcp`` tells a client: its name, instructions, tools and results, as MCP JSON.
 
-The tool definitions are generated from ``engine.tools.catalog.SPECS`` (name,
-title, description, input schema, effect) and ``engine/tools/outputs.py``
+The tool definitions are generated from ``engine.shared.tool_catalog.SPECS`` (name,
+title, description, input schema, effect) and ``engine/shared/tool_outputs.py``
 (the output schema), so MCP clients see exactly what pi and the CLI see,
 recall ladder included. Those modules are light (no engine, no SDK), so
 listing the tools costs a few milliseconds.
@@ -17,9 +17,9 @@ itself.
 
 from __future__ import annotations
 
-from memlane.engine.tools.catalog import SPECS
-from memlane.engine.tools.outputs import error_details, output_schema
-from memlane.engine.tools.spec import RECALL_LADDER
+from memlane.engine.shared.tool_catalog import SPECS
+from memlane.engine.shared.tool_outputs import error_details, output_schema
+from memlane.engine.shared.tool_spec import RECALL_LADDER
 
 TYPE_CHECKING = False  # typing unimported on the server's start (thin.py)
 if TYPE_CHECKING:

@@ -2,7 +2,7 @@
 
 pi's extension registers memlane's tools itself (integrations/pi/extensions/
 memlane/tools.ts) so they exist before its sidecar starts; what each tool is
-called, says and takes comes from the one catalog (engine/tools/catalog.py),
+called, says and takes comes from the one catalog (engine/shared/tool_catalog.py),
 exported here into ``integrations/pi/extensions/memlane/tool-specs.json``:
 the name, the title pi shows a person (``label``), the line pi lists it by
 (``snippet``), the description the model reads and the JSON Schema of its
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from memlane.engine.tools.catalog import SPECS
+from memlane.engine.shared.tool_catalog import SPECS
 from memlane.hosts.pi import package_data
 
 #: The file the pi package reads, beside its modules.

@@ -48,7 +48,7 @@ from memlane.hosts.server.projects import with_scope
 if TYPE_CHECKING:
     from memlane.core.clock import Clock
     from memlane.engine.project import Memory
-    from memlane.engine.reports import Progress
+    from memlane.engine.shared.results import Progress
     from memlane.hosts.server.projects import Projects
 
 #: Runs one whole ``memlane`` command line in this process: its exit code.

@@ -26,8 +26,8 @@ if TYPE_CHECKING:
     from memlane.core.scope import Scope
     from memlane.engine.live.session import Session
     from memlane.engine.live.state import Flush
-    from memlane.engine.parts import SharedParts
     from memlane.engine.project import Memory
+    from memlane.engine.shared.parts import SharedParts
 
 log = logging.getLogger("memlane.engine")
 
@@ -179,7 +179,7 @@ class Projects:
 
     def _shared_parts(self, embedding: object) -> SharedParts:
         """Projects with the same embedding settings share one loaded model."""
-        from memlane.engine.parts import SharedParts
+        from memlane.engine.shared.parts import SharedParts
 
         model = self._parts.get(embedding)
         if model is None:

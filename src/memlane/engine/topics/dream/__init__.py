@@ -113,7 +113,7 @@ from memlane.engine.topics.dream.recovery import log, pending_recovery, recover_
 if TYPE_CHECKING:
     from memlane.core.clock import Clock
     from memlane.core.config import Config
-    from memlane.engine.ports import ProjectMemory
+    from memlane.engine.shared.ports import ProjectMemory
     from memlane.llm.base import LLM
     from memlane.llm.host import HostCall
 

@@ -26,7 +26,7 @@ from memlane.engine.topics.dream import (
 )
 
 if TYPE_CHECKING:
-    from memlane.engine.ports import ProjectMemory
+    from memlane.engine.shared.ports import ProjectMemory
     from memlane.llm.base import LLM
 
 #: Where a plan a host could not confirm is kept, in the store.

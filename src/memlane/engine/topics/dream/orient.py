@@ -24,7 +24,7 @@ from memlane.store import safe_paths
 from memlane.store import topics as T
 
 if TYPE_CHECKING:
-    from memlane.engine.ports import ProjectMemory
+    from memlane.engine.shared.ports import ProjectMemory
 
 #: Journal text (entries since the last dream) sent to the LLM.
 JOURNAL_BUDGET_CHARS = 12_000

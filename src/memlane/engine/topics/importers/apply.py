@@ -25,7 +25,7 @@ from memlane.store import topics as store_topics
 from memlane.store.redaction import redact
 
 if TYPE_CHECKING:
-    from memlane.engine.ports import ProjectMemory
+    from memlane.engine.shared.ports import ProjectMemory
 
 IMPORT_SUFFIX = "imported"
 

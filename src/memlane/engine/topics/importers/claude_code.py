@@ -22,7 +22,7 @@ from memlane.store.layout import MEMORY_INDEX
 from memlane.transcripts.locate import claude_dir, claude_project_dir_name, expand
 
 if TYPE_CHECKING:
-    from memlane.engine.ports import ProjectMemory
+    from memlane.engine.shared.ports import ProjectMemory
 
 # Claude Code cuts an encoded project path at this length and appends a hash
 # of the full path; such a directory is found by its prefix.

@@ -21,7 +21,7 @@ from memlane.engine.topics.importers.report import PI_MEMORY, ImportReport
 from memlane.transcripts.locate import expand, home_dir, pi_agent_dir
 
 if TYPE_CHECKING:
-    from memlane.engine.ports import ProjectMemory
+    from memlane.engine.shared.ports import ProjectMemory
 
 PI_HASH_CHARS = 12
 

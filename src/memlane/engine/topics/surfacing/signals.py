@@ -13,7 +13,7 @@ from memlane.engine.topics.surfacing.terms import terms
 
 if TYPE_CHECKING:
     from memlane.core.types import SearchMode
-    from memlane.engine.ports import ProjectMemory
+    from memlane.engine.shared.ports import ProjectMemory
 
 log = logging.getLogger("memlane.engine.topics.surfacing")
 

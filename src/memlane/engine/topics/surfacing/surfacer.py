@@ -24,7 +24,7 @@ from memlane.engine.topics.surfacing.signals import (
 
 if TYPE_CHECKING:
     from memlane.core.types import SearchMode
-    from memlane.engine.ports import ProjectMemory
+    from memlane.engine.shared.ports import ProjectMemory
     from memlane.llm.base import LLM
 
 log = logging.getLogger("memlane.engine.topics.surfacing")

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from memlane.engine.reports import IndexReport
+    from memlane.engine.shared.results import IndexReport
 
 # How much text (embedding input: the notes as they stand, in characters) the
 # auto-context worker may embed before its search, inside the

@@ -31,12 +31,11 @@ if TYPE_CHECKING:
         SearchResult,
         SearchScope,
     )
-    from memlane.engine.calibration import ModelScale
-    from memlane.engine.embedding import Embedding
-    from memlane.engine.journal.fresh import FreshWrites
-    from memlane.engine.journal.indexer import Indexer
-    from memlane.engine.parts import SharedParts
-    from memlane.engine.reports import IndexReport, Progress
+    from memlane.engine.shared.embedding import Embedding
+    from memlane.engine.shared.fresh import FreshWrites
+    from memlane.engine.shared.parts import SharedParts
+    from memlane.engine.shared.results import IndexReport, Progress
+    from memlane.engine.shared.scale import ModelScale
     from memlane.index.protocol import NotesIndex
 
 
@@ -98,8 +97,6 @@ class ProjectMemory(Protocol):
         operation: str = "index",
         quiet_when_idle: bool = False,
     ) -> IndexReport: ...
-
-    def indexer(self) -> Indexer: ...
 
     def catch_up(self, char_limit: int | None = None) -> IndexReport | None: ...
 

@@ -7,7 +7,7 @@ required, more fields allowed: a result may grow a field without breaking a
 client) or the error every tool can return, ``{"error", "hint"}``, so that
 errors validate too.
 
-A leaf like tools/spec.py: it imports nothing from the engine.
+A leaf like engine/shared/tool_spec.py: it imports nothing from the engine.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 An index connection belongs to one thread, so each worker of a session gets
 its own ``Memory`` handle (``Memory.fork``); the embedder's state (one model
-load per process, engine/embedding.py), the daily-file writer (one
+load per process, engine/shared/embedding.py), the daily-file writer (one
 ``## Session`` decision per process) and the record of fresh writes are held
 here, once, for all of them.
 """
@@ -14,8 +14,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
-from memlane.engine.embedding import EmbedderState
-from memlane.engine.journal.fresh import FreshWrites
+from memlane.engine.shared.embedding import EmbedderState
+from memlane.engine.shared.fresh import FreshWrites
 
 if TYPE_CHECKING:
     from memlane.store.daily import DailyWriter
@@ -25,7 +25,7 @@ class SharedParts:
     """The embedder's state, the writer and fresh writes."""
 
     def __init__(self, embedder_state: EmbedderState | None = None) -> None:
-        #: The embedder's state (engine/embedding.py), shared with ``sharing_embedder``.
+        #: The embedder's state (engine/shared/embedding.py), shared with ``sharing_embedder``.
         self.embedder_state = embedder_state or EmbedderState()
         self._writer: DailyWriter | None = None
         self._writer_lock = threading.Lock()
@@ -49,12 +49,6 @@ class SharedParts:
     def indexing(self) -> bool:
         """A full index run of this project is under way in this process."""
         return self._index_runs > 0
-
-    @property
-    def loading_now(self) -> bool:
-        """The model is being loaded or warmed up (a first start derives it) by
-        another thread right now: a search that embeds would wait for it."""
-        return self.embedder_state.loading_now
 
     @property
     def working(self) -> bool:

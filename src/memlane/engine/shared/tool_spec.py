@@ -1,7 +1,7 @@
 """What an agent tool is: a name, a description, its arguments and its effect.
 
 A leaf: it imports nothing from the engine, so anything (the tool catalog,
-engine/tools/catalog.py, which declares each tool with these; the topic tool
+engine/shared/tool_catalog.py, which declares each tool with these; the topic tool
 in engine/topics/ops.py; the echo filter; a host listing its tools) can read
 a spec without pulling in what the tools do. ``check_arguments`` gives a bad
 call the same clear error on every host.

@@ -1,7 +1,7 @@
 """The embedder state as one object: loaded once per process, failed calls remembered.
 
 ``EmbedderState`` is what several projects of one process share (one model
-load for all of them, engine/parts.py); ``Embedding`` is one memory's view
+load for all of them, engine/shared/parts.py); ``Embedding`` is one memory's view
 of it with that project's ``[embedding]`` settings (``Memory.embedding``):
 the embedder, whether a search would wait for it, why it is missing, the
 warm-up and the query vectors every search leg asks for.
@@ -19,7 +19,7 @@ from memlane.core.errors import EmbedderError
 if TYPE_CHECKING:
     from memlane.core.settings import EmbeddingSettings
     from memlane.embed.base import Embedder, Vectors
-    from memlane.engine.reports import IndexReport
+    from memlane.engine.shared.results import IndexReport
 
 #: A failed embedder load is retried after this long (the negative cache). A
 #: tuning knob read at call time, so a host (or a test) may shorten it.

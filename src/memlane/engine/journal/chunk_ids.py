@@ -16,7 +16,7 @@ from memlane.core.types import Chunk
 from memlane.store.layout import list_markdown_files
 
 if TYPE_CHECKING:
-    from memlane.engine.ports import ProjectMemory
+    from memlane.engine.shared.ports import ProjectMemory
 
 HASH_CHARS = 16
 MIN_PREFIX_CHARS = 8
