@@ -41,8 +41,8 @@ def sync(
     space_changed = index.ensure_model(space, None)
     state_path = memory.scope.state_path
     paths = [str(memory.scope.store)]
-    indexer = memory.indexer()
-    fresh = memory.parts.fresh
+    indexer = memory.internals.indexer()
+    fresh = memory.internals.parts.fresh
     # Writes up to here are covered by this run (it reads the files after).
     written_upto, _ = fresh.snapshot()
     plan = indexer.plan(progress)
@@ -66,7 +66,7 @@ def sync(
 
     record(state.record_started)
     try:
-        with memory.parts.index_run():
+        with memory.internals.parts.index_run():
             report = indexer.apply(plan, operation, progress)
     except MemlaneError as exc:
         record(state.record_error, exc)
@@ -94,7 +94,7 @@ def ensure_scale(memory: ProjectMemory) -> None:
     would make every search look certain)."""
     if memory.config.embedding.provider.strip().lower() == "none":
         return
-    if memory.model_scale.source != "none" or not memory.embedding.ready:
+    if memory.internals.model_scale.source != "none" or not memory.embedding.ready:
         return
     embedder = memory.embedding.embedder
     if embedder is None:
@@ -103,6 +103,6 @@ def ensure_scale(memory: ProjectMemory) -> None:
     from memlane.engine.calibration import derive_scale
 
     try:
-        memory.model_scale = derive_scale(memory.config.embedding, embedder, memory.clock)
+        memory.internals.model_scale = derive_scale(memory.config.embedding, embedder, memory.clock)
     except (EmbedderError, OSError):
         return  # measured at a later index run
