@@ -92,15 +92,15 @@ def journal(size: int, prompt_count: int) -> bool:
         from memlane.engine.project import Memory
 
         mem = Memory(resolve_scope(project), load_config(None))
-        mem.index_path.parent.mkdir(parents=True, exist_ok=True)
-        built = build(mem.index_path, size)
-        prompts = prompts_from(make_queries(mem.index_path, 200), prompt_count)
+        mem.internals.index_path.parent.mkdir(parents=True, exist_ok=True)
+        built = build(mem.internals.index_path, size)
+        prompts = prompts_from(make_queries(mem.internals.index_path, 200), prompt_count)
         # The constructor, not Session.start: start's catch-up index would
         # (rightly) drop the synthetic chunks, which have no markdown behind
         # them. The model is loaded up front, as start's warm-up does.
         session = Session(mem, host="bench", session_id="bench")
         assert mem.embedding.embedder is not None, mem.embedding.problem
-        assert session.wait_auto_context_ready(120)
+        assert session.internals.wait_auto_context_ready(120)
         walls: list[float] = []
         for prompt in prompts:
             t0 = time.perf_counter()

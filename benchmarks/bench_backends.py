@@ -126,7 +126,7 @@ def child_build(cfg: dict[str, Any]) -> None:
     # so the cold runs search this index instead of re-embedding it.
     index.ensure_model(vector_space(mem.config.embedding), DIM)
     embedder = PrecomputedVectors()
-    indexer = Indexer(mem.scope.store, index, mem.model, lambda: embedder)
+    indexer = Indexer(mem.scope.store, index, mem.embedding.model, lambda: embedder)
     t0 = time.perf_counter()
     plan = indexer.plan()
     plan_s = time.perf_counter() - t0
@@ -156,7 +156,7 @@ def child_bulk(cfg: dict[str, Any]) -> None:
     index = mem.index
     index.ensure_model(vector_space(mem.config.embedding), DIM)
     embedder = PrecomputedVectors()
-    plan = Indexer(mem.scope.store, index, mem.model, lambda: embedder).plan()
+    plan = Indexer(mem.scope.store, index, mem.embedding.model, lambda: embedder).plan()
     first, rest = plan.pending[0], plan.pending[1:]
     inputs = embedding_inputs(first.chunks)
     index.replace_file(first.record, first.chunks, {h: unit_vector(t) for h, t in inputs.items()})

@@ -103,8 +103,8 @@ def run(project: Path, chunks: int, runs: int) -> int:
     # finds, its catch-up indexed.
     settings = replace(mem.config.session, index_debounce_ms=3_600_000)
     session = Session.start(mem, host="bench", session_id="bench", settings=settings)
-    assert session.indexer.settle(600)
-    assert session.wait_auto_context_ready(120)
+    assert session.internals.indexer.settle(600)
+    assert session.internals.wait_auto_context_ready(120)
     tools = Tools(mem, session)
     rng = random.Random(5)
     one_entry = entry_text(rng, 300)
@@ -127,7 +127,7 @@ def run(project: Path, chunks: int, runs: int) -> int:
         baseline.append(base_ms)
         fresh_search.append(ms)
         added.append(ms - base_ms)
-        catch_up.append(float(mem.fresh.stats.last_ms or 0.0))
+        catch_up.append(float(mem.internals.fresh.stats.last_ms or 0.0))
         first += bool(hits) and text[2:] in hits[0]["content"]
         found += any(text[2:] in hit["content"] for hit in hits)
 
@@ -157,9 +157,9 @@ def run(project: Path, chunks: int, runs: int) -> int:
         tools.call("memory_write", {"text": entry})
         ms, injection = timed(session.before_agent_start, f"What did we decide about {query}?")
         big_ms.append(ms)
-        big_catch_up.append(float(mem.fresh.stats.last_ms or 0.0))
+        big_catch_up.append(float(mem.internals.fresh.stats.last_ms or 0.0))
         big_found += injection.message is not None and text[2:] in injection.message
-        big_caught += mem.fresh.waiting == 0
+        big_caught += mem.internals.fresh.waiting == 0
 
     burst_ms, burst_catch_up = [], []
     burst_first = 0
@@ -171,10 +171,10 @@ def run(project: Path, chunks: int, runs: int) -> int:
             tools.call("memory_write", {"text": notes[-1][0]})
         ms, hits = search(notes[-1][1])
         burst_ms.append(ms)
-        burst_catch_up.append(float(mem.fresh.stats.last_ms or 0.0))
+        burst_catch_up.append(float(mem.internals.fresh.stats.last_ms or 0.0))
         burst_first += bool(hits) and notes[-1][0][2:] in hits[0]["content"]
 
-    stats = mem.fresh.to_json()
+    stats = mem.internals.fresh.to_json()
     auto_context = session.auto_context.to_json()
     session.shutdown(cap_ms=5000)
     chunks_now = int(mem.index.stats().get("chunks", 0))

@@ -90,7 +90,7 @@ def child_build(cfg: dict[str, Any]) -> dict[str, Any]:
     space = vector_space(mem.config.embedding)
     mem.index.ensure_model(space, DIM)
     embedder = PrecomputedVectors()
-    indexer = Indexer(mem.scope.store, mem.index, mem.model, lambda: embedder)
+    indexer = Indexer(mem.scope.store, mem.index, mem.embedding.model, lambda: embedder)
     plan = indexer.plan()
     for item in plan.pending:
         embedder.prepare(embedding_inputs(item.chunks).values())
@@ -99,7 +99,7 @@ def child_build(cfg: dict[str, Any]) -> dict[str, Any]:
     notes_s = time.perf_counter() - started
 
     store = open_store(mem)
-    store.ensure_model(mem.model, DIM)
+    store.ensure_model(mem.embedding.model, DIM)
     rng = random.Random(3)
     vectors_rng = np.random.default_rng(3)
     clock = datetime(2026, 1, 1, tzinfo=UTC)

@@ -283,7 +283,7 @@ def wait_for(predicate: Callable[[], object], timeout: float = 15.0, what: str =
 class IndexWriteLock:
     """Another process's hold on an index: a connection with its write lock.
 
-    ``with IndexWriteLock(memory.index_path):`` — a real lock, not a stub,
+    ``with IndexWriteLock(memory.internals.index_path):`` — a real lock, not a stub,
     so memlane's own code meets ``SQLITE_BUSY`` and takes its busy path.
     Pair it with a short ``memlane.index.sqlite.notes.BUSY_TIMEOUT_S``
     (monkeypatch) so that wait ends soon. ``release()`` lets go early (e.g.

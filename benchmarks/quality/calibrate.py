@@ -123,7 +123,7 @@ def collect(
         qvecs = [
             np.asarray(embedder.embed_query(q[0]), dtype=np.float32).reshape(-1) for q in queries
         ]
-        path = mem.index_path
+        path = mem.internals.index_path
     conn = sqlite3.connect(str(path))
     try:
         lexical.install(conn)

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     )
     from memlane.core.types import (
         Anchor,
+        Band,
         Chunk,
         Entry,
         Exchange,
@@ -76,7 +77,8 @@ _HOME = {
     "Injection": "memlane.engine.live.state",
     "Queued": "memlane.engine.live.state",
     "Flush": "memlane.engine.live.state",
-    # the values of the search arguments
+    # the values of the search arguments and of a hit's fields
+    "Band": "memlane.core.types",
     "Kind": "memlane.core.types",
     "SearchKind": "memlane.core.types",
     "SearchMode": "memlane.core.types",
@@ -99,6 +101,7 @@ _HOME = {
 
 __all__ = [
     "Anchor",
+    "Band",
     "Chunk",
     "ConfigError",
     "ConfigSyntaxError",

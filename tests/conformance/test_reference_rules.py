@@ -141,7 +141,7 @@ def test_session_start_catch_up_indexes_what_other_agents_wrote(project: Path) -
     _daily_file(mem.scope.store, "2026-11-29", [("17:00", "the team picked zanzibar for queues")])
     assert mem.search("zanzibar", sync=False).hits == []  # nothing indexed yet
     session = _session(mem)
-    assert session.indexer.settle(20)
+    assert session.internals.indexer.settle(20)
     hits = mem.search("zanzibar", sync=False).hits
     assert hits and "zanzibar" in hits[0].content
     session.shutdown()
@@ -154,17 +154,17 @@ def test_moving_a_repo_yields_a_new_collection_that_catch_up_fills(tmp_path: Pat
     with _memory(old) as mem:
         mem.write("the billing service moved to quokka-db", now=TODAY)
         mem.sync()
-        old_collection, old_index = mem.scope.collection, mem.index_path
+        old_collection, old_index = mem.scope.collection, mem.internals.index_path
     new = tmp_path / "after" / "proj"
     new.parent.mkdir()
     shutil.move(str(old), str(new))
     mem = _memory(new, MEMLANE_CAPTURE_INDEX_DEBOUNCE_MS="50")
     assert mem.scope.collection == collection_name(new) != old_collection
     assert mem.scope.collection.startswith("ms_proj_")
-    assert not mem.index_path.exists()
+    assert not mem.internals.index_path.exists()
     session = _session(mem)
-    assert session.indexer.settle(20)
-    assert mem.index_path != old_index and mem.index_path.exists()
+    assert session.internals.indexer.settle(20)
+    assert mem.internals.index_path != old_index and mem.internals.index_path.exists()
     assert mem.search("quokka", sync=False).hits
     session.shutdown()
 
@@ -297,7 +297,7 @@ def test_memory_transcript_is_a_pure_file_read(
     )
     assert "which cache should the sessions service use?" in result.text
     assert "Memcached lacks persistence" in result.text
-    assert not mem.index_path.exists()  # opening the index would have created it
+    assert not mem.internals.index_path.exists()  # opening the index would have created it
     assert mem.embedding.problem is None  # loading the broken model would have failed
 
 
@@ -380,7 +380,7 @@ def test_memory_forget_refreshes_the_stable_snapshot(project: Path) -> None:
     session = _session(mem)
     before = session.before_agent_start("hello").system_append
     assert "zanzibarquokka" in before
-    assert session.indexer.settle(20)
+    assert session.internals.indexer.settle(20)
     tools = Tools(mem, session)
     chunk_hash = tools.call("memory_search", {"query": "zanzibarquokka"}).details["hits"][0][
         "chunk_hash"
@@ -424,7 +424,7 @@ def test_compact_refusal_comes_before_the_missing_llm(tmp_path: Path) -> None:
     with pytest.raises(StoreError) as info:
         Tools(mem).call("memory_compact", {})
     assert str(notes) in info.value.message
-    assert not mem.index_path.exists()  # nothing was probed (opening creates it)
+    assert not mem.internals.index_path.exists()  # nothing was probed (opening creates it)
     assert not notes.exists()
 
 
@@ -489,7 +489,7 @@ def _auto_session(mem: Memory, **overrides: Any) -> Session:
     # keeps them steady on a loaded machine.
     overrides.setdefault("auto_context_cap_ms", 5000)
     session = _session(mem, None, **overrides)
-    assert session.wait_auto_context_ready(30)
+    assert session.internals.wait_auto_context_ready(30)
     return session
 
 
@@ -698,7 +698,7 @@ def test_memory_status_reports_damaged_lines_and_auto_context_counters(project: 
     session = _auto_session(mem)
     session.before_agent_start("zanzibar queue")
     session.before_agent_start("xylophone")
-    assert session.indexer.settle(20)  # the catch-up index has recorded its state
+    assert session.internals.indexer.settle(20)  # the catch-up index has recorded its state
     text = _status_text(mem, session)
     rows = {
         key: value.strip()

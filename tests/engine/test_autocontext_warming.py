@@ -77,7 +77,7 @@ def test_prompts_get_lexical_hits_while_the_model_loads(
         injection = session.before_agent_start("why is the login test flaky? token refresh race")
         assert injection.message is not None
         assert "race in the token refresh" in injection.message
-        assert not session.wait_auto_context_ready(0)  # the model is still loading
+        assert not session.internals.wait_auto_context_ready(0)  # the model is still loading
         state = session.auto_context
         assert state.injected == 1 and state.lexicalWhileWarming == 1
         assert state.skippedWarming == 0 and state.skippedBudget == 0

@@ -53,15 +53,15 @@ def test_another_model_is_measured_at_its_first_index_run(
         assert status.calibration is not None and status.calibration["source"] == "none"
         assert any(line.startswith("calibration:") for line in status.missing)
         mem.sync()
-        assert mem.model_scale.source == "derived"
-        assert mem.index.settings.cosine_scale == mem.model_scale.scale
+        assert mem.internals.model_scale.source == "derived"
+        assert mem.index.settings.cosine_scale == mem.internals.model_scale.scale
         assert not any(line.startswith("calibration:") for line in mem.status().missing)
     finally:
         mem.close()
     again = open_memory(project, clock=clock, lexical=False, **env)
     try:
-        kept = json.loads(scale_path(again.model_scale.space).read_text(encoding="utf-8"))
-        assert again.model_scale.source == "derived" and kept["measured_at"]
+        kept = json.loads(scale_path(again.internals.model_scale.space).read_text(encoding="utf-8"))
+        assert again.internals.model_scale.source == "derived" and kept["measured_at"]
     finally:
         again.close()
 

@@ -109,7 +109,7 @@ def test_a_live_second_session_does_not_take_the_first_ones_queue(
     other_memory = open_memory(project)
     try:
         second = start_session(other_memory)
-        assert second.wait_recovery(WAIT_S)
+        assert second.internals.wait_recovery(WAIT_S)
         assert second.capture.recovered == 0 and second.capture.found_written == 0
         assert _turns(_daily_texts(memory), "sess-1") == []  # nothing written behind its back
         second.shutdown()
@@ -127,7 +127,7 @@ def test_a_new_session_writes_what_a_dead_one_left(
     items = _leave_dead_log(memory, 3)
     fake_openai.set(answer="- the agent said where the service logs")
     session = start_session(memory, fake_openai.llm())
-    assert session.wait_recovery(WAIT_S)
+    assert session.internals.wait_recovery(WAIT_S)
     assert session.capture.recovered == 3 and session.capture.recovered_as_digest == 0
     text = read_markdown(memory.scope.store / f"{NOW.date().isoformat()}.md")
     assert sorted(_turns(text, DEAD)) == sorted(i.anchor.turn for i in items)
@@ -142,7 +142,7 @@ def test_a_new_session_writes_what_a_dead_one_left(
     session.shutdown()
     # Another start finds nothing more to do: never twice.
     again = start_session(memory, fake_openai.llm())
-    assert again.wait_recovery(WAIT_S) and again.capture.recovered == 0
+    assert again.internals.wait_recovery(WAIT_S) and again.capture.recovered == 0
     again.shutdown()
     assert len(_turns(_daily_texts(memory), DEAD)) == 3
 
@@ -153,7 +153,7 @@ def test_when_the_llm_fails_the_rest_are_digests_without_waiting(
     _leave_dead_log(memory, 4)
     fake_openai.set(status=500, error_message="model overloaded")
     session = start_session(memory, fake_openai.llm())
-    assert session.wait_recovery(WAIT_S)
+    assert session.internals.wait_recovery(WAIT_S)
     assert session.capture.recovered == 4 and session.capture.recovered_as_digest == 4
     distils = [r for r in fake_openai.requests if r.path.endswith("/chat/completions")]
     assert len(distils) == 1  # only the first one asked the model
@@ -172,7 +172,7 @@ def test_an_entry_found_in_the_daily_file_is_not_written_again(
     # The dead process wrote the first entry, then was killed before its done mark.
     memory.write("- service 0 logs to /var/log/svc0.log", items[0].anchor, now=items[0].at)
     session = start_session(memory, fake_openai.llm())
-    assert session.wait_recovery(WAIT_S)
+    assert session.internals.wait_recovery(WAIT_S)
     assert session.capture.found_written == 1 and session.capture.recovered == 1
     turns = _turns(_daily_texts(memory), DEAD)
     assert sorted(turns) == ["turn0", "turn1"]
@@ -195,7 +195,7 @@ def test_recovered_entries_still_distilling_at_shutdown_become_digests_once(
     assert sorted(_turns(text, DEAD)) == ["turn0", "turn1"]
     assert text.count(SHUTDOWN_REASON) + text.count(RECOVERY_REASON) >= 1
     later = start_session(memory)
-    assert later.wait_recovery(WAIT_S) and later.capture.recovered == 0
+    assert later.internals.wait_recovery(WAIT_S) and later.capture.recovered == 0
     later.shutdown()
     assert sorted(_turns(_daily_texts(memory), DEAD)) == ["turn0", "turn1"]
 

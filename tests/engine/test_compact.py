@@ -47,7 +47,7 @@ def test_refuses_a_store_not_named_memory_before_any_llm_call(
     assert str(notes) in info.value.message and "'proj'" in info.value.message
     assert fake_openai.requests == []
     # Nothing was probed: no index file was even created for it.
-    assert not mem.index_path.exists()
+    assert not mem.internals.index_path.exists()
     assert not notes.exists()
 
 

@@ -410,7 +410,7 @@ def test_the_sessions_own_scope_reuses_the_session_collection(
     assert (collection, store, path) == (
         session.scope.collection,
         session.scope.store,
-        session.index_path,
+        session.internals.index_path,
     )
     hit = next(h for h in search_all(session, "postgres ledger").hits)
     assert hit.project == str(world["cur"])

@@ -292,14 +292,14 @@ def test_auto_context_never_injects_what_this_session_captured(
     mem.write(answer, now=datetime(2026, 11, 20, 9, 0))
     settings = replace(mem.config.session, auto_context_cap_ms=30_000, index_debounce_ms=10**9)
     session = Session.start(mem, host="test", session_id="s-now", llm=None, settings=settings)
-    assert session.indexer.settle(30) and session.wait_auto_context_ready(60)
+    assert session.internals.indexer.settle(30) and session.internals.wait_auto_context_ready(60)
     question = "Why is the Kafka client pinned to 3.7, what broke with SASL authentication?"
     for n in range(4):  # the same question, captured each time (no LLM: a digest)
         queued = session.agent_settled(
             Exchange(user=question, assistant="Because 3.8 broke SASL.", entry_id=f"t{n}")
         )
         assert queued.queued
-    wait_for(lambda: session.pending_captures == 0, timeout=30, what="the captures")
+    wait_for(lambda: session.internals.pending_captures == 0, timeout=30, what="the captures")
     assert len(_entries(mem)) == 4  # today: the four captures of the question
     message = session.before_agent_start(question).message
     assert message is not None and answer in message

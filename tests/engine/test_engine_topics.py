@@ -170,7 +170,7 @@ def test_an_index_failure_keeps_the_write(memory: Memory, monkeypatch: pytest.Mo
     # Set before the index is opened: its connection takes the busy wait then.
     monkeypatch.setattr(memlane.index.sqlite.notes, "BUSY_TIMEOUT_S", 0.2)
     memory.sync()  # the index exists; another process now holds its write lock
-    with IndexWriteLock(memory.index_path):
+    with IndexWriteLock(memory.internals.index_path):
         text, _ = call(memory, action="add", content="kept", topic="t", title="K")
     assert "the topic file was saved but the index was not updated" in text
     assert "locked by another process" in text

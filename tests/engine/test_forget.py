@@ -137,7 +137,11 @@ def test_stale_chunk_address_removes_nothing(memory: Memory) -> None:
     before = path.read_bytes()
     with pytest.raises(NotFoundError, match="no longer matches"):
         forget_chunk(
-            store, chunk.source, chunk.start_line, chunk_hash=chunk.chunk_hash, model=memory.model
+            store,
+            chunk.source,
+            chunk.start_line,
+            chunk_hash=chunk.chunk_hash,
+            model=memory.embedding.model,
         )
     assert path.read_bytes() == before
 
@@ -195,7 +199,7 @@ def test_chunks_leave_the_index_at_once(memory: Memory) -> None:
     assert memory.index.get(doomed) is None
     assert memory.search(SECRET, sync=False).hits == []
     assert memory.search("redis", sync=False).hits
-    with sqlite3.connect(memory.index_path) as conn:
+    with sqlite3.connect(memory.internals.index_path) as conn:
         rows = conn.execute(
             "SELECT count(*) FROM chunks WHERE content LIKE ? OR context LIKE ?",
             (f"%{SECRET}%", f"%{SECRET}%"),
@@ -447,7 +451,7 @@ def test_index_failure_after_the_removal_still_echoes_it(
     monkeypatch.setattr(memlane.index.sqlite.notes, "BUSY_TIMEOUT_S", 0.2)
     memory.write(f"doomed {SECRET}", now=at("09:05"))
     memory.sync()
-    with IndexWriteLock(memory.index_path):  # another process holds the index
+    with IndexWriteLock(memory.internals.index_path):  # another process holds the index
         removed = forget(memory, date=DAY, time="09:05")
     assert SECRET in removed.markdown
     assert "locked by another process" in removed.notices[0]

@@ -46,11 +46,11 @@ def _seeded(project: Path, clock: FixedClock, *, lexical: bool = True, **env: st
 def _session(mem: Memory, **kw: Any) -> Session:
     settings = replace(mem.config.session, **{"index_debounce_ms": NEVER_MS, **kw})
     session = Session.start(mem, host="test", session_id="s1", llm=None, settings=settings)
-    assert session.indexer.settle(30)  # the start's own catch-up index is done
+    assert session.internals.indexer.settle(30)  # the start's own catch-up index is done
     # The session's search worker warms up with a search of its own; run late
     # (a loaded machine), it would index what a test writes before the test's
     # own search does.
-    assert session.wait_auto_context_ready(60)
+    assert session.internals.wait_auto_context_ready(60)
     return session
 
 
@@ -65,13 +65,13 @@ def test_a_memory_write_is_the_first_hit_of_the_next_search(
     mem = _seeded(project, clock)
     session = _session(mem)
     tools = Tools(mem, session)
-    runs = session.indexer.state.runs
+    runs = session.internals.indexer.state.runs
 
     tools.call("memory_write", {"text": NEW_NOTE})
     hits = _hits(tools.call("memory_search", {"query": NEW_NOTE_QUERY}))
 
     assert hits and NEW_NOTE in hits[0]["content"]
-    assert session.indexer.state.runs == runs  # the debounced index has not run
+    assert session.internals.indexer.state.runs == runs  # the debounced index has not run
     fresh = session.status_json()["fresh_writes"]
     assert fresh["runs"] == 1 and fresh["files"] == 1  # just today's daily file
     assert fresh["chunks"] == 1 and fresh["waiting_files"] == 0
@@ -131,7 +131,7 @@ def test_a_burst_is_indexed_by_the_debounced_indexer_not_by_the_searches(
     mem = _seeded(project, clock)
     session = _session(mem, index_debounce_ms=300)
     tools = Tools(mem, session)
-    runs = session.indexer.state.runs
+    runs = session.internals.indexer.state.runs
     for i in range(5):
         tools.call(
             "memory_write", {"text": f"burst note {i}: the quokka service moved to port 90{i}"}
@@ -140,7 +140,9 @@ def test_a_burst_is_indexed_by_the_debounced_indexer_not_by_the_searches(
     # loaded machine can pause longer than any debounce); what matters is that
     # the indexer, not a search, indexed all of it.
     wait_for(
-        lambda: session.indexer.state.runs > runs and not session.indexer.working,
+        lambda: (
+            session.internals.indexer.state.runs > runs and not session.internals.indexer.working
+        ),
         what="the debounced index runs",
     )
 
@@ -160,7 +162,7 @@ def test_searches_with_nothing_written_index_nothing(project: Path, clock: Fixed
     for _ in range(3):
         assert _hits(tools.call("memory_search", {"query": NEW_NOTE_QUERY}))
     assert session.status_json()["fresh_writes"]["runs"] == 1  # the first search only
-    assert mem.catch_up() is None  # nothing waiting: no scan at all
+    assert mem.internals.catch_up() is None  # nothing waiting: no scan at all
     session.shutdown()
 
 
@@ -168,7 +170,7 @@ def test_auto_context_finds_a_memory_written_a_moment_ago(project: Path, clock: 
     mem = _seeded(project, clock, lexical=False, MEMLANE_AUTO_CONTEXT="on")
     # A long deadline: this is about what is found, not how fast.
     session = _session(mem, auto_context_cap_ms=30_000)
-    assert session.wait_auto_context_ready(60)
+    assert session.internals.wait_auto_context_ready(60)
     # Written through this process by another agent's session (as the MCP
     # server does): this session's own entries are never injected back.
     other = Anchor(session="other-agent", turn="t1", transcript="none")
@@ -188,7 +190,7 @@ def test_auto_context_leaves_more_than_its_limit_to_the_indexer(
     monkeypatch.setattr(memlane.engine.shared.fresh, "AUTO_CONTEXT_CATCH_UP_CHARS", 40)
     mem = _seeded(project, clock, lexical=False, MEMLANE_AUTO_CONTEXT="on")
     session = _session(mem, auto_context_cap_ms=30_000)
-    assert session.wait_auto_context_ready(60)
+    assert session.internals.wait_auto_context_ready(60)
     tools = Tools(mem, session)
     tools.call("memory_write", {"text": NEW_NOTE})
     tools.call("memory_write", {"text": "The staging database moved to port 5433."})
@@ -214,7 +216,7 @@ def test_a_locked_index_costs_the_search_only_the_newest_entry(
     session = _session(mem)
     tools = Tools(mem, session)
     tools.call("memory_write", {"text": NEW_NOTE})
-    with IndexWriteLock(mem.index_path):
+    with IndexWriteLock(mem.internals.index_path):
         result = tools.call("memory_search", {"query": "deploy script staging"})
     assert _hits(result)  # the older notes still answer
     assert any("newest memories are not in these results" in n for n in result.details["notices"])
@@ -226,15 +228,15 @@ def test_a_locked_index_costs_the_search_only_the_newest_entry(
 
 def test_a_full_sync_clears_what_it_covered(memory: Memory) -> None:
     memory.write("- a note the full sync picks up")
-    assert memory.fresh.waiting == 1
+    assert memory.internals.fresh.waiting == 1
     memory.sync()
-    assert memory.fresh.waiting == 0
-    assert memory.catch_up() is None
+    assert memory.internals.fresh.waiting == 0
+    assert memory.internals.catch_up() is None
 
 
 def test_a_file_changed_while_it_was_indexed_stays_waiting(memory: Memory) -> None:
     entry = memory.write("- the first note of the day")
-    indexer = Indexer(memory.scope.store, memory.index, memory.model, lambda: None)
+    indexer = Indexer(memory.scope.store, memory.index, memory.embedding.model, lambda: None)
     plan = indexer.plan_files([entry.path])
     assert plan.sources == [entry.path]
     assert plan.embedding_chars >= len("the first note of the day")
@@ -245,7 +247,7 @@ def test_a_file_changed_while_it_was_indexed_stays_waiting(memory: Memory) -> No
 
 def test_the_catch_up_indexes_only_what_the_store_walk_would(memory: Memory) -> None:
     store = memory.scope.store
-    indexer = Indexer(store, memory.index, memory.model, lambda: None)
+    indexer = Indexer(store, memory.index, memory.embedding.model, lambda: None)
     daily = str(memory.write("- a journal note").path)
     assert indexer.walk_name(daily) == daily
     assert indexer.walk_name(str(store / "MEMORY.md")) is None
@@ -256,8 +258,8 @@ def test_the_catch_up_indexes_only_what_the_store_walk_would(memory: Memory) -> 
     outside.write_text("# outside\n\nnot memory\n", encoding="utf-8")
     (store / "linked.md").symlink_to(outside)
     assert indexer.walk_name(str(store / "linked.md")) is None
-    memory.note_written(store / "MEMORY.md", store / "linked.md")
-    report = memory.catch_up()
+    memory.internals.note_written(store / "MEMORY.md", store / "linked.md")
+    report = memory.internals.catch_up()
     assert report is not None and report.indexed_files == 1  # the daily file alone
     assert {Path(s) for s in memory.index.files()} == {Path(daily)}
 
@@ -271,7 +273,7 @@ def test_the_next_full_run_records_what_a_catch_up_indexed(memory: Memory) -> No
     assert state.load(memory.scope.state_path)["operation"] == "reindex"
 
     memory.write("- a second note, caught up before a search")
-    assert memory.catch_up() is not None
+    assert memory.internals.catch_up() is not None
     assert (
         state.load(memory.scope.state_path)["operation"] == "reindex"
     )  # a catch-up records nothing

@@ -64,7 +64,7 @@ def test_the_collection_can_be_named(project: Path, clock: FixedClock) -> None:
     mem = open_memory(project, clock=clock, MEMLANE_INDEX_COLLECTION="team_memory")
     try:
         assert mem.collection == "team_memory"
-        assert mem.index_path.name == "team_memory.sqlite"
+        assert mem.internals.index_path.name == "team_memory.sqlite"
         mem.write("the team shares one collection")
         mem.sync()
         assert mem.status().scope["collection"] == "team_memory"

@@ -50,8 +50,8 @@ def test_auto_context_switched_on_injects_from_the_next_prompt(memory: Memory, c
         assert session.before_agent_start(PROMPT).message is None  # off by default
         _set(cli, "auto_context.enabled", "true")
         _set(cli, "auto_context.score_floor", "0.01")
-        session.follow_settings()  # what the next event does first
-        assert session.wait_auto_context_ready(30)
+        session.internals.follow_settings()  # what the next event does first
+        assert session.internals.wait_auto_context_ready(30)
         message = session.before_agent_start(PROMPT).message
         assert message is not None and "race in the token refresh" in message, message
         assert session.settings.auto_context_score_floor == 0.01

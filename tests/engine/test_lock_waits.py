@@ -56,7 +56,7 @@ def _contents(result: Any) -> str:
 def _session(mem: Memory) -> Session:
     settings = replace(mem.config.session, index_debounce_ms=NEVER_MS)
     session = Session.start(mem, host="test", session_id="s1", llm=None, settings=settings)
-    assert session.indexer.settle(30)
+    assert session.internals.indexer.settle(30)
     return session
 
 
@@ -67,7 +67,7 @@ def test_a_search_answers_while_another_process_holds_the_index_write_lock(
     mem = _seeded(project, clock)
     session = _session(mem) if live else None
     tools = Tools(mem, session)
-    with HeldLock("write", mem.index_path) as holder:
+    with HeldLock("write", mem.internals.index_path) as holder:
         # Acknowledged while the index is locked: it is in the markdown.
         written = tools.call("memory_write", {"text": NEW_NOTE})
         assert "quokka" in Path(written.details["path"]).read_text()
@@ -97,7 +97,7 @@ def test_a_search_answers_while_a_rebuild_holds_the_index_lock(
     _seeded(project, clock).close()
     # A process that has not opened the index yet (a new CLI, a new engine).
     mem = open_memory(project, clock=clock)
-    with HeldLock("flock", lock_path_of(mem.index_path)) as holder:
+    with HeldLock("flock", lock_path_of(mem.internals.index_path)) as holder:
         result = answered_while_held(lambda: mem.search("deploy script AWS_PROFILE"), holder)
         assert result.hits == []
         (notice,) = result.notices
@@ -122,7 +122,7 @@ def test_a_search_of_everything_answers_from_the_notes_when_the_sessions_index_i
     project: Path, clock: FixedClock
 ) -> None:
     mem = _seeded(project, clock)
-    sessions_index = sessions_path_for(mem.index_path)
+    sessions_index = sessions_path_for(mem.internals.index_path)
     with HeldLock("flock", lock_path_of(sessions_index)) as holder:
         result = answered_while_held(
             lambda: mem.search("deploy script AWS_PROFILE", kind="all"), holder
@@ -145,7 +145,7 @@ def test_a_search_of_everything_answers_from_the_notes_when_the_sessions_index_i
 def test_cli_search_answers_while_the_index_is_locked(project: Path, clock: FixedClock) -> None:
     _seeded(project, clock).close()
     cli = Cli(clock, cwd=project)
-    index_path = open_memory(project, clock=clock).index_path
+    index_path = open_memory(project, clock=clock).internals.index_path
     with HeldLock("write", index_path) as holder:
         wrote = cli("write", NEW_NOTE.removeprefix("- "))
         assert wrote.returncode == 0, wrote.stderr
@@ -198,7 +198,7 @@ def test_the_engine_runs_a_cli_search_while_the_index_is_locked(
     try:
         assert run(["write", OLD_NOTE], cwd, None)["code"] == 0
         assert "AWS_PROFILE" in run(["search", "deploy script AWS_PROFILE"], cwd, None)["stdout"]
-        index_path = projects.for_dir(cwd).memory.index_path
+        index_path = projects.for_dir(cwd).memory.internals.index_path
         with HeldLock("write", index_path) as holder:
             assert run(["write", NEW_NOTE], cwd, None)["code"] == 0
             answer = answered_while_held(lambda: run(["search", NEW_QUERY], cwd, None), holder)
@@ -221,7 +221,7 @@ def test_the_warm_engine_answers_a_search_while_the_index_is_locked(
     try:
         first = _quick("search", "deploy script AWS_PROFILE", cwd=project, env=env)
         assert "AWS_PROFILE" in first.stdout, first.stderr
-        index_path = open_memory(project).index_path
+        index_path = open_memory(project).internals.index_path
         with HeldLock("write", index_path) as holder:
             assert _quick("write", NEW_NOTE, cwd=project, env=env).returncode == 0
             answer = answered_while_held(

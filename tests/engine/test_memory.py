@@ -123,7 +123,7 @@ def test_corrupt_index_is_rebuilt_from_markdown(project: Path, clock: FixedClock
     with open_memory(project, clock=clock) as mem:
         mem.write("the rate limiter allows 100 requests per minute")
         assert mem.search("rate limiter").hits
-        path = mem.index_path
+        path = mem.internals.index_path
     path.write_bytes(b"this is not a database" * 100)
     for suffix in ("-wal", "-shm"):
         Path(str(path) + suffix).unlink(missing_ok=True)

@@ -343,7 +343,9 @@ def test_a_collection_memsearch_creates_later_is_not_embedded_again(
                     "start_line": c.start_line,
                     "end_line": c.end_line,
                 }
-                for c in chunk_markdown(Path(entry.path).read_text(), entry.path, mem.model)
+                for c in chunk_markdown(
+                    Path(entry.path).read_text(), entry.path, mem.embedding.model
+                )
             ]
             client.upsert(collection_name=mem.collection, data=rows)
         finally:

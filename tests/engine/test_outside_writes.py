@@ -83,8 +83,10 @@ def test_the_first_search_finds_a_note_written_outside_the_session(
     mem = open_memory(project, clock=clock, lexical=False, **_env(held))
     session = _session(mem)
     try:
-        wait_for(lambda: mem.parts.indexing, 30, "the start's index run, held by the embedder")
-        assert not session.indexer.state.caught_up
+        wait_for(
+            lambda: mem.internals.parts.indexing, 30, "the start's index run, held by the embedder"
+        )
+        assert not session.internals.indexer.state.caught_up
         found = Tools(mem, session).call("memory_search", {"query": QUERY})
         hits = found.details["hits"]
         assert hits and OUTSIDE_NOTE in hits[0]["content"]
@@ -95,8 +97,8 @@ def test_the_first_search_finds_a_note_written_outside_the_session(
         assert session.status_json()["fresh_writes"]["files"] == 1
     finally:
         held.embeddings_open.set()
-    assert session.indexer.settle(60)
-    assert session.indexer.state.caught_up  # from here on the session's indexer keeps up
+    assert session.internals.indexer.settle(60)
+    assert session.internals.indexer.state.caught_up  # from here on the session's indexer keeps up
     session.shutdown()
     mem.close()
 
@@ -111,14 +113,16 @@ def test_more_than_the_budget_is_left_to_the_index_run_and_said(
     (mem.scope.store / "imported.md").write_text(big)
     session = _session(mem)
     try:
-        wait_for(lambda: mem.parts.indexing, 30, "the start's index run, held by the embedder")
+        wait_for(
+            lambda: mem.internals.parts.indexing, 30, "the start's index run, held by the embedder"
+        )
         found = Tools(mem, session).call("memory_search", {"query": QUERY})
         notices = " ".join(found.details.get("notices", []))
         assert "memory is still catching up with what other tools wrote" in notices
         assert "(2 files)" in notices  # the imported file and today's daily file
     finally:
         held.embeddings_open.set()
-    assert session.indexer.settle(60)
+    assert session.internals.indexer.settle(60)
     session.shutdown()
     mem.close()
 
@@ -129,11 +133,11 @@ def test_once_caught_up_a_search_no_longer_walks_the_store(
     mem = open_memory(project, clock=clock, MEMLANE_SESSIONS_ENABLED="off")
     mem.write(OLDER_NOTES[0])
     session = _session(mem)
-    assert session.indexer.settle(30)
-    assert session.indexer.state.caught_up
+    assert session.internals.indexer.settle(30)
+    assert session.internals.indexer.state.caught_up
     # The session's search worker warms up with a search of its own, which
     # catches up what it finds written outside if it runs late (a loaded machine).
-    assert session.wait_auto_context_ready(60)
+    assert session.internals.wait_auto_context_ready(60)
     # Written behind the session's back after its start: the debounced index's work.
     other = open_memory(project, clock=clock)
     other.write(OUTSIDE_NOTE)

@@ -38,7 +38,7 @@ def test_a_bad_request_is_refused_before_anything_is_searched(
         search(memory, request_)
     assert refused.value.hint  # and says what to do
     # Nothing ran: not even the sync that creates the index file.
-    assert not memory.index_path.exists()
+    assert not memory.internals.index_path.exists()
 
 
 def test_good_requests_pass_the_checks() -> None:
@@ -114,7 +114,7 @@ def test_a_person_sees_the_catch_up_first_and_the_request_is_checked_before_it(
     seen = Bars()
     with pytest.raises(MemlaneError, match="min_score must be between 0 and 1"):
         search(memory, SearchRequest("redis", min_score=1.5), shown=seen.shown())
-    assert seen.opened == [] and not memory.index_path.exists()  # checked before anything
+    assert seen.opened == [] and not memory.internals.index_path.exists()  # checked before anything
     recalled = search(memory, SearchRequest("redis cache", mode="lexical"), shown=seen.shown())
     assert recalled.result.hits and "redis" in recalled.result.hits[0].content
     assert seen.opened == ["indexing"]

@@ -199,16 +199,18 @@ def test_a_burst_of_captures_costs_one_debounced_index(
 ) -> None:
     mem = open_memory(project, clock=clock, MEMLANE_CAPTURE_INDEX_DEBOUNCE_MS="400")
     session = _session(mem, fake_openai.llm())
-    session.indexer.settle(10)
-    runs_before = session.indexer.state.runs
+    session.internals.indexer.settle(10)
+    runs_before = session.internals.indexer.state.runs
     for i in range(5):
         session.agent_settled(_exchange(f"question {i}", f"answer {i}", entry=f"e{i}"))
     wait_for(lambda: session.capture.written == 5, what="five entries written")
     # The debounced run comes on its own after the burst ...
-    wait_for(lambda: session.indexer.state.runs > runs_before, what="the debounced index run")
+    wait_for(
+        lambda: session.internals.indexer.state.runs > runs_before, what="the debounced index run"
+    )
     # ... and nothing else was left to run.
-    assert session.indexer.settle(10)
-    assert session.indexer.state.runs == runs_before + 1
+    assert session.internals.indexer.settle(10)
+    assert session.internals.indexer.state.runs == runs_before + 1
     session.shutdown()
 
 
@@ -280,7 +282,7 @@ def _seeded(project: Path, clock: FixedClock, *, lexical: bool = False, **env: s
 def test_auto_context_injects_relevant_hits_within_budget(project: Path, clock: FixedClock) -> None:
     mem = _seeded(project, clock)
     session = _session(mem, None)
-    assert session.wait_auto_context_ready(30)
+    assert session.internals.wait_auto_context_ready(30)
     injection = session.before_agent_start("why is the login test flaky? token refresh race")
     assert injection.message is not None
     assert "race in the token refresh" in injection.message
@@ -294,7 +296,7 @@ def test_auto_context_injects_relevant_hits_within_budget(project: Path, clock: 
 def test_auto_context_injects_nothing_below_the_floor(project: Path, clock: FixedClock) -> None:
     mem = _seeded(project, clock)
     session = _session(mem, None)
-    assert session.wait_auto_context_ready(30)
+    assert session.internals.wait_auto_context_ready(30)
     injection = session.before_agent_start("quantum chromodynamics lattice gauge theory")
     assert injection.message is None
     assert session.auto_context.skippedEmpty == 1
@@ -311,7 +313,7 @@ def test_auto_context_drops_chunks_already_in_the_snapshot(
     )
     mem.sync()
     session = _session(mem, None)
-    assert session.wait_auto_context_ready(30)
+    assert session.internals.wait_auto_context_ready(30)
     injection = session.before_agent_start("flaky login test token refresh race")
     assert injection.message is None  # today's entry is already in the snapshot
     assert session.auto_context.injected == 0
@@ -324,13 +326,13 @@ def test_auto_context_deadline_misses_walk_the_respawn_cap(
     mem = _seeded(project, clock)
     # A 0 ms cap: every search misses its deadline, whatever the machine.
     session = _session(mem, None, auto_context_cap_ms=0)
-    assert session.wait_auto_context_ready(30)
+    assert session.internals.wait_auto_context_ready(30)
     assert _auto_context_row(session).startswith("on: top ")
     settings = session.settings
     prompts = 0
     for _round in range(settings.max_sidecar_respawns + 1):
         # Each respawned worker warms up first; then every search misses.
-        assert session.wait_auto_context_ready(30)
+        assert session.internals.wait_auto_context_ready(30)
         for _ in range(settings.timeout_crash_threshold):
             assert session.before_agent_start(f"redis cache ttl {prompts}").message is None
             prompts += 1
@@ -358,7 +360,7 @@ def _auto_context_row(session: Session) -> str:
 def test_a_prompt_during_a_respawn_counts_as_an_error(project: Path, clock: FixedClock) -> None:
     mem = _seeded(project, clock)
     session = _session(mem, None, auto_context_cap_ms=0)
-    assert session.wait_auto_context_ready(30)
+    assert session.internals.wait_auto_context_ready(30)
     for i in range(session.settings.timeout_crash_threshold):
         session.before_agent_start(f"miss {i}")
     state = session.auto_context
@@ -388,15 +390,15 @@ def test_a_locked_index_is_retried_on_the_backoff_delays(
     monkeypatch.setattr(memlane.index.sqlite.notes, "BUSY_TIMEOUT_S", 0.2)
     mem = _seeded(project, clock, lexical=True)
     mem.write("- a new note while the index is locked", now=datetime(2026, 11, 30, 9, 0))
-    with IndexWriteLock(mem.index_path) as lock:
+    with IndexWriteLock(mem.internals.index_path) as lock:
         session = _session(mem, None, backoff_delays_ms=(300, 300, 300, 2000))
         # Released while the scheduler is still retrying (its delays add up to 2.9 s).
         release = threading.Timer(1.2, lock.release)
         release.start()
-        assert session.indexer.settle(20)
+        assert session.internals.indexer.settle(20)
         release.join()
-    assert session.indexer.state.busy_retries >= 1
-    assert session.indexer.state.last_error is None
+    assert session.internals.indexer.state.busy_retries >= 1
+    assert session.internals.indexer.state.last_error is None
     session.shutdown()
     assert any("locked" in h.content for h in mem.search("index is locked", 3, sync=False).hits)
 

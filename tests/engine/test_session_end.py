@@ -76,16 +76,19 @@ def test_the_host_is_released_before_the_index_settles_and_the_index_is_drained(
     # settle (its embeddings are held), so it goes on after the cap.
     assert released == [Flush(flushed=True, pending=0)]
     assert flush == Flush(flushed=False, pending=0)
-    assert session.working, "the index run was dropped at the cap"
+    assert session.internals.working, "the index run was dropped at the cap"
     assert _state(held_memory).get("status") == "running"
     # A write after the end (an extraction that finished late) is indexed too.
     held_memory.write("the mailer retries five times before the dead-letter queue")
-    session.note_write()
+    session.internals.note_write()
     embedder.embeddings_open.set()
-    wait_for(lambda: not session.working, HELD_S, "the drained index runs")
+    wait_for(lambda: not session.internals.working, HELD_S, "the drained index runs")
     assert _state(held_memory)["status"] == "ok"
     # The run under way at the cap, then the one the late write asked for.
-    assert session.indexer.state.runs == 2 and session.indexer.state.last_error is None
+    assert (
+        session.internals.indexer.state.runs == 2
+        and session.internals.indexer.state.last_error is None
+    )
     hits = held_memory.search("which queue does the mailer use", 3, sync=False).hits
     assert any("SQS" in hit.content for hit in hits)
 
@@ -94,7 +97,9 @@ def test_a_search_while_the_index_is_being_built_says_so(memory: Memory) -> None
     session = start_session(memory)
     tools = Tools(memory, session)
     try:
-        with memory.parts.index_run():  # an index run under way (a first session's catch-up)
+        with (
+            memory.internals.parts.index_run()
+        ):  # an index run under way (a first session's catch-up)
             during = tools.call("memory_search", {"query": "the mailer queue"}).text
         after = tools.call("memory_search", {"query": "the mailer queue"}).text
     finally:
@@ -113,7 +118,9 @@ def test_a_search_while_the_model_loads_answers_lexically_at_once_and_says_so(
         wrote = tools.call("memory_write", {"text": "the mailer uses SQS with a dead-letter queue"})
         assert "Saved to" in wrote.text
         wait_for(
-            lambda: held_memory.parts.embedder_state.loading_now, HELD_S, "the model's warm-up"
+            lambda: held_memory.internals.parts.embedder_state.loading_now,
+            HELD_S,
+            "the model's warm-up",
         )
         # Answered while the endpoint still holds every embedding: it never waited for one.
         found = tools.call("memory_search", {"query": "which queue does the mailer use"})

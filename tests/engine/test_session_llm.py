@@ -109,7 +109,7 @@ def test_inside_claude_code_a_surfacing_model_never_starts_claude_per_prompt(
     mem = open_memory(project, clock=clock, MEMLANE_AUTO_SURFACING_MODEL="claude-haiku-4-5")
     session = Session.open(mem, host="claude-code", session_id="s-cc")
     try:
-        assert session.surfacer is not None and session.surfacer.llm is None
+        assert session.internals.surfacer is not None and session.internals.surfacer.llm is None
         assert any("would start a claude -p on every prompt" in n for n in session.notices)
     finally:
         session.shutdown()

@@ -79,7 +79,7 @@ def test_relevant_topics_are_surfaced_once_per_session(project: Path, clock: Fix
     )
     mem.sync()
     session = Session.start(mem, host="test", session_id="s", llm=None)
-    assert session.wait_auto_context_ready(60)
+    assert session.internals.wait_auto_context_ready(60)
     message = session.before_agent_start(
         "how do I run the alembic migrations against the staging postgres database?"
     ).message
@@ -234,9 +234,10 @@ def test_per_task_models_for_surfacing_and_extraction(project: Path, clock: Fixe
         )
         session = Session.open(mem, host="test", session_id="s")
         assert session.llm is not None and session.llm.name.endswith("cheap-capture")
-        assert session.surfacer is not None and session.surfacer.llm is not None
-        assert session.surfacer.llm.name.endswith("rerank-model")
-        assert session.extract_llm is not None and session.extract_llm.name.endswith(
-            "extract-model"
+        assert session.internals.surfacer is not None and session.internals.surfacer.llm is not None
+        assert session.internals.surfacer.llm.name.endswith("rerank-model")
+        assert (
+            session.internals.extract_llm is not None
+            and session.internals.extract_llm.name.endswith("extract-model")
         )
         session.shutdown()

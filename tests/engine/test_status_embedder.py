@@ -73,7 +73,7 @@ def test_status_keeps_the_last_real_failure_after_the_embedder_is_made_again(
     monkeypatch.setattr(embedding_module, "EMBEDDER_RETRY_S", 0.0)
     dead.write("The hot cache runs on Redis.")
     dead.sync()
-    assert dead.parts.embedder_state.embedder is not None
+    assert dead.internals.parts.embedder_state.embedder is not None
     line = _embedder_line(dead)
     assert "embedder ready" not in line
     assert "embedder unavailable: embedding request to http://127.0.0.1:" in line

@@ -30,11 +30,11 @@ def test_memory_off_and_on_reach_the_running_session(
     session = Session.start(memory, host="test", session_id="s", llm=fake_openai.llm())
     tools = Tools(memory, session)
     try:
-        assert session.extraction.enabled and session.surfacer is not None
+        assert session.extraction.enabled and session.internals.surfacer is not None
         assert cli("memory", "off", env=LEXICAL).returncode == 0
         with pytest.raises(MemlaneError, match="switched off"):
             tools.call("memory_topic", ADD)
-        assert not session.extraction.enabled and session.surfacer is None
+        assert not session.extraction.enabled and session.internals.surfacer is None
         assert not session.surfacing.enabled
         text = render_status(session.status())
         assert re.search(r"topic memory +off \(topics.enabled, from global\)", text), text
@@ -42,7 +42,7 @@ def test_memory_off_and_on_reach_the_running_session(
         assert cli("memory", "on", env=LEXICAL).returncode == 0
         added = tools.call("memory_topic", ADD)
         assert added.details["slug"] == "tooling", added.details
-        assert session.extraction.enabled and session.surfacer is not None
+        assert session.extraction.enabled and session.internals.surfacer is not None
         assert any("topic memory switched off" in n for n in session.notices)
     finally:
         session.shutdown()
@@ -67,7 +67,7 @@ def test_a_prompt_after_memory_off_surfaces_no_topic(memory: Memory, cli: Cli) -
         tools.call("memory_topic", ADD)
         assert cli("memory", "off", env=LEXICAL).returncode == 0
         session.before_agent_start("how do we install packages, uv or pip?")
-        assert session.surfacer is None and session.surfacing.injected == 0
+        assert session.internals.surfacer is None and session.surfacing.injected == 0
     finally:
         session.shutdown()
 
@@ -99,11 +99,11 @@ def test_every_session_of_one_memory_follows_memory_off(memory: Memory, cli: Cli
     first = Session.start(memory, host="test", session_id="one", llm=None)
     second = Session.start(memory, host="test", session_id="two", llm=None)
     try:
-        assert first.surfacer is not None and second.surfacer is not None
+        assert first.internals.surfacer is not None and second.internals.surfacer is not None
         assert cli("memory", "off", env=LEXICAL).returncode == 0
         first.before_agent_start("how do we install packages?")
         second.before_agent_start("how do we install packages?")
-        assert first.surfacer is None and second.surfacer is None
+        assert first.internals.surfacer is None and second.internals.surfacer is None
         with pytest.raises(MemlaneError, match="switched off"):
             Tools(memory, second).call("memory_topic", ADD)
     finally:
@@ -116,14 +116,14 @@ def test_switching_back_on_keeps_the_sessions_surfacer(
 ) -> None:
     session = Session.start(memory, host="test", session_id="s", llm=None)
     try:
-        surfacer = session.surfacer
+        surfacer = session.internals.surfacer
         assert surfacer is not None
         surfacer.llm = fake_openai.llm()  # as Session.open sets a rerank model
         assert cli("memory", "off", env=LEXICAL).returncode == 0
         session.before_agent_start("anything")
-        assert session.surfacer is None
+        assert session.internals.surfacer is None
         assert cli("memory", "on", env=LEXICAL).returncode == 0
         session.before_agent_start("anything")
-        assert session.surfacer is surfacer and surfacer.llm is not None
+        assert session.internals.surfacer is surfacer and surfacer.llm is not None
     finally:
         session.shutdown()

@@ -187,7 +187,7 @@ def test_auto_context_never_pushes_an_outdated_fact(project: Path, clock: FixedC
     mem = open_memory(project, clock=clock, lexical=False, MEMLANE_AUTO_CONTEXT="on")
     session = start_session(mem)
     try:
-        assert session.wait_auto_context_ready(30)
+        assert session.internals.wait_auto_context_ready(30)
         injection = session.before_agent_start("what TTL does the hot Redis cache use?")
         assert injection.message is not None
         assert "15 minutes" in injection.message

@@ -128,13 +128,13 @@ def test_the_next_session_of_the_project_starts_with_the_last_ones_warm_worker(
     background = Background(memory.fork()).start()  # the project's, as the warm engine keeps it
     try:
         first = open_session(memory, background, "sess-1")
-        assert first.wait_auto_context_ready(WARM_S)
+        assert first.internals.wait_auto_context_ready(WARM_S)
         first.shutdown()
         assert len(background.workers) == 1
 
         second = open_session(memory, background, "sess-2")
         assert len(background.workers) == 0  # taken: no warm-up of its own
-        assert second.wait_auto_context_ready(0)  # warm at once
+        assert second.internals.wait_auto_context_ready(0)  # warm at once
         injection = second.before_agent_start("who drains the retry queue?")
         assert injection.message is not None and "billing worker" in injection.message
         second.shutdown()

@@ -53,7 +53,7 @@ def _capture(project: Path, op: dict[str, Any], acks: Path) -> None:
     mem = Memory.open(project)
     session = Session.open(mem, host="test", session_id=op["session"])
     # What a dead process left is taken over in the background.
-    if op.get("wait_recovery") and not session.wait_recovery(60):
+    if op.get("wait_recovery") and not session.internals.wait_recovery(60):
         raise SystemExit("the capture recovery did not finish within 60 s")
     for exchange in op["exchanges"]:
         queued = session.agent_settled(
@@ -93,7 +93,7 @@ def _capture_many(project: Path, op: dict[str, Any], acks: Path) -> None:
     session = Session.open(mem, host="test", session_id=op["session"])
     n, window, every = op["n"], op.get("window", 8), op.get("every", 500)
     for i in range(n):
-        while session.pending_captures >= window:
+        while session.internals.pending_captures >= window:
             time.sleep(0.002)
         queued = session.agent_settled(
             Exchange(

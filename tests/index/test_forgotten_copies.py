@@ -53,7 +53,7 @@ def _day_and_time() -> tuple[str, str]:
 def test_forget_after_a_rebuild_leaves_no_copy_anywhere(project: Path, isolated_home: Path) -> None:
     _write_two(project)
     with open_memory(project) as mem:
-        index_path = mem.index_path
+        index_path = mem.internals.index_path
     # Damage the header only: the pages holding the entry's text stay in the file.
     with index_path.open("r+b") as handle:
         handle.write(b"not an sqlite header")
@@ -78,7 +78,7 @@ def test_forget_purges_copies_left_by_a_killed_rebuild_or_an_older_memlane(
     _write_two(project)
     with open_memory(project, clock=FixedClock(NOW)) as mem:
         mem.index.count()  # open: the index exists, and any earlier leftovers went
-        index_path = mem.index_path
+        index_path = mem.internals.index_path
         # What a rebuild killed between its rename and its delete leaves behind,
         # for the markdown index and the sessions index alike.
         stamp = ".corrupt-20261130T100000.000000Z"
@@ -103,7 +103,7 @@ def test_opening_an_index_removes_a_leftover_damaged_copy(
 ) -> None:
     _write_two(project)
     with open_memory(project) as mem:
-        index_path = mem.index_path
+        index_path = mem.internals.index_path
     leftover = index_path.with_name(index_path.name + ".corrupt-20200101T000000.000000Z")
     shutil.copyfile(index_path, leftover)
     unrelated = index_path.with_name("ms_other_12345678.sqlite.corrupt-20200101T000000.000000Z")

@@ -93,7 +93,9 @@ def test_a_session_start_wakes_the_idle_sweeper_and_its_first_search_sees_the_tr
     assert NEW_QUESTION in found.text and "session:new-cc" in found.text, found.text
     # The woken sweep runs now, not in an hour.
     wait_for(
-        lambda: not session.sessions_catching_up, 30, "the sweep the session's start asked for"
+        lambda: not session.internals.sessions_catching_up,
+        30,
+        "the sweep the session's start asked for",
     )
     session.shutdown()
     background.stop()

@@ -154,7 +154,7 @@ def test_similar_sessions_and_recent_sessions(history: SessionsLayer) -> None:
 
 
 def test_store_lives_next_to_the_project_index(history: SessionsLayer) -> None:
-    assert history.store.path == sessions_path_for(history.mem.index_path)
+    assert history.store.path == sessions_path_for(history.mem.internals.index_path)
     assert history.store.path.name.endswith(".sessions.sqlite")
     assert history.store.meta()["dimension"] == 64
 

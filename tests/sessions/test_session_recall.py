@@ -161,9 +161,9 @@ def test_every_language_s_phrase_brings_a_recall_block(
     _past_session(agent_project)
     mem = open_memory(agent_project.root, clock=clock)
     session = Session.start(mem, host="test", session_id="new-session", llm=None)
-    wait_for(lambda: session.sessions_layer is not None, 20, "the sessions layer opened")
-    assert session.wait_auto_context_ready(30)
-    layer = session.sessions_layer
+    wait_for(lambda: session.internals.sessions_layer is not None, 20, "the sessions layer opened")
+    assert session.internals.wait_auto_context_ready(30)
+    layer = session.internals.sessions_layer
     assert layer is not None
     wait_for(lambda: layer.store.stats().get("documents"), 20, "the catch-up backfill")
     missing = []
@@ -201,9 +201,9 @@ def test_auto_recall_injects_past_messages_within_budget(
     _past_session(agent_project)
     mem = open_memory(agent_project.root, clock=clock)
     session = Session.start(mem, host="test", session_id="new-session", llm=None)
-    wait_for(lambda: session.sessions_layer is not None, 20, "the sessions layer opened")
-    assert session.wait_auto_context_ready(30)
-    layer = session.sessions_layer
+    wait_for(lambda: session.internals.sessions_layer is not None, 20, "the sessions layer opened")
+    assert session.internals.wait_auto_context_ready(30)
+    layer = session.internals.sessions_layer
     assert layer is not None
     wait_for(lambda: layer.store.stats().get("documents"), 20, "the catch-up backfill")
     message = session.before_agent_start(
@@ -278,12 +278,16 @@ def test_auto_recall_answers_from_the_lexical_leg_while_the_model_loads(
         mem = open_memory(agent_project.root, clock=clock, lexical=False, **env)
         session = Session.start(mem, host="test", session_id="new-session", llm=None)
         try:
-            wait_for(lambda: session.sessions_layer is not None, 20, "the sessions layer opened")
+            wait_for(
+                lambda: session.internals.sessions_layer is not None,
+                20,
+                "the sessions layer opened",
+            )
             message = session.before_agent_start(
                 "remember why the redis cache evicted keys so early?"
             ).message
             assert message is not None and "evict keys so early" in message
-            assert not session.wait_auto_context_ready(0)  # still loading
+            assert not session.internals.wait_auto_context_ready(0)  # still loading
             assert session.recall.injected == 1 and session.recall.lexical_while_warming == 1
         finally:
             server.embeddings_open.set()

@@ -44,7 +44,7 @@ def calibrate(
                 "`memlane calibrate` again",
             )
         measured = derive_scale(settings, embedder, mem.clock)
-        mem.model_scale = measured
+        mem.internals.model_scale = measured
     if as_json:
         print_json({**measured.to_json(), "probe_pairs": len(PROBE_PAIRS)})
         return

@@ -91,7 +91,7 @@ def reindex(
 
 def _run_index(ctx: typer.Context, as_json: bool, *, rebuild: bool) -> None:
     with open_memory(ctx) as mem, ProgressBar("reindexing" if rebuild else "indexing") as bar:
-        mem.require_store()
+        mem.internals.require_store()
         report = mem.reindex(bar) if rebuild else mem.sync(bar)
     _show_report(report, as_json)
 

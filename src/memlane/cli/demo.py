@@ -83,7 +83,7 @@ def run_demo(keep: bool = False) -> None:
                 report = mem.sync(progress)
             out.print(
                 f"   {report.total_chunks} chunks from {report.total_files} files in "
-                f"{report.seconds:.1f} s with {mem.model} (no network); index at {mem.index.uri}"
+                f"{report.seconds:.1f} s with {mem.embedding.model} (no network); index at {mem.index.uri}"
             )
             for text in report.notices:
                 out.print(f"   note: {text}")

@@ -61,7 +61,7 @@ def dream(
         raise typer.BadParameter("--apply-plan applies a plan; it cannot be a --dry-run")
     with open_memory(ctx) as mem:
         if apply_plan is not None:
-            mem.require_store()
+            mem.internals.require_store()
             plan = D.load_plan(apply_plan, mem.scope.store)
         else:
             llm = D.dream_llm(mem.config, mem.clock)

@@ -10,13 +10,13 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from memlane.cli.context import ProgressBar, echo, here, notice, open_memory_at, print_json
 
 if TYPE_CHECKING:
     from memlane.core.clock import Clock
-    from memlane.core.types import SearchResult
+    from memlane.core.types import SearchKind, SearchMode, SearchResult
     from memlane.engine.project import Memory
     from memlane.engine.sessions.layer import SessionsLayer
 
@@ -111,13 +111,13 @@ def search_command(
     request = SearchRequest(
         query or "",
         k,
-        kind=kind,
+        kind=cast("SearchKind | None", kind),  # checked by the router (SearchRequest.check)
         scope="all" if all_projects else "project",
         after=after,
         before=before,
         session=session,
         source_prefix=str(Path(source).expanduser().resolve()) if source else None,
-        mode="lexical" if lexical else mode or "hybrid",
+        mode=cast("SearchMode", "lexical" if lexical else mode or "hybrid"),
         min_score=min_score,
         order="newest" if newest_first else "relevance",
     )

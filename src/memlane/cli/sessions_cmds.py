@@ -5,7 +5,7 @@ backfill, stats, status, search, reindex; each with ``--json``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, cast
 
 import typer
 
@@ -14,6 +14,7 @@ from memlane.cli.free_text import FreeTextCommand
 from memlane.cli.quick_cmds import catch_up_sessions
 
 if TYPE_CHECKING:
+    from memlane.core.types import SearchMode
     from memlane.engine.sessions.hits import SessionSearch
     from memlane.engine.sessions.ingest import BackfillReport
 
@@ -169,7 +170,13 @@ def search(
     with open_memory(ctx) as mem, read_waits(mem):
         layer = catch_up_sessions(mem)
         result = layer.search(
-            query, k, mode=mode, session=session, after=after, before=before, role=role
+            query,
+            k,
+            mode=cast("SearchMode", mode),  # checked by SessionsLayer.search
+            session=session,
+            after=after,
+            before=before,
+            role=role,
         )
     if as_json:
         print_json(result.to_json())

@@ -19,6 +19,8 @@ SearchKind = Literal["journal", "topic", "session", "all"]
 SearchScope = Literal["project", "all"]
 #: Best match first, or newest first.
 SearchOrder = Literal["relevance", "newest"]
+#: How far to trust a hit (engine/recall/trust.py).
+Band = Literal["strong", "possible", "weak"]
 
 _HTML_COMMENT_RE = re.compile(r"<!--.*?-->", re.DOTALL)
 _BLANK_RUN_RE = re.compile(r"\n{3,}")
@@ -186,7 +188,7 @@ class Hit:
     turn: str | None = None
     #: "journal", "topic" or "session", when the search knew it (a hit from
     #: another project's store is left unset).
-    kind: str | None = None
+    kind: Kind | None = None
     #: When the memory was written: "YYYY-MM-DD" or "YYYY-MM-DDTHH:MM" (a
     #: journal entry's day and time, a topic file's last update, a message's
     #: time), and its age in whole days on the search's clock.
@@ -194,13 +196,13 @@ class Hit:
     age_days: int | None = None
     #: How far to trust the hit (engine/recall/trust.py): "strong",
     #: "possible" or "weak".
-    band: str | None = None
+    band: Band | None = None
     #: The chunk hash of a newer hit about the same thing: this one is outdated.
     superseded_by: str | None = None
 
     @classmethod
     def of(
-        cls, chunk: Chunk, score: float, project: str | None = None, kind: str | None = None
+        cls, chunk: Chunk, score: float, project: str | None = None, kind: Kind | None = None
     ) -> Hit:
         """A search hit for an indexed chunk."""
         return cls(

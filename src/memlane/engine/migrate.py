@@ -170,7 +170,7 @@ def migrate(
     from memlane.engine.index_backend import collection_of, open_notes_index
     from memlane.engine.journal.indexer import Indexer
 
-    memory.require_store()
+    memory.internals.require_store()
     started = time.monotonic()
     current = memory.config.index
     collection = collection_of(memory.scope, target)
@@ -204,7 +204,7 @@ def migrate(
         indexer = Indexer(
             memory.scope.store,
             destination,
-            memory.model,
+            memory.embedding.model,
             lambda: embedder,
             vectors_expected=memory.config.embedding.provider != "none",
         )

@@ -75,10 +75,7 @@ class Memory:
         self.notices: list[str] = [*config.problems, *config.notices]
         if scope.worktree is not None and scope.worktree.problem:
             self.notices.append(scope.worktree.problem)  # memory not shared: say so (ADR 0035)
-        # A search without a full sync first indexes this process's fresh
-        # writes (``catch_up``); a handle that answers under a deadline
-        # (auto-context) skips that when it would embed more text than this.
-        self.catch_up_char_limit = catch_up_char_limit
+        self._catch_up_char_limit = catch_up_char_limit  # internals.catch_up_char_limit
         self._parts = _parts or SharedParts()
         self._index: NotesIndex | None = None
         self._model_scale: ModelScale | None = None
@@ -91,7 +88,7 @@ class Memory:
         session (indexer, auto-context search) gets its own handle; the
         embedder (one model load per process), the daily-file writer (one
         ``## Session`` decision per process) and the record of fresh writes
-        (``fresh``) are shared. ``catch_up_char_limit``: see ``catch_up``.
+        (``fresh``) are shared. ``catch_up_char_limit``: see ``internals.catch_up``.
         """
         return Memory(
             self.scope,
@@ -101,12 +98,11 @@ class Memory:
             _parts=self._parts,
         )
 
-    def lend(self) -> Memory:
-        """This handle's index for code on its thread that closes what it opens (a
-        CLI command in the engine): own notices; closing leaves the index open."""
-        view = self.fork(catch_up_char_limit=self.catch_up_char_limit)
-        view._lender = self
-        return view
+    @property
+    def internals(self) -> MemoryInternals:
+        """What memlane's own hosts and the engine's services use beyond the API:
+        not for programs embedding memlane, may change between versions."""
+        return MemoryInternals(self)
 
     @classmethod
     def open(
@@ -122,16 +118,6 @@ class Memory:
     # -- parts, opened lazily -------------------------------------------------
 
     @property
-    def model(self) -> str:
-        """The model name that goes into every chunk hash."""
-        return self.config.embedding.model
-
-    @property
-    def parts(self) -> SharedParts:
-        """What every handle of this memory shares (engine/shared/parts.py)."""
-        return self._parts
-
-    @property
     def embedding(self) -> Embedding:
         """The embedder, as one object: ``embedder`` (loads on first use), ``ready``,
         ``problem``, ``warm()``, ``query_vector()`` (engine/shared/embedding.py)."""
@@ -145,13 +131,6 @@ class Memory:
         return self.config.index.collection or self.scope.collection
 
     @property
-    def index_path(self) -> Path:
-        """The SQLite notes index file (the sessions index sits beside it on any backend)."""
-        from memlane.engine.index_backend import sqlite_index_path
-
-        return sqlite_index_path(self.config.index, self.collection)
-
-    @property
     def index(self) -> NotesIndex:
         """The notes index on the configured backend (engine/index_backend.py)."""
         if self._lender is not None:
@@ -159,34 +138,8 @@ class Memory:
         if self._index is None:
             from memlane.engine.index_backend import open_notes_index
 
-            self._index = open_notes_index(self.scope, self.index_settings)
+            self._index = open_notes_index(self.scope, self.internals.index_settings)
         return self._index
-
-    @property
-    def model_scale(self) -> ModelScale:
-        """The embedding model's cosine scale and where it came from (engine/calibration)."""
-        if self._model_scale is None:
-            from memlane.engine.calibration import load_scale
-
-            self._model_scale = load_scale(self.config.embedding)
-        return self._model_scale
-
-    @model_scale.setter
-    def model_scale(self, measured: ModelScale) -> None:
-        self._model_scale = measured
-        if self._index is not None and self._lender is None:
-            from dataclasses import replace
-
-            self._index.settings = replace(self._index.settings, cosine_scale=measured.scale)
-
-    @property
-    def index_settings(self) -> IndexSettings:
-        """``[index]`` with the model's cosine scale, as every index of this project searches."""
-        from dataclasses import replace
-
-        if self.config.embedding.provider.strip().lower() == "none":
-            return self.config.index
-        return replace(self.config.index, cosine_scale=self.model_scale.scale)
 
     def close(self) -> None:
         if self._lender is None and self._index is not None:
@@ -240,31 +193,8 @@ class Memory:
         entry = self._parts.writer().append(
             self.scope.store, text, anchor, now or self.clock.now(), anchor.session
         )
-        self.note_written(entry.path)
+        self._parts.fresh.note((entry.path,))
         return replace(entry, redactions=redaction.count)
-
-    @property
-    def fresh(self) -> FreshWrites:
-        """The store files this process wrote since they were last indexed."""
-        return self._parts.fresh
-
-    def note_written(self, *paths: str | Path) -> None:
-        """Store files were just written or removed: the next search indexes them first.
-
-        ``write`` notes its daily file itself; other writers of the store
-        (topic ``add``/``remove``) call this.
-        """
-        self._parts.fresh.note(paths)
-
-    def require_store(self) -> None:
-        """Raise a clear error when this project has no memory store yet."""
-        if not self.scope.store.is_dir():
-            why = f" ({self.scope.worktree.reason})" if self.scope.worktree else ""
-            raise StoreError(
-                f"no memory store at {self.scope.store}{why}",
-                "write a first memory with `memlane write TEXT`, or run memlane in "
-                "(or with -C) the project you mean",
-            )
 
     # -- index ------------------------------------------------------------------
 
@@ -279,25 +209,6 @@ class Memory:
         from memlane.engine.journal.sync import sync
 
         return sync(self, progress, operation=operation, quiet_when_idle=quiet_when_idle)
-
-    def indexer(self) -> Indexer:
-        """An ``Indexer`` over this memory's store and this handle's index."""
-        from memlane.engine.journal.indexer import indexer_of
-
-        return indexer_of(self)
-
-    def catch_up(self, char_limit: int | None = None) -> IndexReport | None:
-        """Index only the files this process wrote since they were last indexed.
-
-        What a search runs first when a session's debounced indexer keeps
-        the index current: no walk of the store, None at once when nothing
-        was written; with ``char_limit``, None (the work left to the
-        indexer) when it would embed more characters than that. See
-        ``engine/shared/fresh.py``.
-        """
-        from memlane.engine.journal.catch_up import catch_up
-
-        return catch_up(self, char_limit)
 
     def reindex(self, progress: Progress | None = None) -> IndexReport:
         """Drop the derived index and rebuild it from the markdown alone."""
@@ -359,14 +270,6 @@ class Memory:
         )
         return search(self, request).result
 
-    def min_score(self, chosen: float | None = None) -> float:
-        """The floor a search holds its hits to: ``chosen`` or ``search.min_score``."""
-        from memlane.engine.shared.request import check_min_score
-
-        floor = self.config.session.search_min_score if chosen is None else chosen
-        check_min_score(floor)
-        return floor
-
     def similar(self, chunk_hash: str, k: int = 10) -> SearchResult:
         """More like this chunk: nearest stored vectors, the chunk itself excluded."""
         from memlane.engine.recall.expand import similar
@@ -421,7 +324,7 @@ class Memory:
         from memlane.index.sqlite.recovery import remove_damaged_copies
         from memlane.index.sqlite.sessions import sessions_path_for
 
-        index_path = self.index_path
+        index_path = self.internals.index_path
         purged = remove_damaged_copies(index_path)
         purged += remove_damaged_copies(sessions_path_for(index_path))
         return purged
@@ -449,7 +352,7 @@ class Memory:
         real = path.expanduser().resolve()
         checked = read_markdown_checked(real)
         self.notices.extend(f"left out damaged {describe_damage(d)}" for d in checked.damaged)
-        return chunk_markdown(checked.text, str(real), self.model)
+        return chunk_markdown(checked.text, str(real), self.embedding.model)
 
     # -- status ---------------------------------------------------------------------
 
@@ -484,3 +387,120 @@ class Memory:
         from memlane.engine.status import project_status
 
         return project_status(self, probe=probe, host_llm=host_llm, host=host)
+
+
+class MemoryInternals:
+    """``Memory.internals``: what memlane's own hosts and the engine's services
+    (through ``engine/shared/ports.py``) use of a memory beyond its API.
+
+    A view on one handle, made on each access. Not for programs embedding
+    memlane (docs/python-api.md): it may change between versions.
+    """
+
+    def __init__(self, memory: Memory) -> None:
+        self._memory = memory  # its private state is read here, in its own module
+
+    def lend(self) -> Memory:
+        """This handle's index for code on its thread that closes what it opens (a
+        CLI command in the engine): own notices; closing leaves the index open."""
+        memory = self._memory
+        view = memory.fork(catch_up_char_limit=memory._catch_up_char_limit)
+        view._lender = memory
+        return view
+
+    @property
+    def catch_up_char_limit(self) -> int | None:
+        """A search without a full sync first indexes this process's fresh writes
+        (``catch_up``); a handle that answers under a deadline (auto-context)
+        skips that when it would embed more text than this."""
+        return self._memory._catch_up_char_limit
+
+    @property
+    def parts(self) -> SharedParts:
+        """What every handle of this memory shares (engine/shared/parts.py)."""
+        return self._memory._parts
+
+    @property
+    def fresh(self) -> FreshWrites:
+        """The store files this process wrote since they were last indexed."""
+        return self._memory._parts.fresh
+
+    def note_written(self, *paths: str | Path) -> None:
+        """Store files were just written or removed: the next search indexes them first.
+
+        ``Memory.write`` notes its daily file itself; other writers of the
+        store (topic ``add``/``remove``) call this.
+        """
+        self._memory._parts.fresh.note(paths)
+
+    @property
+    def index_path(self) -> Path:
+        """The SQLite notes index file (the sessions index sits beside it on any backend)."""
+        from memlane.engine.index_backend import sqlite_index_path
+
+        memory = self._memory
+        return sqlite_index_path(memory.config.index, memory.collection)
+
+    @property
+    def model_scale(self) -> ModelScale:
+        """The embedding model's cosine scale and where it came from (engine/calibration)."""
+        memory = self._memory
+        if memory._model_scale is None:
+            from memlane.engine.calibration import load_scale
+
+            memory._model_scale = load_scale(memory.config.embedding)
+        return memory._model_scale
+
+    @model_scale.setter
+    def model_scale(self, measured: ModelScale) -> None:
+        memory = self._memory
+        memory._model_scale = measured
+        if memory._index is not None and memory._lender is None:
+            index = memory._index
+            index.settings = replace(index.settings, cosine_scale=measured.scale)
+
+    @property
+    def index_settings(self) -> IndexSettings:
+        """``[index]`` with the model's cosine scale, as every index of this project searches."""
+        config = self._memory.config
+        if config.embedding.provider.strip().lower() == "none":
+            return config.index
+        return replace(config.index, cosine_scale=self.model_scale.scale)
+
+    def require_store(self) -> None:
+        """Raise a clear error when this project has no memory store yet."""
+        scope = self._memory.scope
+        if not scope.store.is_dir():
+            why = f" ({scope.worktree.reason})" if scope.worktree else ""
+            raise StoreError(
+                f"no memory store at {scope.store}{why}",
+                "write a first memory with `memlane write TEXT`, or run memlane in "
+                "(or with -C) the project you mean",
+            )
+
+    def indexer(self) -> Indexer:
+        """An ``Indexer`` over this memory's store and this handle's index."""
+        from memlane.engine.journal.indexer import indexer_of
+
+        return indexer_of(self._memory)
+
+    def catch_up(self, char_limit: int | None = None) -> IndexReport | None:
+        """Index only the files this process wrote since they were last indexed.
+
+        What a search runs first when a session's debounced indexer keeps
+        the index current: no walk of the store, None at once when nothing
+        was written; with ``char_limit``, None (the work left to the
+        indexer) when it would embed more characters than that. See
+        ``engine/shared/fresh.py``.
+        """
+        from memlane.engine.journal.catch_up import catch_up
+
+        return catch_up(self._memory, char_limit)
+
+    def min_score(self, chosen: float | None = None) -> float:
+        """The floor a search holds its hits to: ``chosen`` or ``search.min_score``."""
+        from memlane.engine.shared.request import check_min_score
+
+        floor = self._memory.config.session.search_min_score if chosen is None else chosen
+        check_min_score(floor)
+        return floor

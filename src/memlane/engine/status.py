@@ -38,7 +38,7 @@ def project_status(
 
     # The doctor answers whatever state the index is in: a read-only or
     # full index disk is a problem to report, not a reason to fail.
-    index_uri = f"sqlite://{memory.index_path}"
+    index_uri = f"sqlite://{memory.internals.index_path}"
     index_problem: str | None = None
     stats: dict[str, Any] = {}
     health: dict[str, Any] = {}
@@ -46,7 +46,7 @@ def project_status(
         index_uri = memory.index.uri
         stats = memory.index.stats()
     except (MemlaneError, sqlite3.Error, OSError) as exc:
-        index_problem = _index_problem(exc, memory.index_path)
+        index_problem = _index_problem(exc, memory.internals.index_path)
     if memory.config.index.backend == "milvus":
         health = _milvus_health(memory, index_problem)
     versions = {
@@ -65,7 +65,7 @@ def project_status(
     state_data = state.load(memory.scope.state_path)
     if memory.scope.state_path is not None and not state_data:
         notices.append("index: no state recorded yet (it is written by the next index)")
-    model_state = memory.parts.embedder_state
+    model_state = memory.internals.parts.embedder_state
     problem: str | None = None
     provider = memory.config.embedding.provider
     if probe and provider != "none":
@@ -155,8 +155,8 @@ def project_status(
             missing.append(f"topics: {interrupted}")
     calibration = None
     if memory.config.embedding.provider.strip().lower() != "none":
-        calibration = memory.model_scale.to_json()
-        if memory.model_scale.source == "none":
+        calibration = memory.internals.model_scale.to_json()
+        if memory.internals.model_scale.source == "none":
             missing.append(
                 "calibration: search scores are calibrated for the bundled model, not for "
                 f"{memory.config.embedding.model}: its confidence bands may be far off until "
@@ -176,7 +176,7 @@ def project_status(
         backend=memory.config.index.backend,
         index_uri=index_uri,
         index_health=health,
-        model=memory.model,
+        model=memory.embedding.model,
         embedder=embedder_state,
         chunks=chunks,
         vectors=vectors,

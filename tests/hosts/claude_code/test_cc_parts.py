@@ -177,9 +177,9 @@ def test_projects_share_one_embedder_but_not_their_writes(tmp_path: Path) -> Non
     try:
         assert one is not two
         assert projects.for_dir(str(tmp_path / "one")) is one
-        one.memory.parts.embedder_state.embedder_problem = "seen by both"
-        assert two.memory.parts.embedder_state.embedder_problem == "seen by both"
-        assert one.memory.fresh is not two.memory.fresh
+        one.memory.internals.parts.embedder_state.embedder_problem = "seen by both"
+        assert two.memory.internals.parts.embedder_state.embedder_problem == "seen by both"
+        assert one.memory.internals.fresh is not two.memory.internals.fresh
     finally:
         projects.close()
 
@@ -260,9 +260,9 @@ def test_a_new_sessions_background_starts_only_after_the_answer(project: Path) -
         assert session is not None
         assert len(after_answer) == 1
         # Nothing started: the recovery scan cannot have run, whatever the load.
-        assert not session.wait_recovery(0.05)
+        assert not session.internals.wait_recovery(0.05)
         after_answer[0]().result(timeout=60)
-        assert session.wait_recovery(60)
+        assert session.internals.wait_recovery(60)
         # The same session again: nothing new to start.
         again: list[Callable[[], Any]] = []
         events.handle(

@@ -34,7 +34,7 @@ def catch_up(
     from memlane.embed.factory import vector_space
     from memlane.engine.journal.indexer import indexer_of
 
-    fresh = memory.fresh
+    fresh = memory.internals.fresh
     written_upto, sources = fresh.snapshot()
     if not sources:
         return None
@@ -67,16 +67,16 @@ def catch_up_before_search(memory: ProjectMemory, *, embed: bool = True) -> list
     from memlane.index.protocol import IndexBusyError
 
     try:
-        report = catch_up(memory, memory.catch_up_char_limit, embed=embed)
+        report = catch_up(memory, memory.internals.catch_up_char_limit, embed=embed)
     except IndexBusyError as exc:
         # Locked past the read's wait budget: the writes stay noted (and in
         # the markdown) for the next search or index run.
-        memory.fresh.failed()
+        memory.internals.fresh.failed()
         from memlane.engine.lock_waits import newest_not_indexed
 
         return [newest_not_indexed(exc)]
     except MemlaneError as exc:
-        memory.fresh.failed()
+        memory.internals.fresh.failed()
         return [f"the newest memories may be missing: indexing them failed ({exc.message})"]
     return list(report.notices) if report is not None else []
 
@@ -106,10 +106,10 @@ def catch_up_outside(memory: ProjectMemory, *, embed: bool = True) -> tuple[list
     try:
         return outside_writes(memory, embed=embed)
     except IndexBusyError as exc:
-        memory.fresh.failed()
+        memory.internals.fresh.failed()
         return [newest_not_indexed(exc)], False
     except MemlaneError as exc:
-        memory.fresh.failed()
+        memory.internals.fresh.failed()
         return [f"what other tools wrote may be missing: indexing it failed ({exc.message})"], False
 
 
@@ -151,16 +151,18 @@ def outside_writes(memory: ProjectMemory, *, embed: bool = True) -> tuple[list[s
     if not changed:
         return [], True
     if size > OUTSIDE_CATCH_UP_BYTES:
-        memory.fresh.left_to_indexer()
+        memory.internals.fresh.left_to_indexer()
         return [OUTSIDE_CATCHING_UP.format(files=_files(len(changed)))], False
     indexer = indexer_of(memory)
     plan = indexer.plan_files(changed)
     if not embed or plan.embedding_chars > OUTSIDE_EMBED_CHARS:
         indexer = indexer.lexical_only()
     report = indexer.apply(plan, "catch-up")
-    memory.fresh.note(plan.changed_since())
+    memory.internals.fresh.note(plan.changed_since())
     if plan.sources:
-        memory.fresh.caught_up(report, len(plan.sources), (time.perf_counter() - started) * 1000)
+        memory.internals.fresh.caught_up(
+            report, len(plan.sources), (time.perf_counter() - started) * 1000
+        )
     return list(report.notices), True
 
 

@@ -43,11 +43,11 @@ def preview_forget(
             chunk.source,
             chunk.start_line,
             chunk_hash=chunk.chunk_hash,
-            model=mem.model,
+            model=mem.embedding.model,
             dry_run=True,
         )
     if date is None or time is None:
         raise MemlaneError(
             "a date and a time are needed together", "e.g. date=2026-03-14 time=09:05"
         )
-    return forget_entry(store, date, time, model=mem.model, dry_run=True)
+    return forget_entry(store, date, time, model=mem.embedding.model, dry_run=True)

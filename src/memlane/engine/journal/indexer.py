@@ -340,7 +340,7 @@ def indexer_of(memory: ProjectMemory) -> Indexer:
     return Indexer(
         memory.scope.store,
         memory.index,
-        memory.model,
+        memory.embedding.model,
         lambda: memory.embedding.embedder,
         vectors_expected=memory.config.embedding.provider != "none",
     )

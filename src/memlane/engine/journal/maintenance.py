@@ -128,7 +128,7 @@ def forget(
             chunk.source,
             chunk.start_line,
             chunk_hash=chunk.chunk_hash,
-            model=mem.model,
+            model=mem.embedding.model,
             expect=expect,
         )
     else:
@@ -136,7 +136,7 @@ def forget(
             raise MemlaneError(
                 "a date and a time are needed together", "e.g. date=2026-03-14 time=09:05"
             )
-        removed = forget_entry(store, date, time, model=mem.model, expect=expect)
+        removed = forget_entry(store, date, time, model=mem.embedding.model, expect=expect)
     try:
         mem.sync(operation="forget")
     except MemlaneError as exc:
@@ -165,7 +165,7 @@ def _purge_index(mem: ProjectMemory) -> list[str]:
         index = mem.index
         notice = index.purge_deleted() if isinstance(index, MilvusIndex) else None
         return [notice] if notice else []
-    purge = SqliteIndex.purge_deleted_text(mem.index_path, checkpoint_wait_s=PURGE_WAIT_S)
+    purge = SqliteIndex.purge_deleted_text(mem.internals.index_path, checkpoint_wait_s=PURGE_WAIT_S)
     if purge.error is not None:
         return [
             f"the index could not be compacted after the removal ({purge.error}); "

@@ -43,7 +43,7 @@ def sync(
     state_path = memory.scope.state_path
     paths = [str(memory.scope.store)]
     indexer = indexer_of(memory)
-    fresh = memory.parts.fresh
+    fresh = memory.internals.parts.fresh
     # Writes up to here are covered by this run (it reads the files after).
     written_upto, _ = fresh.snapshot()
     plan = indexer.plan(progress)
@@ -67,7 +67,7 @@ def sync(
 
     record(state.record_started)
     try:
-        with memory.parts.index_run():
+        with memory.internals.parts.index_run():
             report = indexer.apply(plan, operation, progress)
     except MemlaneError as exc:
         record(state.record_error, exc)
@@ -95,7 +95,7 @@ def ensure_scale(memory: ProjectMemory) -> None:
     would make every search look certain)."""
     if memory.config.embedding.provider.strip().lower() == "none":
         return
-    if memory.model_scale.source != "none" or not memory.embedding.ready:
+    if memory.internals.model_scale.source != "none" or not memory.embedding.ready:
         return
     embedder = memory.embedding.embedder
     if embedder is None:
@@ -104,6 +104,6 @@ def ensure_scale(memory: ProjectMemory) -> None:
     from memlane.engine.calibration import derive_scale
 
     try:
-        memory.model_scale = derive_scale(memory.config.embedding, embedder, memory.clock)
+        memory.internals.model_scale = derive_scale(memory.config.embedding, embedder, memory.clock)
     except (EmbedderError, OSError):
         return  # measured at a later index run

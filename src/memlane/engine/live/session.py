@@ -45,6 +45,7 @@ from memlane.engine.journal.snapshot import Snapshot
 from memlane.engine.live.auto_context import AutoContext
 from memlane.engine.live.background import Background
 from memlane.engine.live.capture import RECOVERY_REASON, SHUTDOWN_REASON, Capture
+from memlane.engine.live.session_internals import SessionInternals
 from memlane.engine.live.state import (
     AutoContextState,
     CaptureState,
@@ -59,7 +60,6 @@ from memlane.engine.live.switch import SettingsFollower, followed_settings
 from memlane.llm.host import HostCall  # the host's llm.complete, as Session.open takes it
 
 if TYPE_CHECKING:
-    from memlane.core.clock import Clock
     from memlane.engine.project import Memory
     from memlane.engine.sessions.layer import SessionsLayer
     from memlane.engine.shared.results import Status
@@ -135,7 +135,7 @@ class Session:
         self._start_lock = threading.Lock()
         self._background_started = False
         self._snapshot = self._build_snapshot()
-        self.indexer = IndexScheduler(
+        self._indexer = IndexScheduler(
             memory.fork,
             debounce_s=self.settings.index_debounce_ms / 1000,
             backoff_delays_s=tuple(d / 1000 for d in self.settings.backoff_delays_ms),
@@ -150,7 +150,7 @@ class Session:
             llm=llm,
             state=self.capture,
             extraction=self.extraction,
-            indexer=self.indexer,
+            indexer=self._indexer,
             notices=self.notices,
         )
 
@@ -174,7 +174,7 @@ class Session:
         then uses it and leaves it running at its end. Without it the session
         starts its own and stops it at shutdown.
 
-        ``defer_background``: ``start_background()`` is left to the host, to
+        ``defer_background``: ``internals.start_background()`` is left to the host, to
         call once its agent has the answer (which then has the cores to itself).
         """
         session = cls(
@@ -191,7 +191,7 @@ class Session:
         session._background = background or Background(memory, session.notices).start()
         session._auto.workers = session._background.workers
         if not defer_background:
-            session.start_background()
+            session._start_background()
         if session._primer_line:
             session.notices.append(session._primer_line)
         if session._topic_settings.enabled:
@@ -209,14 +209,14 @@ class Session:
             session.notices.append("capture is off (MEMLANE_CAPTURE=off): exchanges are not saved")
         return session
 
-    def start_background(self) -> None:
+    def _start_background(self) -> None:
         """Once, and not after shutdown: the catch-up index, what killed sessions
         left in their capture logs (on a thread) and the warm auto-context worker."""
         with self._start_lock:
             if self._background_started:
                 return
             self._background_started = True
-        self.indexer.run_soon()
+        self._indexer.run_soon()
         if self._background is not None:
             self._background.wake()  # transcripts other agents wrote: swept now
         threading.Thread(
@@ -263,38 +263,33 @@ class Session:
         session._host_llm_available = host_call is not None
         session.host_call = host_call
         session.notices.extend(notices)
-        surfacer = session.surfacer
+        surfacer = session._auto.surfacer
         if surfacer is not None:
             rerank = task_llm(memory, "auto_surfacing", host_call, session.notices, host)
             if rerank is not None:  # the surfacer reranks only when a model is configured
                 surfacer.llm = rerank
         extract = task_llm(memory, "extract_memories", host_call, session.notices, host)
-        session.extract_llm = extract or session.llm
+        session._captures.extract_llm = extract or session.llm
         return session
 
     @property
-    def clock(self) -> Clock:
-        """The memory's clock: the session writes, rolls over and compacts on one calendar."""
-        return self.memory.clock
+    def internals(self) -> SessionInternals:
+        """What memlane's own hosts and tools use beyond the API (engine/live/
+        session_internals.py): not for programs embedding memlane."""
+        return SessionInternals(
+            captures=self._captures,
+            auto=self._auto,
+            indexer=self._indexer,
+            background=self._background,
+            start_background=self._start_background,
+            follow_settings=self._follow_settings,
+        )
 
     @property
-    def sessions_layer(self) -> SessionsLayer | None:
+    def _sessions_layer(self) -> SessionsLayer | None:
         """The project's sessions layer once the background start opened it (its
         backfill may still run); None before, when off, or when it could not open."""
         return self._background.sessions_layer if self._background is not None else None
-
-    @property
-    def extract_llm(self) -> LLM | None:
-        """The LLM that turns distilled exchanges into topic entries (extract_memories.model)."""
-        return self._captures.extract_llm
-
-    @extract_llm.setter
-    def extract_llm(self, llm: LLM | None) -> None:
-        self._captures.extract_llm = llm
-
-    @property
-    def surfacer(self) -> TopicSurfacer | None:
-        return self._auto.surfacer
 
     @property
     def auto_context(self) -> AutoContextState:
@@ -335,26 +330,22 @@ class Session:
     # -- before_agent_start -----------------------------------------------------------
 
     def before_agent_start(self, prompt: str) -> Injection:
-        self.follow_settings()
+        self._follow_settings()
         with self._lock:
-            if self.clock.today() != self._snapshot.day:
+            if self.memory.clock.today() != self._snapshot.day:
                 self._snapshot = self._build_snapshot()
             snapshot = self._snapshot
-        message = self._auto.hidden_message(prompt, snapshot, self.sessions_layer)
+        message = self._auto.hidden_message(prompt, snapshot, self._sessions_layer)
         if message:
             self._recall_log.note_injection(message)
         return Injection(system_append=snapshot.text, message=message)
-
-    def wait_auto_context_ready(self, timeout_s: float) -> bool:
-        """Start the auto-context worker if needed and wait until it is warm."""
-        return self._auto.wait_ready(timeout_s)
 
     # -- agent_settled ----------------------------------------------------------------
 
     def agent_settled(self, exchange: Exchange) -> Queued:
         """Gate the exchange and queue it for capture (distillation runs in the background)."""
         recalled = self._recall_log.take()  # whatever the outcome: the next exchange starts clean
-        self.follow_settings()
+        self._follow_settings()
         if self._captures.closed:
             return Queued(False, "the session has shut down")
         if not self.capture.enabled:
@@ -368,7 +359,7 @@ class Session:
         if not exchange.assistant.strip():
             self.capture.skipped += 1
             return Queued(False, "the assistant produced no text")
-        layer = self.sessions_layer
+        layer = self._sessions_layer
         transcript = exchange.transcript_path or self.transcript_path
         if layer is not None and transcript:
             layer.index_new(transcript)  # only enqueues: the host never waits
@@ -384,7 +375,7 @@ class Session:
         # It restated recalled memory, so it corrected none: none is offered.
         return self._captures.submit(exchange, offer_earlier=not restated)
 
-    def follow_settings(self) -> None:
+    def _follow_settings(self) -> None:
         """Follow the live settings changed while the session runs (engine/live/switch.py):
         the topic tools, extraction and surfacing switch with ``topics.enabled`` (the
         snapshot's MEMORY.md block changes at its next rebuild, as the snapshot always
@@ -405,19 +396,11 @@ class Session:
             self.settings = followed_settings(self.settings, config)
             self._auto.follow(self.settings, config.sessions)
 
-    def note_write(self) -> None:
-        """A tool wrote to the store: schedule the debounced index."""
-        self.indexer.note_write()
-
     def note_tool(self, name: str, arguments: dict[str, Any], result_text: str) -> None:
         """One of memlane's tools answered the agent: its text is recalled, not news."""
         self._recall_log.note_tool(name, arguments, result_text)
 
     # -- shutdown -----------------------------------------------------------------------
-
-    @property
-    def pending_captures(self) -> int:
-        return self._captures.pending_captures
 
     def shutdown(
         self,
@@ -449,34 +432,17 @@ class Session:
             host_released(Flush(flushed=pending == 0 and unwritten == 0, pending=pending))
         if self._background is not None and self._owns_background:
             self._background.stop(timeout_s=0.5)
-        layer = self.sessions_layer
+        layer = self._sessions_layer
         if layer is not None:
             layer.flush(max(0.0, started + cap_s - time.monotonic()) / 2)
             if self._owns_background:
                 layer.close()  # a shared one stays open for the project's next session
-        settled = self.indexer.settle(max(0.0, started + cap_s - time.monotonic()))
-        self.indexer.close(drain=drain_index)
+        settled = self._indexer.settle(max(0.0, started + cap_s - time.monotonic()))
+        self._indexer.close(drain=drain_index)
         self._auto.stop()
         pending = sum(1 for j in jobs if not j.done.is_set())
         unwritten = self._captures.unwritten
         return Flush(flushed=settled and pending == 0 and unwritten == 0, pending=pending)
-
-    @property
-    def working(self) -> bool:
-        """Index work (a run under way or due, a drain after shutdown) or the
-        background start (warm-up, sessions catch-up) is still running."""
-        background = self._background
-        return self.indexer.working or (background is not None and background.working)
-
-    @property
-    def sessions_catching_up(self) -> bool:
-        """The sweep of past sessions its start asked for is not done (as for the notes
-        while ``indexer.state.caught_up`` is False): a search reads what is new itself."""
-        return bool(self._background and self._background.catching_up)
-
-    def wait_recovery(self, timeout_s: float) -> bool:
-        """Wait until what ended sessions left is written (True) or *timeout_s* passes."""
-        return self._captures.wait_recovery(timeout_s)
 
     # -- status -------------------------------------------------------------------------
 
@@ -505,7 +471,7 @@ class Session:
             "surfacing": self.surfacing.to_json(),
             "extraction": self.extraction.to_json(),
             "recall": self.recall.to_json(),
-            "indexer": self.indexer.state.to_json(),
-            "fresh_writes": self.memory.fresh.to_json(),
-            "pending_captures": self.pending_captures,
+            "indexer": self._indexer.state.to_json(),
+            "fresh_writes": self.memory.internals.fresh.to_json(),
+            "pending_captures": self._captures.pending_captures,
         }

@@ -248,7 +248,7 @@ def search_all(
     after: str | None = None,
     before: str | None = None,
     session: str | None = None,
-    mode: str = "hybrid",
+    mode: SearchMode = "hybrid",
     env: Mapping[str, str] | None = None,
     min_score: float | None = None,
 ) -> FanOutResult:
@@ -266,7 +266,7 @@ def search_all(
     # k, mode and the bounds were checked by the router (recall/router.py).
     if k is None:
         k = mem.config.session.search_top_k or SEARCH_TOP_K
-    floor = mem.min_score(min_score)
+    floor = mem.internals.min_score(min_score)
     targets, collapsed = plan_targets(mem, env)
     result = FanOutResult(query=query, mode="lexical", hits=[], collapsed=collapsed)
     result.min_score = floor
@@ -329,7 +329,7 @@ def _mode_of(vector: np.ndarray | None) -> SearchMode:
 
 
 def _embed_query(
-    mem: ProjectMemory, query: str, mode: str, notices: list[str]
+    mem: ProjectMemory, query: str, mode: SearchMode, notices: list[str]
 ) -> np.ndarray | None:
     """The query vector (once per fan-out), or None for a lexical search."""
     vector = mem.embedding.query_vector(query, mode, notices)
@@ -341,7 +341,7 @@ def _vector_for(
     target: ProjectTarget,
     vector: np.ndarray | None,
     space: str,
-    mode: str,
+    mode: SearchMode,
     notices: list[str],
 ) -> np.ndarray | None:
     """The query vector when this project's vectors share its space, else None.

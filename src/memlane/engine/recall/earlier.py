@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from memlane.core.types import content_hash_of
+from memlane.core.types import Kind, SearchMode, content_hash_of
 from memlane.engine.recall.router import search
 from memlane.engine.recall.trust import is_echo, one_fact
 from memlane.engine.shared.earlier import OFFERED, Earlier, one_line
@@ -35,7 +35,7 @@ QUERY_CHARS = 1000
 
 
 def earlier_memories(
-    memory: ProjectMemory, query: str, *, kind: str | None = None, k: int = OFFERED
+    memory: ProjectMemory, query: str, *, kind: Kind | None = None, k: int = OFFERED
 ) -> list[Earlier]:
     """The best *k* memories of one fact for *query*; [] when none, or on any failure
     (a writer never waits on this: it only gets less to go on)."""
@@ -44,7 +44,7 @@ def earlier_memories(
     # A model not in memory yet is not loaded for this: on a new user's first
     # session end (or a fresh model cache) that load alone outlasts the
     # capture's shutdown budget, and the words find the same fact.
-    mode = "hybrid" if memory.embedding.ready else "lexical"
+    mode: SearchMode = "hybrid" if memory.embedding.ready else "lexical"
     # The index as it stands: this session's own fresh entries are steps of
     # the same conversation, never what a new entry corrects (recall/trust.py),
     # and indexing them first re-read the day's file after every capture

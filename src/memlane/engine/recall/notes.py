@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memlane.core.errors import DiskFullError, MemlaneError
-from memlane.core.types import Hit, SearchMode, SearchResult
+from memlane.core.types import Hit, Kind, SearchMode, SearchResult
 from memlane.engine.lock_waits import NEWEST_NOT_INDEXED, newest_not_indexed
 from memlane.engine.recall.trust import LOOKAHEAD, SMALL_STORE_SHOWN, refine_notes
 from memlane.index.protocol import DimensionMismatchError, IndexBusyError, IndexUnavailableError
@@ -50,7 +50,7 @@ def search_notes(
     moment ago is found.
     """
     notices: list[str] = []
-    if not request.sync and memory.parts.indexing:
+    if not request.sync and memory.internals.parts.indexing:
         notices.append(INDEX_BUILDING)
     try:
         return _search_notes(memory, request, notices, progress)
@@ -67,7 +67,10 @@ def search_notes(
 
 def _model_loading(memory: ProjectMemory) -> bool:
     """The embedding model is being loaded (or derived) and a search would wait for it."""
-    return memory.config.embedding.provider != "none" and memory.parts.embedder_state.loading_now
+    return (
+        memory.config.embedding.provider != "none"
+        and memory.internals.parts.embedder_state.loading_now
+    )
 
 
 #: How the notice of an index that could not be read at all begins.
@@ -172,7 +175,7 @@ def _search_notes(
 
 
 @lru_cache(maxsize=4096)
-def _kind_of(source: str, store: Path) -> str:
+def _kind_of(source: str, store: Path) -> Kind:
     """A chunk's kind by its file (store/layout.py), resolved once per file:
     every search asks it for each hit, and it resolves paths on disk."""
     from memlane.store.layout import kind_of

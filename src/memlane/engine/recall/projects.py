@@ -190,7 +190,7 @@ def collection_for_project(
 
 
 def index_path_for(config: Config, collection: str) -> Path:
-    """Where memlane's SQLite index of ``collection`` lives (as Memory.index_path)."""
+    """Where memlane's SQLite index of ``collection`` lives (as Memory.internals.index_path)."""
     from memlane.engine.index_backend import sqlite_index_path
 
     return sqlite_index_path(config.index, collection)

@@ -116,7 +116,7 @@ def _first(
         return
     route = request.route
     if route == "notes":
-        memory.require_store()
+        memory.internals.require_store()
     warming = _warm_meanwhile(memory, request.mode)
     try:
         if route in ("sessions", "everything"):

@@ -41,7 +41,7 @@ from memlane.store.anchor import ANCHOR_RE
 
 if TYPE_CHECKING:
     from memlane.core.cosine_scale import CosineScale
-    from memlane.core.types import Chunk
+    from memlane.core.types import Chunk, Kind
     from memlane.engine.shared.ports import ProjectMemory
     from memlane.index.protocol import NotesIndex
 
@@ -308,7 +308,7 @@ def superseded(
     vectors: Mapping[str, np.ndarray],
     said: Mapping[str, Chunk],
     scale: CosineScale | None,
-    kind_of: Mapping[str, str] | None = None,
+    kind_of: Mapping[str, Kind] | None = None,
     *,
     reorder: bool = True,
 ) -> list[Hit]:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from memlane.core.bounds import parse_range
 from memlane.core.errors import EmbedderError
-from memlane.core.types import SearchResult
+from memlane.core.types import SearchMode, SearchResult
 from memlane.engine.sessions.hits import SessionHit, SessionSearch
 from memlane.engine.sessions.indexer import SessionIndexer
 from memlane.engine.sessions.ingest import BackfillReport, SessionIngestor
@@ -115,7 +115,7 @@ class SessionsLayer:
         query: str,
         k: int | None = None,
         *,
-        mode: str = "hybrid",
+        mode: SearchMode = "hybrid",
         session: str | None = None,
         after: str | None = None,
         before: str | None = None,
@@ -242,7 +242,7 @@ def search_sessions(
     mem: ProjectMemory,
     query: str,
     k: int | None = None,
-    mode: str = "hybrid",
+    mode: SearchMode = "hybrid",
     session: str | None = None,
     after: str | None = None,
     before: str | None = None,

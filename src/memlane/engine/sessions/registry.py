@@ -20,7 +20,7 @@ _stores_lock = threading.Lock()
 
 
 def sessions_path(mem: ProjectMemory) -> Path:
-    return sessions_path_for(mem.index_path)
+    return sessions_path_for(mem.internals.index_path)
 
 
 def open_store(mem: ProjectMemory) -> SessionStore:
@@ -29,7 +29,9 @@ def open_store(mem: ProjectMemory) -> SessionStore:
     with _stores_lock:
         store = _stores.get(path)
         if store is None:
-            store = SessionStore(path, mem.index_settings, mem.config.sessions, redact=redact_text)
+            store = SessionStore(
+                path, mem.internals.index_settings, mem.config.sessions, redact=redact_text
+            )
             _stores[path] = store
         return store
 

@@ -18,6 +18,7 @@ from memlane.core.errors import EmbedderError
 
 if TYPE_CHECKING:
     from memlane.core.settings import EmbeddingSettings
+    from memlane.core.types import SearchMode
     from memlane.embed.base import Embedder, Vectors
     from memlane.engine.shared.results import IndexReport
 
@@ -159,7 +160,7 @@ class EmbedderState:
             self.warmed = False
 
     def query_vector(
-        self, settings: EmbeddingSettings, query: str, mode: str, notices: list[str]
+        self, settings: EmbeddingSettings, query: str, mode: SearchMode, notices: list[str]
     ) -> Vectors | None:
         """The query's vector for a search in *mode*, or None for a lexical one.
 
@@ -225,7 +226,7 @@ class Embedding:
         """Load the model now (a session does this in the background at start)."""
         self._state.warm(self._settings)
 
-    def query_vector(self, query: str, mode: str, notices: list[str]) -> Vectors | None:
+    def query_vector(self, query: str, mode: SearchMode, notices: list[str]) -> Vectors | None:
         """The query's vector for a search in *mode*, or None for a lexical one."""
         return self._state.query_vector(self._settings, query, mode, notices)
 

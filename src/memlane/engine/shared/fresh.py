@@ -5,7 +5,7 @@ writes costs one run; a search in between would not see the memory written a
 moment ago. So every write through ``Memory`` (``memory_write``, captures,
 topic ``add``/``remove``) notes the file it touched here, and a search that
 relies on the session's indexer first indexes just those files
-(``Memory.catch_up``, journal/catch_up.py): no walk of the store, and nothing at all when nothing
+(``Memory.internals.catch_up``, journal/catch_up.py): no walk of the store, and nothing at all when nothing
 was written. A full index run clears what it covered, so after the debounced
 run has picked a burst up the searches that follow cost nothing extra.
 

@@ -39,35 +39,23 @@ if TYPE_CHECKING:
     from memlane.index.protocol import NotesIndex
 
 
-class ProjectMemory(Protocol):
-    """One project's memory as its services see it (``Memory`` implements it)."""
-
-    scope: Scope
-    config: Config
-    clock: Clock
-    notices: list[str]
-    catch_up_char_limit: int | None
+class MemoryInternals(Protocol):
+    """What the engine's services use of a memory beyond its API
+    (``Memory.internals``, engine/project.py; docs/python-api.md)."""
 
     @property
-    def model(self) -> str: ...
+    def catch_up_char_limit(self) -> int | None: ...
 
     @property
     def parts(self) -> SharedParts: ...
 
     @property
-    def embedding(self) -> Embedding: ...
+    def fresh(self) -> FreshWrites: ...
 
-    @property
-    def collection(self) -> str: ...
+    def note_written(self, *paths: str | Path) -> None: ...
 
     @property
     def index_path(self) -> Path: ...
-
-    @property
-    def index(self) -> NotesIndex: ...
-
-    @property
-    def index_settings(self) -> IndexSettings: ...
 
     @property
     def model_scale(self) -> ModelScale: ...
@@ -76,19 +64,42 @@ class ProjectMemory(Protocol):
     def model_scale(self, measured: ModelScale) -> None: ...
 
     @property
-    def fresh(self) -> FreshWrites: ...
+    def index_settings(self) -> IndexSettings: ...
+
+    def require_store(self) -> None: ...
+
+    def catch_up(self, char_limit: int | None = None) -> IndexReport | None: ...
+
+    def min_score(self, chosen: float | None = None) -> float: ...
+
+
+class ProjectMemory(Protocol):
+    """One project's memory as its services see it (``Memory`` implements it)."""
+
+    scope: Scope
+    config: Config
+    clock: Clock
+    notices: list[str]
+
+    @property
+    def internals(self) -> MemoryInternals: ...
+
+    @property
+    def embedding(self) -> Embedding: ...
+
+    @property
+    def collection(self) -> str: ...
+
+    @property
+    def index(self) -> NotesIndex: ...
 
     def fork(self, *, catch_up_char_limit: int | None = None) -> ProjectMemory: ...
 
     def close(self) -> None: ...
 
-    def require_store(self) -> None: ...
-
     def write(
         self, text: str, anchor: Anchor | None = None, *, now: datetime | None = None
     ) -> Entry: ...
-
-    def note_written(self, *paths: str | Path) -> None: ...
 
     def sync(
         self,
@@ -97,10 +108,6 @@ class ProjectMemory(Protocol):
         operation: str = "index",
         quiet_when_idle: bool = False,
     ) -> IndexReport: ...
-
-    def catch_up(self, char_limit: int | None = None) -> IndexReport | None: ...
-
-    def min_score(self, chosen: float | None = None) -> float: ...
 
     def search(
         self,

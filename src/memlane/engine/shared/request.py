@@ -14,7 +14,7 @@ from typing import Literal
 from memlane.core.bounds import Bound, parse_range
 from memlane.core.errors import MemlaneError
 from memlane.core.settings import SEARCH_K_MAX
-from memlane.core.types import Kind
+from memlane.core.types import Kind, SearchKind, SearchMode, SearchOrder, SearchScope
 
 SEARCH_MODES = ("hybrid", "lexical", "semantic")
 SEARCH_KINDS = ("journal", "topic", "session", "all")
@@ -51,19 +51,19 @@ class SearchRequest:
 
     query: str
     k: int | None = None
-    kind: str | None = None
-    scope: str = "project"
+    kind: SearchKind | None = None
+    scope: SearchScope = "project"
     after: str | None = None
     before: str | None = None
     session: str | None = None
     source_prefix: str | None = None
     role: str | None = None
-    mode: str = "hybrid"
+    mode: SearchMode = "hybrid"
     min_score: float | None = None
     sync: bool = True
     env: Mapping[str, str] | None = None
     wait_for_model: bool = True
-    order: str = "relevance"
+    order: SearchOrder = "relevance"
     catch_up: bool = True
     outside_notes: bool = False
     outside_sessions: bool = False

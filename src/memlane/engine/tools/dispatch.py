@@ -110,7 +110,7 @@ class Tools:
             )
         # A live setting changed since the last call: the tools follow it.
         if self.session is not None:
-            self.session.follow_settings()
+            self.session.internals.follow_settings()
         elif self._follower is not None:
             self._follower.poll()
         try:
@@ -155,7 +155,7 @@ class Tools:
             args["text"], anchor, supersedes=(supersedes,) if supersedes else ()
         )
         if self.session is not None:
-            self.session.note_write()
+            self.session.internals.note_write()
         headline = f"Saved to {entry.path} at {entry.time}"
         text = f"{headline}:\n{entry.text.rstrip()}"
         if entry.redactions:
@@ -169,6 +169,7 @@ class Tools:
         from memlane.engine.recall.router import search
         from memlane.engine.shared.request import SearchRequest
 
+        live = self.session.internals if self.session is not None else None
         request = SearchRequest(
             args["query"],
             args.get("k"),
@@ -191,8 +192,8 @@ class Tools:
             # Until the session's start has caught up, what other tools wrote
             # before it (a terminal's `memlane write`, another agent's
             # transcript) is indexed by the search itself, or it says so.
-            outside_notes=self.session is not None and not self.session.indexer.state.caught_up,
-            outside_sessions=self.session is not None and self.session.sessions_catching_up,
+            outside_notes=live is not None and not live.indexer.state.caught_up,
+            outside_sessions=live is not None and live.sessions_catching_up,
         )
         recalled = search(self.memory, request)
         if recalled.fan_out is not None:
@@ -370,7 +371,7 @@ class Tools:
         # session the index is brought up to date before answering.
         result = topic_tool(self.memory, args, sync=self.session is None)
         if self.session is not None and args["action"] in ("add", "remove"):
-            self.session.note_write()
+            self.session.internals.note_write()
         return with_headline(result.text, result.details)
 
 

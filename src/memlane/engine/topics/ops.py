@@ -85,7 +85,7 @@ def add_entry(
         max_lines=max_lines,
         max_bytes=max_bytes,
     )
-    mem.note_written(change.path)  # a search in this session indexes it first
+    mem.internals.note_written(change.path)  # a search in this session indexes it first
     return change, _sync(mem, sync)
 
 
@@ -101,7 +101,7 @@ def remove_entry(
         max_lines=max_lines,
         max_bytes=max_bytes,
     )
-    mem.note_written(change.path)
+    mem.internals.note_written(change.path)
     return change, _sync(mem, sync)
 
 

@@ -99,9 +99,9 @@ class Events:
         finally:
             for session in opened:
                 if after_answer is None:
-                    session.start_background()
+                    session.internals.start_background()
                 else:
-                    after_answer.append(partial(project.run, session.start_background))
+                    after_answer.append(partial(project.run, session.internals.start_background))
 
     def _end(self, project: Project, session_id: str) -> None:
         """End the session on the engine's own threads, without waiting: Claude Code

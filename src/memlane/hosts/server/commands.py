@@ -11,7 +11,7 @@ command code (cli/main.py) on the connection's thread, with:
   standard input, when the command reads it, as a string;
 - the project's open memory: the command runs on the project's CLI thread
   (hosts/server/projects.py), and its ``open_memory`` gets a handle lent by
-  that thread's memory (``Memory.lend``): the engine's loaded model, writer
+  that thread's memory (``Memory.internals.lend``): the engine's loaded model, writer
   and record of fresh writes, and an index connection kept open between
   commands, so a search finds its caches warm.
 

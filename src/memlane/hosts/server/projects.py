@@ -67,13 +67,13 @@ class Project:
         return self._worker.submit(job)
 
     def run_command(self, job: Callable[[Memory], T], scope: Scope | None = None) -> Future[T]:
-        """Run *job* on the CLI thread with a lent handle on its memory (``Memory.lend``),
+        """Run *job* on the CLI thread with a lent handle on its memory (``Memory.internals.lend``),
         seen from the directory of *scope* (``with_scope``)."""
 
         def lent() -> T:
             if self._cli_memory is None:
                 self._cli_memory = self.memory.fork()
-            return job(with_scope(self._cli_memory.lend(), scope))
+            return job(with_scope(self._cli_memory.internals.lend(), scope))
 
         return self._cli.submit(lent)
 
@@ -235,7 +235,7 @@ class Projects:
             with self._lock:
                 self._ending.add(thread)
                 # The ended sessions kept until their index work is done (never more).
-                self._finishing = [s for s in self._finishing if s.working]
+                self._finishing = [s for s in self._finishing if s.internals.working]
                 self._finishing.append(session)
             thread.start()
             return thread, session
@@ -282,13 +282,16 @@ class Projects:
         with self._lock:
             if self._ending:
                 return True
-            self._finishing = [s for s in self._finishing if s.working]
+            self._finishing = [s for s in self._finishing if s.internals.working]
             if self._finishing:
                 return True
             projects = list(self._projects.values())
         return any(
-            project.memory.parts.working
-            or any(s.pending_captures or s.working for s in list(project.sessions.values()))
+            project.memory.internals.parts.working
+            or any(
+                s.internals.pending_captures or s.internals.working
+                for s in list(project.sessions.values())
+            )
             for project in projects
         )
 

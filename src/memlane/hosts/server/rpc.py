@@ -345,7 +345,7 @@ class RpcSession:
             )
 
         session: Session = project.run(open_session).result()
-        self._after_answer.append(partial(project.run, session.start_background))
+        self._after_answer.append(partial(project.run, session.internals.start_background))
         self.projects.opened(project, session)
         self.session = session
         return {"snapshot": session.snapshot.text, "notices": list(session.notices)}
@@ -404,7 +404,7 @@ class RpcSession:
         flush = self.projects.end(project, session.session_id, release_host=not self.wait_at_end)
         self._cancel_host_calls("the session ended")
         if flush is None:
-            return {"flushed": False, "pending": session.pending_captures}
+            return {"flushed": False, "pending": session.internals.pending_captures}
         result: dict[str, Any] = flush.to_json()
         return result
 

@@ -225,7 +225,7 @@ def make_plan(
 ) -> DreamPlan:
     """Orient, gather signal, consolidate, and render the plan; writes nothing."""
     store = mem.scope.store
-    mem.require_store()
+    mem.internals.require_store()
     day = mem.clock.today()
     orientation = orient(store, journal_budget=journal_budget)
     if not orientation.topics and not orientation.journal:

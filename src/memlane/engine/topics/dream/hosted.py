@@ -54,7 +54,7 @@ def plan_for_host(mem: ProjectMemory, llm: LLM, *, save: bool = False) -> dict[s
 def apply_for_host(mem: ProjectMemory, data: Any) -> dict[str, Any]:
     """Apply the plan *data* (what ``plan_for_host`` answered, as the host
     got it) to this store, and re-index: ``{applied, changes, notices}``."""
-    mem.require_store()
+    mem.internals.require_store()
     if isinstance(data, dict):
         # What plan_for_host added for the host to show is not part of the plan.
         data = {k: v for k, v in data.items() if k not in ("rendered", "empty", "saved_to")}
