@@ -35,7 +35,7 @@ from memlane.index.protocol import (
     SearchFilters,
     query_vector_of,
 )
-from memlane.index.sqlite.notes import candidate_count
+from memlane.index.sqlite.notes_search import candidate_count
 
 if TYPE_CHECKING:
     from memlane.index.protocol import IndexBackend

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from memlane.core.errors import IndexCorruptError, MemlaneError
+from memlane.core.settings import IndexSettings
 from memlane.index.legs import lexical
 from memlane.index.sqlite import schema
 from memlane.index.sqlite.connect import CACHE_SIZE_KIB
@@ -151,3 +152,21 @@ class ReadOnlySqliteIndex(SqliteIndex):
     def meta(self) -> dict[str, Any]:
         """The index's meta table (model, dimension, schema version...)."""
         return dict(self._file.run(read_meta))
+
+
+def open_read_only(path: Path, settings: IndexSettings) -> ReadOnlySqliteIndex | None:
+    """The index at ``path`` opened read-only, or None when there is no file.
+
+    Never creates anything: a missing file stays missing (SQLite's
+    ``mode=ro`` refuses to create one even if it vanishes after the check).
+    SQLite may create the ``-wal``/``-shm`` coordination files beside an
+    existing WAL index, as any reader does; the index itself is not written.
+    """
+    if not path.is_file():
+        return None
+    try:
+        return ReadOnlySqliteIndex(path, settings)
+    except IndexUnreadable:
+        if not path.exists():
+            return None
+        raise
