@@ -57,8 +57,7 @@ from memlane.engine.recall.projects import (
     same_dir,
     scan_roots,
 )
-from memlane.index.sqlite import schema
-from memlane.index.sqlite.readonly import IndexUnreadable, ReadOnlySqliteIndex
+from memlane.index.sqlite.readonly import IndexUnreadable
 from memlane.index.sqlite.readonly import open_read_only as open_read_only
 
 if TYPE_CHECKING:
@@ -82,15 +81,6 @@ def open_project_index(
     from memlane.engine.index_backend import open_other_index
 
     return open_other_index(config.index, collection, store_dir, path)
-
-
-def _space_of(index: ProjectIndex) -> tuple[Any, Any]:
-    """(model, dimension) the index's vectors were made with."""
-    if isinstance(index, ReadOnlySqliteIndex):
-        meta = index.meta()
-        return meta.get(schema.META_MODEL), meta.get(schema.META_DIMENSION)
-    stats = index.stats()
-    return stats.get("model"), stats.get("dimension")
 
 
 # -- fan-out ---------------------------------------------------------------------------
@@ -328,7 +318,7 @@ def _vector_for(
     """
     if vector is None:
         return None
-    model, dimension = _space_of(index)
+    model, dimension = index.vector_space()
     if dimension is None:
         notices.append(f"{target.label} has no vectors; searched lexically (BM25)")
         return None

@@ -219,6 +219,11 @@ class MilvusIndex(MilvusWriter):
             "dimension": self._dimension,
         }
 
+    def vector_space(self) -> tuple[Any, Any]:
+        """(model, dimension) of the collection's vectors (``stats``)."""
+        stats = self.stats()
+        return stats.get("model"), stats.get("dimension")
+
     def health(self) -> dict[str, Any]:
         """Whether the collection can be reached and used, for ``memlane status``."""
         out: dict[str, Any] = {

@@ -39,7 +39,7 @@ from memlane.index.protocol import (
     SearchFilters,
     query_vector_of,
 )
-from memlane.index.sqlite import notes_file, notes_reads, notes_writes
+from memlane.index.sqlite import notes_file, notes_reads, notes_writes, schema
 from memlane.index.sqlite.connect import CACHE_SIZE_KIB as CACHE_SIZE_KIB
 from memlane.index.sqlite.connect import connection_hook as connection_hook
 from memlane.index.sqlite.file import BUSY_TIMEOUT_S as BUSY_TIMEOUT_S
@@ -52,6 +52,7 @@ from memlane.index.sqlite.notes_search import CANDIDATE_FLOOR as CANDIDATE_FLOOR
 from memlane.index.sqlite.notes_search import CANDIDATE_MULTIPLIER as CANDIDATE_MULTIPLIER
 from memlane.index.sqlite.notes_search import NotesSearch
 from memlane.index.sqlite.notes_search import candidate_count as candidate_count
+from memlane.index.sqlite.statements import read_meta
 
 if TYPE_CHECKING:
     from memlane.index.protocol import IndexBackend, NotesIndex
@@ -268,6 +269,11 @@ class SqliteIndex:
     def stats(self) -> dict[str, Any]:
         """Counts and sizes for ``memlane status``."""
         return notes_reads.stats(self._file)
+
+    def vector_space(self) -> tuple[Any, Any]:
+        """(model, dimension) of the stored vectors, from the meta table alone."""
+        meta = self._file.run(read_meta)
+        return meta.get(schema.META_MODEL), meta.get(schema.META_DIMENSION)
 
     # -- protocol: search ------------------------------------------------------------
 
