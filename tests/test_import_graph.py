@@ -31,7 +31,38 @@ LAYER_OF = {
 }
 #: Packages of one layer that must not import each other.
 SIBLINGS_APART = {("store", "index"), ("index", "store")}
-MAX_MODULE_LINES = 520
+#: A module does one job in at most this many lines: enough for a job with
+#: its docstring and comments (most modules are under 300), short enough to
+#: read in one sitting. Longer ones are the exceptions below, each with why
+#: it is still one job; the test fails when a listed module is no longer over.
+MAX_MODULE_LINES = 500
+LONG_MODULES = {
+    "memlane/index/milvus/connection.py": (
+        "opening Milvus: Lite's process-wide server table (refcount, linger, hold, "
+        "let-go across processes) and the remote client's open and retry share one "
+        "set of lock and backoff rules"
+    ),
+    "memlane/hosts/server/process.py": (
+        "the warm engine's process: one loop owning the socket, the flock, the idle "
+        "exit and the shutdown of every session, whose exit conditions read that state"
+    ),
+    "memlane/hosts/server/rpc.py": (
+        "the sidecar protocol's one dispatcher: the method table in its docstring "
+        "and the handlers it names, side by side"
+    ),
+    "memlane/store/redaction.py": (
+        "secret redaction as one ordered pass over a text: the rules' order is the "
+        "behaviour, and each rule is a few lines"
+    ),
+    "memlane/engine/project.py": (
+        "Memory, the library's one facade (open, search, write, sync, close) and its "
+        "internals view, which reads Memory's private state and so lives beside it"
+    ),
+    "memlane/engine/live/capture.py": (
+        "one exchange's way into the daily file exactly once: queue, distil, append, "
+        "mark done, flush; one background thread's states"
+    ),
+}
 #: Inside the engine, lowest first: a unit (a sub-package of engine/ or a module
 #: at its root) imports only units of lower tiers, never one of its own tier or
 #: above, so no two of them import each other. ``memlane.engine`` itself (the
@@ -177,11 +208,17 @@ def test_layers_point_one_way() -> None:
 
 def test_no_module_is_too_long() -> None:
     long = {
-        str(path.relative_to(PACKAGE_DIR.parent.parent)): lines
+        path.relative_to(PACKAGE_DIR.parent).as_posix(): lines
         for path in PACKAGE_DIR.rglob("*.py")
         if (lines := len(path.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES
     }
-    assert not long, f"modules over {MAX_MODULE_LINES} lines: {long}"
+    unlisted = {name: lines for name, lines in long.items() if name not in LONG_MODULES}
+    assert not unlisted, (
+        f"modules over {MAX_MODULE_LINES} lines: {unlisted}; split one by its jobs, or "
+        "list it in LONG_MODULES with why it is one job"
+    )
+    stale = sorted(set(LONG_MODULES) - set(long))
+    assert not stale, f"listed in LONG_MODULES but no longer over {MAX_MODULE_LINES}: {stale}"
 
 
 def _engine_unit(module: str) -> str | None:

@@ -2,40 +2,31 @@
 Milvus collection (``[index] backend = "milvus"``, docs/milvus.md).
 
 The one place that reads ``index.backend``, ``index.uri``, ``index.token``
-and ``index.collection``: the engine opens, resets and purges its notes index
-through here, whatever the backend. The sessions index (raw transcripts of
+and ``index.collection``: the engine opens and resets its notes index
+through here, whatever the backend; what differs between backends is their
+description in index/backends.py (``backend_of``), never a comparison of
+the backend's name here. The sessions index (raw transcripts of
 this machine) stays a SQLite file next to where the SQLite notes index
 would be, on either backend.
 """
 
 from __future__ import annotations
 
-import hashlib
-import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from memlane.core.errors import ConfigError
 from memlane.core.paths import index_dir
+from memlane.index.backends import BACKENDS, backend_of
+from memlane.index.backends import MILVUS_DEFAULT_URI as MILVUS_DEFAULT_URI
+from memlane.index.backends import is_remote_uri as is_remote_uri
+from memlane.index.backends import ledger_path as ledger_path
+from memlane.index.backends import milvus_uri as milvus_uri
 
 if TYPE_CHECKING:
     from memlane.core.scope import Scope
     from memlane.core.settings import IndexSettings
-    from memlane.index.milvus.notes import MilvusIndex
     from memlane.index.protocol import NotesIndex
-
-SQLITE = "sqlite"
-MILVUS = "milvus"
-BACKENDS = (SQLITE, MILVUS)
-#: memsearch's default Milvus Lite database, so both tools share one by default.
-MILVUS_DEFAULT_URI = "~/.memsearch/milvus.db"
-LEDGER_SUFFIX = ".milvus-ledger.sqlite"
-_REMOTE_SCHEMES = ("http://", "https://", "tcp://", "unix:", "grpc://")
-
-
-def is_remote_uri(uri: str) -> bool:
-    """A Milvus server or Zilliz Cloud URL, as opposed to a Milvus Lite path."""
-    return uri.lower().startswith(_REMOTE_SCHEMES)
 
 
 def state_uri(index_uri: str) -> str:
@@ -60,96 +51,66 @@ def sqlite_index_path(settings: IndexSettings, collection: str) -> Path:
     ``index.uri`` names a directory only for the SQLite backend; under Milvus it
     is the Milvus URI and the SQLite files stay in memlane's index directory.
     """
-    if settings.backend == SQLITE and settings.uri:
-        return Path(settings.uri).expanduser() / f"{collection}.sqlite"
-    return index_dir() / f"{collection}.sqlite"
-
-
-def milvus_uri(settings: IndexSettings) -> str:
-    """The configured Milvus URI; a Lite path made absolute (``~`` expanded)."""
-    uri = settings.uri or MILVUS_DEFAULT_URI
-    if is_remote_uri(uri):
-        return uri
-    return os.path.abspath(os.path.expanduser(uri))
-
-
-def ledger_path(settings: IndexSettings, collection: str, store: Path) -> Path:
-    """The local cache of what this store indexed into ``collection`` at this
-    URI (file records, chunks waiting for a vector), under memlane's index
-    directory. One per store, collection and URI: two projects sharing one
-    collection each remove only the files they indexed. Losing it costs a
-    rescan, never data."""
-    key = f"{milvus_uri(settings)}\n{os.path.realpath(store)}"
-    digest = hashlib.sha256(key.encode("utf-8")).hexdigest()[:8]
-    return index_dir() / f"{collection}-{digest}{LEDGER_SUFFIX}"
+    described = BACKENDS.get(settings.backend)
+    directory = described.files_dir(settings) if described is not None else index_dir()
+    return directory / f"{collection}.sqlite"
 
 
 def check_backend(settings: IndexSettings) -> None:
-    if settings.backend not in BACKENDS:
-        raise ConfigError(
-            f"unknown index backend {settings.backend!r}",
-            hint="set index.backend to sqlite or milvus",
-        )
+    """Refuse an unknown ``index.backend`` (a ConfigError saying which exist)."""
+    backend_of(settings)
+
+
+def owned_by(store: Path) -> Callable[[str], bool]:
+    """Whether a source is a file the indexer of ``store`` keeps in step."""
+    from memlane.store.layout import walk_name
+
+    return lambda source: walk_name(store, source) is not None
 
 
 def open_notes_index(scope: Scope, settings: IndexSettings) -> NotesIndex:
     """The notes index of this project on the configured backend (opened lazily
     by the backend: a Milvus server is not contacted before the first call)."""
-    check_backend(settings)
+    backend = backend_of(settings)
     collection = collection_of(scope, settings)
-    if settings.backend == MILVUS:
-        return _open_milvus(settings, collection, scope.store)
-    from memlane.index.sqlite.notes import SqliteIndex
-
-    return SqliteIndex(sqlite_index_path(settings, collection), settings)
+    path = sqlite_index_path(settings, collection)
+    return backend.open_notes(settings, collection, scope.store, path, owned_by(scope.store))
 
 
-def _open_milvus(settings: IndexSettings, collection: str, store: Path) -> MilvusIndex:
-    from memlane.index.milvus.notes import MilvusIndex
-    from memlane.store.layout import walk_name
-
-    return MilvusIndex(
-        milvus_uri(settings),
-        collection,
-        ledger_path(settings, collection, store),
-        settings,
-        token=settings.token,
-        owns=lambda source: walk_name(store, source) is not None,
-    )
+def open_other_index(
+    settings: IndexSettings, collection: str, store: Path, path: Path
+) -> NotesIndex | None:
+    """Another project's notes index for reading (cross-repo search), on the
+    configured backend: its SQLite file at ``path`` read-only, or its
+    collection at the same Milvus URI. None when it was never indexed."""
+    backend = backend_of(settings)
+    return backend.open_other(settings, collection, store, path, owned_by(store))
 
 
-def open_collection(settings: IndexSettings, collection: str, store: Path) -> MilvusIndex:
-    """The Milvus collection of another project (cross-repo search reads it)."""
-    return _open_milvus(settings, collection, store)
+def same_place(
+    current: IndexSettings, target: IndexSettings, current_collection: str, collection: str
+) -> bool:
+    """Whether two settings name one index (``memlane migrate`` refuses to copy
+    an index onto itself)."""
+    backend = backend_of(target)
+    if backend_of(current) is not backend or current_collection != collection:
+        return False
+    here = backend.location(current, collection, sqlite_index_path(current, collection))
+    there = backend.location(target, collection, sqlite_index_path(target, collection))
+    return here == there
 
 
 def reset_notes_index(scope: Scope, settings: IndexSettings, index: NotesIndex | None) -> None:
     """Drop what the index holds of this project before a rebuild from markdown.
 
-    SQLite: the file goes. Milvus: this store's rows go (and the local
+    SQLite: the file is emptied. Milvus: this store's rows go (and the local
     ledger); the collection stays, since other machines or memsearch may
-    share it. ``index`` is the open Milvus index, if any (reused).
+    share it. ``index`` is the open index, if any (closed, or reused).
     """
-    check_backend(settings)
+    backend = backend_of(settings)
     collection = collection_of(scope, settings)
-    if settings.backend == MILVUS:
-        from memlane.index.milvus.notes import MilvusIndex
-
-        milvus = (
-            index
-            if isinstance(index, MilvusIndex)
-            else _open_milvus(settings, collection, scope.store)
-        )
-        try:
-            milvus.reset(str(scope.store))
-        finally:
-            milvus.close()
-        return
-    from memlane.index.sqlite.notes import SqliteIndex
-
-    if index is not None:
-        index.close()
-    SqliteIndex.destroy(sqlite_index_path(settings, collection))
+    path = sqlite_index_path(settings, collection)
+    backend.reset(settings, collection, scope.store, path, index, owned_by(scope.store))
 
 
 # -- Milvus Lite in a long-lived process (index/milvus/connection.py's LITE) ---------

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from memlane.core.errors import ConfigError
 from memlane.core.types import embedding_text_of
+from memlane.index.backends import MILVUS, SQLITE, backend_of
 
 if TYPE_CHECKING:
     import numpy as np
@@ -70,26 +71,18 @@ def target_settings(
     if text.lower() == "sqlite" or text.lower().startswith(SQLITE_PREFIXES):
         directory = text.split(":", 1)[1].removeprefix("//") if ":" in text else ""
         return dataclasses.replace(
-            current, backend="sqlite", uri=directory or None, collection=collection, token=None
+            current, backend=SQLITE, uri=directory or None, collection=collection, token=None
         )
-    if token is None and current.backend == "milvus" and _same_server(current.uri, text):
-        token = current.token  # the same server: its token, never another's
+    if token is None:
+        # The same server: its token, never another's.
+        token = backend_of(current).reusable_token(current, text)
     return dataclasses.replace(
         current,
-        backend="milvus",
+        backend=MILVUS,
         uri=text,
         collection=collection or current.collection,
         token=token,
     )
-
-
-def _same_server(current_uri: str | None, target_uri: str) -> bool:
-    from urllib.parse import urlsplit
-
-    if not current_uri:
-        return False
-    a, b = urlsplit(current_uri), urlsplit(target_uri)
-    return bool(a.hostname) and (a.scheme, a.hostname, a.port) == (b.scheme, b.hostname, b.port)
 
 
 class ReusedVectors:
@@ -167,14 +160,14 @@ def migrate(
 ) -> MigrationReport:
     """Fill the index ``target`` describes from this project's store (module docstring)."""
     from memlane.embed.factory import vector_space
-    from memlane.engine.index_backend import collection_of, open_notes_index
+    from memlane.engine.index_backend import collection_of, open_notes_index, same_place
     from memlane.engine.journal.indexer import Indexer
 
     memory.internals.require_store()
     started = time.monotonic()
     current = memory.config.index
     collection = collection_of(memory.scope, target)
-    if _same_place(current, target, memory.collection, collection):
+    if same_place(current, target, memory.collection, collection):
         raise ConfigError(
             f"the project's index already is {memory.index.uri}",
             hint="give --to another backend or location",
@@ -225,36 +218,8 @@ def migrate(
 
 def switch_commands(target: IndexSettings, token_ref: str | None = None) -> list[str]:
     """The ``memlane config set`` lines that make ``target`` the project's index."""
-    from memlane.engine.index_backend import milvus_uri
-
     commands = [f"memlane config set index.backend {target.backend}"]
-    if target.backend == "sqlite":
-        commands.append(
-            f"memlane config set index.uri {target.uri}"
-            if target.uri
-            else "memlane config set index.uri --unset"
-        )
-    else:
-        from memlane.index.milvus.connection import display_uri
-
-        uri = milvus_uri(target)
-        # A password in the URL is never printed: it belongs in index.token.
-        shown = display_uri(uri) if uri.lower().startswith(("http://", "https://")) else uri
-        commands.append(f"memlane config set index.uri {shown}")
-        if token_ref:
-            commands.append(f"memlane config set index.token {token_ref}")
+    commands.extend(backend_of(target).switch_commands(target, token_ref))
     if target.collection:
         commands.append(f"memlane config set index.collection {target.collection}")
     return commands
-
-
-def _same_place(
-    current: IndexSettings, target: IndexSettings, current_collection: str, collection: str
-) -> bool:
-    from memlane.engine.index_backend import milvus_uri, sqlite_index_path
-
-    if current.backend != target.backend or current_collection != collection:
-        return False
-    if target.backend == "sqlite":
-        return sqlite_index_path(current, collection) == sqlite_index_path(target, collection)
-    return milvus_uri(current) == milvus_uri(target)

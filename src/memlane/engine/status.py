@@ -34,6 +34,7 @@ def project_status(
     from memlane.core.version import __version__
     from memlane.engine.journal import capture_log, capture_recovery
     from memlane.index import state
+    from memlane.index.backends import backend_of
     from memlane.llm.factory import describe_llm
 
     # The doctor answers whatever state the index is in: a read-only or
@@ -47,8 +48,8 @@ def project_status(
         stats = memory.index.stats()
     except (MemlaneError, sqlite3.Error, OSError) as exc:
         index_problem = _index_problem(exc, memory.internals.index_path)
-    if memory.config.index.backend == "milvus":
-        health = _milvus_health(memory, index_problem)
+    backend = backend_of(memory.config.index)
+    health = backend.health(lambda: memory.index, memory.collection, index_problem)
     versions = {
         "memlane": __version__,
         "python": sys.version.split()[0],
@@ -131,12 +132,8 @@ def project_status(
             f"vectors: {chunks - vectors} chunk(s) have no vector yet (lexical only); "
             "`memlane index` embeds them once the embedder works"
         )
-    if memory.config.index.backend == "milvus" and memory.config.embedding.provider == "none":
-        missing.append(
-            "index: a Milvus collection stores a vector with every chunk, so with "
-            "embedding.provider none no chunk reaches it and search finds nothing; set "
-            "embedding.provider (the default, onnx, needs no network) or use index.backend sqlite"
-        )
+    if backend.without_embedder and memory.config.embedding.provider == "none":
+        missing.append(f"index: {backend.without_embedder}")
     session = memory.config.session
     llm_line = describe_llm(memory.config.llm, host_available=host_llm, host=host)
     if "not usable" in llm_line:
@@ -217,27 +214,6 @@ def _llm_budget(memory: ProjectMemory) -> dict[str, Any] | None:
         return None  # not usable: the llm line says so
     limits = Limits(calls=settings.daily_calls, tokens=settings.daily_tokens)
     return budget_report(limits, Ledger(clock=memory.clock))
-
-
-def _milvus_health(memory: ProjectMemory, problem: str | None) -> dict[str, Any]:
-    """The Milvus backend's own health check (reachable, collection, rows)."""
-    from memlane.index.milvus.notes import MilvusIndex
-
-    index = memory.index
-    if problem:
-        # Already said (and waited for) by stats(): a second try would only
-        # wait out the same connect timeout or lock retries again.
-        return {
-            "backend": "milvus",
-            "uri": index.uri,
-            "collection": memory.collection,
-            "reachable": False,
-            "exists": False,
-            "rows": None,
-            "dimension": None,
-            "error": problem.removeprefix("index: "),
-        }
-    return index.health() if isinstance(index, MilvusIndex) else {}
 
 
 def _index_problem(exc: BaseException, path: Path) -> str:

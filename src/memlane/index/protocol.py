@@ -274,3 +274,7 @@ class NotesIndex(IndexBackend, Protocol):
     def export(self, batch: int = 512) -> Iterator[list[tuple[IndexedChunk, np.ndarray | None]]]:
         """Every stored chunk with its vector (None when it has none yet), in batches."""
         ...
+
+    def vector_space(self) -> tuple[Any, Any]:
+        """(model, dimension) the stored vectors were made with (None when unknown)."""
+        ...

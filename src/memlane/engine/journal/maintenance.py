@@ -154,29 +154,13 @@ def forget(
 
 
 def _purge_index(mem: ProjectMemory) -> list[str]:
-    """Make deleted rows' text unrecoverable from the index (the SQLite file and
-    its WAL: ``SqliteIndex.purge_deleted_text``; Milvus: a compaction, where the
-    server offers one); returns notices for what could not be done now."""
-    from memlane.index.sqlite.notes import SqliteIndex
+    """Make deleted rows' text unrecoverable from the index (SQLite: the file
+    and its WAL are compacted; Milvus: a compaction, where the server offers
+    one: index/backends.py); returns notices for what could not be done now."""
+    from memlane.index.backends import backend_of
 
-    if mem.index.backend == "milvus":
-        from memlane.index.milvus.notes import MilvusIndex
-
-        index = mem.index
-        notice = index.purge_deleted() if isinstance(index, MilvusIndex) else None
-        return [notice] if notice else []
-    purge = SqliteIndex.purge_deleted_text(mem.internals.index_path, checkpoint_wait_s=PURGE_WAIT_S)
-    if purge.error is not None:
-        return [
-            f"the index could not be compacted after the removal ({purge.error}); "
-            "run `memlane reindex`"
-        ]
-    if purge.wal_busy:
-        return [
-            "another process is reading the index, so its write-ahead log still holds "
-            "old pages until its next checkpoint; run `memlane reindex` to purge them now"
-        ]
-    return []
+    backend = backend_of(mem.config.index)
+    return backend.purge_deleted(mem.index, mem.internals.index_path, PURGE_WAIT_S)
 
 
 # -- compact -----------------------------------------------------------------------

@@ -47,7 +47,7 @@ from memlane.core.errors import (
 from memlane.core.scope import (
     Scope,
 )
-from memlane.core.settings import SEARCH_TOP_K, IndexSettings
+from memlane.core.settings import SEARCH_TOP_K
 from memlane.core.types import Hit, Kind, SearchMode, SearchResult, Section
 from memlane.core.untrusted import excerpt, path_problem
 from memlane.engine.recall.projects import (
@@ -57,63 +57,30 @@ from memlane.engine.recall.projects import (
     same_dir,
     scan_roots,
 )
-from memlane.index.sqlite import schema
-from memlane.index.sqlite.readonly import IndexUnreadable, ReadOnlySqliteIndex
+from memlane.index.sqlite.readonly import IndexUnreadable
+from memlane.index.sqlite.readonly import open_read_only as open_read_only
 
 if TYPE_CHECKING:
     from memlane.core.config import Config
     from memlane.engine.shared.ports import ProjectMemory
-    from memlane.index.milvus.notes import MilvusIndex
+    from memlane.index.protocol import NotesIndex
 
     #: Another project's notes index, opened to read.
-    ProjectIndex = ReadOnlySqliteIndex | MilvusIndex
+    ProjectIndex = NotesIndex
 
 
-# -- read-only index -----------------------------------------------------------------
-
-
-def open_read_only(path: Path, settings: IndexSettings) -> ReadOnlySqliteIndex | None:
-    """The index at ``path`` opened read-only, or None when there is no file.
-
-    Never creates anything: a missing file stays missing (SQLite's
-    ``mode=ro`` refuses to create one even if it vanishes after the check).
-    SQLite may create the ``-wal``/``-shm`` coordination files beside an
-    existing WAL index, as any reader does; the index itself is not written.
-    """
-    if not path.is_file():
-        return None
-    try:
-        return ReadOnlySqliteIndex(path, settings)
-    except IndexUnreadable:
-        if not path.exists():
-            return None
-        raise
+# -- another project's index ----------------------------------------------------------
 
 
 def open_project_index(
     config: Config, collection: str, store_dir: Path, path: Path
 ) -> ProjectIndex | None:
     """Another project's notes index for reading, on the configured backend:
-    its SQLite file (``open_read_only``), or its collection at the same Milvus
-    URI. None when it was never indexed."""
-    if config.index.backend != "milvus":
-        return open_read_only(path, config.index)
-    from memlane.engine.index_backend import open_collection
+    its SQLite file at ``path`` read-only (``open_read_only``), or its
+    collection at the same Milvus URI. None when it was never indexed."""
+    from memlane.engine.index_backend import open_other_index
 
-    index = open_collection(config.index, collection, store_dir)
-    if not index.health().get("exists"):
-        index.close()
-        return None
-    return index
-
-
-def _space_of(index: ProjectIndex) -> tuple[Any, Any]:
-    """(model, dimension) the index's vectors were made with."""
-    if isinstance(index, ReadOnlySqliteIndex):
-        meta = index.meta()
-        return meta.get(schema.META_MODEL), meta.get(schema.META_DIMENSION)
-    stats = index.stats()
-    return stats.get("model"), stats.get("dimension")
+    return open_other_index(config.index, collection, store_dir, path)
 
 
 # -- fan-out ---------------------------------------------------------------------------
@@ -351,7 +318,7 @@ def _vector_for(
     """
     if vector is None:
         return None
-    model, dimension = _space_of(index)
+    model, dimension = index.vector_space()
     if dimension is None:
         notices.append(f"{target.label} has no vectors; searched lexically (BM25)")
         return None

@@ -35,7 +35,7 @@ from memlane.index.protocol import (
     SearchFilters,
     query_vector_of,
 )
-from memlane.index.sqlite.notes import candidate_count
+from memlane.index.sqlite.notes_search import candidate_count
 
 if TYPE_CHECKING:
     from memlane.index.protocol import IndexBackend
@@ -218,6 +218,11 @@ class MilvusIndex(MilvusWriter):
             "model": model,
             "dimension": self._dimension,
         }
+
+    def vector_space(self) -> tuple[Any, Any]:
+        """(model, dimension) of the collection's vectors (``stats``)."""
+        stats = self.stats()
+        return stats.get("model"), stats.get("dimension")
 
     def health(self) -> dict[str, Any]:
         """Whether the collection can be reached and used, for ``memlane status``."""

@@ -19,9 +19,11 @@ from memlane.core.errors import IndexCorruptError, MemlaneError
 from memlane.core.settings import IndexSettings
 from memlane.index.legs import lexical
 from memlane.index.sqlite import schema
-from memlane.index.sqlite.file import CACHE_SIZE_KIB
+from memlane.index.sqlite.connect import CACHE_SIZE_KIB
+from memlane.index.sqlite.file import SqliteFile
 from memlane.index.sqlite.notes import SqliteIndex
 from memlane.index.sqlite.recovery import file_id
+from memlane.index.sqlite.statements import read_meta
 
 
 class IndexUnreadable(MemlaneError):
@@ -65,29 +67,13 @@ class _TokenizeElsewhere:
         return target.execute(sql, params)
 
 
-class ReadOnlySqliteIndex(SqliteIndex):
-    """``SqliteIndex`` opened read-only (``file:...?mode=ro``).
-
-    SqliteIndex opens read-write and repairs what it finds (creates the
-    schema, upgrades it, moves a damaged file aside). Here each of those
-    paths is an error instead: a foreign index is somebody else's, and a
-    fan-out leaves it exactly as it found it. Search itself (fusion, dense
-    matrix, BM25 ranking) is the unchanged SqliteIndex code, so cross-repo
-    scores mean what project scores mean.
-    """
-
-    def __init__(self, path: Path, settings: IndexSettings) -> None:
-        self._ro_leg = ScratchTokenizingLeg()
-        try:
-            super().__init__(path, settings)
-        except BaseException:
-            self._ro_leg.close()
-            raise
-        self._lexical = self._ro_leg
+class ReadOnlyFile(SqliteFile):
+    """A ``SqliteFile`` opened read-only: what the read-write file repairs
+    (a missing or older schema, damage) is an error here instead."""
 
     def _open(self) -> None:
         uri = "file:" + urllib.parse.quote(str(self.path)) + "?mode=ro"
-        wait_s = self._wait_s()  # bounded inside a search's wait budget
+        wait_s = self.wait_s()  # bounded inside a search's wait budget
         try:
             conn = sqlite3.connect(
                 uri,
@@ -101,7 +87,6 @@ class ReadOnlySqliteIndex(SqliteIndex):
         self._conn = conn
         self._busy_ms = round(wait_s * 1000)
         self._file_id = file_id(self.path)
-        self._lexical = self._ro_leg
         try:
             conn.execute(f"PRAGMA cache_size=-{CACHE_SIZE_KIB}")
             conn.execute("PRAGMA temp_store=MEMORY")
@@ -112,7 +97,7 @@ class ReadOnlySqliteIndex(SqliteIndex):
                     f"{self.path.name} is not a memlane index "
                     f"(missing {', '.join(sorted(missing))})"
                 )
-            version = self._meta(conn).get(schema.META_SCHEMA_VERSION)
+            version = read_meta(conn).get(schema.META_SCHEMA_VERSION)
             if version != schema.SCHEMA_VERSION:
                 raise IndexUnreadable(
                     f"{self.path.name} has index schema version {version} (this memlane "
@@ -126,10 +111,10 @@ class ReadOnlySqliteIndex(SqliteIndex):
                 "USING fts5vocab(main, chunks_fts, row)"
             )
         except sqlite3.Error as exc:
-            self._close_connection()
+            self.close_connection()
             raise IndexUnreadable(f"cannot read {self.path}: {exc}") from None
         except IndexUnreadable:
-            self._close_connection()
+            self.close_connection()
             raise
 
     def _rebuild(self, reason: str) -> None:
@@ -140,8 +125,48 @@ class ReadOnlySqliteIndex(SqliteIndex):
 
     def close(self) -> None:
         super().close()
-        self._ro_leg.close()
+        leg = self.lexical
+        if isinstance(leg, ScratchTokenizingLeg):
+            leg.close()
+
+
+class ReadOnlySqliteIndex(SqliteIndex):
+    """``SqliteIndex`` opened read-only (``file:...?mode=ro``).
+
+    SqliteIndex opens read-write and repairs what it finds (creates the
+    schema, upgrades it, moves a damaged file aside). Here each of those
+    paths is an error instead (its file is a ``ReadOnlyFile``): a foreign
+    index is somebody else's, and a fan-out leaves it exactly as it found
+    it. Search itself (fusion, dense matrix, BM25 ranking) is the unchanged
+    SqliteIndex code, so cross-repo scores mean what project scores mean.
+    """
+
+    def _open_file(self, path: Path) -> SqliteFile:
+        leg = ScratchTokenizingLeg()
+        try:
+            return ReadOnlyFile(path, leg, self._kind)
+        except BaseException:
+            leg.close()
+            raise
 
     def meta(self) -> dict[str, Any]:
         """The index's meta table (model, dimension, schema version...)."""
-        return dict(self._run(self._meta))
+        return dict(self._file.run(read_meta))
+
+
+def open_read_only(path: Path, settings: IndexSettings) -> ReadOnlySqliteIndex | None:
+    """The index at ``path`` opened read-only, or None when there is no file.
+
+    Never creates anything: a missing file stays missing (SQLite's
+    ``mode=ro`` refuses to create one even if it vanishes after the check).
+    SQLite may create the ``-wal``/``-shm`` coordination files beside an
+    existing WAL index, as any reader does; the index itself is not written.
+    """
+    if not path.is_file():
+        return None
+    try:
+        return ReadOnlySqliteIndex(path, settings)
+    except IndexUnreadable:
+        if not path.exists():
+            return None
+        raise

@@ -1,6 +1,6 @@
 """The sessions index's file: schema creation and upgrade, damage
-bookkeeping, meta rows, model binding, clearing (the ``SqliteFile`` hooks
-for the sessions store)."""
+bookkeeping (``SessionKind``, the ``FileKind`` of the sessions store), meta
+rows, model binding, clearing (plain functions over its ``SqliteFile``)."""
 
 from __future__ import annotations
 
@@ -12,40 +12,59 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from memlane.core.errors import IndexCorruptError
 from memlane.index.legs import lexical
-from memlane.index.protocol import IndexBusyError
+from memlane.index.sqlite import file as file_module
 from memlane.index.sqlite import schema
-from memlane.index.sqlite.busy import write_lock_holder
 from memlane.index.sqlite.file import SqliteFile
+from memlane.index.sqlite.recovery import is_busy
 from memlane.index.sqlite.session_schema import (
     DROP_DDL,
     MIGRATIONS,
     SESSIONS_SCHEMA_VERSION,
     TABLES_DDL,
 )
+from memlane.index.sqlite.statements import read_meta, rollback
 
 log = logging.getLogger("memlane.index.sqlite.sessions")
 
 REBUILD_HINT = "delete the file; `memlane sessions backfill` rebuilds it from the transcripts"
 
 
-class SessionFile(SqliteFile):
-    """One sessions index file, without the documents' reads and writes."""
+class SessionKind:
+    """The sessions index file's schema, rebuild bookkeeping and messages.
 
-    _label = "session index"
-    FAULT_AREA = "sessions_index"
+    Damage bookkeeping is per process (the store is one per process, see
+    engine.sessions.open_store): how many times the file was recreated
+    (``rebuilds``: the ingestor compares it around a pass to spot a rebuild
+    in the middle of one), and whether a full pass has read every
+    transcript again since (``reread_since_rebuild``).
+    """
+
+    label = "session index"
+    fault_area = "sessions_index"
     # A lock error whose message reads like damage is still a lock here.
-    _busy_before_damage = True
+    busy_before_damage = True
+    busy_hint = "another memlane is ingesting transcripts; retry shortly"
+    recreate_hint = REBUILD_HINT
+    damaged_hint: str | None = REBUILD_HINT
 
-    # Damage bookkeeping, per process (set by SessionStore.__init__).
-    rebuilds: int
-    reread_since_rebuild: bool
+    def __init__(self) -> None:
+        self.rebuilds = 0
+        self.reread_since_rebuild = True
 
-    # -- schema, damage (SqliteFile hooks) ------------------------------------------
+    @staticmethod
+    def busy_timeout_s() -> float:
+        return file_module.BUSY_TIMEOUT_S
 
-    def _validate_or_create(self) -> None:
-        conn = self._connection()
+    @staticmethod
+    def tombstone_window() -> tuple[int, int]:
+        return file_module.TOMBSTONE_KEEP_GENERATIONS, file_module.TOMBSTONE_PRUNE_EVERY
+
+    @staticmethod
+    def busy_while_opening(exc: BaseException) -> bool:
+        return isinstance(exc, sqlite3.DatabaseError) and is_busy(exc)
+
+    def validate_or_create(self, file: SqliteFile, conn: sqlite3.Connection) -> None:
         self._ensure_schema(conn)
         lexical.install(conn)
 
@@ -85,8 +104,7 @@ class SessionFile(SqliteFile):
             )
             conn.execute("COMMIT")
         except BaseException:
-            with contextlib.suppress(sqlite3.Error):
-                conn.execute("ROLLBACK")
+            rollback(conn)
             raise
 
     @staticmethod
@@ -96,134 +114,117 @@ class SessionFile(SqliteFile):
         ).fetchone()
         return None if found is None else found[0]
 
-    def _record_rebuild(self, reason: str, target: Path | None) -> None:
+    def record_rebuild(self, file: SqliteFile, reason: str, target: Path | None) -> None:
         if target is not None:
             detail = f"{reason}; the damaged file was deleted"
         else:
             detail = f"{reason}; another process had already recreated it"
-        self._mark_rebuilt(detail)
+        self._mark_rebuilt(file, detail)
 
-    def _mark_rebuilt(self, detail: str) -> None:
-        self._dense = None
-        self.rebuilt_reason = detail
+    def _mark_rebuilt(self, file: SqliteFile, detail: str) -> None:
+        file.forget_dense()
+        file.rebuilt_reason = detail
         self.rebuilds += 1
         self.reread_since_rebuild = False
         # info, as the main index logs it: the CLI has no log handler (a
         # warning would print a second, unprefixed line); the user hears it
         # from damage_notice, hosts that configure logging get it here too.
-        log.info("session index %s was damaged and recreated: %s", self.path.name, detail)
+        log.info("session index %s was damaged and recreated: %s", file.path.name, detail)
 
-    def _replaced_on_disk(self, rebuilt_meanwhile: bool) -> None:
+    def replaced_on_disk(self, file: SqliteFile, rebuilt_meanwhile: bool) -> None:
         if not rebuilt_meanwhile:
-            self._mark_rebuilt("another process replaced the file (rebuilt after damage)")
+            self._mark_rebuilt(file, "another process replaced the file (rebuilt after damage)")
 
-    def _busy_error(self, waited_s: float) -> IndexBusyError:
-        return IndexBusyError(
-            f"session index {self.path} stayed locked by another process for {waited_s:.2g} s "
-            f"(its write lock is held by {write_lock_holder(self.path)})",
-            hint="another memlane is ingesting transcripts; retry shortly",
-        )
 
-    def _recreate_failed(self, exc: BaseException) -> IndexCorruptError:
-        return IndexCorruptError(
-            f"session index {self.path} is damaged and could not be recreated: {exc}",
-            hint=REBUILD_HINT,
-        )
+def meta(file: SqliteFile) -> dict[str, Any]:
+    return file.run(read_meta)
 
-    def _damaged_after_recreate(self, reason: str) -> IndexCorruptError:
-        return IndexCorruptError(
-            f"session index {self.path} is damaged right after being recreated: {reason}",
-            hint=REBUILD_HINT,
-        )
 
-    # -- meta (model binding, sweeper status) -----------------------------------
+def set_meta(file: SqliteFile, values: Mapping[str, object]) -> None:
+    """Write bookkeeping rows (sweeper status) without bumping the generation."""
 
-    def meta(self) -> dict[str, Any]:
-        return self._run(self._meta)
-
-    def set_meta(self, values: Mapping[str, object]) -> None:
-        """Write bookkeeping rows (sweeper status) without bumping the generation."""
-
-        def op(conn: sqlite3.Connection) -> None:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                conn.executemany(
-                    "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", list(values.items())
-                )
-                conn.execute("COMMIT")
-            except BaseException:
-                with contextlib.suppress(sqlite3.Error):
-                    conn.execute("ROLLBACK")
-                raise
-
-        self._run(op)
-
-    def ensure_model(self, model: str, dimension: int | None) -> bool:
-        """Bind the vectors to ``model``; another model drops every vector
-        (documents stay and are embedded again). True when vectors were dropped."""
-
-        def op(conn: sqlite3.Connection) -> bool:
-            meta = self._meta(conn)
-            stored_model = meta.get(schema.META_MODEL)
-            stored_dim = meta.get(schema.META_DIMENSION)
-            dim_conflict = (
-                dimension is not None and isinstance(stored_dim, int) and stored_dim != dimension
+    def op(conn: sqlite3.Connection) -> None:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.executemany(
+                "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", list(values.items())
             )
-            if stored_model == model and not dim_conflict and (dimension is None or stored_dim):
-                return False
-            with self._write(conn):
-                changed = (stored_model is not None and stored_model != model) or dim_conflict
-                if changed:
-                    conn.execute("UPDATE chunks SET vector = NULL, vec_gen = NULL")
-                    # A new epoch makes every process reload its matrix.
-                    conn.execute(
-                        "UPDATE meta SET value = ? WHERE key = ?",
-                        (secrets.token_hex(8), schema.META_EPOCH),
-                    )
-                    conn.execute("DELETE FROM tombstones")
-                conn.executemany(
-                    "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
-                    [
-                        (schema.META_MODEL, model),
-                        (schema.META_DIMENSION, dimension if dimension else stored_dim),
-                    ],
-                )
+            conn.execute("COMMIT")
+        except BaseException:
+            rollback(conn)
+            raise
+
+    file.run(op)
+
+
+def ensure_model(file: SqliteFile, model: str, dimension: int | None) -> bool:
+    """Bind the vectors to ``model``; another model drops every vector
+    (documents stay and are embedded again). True when vectors were dropped."""
+
+    def op(conn: sqlite3.Connection) -> bool:
+        meta = read_meta(conn)
+        stored_model = meta.get(schema.META_MODEL)
+        stored_dim = meta.get(schema.META_DIMENSION)
+        dim_conflict = (
+            dimension is not None and isinstance(stored_dim, int) and stored_dim != dimension
+        )
+        if stored_model == model and not dim_conflict and (dimension is None or stored_dim):
+            return False
+        with file.write(conn):
+            changed = (stored_model is not None and stored_model != model) or dim_conflict
             if changed:
-                self._dense = None
-            return changed
-
-        return self._run(op)
-
-    def clear(self) -> None:
-        """Drop every document, vector and source record (``sessions reindex``)."""
-
-        def op(conn: sqlite3.Connection) -> None:
-            with self._write(conn):
-                for ddl in DROP_DDL:
-                    conn.execute(ddl)
-                for ddl in TABLES_DDL:
-                    conn.execute(ddl)
+                conn.execute("UPDATE chunks SET vector = NULL, vec_gen = NULL")
+                # A new epoch makes every process reload its matrix.
                 conn.execute(
                     "UPDATE meta SET value = ? WHERE key = ?",
                     (secrets.token_hex(8), schema.META_EPOCH),
                 )
-                conn.execute(
-                    "DELETE FROM meta WHERE key IN (?, ?)",
-                    (schema.META_MODEL, schema.META_DIMENSION),
-                )
-            self._dense = None
-            self._lexical.reset()
-            lexical.install(conn)
+                conn.execute("DELETE FROM tombstones")
+            conn.executemany(
+                "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
+                [
+                    (schema.META_MODEL, model),
+                    (schema.META_DIMENSION, dimension if dimension else stored_dim),
+                ],
+            )
+        if changed:
+            file.forget_dense()
+        return changed
 
-        self._run(op)
+    return file.run(op)
 
-    def checkpoint(self) -> None:
-        """Fold the WAL into the file and truncate it (after a long backfill
-        the WAL holds megabytes of pages already in the file). Best effort:
-        skipped while another process holds the file busy."""
 
-        def op(conn: sqlite3.Connection) -> None:
-            with contextlib.suppress(sqlite3.OperationalError):
-                conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+def clear(file: SqliteFile) -> None:
+    """Drop every document, vector and source record (``sessions reindex``)."""
 
-        self._run(op)
+    def op(conn: sqlite3.Connection) -> None:
+        with file.write(conn):
+            for ddl in DROP_DDL:
+                conn.execute(ddl)
+            for ddl in TABLES_DDL:
+                conn.execute(ddl)
+            conn.execute(
+                "UPDATE meta SET value = ? WHERE key = ?",
+                (secrets.token_hex(8), schema.META_EPOCH),
+            )
+            conn.execute(
+                "DELETE FROM meta WHERE key IN (?, ?)",
+                (schema.META_MODEL, schema.META_DIMENSION),
+            )
+        file.forget_dense()
+        file.lexical.reset()
+        lexical.install(conn)
+
+    file.run(op)
+
+
+def checkpoint(file: SqliteFile) -> None:
+    """Fold the WAL into the file and truncate it (after a long backfill
+    the WAL holds megabytes of pages already in the file). Best effort:
+    skipped while another process holds the file busy."""
+
+    def op(conn: sqlite3.Connection) -> None:
+        with contextlib.suppress(sqlite3.OperationalError):
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+
+    file.run(op)

@@ -3,7 +3,8 @@
 Which redaction the stored texts went through is the meta row
 ``META_REDACTION``; until it reads the current ``REDACTION_VERSION`` every
 text read out of the store is redacted on its way out, and
-``redact_stored`` rewrites the rows that still hold a secret.
+``redact_stored`` rewrites the rows that still hold a secret. ``Redaction``
+holds that state for a ``SessionStore``.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from collections.abc import Callable
 
 from memlane.core.faults import step
 from memlane.index.session_docs import content_hash
-from memlane.index.sqlite.session_file import SessionFile
+from memlane.index.sqlite.file import SqliteFile
 from memlane.index.sqlite.session_schema import (
     META_REDACTION,
     REDACT_BATCH,
@@ -23,15 +24,19 @@ from memlane.index.sqlite.session_schema import (
 )
 
 
-class SessionRedaction(SessionFile):
-    """The redaction state of a sessions index file (set by SessionStore.__init__)."""
+class Redaction:
+    """The redaction the stored texts of one sessions index file must have
+    been through (``redact``; None: texts are stored and shown as given),
+    and whether they have."""
 
-    _redact: Callable[[str], str] | None
-    _rows_redacted: bool
+    def __init__(self, file: SqliteFile, redact: Callable[[str], str] | None) -> None:
+        self._file = file
+        self._redact = redact
+        self._rows_redacted = redact is None
 
     def rows_redacted(self) -> bool:
         """Whether every stored text went through the current redaction."""
-        return self._rows_redacted or self._run(self._redacted_in)
+        return self._rows_redacted or self._file.run(self._redacted_in)
 
     def _redacted_in(self, conn: sqlite3.Connection) -> bool:
         if not self._rows_redacted:
@@ -41,7 +46,7 @@ class SessionRedaction(SessionFile):
             self._rows_redacted = row is not None and row[0] == REDACTION_VERSION
         return self._rows_redacted
 
-    def _shown(self, conn: sqlite3.Connection, text: str) -> str:
+    def shown(self, conn: sqlite3.Connection, text: str) -> str:
         """*text* as a reader may see it: redacted while old rows may hold secrets."""
         if self._redact is None or self._redacted_in(conn):
             return text
@@ -69,7 +74,7 @@ class SessionRedaction(SessionFile):
             try:
                 rewritten = self._rewrite_redacted(conn, redact)
                 if rewritten:
-                    with self._write(conn):
+                    with self._file.write(conn):
                         conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('optimize')")
                 conn.execute(
                     "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
@@ -82,7 +87,7 @@ class SessionRedaction(SessionFile):
                 conn.execute(f"PRAGMA secure_delete={int(previous)}")
             return rewritten
 
-        rewritten = self._run(op)
+        rewritten = self._file.run(op)
         self._rows_redacted = True
         return rewritten
 
@@ -103,7 +108,7 @@ class SessionRedaction(SessionFile):
             ]
             if not changed:
                 continue
-            with self._write(conn):
+            with self._file.write(conn):
                 for rowid, new in changed:
                     old = conn.execute(
                         f"SELECT {REWRITE_COLUMNS} FROM chunks WHERE id = ?", (rowid,)

@@ -1,28 +1,29 @@
 """Search over a sessions index: the hybrid search and ``similar``, on the
 shared legs (lexical, dense, fusion) with a rowid window for a session
-filter."""
+filter; plain functions over the store's ``SqliteFile``, its ``Redaction``
+and the ``Fusing`` its settings give."""
 
 from __future__ import annotations
 
 import dataclasses
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from memlane.core.settings import IndexSettings, SessionsSettings
+from memlane.core.settings import IndexSettings
 from memlane.core.types import SearchMode
 from memlane.index.legs import lexical, relevance
 from memlane.index.legs.fusion import FusionMethod
-from memlane.index.protocol import SearchFilters, query_vector_of
-from memlane.index.session_docs import ScoredDoc, SessionFilters, StoredDoc, search_filters
-from memlane.index.sqlite import schema
-from memlane.index.sqlite.file import search_mode
-from memlane.index.sqlite.notes import candidate_count
-from memlane.index.sqlite.session_redaction import SessionRedaction
+from memlane.index.protocol import SearchFilters
+from memlane.index.session_docs import ScoredDoc, StoredDoc
+from memlane.index.sqlite.file import SqliteFile
+from memlane.index.sqlite.session_redaction import Redaction
 from memlane.index.sqlite.session_schema import DOC_COLUMNS
+from memlane.index.sqlite.statements import cache_key_of, read, read_meta, search_mode
 
 
 class SessionLexicalLeg(lexical.LexicalLeg):
@@ -64,6 +65,18 @@ class SessionLexicalLeg(lexical.LexicalLeg):
         return lexical.LexicalRanking(hits, query)
 
 
+@dataclass(frozen=True)
+class Fusing:
+    """How a search fuses its legs: the shared leg settings, the fusion
+    method (None: evidence fusion), the RRF constant, and the candidates
+    each leg hands over (``candidates(k)`` -> (lexical, dense))."""
+
+    settings: IndexSettings
+    method: FusionMethod | None
+    rrf_k: int
+    candidates: Callable[[int], tuple[int, int]]
+
+
 def _row_doc(row: Sequence[Any]) -> StoredDoc:
     return StoredDoc(
         key=row[1],
@@ -77,65 +90,46 @@ def _row_doc(row: Sequence[Any]) -> StoredDoc:
     )
 
 
-class SessionSearch(SessionRedaction):
-    """Hybrid search and nearest neighbours over the stored documents."""
+def doc_of(redaction: Redaction, conn: sqlite3.Connection, row: Sequence[Any]) -> StoredDoc:
+    """The document of a row read as ``DOC_COLUMNS``, its text as a reader may see it."""
+    doc = _row_doc(row)
+    shown = redaction.shown(conn, doc.text)
+    return doc if shown is doc.text else dataclasses.replace(doc, text=shown)
 
-    index_settings: IndexSettings
-    settings: SessionsSettings
-    _fuse: FusionMethod | None
 
-    def candidate_counts(self, k: int) -> tuple[int, int]:
-        """(lexical, dense) candidates a search for ``k`` hits takes from each
-        leg: pi-lcm-memory's lexMult/semMult under rrf fusion, else the main
-        index's rule (index/legs/fusion.py)."""
-        if self.index_settings.fusion == "rrf":
-            return max(1, self.settings.lex_mult * k), max(1, self.settings.sem_mult * k)
-        n = candidate_count(k)
-        return n, n
+def _fetch(
+    redaction: Redaction, conn: sqlite3.Connection, rowids: Sequence[int]
+) -> dict[int, StoredDoc]:
+    marks = ", ".join("?" * len(rowids))
+    rows = conn.execute(f"SELECT {DOC_COLUMNS} FROM chunks WHERE id IN ({marks})", rowids)
+    return {row[0]: doc_of(redaction, conn, row) for row in rows}
 
-    @property
-    def rrf_k(self) -> int:
-        """The RRF constant fusion uses here: the sessions layer's own
-        (pi-lcm-memory's rrfK) under rrf fusion, else the main index's."""
-        if self.index_settings.fusion == "rrf":
-            return self.settings.rrf_k
-        return self.index_settings.rrf_k
 
-    def search(
-        self,
-        query: str,
-        vector: npt.ArrayLike | None,
-        k: int,
-        filters: SearchFilters | SessionFilters | None = None,
-        *,
-        lexical: bool = True,
-    ) -> tuple[SearchMode, list[ScoredDoc]]:
-        """Hybrid search; ``vector`` None skips the dense leg (mode lexical),
-        ``lexical`` False skips the BM25 leg (mode semantic)."""
-        qvec = query_vector_of(vector, lexical=lexical)
-        shared = search_filters(filters)
-        return self._run(lambda conn: self._search(conn, query, qvec, k, shared, lexical))
+def search(
+    file: SqliteFile,
+    redaction: Redaction,
+    fusing: Fusing,
+    query: str,
+    qvec: npt.NDArray[np.float32] | None,
+    k: int,
+    filters: SearchFilters | None,
+    use_lexical: bool,
+) -> tuple[SearchMode, list[ScoredDoc]]:
+    """Hybrid search; ``qvec`` None skips the dense leg (mode lexical),
+    ``use_lexical`` False skips the BM25 leg (mode semantic)."""
 
-    def _search(
-        self,
-        conn: sqlite3.Connection,
-        query: str,
-        qvec: npt.NDArray[np.float32] | None,
-        k: int,
-        filters: SearchFilters | None,
-        use_lexical: bool,
-    ) -> tuple[SearchMode, list[ScoredDoc]]:
-        with self._read(conn):
-            meta = self._meta(conn)
-            cache_key = (meta.get(schema.META_EPOCH), meta.get(schema.META_GENERATION))
-            dense = self._query_dense(conn, meta, qvec, "session index")
+    def op(conn: sqlite3.Connection) -> tuple[SearchMode, list[ScoredDoc]]:
+        with read(conn):
+            meta = read_meta(conn)
+            cache_key = cache_key_of(meta)
+            dense = file.query_dense(conn, meta, qvec, "session index")
             mode = search_mode(use_lexical, dense is not None)
             if k <= 0 or not query.strip():
                 return mode, []
-            n_lex, n_sem = self.candidate_counts(k)
+            n_lex, n_sem = fusing.candidates(k)
             fused = relevance.search(
                 conn,
-                self._lexical,
+                file.lexical,
                 dense,
                 qvec,
                 query,
@@ -144,68 +138,64 @@ class SessionSearch(SessionRedaction):
                 n_dense=n_sem,
                 filters=filters,
                 cache_key=cache_key,
-                settings=self.index_settings,
-                method=self._fuse,
-                rrf_k=self.rrf_k,
+                settings=fusing.settings,
+                method=fusing.method,
+                rrf_k=fusing.rrf_k,
             )[:k]
             if not fused:
                 return mode, []
-            rows = self._fetch(conn, [rowid for rowid, _ in fused])
+            rows = _fetch(redaction, conn, [rowid for rowid, _ in fused])
         return mode, [ScoredDoc(rows[rowid], score) for rowid, score in fused if rowid in rows]
 
-    def similar(
-        self, key: str, k: int, filters: SearchFilters | SessionFilters | None = None
-    ) -> list[ScoredDoc]:
-        """Nearest neighbours of a stored document's vector, itself excluded.
+    return file.run(op)
 
-        Scores are cosines clipped to [0, 1]. A document without a vector
-        (tool I/O, no embedder) falls back to a lexical search on its text.
-        """
-        shared = search_filters(filters)
 
-        def op(conn: sqlite3.Connection) -> list[ScoredDoc]:
-            with self._read(conn):
-                row = conn.execute(
-                    "SELECT id, vector, content FROM chunks WHERE doc_key = ?", (key,)
-                ).fetchone()
-                if row is None or k <= 0:
-                    return []
-                own_id, blob, text = row
-                if blob is None:
-                    meta = self._meta(conn)
-                    cache_key = (meta.get(schema.META_EPOCH), meta.get(schema.META_GENERATION))
-                    n_lex, _ = self.candidate_counts(k + 1)
-                    ranking = self._lexical.rank(conn, text, n_lex, shared, cache_key)
-                    if self._fuse is None:  # the evidence fusion, lexical mode
-                        evidence = relevance.gather(None, ranking, lambda rowids: {})
-                        fused = relevance.evidence_ranking(evidence, "lexical")
-                    else:
-                        fused = relevance.rank_fusion(
-                            self._fuse, None, ranking, alpha=0.0, rrf_k=self.rrf_k
-                        )
+def similar(
+    file: SqliteFile,
+    redaction: Redaction,
+    fusing: Fusing,
+    key: str,
+    k: int,
+    filters: SearchFilters | None,
+) -> list[ScoredDoc]:
+    """Nearest neighbours of a stored document's vector, itself excluded.
+
+    Scores are cosines clipped to [0, 1]. A document without a vector
+    (tool I/O, no embedder) falls back to a lexical search on its text.
+    """
+
+    def op(conn: sqlite3.Connection) -> list[ScoredDoc]:
+        with read(conn):
+            row = conn.execute(
+                "SELECT id, vector, content FROM chunks WHERE doc_key = ?", (key,)
+            ).fetchone()
+            if row is None or k <= 0:
+                return []
+            own_id, blob, text = row
+            if blob is None:
+                cache_key = cache_key_of(read_meta(conn))
+                n_lex, _ = fusing.candidates(k + 1)
+                ranking = file.lexical.rank(conn, text, n_lex, filters, cache_key)
+                if fusing.method is None:  # the evidence fusion, lexical mode
+                    evidence = relevance.gather(None, ranking, lambda rowids: {})
+                    fused = relevance.evidence_ranking(evidence, "lexical")
                 else:
-                    dense, _ = self._synced_dense(conn, self._meta(conn))
-                    if dense is None:
-                        return []
-                    query = np.frombuffer(blob, dtype=np.dtype("<f4")).astype(np.float32)
-                    fused = [
-                        (rowid, max(0.0, min(1.0, cos)))
-                        for rowid, cos in dense.top_scored(query, k + 1, shared)
-                    ]
-                fused = [(rowid, s) for rowid, s in fused if rowid != own_id][:k]
-                if not fused:
+                    fused = relevance.rank_fusion(
+                        fusing.method, None, ranking, alpha=0.0, rrf_k=fusing.rrf_k
+                    )
+            else:
+                dense, _ = file.synced_dense(conn, read_meta(conn))
+                if dense is None:
                     return []
-                rows = self._fetch(conn, [rowid for rowid, _ in fused])
-            return [ScoredDoc(rows[rowid], score) for rowid, score in fused if rowid in rows]
+                query = np.frombuffer(blob, dtype=np.dtype("<f4")).astype(np.float32)
+                fused = [
+                    (rowid, max(0.0, min(1.0, cos)))
+                    for rowid, cos in dense.top_scored(query, k + 1, filters)
+                ]
+            fused = [(rowid, s) for rowid, s in fused if rowid != own_id][:k]
+            if not fused:
+                return []
+            rows = _fetch(redaction, conn, [rowid for rowid, _ in fused])
+        return [ScoredDoc(rows[rowid], score) for rowid, score in fused if rowid in rows]
 
-        return self._run(op)
-
-    def _fetch(self, conn: sqlite3.Connection, rowids: Sequence[int]) -> dict[int, StoredDoc]:
-        marks = ", ".join("?" * len(rowids))
-        rows = conn.execute(f"SELECT {DOC_COLUMNS} FROM chunks WHERE id IN ({marks})", rowids)
-        return {row[0]: self._doc(conn, row) for row in rows}
-
-    def _doc(self, conn: sqlite3.Connection, row: Sequence[Any]) -> StoredDoc:
-        doc = _row_doc(row)
-        shown = self._shown(conn, doc.text)
-        return doc if shown is doc.text else dataclasses.replace(doc, text=shown)
+    return file.run(op)

@@ -23,6 +23,11 @@ duplicates a row, and a row stored with its vector is never embedded again.
 ``part`` is "" for the entry's own text and "tool" for the tool calls an
 assistant entry carries (stored apart so they can stay unembedded).
 
+``SessionStore`` holds a ``file.SqliteFile`` made with
+``session_file.SessionKind`` and a ``session_redaction.Redaction``; its
+writes, searches and listings are the plain functions of
+``session_writes``, ``session_search`` and ``session_browse`` over them.
+
 A damaged file is handled like the main index's (same machinery,
 ``file.py`` and ``recovery.py``): moved aside to
 ``<name>.corrupt-<UTC stamp>``, recreated empty, never repaired, and the
@@ -34,35 +39,40 @@ until a user-facing surface shows it.
 
 from __future__ import annotations
 
-import contextlib
-import sqlite3
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
-import numpy as np
 import numpy.typing as npt
 
-from memlane.core.clock import SYSTEM_CLOCK, utc_z
 from memlane.core.settings import IndexSettings, SessionsSettings
-from memlane.index.legs.dense import vector_to_blob
+from memlane.core.types import SearchMode
 from memlane.index.legs.fusion import fusion_method
-from memlane.index.protocol import DimensionMismatchError
+from memlane.index.protocol import SearchFilters, query_vector_of
 from memlane.index.session_docs import (
-    DOC_KIND,
     BatchWrite,
+    ScoredDoc,
+    SessionFilters,
+    SessionInfo,
     SourceState,
     StoredDoc,
-    content_hash,
+    search_filters,
 )
-from memlane.index.sqlite import schema
-from memlane.index.sqlite.session_browse import SessionBrowse
-from memlane.index.sqlite.session_schema import DOC_COLUMNS, SOURCE_COLUMNS
-from memlane.index.sqlite.session_search import SessionLexicalLeg
+from memlane.index.sqlite import (
+    session_browse,
+    session_file,
+    session_reads,
+    session_search,
+    session_writes,
+)
+from memlane.index.sqlite.file import SqliteFile
+from memlane.index.sqlite.notes_search import candidate_count
+from memlane.index.sqlite.session_file import SessionKind
+from memlane.index.sqlite.session_redaction import Redaction
+from memlane.index.sqlite.session_search import Fusing, SessionLexicalLeg
 
 if TYPE_CHECKING:
     from memlane.index.protocol import HybridIndex
-    from memlane.index.session_docs import ScoredDoc
 
 SESSIONS_SUFFIX = ".sessions.sqlite"
 
@@ -74,13 +84,14 @@ def sessions_path_for(index_path: Path) -> Path:
     return index_path.with_name(stem + SESSIONS_SUFFIX)
 
 
-class SessionStore(SessionBrowse):
+class SessionStore:
     """FTS5 + numpy hybrid search over session documents, in one SQLite file.
 
     Satisfies ``memlane.index.protocol.HybridIndex`` (as the notes index
-    does); the file hooks are ``SessionFile``, the redaction of stored texts
-    ``SessionRedaction``, search ``SessionSearch``; here: sources, writes and
-    reads."""
+    does). Holds the file (``SqliteFile`` of kind ``SessionKind``) and the
+    redaction state of its texts (``Redaction``); writes, search and
+    listings are the functions of ``session_writes``, ``session_search``
+    and ``session_browse``; here: sources and reads."""
 
     def __init__(
         self,
@@ -92,64 +103,108 @@ class SessionStore(SessionBrowse):
         """``redact``: the secret redaction the stored texts must have been
         through (None: texts are stored and shown as given)."""
         self.index_settings = index_settings or IndexSettings()
-        self._redact = redact
-        self._rows_redacted = redact is None
         self.settings = sessions_settings or SessionsSettings()
         self._fuse = fusion_method(self.index_settings.fusion)
-        # Damage bookkeeping, per process (the store is one per process, see
-        # engine.sessions.open_store): why the file was recreated
-        # (``rebuilt_reason``, SqliteFile), until a user-facing surface pops
-        # it; how many times (the ingestor compares it around a pass to spot
-        # a rebuild in the middle of one); whether a full pass has read every
-        # transcript again since.
-        self.rebuilds = 0
-        self.reread_since_rebuild = True
-        super().__init__(path, SessionLexicalLeg())
+        # Why the file was recreated (``rebuilt_reason``), until a
+        # user-facing surface pops it; how many times (``rebuilds``);
+        # whether a full pass has read every transcript again since.
+        self._kind = SessionKind()
+        self._file = SqliteFile(path, SessionLexicalLeg(), self._kind)
+        self._redaction = Redaction(self._file, redact)
+
+    # -- the file's state ----------------------------------------------------------
+
+    @property
+    def path(self) -> Path:
+        return self._file.path
 
     @property
     def uri(self) -> str:
         """Where the index lives, as the notes index names its own."""
         return f"sqlite://{self.path}"
 
-    # -- sources -----------------------------------------------------------------
+    @property
+    def rebuilds(self) -> int:
+        """How many times this process found the file damaged and recreated it."""
+        return self._kind.rebuilds
+
+    @property
+    def reread_since_rebuild(self) -> bool:
+        """Whether a full pass has read every transcript again since the last rebuild."""
+        return self._kind.reread_since_rebuild
+
+    @reread_since_rebuild.setter
+    def reread_since_rebuild(self, value: bool) -> None:
+        self._kind.reread_since_rebuild = value
+
+    @property
+    def rebuilt_reason(self) -> str | None:
+        """Why the file was found damaged (or replaced); popped once by a surface."""
+        return self._file.rebuilt_reason
+
+    @rebuilt_reason.setter
+    def rebuilt_reason(self, reason: str | None) -> None:
+        self._file.rebuilt_reason = reason
+
+    def pop_rebuilt_reason(self) -> str | None:
+        """Return and clear ``rebuilt_reason`` (so the notice is shown once)."""
+        return self._file.pop_rebuilt_reason()
+
+    def close(self) -> None:
+        self._file.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # -- meta, model binding, upkeep (session_file) --------------------------------
+
+    def meta(self) -> dict[str, Any]:
+        return session_file.meta(self._file)
+
+    def set_meta(self, values: Mapping[str, object]) -> None:
+        """Write bookkeeping rows (sweeper status) without bumping the generation."""
+        session_file.set_meta(self._file, values)
+
+    def ensure_model(self, model: str, dimension: int | None) -> bool:
+        """Bind the vectors to ``model``; another model drops every vector
+        (documents stay and are embedded again). True when vectors were dropped."""
+        return session_file.ensure_model(self._file, model, dimension)
+
+    def clear(self) -> None:
+        """Drop every document, vector and source record (``sessions reindex``)."""
+        session_file.clear(self._file)
+
+    def checkpoint(self) -> None:
+        """Fold the WAL into the file and truncate it (best effort)."""
+        session_file.checkpoint(self._file)
+
+    # -- redaction (session_redaction) ----------------------------------------------
+
+    def rows_redacted(self) -> bool:
+        """Whether every stored text went through the current redaction."""
+        return self._redaction.rows_redacted()
+
+    def redact_stored(self) -> int:
+        """Rescan every stored text and rewrite the rows that hold a secret;
+        returns how many rows were rewritten (``Redaction.redact_stored``)."""
+        return self._redaction.redact_stored()
+
+    # -- sources ---------------------------------------------------------------------
 
     def sources(self) -> dict[str, SourceState]:
-        def op(conn: sqlite3.Connection) -> dict[str, SourceState]:
-            rows = conn.execute(f"SELECT {SOURCE_COLUMNS} FROM sources").fetchall()
-            return {row[0]: SourceState(*row) for row in rows}
-
-        return self._run(op)
+        return session_reads.sources(self._file)
 
     def source(self, path: str) -> SourceState | None:
-        def op(conn: sqlite3.Connection) -> SourceState | None:
-            row = conn.execute(
-                f"SELECT {SOURCE_COLUMNS} FROM sources WHERE path = ?", (path,)
-            ).fetchone()
-            return SourceState(*row) if row is not None else None
-
-        return self._run(op)
+        return session_reads.source(self._file, path)
 
     def existing(self, keys: Iterable[str]) -> dict[str, bool]:
         """doc key -> has a vector, for the keys already stored."""
-        wanted = list(dict.fromkeys(keys))
-        if not wanted:
-            return {}
+        return session_reads.existing(self._file, keys)
 
-        def op(conn: sqlite3.Connection) -> dict[str, bool]:
-            out: dict[str, bool] = {}
-            for start in range(0, len(wanted), 500):
-                part = wanted[start : start + 500]
-                marks = ", ".join("?" * len(part))
-                for key, has_vector in conn.execute(
-                    f"SELECT doc_key, vec_gen IS NOT NULL FROM chunks WHERE doc_key IN ({marks})",
-                    part,
-                ):
-                    out[key] = bool(has_vector)
-            return out
-
-        return self._run(op)
-
-    # -- writes ------------------------------------------------------------------
+    # -- writes (session_writes) ------------------------------------------------------
 
     def commit(self, batch: BatchWrite) -> int:
         """Apply one batch atomically; returns the documents newly inserted.
@@ -158,241 +213,121 @@ class SessionStore(SessionBrowse):
         IGNORE), except that a vector in the batch fills a row stored
         without one. Transcripts in ``replace`` lose their old rows first.
         """
-        arrays = {
-            key: np.asarray(v, dtype=np.float32).reshape(-1) for key, v in batch.vectors.items()
-        }
-
-        def op(conn: sqlite3.Connection) -> int:
-            with self._write(conn) as generation:
-                blobs = self._blobs(conn, arrays)
-                for transcript in sorted(batch.replace):
-                    conn.execute("DELETE FROM chunks WHERE transcript = ?", (transcript,))
-                rows = []
-                for doc in batch.docs:
-                    blob = blobs.get(doc.key)
-                    rows.append(
-                        (
-                            doc.key,
-                            doc.transcript,
-                            doc.entry_id,
-                            doc.part,
-                            DOC_KIND,
-                            doc.role,
-                            doc.timestamp,
-                            doc.session_id,
-                            content_hash(doc.text),
-                            doc.text,
-                            1 if doc.embed else 0,
-                            generation if blob is not None else None,
-                            blob,
-                        )
-                    )
-                cursor = conn.executemany(
-                    "INSERT OR IGNORE INTO chunks(doc_key, transcript, entry_id, part, kind, "
-                    "source, date, session, content_hash, content, embed, vec_gen, vector) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    rows,
-                )
-                # rowcount counts the statement's own inserts, not its triggers'.
-                inserted = max(cursor.rowcount, 0)
-                if blobs:
-                    conn.executemany(
-                        "UPDATE chunks SET vector = ?, vec_gen = ? "
-                        "WHERE doc_key = ? AND vec_gen IS NULL",
-                        [(blob, generation, key) for key, blob in blobs.items()],
-                    )
-                now = utc_z(SYSTEM_CLOCK.now())
-                conn.executemany(
-                    "INSERT INTO sources(path, format, session_id, offset, size, mtime_ns, inode, "
-                    "head_len, head_hash, garbage, unknown, updated_at, tail_hash) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
-                    "ON CONFLICT(path) DO UPDATE SET format = excluded.format, "
-                    "session_id = excluded.session_id, offset = excluded.offset, "
-                    "size = excluded.size, mtime_ns = excluded.mtime_ns, inode = excluded.inode, "
-                    "head_len = excluded.head_len, head_hash = excluded.head_hash, "
-                    "garbage = excluded.garbage, unknown = excluded.unknown, "
-                    "updated_at = excluded.updated_at, tail_hash = excluded.tail_hash",
-                    [
-                        (
-                            s.path,
-                            s.format,
-                            s.session_id,
-                            s.offset,
-                            s.size,
-                            s.mtime_ns,
-                            s.inode,
-                            s.head_len,
-                            s.head_hash,
-                            s.garbage,
-                            s.unknown,
-                            now,
-                            s.tail_hash,
-                        )
-                        for s in batch.states
-                    ],
-                )
-            return inserted
-
-        return self._run(op)
+        return session_writes.commit(self._file, batch)
 
     def remove_sources(self, paths: Iterable[str]) -> int:
-        targets = [(p,) for p in dict.fromkeys(paths)]
-        if not targets:
-            return 0
-
-        def op(conn: sqlite3.Connection) -> int:
-            with self._write(conn):
-                removed = conn.executemany("DELETE FROM chunks WHERE transcript = ?", targets)
-                conn.executemany("DELETE FROM sources WHERE path = ?", targets)
-            return max(removed.rowcount, 0)
-
-        return self._run(op)
+        return session_writes.remove_sources(self._file, paths)
 
     def remove_docs(self, keys: Iterable[str]) -> int:
         """Delete these documents, vectors and all; returns how many were stored."""
-        targets = [(key,) for key in dict.fromkeys(keys)]
-        if not targets:
-            return 0
-
-        def op(conn: sqlite3.Connection) -> int:
-            with self._write(conn):
-                removed = conn.executemany("DELETE FROM chunks WHERE doc_key = ?", targets)
-            return max(removed.rowcount, 0)
-
-        return self._run(op)
+        return session_writes.remove_docs(self._file, keys)
 
     def set_vectors(self, vectors: Mapping[str, npt.ArrayLike]) -> None:
-        arrays = {k: np.asarray(v, dtype=np.float32).reshape(-1) for k, v in vectors.items()}
-        if arrays:
-            self.commit(BatchWrite(vectors=arrays))
+        session_writes.set_vectors(self._file, vectors)
 
-    def _blobs(
-        self, conn: sqlite3.Connection, arrays: Mapping[str, npt.NDArray[np.float32]]
-    ) -> dict[str, bytes]:
-        if not arrays:
-            return {}
-        row = conn.execute(
-            "SELECT value FROM meta WHERE key = ?", (schema.META_DIMENSION,)
-        ).fetchone()
-        dimension = row[0] if row is not None else None
-        sizes = {a.size for a in arrays.values()}
-        expected = dimension if isinstance(dimension, int) else next(iter(sizes))
-        if sizes != {expected}:
-            raise DimensionMismatchError(
-                f"vector dimension {sorted(sizes - {expected})[0]} does not match the "
-                f"session index dimension {expected}",
-                hint="the embedder changed; run `memlane sessions reindex`",
-            )
-        for key, array in arrays.items():
-            if not bool(np.all(np.isfinite(array))):
-                raise ValueError(f"vector for session document {key} is not finite")
-        if not isinstance(dimension, int):
-            conn.execute(
-                "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
-                (schema.META_DIMENSION, expected),
-            )
-        return {key: vector_to_blob(array) for key, array in arrays.items()}
+    # -- search (session_search) --------------------------------------------------------
 
-    # -- reads -------------------------------------------------------------------
+    def candidate_counts(self, k: int) -> tuple[int, int]:
+        """(lexical, dense) candidates a search for ``k`` hits takes from each
+        leg: pi-lcm-memory's lexMult/semMult under rrf fusion, else the main
+        index's rule (index/legs/fusion.py)."""
+        if self.index_settings.fusion == "rrf":
+            return max(1, self.settings.lex_mult * k), max(1, self.settings.sem_mult * k)
+        n = candidate_count(k)
+        return n, n
+
+    @property
+    def rrf_k(self) -> int:
+        """The RRF constant fusion uses here: the sessions layer's own
+        (pi-lcm-memory's rrfK) under rrf fusion, else the main index's."""
+        if self.index_settings.fusion == "rrf":
+            return self.settings.rrf_k
+        return self.index_settings.rrf_k
+
+    def _fusing(self) -> Fusing:
+        return Fusing(self.index_settings, self._fuse, self.rrf_k, self.candidate_counts)
+
+    def search(
+        self,
+        query: str,
+        vector: npt.ArrayLike | None,
+        k: int,
+        filters: SearchFilters | SessionFilters | None = None,
+        *,
+        lexical: bool = True,
+    ) -> tuple[SearchMode, list[ScoredDoc]]:
+        """Hybrid search; ``vector`` None skips the dense leg (mode lexical),
+        ``lexical`` False skips the BM25 leg (mode semantic)."""
+        qvec = query_vector_of(vector, lexical=lexical)
+        shared = search_filters(filters)
+        return session_search.search(
+            self._file, self._redaction, self._fusing(), query, qvec, k, shared, lexical
+        )
+
+    def similar(
+        self, key: str, k: int, filters: SearchFilters | SessionFilters | None = None
+    ) -> list[ScoredDoc]:
+        """Nearest neighbours of a stored document's vector, itself excluded.
+
+        Scores are cosines clipped to [0, 1]. A document without a vector
+        (tool I/O, no embedder) falls back to a lexical search on its text.
+        """
+        shared = search_filters(filters)
+        return session_search.similar(self._file, self._redaction, self._fusing(), key, k, shared)
+
+    # -- listings (session_browse) -------------------------------------------------------
+
+    def messages_per_day(self) -> dict[str, int]:
+        """How many documents each UTC day holds (``YYYY-MM-DD`` of their timestamp)."""
+        return session_browse.messages_per_day(self._file)
+
+    def recent_sessions(
+        self, n: int, exclude: str | None = None, *, offset: int = 0
+    ) -> list[SessionInfo]:
+        """The ``n`` sessions with the latest messages, newest first (after
+        skipping ``offset`` of them)."""
+        return session_browse.recent_sessions(self._file, self._redaction, n, exclude, offset)
+
+    def sessions_on_day(self, day: str, n: int, *, offset: int = 0) -> list[SessionInfo]:
+        """The sessions with messages on UTC *day*, latest first; ``first_at``,
+        ``last_at`` and ``messages`` are that day's."""
+        return session_browse.sessions_on_day(self._file, self._redaction, day, n, offset)
+
+    def transcript_count(self, transcript: str) -> int:
+        """How many documents of *transcript* are stored."""
+        return session_browse.transcript_count(self._file, transcript)
+
+    def transcript_format(self, transcript: str) -> str | None:
+        """The format the sessions layer read *transcript* as (the agent it came from)."""
+        return session_browse.transcript_format(self._file, transcript)
+
+    def transcript_page(self, transcript: str, limit: int, offset: int = 0) -> list[StoredDoc]:
+        """*limit* documents of *transcript* in stored order, from *offset*."""
+        return session_browse.transcript_page(
+            self._file, self._redaction, transcript, limit, offset
+        )
+
+    # -- reads ---------------------------------------------------------------------------
 
     def missing_vectors(self, limit: int | None = None) -> list[tuple[str, str]]:
         """(doc key, text) of documents that should have a vector and do not."""
-
-        def op(conn: sqlite3.Connection) -> list[tuple[str, str]]:
-            rows = conn.execute(
-                "SELECT doc_key, content FROM chunks WHERE embed = 1 AND vec_gen IS NULL "
-                "ORDER BY id LIMIT ?",
-                (-1 if limit is None else max(limit, 0),),
-            ).fetchall()
-            return [(row[0], self._shown(conn, row[1])) for row in rows]
-
-        return self._run(op)
+        return session_reads.missing_vectors(self._file, self._redaction, limit)
 
     def count(self) -> int:
-        return self._run(lambda c: int(c.execute("SELECT count(*) FROM chunks").fetchone()[0]))
+        return session_reads.count(self._file)
 
     def get(self, key: str) -> StoredDoc | None:
-        def op(conn: sqlite3.Connection) -> StoredDoc | None:
-            row = conn.execute(
-                f"SELECT {DOC_COLUMNS} FROM chunks WHERE doc_key = ?", (key,)
-            ).fetchone()
-            return self._doc(conn, row) if row is not None else None
-
-        return self._run(op)
+        return session_reads.get(self._file, self._redaction, key)
 
     def find_entry(self, entry_id: str) -> list[StoredDoc]:
         """Documents of a transcript entry id (a message id as pi/Claude wrote it)."""
-
-        def op(conn: sqlite3.Connection) -> list[StoredDoc]:
-            rows = conn.execute(
-                f"SELECT {DOC_COLUMNS} FROM chunks WHERE entry_id = ? ORDER BY part, id",
-                (entry_id,),
-            ).fetchall()
-            return [self._doc(conn, row) for row in rows]
-
-        return self._run(op)
+        return session_reads.find_entry(self._file, self._redaction, entry_id)
 
     def docs_of(self, transcript: str) -> list[StoredDoc]:
-        def op(conn: sqlite3.Connection) -> list[StoredDoc]:
-            rows = conn.execute(
-                f"SELECT {DOC_COLUMNS} FROM chunks WHERE transcript = ? ORDER BY id",
-                (transcript,),
-            ).fetchall()
-            return [self._doc(conn, row) for row in rows]
-
-        return self._run(op)
+        return session_reads.docs_of(self._file, self._redaction, transcript)
 
     def stats(self) -> dict[str, Any]:
-        def op(conn: sqlite3.Connection) -> dict[str, Any]:
-            with self._read(conn):
-                docs = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
-                embedded = conn.execute(
-                    "SELECT count(*) FROM chunks WHERE vec_gen IS NOT NULL"
-                ).fetchone()[0]
-                # The partial index holds exactly these rows: counted from it,
-                # not by reading every row without a vector (all of them, in
-                # a lexical-only project).
-                pending = conn.execute(
-                    "SELECT count(*) FROM chunks INDEXED BY chunks_pending "
-                    "WHERE embed = 1 AND vec_gen IS NULL"
-                ).fetchone()[0]
-                sessions = conn.execute(
-                    "SELECT count(DISTINCT session) FROM chunks WHERE session IS NOT NULL"
-                ).fetchone()[0]
-                by_role = dict(
-                    conn.execute("SELECT source, count(*) FROM chunks GROUP BY source").fetchall()
-                )
-                sources, garbage, unknown = conn.execute(
-                    "SELECT count(*), coalesce(sum(garbage), 0), coalesce(sum(unknown), 0) "
-                    "FROM sources"
-                ).fetchone()
-                meta = self._meta(conn)
-            size = 0
-            for suffix in ("", "-wal"):
-                with contextlib.suppress(OSError):
-                    size += self.path.with_name(self.path.name + suffix).stat().st_size
-            extra: dict[str, Any] = {}
-            if self.rebuilt_reason is not None:
-                # Peeked, not popped: `memlane status --json` shows it and a
-                # later sessions command still gets to tell the user.
-                extra["rebuilt"] = self.rebuilt_reason
-            return {
-                "path": str(self.path),
-                "documents": docs,
-                "embedded": embedded,
-                "pending": pending,
-                "sessions": sessions,
-                "sources": sources,
-                "by_role": by_role,
-                "garbage_lines": garbage,
-                "unknown_entries": unknown,
-                "model": meta.get(schema.META_MODEL),
-                "dimensions": meta.get(schema.META_DIMENSION),
-                "size_bytes": size,
-                **extra,
-            }
-
-        return self._run(op)
+        return session_reads.stats(self._file)
 
 
 if TYPE_CHECKING:

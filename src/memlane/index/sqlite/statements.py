@@ -1,0 +1,65 @@
+"""The statements both index files share around an operation's own SQL:
+transaction ends and read snapshots, tombstone pruning, the meta table and
+what a search keys its caches on, the file's size on disk."""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from memlane.core.types import SearchMode
+from memlane.index.sqlite import schema
+
+
+def prune_tombstones(conn: sqlite3.Connection, floor: int) -> None:
+    """Drop the tombstones at or below generation *floor* (inside a write txn)."""
+    if floor <= 0:
+        return
+    conn.execute("DELETE FROM tombstones WHERE gen <= ?", (floor,))
+    conn.execute(
+        "UPDATE meta SET value = max(value, ?) WHERE key = ?",
+        (floor, schema.META_TOMBSTONE_FLOOR),
+    )
+
+
+def rollback(conn: sqlite3.Connection) -> None:
+    """End the open transaction, if any, without its changes."""
+    with contextlib.suppress(sqlite3.Error):
+        conn.execute("ROLLBACK")
+
+
+@contextlib.contextmanager
+def read(conn: sqlite3.Connection) -> Iterator[None]:
+    """One read snapshot (WAL: never blocks, never blocked by a writer)."""
+    conn.execute("BEGIN")
+    try:
+        yield
+    finally:
+        rollback(conn)  # read-only: ending it either way is the same
+
+
+def read_meta(conn: sqlite3.Connection) -> dict[str, Any]:
+    """The meta table (schema version, generation, epoch, model, dimension...)."""
+    return {key: value for key, value in conn.execute("SELECT key, value FROM meta")}
+
+
+def cache_key_of(meta: Mapping[str, Any]) -> tuple[Any, Any]:
+    """What a search's caches are keyed on: (epoch, generation) of the file."""
+    return meta.get(schema.META_EPOCH), meta.get(schema.META_GENERATION)
+
+
+def file_size(path: Path) -> int:
+    """Bytes of the file at *path* and its WAL (``stats``)."""
+    size = 0
+    for suffix in ("", "-wal"):
+        with contextlib.suppress(OSError):
+            size += path.with_name(path.name + suffix).stat().st_size
+    return size
+
+
+def search_mode(lexical: bool, dense: bool) -> SearchMode:
+    """What a search that runs these legs is called."""
+    return "semantic" if not lexical else "hybrid" if dense else "lexical"
