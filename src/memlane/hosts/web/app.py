@@ -26,7 +26,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from memlane.core.errors import MemlaneError, NotFoundError
-from memlane.hosts.web import pages_admin, pages_notes, pages_recall
+from memlane.hosts.web import pages_admin, pages_home, pages_notes, pages_recall
 from memlane.hosts.web.render import render
 from memlane.hosts.web.security import ASGIApp, Guard, same_origin
 
@@ -107,8 +107,11 @@ def build_app(viewer: Viewer) -> ASGIApp:
         context = contextvars.copy_context()
         return await loop.run_in_executor(worker, functools.partial(context.run, fn, *args))
 
-    async def timeline(request: Request) -> Response:
-        return _html(await work(pages_notes.timeline, viewer, _page_no(request)))
+    async def home(request: Request) -> Response:
+        return _html(await work(pages_home.home, viewer, _page_no(request)))
+
+    async def home_fragment(request: Request) -> Response:
+        return _html(await work(pages_home.home_fragment, viewer, _page_no(request)))
 
     async def timeline_json(request: Request) -> Response:
         from starlette.responses import JSONResponse
@@ -177,7 +180,8 @@ def build_app(viewer: Viewer) -> ASGIApp:
         return _html(body, status)
 
     routes = [
-        Route("/", _guarded(timeline)),
+        Route("/", _guarded(home)),
+        Route("/fragment/home", _guarded(home_fragment)),
         Route("/timeline.json", _guarded(timeline_json)),
         Route("/day/{day}", _guarded(day)),
         Route("/topics", _guarded(topics)),

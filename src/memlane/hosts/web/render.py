@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 TEMPLATES = Path(__file__).with_name("templates")
 NAV = (
-    ("/", "Timeline"),
+    ("/", "Home"),
     ("/search", "Search"),
     ("/topics", "Topics"),
     ("/sessions", "Sessions"),
