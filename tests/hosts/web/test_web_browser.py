@@ -146,7 +146,7 @@ def test_search_then_expand_then_the_transcript_inline(
     page.click("form.search button[type=submit]")
     hit = page.locator("article.hit").first
     assert hit.get_attribute("data-kind") == "journal"
-    assert float(hit.locator(".score").inner_text()) > 0
+    assert float(hit.locator(".band").get_attribute("data-score") or 0) > 0
     hit.locator("button.expand").click()
     section = hit.locator(".more section.l2")
     section.wait_for()

@@ -315,7 +315,7 @@ def test_search_shows_hits_then_the_section_then_the_turns(
     client: TestClient, web_store: WebStore, viewer: Viewer
 ) -> None:
     page = client.get("/search", params={"q": "Redis cache TTLs"}).text
-    assert 'class="score"' in page and 'data-kind="journal"' in page
+    assert 'data-score="' in page and 'data-kind="journal"' in page
     assert f'href="/{viewer.keys.token}/day/{web_store.today}"' in page
     chunk = _hash_of(client, "Redis cache TTLs")
     section = client.get("/fragment/expand", params={"hash": chunk}).text

@@ -10,11 +10,11 @@ ten thousand.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from memlane.hosts.web.pages_notes import SERIES, TIMELINE_DAYS, chart
-from memlane.hosts.web.render import render
+from memlane.hosts.web.render import ago, render
 
 if TYPE_CHECKING:
     from memlane.hosts.web.viewer import Viewer
@@ -41,17 +41,6 @@ class Item:
     transcript: str = ""
     turn: str = ""
     agent: str | None = None
-
-
-def ago(day: str, today: date) -> str:
-    """``today``, ``1 day ago``, ``12 days ago`` (empty for what is not a date)."""
-    try:
-        days = (today - date.fromisoformat(day[:10])).days
-    except ValueError:
-        return ""
-    if days <= 0:
-        return "today"
-    return f"{days} day{'' if days == 1 else 's'} ago"
 
 
 def home(viewer: Viewer, page_no: int) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from memlane.hosts.web.render import render
+from memlane.hosts.web.render import ago, render
 
 if TYPE_CHECKING:
     from memlane.engine.timeline import DayCount
@@ -103,6 +103,7 @@ def day(viewer: Viewer, day_name: str, page_no: int) -> str:
         title=day_name,
         active="/",
         day_name=day_name,
+        ago=ago(day_name, viewer.memory.clock.today()),
         found=found,
         entries=found.entries[start : start + DAY_ENTRIES] if found.exists else [],
         more=len(found.entries) > start + DAY_ENTRIES,

@@ -160,15 +160,40 @@ def expand_page(viewer: Viewer, chunk_hash: str) -> str:
 
 
 def expand_fragment(viewer: Viewer, chunk_hash: str) -> str:
-    """L2: the section of a hit, with a button for its conversation when anchored."""
-    return render("expand.html", **_expand(viewer, chunk_hash))
+    """L2 under a hit: the section of a hit, with a button for its conversation
+    when anchored. A hit that is its whole section (a journal entry, one
+    topic entry) is not shown again: its neighbours in the file are, instead."""
+    shown = _expand(viewer, chunk_hash)
+    chunk = viewer.memory.index.get(chunk_hash.strip().lower())
+    section = shown["section"]
+    if chunk is not None and chunk.content.strip() == str(section.get("content", "")).strip():
+        shown["around"] = _around(viewer, str(section["source"]), int(section["start_line"]))
+        shown["whole"] = True
+    return render("expand.html", **shown)
+
+
+def _around(viewer: Viewer, source: str, start_line: int) -> dict[str, Any]:
+    """The entries before and after the one starting at *start_line* of a daily file."""
+    from memlane.engine.timeline import day_file
+    from memlane.store.layout import date_of
+
+    day = date_of(Path(source)) if _in_store(viewer, source) else None
+    if day is None:
+        return {"day": None, "before": None, "after": None}
+    entries = [e for e in day_file(viewer.memory, day).entries if e.kind != "other"]
+    at = max((i for i, e in enumerate(entries) if e.line <= start_line), default=-1)
+    return {
+        "day": day,
+        "before": entries[at - 1] if at > 0 else None,
+        "after": entries[at + 1] if 0 <= at < len(entries) - 1 else None,
+    }
 
 
 def _expand(viewer: Viewer, chunk_hash: str) -> dict[str, Any]:
     details = viewer.tools.call("memory_expand", {"chunk_hash": chunk_hash}).details
     anchor = details.get("anchor") or {}
     shown = anchor.get("transcript") and "next" in details
-    return {"section": details, "anchor": anchor if shown else None}
+    return {"section": details, "anchor": anchor if shown else None, "whole": False}
 
 
 def transcript_fragment(viewer: Viewer, path: str, turn: str | None) -> str:
