@@ -28,7 +28,16 @@ def _csrf_form(html: str) -> dict[str, str]:
 
 def test_every_request_without_the_token_is_refused(viewer: Viewer) -> None:
     with TestClient(build_app(viewer), base_url=BASE_URL) as anonymous:
-        for path in ("/", "/search?q=redis", "/health", "/static/app.css", "/forget", "/nope"):
+        paths = (
+            "/",
+            "/search?q=redis",
+            "/health",
+            "/static/app.css",
+            "/forget",
+            "/events",
+            "/nope",
+        )
+        for path in paths:
             answer = anonymous.get(path)
             assert answer.status_code == 403, path
             assert "token" in answer.text

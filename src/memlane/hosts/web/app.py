@@ -21,12 +21,13 @@ from urllib.parse import parse_qsl
 
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, Response
+from starlette.responses import HTMLResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from memlane.core.errors import MemlaneError, NotFoundError
 from memlane.hosts.web import pages_admin, pages_home, pages_notes, pages_recall
+from memlane.hosts.web.live import StoreWatcher, event_stream
 from memlane.hosts.web.render import render
 from memlane.hosts.web.security import ASGIApp, Guard, same_origin
 
@@ -92,13 +93,15 @@ def params(request: Request) -> dict[str, str]:
     return dict(request.query_params)
 
 
-def build_app(viewer: Viewer) -> ASGIApp:
+def build_app(viewer: Viewer, stopping: Callable[[], bool] = lambda: False) -> ASGIApp:
     """The application for *viewer*, behind its token (security.Guard).
 
     Guard wraps the whole Starlette app, its error middleware included, so a
-    500 carries the security headers too.
+    500 carries the security headers too. *stopping* says when the server is
+    stopping: the live streams (``/events``) then end, so it need not wait.
     """
     worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memlane-ui")
+    watcher = StoreWatcher(viewer.memory.scope.store)
 
     async def work(fn: Callable[..., T], *args: Any) -> T:
         """``fn(*args)`` on the worker thread (see the module docstring)."""
@@ -132,6 +135,16 @@ def build_app(viewer: Viewer) -> ASGIApp:
 
     async def search(request: Request) -> Response:
         return _html(await work(pages_recall.search, viewer, params(request)))
+
+    async def search_fragment(request: Request) -> Response:
+        return _html(await work(pages_recall.search, viewer, params(request), True))
+
+    async def events(request: Request) -> Response:
+        return StreamingResponse(
+            event_stream(watcher, stopping),
+            media_type="text/event-stream",
+            headers={"x-accel-buffering": "no"},
+        )
 
     async def expand(request: Request) -> Response:
         chunk = request.query_params.get("hash", "")
@@ -187,6 +200,8 @@ def build_app(viewer: Viewer) -> ASGIApp:
         Route("/topics", _guarded(topics)),
         Route("/topics/{slug}", _guarded(topic)),
         Route("/search", _guarded(search)),
+        Route("/fragment/search", _guarded(search_fragment)),
+        Route("/events", events),
         Route("/expand", _guarded(expand_page)),
         Route("/fragment/expand", _guarded(expand)),
         Route("/fragment/transcript", _guarded(transcript_fragment)),
@@ -201,4 +216,5 @@ def build_app(viewer: Viewer) -> ASGIApp:
     app = Guard(Starlette(routes=routes), keys=viewer.keys)
     # The worker thread goes with the application (it is idle between pages).
     weakref.finalize(app, worker.shutdown, wait=False)
+    weakref.finalize(app, watcher.close)
     return app

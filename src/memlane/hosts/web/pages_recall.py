@@ -40,7 +40,10 @@ SESSIONS_PAGE = 25
 MESSAGES_PAGE = 50
 
 
-def search(viewer: Viewer, params: Mapping[str, str]) -> str:
+def search(viewer: Viewer, params: Mapping[str, str], fragment: bool = False) -> str:
+    """The search page, or (*fragment*) only its results: what the page's
+    script puts under the form as the person types."""
+    page = "search_results.html" if fragment else "search.html"
     query = params.get("q", "").strip()
     kind = params.get("kind", "")
     k = _bounded(params.get("k"), SEARCH_STEP, SEARCH_MAX)
@@ -56,7 +59,7 @@ def search(viewer: Viewer, params: Mapping[str, str]) -> str:
         "hits": [],
     }
     if not query:
-        return render("search.html", **shown)
+        return render(page, **shown)
     arguments: dict[str, Any] = {"query": query, "k": k}
     for name in ("after", "before", "session"):
         if params.get(name, "").strip():
@@ -71,13 +74,13 @@ def search(viewer: Viewer, params: Mapping[str, str]) -> str:
         details = viewer.tools.call("memory_search", arguments).details
     except MemlaneError as exc:
         # A bad date or time: said under the form, which keeps what was typed.
-        return render("search.html", **{**shown, "error": exc})
+        return render(page, **{**shown, "error": exc})
     hits: list[dict[str, Any]] = details.get("hits") or []
     if details.get("nothing_relevant") or not hits:
         below = bool(details.get("below_min_score"))
         anyway = "Search with min_score 0 to see them anyway." if below else None
         return render(
-            "search.html",
+            page,
             **shown,
             headline=details.get("headline", "Nothing found."),
             anyway=url("/search", {**params, "min_score": "0"}) if below else None,
@@ -86,7 +89,7 @@ def search(viewer: Viewer, params: Mapping[str, str]) -> str:
         )
     more = len(hits) >= k and k < SEARCH_MAX
     return render(
-        "search.html",
+        page,
         **{**shown, "hits": [hit_view(viewer, hit) for hit in hits]},
         headline=details.get("headline", ""),
         more=url("/search", {**params, "k": min(k + SEARCH_STEP, SEARCH_MAX)}) if more else None,
