@@ -4,7 +4,8 @@ timeline and day pages, hosts/web/).
 Read-only views of the store and the sessions index. Counting a daily file
 means reading it, so counts are kept per file and read again only when the
 file's size or modification time changed: a timeline of a big store is then
-one ``stat`` per file, not one read.
+one ``stat`` per file, not one read. The messages per day are counted again
+only when the sessions index changed (registry.sessions_stamp).
 """
 
 from __future__ import annotations
@@ -74,6 +75,7 @@ class Timeline:
     def __init__(self, mem: ProjectMemory) -> None:
         self.mem = mem
         self._journal: dict[Path, tuple[tuple[int, int], int]] = {}
+        self._messages: tuple[tuple[int, ...], dict[str, int]] | None = None
 
     def days(self) -> list[DayCount]:
         """Every day with something in it, oldest first."""
@@ -129,13 +131,19 @@ class Timeline:
         import sqlite3
 
         from memlane.core.errors import MemlaneError
-        from memlane.engine.sessions.registry import open_store
+        from memlane.engine.sessions.registry import open_store, sessions_stamp
 
+        # Counted again only when the sessions index changed (its stamp).
+        stamp = sessions_stamp(self.mem)
+        if self._messages is not None and self._messages[0] == stamp:
+            return self._messages[1]
         try:
             # One store per process (registry.py): it stays open for the next call.
-            return open_store(self.mem).messages_per_day()
+            counts = open_store(self.mem).messages_per_day()
         except (MemlaneError, sqlite3.Error, OSError):
             return {}  # an unreadable sessions index: the timeline shows the notes
+        self._messages = (stamp, counts)
+        return counts
 
 
 def _removable_count(data: bytes) -> int:

@@ -8,6 +8,7 @@ import re
 from _web import SESSION_ID, WebStore
 from starlette.testclient import TestClient
 
+from _transcript_builders import PiSession
 from memlane.hosts.web.viewer import Viewer
 
 
@@ -57,3 +58,23 @@ def test_the_live_part_is_a_fragment_and_shows_a_new_entry(
     after = client.get("/fragment/home").text
     feed = after.split("</section>", 1)[0]
     assert feed.index("renamed the billing cron job") < feed.index("release checklist")
+
+
+def test_a_session_indexed_after_the_page_was_built_shows_on_it(
+    client: TestClient, web_store: WebStore, viewer: Viewer
+) -> None:
+    first = client.get("/").text
+    assert "019a2b3c-later" not in first
+    before = {d["day"]: d["messages"] for d in client.get("/timeline.json").json()}
+    pi = PiSession("019a2b3c-later")
+    pi.user("plan the Postgres connection pool retry")
+    pi.assistant("The pool now retries twice with jitter.")
+    later = web_store.transcript.parent / "2026-08-14T09-00-00_later.jsonl"
+    later.write_text("\n".join(pi.lines) + "\n", encoding="utf-8")
+    viewer.catch_up()  # what the viewer's Background does while it runs
+    page = client.get("/").text
+    feed = page.split('<section class="feed"', 1)[1].split("</section>", 1)[0]
+    assert "019a2b3c-later" in feed and "Postgres connection pool retry" in feed
+    assert "019a2b3c-later" in client.get("/sessions").text
+    after = {d["day"]: d["messages"] for d in client.get("/timeline.json").json()}
+    assert sum(after.values()) == sum(before.values()) + 2

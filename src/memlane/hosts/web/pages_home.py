@@ -113,7 +113,7 @@ def feed(viewer: Viewer, journal_days: list[str]) -> list[Item]:
                 href=url(f"/topics/{info.slug}"),
             )
         )
-    for session in viewer.sessions.recent(FEED_SESSIONS):
+    for session in viewer.recent_sessions(FEED_SESSIONS):
         last = local_time(session.last_at or session.first_at or "", viewer)
         items.append(
             Item(

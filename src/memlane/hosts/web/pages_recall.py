@@ -216,7 +216,7 @@ def _transcript(viewer: Viewer, path: str, turn: str | None) -> dict[str, Any]:
 
 def sessions(viewer: Viewer, page_no: int) -> str:
     start = (page_no - 1) * SESSIONS_PAGE
-    infos = viewer.sessions.recent(SESSIONS_PAGE + 1, offset=start)
+    infos = viewer.recent_sessions(SESSIONS_PAGE + 1, offset=start)
     return render(
         "sessions.html",
         title="Sessions",
