@@ -215,31 +215,49 @@ def _transcript(viewer: Viewer, path: str, turn: str | None) -> dict[str, Any]:
 
 
 def sessions(viewer: Viewer, page_no: int) -> str:
+    """The project's sessions, newest first: each titled by its first ask,
+    with its agent, its local times and the entries it produced."""
+    from memlane.hosts.web.pages_home import local_time
+
     start = (page_no - 1) * SESSIONS_PAGE
     infos = viewer.recent_sessions(SESSIONS_PAGE + 1, offset=start)
+    produced = viewer.session_entries.by_session()
     return render(
         "sessions.html",
         title="Sessions",
         active="/sessions",
         infos=infos[:SESSIONS_PAGE],
+        local=lambda stamp: local_time(stamp or "", viewer) if stamp else "",
+        produced={info.session_id: len(produced.get(info.session_id, ())) for info in infos},
         page_no=page_no,
         more=len(infos) > SESSIONS_PAGE,
     )
 
 
 def session(viewer: Viewer, transcript: str, page_no: int) -> str:
+    """One session: its first ask as the title, its agent and times, the
+    entries it produced, then its messages a page at a time (local times)."""
+    from memlane.hosts.web.pages_home import local_time
+
     layer = viewer.sessions
     total = layer.message_count(transcript)
     start = (page_no - 1) * MESSAGES_PAGE
     shown = layer.messages_of(transcript, MESSAGES_PAGE, offset=start)
+    opening = layer.messages_of(transcript, 20) if page_no > 1 else shown
+    first_ask = next((m.text for m in opening if m.role == "user"), "")
+    session_id = next((m.session_id for m in opening if m.session_id), "")
+    title = " ".join(first_ask.split())
     return render(
         "session.html",
-        title=f"Session {shown[0].session_id}" if shown and shown[0].session_id else "Session",
+        title=(title[:90] + "…" if len(title) > 90 else title) or f"Session {session_id}",
         active="/sessions",
         agent=layer.format_of(transcript),
+        session_id=session_id,
         transcript=transcript,
         total=total,
         shown=shown,
+        local=lambda stamp: local_time(stamp or "", viewer) if stamp else "",
+        entries=viewer.session_entries.of(session_id) if session_id else [],
         page_no=page_no,
         more=total > start + MESSAGES_PAGE,
     )

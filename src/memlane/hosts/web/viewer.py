@@ -10,6 +10,7 @@ from memlane.hosts.web.security import Secrets
 if TYPE_CHECKING:
     from memlane.engine.live.background import Background
     from memlane.engine.project import Memory
+    from memlane.engine.session_entries import SessionEntries
     from memlane.engine.sessions.layer import SessionsLayer
     from memlane.engine.timeline import Timeline
     from memlane.engine.tools.dispatch import Tools
@@ -30,6 +31,7 @@ class Viewer:
         default_factory=dict, init=False, repr=False
     )
     _recent_stamp: tuple[int, ...] = field(default=(), init=False, repr=False)
+    _session_entries: SessionEntries | None = field(default=None, init=False, repr=False)
 
     @property
     def tools(self) -> Tools:
@@ -61,6 +63,15 @@ class Viewer:
 
             self._sessions = SessionsLayer(self.memory, embedder=None)
         return self._sessions
+
+    @property
+    def session_entries(self) -> SessionEntries:
+        """The journal entries each session produced (by their anchors)."""
+        if self._session_entries is None:
+            from memlane.engine.session_entries import SessionEntries
+
+            self._session_entries = SessionEntries(self.memory)
+        return self._session_entries
 
     def recent_sessions(self, n: int, offset: int = 0) -> list[SessionInfo]:
         """The sessions layer's ``recent``, read again only when the sessions
