@@ -225,6 +225,28 @@ def test_the_min_score_control_filters_and_the_hint_lowers_it(page: Any, server:
     assert page.input_value("input[name=min_score]") == "0"
 
 
+def test_an_entry_corrected_in_the_viewer_shows_corrected_on_the_open_first_page(
+    browser: Any, page: Any, server: Running
+) -> None:
+    home = browser.new_context(viewport=VIEWPORT).new_page()
+    home.goto(server.url)
+    home.wait_for_selector("body.listening", timeout=WAIT_MS)
+    page.goto(server.base + f"/day/{server.store.today}")
+    entry = page.locator("article.entry", has_text="moved the hot cache to Redis")
+    entry.locator("a.correct").click()
+    assert "moved the hot cache to Redis" in page.input_value("#correction")
+    page.fill("#correction", "the hot cache moved from Redis to Valkey")
+    page.click("#save-correction")
+    page.wait_for_selector("p.ok")
+    assert "Corrected in" in page.inner_text("p.ok")
+    daily = (server.store.store / f"{server.store.today}.md").read_text(encoding="utf-8")
+    assert "Valkey" in daily and "moved the hot cache to Redis" not in daily
+    # The other tab, open all along, shows the corrected text without a reload.
+    home.locator("section.feed").get_by_text("moved from Redis to Valkey").wait_for(timeout=WAIT_MS)
+    assert "moved the hot cache to Redis" not in home.inner_text("section.feed")
+    home.context.close()
+
+
 def test_the_event_stream_needs_the_token_and_ends_when_the_viewer_stops(
     server: Running,
 ) -> None:

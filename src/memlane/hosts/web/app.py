@@ -180,6 +180,18 @@ def build_app(viewer: Viewer, stopping: Callable[[], bool] = lambda: False) -> A
         return _html(await work(pages_admin.forget_confirm, viewer, params(request)))
 
     async def forget_apply(request: Request) -> Response:
+        return await _post(request, pages_admin.forget_apply)
+
+    async def correct_form(request: Request) -> Response:
+        return _html(await work(pages_admin.correct_form, viewer, params(request)))
+
+    async def correct_apply(request: Request) -> Response:
+        return await _post(request, pages_admin.correct_apply)
+
+    async def _post(
+        request: Request, apply: Callable[[Viewer, dict[str, str]], tuple[int, str]]
+    ) -> Response:
+        """A form's POST: small, from this origin, with the page's CSRF token."""
         form = await _form(request)
         if form is None:
             return _html(_refused("the form is too large", None), 413)
@@ -189,7 +201,7 @@ def build_app(viewer: Viewer, stopping: Callable[[], bool] = lambda: False) -> A
                 "open the entry in the viewer and confirm there",
             )
             return _html(refused, 403)
-        status, body = await work(pages_admin.forget_apply, viewer, form)
+        status, body = await work(apply, viewer, form)
         return _html(body, status)
 
     routes = [
@@ -211,6 +223,8 @@ def build_app(viewer: Viewer, stopping: Callable[[], bool] = lambda: False) -> A
         Route("/health", _guarded(health)),
         Route("/forget", _guarded(forget_confirm), methods=["GET"]),
         Route("/forget", _guarded(forget_apply), methods=["POST"]),
+        Route("/correct", _guarded(correct_form), methods=["GET"]),
+        Route("/correct", _guarded(correct_apply), methods=["POST"]),
         Mount("/static", app=StaticFiles(directory=STATIC), name="static"),
     ]
     app = Guard(Starlette(routes=routes), keys=viewer.keys)
