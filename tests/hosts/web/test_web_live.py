@@ -168,6 +168,7 @@ def test_a_phone_screen_needs_no_horizontal_scroll(
             "/topics",
             "/sessions",
             f"/day/{server.store.today}",
+            "/agent",
             "/health",
         )
         for path in paths:
@@ -245,6 +246,24 @@ def test_an_entry_corrected_in_the_viewer_shows_corrected_on_the_open_first_page
     home.locator("section.feed").get_by_text("moved from Redis to Valkey").wait_for(timeout=WAIT_MS)
     assert "moved the hot cache to Redis" not in home.inner_text("section.feed")
     home.context.close()
+
+
+def test_the_agent_page_shows_the_snapshot_and_a_prompts_auto_context(
+    page: Any, server: Running, tmp_path: Path
+) -> None:
+    page.click("nav >> text=Agent")
+    page.wait_for_url("**/agent")
+    snapshot = page.locator("#snapshot")
+    assert "## Project memory (memlane)" in snapshot.inner_text()
+    size = page.locator(".agent-snapshot .size")
+    assert int(size.get_attribute("data-tokens") or 0) > 0
+    assert "tokens" in size.inner_text()
+    page.screenshot(path=str(tmp_path / "agent.png"))
+    assert distinct_colours(tmp_path / "agent.png") >= MIN_COLOURS
+    page.fill("#prompt", "kubernetes helm rollout")
+    page.press("#prompt", "Enter")
+    page.wait_for_url("**/agent?prompt=*")
+    assert "Nothing would be added" in page.inner_text(".agent-prompt")
 
 
 def test_the_event_stream_needs_the_token_and_ends_when_the_viewer_stops(

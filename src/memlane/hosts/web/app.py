@@ -26,7 +26,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from memlane.core.errors import MemlaneError, NotFoundError
-from memlane.hosts.web import pages_admin, pages_home, pages_notes, pages_recall
+from memlane.hosts.web import pages_admin, pages_agent, pages_home, pages_notes, pages_recall
 from memlane.hosts.web.live import StoreWatcher, event_stream
 from memlane.hosts.web.render import render
 from memlane.hosts.web.security import ASGIApp, Guard, same_origin
@@ -173,6 +173,9 @@ def build_app(viewer: Viewer, stopping: Callable[[], bool] = lambda: False) -> A
         transcript_path = request.query_params.get("transcript", "")
         return _html(await work(pages_recall.session, viewer, transcript_path, _page_no(request)))
 
+    async def agent(request: Request) -> Response:
+        return _html(await work(pages_agent.agent, viewer, params(request)))
+
     async def health(request: Request) -> Response:
         return _html(await work(pages_admin.health, viewer))
 
@@ -220,6 +223,7 @@ def build_app(viewer: Viewer, stopping: Callable[[], bool] = lambda: False) -> A
         Route("/transcript", _guarded(transcript)),
         Route("/sessions", _guarded(sessions)),
         Route("/session", _guarded(session)),
+        Route("/agent", _guarded(agent)),
         Route("/health", _guarded(health)),
         Route("/forget", _guarded(forget_confirm), methods=["GET"]),
         Route("/forget", _guarded(forget_apply), methods=["POST"]),

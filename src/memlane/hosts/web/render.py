@@ -29,6 +29,7 @@ NAV = (
     ("/search", "Search"),
     ("/topics", "Topics"),
     ("/sessions", "Sessions"),
+    ("/agent", "Agent"),
     ("/health", "Health"),
 )
 #: The token prefix every link of the current request starts with (set by
