@@ -81,3 +81,27 @@ def test_a_prompt_shows_the_auto_context_it_would_get(
     assert 'value="when does the billing cron job run?"' in page
     nothing = client.get("/agent", params={"prompt": "kubernetes helm rollout"}).text
     assert "Nothing would be added" in nothing and 'id="auto-context"' not in nothing
+
+
+def test_the_cost_per_day_is_what_the_sessions_handed_the_agent(
+    client: TestClient, web_store: WebStore
+) -> None:
+    empty = client.get("/agent").text
+    assert "No prompt recorded yet" in empty
+    session = start_session(web_store.memory)
+    try:
+        handed = [session.before_agent_start(p) for p in ("what about Redis?", "and TTLs?")]
+    finally:
+        session.shutdown()
+    page = client.get("/agent").text
+    today = web_store.today
+    row = re.search(
+        rf'<tr data-day="{today}"><td>{today}</td><td>2</td><td>([\d,]+)</td><td>([\d,]+)</td>'
+        r"<td>([\d,]+)</td></tr>",
+        page,
+    )
+    assert row is not None, page
+    snapshot_chars = int(row.group(1).replace(",", ""))
+    assert snapshot_chars == sum(len(h.system_append) for h in handed)
+    assert int(row.group(3).replace(",", "")) > 0
+    assert f'<g class="cost-bar" data-day="{today}">' in page
