@@ -198,7 +198,10 @@ def main() -> int:
         ("session (page of 50)", "/session", {"transcript": built["transcript"]}),
         ("session, page 6", "/session", {"transcript": built["transcript"], "page": "6"}),
         ("health", "/health", {}),
+        ("what the agent sees", "/agent", {}),
+        ("what the agent sees, with a prompt", "/agent", {"prompt": QUERIES[0]}),
         ("forget confirmation", "/forget", {"chunk_hash": hashes[-1]}),
+        ("correct form", "/correct", {"chunk_hash": hashes[-2]}),
     ]
     rows: list[dict[str, Any]] = []
     results: dict[str, Any] = {}

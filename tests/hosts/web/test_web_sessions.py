@@ -37,11 +37,12 @@ def test_a_session_page_lists_the_entries_it_produced(
     assert "<title>let us move the hot cache to Redis · memlane</title>" in page
     entries = page.split('id="entries"', 1)[1].split("</section>", 1)[0]
     items = re.findall(r'<li><a href="([^"]+)">([^<]+)</a>: ([^<]+)</li>', entries)
+    assert "2 entries, newest first:" in entries
     assert [(href, when[:10]) for href, when, _ in items] == [
-        (f"{root}/day/{web_store.yesterday}", web_store.yesterday),
         (f"{root}/day/{web_store.today}", web_store.today),
+        (f"{root}/day/{web_store.yesterday}", web_store.yesterday),
     ]
-    assert "flaky webhook handler" in items[0][2] and "hot cache to Redis" in items[1][2]
+    assert "hot cache to Redis" in items[0][2] and "flaky webhook handler" in items[1][2]
     messages = page.split("<h2>Messages</h2>", 1)[1]
     assert "000Z</time>" not in messages and "idempotency key" in messages
 

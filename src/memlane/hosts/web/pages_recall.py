@@ -38,6 +38,8 @@ SEARCH_STEP = 10
 SEARCH_MAX = 100
 SESSIONS_PAGE = 25
 MESSAGES_PAGE = 50
+#: Entries a session's page lists (its latest); the rest are counted.
+SESSION_ENTRIES = 50
 
 
 def search(viewer: Viewer, params: Mapping[str, str], fragment: bool = False) -> str:
@@ -247,6 +249,7 @@ def session(viewer: Viewer, transcript: str, page_no: int) -> str:
     first_ask = next((m.text for m in opening if m.role == "user"), "")
     session_id = next((m.session_id for m in opening if m.session_id), "")
     title = " ".join(first_ask.split())
+    entries = viewer.session_entries.of(session_id) if session_id else []
     return render(
         "session.html",
         title=(title[:90] + "…" if len(title) > 90 else title) or f"Session {session_id}",
@@ -257,7 +260,8 @@ def session(viewer: Viewer, transcript: str, page_no: int) -> str:
         total=total,
         shown=shown,
         local=lambda stamp: local_time(stamp or "", viewer) if stamp else "",
-        entries=viewer.session_entries.of(session_id) if session_id else [],
+        entries=entries[-SESSION_ENTRIES:][::-1],  # the latest first
+        entries_total=len(entries),
         page_no=page_no,
         more=total > start + MESSAGES_PAGE,
     )
