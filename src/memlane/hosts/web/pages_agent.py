@@ -1,4 +1,4 @@
-"""What the agent sees (engine/agent_view.py as a page): the session-start
+"""What the agent sees (engine/live/agent_view.py as a page): the session-start
 snapshot as the agent gets it, a sample auto-context for a prompt typed
 here, their sizes in characters and tokens, and what the agent was handed
 per day (engine/live/injection_ledger.py)."""
@@ -46,7 +46,7 @@ class CostBar:
 
 
 def agent(viewer: Viewer, params: Mapping[str, str]) -> str:
-    from memlane.engine import agent_view
+    from memlane.engine.live import agent_view
 
     memory = viewer.memory
     seen = agent_view.snapshot(memory)

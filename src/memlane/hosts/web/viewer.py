@@ -10,9 +10,8 @@ from memlane.hosts.web.security import Secrets
 if TYPE_CHECKING:
     from memlane.engine.live.background import Background
     from memlane.engine.project import Memory
-    from memlane.engine.session_entries import SessionEntries
     from memlane.engine.sessions.layer import SessionsLayer
-    from memlane.engine.timeline import Timeline
+    from memlane.engine.timeline import SessionEntries, Timeline
     from memlane.engine.tools.dispatch import Tools
     from memlane.index.session_docs import SessionInfo
 
@@ -68,7 +67,7 @@ class Viewer:
     def session_entries(self) -> SessionEntries:
         """The journal entries each session produced (by their anchors)."""
         if self._session_entries is None:
-            from memlane.engine.session_entries import SessionEntries
+            from memlane.engine.timeline import SessionEntries
 
             self._session_entries = SessionEntries(self.memory)
         return self._session_entries

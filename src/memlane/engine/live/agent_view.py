@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from memlane.engine.journal.snapshot import Snapshot
-    from memlane.engine.ports import ProjectMemory
+    from memlane.engine.shared.ports import ProjectMemory
 
 #: The session id the viewer's snapshot is built for (it excludes no session from the primer).
 VIEWER_SESSION = "memlane-ui"
