@@ -248,6 +248,22 @@ def test_an_entry_corrected_in_the_viewer_shows_corrected_on_the_open_first_page
     home.context.close()
 
 
+def test_a_session_reads_as_its_first_ask_with_the_entries_it_produced(
+    page: Any, server: Running
+) -> None:
+    page.click("nav >> text=Sessions")
+    title = page.locator("table.sessions a.session-title").first
+    assert title.inner_text() == "let us move the hot cache to Redis"
+    assert "Z" not in page.locator("table.sessions tr").nth(1).locator("td").nth(2).inner_text()
+    title.click()
+    assert page.inner_text("h1") == "let us move the hot cache to Redis"
+    entries = page.locator("#entries li")
+    assert entries.count() >= 2
+    entries.first.locator("a").click()
+    page.wait_for_url("**/day/*")
+    assert page.locator("article.entry").count() >= 1
+
+
 def test_the_agent_page_shows_the_snapshot_and_a_prompts_auto_context(
     page: Any, server: Running, tmp_path: Path
 ) -> None:
