@@ -11,10 +11,18 @@ the token check, the engine call and the HTML, without a network) and
 reports p50 / p95 per page. The first request of each page is left out
 (it opens the index and the sessions store, once per server).
 
+Then the live first page: the application served by uvicorn on 127.0.0.1
+(as `memlane ui` serves it), a client listening to ``/events`` as the
+page's script does, and ``--live-runs`` entries written to the store by
+another Memory (as an agent writes): the time from the write returning to
+the ``changed`` event, and to the page's live part (``/fragment/home``)
+showing the entry; and the cost of one look at the store (the watcher's
+stat of every markdown file, every 0.5 s while a page listens).
+
     python benchmarks/bench_ui.py [--entries 10000] [--sessions 300] [--messages 300] [--runs 30]
 
-Prints a table and writes benchmarks/results/ui.json. Target: every page
-≤ 200 ms.
+Prints two tables and writes benchmarks/results/ui.json. Targets: every
+page ≤ 150 ms p95; a new entry on the open page ≤ 2 s.
 """
 
 from __future__ import annotations
@@ -34,7 +42,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).parent))
 from _common import entry_text, percentile, print_table, write_json
 
-TARGET_MS = 200.0
+TARGET_MS = 150.0
+LIVE_TARGET_S = 2.0
 PER_DAY = 40
 SESSION_ID = "bench-ui-session"
 QUERIES = ("Redis cache TTL", "flaky webhook handler", "Postgres pool retry", "invoice exporter")
@@ -136,6 +145,7 @@ def main() -> int:
     parser.add_argument("--messages", type=int, default=300, help="messages per session")
     parser.add_argument("--topics", type=int, default=20)
     parser.add_argument("--runs", type=int, default=30)
+    parser.add_argument("--live-runs", type=int, default=20, help="entries written to an open page")
     args = parser.parse_args()
 
     root = Path(tempfile.mkdtemp(prefix="memlane-bench-ui-"))
@@ -168,7 +178,9 @@ def main() -> int:
     assert chunk, "the search found nothing to expand"
     hashes = re.findall(r'data-hash="([0-9a-f]+)"', search)
     pages: list[tuple[str, str, dict[str, str]]] = [
-        ("timeline", "/", {}),
+        ("first page (newest memories, timeline)", "/", {}),
+        ("first page, its live part", "/fragment/home", {}),
+        ("search as you type (fragment)", "/fragment/search", {"q": QUERIES[3]}),
         ("day (40 entries)", f"/day/{built['day']}", {}),
         ("day (3 sessions' messages)", "/day/2026-01-05", {}),
         ("search, notes", "/search", {"q": QUERIES[1]}),
@@ -186,7 +198,10 @@ def main() -> int:
         ("session (page of 50)", "/session", {"transcript": built["transcript"]}),
         ("session, page 6", "/session", {"transcript": built["transcript"], "page": "6"}),
         ("health", "/health", {}),
+        ("what the agent sees", "/agent", {}),
+        ("what the agent sees, with a prompt", "/agent", {"prompt": QUERIES[0]}),
         ("forget confirmation", "/forget", {"chunk_hash": hashes[-1]}),
+        ("correct form", "/correct", {"chunk_hash": hashes[-2]}),
     ]
     rows: list[dict[str, Any]] = []
     results: dict[str, Any] = {}
@@ -206,7 +221,7 @@ def main() -> int:
                 "page": name,
                 "p50 ms": p50,
                 "p95 ms": p95,
-                "≤ 200 ms": "✔" if p95 <= TARGET_MS else "✘",
+                "≤ 150 ms": "✔" if p95 <= TARGET_MS else "✘",
             }
         )
     # Forget itself: each run removes another entry (its confirmation form, then the POST).
@@ -231,7 +246,7 @@ def main() -> int:
             "page": "forget (POST)",
             "p50 ms": p50,
             "p95 ms": p95,
-            "≤ 200 ms": "✔" if p95 <= TARGET_MS else "✘",
+            "≤ 150 ms": "✔" if p95 <= TARGET_MS else "✘",
         }
     )
     print_table(
@@ -253,10 +268,103 @@ def main() -> int:
             "target_ms": TARGET_MS,
         },
     )
+    from memlane.hosts.web.live import POLL_S
+
+    live = measure_live(viewer, project, args.live_runs)
+    print_table(
+        f"memlane ui, a new entry on the open first page ({args.live_runs} entries written "
+        f"by another Memory; the watcher looks every {POLL_S} s)",
+        [
+            {"measure": name, "p50": f"{v['p50_s']:.3f} s", "p95": f"{v['p95_s']:.3f} s"}
+            for name, v in live.items()
+            if name != "store look"
+        ]
+        + [
+            {
+                "measure": "one look at the store (stat every markdown file)",
+                "p50": f"{live['store look']['p50_ms']:.2f} ms",
+                "p95": f"{live['store look']['p95_ms']:.2f} ms",
+            }
+        ],
+    )
+    path = write_json(
+        "ui",
+        {
+            "entries": args.entries,
+            "sessions": args.sessions,
+            "messages_per_session": args.messages,
+            "topics": args.topics,
+            "chunks": report.total_chunks,
+            "pages": results,
+            "target_ms": TARGET_MS,
+            "live": live,
+            "live_target_s": LIVE_TARGET_S,
+        },
+    )
     print(f"\nwrote {path}")
     client.close()
     viewer.close()
-    return 0 if all(r["p95_ms"] <= TARGET_MS for r in results.values()) else 1
+    pages_ok = all(r["p95_ms"] <= TARGET_MS for n, r in results.items() if n != "forget (POST)")
+    return 0 if pages_ok and live["page shows it"]["p95_s"] <= LIVE_TARGET_S else 1
+
+
+def measure_live(viewer: Any, project: Path, runs: int) -> dict[str, Any]:
+    """Seconds from a write to the ``changed`` event and to the live part
+    showing it, through a real server and a real event stream."""
+    import threading
+    import urllib.request
+
+    import uvicorn
+
+    from memlane.engine.project import Memory
+    from memlane.hosts.web.app import build_app
+    from memlane.hosts.web.live import store_signature
+    from memlane.hosts.web.server import bind
+
+    sock = bind(0)
+    server = uvicorn.Server(
+        uvicorn.Config(build_app(viewer), log_level="warning", lifespan="off", access_log=False)
+    )
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.01)
+    base = f"http://127.0.0.1:{sock.getsockname()[1]}/{viewer.keys.token}"
+    writer = Memory.open(project)
+    to_event: list[float] = []
+    to_page: list[float] = []
+    stream = urllib.request.urlopen(base + "/events", timeout=60)
+    try:
+        while stream.readline() != b"event: ready\n":
+            pass
+        for n in range(runs):
+            text = f"the agent moved live check number {n} of the bench to the staging queue"
+            t = time.perf_counter()  # the write's own time counts: the page waits for it too
+            writer.write(text)
+            while not stream.readline().startswith(b"event: changed"):
+                pass
+            to_event.append(time.perf_counter() - t)
+            with urllib.request.urlopen(base + "/fragment/home", timeout=60) as answer:
+                assert f"live check number {n} of" in answer.read().decode(), "not on the page"
+            to_page.append(time.perf_counter() - t)
+            time.sleep(0.3)  # let the next write fall anywhere in the watcher's period
+    finally:
+        stream.close()
+        writer.close()
+        server.should_exit = True
+        thread.join(timeout=30)
+        sock.close()
+    store = viewer.memory.scope.store
+    looks = []
+    for _ in range(50):
+        t = time.perf_counter()
+        store_signature(store)
+        looks.append((time.perf_counter() - t) * 1000)
+    return {
+        "event sent": {"p50_s": percentile(to_event, 50), "p95_s": percentile(to_event, 95)},
+        "page shows it": {"p50_s": percentile(to_page, 50), "p95_s": percentile(to_page, 95)},
+        "store look": {"p50_ms": percentile(looks, 50), "p95_ms": percentile(looks, 95)},
+    }
 
 
 if __name__ == "__main__":

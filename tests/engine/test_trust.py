@@ -178,6 +178,30 @@ def test_topic_frontmatter_is_never_a_hit(mem: Memory) -> None:
     assert any(h.kind == "topic" and h.date == "2026-11-20" for h in hits)
 
 
+def test_a_topic_preamble_is_a_hit_without_the_frontmatter_above_it(mem: Memory) -> None:
+    topics.add(
+        mem.scope.store,
+        content="The hot cache runs on Redis 7 with five minute TTLs.",
+        topic="redis cache",
+        title="Hot cache",
+        type="project",
+        today=date(2026, 11, 20),
+    )
+    path = mem.scope.store / "topics" / "redis-cache.md"
+    text = path.read_text(encoding="utf-8")
+    path.write_text(
+        text.replace("---\n\n##", "---\nThe calendar of cache freeze windows.\n\n##", 1),
+        encoding="utf-8",
+    )
+    mem.sync()
+    hits = mem.search("calendar of cache freeze windows", 10, min_score=0.0).hits
+    preamble = next(h for h in hits if "freeze windows" in h.content)
+    assert preamble.content == "The calendar of cache freeze windows."
+    assert preamble.kind == "topic" and preamble.date == "2026-11-20"
+    # The chunk stays the index's: expand finds it by its hash.
+    assert "freeze windows" in mem.expand(preamble.chunk_hash).content
+
+
 def test_auto_context_never_pushes_an_outdated_fact(project: Path, clock: FixedClock) -> None:
     writer = open_memory(project, clock=clock, lexical=False)
     _write(writer, "The hot Redis cache keeps entries for a TTL of 5 minutes.", 2)

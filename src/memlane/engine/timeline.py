@@ -1,10 +1,11 @@
-"""Memory over time: per-day counts and one day's entries (the web viewer's
-timeline and day pages, hosts/web/).
+"""Memory over time: per-day counts, one day's entries, and the entries each
+session produced (the web viewer's timeline, day and session pages, hosts/web/).
 
 Read-only views of the store and the sessions index. Counting a daily file
 means reading it, so counts are kept per file and read again only when the
 file's size or modification time changed: a timeline of a big store is then
-one ``stat`` per file, not one read.
+one ``stat`` per file, not one read. The messages per day are counted again
+only when the sessions index changed (registry.sessions_stamp).
 """
 
 from __future__ import annotations
@@ -74,6 +75,7 @@ class Timeline:
     def __init__(self, mem: ProjectMemory) -> None:
         self.mem = mem
         self._journal: dict[Path, tuple[tuple[int, int], int]] = {}
+        self._messages: tuple[tuple[int, ...], dict[str, int]] | None = None
 
     def days(self) -> list[DayCount]:
         """Every day with something in it, oldest first."""
@@ -129,13 +131,19 @@ class Timeline:
         import sqlite3
 
         from memlane.core.errors import MemlaneError
-        from memlane.engine.sessions.registry import open_store
+        from memlane.engine.sessions.registry import open_store, sessions_stamp
 
+        # Counted again only when the sessions index changed (its stamp).
+        stamp = sessions_stamp(self.mem)
+        if self._messages is not None and self._messages[0] == stamp:
+            return self._messages[1]
         try:
             # One store per process (registry.py): it stays open for the next call.
-            return open_store(self.mem).messages_per_day()
+            counts = open_store(self.mem).messages_per_day()
         except (MemlaneError, sqlite3.Error, OSError):
             return {}  # an unreadable sessions index: the timeline shows the notes
+        self._messages = (stamp, counts)
+        return counts
 
 
 def _removable_count(data: bytes) -> int:
@@ -185,3 +193,67 @@ def day_file(mem: ProjectMemory, day: str) -> DayFile:
             )
         )
     return DayFile(day, str(path), True, entries)
+
+
+# -- the entries each session produced ---------------------------------------------
+
+#: The first characters of an entry a listing shows.
+PREVIEW_CHARS = 160
+
+
+@dataclass(frozen=True)
+class SessionEntry:
+    """One journal entry a session produced: its day, time, address (what
+    removes it: ``HH:MM#N``) and the start of its text."""
+
+    day: str
+    time: str
+    address: str
+    preview: str
+
+
+class SessionEntries:
+    """The entries of each session, cached per daily file."""
+
+    def __init__(self, mem: ProjectMemory) -> None:
+        self.mem = mem
+        self._files: dict[Path, tuple[tuple[int, int], list[tuple[str, SessionEntry]]]] = {}
+
+    def by_session(self) -> dict[str, list[SessionEntry]]:
+        """Session id → its entries, oldest first."""
+        from memlane.store.layout import date_of
+
+        store = self.mem.scope.store
+        found: dict[str, list[SessionEntry]] = {}
+        if not store.is_dir():
+            return found
+        seen: set[Path] = set()
+        for path in sorted(store.glob("*.md")):
+            day = date_of(path)
+            if day is None or not path.is_file():
+                continue
+            seen.add(path)
+            stat = path.stat()
+            key = (stat.st_size, stat.st_mtime_ns)
+            cached = self._files.get(path)
+            if cached is None or cached[0] != key:
+                cached = (key, _entries_of(self.mem, day))
+                self._files[path] = cached
+            for session, entry in cached[1]:
+                found.setdefault(session, []).append(entry)
+        for gone in set(self._files) - seen:
+            del self._files[gone]
+        return found
+
+    def of(self, session: str) -> list[SessionEntry]:
+        return self.by_session().get(session, [])
+
+
+def _entries_of(mem: ProjectMemory, day: str) -> list[tuple[str, SessionEntry]]:
+    out: list[tuple[str, SessionEntry]] = []
+    for entry in day_file(mem, day).entries:
+        if entry.session and entry.kind != "other":
+            text = " ".join(entry.text.split())
+            preview = text if len(text) <= PREVIEW_CHARS else text[: PREVIEW_CHARS - 1] + "…"
+            out.append((entry.session, SessionEntry(day, entry.time, entry.address, preview)))
+    return out

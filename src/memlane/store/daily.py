@@ -96,6 +96,25 @@ def format_entry(time_hhmm: str, anchor: Anchor | None, text: str) -> str:
     return "\n".join([*head, *bullets]) + "\n"
 
 
+def corrected_entry(block: str, text: str) -> str:
+    """*block* (an entry or compact block as the file holds it) with its text
+    replaced by *text* (as bullets): its heading line and its comment lines
+    (the anchor, ``supersedes`` markers) stay, and so do the blank lines
+    that ended it. Text with nothing but whitespace is refused."""
+    bullets = _bullets(text)
+    if not bullets:
+        raise StoreError(
+            "nothing to write: the corrected text is empty",
+            "type the entry's new text, or forget the entry instead",
+        )
+    body = block.strip("\n")
+    start = block.index(body) if body else 0
+    leading, ending = block[:start], block[start + len(body) :]
+    lines = body.split("\n")
+    kept = [lines[0], *(ln.strip() for ln in lines[1:] if _COMMENT_LINE_RE.fullmatch(ln.strip()))]
+    return leading + "\n".join([*kept, *bullets]) + ending
+
+
 def create_with_title(path: Path, day: date) -> None:
     """Create *path* holding only its title, unless it already exists.
 

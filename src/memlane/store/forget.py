@@ -289,7 +289,10 @@ def _remove(
     hooks: RewriteHooks | None,
     dry_run: bool = False,
     expect: str | None = None,
+    rewrite: Callable[[str], str] | None = None,
 ) -> Removed:
+    """Remove the located block, or (*rewrite*) put ``rewrite(block)`` in its
+    place: a correction takes the same steps, lock and checks as a removal."""
     hooks = hooks or RewriteHooks()
     path = _daily_file(store_dir, source)
     with _store_lock(path.parent):
@@ -313,6 +316,7 @@ def _remove(
                 )
             if dry_run:
                 return _removed(path, span, markdown)
+            instead = rewrite(markdown).encode("utf-8") if rewrite is not None else b""
             mode = os.fstat(fd).st_mode & 0o7777
             try:
                 temp_fd, temp_name = tempfile.mkstemp(
@@ -329,7 +333,7 @@ def _remove(
                 os.fchmod(temp_fd, mode)
                 for _ in range(MAX_ROUNDS):
                     try:
-                        _write_temp(temp_fd, data[: span.start] + data[span.end :])
+                        _write_temp(temp_fd, data[: span.start] + instead + data[span.end :])
                     except OSError as exc:
                         if is_disk_full(exc):
                             raise disk_full_error(path, "nothing was removed") from None
@@ -391,13 +395,16 @@ def forget_chunk(
     hooks: RewriteHooks | None = None,
     dry_run: bool = False,
     expect: str | None = None,
+    rewrite: Callable[[str], str] | None = None,
 ) -> Removed:
     """Remove the entry (or compact block) holding line *start_line* of *source*.
 
     ``dry_run``: find it by the same rules and return what would be removed,
     changing nothing (the web viewer's confirmation page). ``expect``: the
     ``Removed.fingerprint`` that confirmation showed; when what the file
-    gives now differs, ``ConflictError`` and nothing is removed.
+    gives now differs, ``ConflictError`` and nothing is removed. ``rewrite``:
+    correct it instead: the block is replaced by ``rewrite(block)``
+    (store/daily.py's ``corrected_entry``).
 
     With *chunk_hash*, the file as it is now (read under the lock) must
     still produce that chunk at *start_line* with *model*; otherwise the
@@ -417,7 +424,7 @@ def forget_chunk(
                 )
         return locate_line(data, start_line, path)
 
-    return _remove(store_dir, Path(source), locate, hooks, dry_run, expect)
+    return _remove(store_dir, Path(source), locate, hooks, dry_run, expect, rewrite)
 
 
 def forget_entry(
@@ -429,10 +436,11 @@ def forget_entry(
     hooks: RewriteHooks | None = None,
     dry_run: bool = False,
     expect: str | None = None,
+    rewrite: Callable[[str], str] | None = None,
 ) -> Removed:
     """Remove the one entry headed ``### HH:MM`` (or the compact block headed
-    ``## Memory Compact HH:MM``) in ``<store>/<date>.md``; ``dry_run`` and
-    ``expect`` as ``forget_chunk``'s.
+    ``## Memory Compact HH:MM``) in ``<store>/<date>.md``; ``dry_run``,
+    ``expect`` and ``rewrite`` as ``forget_chunk``'s.
 
     *hhmm* ``"14:03#2"`` is the second of the entries headed 14:03; a bare
     time that several headings carry is refused, listing them (with their
@@ -455,4 +463,5 @@ def forget_entry(
         hooks,
         dry_run,
         expect,
+        rewrite,
     )

@@ -9,27 +9,18 @@ it is not blank (png.py counts the colours in it).
 
 from __future__ import annotations
 
-import os
-import queue
 import signal
-import subprocess
-import sys
-import threading
-import urllib.request
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from _web import SESSION_ID, WebStore, build_web_store
+from _served import Running, serve_ui
+from _web import SESSION_ID
 from png import changed_fraction, distinct_colours, pixels_of_colour
-
-from helpers import NOW, FixedClock, isolate_environment, make_project, wait_for
 
 pytestmark = pytest.mark.e2e
 
-START_TIMEOUT_S = 60
 #: A page with text, a chart or a form shows hundreds of colours; a blank page one.
 MIN_COLOURS = 16
 VIEWPORT = {"width": 1000, "height": 700}
@@ -40,76 +31,10 @@ JOURNAL_BAR_RGB = (0x2F, 0x6F, 0xBA)
 MIN_CHANGED = 0.02
 
 
-@dataclass
-class Running:
-    process: subprocess.Popen[str]
-    url: str  # the printed one: the token prefix, with a slash
-    base: str  # the same without the slash (paths are added to it)
-    origin: str  # without the token
-    store: WebStore
-    lines: queue.Queue[str]  # the process's output, read by a thread
-    reader: threading.Thread
-
-    def output_after_exit(self) -> str:
-        """Everything the process printed, once it has exited."""
-        self.reader.join(timeout=30)
-        out = []
-        while not self.lines.empty():
-            out.append(self.lines.get())
-        return "".join(out)
-
-
-def _get(url: str) -> str:
-    with urllib.request.urlopen(url, timeout=30) as answer:
-        return str(answer.read().decode("utf-8"))
-
-
-def _read_lines(stream: Any, into: queue.Queue[str]) -> None:
-    for line in stream:
-        into.put(line)
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
-    with pytest.MonkeyPatch.context() as patch:
-        home = tmp_path_factory.mktemp("ui-home")
-        isolate_environment(patch, home, tmp_path_factory.mktemp("ui-cache"))
-        project = make_project(tmp_path_factory.mktemp("ui"))
-        store = build_web_store(project, FixedClock(NOW))
-        store.memory.close()
-        env = {
-            **os.environ,
-            "MEMLANE_NOW": NOW.isoformat(),
-            "MEMLANE_EMBEDDING_PROVIDER": "none",
-        }
-        process = subprocess.Popen(
-            [sys.executable, "-m", "memlane.cli.main", "-C", str(project), "ui"],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            env=env,
-        )
-        lines: queue.Queue[str] = queue.Queue()
-        reader = threading.Thread(target=_read_lines, args=(process.stdout, lines), daemon=True)
-        reader.start()
-        url = ""
-        try:
-            while not url:
-                line = lines.get(timeout=START_TIMEOUT_S)
-                if line.startswith("memlane ui: http://"):
-                    url = line.split("memlane ui: ", 1)[1].strip()
-            origin = url.rsplit("/", 2)[0]
-            # The engine catches the sessions index up on its own thread.
-            wait_for(
-                lambda: SESSION_ID in _get(url + "sessions"),
-                timeout=START_TIMEOUT_S,
-                what="the viewer indexed the project's session",
-            )
-            yield Running(process, url, url.rstrip("/"), origin, store, lines, reader)
-        finally:
-            if process.poll() is None:
-                process.kill()
-            process.wait(timeout=30)
+    with serve_ui(tmp_path_factory) as running:
+        yield running
 
 
 @pytest.fixture(scope="module")
@@ -178,6 +103,21 @@ def test_the_viewer_opens_with_the_token_and_refuses_without_it(
         signed_in.close()
 
 
+def test_the_first_page_shows_the_newest_memories_under_a_search_box(
+    page: Any, server: Running, tmp_path: Path, refused_shot: Path
+) -> None:
+    assert page.locator("#q").is_visible()
+    newest = page.locator("section.feed article.feed-item").first
+    assert "release checklist" in newest.inner_text()
+    assert f"{server.store.today} 10:00 · today" in newest.locator("time.when").inner_text()
+    assert page.locator("aside.side #timeline-chart").is_visible()
+    shot(page, tmp_path, "home", refused_shot)
+    page.fill("#q", "Redis cache TTLs")
+    page.press("#q", "Enter")
+    page.wait_for_url("**/search?q=Redis*")
+    assert "moved the hot cache to Redis" in page.locator("article.hit").first.inner_text()
+
+
 def test_the_timeline_renders_the_days_and_opens_one(
     page: Any, server: Running, tmp_path: Path, refused_shot: Path
 ) -> None:
@@ -206,7 +146,7 @@ def test_search_then_expand_then_the_transcript_inline(
     page.click("form.search button[type=submit]")
     hit = page.locator("article.hit").first
     assert hit.get_attribute("data-kind") == "journal"
-    assert float(hit.locator(".score").inner_text()) > 0
+    assert float(hit.locator(".band").get_attribute("data-score") or 0) > 0
     hit.locator("button.expand").click()
     section = hit.locator(".more section.l2")
     section.wait_for()

@@ -88,7 +88,7 @@ def test_every_asset_a_page_names_ships_in_the_package(client: TestClient, viewe
     page = client.get("/").text
     root = f"/{viewer.keys.token}"
     assets = re.findall(rf'(?:href|src)="{root}(/static/[^"]+)"', page)
-    assert sorted(assets) == ["/static/app.css", "/static/app.js"]
+    assert sorted(assets) == ["/static/app.css", "/static/app.js", "/static/theme.js"]
     for asset in assets:
         assert (STATIC / asset.removeprefix("/static/")).is_file()
         assert client.get(asset).status_code == 200

@@ -28,7 +28,16 @@ def _csrf_form(html: str) -> dict[str, str]:
 
 def test_every_request_without_the_token_is_refused(viewer: Viewer) -> None:
     with TestClient(build_app(viewer), base_url=BASE_URL) as anonymous:
-        for path in ("/", "/search?q=redis", "/health", "/static/app.css", "/forget", "/nope"):
+        paths = (
+            "/",
+            "/search?q=redis",
+            "/health",
+            "/static/app.css",
+            "/forget",
+            "/events",
+            "/nope",
+        )
+        for path in paths:
             answer = anonymous.get(path)
             assert answer.status_code == 403, path
             assert "token" in answer.text
@@ -315,7 +324,7 @@ def test_search_shows_hits_then_the_section_then_the_turns(
     client: TestClient, web_store: WebStore, viewer: Viewer
 ) -> None:
     page = client.get("/search", params={"q": "Redis cache TTLs"}).text
-    assert 'class="score"' in page and 'data-kind="journal"' in page
+    assert 'data-score="' in page and 'data-kind="journal"' in page
     assert f'href="/{viewer.keys.token}/day/{web_store.today}"' in page
     chunk = _hash_of(client, "Redis cache TTLs")
     section = client.get("/fragment/expand", params={"hash": chunk}).text

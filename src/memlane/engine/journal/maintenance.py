@@ -100,6 +100,7 @@ def forget(
     date: str | None = None,
     time: str | None = None,
     expect: str | None = None,
+    correction: str | None = None,
 ) -> Removed:
     """Remove one entry or compact block; its chunks leave the index at once.
 
@@ -111,7 +112,20 @@ def forget(
     *expect*: the ``Removed.fingerprint`` of a confirmation (forget_preview.py);
     the store compares it under its lock and raises ``ConflictError``, removing
     nothing, when the file no longer gives that.
+
+    *correction*: ``correct``'s text; the entry is rewritten in place instead.
     """
+    rewrite = None
+    if correction is not None:
+        from memlane.store.daily import corrected_entry
+        from memlane.store.redaction import redaction_for_storage
+
+        text = redaction_for_storage(correction).text
+        corrected_entry("### 00:00", text)  # an empty correction is refused before any lock
+
+        def rewrite(block: str) -> str:
+            return corrected_entry(block, text)
+
     by_time = date is not None or time is not None
     if (chunk_hash is None) == (not by_time):
         raise MemlaneError(
@@ -130,13 +144,16 @@ def forget(
             chunk_hash=chunk.chunk_hash,
             model=mem.embedding.model,
             expect=expect,
+            rewrite=rewrite,
         )
     else:
         if date is None or time is None:
             raise MemlaneError(
                 "a date and a time are needed together", "e.g. date=2026-03-14 time=09:05"
             )
-        removed = forget_entry(store, date, time, model=mem.embedding.model, expect=expect)
+        removed = forget_entry(
+            store, date, time, model=mem.embedding.model, expect=expect, rewrite=rewrite
+        )
     try:
         mem.sync(operation="forget")
     except MemlaneError as exc:
@@ -151,6 +168,24 @@ def forget(
     if notices:
         removed = dataclasses.replace(removed, notices=tuple(notices))
     return removed
+
+
+def correct(
+    mem: ProjectMemory,
+    text: str,
+    *,
+    chunk_hash: str | None = None,
+    date: str | None = None,
+    time: str | None = None,
+    expect: str | None = None,
+) -> Removed:
+    """Rewrite one entry's text in place (the web viewer's "correct"): the
+    same addressing, confirmation fingerprint, store lock and index purge as
+    ``forget``, so the old text leaves the store and the index file, and
+    the next search finds the new one. *text* is redacted as a write is;
+    the entry keeps its heading (its time) and its anchor. The result echoes
+    the old block."""
+    return forget(mem, chunk_hash=chunk_hash, date=date, time=time, expect=expect, correction=text)
 
 
 def _purge_index(mem: ProjectMemory) -> list[str]:

@@ -42,6 +42,25 @@ log = logging.getLogger("memlane.session")
 OWN_ENTRY_ROOM = 5
 
 
+def pushable(
+    hits: list[Hit],
+    settings: SessionSettings,
+    snapshot: Snapshot,
+    own_entry: Callable[[str], bool],
+) -> list[Hit]:
+    """The journal hits auto-context pushes with a prompt: over the floor,
+    never an outdated fact, nothing the snapshot already holds, none of the
+    session's own entries (*own_entry*), at most top k."""
+    return [
+        h
+        for h in hits
+        if h.score >= settings.auto_context_score_floor
+        and h.superseded_by is None  # never push an outdated fact
+        and not snapshot.contains(h.content)
+        and not own_entry(h.content)
+    ][: settings.auto_context_top_k]
+
+
 class AutoContext:
     """One session's hidden message: its worker, its deadline and its counters."""
 
@@ -256,14 +275,7 @@ class AutoContext:
             self._count_lexical(want_context=hits is not None, want_recall=recalled is not None)
         parts: list[str] = []
         if hits is not None:
-            kept = [
-                h
-                for h in hits
-                if h.score >= settings.auto_context_score_floor
-                and h.superseded_by is None  # never push an outdated fact
-                and not snapshot.contains(h.content)
-                and not self._own_entry(h.content)
-            ][:top_k]
+            kept = pushable(hits, settings, snapshot, self._own_entry)
             text = render_injection(kept, settings.auto_context_char_budget, self._base())
             if text:
                 state.injected += 1

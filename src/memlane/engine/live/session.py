@@ -45,6 +45,7 @@ from memlane.engine.journal.snapshot import Snapshot
 from memlane.engine.live.auto_context import AutoContext
 from memlane.engine.live.background import Background
 from memlane.engine.live.capture import RECOVERY_REASON, SHUTDOWN_REASON, Capture
+from memlane.engine.live.injection_ledger import record as record_injection
 from memlane.engine.live.session_internals import SessionInternals
 from memlane.engine.live.state import (
     AutoContextState,
@@ -338,6 +339,8 @@ class Session:
         message = self._auto.hidden_message(prompt, snapshot, self._sessions_layer)
         if message:
             self._recall_log.note_injection(message)
+        # Sizes only, for the viewer's cost per day (injection_ledger.py).
+        record_injection(self.memory.scope, snapshot.day, len(snapshot.text), len(message or ""))
         return Injection(system_append=snapshot.text, message=message)
 
     # -- agent_settled ----------------------------------------------------------------

@@ -6,7 +6,8 @@ What a notes search found is refined here before anyone sees it:
 * **Dated.** A journal entry's day and time come from its file name and its
   ``### HH:MM`` heading, a topic entry's from its file's ``updated`` field,
   a message's from its transcript; each hit also says how old it is.
-* **No echoes.** A topic file's frontmatter alone is never a hit. An entry
+* **No echoes.** A topic file's frontmatter alone is never a hit, and a hit
+  on the preamble under it shows the preamble without it. An entry
   that only restates a question (an undistilled ``- user asked: …`` digest,
   a note that only says what the user asked) matches the question's words
   better than any answer does, so it is ranked after every answer and its
@@ -101,6 +102,7 @@ _PAST_RE = re.compile(
 _SPOKEN_RE = re.compile(r"\b(I|I'm|I've|I'd|I'll|[Mm]e|[Mm]y|[Mm]ine|[Yy]ou|[Yy]our|[Yy]ours)\b")
 _WORD_RE = re.compile(r"[A-Za-z][A-Za-z0-9_.\-]{3,}")
 _FRONTMATTER_ONLY_RE = re.compile(r"\A\s*---\s*\n.*?\n---\s*\Z", re.DOTALL)
+_FRONTMATTER_HEAD_RE = re.compile(r"\A\s*---[ \t]*\n.*?\n---[ \t]*\n", re.DOTALL)
 _DIGEST_RE = re.compile(r"^\s*[-*]\s*user asked:", re.IGNORECASE | re.MULTILINE)
 _ASKED_LINE_RE = re.compile(r"^\s*[-*]?\s*(the )?user (asked|wanted to know)\b", re.IGNORECASE)
 _UPDATED_RE = re.compile(r"^updated:\s*['\"]?(\d{4}-\d{2}-\d{2})", re.MULTILINE)
@@ -194,9 +196,23 @@ def is_echo(content: str) -> bool:
     return bool(lines) and all(_ASKED_LINE_RE.search(ln) for ln in lines)
 
 
+def without_frontmatter(content: str) -> str:
+    """A topic file's first chunk without its frontmatter block: the file's
+    preamble, what the chunk says (the chunk itself, its hash and lines, are
+    the index's, byte-compatible with memsearch's chunking, so it is the hit
+    that leaves the block out)."""
+    found = _FRONTMATTER_HEAD_RE.match(content)
+    return content[found.end() :].lstrip("\n") if found else content
+
+
 def without_echoes(hits: Sequence[Hit]) -> list[Hit]:
-    """Frontmatter dropped; echoes after every answer, at a reduced score."""
-    kept = [h for h in hits if not is_frontmatter_only(h.content)]
+    """Frontmatter dropped (alone, the hit; before a preamble, the block);
+    echoes after every answer, at a reduced score."""
+    kept = [
+        replace(h, content=without_frontmatter(h.content)) if h.content.startswith("---") else h
+        for h in hits
+        if not is_frontmatter_only(h.content)
+    ]
     echo = [is_echo(h.content) for h in kept]
     answers = [h for h, said in zip(kept, echo, strict=True) if not said]
     echoes = [h for h, said in zip(kept, echo, strict=True) if said]

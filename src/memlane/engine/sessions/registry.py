@@ -23,6 +23,22 @@ def sessions_path(mem: ProjectMemory) -> Path:
     return sessions_path_for(mem.internals.index_path)
 
 
+def sessions_stamp(mem: ProjectMemory) -> tuple[int, ...]:
+    """The size and modification time of the sessions index and its WAL: a
+    commit by any process changes it, so what was read from the index under
+    the same stamp is still current (a cache key for the viewer's pages)."""
+    path = sessions_path(mem)
+    stamp: list[int] = []
+    for part in (path, path.with_name(path.name + "-wal")):
+        try:
+            st = part.stat()
+        except OSError:
+            stamp += [-1, -1]
+        else:
+            stamp += [st.st_size, st.st_mtime_ns]
+    return tuple(stamp)
+
+
 def open_store(mem: ProjectMemory) -> SessionStore:
     """The project's session store, one per process (its vector matrix stays warm)."""
     path = sessions_path(mem)

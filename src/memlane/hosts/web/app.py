@@ -21,12 +21,13 @@ from urllib.parse import parse_qsl
 
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, Response
+from starlette.responses import HTMLResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from memlane.core.errors import MemlaneError, NotFoundError
-from memlane.hosts.web import pages_admin, pages_notes, pages_recall
+from memlane.hosts.web import pages_admin, pages_agent, pages_home, pages_notes, pages_recall
+from memlane.hosts.web.live import StoreWatcher, event_stream
 from memlane.hosts.web.render import render
 from memlane.hosts.web.security import ASGIApp, Guard, same_origin
 
@@ -92,13 +93,15 @@ def params(request: Request) -> dict[str, str]:
     return dict(request.query_params)
 
 
-def build_app(viewer: Viewer) -> ASGIApp:
+def build_app(viewer: Viewer, stopping: Callable[[], bool] = lambda: False) -> ASGIApp:
     """The application for *viewer*, behind its token (security.Guard).
 
     Guard wraps the whole Starlette app, its error middleware included, so a
-    500 carries the security headers too.
+    500 carries the security headers too. *stopping* says when the server is
+    stopping: the live streams (``/events``) then end, so it need not wait.
     """
     worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memlane-ui")
+    watcher = StoreWatcher(viewer.memory.scope.store)
 
     async def work(fn: Callable[..., T], *args: Any) -> T:
         """``fn(*args)`` on the worker thread (see the module docstring)."""
@@ -107,8 +110,11 @@ def build_app(viewer: Viewer) -> ASGIApp:
         context = contextvars.copy_context()
         return await loop.run_in_executor(worker, functools.partial(context.run, fn, *args))
 
-    async def timeline(request: Request) -> Response:
-        return _html(await work(pages_notes.timeline, viewer, _page_no(request)))
+    async def home(request: Request) -> Response:
+        return _html(await work(pages_home.home, viewer, _page_no(request)))
+
+    async def home_fragment(request: Request) -> Response:
+        return _html(await work(pages_home.home_fragment, viewer, _page_no(request)))
 
     async def timeline_json(request: Request) -> Response:
         from starlette.responses import JSONResponse
@@ -129,6 +135,16 @@ def build_app(viewer: Viewer) -> ASGIApp:
 
     async def search(request: Request) -> Response:
         return _html(await work(pages_recall.search, viewer, params(request)))
+
+    async def search_fragment(request: Request) -> Response:
+        return _html(await work(pages_recall.search, viewer, params(request), True))
+
+    async def events(request: Request) -> Response:
+        return StreamingResponse(
+            event_stream(watcher, stopping),
+            media_type="text/event-stream",
+            headers={"x-accel-buffering": "no"},
+        )
 
     async def expand(request: Request) -> Response:
         chunk = request.query_params.get("hash", "")
@@ -157,6 +173,9 @@ def build_app(viewer: Viewer) -> ASGIApp:
         transcript_path = request.query_params.get("transcript", "")
         return _html(await work(pages_recall.session, viewer, transcript_path, _page_no(request)))
 
+    async def agent(request: Request) -> Response:
+        return _html(await work(pages_agent.agent, viewer, params(request)))
+
     async def health(request: Request) -> Response:
         return _html(await work(pages_admin.health, viewer))
 
@@ -164,6 +183,18 @@ def build_app(viewer: Viewer) -> ASGIApp:
         return _html(await work(pages_admin.forget_confirm, viewer, params(request)))
 
     async def forget_apply(request: Request) -> Response:
+        return await _post(request, pages_admin.forget_apply)
+
+    async def correct_form(request: Request) -> Response:
+        return _html(await work(pages_admin.correct_form, viewer, params(request)))
+
+    async def correct_apply(request: Request) -> Response:
+        return await _post(request, pages_admin.correct_apply)
+
+    async def _post(
+        request: Request, apply: Callable[[Viewer, dict[str, str]], tuple[int, str]]
+    ) -> Response:
+        """A form's POST: small, from this origin, with the page's CSRF token."""
         form = await _form(request)
         if form is None:
             return _html(_refused("the form is too large", None), 413)
@@ -173,28 +204,35 @@ def build_app(viewer: Viewer) -> ASGIApp:
                 "open the entry in the viewer and confirm there",
             )
             return _html(refused, 403)
-        status, body = await work(pages_admin.forget_apply, viewer, form)
+        status, body = await work(apply, viewer, form)
         return _html(body, status)
 
     routes = [
-        Route("/", _guarded(timeline)),
+        Route("/", _guarded(home)),
+        Route("/fragment/home", _guarded(home_fragment)),
         Route("/timeline.json", _guarded(timeline_json)),
         Route("/day/{day}", _guarded(day)),
         Route("/topics", _guarded(topics)),
         Route("/topics/{slug}", _guarded(topic)),
         Route("/search", _guarded(search)),
+        Route("/fragment/search", _guarded(search_fragment)),
+        Route("/events", events),
         Route("/expand", _guarded(expand_page)),
         Route("/fragment/expand", _guarded(expand)),
         Route("/fragment/transcript", _guarded(transcript_fragment)),
         Route("/transcript", _guarded(transcript)),
         Route("/sessions", _guarded(sessions)),
         Route("/session", _guarded(session)),
+        Route("/agent", _guarded(agent)),
         Route("/health", _guarded(health)),
         Route("/forget", _guarded(forget_confirm), methods=["GET"]),
         Route("/forget", _guarded(forget_apply), methods=["POST"]),
+        Route("/correct", _guarded(correct_form), methods=["GET"]),
+        Route("/correct", _guarded(correct_apply), methods=["POST"]),
         Mount("/static", app=StaticFiles(directory=STATIC), name="static"),
     ]
     app = Guard(Starlette(routes=routes), keys=viewer.keys)
     # The worker thread goes with the application (it is idle between pages).
     weakref.finalize(app, worker.shutdown, wait=False)
+    weakref.finalize(app, watcher.close)
     return app

@@ -1,8 +1,10 @@
-"""Health (``memlane status`` as a page) and Forget (a confirmation, then
-memory_forget itself)."""
+"""Health (``memlane status`` as a page), Forget (a confirmation, then
+memory_forget itself) and Correct (the entry's text in a form, then the
+same rewrite in place)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memlane.hosts.web.render import render, url
@@ -64,4 +66,48 @@ def forget_apply(viewer: Viewer, form: Mapping[str, str]) -> tuple[int, str]:
         headline=details["headline"],
         markdown=details["markdown"],
         notices=details.get("notices") or (),
+    )
+
+
+def editable_text(markdown: str) -> str:
+    """An entry's text as the correction form shows it: its lines below the
+    heading, comment lines (the anchor, markers) left out: they stay."""
+    lines = markdown.strip("\n").split("\n")[1:]
+    return "\n".join(ln for ln in lines if not ln.strip().startswith("<!--")).strip()
+
+
+def correct_form(viewer: Viewer, params: Mapping[str, str]) -> str:
+    """The entry as it is now, its text in a form to edit."""
+    from memlane.engine.journal.forget_preview import preview_forget
+
+    arguments = forget_arguments(params)
+    current = preview_forget(viewer.memory, **arguments)
+    return render(
+        "correct_form.html",
+        title="Correct",
+        current=current,
+        text=editable_text(current.markdown),
+        arguments=arguments,
+        csrf=viewer.keys.csrf,
+    )
+
+
+def correct_apply(viewer: Viewer, form: Mapping[str, str]) -> tuple[int, str]:
+    """Rewrite it in place, when it is still what the form showed."""
+    from memlane.core.errors import ConflictError
+    from memlane.engine.journal.maintenance import correct
+
+    arguments = forget_arguments(form)
+    try:
+        old = correct(
+            viewer.memory, form.get("text", ""), expect=form.get("fingerprint", ""), **arguments
+        )
+    except ConflictError:
+        return 409, render("forget_done.html", title="Correct", again=url("/correct", arguments))
+    return 200, render(
+        "correct_done.html",
+        title="Corrected",
+        old=old,
+        day=Path(old.source).stem,
+        notices=old.notices,
     )

@@ -1,11 +1,11 @@
-"""The notes pages: the timeline, one day's file, the topics (templates/)."""
+"""The notes pages: the timeline's chart, one day's file, the topics (templates/)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from memlane.hosts.web.render import render
+from memlane.hosts.web.render import ago, render
 
 if TYPE_CHECKING:
     from memlane.engine.timeline import DayCount
@@ -52,26 +52,6 @@ class Chart:
     span: str
     height: int = CHART_HEIGHT
     bar_width: int = BAR_WIDTH
-
-
-def timeline(viewer: Viewer, page_no: int) -> str:
-    days = viewer.timeline.days()
-    newest_first = days[::-1]
-    start = (page_no - 1) * TIMELINE_DAYS
-    shown = newest_first[start : start + TIMELINE_DAYS]
-    totals = {name: sum(getattr(d, name) for d in days) for name, _ in SERIES}
-    return render(
-        "timeline.html",
-        title="Timeline",
-        active="/",
-        total_days=len(days),
-        summary=", ".join(f"{totals[name]} {label}" for name, label in SERIES),
-        chart=chart(shown[::-1]),
-        shown=shown,
-        series=SERIES,
-        page_no=page_no,
-        more=len(newest_first) > start + TIMELINE_DAYS,
-    )
 
 
 def chart(days: list[DayCount]) -> Chart:
@@ -123,6 +103,7 @@ def day(viewer: Viewer, day_name: str, page_no: int) -> str:
         title=day_name,
         active="/",
         day_name=day_name,
+        ago=ago(day_name, viewer.memory.clock.today()),
         found=found,
         entries=found.entries[start : start + DAY_ENTRIES] if found.exists else [],
         more=len(found.entries) > start + DAY_ENTRIES,

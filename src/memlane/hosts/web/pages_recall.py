@@ -38,9 +38,14 @@ SEARCH_STEP = 10
 SEARCH_MAX = 100
 SESSIONS_PAGE = 25
 MESSAGES_PAGE = 50
+#: Entries a session's page lists (its latest); the rest are counted.
+SESSION_ENTRIES = 50
 
 
-def search(viewer: Viewer, params: Mapping[str, str]) -> str:
+def search(viewer: Viewer, params: Mapping[str, str], fragment: bool = False) -> str:
+    """The search page, or (*fragment*) only its results: what the page's
+    script puts under the form as the person types."""
+    page = "search_results.html" if fragment else "search.html"
     query = params.get("q", "").strip()
     kind = params.get("kind", "")
     k = _bounded(params.get("k"), SEARCH_STEP, SEARCH_MAX)
@@ -56,7 +61,7 @@ def search(viewer: Viewer, params: Mapping[str, str]) -> str:
         "hits": [],
     }
     if not query:
-        return render("search.html", **shown)
+        return render(page, **shown)
     arguments: dict[str, Any] = {"query": query, "k": k}
     for name in ("after", "before", "session"):
         if params.get(name, "").strip():
@@ -71,13 +76,13 @@ def search(viewer: Viewer, params: Mapping[str, str]) -> str:
         details = viewer.tools.call("memory_search", arguments).details
     except MemlaneError as exc:
         # A bad date or time: said under the form, which keeps what was typed.
-        return render("search.html", **{**shown, "error": exc})
+        return render(page, **{**shown, "error": exc})
     hits: list[dict[str, Any]] = details.get("hits") or []
     if details.get("nothing_relevant") or not hits:
         below = bool(details.get("below_min_score"))
         anyway = "Search with min_score 0 to see them anyway." if below else None
         return render(
-            "search.html",
+            page,
             **shown,
             headline=details.get("headline", "Nothing found."),
             anyway=url("/search", {**params, "min_score": "0"}) if below else None,
@@ -86,7 +91,7 @@ def search(viewer: Viewer, params: Mapping[str, str]) -> str:
         )
     more = len(hits) >= k and k < SEARCH_MAX
     return render(
-        "search.html",
+        page,
         **{**shown, "hits": [hit_view(viewer, hit) for hit in hits]},
         headline=details.get("headline", ""),
         more=url("/search", {**params, "k": min(k + SEARCH_STEP, SEARCH_MAX)}) if more else None,
@@ -160,15 +165,40 @@ def expand_page(viewer: Viewer, chunk_hash: str) -> str:
 
 
 def expand_fragment(viewer: Viewer, chunk_hash: str) -> str:
-    """L2: the section of a hit, with a button for its conversation when anchored."""
-    return render("expand.html", **_expand(viewer, chunk_hash))
+    """L2 under a hit: the section of a hit, with a button for its conversation
+    when anchored. A hit that is its whole section (a journal entry, one
+    topic entry) is not shown again: its neighbours in the file are, instead."""
+    shown = _expand(viewer, chunk_hash)
+    chunk = viewer.memory.index.get(chunk_hash.strip().lower())
+    section = shown["section"]
+    if chunk is not None and chunk.content.strip() == str(section.get("content", "")).strip():
+        shown["around"] = _around(viewer, str(section["source"]), int(section["start_line"]))
+        shown["whole"] = True
+    return render("expand.html", **shown)
+
+
+def _around(viewer: Viewer, source: str, start_line: int) -> dict[str, Any]:
+    """The entries before and after the one starting at *start_line* of a daily file."""
+    from memlane.engine.timeline import day_file
+    from memlane.store.layout import date_of
+
+    day = date_of(Path(source)) if _in_store(viewer, source) else None
+    if day is None:
+        return {"day": None, "before": None, "after": None}
+    entries = [e for e in day_file(viewer.memory, day).entries if e.kind != "other"]
+    at = max((i for i, e in enumerate(entries) if e.line <= start_line), default=-1)
+    return {
+        "day": day,
+        "before": entries[at - 1] if at > 0 else None,
+        "after": entries[at + 1] if 0 <= at < len(entries) - 1 else None,
+    }
 
 
 def _expand(viewer: Viewer, chunk_hash: str) -> dict[str, Any]:
     details = viewer.tools.call("memory_expand", {"chunk_hash": chunk_hash}).details
     anchor = details.get("anchor") or {}
     shown = anchor.get("transcript") and "next" in details
-    return {"section": details, "anchor": anchor if shown else None}
+    return {"section": details, "anchor": anchor if shown else None, "whole": False}
 
 
 def transcript_fragment(viewer: Viewer, path: str, turn: str | None) -> str:
@@ -187,31 +217,51 @@ def _transcript(viewer: Viewer, path: str, turn: str | None) -> dict[str, Any]:
 
 
 def sessions(viewer: Viewer, page_no: int) -> str:
+    """The project's sessions, newest first: each titled by its first ask,
+    with its agent, its local times and the entries it produced."""
+    from memlane.hosts.web.pages_home import local_time
+
     start = (page_no - 1) * SESSIONS_PAGE
-    infos = viewer.sessions.recent(SESSIONS_PAGE + 1, offset=start)
+    infos = viewer.recent_sessions(SESSIONS_PAGE + 1, offset=start)
+    produced = viewer.session_entries.by_session()
     return render(
         "sessions.html",
         title="Sessions",
         active="/sessions",
         infos=infos[:SESSIONS_PAGE],
+        local=lambda stamp: local_time(stamp or "", viewer) if stamp else "",
+        produced={info.session_id: len(produced.get(info.session_id, ())) for info in infos},
         page_no=page_no,
         more=len(infos) > SESSIONS_PAGE,
     )
 
 
 def session(viewer: Viewer, transcript: str, page_no: int) -> str:
+    """One session: its first ask as the title, its agent and times, the
+    entries it produced, then its messages a page at a time (local times)."""
+    from memlane.hosts.web.pages_home import local_time
+
     layer = viewer.sessions
     total = layer.message_count(transcript)
     start = (page_no - 1) * MESSAGES_PAGE
     shown = layer.messages_of(transcript, MESSAGES_PAGE, offset=start)
+    opening = layer.messages_of(transcript, 20) if page_no > 1 else shown
+    first_ask = next((m.text for m in opening if m.role == "user"), "")
+    session_id = next((m.session_id for m in opening if m.session_id), "")
+    title = " ".join(first_ask.split())
+    entries = viewer.session_entries.of(session_id) if session_id else []
     return render(
         "session.html",
-        title=f"Session {shown[0].session_id}" if shown and shown[0].session_id else "Session",
+        title=(title[:90] + "…" if len(title) > 90 else title) or f"Session {session_id}",
         active="/sessions",
         agent=layer.format_of(transcript),
+        session_id=session_id,
         transcript=transcript,
         total=total,
         shown=shown,
+        local=lambda stamp: local_time(stamp or "", viewer) if stamp else "",
+        entries=entries[-SESSION_ENTRIES:][::-1],  # the latest first
+        entries_total=len(entries),
         page_no=page_no,
         more=total > start + MESSAGES_PAGE,
     )

@@ -13,6 +13,7 @@ import functools
 import re
 from collections.abc import Mapping
 from contextvars import ContextVar
+from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
@@ -24,10 +25,11 @@ if TYPE_CHECKING:
 
 TEMPLATES = Path(__file__).with_name("templates")
 NAV = (
-    ("/", "Timeline"),
+    ("/", "Home"),
     ("/search", "Search"),
     ("/topics", "Topics"),
     ("/sessions", "Sessions"),
+    ("/agent", "Agent"),
     ("/health", "Health"),
 )
 #: The token prefix every link of the current request starts with (set by
@@ -45,6 +47,17 @@ def url(path: str, params: Mapping[str, object] | None = None) -> str:
     query = {k: str(v) for k, v in (params or {}).items() if v not in (None, "")}
     where = ROOT.get() + path
     return f"{where}?{urlencode(query)}" if query else where
+
+
+def ago(day: str, today: date) -> str:
+    """``today``, ``1 day ago``, ``12 days ago`` (empty for what is not a date)."""
+    try:
+        days = (today - date.fromisoformat(day[:10])).days
+    except ValueError:
+        return ""
+    if days <= 0:
+        return "today"
+    return f"{days} day{'' if days == 1 else 's'} ago"
 
 
 def agent_label(fmt: str | None) -> Markup:

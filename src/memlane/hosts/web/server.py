@@ -51,10 +51,12 @@ def serve(
     from memlane.hosts.web.app import build_app
 
     sock = bind(port)
-    config = uvicorn.Config(
-        build_app(viewer), log_level="warning", lifespan="off", access_log=False
-    )
+    servers: list[uvicorn.Server] = []
+    # The pages' live streams end when the server stops, so it need not wait for them.
+    app = build_app(viewer, stopping=lambda: any(s.should_exit for s in servers))
+    config = uvicorn.Config(app, log_level="warning", lifespan="off", access_log=False)
     server = uvicorn.Server(config)
+    servers.append(server)
     # Until uvicorn installs its own handlers, a Ctrl-C (or SIGTERM) asks the
     # server to stop instead of raising KeyboardInterrupt wherever the main
     # thread happens to be: raised inside an import's weakref callback it is
