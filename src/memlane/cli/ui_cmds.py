@@ -20,8 +20,8 @@ def ui(
         bool, typer.Option("--open", help="Open the viewer in the default browser.")
     ] = False,
 ) -> None:
-    """Browse this project's memory in a local web viewer: timeline, days, search,
-    topics, sessions, health, forget.
+    """Browse this project's memory in a local web viewer: the newest memories (live),
+    search, days, topics, sessions, what the agent sees, health; correct or forget an entry.
 
     Served on 127.0.0.1 behind a random token in the printed URL. The project
     is the current directory's; `memlane -C DIR ui` opens DIR's. More:

@@ -34,6 +34,7 @@ class Running:
     lines: queue.Queue[str]  # the process's output, read by a thread
     reader: threading.Thread
     project: Path
+    env: dict[str, str]  # the viewer's environment (its MEMLANE_HOME: its index)
 
     def output_after_exit(self) -> str:
         """Everything the process printed, once it has exited."""
@@ -92,7 +93,7 @@ def serve_ui(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
                 timeout=START_TIMEOUT_S,
                 what="the viewer indexed the project's session",
             )
-            yield Running(process, url, url.rstrip("/"), origin, store, lines, reader, project)
+            yield Running(process, url, url.rstrip("/"), origin, store, lines, reader, project, env)
         finally:
             if process.poll() is None:
                 process.kill()

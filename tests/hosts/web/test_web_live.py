@@ -1,6 +1,6 @@
 """The viewer's live side in a real browser: `memlane ui` as a process,
 Chromium driving it. A new entry shows on the open first page without a
-reload, search as you type, the "/" shortcut, dark mode and its toggle, a
+reload (and the index catching up with it), search as you type, the "/" shortcut, dark mode and its toggle, a
 phone-sized screen, and trust marks on a search of contradicting entries.
 
 Entries are written to the store by this process (a second writer, as an
@@ -11,6 +11,8 @@ page until the condition holds); nothing here measures time.
 from __future__ import annotations
 
 import signal
+import subprocess
+import sys
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -92,6 +94,33 @@ def test_a_new_entry_shows_on_the_open_first_page_without_a_reload(
     assert page.evaluate("window.memlaneTestMark") == "same page"
     # The timeline beside it counts it too.
     assert "4 journal entries" in page.inner_text("aside.side")
+
+
+def test_the_first_page_follows_the_index_as_it_catches_up(page: Any, server: Running) -> None:
+    page.wait_for_selector("body.listening", timeout=WAIT_MS)
+    page.evaluate("window.memlaneTestMark = 'same page'")
+    line = page.locator("aside.side p.index-state")
+    memory = open_memory(server.project, clock=FixedClock(NOW))
+    try:
+        memory.write("the team agreed to rotate the webhook signing secret every quarter")
+    finally:
+        memory.close()
+    waiting = "1 new section in 1 changed file not searchable yet"
+    page.locator("aside.side p.index-state", has_text=waiting).wait_for(timeout=WAIT_MS)
+    assert line.get_attribute("data-waiting") == "1"
+    # What a running agent's indexer does, into the viewer's own index.
+    indexed = subprocess.run(
+        [sys.executable, "-m", "memlane.cli.main", "-C", str(server.project), "index"],
+        env=server.env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert indexed.returncode == 0, indexed.stderr
+    page.locator("aside.side p.index-state", has_text="up to date").wait_for(timeout=WAIT_MS)
+    assert line.get_attribute("data-waiting") == "0"
+    assert page.evaluate("window.memlaneTestMark") == "same page"
 
 
 def test_typing_in_the_search_box_shows_results(page: Any, server: Running) -> None:

@@ -93,6 +93,17 @@ def params(request: Request) -> dict[str, str]:
     return dict(request.query_params)
 
 
+def _index_files(viewer: Viewer) -> tuple[Path, ...]:
+    """The notes and sessions index files (and their write-ahead logs) the live
+    pages follow: indexing as it advances changes them."""
+    from memlane.engine.sessions.registry import sessions_path
+
+    found: list[Path] = []
+    for base in (viewer.memory.internals.index_path, sessions_path(viewer.memory)):
+        found += [base, base.with_name(base.name + "-wal")]
+    return tuple(found)
+
+
 def build_app(viewer: Viewer, stopping: Callable[[], bool] = lambda: False) -> ASGIApp:
     """The application for *viewer*, behind its token (security.Guard).
 
@@ -101,7 +112,7 @@ def build_app(viewer: Viewer, stopping: Callable[[], bool] = lambda: False) -> A
     stopping: the live streams (``/events``) then end, so it need not wait.
     """
     worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memlane-ui")
-    watcher = StoreWatcher(viewer.memory.scope.store)
+    watcher = StoreWatcher(viewer.memory.scope.store, also=_index_files(viewer))
 
     async def work(fn: Callable[..., T], *args: Any) -> T:
         """``fn(*args)`` on the worker thread (see the module docstring)."""

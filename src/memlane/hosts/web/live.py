@@ -6,6 +6,10 @@ open page, and only while a page listens: a write appends to a daily file
 (its size and time change) or replaces a topic file (the directory's entry
 changes), so a new entry is seen within one poll. The stat costs one
 ``scandir`` of two directories, a few hundred files at most (one per day).
+It stats the index files too (the notes index and the sessions index, with
+their write-ahead logs, never the ``-shm`` a reader touches), so indexing
+as it advances (an entry becoming searchable, past messages arriving) is
+an event as well.
 
 ``event_stream`` is what ``/events`` sends a page: ``changed`` when the
 store changed (the page then fetches its live part again), a comment every
@@ -31,9 +35,16 @@ STOP_CHECK_S = 0.5
 Signature = tuple[tuple[str, int, int], ...]
 
 
-def store_signature(store: Path) -> Signature:
-    """(name, size, mtime) of every markdown file of the store and its topics."""
+def store_signature(store: Path, also: tuple[Path, ...] = ()) -> Signature:
+    """(name, size, mtime) of every markdown file of the store and its topics,
+    and of the files *also* names that exist."""
     found: list[tuple[str, int, int]] = []
+    for path in also:
+        try:
+            st = path.stat()
+        except OSError:
+            continue
+        found.append((str(path), st.st_size, st.st_mtime_ns))
     for directory in (store, store / "topics"):
         try:
             with os.scandir(directory) as entries:
@@ -52,8 +63,9 @@ def store_signature(store: Path) -> Signature:
 class StoreWatcher:
     """One polling thread for every listening page (see the module docstring)."""
 
-    def __init__(self, store: Path, interval: float = POLL_S) -> None:
+    def __init__(self, store: Path, interval: float = POLL_S, also: tuple[Path, ...] = ()) -> None:
         self.store = store
+        self.also = also
         self.interval = interval
         self.version = 0
         self._lock = threading.Lock()
@@ -69,7 +81,7 @@ class StoreWatcher:
             if self._thread is None and not self._closed.is_set():
                 self._thread = threading.Thread(
                     target=self._run,
-                    args=(store_signature(self.store),),
+                    args=(store_signature(self.store, self.also),),
                     daemon=True,
                     name="memlane-ui-watch",
                 )
@@ -89,7 +101,7 @@ class StoreWatcher:
                 if not self._listeners:
                     self._thread = None  # the next page to listen starts another
                     return
-            current = store_signature(self.store)
+            current = store_signature(self.store, self.also)
             if current == last:
                 continue
             last = current

@@ -43,6 +43,42 @@ class Item:
     agent: str | None = None
 
 
+@dataclass(frozen=True)
+class IndexState:
+    """How far the search index has come with the store (the first page's line)."""
+
+    chunks: int  # sections searchable now
+    waiting: int  # new sections in files changed since they were indexed
+    files_waiting: int
+    vectors_waiting: int  # sections found by words only until the model embeds them
+
+
+def index_state(viewer: Viewer) -> IndexState | None:
+    """The index against the store, as an indexer's plan sees it (a stat per
+    file, a read of each changed one); None when the index cannot be read
+    (the Health page says why)."""
+    import sqlite3
+
+    from memlane.core.errors import MemlaneError
+    from memlane.engine.journal.indexer import indexer_of
+
+    memory = viewer.memory
+    try:
+        stats = memory.index.stats()
+        plan = indexer_of(memory).plan()
+    except (MemlaneError, OSError, sqlite3.Error):
+        return None
+    chunks = int(stats.get("chunks") or 0)
+    # Without an embedding model (provider "none") every section is found by words.
+    vectors = stats.get("vectors") if memory.config.embedding.provider != "none" else chunks
+    return IndexState(
+        chunks=chunks,
+        waiting=sum(len(item.new) for item in plan.pending),
+        files_waiting=len(plan.pending) + len(plan.gone),
+        vectors_waiting=max(0, chunks - int(vectors)) if isinstance(vectors, int) else 0,
+    )
+
+
 def home(viewer: Viewer, page_no: int) -> str:
     return render("home.html", title="Memory", active="/", **_shown(viewer, page_no))
 
@@ -60,6 +96,7 @@ def _shown(viewer: Viewer, page_no: int) -> dict[str, Any]:
     totals = {name: sum(getattr(d, name) for d in days) for name, _ in SERIES}
     return dict(
         feed=feed(viewer, [d.day for d in newest_first if d.journal]),
+        index=index_state(viewer),
         total_days=len(days),
         summary=", ".join(f"{totals[name]} {label}" for name, label in SERIES),
         chart=chart(shown[::-1]),
