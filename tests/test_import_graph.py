@@ -270,3 +270,39 @@ def test_engine_order_check_reports_a_two_way_pair() -> None:
         "memlane.engine.a.x imports memlane.engine.b.y",
         "memlane.engine.b.y imports memlane.engine.a.z",
     ]
+
+
+def _runtime_imports(tree: ast.Module) -> Iterator[tuple[int, str]]:
+    """(line, module) of each import run when the module is loaded or a function
+    runs, in source order; imports under ``if TYPE_CHECKING:`` are left out."""
+    skipped: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            skipped.update(id(child) for child in ast.walk(node))
+    found = []
+    for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            found.append((node.lineno, node.module))
+    yield from sorted(found)
+
+
+def test_numpy_is_imported_whole_before_any_of_its_submodules() -> None:
+    """A thread that imports ``numpy.typing`` (or any submodule) while another
+    thread is still running numpy's ``__init__`` finds numpy half initialised
+    (``ImportError: ... partially initialized module``): the session's own
+    threads load numpy at the same moment. ``import numpy`` waits for the
+    other thread instead, so it comes first in every module."""
+    wrong = []
+    for name, path in _modules().items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        for line, module in _runtime_imports(tree):
+            if module == "numpy":
+                break
+            if module.startswith("numpy."):
+                wrong.append(f"{name}:{line} imports {module} before numpy")
+                break
+    assert not wrong, "\n".join(wrong)

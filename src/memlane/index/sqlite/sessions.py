@@ -43,8 +43,6 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
-import numpy.typing as npt
-
 from memlane.core.settings import IndexSettings, SessionsSettings
 from memlane.core.types import SearchMode
 from memlane.index.legs.fusion import fusion_method
@@ -72,6 +70,10 @@ from memlane.index.sqlite.session_redaction import Redaction
 from memlane.index.sqlite.session_search import Fusing, SessionLexicalLeg
 
 if TYPE_CHECKING:
+    # Never ``numpy.typing`` first at run time: while another thread is still
+    # importing numpy, importing its submodule finds it half initialised.
+    import numpy.typing as npt
+
     from memlane.index.protocol import HybridIndex
 
 SESSIONS_SUFFIX = ".sessions.sqlite"
