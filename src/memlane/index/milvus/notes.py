@@ -2,10 +2,11 @@
 
 A collection memlane creates is one memsearch reads and writes, and the
 reverse (same schema, same chunk ids); memlane's filter metadata rides in
-dynamic fields. The local ledger (``ledger.py``) caches file records and
-holds chunks waiting for a vector. Searches run both legs in Milvus and
-memlane's fusion on the results (``search.py``). Milvus Lite is opened per
-operation (``connection.py``).
+dynamic fields. The local ledger (``ledger.py``) caches file records,
+holds chunks waiting for a vector and mirrors the collection's rows and
+word counts (``mirror.py``). Searches run both legs in Milvus and memlane's
+fusion on the results (``search.py``): two round trips once the mirror is
+trusted. Milvus Lite is opened per operation (``connection.py``).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from memlane.core.settings import BACKOFF_DELAYS_MS, IndexSettings
 from memlane.core.supersede import HEX16, superseded_hashes
 from memlane.core.types import Chunk, SearchMode
 from memlane.index.legs.fusion import fusion_method
-from memlane.index.milvus import schema, search
+from memlane.index.milvus import mirror, schema, search
 from memlane.index.milvus.ledger import META_COLLECTION, META_MODEL, META_URI
 from memlane.index.milvus.writes import MilvusWriter, indexed_of
 from memlane.index.protocol import (
@@ -92,13 +93,28 @@ class MilvusIndex(MilvusWriter):
             self._doc_freq = {}
 
     def document_frequencies(self, rows: int) -> dict[str, int]:
-        """The document-frequency cache, kept while the row count stays in its
-        bucket (``row_bucket``: a few writes barely move a word's idf, and a
-        probe costs a round trip through the whole collection)."""
+        """The probed document frequencies (searches made while the ledger's
+        mirror is not trusted), kept while the row count stays in its bucket
+        (``row_bucket``: a few writes barely move a word's idf, and a probe
+        costs a round trip through the whole collection)."""
         with self._cache_lock:
             if row_bucket(rows) != self._freq_rows:
                 self._freq_rows, self._doc_freq = row_bucket(rows), {}
             return self._doc_freq
+
+    def word_counts(self, words: Sequence[str]) -> tuple[int, dict[str, int]] | None:
+        """The row count and each word's document frequency as the ledger's
+        mirror knows them (compared with the collection first if need be);
+        None while it is not trusted (a search then probes Milvus)."""
+        with self._session() as client:
+            if not self._fresh(client, fetch_max=mirror.SEARCH_FETCH_MAX):
+                return None
+            return self._mirror.rows(), self._mirror.doc_freq(words)
+
+    @property
+    def comparisons(self) -> int:
+        """How often this object compared the mirror with the whole collection."""
+        return self._mirror.comparisons
 
     def _centroid(self, client: Any, rows: int) -> npt.NDArray[np.float32] | None:
         bucket = row_bucket(rows)
@@ -259,15 +275,11 @@ class MilvusIndex(MilvusWriter):
                 # A directory's rows, never those of a sibling whose name
                 # merely starts the same ("proj" vs "proj-2").
                 prefix = source_prefix.rstrip(os.sep) + os.sep
-                expr = f"source like {schema.like_prefix(prefix)}"
-                hashes = [
-                    str(row[schema.PRIMARY])
-                    for rows in self._iterate(client, expr, [schema.PRIMARY, "source"])
-                    for row in rows
-                    if self.owns(str(row["source"]))
-                ]
+                self._fresh(client)
+                hashes = [h for h, source in self._mirror.below(prefix) if self.owns(source)]
                 for start in range(0, len(hashes), 512):
                     client.delete(collection_name=self.collection, ids=hashes[start : start + 512])
+                self._mirror.update(removed=hashes)
                 removed = len(hashes)
         self._ledger.clear(keep=self._kept_meta())
         self._written()
@@ -320,17 +332,26 @@ class MilvusIndex(MilvusWriter):
         with self._session() as client:
             if qvec is not None and self._exists:
                 self._check_dimension(qvec.size)
-            rows = search.count(client, self.collection) if self._exists else 0
+            # The ledger's mirror gives the row count and every word's count
+            # (no round trip); while it is not trusted, Milvus is asked.
+            exact = self._exists and self._fresh(client, fetch_max=mirror.SEARCH_FETCH_MAX)
+            if not self._exists:
+                rows = 0
+            else:
+                rows = self._mirror.rows() if exact else search.count(client, self.collection)
             dense = qvec is not None and rows > 0
             mode: SearchMode = "semantic" if not lexical else "hybrid" if dense else "lexical"
             if rows == 0 or k <= 0 or (lexical and not query.strip()):
                 return mode, []
+            words = search.query_words(query) if lexical else []
             coll = search.Collection(
                 self.collection,
                 rows,
                 self._centroid(client, rows) if dense else None,
-                self.document_frequencies(rows),
+                self._mirror.doc_freq(words) if exact else self.document_frequencies(rows),
+                exact=exact,
             )
+            found: search.Rows = {}
             fused = search.run(
                 client,
                 coll,
@@ -341,8 +362,10 @@ class MilvusIndex(MilvusWriter):
                 expr=schema.expression(filters),
                 settings=self.settings,
                 method=self._fuse,
+                rows=found,
             )[:k]
-            found = search.rows_by_hash(client, self.collection, [h for h, _ in fused])
+            missing = [h for h, _ in fused if "content" not in found.get(h, {})]
+            found.update(search.rows_by_hash(client, self.collection, missing))
         return mode, [
             ScoredChunk(chunk=indexed_of(found[h]).chunk, score=score)
             for h, score in fused
