@@ -137,6 +137,27 @@ def test_a_server_started_again_is_compared_again(
     assert filled.word_counts(["redis"]) == (7, {"redis": 4})
 
 
+def test_handles_sharing_a_ledger_keep_it_for_each_other(
+    filled: MilvusIndex, lite_db: Path, collection: str, ledger_path: Path, tmp_path: Path
+) -> None:
+    """The engine's handles of one memory (an indexer, a searcher) share a
+    ledger: one's writes need no comparison by the other; a write through
+    another ledger (another project sharing the collection) does."""
+    searcher = open_index(lite_db, collection, ledger_path)
+    assert searcher.word_counts(["redis"]) == (6, {"redis": 3})
+    record, chunks = make_file(src(tmp_path, "d.md"), ["redis again"])
+    filled.replace_file(record, chunks, vectors_for(chunks))
+    assert searcher.word_counts(["redis"]) == (7, {"redis": 4})
+    assert searcher.comparisons == 1
+    other = open_index(lite_db, collection, tmp_path / "another-ledger.sqlite")
+    record, chunks = make_file(src(tmp_path, "e.md"), ["Redis there too"])
+    other.replace_file(record, chunks, vectors_for(chunks))
+    assert searcher.word_counts(["redis"]) == (8, {"redis": 5})
+    assert searcher.comparisons == 2
+    other.close()
+    searcher.close()
+
+
 @pytest.mark.parametrize("damage", ["deleted", "garbage"])
 def test_a_lost_or_damaged_ledger_is_rebuilt(
     lite_db: Path, collection: str, tmp_path: Path, damage: str
@@ -219,3 +240,23 @@ def test_words_split_as_milvus_lite_does() -> None:
     text = "Über-Café déjà_vu 5.0 don't naïve ЖУК x2 e.g. snake_case CamelCase"
     assert search.analyzed(text) == StandardAnalyzer().tokenize(text)
     assert mirror.terms_of(text) == sorted(set(StandardAnalyzer().tokenize(text)))
+
+
+def test_superseders_ask_milvus_only_for_hashes_some_row_holds(
+    filled: MilvusIndex, calls: Calls, tmp_path: Path
+) -> None:
+    from memlane.core.supersede import supersedes_marker
+    from memlane.core.types import content_hash_of
+
+    old = content_hash_of(NOTES["a.md"][0])
+    unknown = content_hash_of("never written")
+    assert filled.superseders([old, unknown]) == {}
+    assert calls.total == 0  # no row holds a marker: nothing asked
+    newer = f"redis holds sessions and carts now {supersedes_marker(old)}"
+    record, chunks = make_file(src(tmp_path, "n.md"), [newer])
+    filled.replace_file(record, chunks, vectors_for(chunks))
+    calls.names.clear()
+    found = filled.superseders([old, unknown])
+    assert list(found) == [old]
+    assert found[old].content == newer
+    assert calls.names == Counter(query=1)

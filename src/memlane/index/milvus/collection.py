@@ -191,7 +191,7 @@ class CollectionAccess:
     def _written(self) -> None:
         """This object changed the collection (in or right after an operation)."""
         self._conn.written(self.collection)
-        self._mirror.wrote(self._conn.generation())
+        self._mirror.wrote()
         self._forget_caches()
 
     def _set_properties(self, client: Any, properties: Mapping[str, str]) -> bool:

@@ -21,9 +21,10 @@ It is kept in step two ways:
   dropped) whenever one of them may have written: on Milvus Lite, when the
   database's server was started again or used by anything but a memlane
   index (another process can write only while this one does not hold the
-  database: Lite locks it), or another index object of this process wrote
-  the collection; on a server, once per process, then its row count every
-  ``CHECK_S`` and a full comparison every ``VERIFY_S``.
+  database: Lite locks it), or an index object of this process with
+  another ledger wrote the collection (objects sharing a ledger keep it in
+  step for each other); on a server, once per process, then its row count
+  every ``CHECK_S`` and a full comparison every ``VERIFY_S``.
 
 A search whose comparison would fetch more than ``SEARCH_FETCH_MAX`` rows
 (a large collection memsearch filled) does not wait for it: it probes
@@ -32,10 +33,12 @@ Milvus for its words as before, and the next write (an index run) compares.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import sqlite3
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -55,7 +58,9 @@ FETCH_BATCH = 512
 META_MIRROR = "mirror"
 _FIELDS = [schema.PRIMARY, "content", "source", schema.KIND, schema.DATE, schema.SESSION]
 
-_WRITES: dict[tuple[str, str], int] = {}
+#: Writes by memlane's index objects of this process, per (uri, collection)
+#: and ledger path.
+_WRITES: dict[tuple[str, str], Counter[str]] = {}
 _WRITES_LOCK = threading.Lock()
 
 
@@ -127,8 +132,9 @@ class Mirror:
     def __init__(self, ledger: Ledger, uri: str, collection: str) -> None:
         self._ledger = ledger
         self._key = (uri, collection)
-        #: (Lite server generation, memlane writes in this process) at the
-        #: last comparison or own write; None: compare before trusting.
+        self._own = str(ledger.path)
+        #: (Lite server generation, writes through other ledgers in this
+        #: process) at the last comparison; None: compare before trusting.
         self._mark: tuple[Any, int] | None = None
         self._checked = -math.inf
         self._listed = -math.inf
@@ -189,18 +195,23 @@ class Mirror:
             _remove(conn, removed)
             _add(conn, added)
 
-    def wrote(self, generation: Any) -> None:
-        """This index object wrote the collection (``generation``: the Lite
-        server's, as in ``fresh``): other index objects compare again."""
+    def wrote(self) -> None:
+        """This index object wrote the collection: index objects with another
+        ledger compare again."""
         with _WRITES_LOCK:
-            before = _WRITES.get(self._key, 0)
-            _WRITES[self._key] = before + 1
-            if self._mark == (generation, before):
-                self._mark = (generation, before + 1)
+            _WRITES.setdefault(self._key, Counter())[self._own] += 1
+
+    def _others(self) -> int:
+        with _WRITES_LOCK:
+            counts = _WRITES.get(self._key, Counter())
+            return sum(n for ledger, n in counts.items() if ledger != self._own)
 
     def distrust(self) -> None:
-        """An operation failed half way: compare before trusting again."""
+        """An operation failed half way (Milvus may hold a write the mirror
+        does not): every user of this ledger compares before trusting it."""
         self._mark = None
+        with contextlib.suppress(Exception):
+            self._ledger.set_meta(**{META_MIRROR: None})
 
     def empty(self) -> None:
         """The collection does not exist: the mirror is empty, and trusted."""
@@ -223,8 +234,7 @@ class Mirror:
         """Whether the mirror is the collection's, comparing it first when
         someone else may have written; False: a comparison would fetch more
         than ``fetch_max`` rows and was left for later (nothing changed)."""
-        with _WRITES_LOCK:
-            mark = (generation, _WRITES.get(self._key, 0))
+        mark = (generation, self._others())
         at = time.monotonic() if now is None else now
         if self.trusted() and self._mark == mark:
             if generation is not None or at - self._checked < CHECK_S:

@@ -41,6 +41,8 @@ from memlane.index.sqlite.notes_search import candidate_count
 if TYPE_CHECKING:
     from memlane.index.protocol import IndexBackend
 
+#: The word of a ``supersedes:<hash>`` marker (core/supersede.py), as analyzed.
+MARKER_WORD = "supersedes"
 #: Rows sampled for the collection's centroid (the mean cosine a query
 #: scores by chance), re-sampled when the row count changes bucket.
 CENTROID_SAMPLE = 512
@@ -184,14 +186,21 @@ class MilvusIndex(MilvusWriter):
     def superseders(self, content_hashes: Sequence[str]) -> dict[str, Chunk]:
         """Old content hash -> the chunk whose ``supersedes`` marker names it
         (core/supersede.py): a ``like`` filter per hash (Milvus has no token
-        lookup; the markers are few and the hashes are checked as hex)."""
+        lookup; the markers are few and the hashes are checked as hex), asked
+        only for the hashes some row holds as a word (the ledger's mirror
+        knows; most collections hold no marker, and a search pays nothing)."""
         wanted = sorted({h for h in content_hashes if HEX16.fullmatch(h)})
         if not wanted:
             return {}
-        expr = " or ".join(f'content like "%supersedes:{h}%"' for h in wanted)
         with self._session() as client:
             if not self._exists:
                 return {}
+            if self._fresh(client, fetch_max=mirror.SEARCH_FETCH_MAX):
+                held = self._mirror.doc_freq([MARKER_WORD, *wanted])
+                wanted = [h for h in wanted if held[h] > 0] if held[MARKER_WORD] else []
+                if not wanted:
+                    return {}
+            expr = " or ".join(f'content like "%supersedes:{h}%"' for h in wanted)
             rows = client.query(
                 collection_name=self.collection, filter=expr, output_fields=schema.CHUNK_FIELDS
             )
