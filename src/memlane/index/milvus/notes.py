@@ -83,6 +83,7 @@ class MilvusIndex(MilvusWriter):
         self._cache_lock = threading.Lock()
         self._freq_rows = -1
         self._doc_freq: dict[str, int] = {}
+        self._centroid_held: tuple[int, npt.NDArray[np.float32]] | None = None
         super().__init__(
             uri, collection, ledger_path, token=token, backoff_delays_ms=backoff_delays_ms
         )
@@ -93,6 +94,7 @@ class MilvusIndex(MilvusWriter):
         with self._cache_lock:
             self._freq_rows = -1
             self._doc_freq = {}
+            self._centroid_held = None
 
     def document_frequencies(self, rows: int) -> dict[str, int]:
         """The probed document frequencies (searches made while the ledger's
@@ -120,12 +122,18 @@ class MilvusIndex(MilvusWriter):
 
     def _centroid(self, client: Any, rows: int) -> npt.NDArray[np.float32] | None:
         bucket = row_bucket(rows)
+        held = self._centroid_held
+        if held is not None and held[0] == bucket:
+            return held[1]
         cached = self._ledger.centroid()
         if cached is not None and cached[0] == bucket:
-            return np.asarray(cached[1], dtype=np.float32)
-        vector = search.centroid(client, self.collection, CENTROID_SAMPLE)
+            vector: npt.NDArray[np.float32] | None = np.asarray(cached[1], dtype=np.float32)
+        else:
+            vector = search.centroid(client, self.collection, CENTROID_SAMPLE)
+            if vector is not None:
+                self._ledger.set_centroid(bucket, vector.astype(float).tolist())
         if vector is not None:
-            self._ledger.set_centroid(bucket, vector.astype(float).tolist())
+            self._centroid_held = (bucket, vector)
         return vector
 
     # -- reads -----------------------------------------------------------------
