@@ -188,7 +188,9 @@ class Calls:
         self.names: Counter[str] = Counter()
         for name in ("search", "hybrid_search", "query", "get", "query_iterator"):
             self._wrap(monkeypatch, MilvusClient, name)
-        for name in ("has_collection", "describe_collection", "load_collection"):
+        for name in ("has_collection", "describe_collection", "load_collection", "insert"):
+            self._wrap(monkeypatch, MilvusClient, name)
+        for name in ("upsert", "delete"):
             self._wrap(monkeypatch, MilvusClient, name)
 
     def _wrap(self, monkeypatch: pytest.MonkeyPatch, cls: Any, name: str) -> None:
@@ -230,6 +232,11 @@ def test_a_files_write_does_not_scan_its_source(
     filled.remove_files([src(tmp_path, "b.md")])
     assert calls.names["query"] == 0
     assert calls.names["query_iterator"] == 0
+    # On Lite the mirror is exact: a new row is inserted, never looked up
+    # in every segment first (an upsert), and stale rows go by key.
+    assert calls.names["insert"] == 1
+    assert calls.names["upsert"] == 0
+    assert calls.names["delete"] == 2
     assert filled.word_counts(["redis", "webhook"]) == (3, {"redis": 2, "webhook": 0})
 
 

@@ -169,6 +169,18 @@ class Mirror:
         )
         return {str(h): (k, d, s) for h, k, d, s in found}
 
+    def known(self, hashes: Sequence[str]) -> set[str]:
+        """Those of ``hashes`` the mirror holds."""
+        out: set[str] = set()
+        for start in range(0, len(hashes), 500):
+            part = list(hashes[start : start + 500])
+            marks = ", ".join("?" * len(part))
+            found = self._ledger.read(
+                f"SELECT chunk_hash FROM rows WHERE chunk_hash IN ({marks})", part
+            )
+            out.update(str(h) for (h,) in found)
+        return out
+
     def hashes_of(self, sources: Sequence[str]) -> list[str]:
         out: list[str] = []
         for source in sources:

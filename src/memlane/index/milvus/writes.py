@@ -182,7 +182,18 @@ class MilvusWriter(CollectionAccess):
         return out
 
     def _upsert(self, client: Any, rows: Sequence[dict[str, Any]]) -> None:
-        for part in _batches(rows, BATCH_ROWS):
+        """Write ``rows``. On Milvus Lite, where the mirror is exact (no other
+        process writes while this one holds the database), rows it does not
+        hold are inserted: an upsert looks each key up in every segment
+        first. A server gets upserts (another machine may have written the
+        same chunk since the last comparison; Milvus keeps duplicate keys)."""
+        held = self._mirror.known([str(row[schema.PRIMARY]) for row in rows])
+        lite = self._conn.path is not None
+        fresh = [row for row in rows if lite and str(row[schema.PRIMARY]) not in held]
+        again = [row for row in rows if not lite or str(row[schema.PRIMARY]) in held]
+        for part in _batches(fresh, BATCH_ROWS):
+            client.insert(collection_name=self.collection, data=list(part))
+        for part in _batches(again, BATCH_ROWS):
             client.upsert(collection_name=self.collection, data=list(part))
 
     def replace_file(
