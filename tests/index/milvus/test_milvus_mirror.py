@@ -20,6 +20,7 @@ from _lite import open_index, raw_client
 from memlane.index.milvus import mirror, search
 from memlane.index.milvus.connection import LITE
 from memlane.index.milvus.notes import MilvusIndex
+from memlane.index.protocol import SearchFilters
 
 NOTES = {
     "a.md": ["the redis cache holds sessions", "redis moved to a bigger host"],
@@ -37,8 +38,8 @@ def true_counts(contents: Iterable[str], words: Iterable[str]) -> dict[str, int]
 
 
 def fill(index: MilvusIndex, root: Path, notes: dict[str, list[str]]) -> None:
-    for name, texts in notes.items():
-        record, chunks = make_file(src(root, name), texts)
+    for day, (name, texts) in enumerate(notes.items(), 1):
+        record, chunks = make_file(src(root, name), texts, date=f"2026-01-0{day}")
         index.replace_file(record, chunks, vectors_for(chunks))
 
 
@@ -62,8 +63,10 @@ def memsearch_row(root: Path, name: str, text: str) -> dict[str, Any]:
     }
 
 
-def scores(index: MilvusIndex, query: str) -> list[tuple[str, float]]:
-    _, hits = index.search(query, unit_vector(query), 6)
+def scores(
+    index: MilvusIndex, query: str, filters: SearchFilters | None = None
+) -> list[tuple[str, float]]:
+    _, hits = index.search(query, unit_vector(query), 6, filters)
     return [(hit.chunk.chunk_hash, hit.score) for hit in hits]
 
 
@@ -122,6 +125,14 @@ def test_another_writer_is_noticed_and_searches_score_as_a_fresh_probe(
     assert probing.word_counts(WORDS) is None
     for query in ("redis host", "webhook clock", "what is the bucket"):
         assert_same(scores(probing, query), scores(filled, query))
+        # A filter's rows: counted by Milvus for the one, by the mirror for
+        # the other.
+        for filters in (
+            SearchFilters(kind="journal"),
+            SearchFilters(source_prefix=src(tmp_path, "a")),
+            SearchFilters(after="2026-01-02", before="2026-01-04"),
+        ):
+            assert_same(scores(probing, query, filters), scores(filled, query, filters))
     probing.close()
 
 
@@ -222,6 +233,9 @@ def test_a_warm_search_is_two_round_trips(filled: MilvusIndex, calls: Calls) -> 
     calls.names.clear()
     filled.search("redis cache", None, 5)
     assert calls.names == Counter(search=1)
+    calls.names.clear()
+    filled.search("redis", unit_vector("redis"), 5, SearchFilters(kind="journal"))
+    assert calls.names == Counter(search=2)  # the filter's rows counted in the ledger
 
 
 def test_a_files_write_does_not_scan_its_source(

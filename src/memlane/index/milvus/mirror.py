@@ -46,6 +46,7 @@ from typing import Any
 from memlane.index.milvus import schema
 from memlane.index.milvus.ledger import Ledger
 from memlane.index.milvus.search import analyzed, count
+from memlane.index.protocol import SearchFilters
 
 #: How often a server's row count is compared with the mirror's (seconds).
 CHECK_S = 10.0
@@ -168,6 +169,29 @@ class Mirror:
             "SELECT chunk_hash, kind, date, session FROM rows WHERE source = ?", (source,)
         )
         return {str(h): (k, d, s) for h, k, d, s in found}
+
+    def matching(self, filters: SearchFilters) -> int:
+        """The rows ``filters`` keep, as ``schema.expression(filters)`` keeps
+        them in Milvus (a row without the field fails its condition)."""
+        where: list[str] = []
+        params: list[Any] = []
+        if filters.kind:
+            where.append("kind = ?")
+            params.append(filters.kind)
+        if filters.source_prefix:
+            where.append("substr(source, 1, ?) = ?")
+            params += [len(filters.source_prefix), filters.source_prefix]
+        if filters.session:
+            where.append("session = ?")
+            params.append(filters.session)
+        if filters.after:
+            where.append("date >= ?")
+            params.append(filters.after)
+        if filters.before:
+            where.append("date < ?")
+            params.append(filters.before)
+        sql = "SELECT count(*) FROM rows" + (" WHERE " + " AND ".join(where) if where else "")
+        return int(self._ledger.read(sql, params)[0][0])
 
     def known(self, hashes: Sequence[str]) -> set[str]:
         """Those of ``hashes`` the mirror holds."""

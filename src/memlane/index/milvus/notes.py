@@ -367,6 +367,7 @@ class MilvusIndex(MilvusWriter):
                 self._centroid(client, rows) if dense else None,
                 self._mirror.doc_freq(words) if exact else self.document_frequencies(rows),
                 exact=exact,
+                matching=self._mirror.matching(filters) if exact and filters else None,
             )
             found: search.Rows = {}
             fused = search.run(

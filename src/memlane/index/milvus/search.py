@@ -103,6 +103,7 @@ class Collection:
     centroid: npt.NDArray[np.float32] | None  # mean of the unit vectors
     doc_freq: dict[str, int]  # the caller's cache for this row count; filled here
     exact: bool = False  # doc_freq holds every query word (absent: in no row)
+    matching: int | None = None  # the rows the search's filter keeps, when known
 
 
 #: Rows returned by a search (by chunk hash): what the caller would ``get``.
@@ -290,7 +291,9 @@ def run(
 
     dense = None
     if dense_hits is not None and qvec is not None:
-        matching = coll.rows if not expr else count(client, coll.name, expr)
+        matching = coll.matching
+        if matching is None:
+            matching = coll.rows if not expr else count(client, coll.name, expr)
         mean = float(unit(qvec) @ coll.centroid) if coll.centroid is not None else 0.0
         dense = DenseResult(as_ids(dense_hits), mean, matching)
     ranking = LexicalRanking(as_ids(lexical[0]), lexical[1]) if lexical is not None else None
