@@ -10,15 +10,19 @@ way a user would (``MEMLANE_INDEX_BACKEND``/``MEMLANE_INDEX_URI``), then:
   computed before the clock starts and the same for both backends: this is
   the backend's cost, not the model's;
 - warm search: p50/p95 of many hybrid queries (k = 10, BM25 + dense, fused
-  and calibrated as ``memlane search`` does) in one long-lived process, the
-  query vectors given (random too), ``index.search`` timed alone;
+  and calibrated as ``memlane search`` does) in one long-lived process that
+  holds both backends and alternates them query by query (who goes first
+  alternates too: the machine's load falls on both alike), the query vectors
+  given (random too), ``index.search`` timed alone, with its CPU time and
+  its round trips to Milvus (``_roundtrips.py``);
 - cold search: wall time of a new ``memlane -C DIR search Q -k 10`` process
   (interpreter start, config, the bundled model for the query, opening the
-  index, the search);
+  index, the search), the backends alternating query by query;
 - RSS: peak of the child process (sampled over its process tree) for the
   index run, the warm run and the cold runs; on-disk size after indexing.
 
-Each measurement runs in a child process of its own (``compare_memsearch.run_child``).
+Both backends index the same store; each build, the warm run and each cold
+search run in a child process (``compare_memsearch.run_child``).
 
     python benchmarks/bench_backends.py [--quick] [--sizes 10000,100000]
         [--queries N] [--cold-queries N] [--backends sqlite,milvus]
@@ -179,25 +183,47 @@ def child_bulk(cfg: dict[str, Any]) -> None:
 
 
 def child_warm(cfg: dict[str, Any]) -> None:
+    """Every backend of ``cfg["envs"]`` in this one process, query by query."""
+    from _roundtrips import counting, install, take
     from memlane.embed.factory import vector_space
+    from memlane.engine.index_backend import hold_milvus_lite
     from memlane.engine.project import Memory
 
+    install()
+    hold_milvus_lite(24 * 3600.0)  # as the warm engine holds Lite
     queries: list[str] = cfg["queries"]
     qvecs = [unit_vector(q) for q in queries]
-    mem = Memory.open(cfg["project"])
-    index = mem.index
-    t0 = time.perf_counter()
-    index.ensure_model(vector_space(mem.config.embedding), DIM)
-    index.search(cfg["warmup"], unit_vector(cfg["warmup"]), TOP_K)
-    first_s = time.perf_counter() - t0
-    lat, empty = [], 0
-    for q, v in zip(queries, qvecs, strict=True):
-        t = time.perf_counter()
-        _, hits = index.search(q, v, TOP_K)
-        lat.append(time.perf_counter() - t)
-        empty += not hits
-    mem.close()
-    print(json.dumps({"first_s": first_s, "latencies_s": lat, "empty": empty}))
+    indexes, mems, out = {}, [], {}
+    for backend, env in cfg["envs"].items():
+        for key in [k for k in os.environ if k.startswith("MEMLANE_INDEX_")]:
+            del os.environ[key]
+        os.environ.update(env)  # the configuration is read when the memory opens
+        mem = Memory.open(cfg["project"])
+        mems.append(mem)
+        index = mem.index
+        t0 = time.perf_counter()
+        index.ensure_model(vector_space(mem.config.embedding), DIM)
+        with counting(backend):
+            index.search(cfg["warmup"], unit_vector(cfg["warmup"]), TOP_K)
+        take(backend)
+        indexes[backend] = index
+        out[backend] = {"first_s": time.perf_counter() - t0, "latencies_s": [], "cpu_s": []}
+        out[backend].update(round_trips=[], empty=0)
+    names = list(indexes)
+    for i, (q, v) in enumerate(zip(queries, qvecs, strict=True)):
+        for backend in names if i % 2 == 0 else list(reversed(names)):
+            row = out[backend]
+            with counting(backend):
+                c0, t0 = time.process_time(), time.perf_counter()
+                _, hits = indexes[backend].search(q, v, TOP_K)
+                wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+            row["latencies_s"].append(wall)
+            row["cpu_s"].append(cpu)
+            row["round_trips"].append(take(backend))
+            row["empty"] += not hits
+    for mem in mems:
+        mem.close()
+    print(json.dumps(out))
 
 
 # ---------------------------------------------------------------------------
@@ -211,82 +237,107 @@ def backend_env(base: dict[str, str], root: Path, backend: str) -> dict[str, str
     return env
 
 
-def disk_mb(root: Path) -> float:
-    """Everything the backend wrote: memlane's home (SQLite index, ledger) and the Lite db."""
+def disk_mb(root: Path, backend: str) -> float:
+    """What the backend wrote: the SQLite index, or the Lite database and its ledger."""
     total = 0
     for path in root.rglob("*"):
-        if path.is_file() and "memory" not in path.parts:
+        if not path.is_file() or "memory" in path.parts:
+            continue
+        milvus = "milvus.db" in path.parts or "milvus-ledger" in path.name
+        if milvus == (backend == "milvus"):
             total += path.stat().st_size
     return total / 1e6
 
 
-def run_backend(
-    backend: str, size: int, root: Path, base_env: dict[str, str], args: argparse.Namespace
-) -> dict[str, Any]:
+def run_size(
+    size: int, backends: list[str], root: Path, base_env: dict[str, str], args: argparse.Namespace
+) -> list[dict[str, Any]]:
+    """One store of ``size`` chunks indexed into each backend, then searched
+    with the backends alternating query by query."""
     project = root / "proj"
     (project / ".git").mkdir(parents=True)
     store = project / ".memsearch" / "memory"
     make_store(store, size, CHARS)
-    env = backend_env(base_env, root, backend)
+    envs = {backend: backend_env(base_env, root, backend) for backend in backends}
     me = [sys.executable, __file__]
     cfg_path = root / "cfg.json"
     queries = make_queries(store, args.queries)
-    cfg_path.write_text(
-        json.dumps({"project": str(project), "queries": queries, "warmup": "warm up query"})
+    cfg: dict[str, Any] = {"project": str(project), "queries": queries, "warmup": "warm up query"}
+    cfg_path.write_text(json.dumps(cfg))
+    rows: dict[str, dict[str, Any]] = {}
+    bulked: set[str] = set()
+    for backend in backends:
+        row: dict[str, Any] = {"backend": backend, "chunks": size}
+        rows[backend] = row
+        env = envs[backend]
+        if backend == "milvus" and size > args.milvus_bulk_above:
+            from memlane.core.scope import collection_name
+
+            bulk_cfg = dict(cfg, uri=env["MEMLANE_INDEX_URI"], collection=collection_name(project))
+            bulk_path = root / "bulk.json"
+            bulk_path.write_text(json.dumps(bulk_cfg))
+            run = checked(
+                run_child([*me, "--child-bulk", str(bulk_path)], env, args.timeout), "bulk"
+            )
+            built = last_json(run.stdout)
+            row["index_mode"] = f"bulk pymilvus insert, {BULK_ROWS} rows a call (not memlane)"
+            row["indexed"] = built["rows"]
+            bulked.add(backend)
+        else:
+            run = checked(
+                run_child([*me, "--child-build", str(cfg_path)], env, args.timeout), "build"
+            )
+            built = last_json(run.stdout)
+            row["indexed"] = built["report"]["total_chunks"]
+        row["index_s"] = built["index_s"]
+        row["chunks_per_s"] = size / built["index_s"] if built["index_s"] else 0.0
+        row["index_rss_mb"] = run.tree_rss_mb
+        row["disk_mb"] = disk_mb(root, backend)
+
+    warm_cfg = dict(
+        cfg,
+        envs={b: {k: v for k, v in e.items() if k.startswith("MEMLANE_")} for b, e in envs.items()},
     )
-    row: dict[str, Any] = {"backend": backend, "chunks": size}
-
-    bulk = backend == "milvus" and size > args.milvus_bulk_above
-    if bulk:
-        from memlane.core.scope import collection_name
-
-        cfg = json.loads(cfg_path.read_text())
-        cfg.update(uri=env["MEMLANE_INDEX_URI"], collection=collection_name(project))
-        cfg_path.write_text(json.dumps(cfg))
-        run = checked(run_child([*me, "--child-bulk", str(cfg_path)], env, args.timeout), "bulk")
-        built = last_json(run.stdout)
-        row["index_mode"] = f"bulk pymilvus insert, {BULK_ROWS} rows a call (not memlane's indexer)"
-        row["indexed"] = built["rows"]
-    else:
-        run = checked(run_child([*me, "--child-build", str(cfg_path)], env, args.timeout), "build")
-        built = last_json(run.stdout)
-        row["indexed"] = built["report"]["total_chunks"]
-    row["index_s"] = built["index_s"]
-    row["chunks_per_s"] = size / built["index_s"] if built["index_s"] else 0.0
-    row["index_rss_mb"] = run.tree_rss_mb
-    row["disk_mb"] = disk_mb(root)
-
-    run = checked(run_child([*me, "--child-warm", str(cfg_path)], env, args.timeout), "warm")
+    warm_path = root / "warm.json"
+    warm_path.write_text(json.dumps(warm_cfg))
+    run = checked(run_child([*me, "--child-warm", str(warm_path)], base_env, args.timeout), "warm")
     warm = last_json(run.stdout)
-    ms = [x * 1000 for x in warm["latencies_s"]]
-    row["first_search_s"] = warm["first_s"]
-    row["warm_p50_ms"] = median(ms)
-    row["warm_p95_ms"] = percentile(ms, 95)
-    row["warm_queries"] = len(ms)
-    row["warm_empty"] = warm["empty"]
-    row["search_rss_mb"] = run.tree_rss_mb
+    for backend, row in rows.items():
+        got = warm[backend]
+        ms = [x * 1000 for x in got["latencies_s"]]
+        trips = got["round_trips"]
+        row["first_search_s"] = got["first_s"]
+        row["warm_p50_ms"] = median(ms)
+        row["warm_p95_ms"] = percentile(ms, 95)
+        row["cpu_p50_ms"] = median([x * 1000 for x in got["cpu_s"]])
+        row["round_trips"] = sum(trips) / len(trips) if trips else 0.0
+        row["warm_queries"] = len(ms)
+        row["warm_empty"] = got["empty"]
+        row["search_rss_mb"] = run.tree_rss_mb  # both backends' process
 
-    if bulk:  # memlane's ledger never saw these files: a `memlane search` would index them all
-        row["cold_note"] = "not measured: the collection was bulk-loaded"
-        return row
     memlane = [sys.executable, "-m", "memlane.cli.main", "-C", str(project)]
-    colds = []
-    for q in queries[: args.cold_queries]:
+    colds: dict[str, list[Any]] = {b: [] for b in backends if b not in bulked}
+    for b in bulked:  # memlane's ledger never saw these files: a search would index them all
+        rows[b]["cold_note"] = "not measured: the collection was bulk-loaded"
+    for i, q in enumerate(queries[: args.cold_queries]):
+        for backend in list(colds) if i % 2 == 0 else list(reversed(colds)):
+            argv = [*memlane, "search", q, "-k", str(TOP_K), "--json"]
+            run = checked(run_child(argv, envs[backend], args.timeout), "cold search")
+            colds[backend].append(run)
+            if json.loads(run.stdout).get("mode") != "hybrid":
+                rows[backend]["cold_note"] = "not hybrid: " + run.stdout[:200]
+    for backend, runs in colds.items():
+        row = rows[backend]
+        if runs:
+            row["cold_p50_s"] = median([r.wall_s for r in runs])
+            row["cold_max_s"] = max(r.wall_s for r in runs)
+            row["cold_rss_mb"] = max(r.tree_rss_mb for r in runs)
+        # The index run a user would do next: nothing to embed (the index is memlane's own).
         run = checked(
-            run_child([*memlane, "search", q, "-k", str(TOP_K), "--json"], env, args.timeout),
-            "cold search",
+            run_child([*memlane, "index", "--json"], envs[backend], args.timeout), "index check"
         )
-        colds.append(run)
-        if json.loads(run.stdout).get("mode") != "hybrid":
-            row["cold_note"] = "not hybrid: " + run.stdout[:200]
-    if colds:
-        row["cold_p50_s"] = median([r.wall_s for r in colds])
-        row["cold_max_s"] = max(r.wall_s for r in colds)
-        row["cold_rss_mb"] = max(r.tree_rss_mb for r in colds)
-    # The index run a user would do next: nothing to embed (the index is memlane's own).
-    run = checked(run_child([*memlane, "index", "--json"], env, args.timeout), "index check")
-    row["reindex_embedded"] = last_json(run.stdout).get("embedded_chunks")
-    return row
+        row["reindex_embedded"] = last_json(run.stdout).get("embedded_chunks")
+    return list(rows.values())
 
 
 def main() -> None:
@@ -303,8 +354,8 @@ def main() -> None:
         "--milvus-bulk-above",
         type=int,
         default=50_000,
-        help="above this many chunks Milvus is bulk-loaded (its per-file writes scan the "
-        "collection, so indexing grows with the square of its size)",
+        help="above this many chunks Milvus is bulk-loaded (memlane's per-file writes "
+        "take hours there on a 2-core machine)",
     )
     parser.add_argument(
         "--merge", action="store_true", help="keep the other rows of an existing results file"
@@ -344,24 +395,25 @@ def main() -> None:
     started = time.perf_counter()
     rows: list[dict[str, Any]] = []
     for size in sizes:
-        for backend in backends:
-            root = Path(tempfile.mkdtemp(prefix=f"memlane-bench-{backend}-{size}-"))
-            print(f"{backend} at {size} chunks ...", flush=True)
-            t0 = time.perf_counter()
-            try:
-                rows.append(run_backend(backend, size, root, base_env, args))
-                rows[-1]["commit"] = args.commit or code_state(src.parent)["commit"]
-            except (RuntimeError, subprocess.SubprocessError, ValueError) as exc:
-                print(f"  FAILED: {exc}", flush=True)
-                rows.append({"backend": backend, "chunks": size, "error": str(exc)[-1500:]})
-            finally:
-                if args.keep:
-                    print(f"  kept {root}")
-                else:
-                    shutil.rmtree(root, ignore_errors=True)
-            print(f"  done in {time.perf_counter() - t0:.0f} s: {json.dumps(rows[-1])}", flush=True)
-            # Written after every run: a long run interrupted keeps what it measured.
-            path = report(args, rows, started)
+        root = Path(tempfile.mkdtemp(prefix=f"memlane-bench-{size}-"))
+        print(f"{', '.join(backends)} at {size} chunks ...", flush=True)
+        t0 = time.perf_counter()
+        try:
+            got = run_size(size, backends, root, base_env, args)
+            for row in got:
+                row["commit"] = args.commit or code_state(src.parent)["commit"]
+            rows.extend(got)
+        except (RuntimeError, subprocess.SubprocessError, ValueError) as exc:
+            print(f"  FAILED: {exc}", flush=True)
+            rows.extend({"backend": b, "chunks": size, "error": str(exc)[-1500:]} for b in backends)
+        finally:
+            if args.keep:
+                print(f"  kept {root}")
+            else:
+                shutil.rmtree(root, ignore_errors=True)
+        print(f"  done in {time.perf_counter() - t0:.0f} s", flush=True)
+        # Written after every size: a long run interrupted keeps what it measured.
+        path = report(args, rows, started)
     print_table(
         f"SQLite vs Milvus Lite (hybrid, k={TOP_K}, random unit vectors)",
         [{c: r.get(c, "-") for c in COLUMNS} for r in rows],
@@ -370,7 +422,8 @@ def main() -> None:
 
 
 COLUMNS = ["backend", "chunks", "index_s", "chunks_per_s", "index_rss_mb", "disk_mb"]
-COLUMNS += ["first_search_s", "warm_p50_ms", "warm_p95_ms", "search_rss_mb"]
+COLUMNS += ["first_search_s", "warm_p50_ms", "warm_p95_ms", "cpu_p50_ms", "round_trips"]
+COLUMNS += ["search_rss_mb"]
 COLUMNS += ["cold_p50_s", "cold_rss_mb", "reindex_embedded"]
 
 

@@ -2,13 +2,15 @@
 same embedding model.
 
 memsearch runs from its own venv (created on first use under the cache dir with
-``pip install memsearch==0.4.23``) in its own processes: its CLI for indexing
-and cold search, a small driver on its Python API (``MemSearch.search``) for
-warm search. Both tools embed with memlane's bundled all-MiniLM-L6-v2 int8
-model: this process serves it as an OpenAI-compatible ``/v1/embeddings``
-endpoint on 127.0.0.1, memsearch's ``openai`` provider points at it, and
-memlane is measured twice: with its default in-process model ("memlane") and
-through the same endpoint ("memlane-http", the like-for-like indexing figure).
+``pip install memsearch==0.4.23``): its CLI for indexing and cold search, its
+Python API (``MemSearch.search``) for warm search. Both tools embed with
+memlane's bundled all-MiniLM-L6-v2 int8 model: this process serves it as an
+OpenAI-compatible ``/v1/embeddings`` endpoint on 127.0.0.1, memsearch's
+``openai`` provider points at it, and memlane is measured three ways: with its
+default in-process model and SQLite index ("memlane"), through the same
+endpoint ("memlane-http", the like-for-like indexing figure), and through the
+endpoint on Milvus Lite, in memsearch's own database file (its own collection
+beside memsearch's: "memlane-milvus").
 
 Per corpus (a synthetic store of entry-sized chunks; each LoCoMo development
 conversation when ``benchmarks/quality/locomo_store.py`` is present):
@@ -16,21 +18,29 @@ conversation when ``benchmarks/quality/locomo_store.py`` is present):
 - index: wall time of ``memlane -C DIR index`` / ``memsearch index STORE``
   (process start, model or client setup and embedding included), chunks/s,
   peak RSS;
-- warm search: p50/p95 of many queries in one long-lived process (memlane:
-  ``Memory.search(sync=False)``; memsearch: ``MemSearch.search``), k = 10;
+- warm search, interleaved query by query: one process per memlane variant
+  holds that memlane (``Memory.search(sync=False)``) and memsearch
+  (``MemSearch.search``, imported from its venv: the same pymilvus 3.0.2 and
+  milvus-lite 3.2.2) and alternates them query by query (who goes first
+  alternates too), so the machine's load falls on both alike. k = 10; p50/p95
+  wall time, CPU time, and round trips to Milvus per search (every call of
+  pymilvus's ``MilvusClient``, ``_roundtrips.py``);
 - cold search: wall time of ``memlane -C DIR search Q`` / ``memsearch search
-  Q``, a new process per query;
+  Q``, a new process per query, the tools alternating query by query;
 - LoCoMo quality: turn recall_any@10 and session hit@1 (hits mapped back to
   dia_ids through the ``turn:`` of their anchor).
 
 Peak RSS is reported twice: ``os.wait4`` ru_maxrss of the child (the largest
 single process) and the sampled peak of the sum of RSS over the child's whole
-process tree (Milvus Lite runs its server as a separate process). The
-embedding server's memory is in neither (it is this process), so the "-http"
-rows and memsearch leave the model out, the in-process memlane rows carry it.
+process tree. Milvus Lite 3.x is pure Python: its gRPC server is a thread of
+the process that opens the database, not a process of its own, so both
+figures hold it. The embedding server's memory is in neither (it is a
+process of its own), so the "-http"/"-milvus" rows and memsearch leave the
+model out, the in-process memlane rows carry it.
 
     python benchmarks/compare_memsearch.py [--quick] [--synthetic-chunks N]
         [--queries N] [--cold-queries N] [--locomo-convs N] [--no-locomo]
+        [--tools memlane-milvus,memsearch]
 
 Writes benchmarks/results/compare-memsearch.json.
 """
@@ -74,39 +84,6 @@ _SYN_ASKS = [
     "what happened to {t}",
     "{v} {t}",
 ]
-
-# The warm-search driver run by memsearch's own interpreter.
-MEMSEARCH_DRIVER = r"""
-import asyncio, json, re, sys, time
-from memsearch.core import MemSearch
-
-cfg = json.load(open(sys.argv[1]))
-turn = re.compile(r"turn:(\S+)")
-t0 = time.perf_counter()
-ms = MemSearch(
-    embedding_provider="openai",
-    embedding_model=cfg["model"],
-    embedding_base_url=cfg["base_url"],
-    embedding_api_key="dummy",
-    milvus_uri=cfg["milvus_uri"],
-    collection=cfg["collection"],
-)
-loop = asyncio.new_event_loop()
-open_s = time.perf_counter() - t0
-t0 = time.perf_counter()
-loop.run_until_complete(ms.search(cfg["warmup"], top_k=cfg["k"]))
-first_s = time.perf_counter() - t0
-lat, hits = [], []
-for q in cfg["queries"]:
-    t = time.perf_counter()
-    res = loop.run_until_complete(ms.search(q, top_k=cfg["k"]))
-    lat.append(time.perf_counter() - t)
-    hits.append([m for r in res for m in turn.findall(r.get("content", ""))])
-ms.close()
-loop.close()
-print(json.dumps({"open_s": open_s, "first_s": first_s, "latencies_s": lat, "hits": hits}))
-"""
-
 
 # ---------------------------------------------------------------------------
 # child processes: wall time, ru_maxrss and sampled process-tree RSS
@@ -410,13 +387,20 @@ class Ctx:
 
 def memlane_env(ctx: Ctx, label: str) -> dict[str, str]:
     env = dict(ctx.base_env, MEMLANE_HOME=str(ctx.root / f"home-{label}"))
-    if label == "memlane-http":
+    if label in ("memlane-http", "memlane-milvus"):
         env.update(
             MEMLANE_EMBEDDING_PROVIDER="openai",
             MEMLANE_EMBEDDING_BASE_URL=ctx.base_url,
             MEMLANE_EMBEDDING_MODEL=MODEL,
         )
+    if label == "memlane-milvus":
+        env.update(MEMLANE_INDEX_BACKEND="milvus", MEMLANE_INDEX_URI=str(milvus_db(ctx)))
     return env
+
+
+def milvus_db(ctx: Ctx) -> Path:
+    """The one Milvus Lite database of a corpus: memsearch's, and memlane-milvus's."""
+    return ctx.root / "memsearch" / "milvus.db"
 
 
 def memsearch_env(ctx: Ctx) -> dict[str, str]:
@@ -431,7 +415,7 @@ def memsearch_flags(ctx: Ctx) -> list[str]:
         "--model", MODEL,
         "--base-url", ctx.base_url,
         "--api-key", "dummy",
-        "--milvus-uri", str(ctx.root / "memsearch" / "milvus.db"),
+        "--milvus-uri", str(milvus_db(ctx)),
         "--collection", COLLECTION,
     ]  # fmt: skip
 
@@ -441,24 +425,16 @@ def summarize_latencies(lat: Sequence[float]) -> dict[str, float]:
     return {"p50_ms": median(ms), "p95_ms": percentile(ms, 95), "n": len(ms)}
 
 
-def run_corpus(ctx: Ctx, corpus: Corpus) -> dict[str, Any]:
+def run_corpus(ctx: Ctx, corpus: Corpus, tools: Sequence[str]) -> dict[str, Any]:
     project = ctx.root / "proj"
     store = corpus.write(project)
     qfile = ctx.root / "queries.json"
     warmup = "warm up query"
     out: dict[str, Any] = {"corpus": corpus.name, "queries": len(corpus.queries), "tools": {}}
-    (ctx.root / "memsearch").mkdir(exist_ok=True)
+    milvus_db(ctx).parent.mkdir(exist_ok=True)
+    ours = [t for t in tools if t != "memsearch"]
 
-    # ---- index
-    for label in ("memlane", "memlane-http"):
-        env = memlane_env(ctx, label)
-        run = checked(
-            run_child([ctx.memlane_exe, "-C", str(project), "index", "--json"], env, ctx.timeout_s),
-            f"{label} index",
-        )
-        report = last_json(run.stdout)
-        chunks = int(report.get("total_chunks") or report.get("indexed_chunks") or 0)
-        out["tools"][label] = {"index": _index_row(run, chunks)}
+    # ---- index (memsearch first: memlane-milvus writes the same database file)
     env = memsearch_env(ctx)
     run = checked(
         run_child(
@@ -471,79 +447,111 @@ def run_corpus(ctx: Ctx, corpus: Corpus) -> dict[str, Any]:
     )
     m = re.search(r"Indexed (\d+) chunks", run.stdout)
     out["tools"]["memsearch"] = {"index": _index_row(run, int(m.group(1)) if m else 0)}
-
-    # ---- warm search
-    for label in ("memlane", "memlane-http"):
-        qfile.write_text(
-            json.dumps({"project": str(project), "queries": corpus.queries, "warmup": warmup})
-        )
+    for label in ours:
         run = checked(
             run_child(
-                [sys.executable, __file__, "--child-warm", str(qfile)],
+                [ctx.memlane_exe, "-C", str(project), "index", "--json"],
                 memlane_env(ctx, label),
                 ctx.timeout_s,
             ),
-            f"{label} warm search",
+            f"{label} index",
         )
-        out["tools"][label]["warm"] = _warm_row(run, corpus)
-        if out["tools"][label]["warm"]["resynced_chunks"]:
+        report = last_json(run.stdout)
+        chunks = int(report.get("total_chunks") or report.get("indexed_chunks") or 0)
+        out["tools"][label] = {"index": _index_row(run, chunks)}
+
+    # ---- warm search: each memlane and memsearch in one process, query by query
+    site = memsearch_site(ctx.ms_py)
+    for label in ours:
+        qfile.write_text(
+            json.dumps(
+                {
+                    "project": str(project),
+                    "queries": corpus.queries,
+                    "warmup": warmup,
+                    "memsearch_site": site,
+                    "model": MODEL,
+                    "base_url": ctx.base_url,
+                    "milvus_uri": str(milvus_db(ctx)),
+                    "collection": COLLECTION,
+                    "k": TOP_K,
+                }
+            )
+        )
+        run = checked(
+            run_child(
+                [sys.executable, __file__, "--child-pair", str(qfile)],
+                memlane_env(ctx, label),
+                ctx.timeout_s,
+            ),
+            f"{label} and memsearch warm search",
+        )
+        data = last_json(run.stdout)
+        out["tools"][label]["warm"] = _warm_row(data["memlane"], run)
+        out["tools"][label]["warm_memsearch"] = _warm_row(data["memsearch"], run)
+        out["tools"][label]["warm"]["resynced_chunks"] = data["resynced_chunks"]
+        out["tools"][label]["warm"]["calls_by_method"] = data["methods"]
+        if data["resynced_chunks"]:
             print(
-                f"  WARNING: {label} re-embedded {out['tools'][label]['warm']['resynced_chunks']} "
-                "chunks before searching: the code changed since it indexed (use --freeze-src)",
+                f"  WARNING: {label} re-embedded {data['resynced_chunks']} chunks before "
+                "searching: the code changed since it indexed (use --freeze-src)",
                 flush=True,
             )
-    qfile.write_text(
-        json.dumps(
-            {
-                "model": MODEL,
-                "base_url": ctx.base_url,
-                "milvus_uri": str(ctx.root / "memsearch" / "milvus.db"),
-                "collection": COLLECTION,
-                "queries": corpus.queries,
-                "warmup": warmup,
-                "k": TOP_K,
-            }
-        )
-    )
-    driver = ctx.root / "memsearch_driver.py"
-    driver.write_text(MEMSEARCH_DRIVER)
-    run = checked(
-        run_child([str(ctx.ms_py), str(driver), str(qfile)], env, ctx.timeout_s, cwd=ctx.root),
-        "memsearch warm search",
-    )
-    out["tools"]["memsearch"]["warm"] = _warm_row(run, corpus)
+    # memsearch's own row: its figures from the run beside memlane-milvus
+    # (else the first pairing).
+    paired = "memlane-milvus" if "memlane-milvus" in ours else (ours[0] if ours else None)
+    if paired is not None:
+        out["tools"]["memsearch"]["warm"] = out["tools"][paired]["warm_memsearch"]
 
-    # ---- cold search: a new process per query
+    # ---- cold search: a new process per query, the tools alternating
     cold = corpus.queries[: ctx.cold_queries]
     ms_cmd = [str(ctx.ms_py), "-m", "memsearch"]
-    if cold:
-        cases: list[tuple[str, Callable[[str], list[str]], dict[str, str]]] = [
-            (
-                "memlane",
-                lambda q: [ctx.memlane_exe, "-C", str(project), "search", q, "-k", str(TOP_K)],
-                memlane_env(ctx, "memlane"),
-            ),
-            (
-                "memsearch",
-                lambda q: [*ms_cmd, "search", q, "-k", str(TOP_K), *memsearch_flags(ctx)],
-                env,
-            ),
-        ]
-        for label, argv, cenv in cases:
-            runs = [
-                checked(run_child(argv(q), cenv, ctx.timeout_s, cwd=ctx.root), f"{label} search")
-                for q in cold
-            ]
-            walls = [r.wall_s for r in runs]
+    cases: dict[str, tuple[Callable[[str], list[str]], dict[str, str]]] = {
+        label: (
+            lambda q: [ctx.memlane_exe, "-C", str(project), "search", q, "-k", str(TOP_K)],
+            memlane_env(ctx, label),
+        )
+        for label in ours
+        if label != "memlane-http"  # the same cold path as memlane's but for the model
+    }
+    cases["memsearch"] = (
+        lambda q: [*ms_cmd, "search", q, "-k", str(TOP_K), *memsearch_flags(ctx)],
+        env,
+    )
+    walls: dict[str, list[Run]] = {label: [] for label in cases}
+    for i, q in enumerate(cold):
+        order = list(cases) if i % 2 == 0 else list(reversed(cases))
+        for label in order:
+            argv, cenv = cases[label]
+            run = run_child(argv(q), cenv, ctx.timeout_s, cwd=ctx.root)
+            walls[label].append(checked(run, f"{label} search"))
+    for label, runs in walls.items():
+        if runs:
+            times = [r.wall_s for r in runs]
             out["tools"][label]["cold"] = {
                 "runs": len(runs),
-                "p50_s": median(walls),
-                "min_s": min(walls),
-                "max_s": max(walls),
+                "p50_s": median(times),
+                "min_s": min(times),
+                "max_s": max(times),
                 "maxrss_mb": max(r.maxrss_mb for r in runs),
                 "tree_rss_mb": max(r.tree_rss_mb for r in runs),
             }
     return out
+
+
+def memsearch_site(ms_py: Path) -> str:
+    """The site-packages of memsearch's venv (imported by the paired child)."""
+    got = subprocess.run(
+        [
+            str(ms_py),
+            "-c",
+            "import memsearch, os; print(os.path.dirname(os.path.dirname(memsearch.__file__)))",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return got.stdout.strip()
 
 
 def _index_row(run: Run, chunks: int) -> dict[str, Any]:
@@ -556,42 +564,93 @@ def _index_row(run: Run, chunks: int) -> dict[str, Any]:
     }
 
 
-def _warm_row(run: Run, corpus: Corpus) -> dict[str, Any]:
-    data = last_json(run.stdout)
-    row: dict[str, Any] = {
+def _warm_row(data: dict[str, Any], run: Run) -> dict[str, Any]:
+    ms_cpu = [x * 1000 for x in data["cpu_s"]]
+    trips = data["round_trips"]
+    return {
         "first_s": data["first_s"],
         **summarize_latencies(data["latencies_s"]),
+        "cpu_p50_ms": median(ms_cpu),
+        "round_trips": sum(trips) / len(trips) if trips else 0.0,
         "maxrss_mb": run.maxrss_mb,
         "tree_rss_mb": run.tree_rss_mb,
-        "resynced_chunks": data.get("resynced_chunks", 0),
         "_hits": data["hits"],
         "_lat": data["latencies_s"],
     }
-    return row
 
 
-def child_warm(qfile: Path) -> None:
-    """memlane's warm search: one process, one Memory, many queries."""
-    from memlane.engine.project import Memory
+def child_pair(qfile: Path) -> None:
+    """One memlane (the environment says which) and memsearch in this one
+    process, alternating query by query. memsearch is imported from its venv
+    (appended to the path: memlane's own packages come first; both venvs hold
+    pymilvus 3.0.2 and milvus-lite 3.2.2). memlane holds Milvus Lite open as
+    the warm engine does, so memsearch's client shares its server when both
+    use the same database file."""
+    import asyncio
 
     cfg = json.loads(qfile.read_text())
+    sys.path.append(cfg["memsearch_site"])
+    from memsearch.core import MemSearch
+
+    from _roundtrips import counting, install, methods, take
+    from memlane.engine.index_backend import hold_milvus_lite
+    from memlane.engine.project import Memory
+
+    install()
+    hold_milvus_lite(24 * 3600.0)
     mem = Memory.open(cfg["project"])
-    t0 = time.perf_counter()
     # Already indexed: this only checks the store. If it embeds anything, the
     # index was built by other code (e.g. a schema change in between): say so.
     resynced = mem.sync().embedded_chunks
-    t1 = time.perf_counter()
-    mem.search(cfg["warmup"], TOP_K, sync=False)  # loads the model and the vector matrix
-    first_s = time.perf_counter() - t1
-    lat, hits = [], []
-    for q in cfg["queries"]:
-        t = time.perf_counter()
-        res = mem.search(q, TOP_K, sync=False)
-        lat.append(time.perf_counter() - t)
-        hits.append([m for h in res.hits for m in TURN_RE.findall(h.content)])
+    ms = MemSearch(
+        embedding_provider="openai",
+        embedding_model=cfg["model"],
+        embedding_base_url=cfg["base_url"],
+        embedding_api_key="dummy",
+        milvus_uri=cfg["milvus_uri"],
+        collection=cfg["collection"],
+    )
+    loop = asyncio.new_event_loop()
+    k = int(cfg["k"])
+
+    def memlane(q: str) -> list[str]:
+        res = mem.search(q, k, sync=False)
+        return [m for h in res.hits for m in TURN_RE.findall(h.content)]
+
+    def memsearch(q: str) -> list[str]:
+        res = loop.run_until_complete(ms.search(q, top_k=k))
+        return [m for r in res for m in TURN_RE.findall(r.get("content", ""))]
+
+    tools = {"memlane": memlane, "memsearch": memsearch}
+    out: dict[str, Any] = {}
+    for name, fn in tools.items():
+        t0 = time.perf_counter()
+        with counting(name):
+            fn(cfg["warmup"])  # loads the model, opens the collection
+        take(name)
+        out[name] = {
+            "first_s": time.perf_counter() - t0,
+            "latencies_s": [],
+            "cpu_s": [],
+            "round_trips": [],
+            "hits": [],
+        }
+    for i, q in enumerate(cfg["queries"]):
+        for name in list(tools) if i % 2 == 0 else list(reversed(tools)):
+            row = out[name]
+            with counting(name):
+                c0, t0 = time.process_time(), time.perf_counter()
+                hits = tools[name](q)
+                wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+            row["latencies_s"].append(wall)
+            row["cpu_s"].append(cpu)
+            row["round_trips"].append(take(name))
+            row["hits"].append(hits)
+    out["methods"] = {name: methods(name) for name in tools}
+    ms.close()
+    loop.close()
     mem.close()
-    out: dict[str, Any] = {"first_s": first_s, "latencies_s": lat, "hits": hits}
-    out.update(check_s=t1 - t0, resynced_chunks=resynced)
+    out["resynced_chunks"] = resynced
     print(json.dumps(out))
 
 
@@ -599,10 +658,12 @@ def child_warm(qfile: Path) -> None:
 # aggregation and report
 
 
-TOOLS = ("memlane", "memlane-http", "memsearch")
+TOOLS = ("memlane", "memlane-http", "memlane-milvus", "memsearch")
 
 
-def aggregate(results: list[dict[str, Any]], corpora: list[Corpus]) -> list[dict[str, Any]]:
+def aggregate(
+    results: list[dict[str, Any]], corpora: list[Corpus], tools: Sequence[str] = TOOLS
+) -> list[dict[str, Any]]:
     """Pool per-corpus figures: one row per (group, tool)."""
     groups: dict[str, list[tuple[dict[str, Any], Corpus]]] = {}
     for res, corpus in zip(results, corpora, strict=True):
@@ -610,7 +671,7 @@ def aggregate(results: list[dict[str, Any]], corpora: list[Corpus]) -> list[dict
         groups.setdefault(group, []).append((res, corpus))
     rows = []
     for group, members in groups.items():
-        for tool in TOOLS:
+        for tool in tools:
             index_wall = sum(r["tools"][tool]["index"]["wall_s"] for r, _ in members)
             chunks = sum(r["tools"][tool]["index"]["chunks"] for r, _ in members)
             row: dict[str, Any] = {"corpus": group, "tool": tool, "chunks": chunks}
@@ -621,7 +682,19 @@ def aggregate(results: list[dict[str, Any]], corpora: list[Corpus]) -> list[dict
             pooled = summarize_latencies([x for w in warm for x in w["_lat"]])
             row["warm_p50_ms"] = pooled["p50_ms"]
             row["warm_p95_ms"] = pooled["p95_ms"]
+            row["cpu_p50_ms"] = median([w["cpu_p50_ms"] for w in warm])
+            row["round_trips"] = sum(w["round_trips"] for w in warm) / len(warm)
             row["search_rss_mb"] = max(w["tree_rss_mb"] for w in warm)
+            beside = [r["tools"][tool].get("warm_memsearch") for r, _ in members]
+            if all(beside):
+                # memsearch in the same process, query by query: the ratio
+                # this memlane's targets are about.
+                ms_lat = summarize_latencies([x for b in beside if b for x in b["_lat"]])
+                row["memsearch_p50_ms"] = ms_lat["p50_ms"]
+                row["vs_memsearch_p50"] = pooled["p50_ms"] / ms_lat["p50_ms"]
+                row["memsearch_round_trips"] = sum(b["round_trips"] for b in beside if b) / len(
+                    beside
+                )
             colds = [r["tools"][tool].get("cold") for r, _ in members]
             colds = [c for c in colds if c]
             if colds:
@@ -653,7 +726,9 @@ def ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     by = {(r["corpus"], r["tool"]): r for r in rows}
     for corpus in dict.fromkeys(r["corpus"] for r in rows):
         ms = by[(corpus, "memsearch")]
-        for base in ("memlane", "memlane-http"):
+        for base in ("memlane", "memlane-http", "memlane-milvus"):
+            if (corpus, base) not in by:
+                continue
             ml = by[(corpus, base)]
             row: dict[str, Any] = {"corpus": corpus, "memsearch /": base}
             for k in keys:
@@ -692,11 +767,17 @@ def main() -> None:
         help="run memlane from a copy of the committed src/ (git archive HEAD), so code "
         "edited in the working tree during the run cannot change what is measured",
     )
-    parser.add_argument("--child-warm", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--tools",
+        default=",".join(TOOLS),
+        help="which to run (memsearch always runs): " + ", ".join(TOOLS),
+    )
+    parser.add_argument("--child-pair", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.child_warm:
-        child_warm(args.child_warm)
+    if args.child_pair:
+        child_pair(args.child_pair)
         return
+    tools = [t for t in TOOLS if t in {x.strip() for x in args.tools.split(",")} | {"memsearch"}]
     syn_chunks = args.synthetic_chunks or (2000 if args.quick else 10_000)
     n_queries = args.queries or (50 if args.quick else 200)
     n_cold = args.cold_queries if args.cold_queries is not None else (3 if args.quick else 5)
@@ -740,7 +821,7 @@ def main() -> None:
             print(f"{corpus.name}: {len(corpus.queries)} queries ...", flush=True)
             t0 = time.perf_counter()
             try:
-                results.append(run_corpus(ctx, corpus))
+                results.append(run_corpus(ctx, corpus, tools))
             finally:
                 if args.keep:
                     print(f"  kept {root}")
@@ -752,7 +833,7 @@ def main() -> None:
         server.close()
         if frozen is not None:
             shutil.rmtree(frozen, ignore_errors=True)
-    rows = aggregate(results, corpora)
+    rows = aggregate(results, corpora, tools)
     rat = ratios(rows)
     title = f"memsearch {MEMSEARCH_VERSION} vs memlane, same all-MiniLM-L6-v2 int8, k={TOP_K}"
     index_cols = ["corpus", "tool", "chunks", "index_s", "chunks_per_s", "index_rss_mb"]
@@ -760,6 +841,13 @@ def main() -> None:
     search_cols += ["cold_p50_s", "cold_rss_mb", "recall_any@10", "session_hit@1"]
     print_table(f"Indexing ({title})", _columns(rows, index_cols))
     print_table(f"Search ({title})", _columns(rows, search_cols))
+    pair_cols = ["corpus", "tool", "warm_p50_ms", "memsearch_p50_ms", "vs_memsearch_p50"]
+    pair_cols += ["cpu_p50_ms", "round_trips", "memsearch_round_trips"]
+    print_table(
+        "Warm search, memlane and memsearch in one process, query by query "
+        "(vs_memsearch_p50 < 1: memlane faster)",
+        _columns([r for r in rows if "vs_memsearch_p50" in r], pair_cols),
+    )
     ratio_cols = ["corpus", "memsearch /", *[c for c in search_cols if c not in ("corpus", "tool")]]
     print_table(
         "Ratios memsearch / memlane (time, RSS: >1 = memlane faster or smaller; "
@@ -768,8 +856,9 @@ def main() -> None:
     )
     for res in results:  # keep the JSON readable: no per-query hit lists
         for tool in res["tools"].values():
-            tool["warm"].pop("_hits", None)
-            tool["warm"].pop("_lat", None)
+            for key in ("warm", "warm_memsearch"):
+                tool.get(key, {}).pop("_hits", None)
+                tool.get(key, {}).pop("_lat", None)
     path = write_json(
         args.out,
         {

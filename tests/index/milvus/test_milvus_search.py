@@ -194,12 +194,18 @@ def test_an_empty_collection_or_query_finds_nothing(milvus_index: MilvusIndex) -
 
 
 def test_a_common_words_frequency_is_estimated_past_the_probe_cap(
-    milvus_index: MilvusIndex, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    milvus_index: MilvusIndex,
+    lite_db: Path,
+    collection: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """A word the probe finds at its cap is counted on a sixteenth of the rows
-    (chunk hashes are uniform hex) and scaled: its idf stays near the truth
-    instead of being that of a word in exactly ``DF_PROBE_LIMIT`` rows."""
-    from memlane.index.milvus import search
+    """While the ledger's mirror is not trusted (a fresh ledger that may not
+    fetch the rows in a search), a word the probe finds at its cap is counted
+    on a sixteenth of the rows (chunk hashes are uniform hex) and scaled: its
+    idf stays near the truth instead of being that of a word in exactly
+    ``DF_PROBE_LIMIT`` rows. The mirror counts it exactly."""
+    from memlane.index.milvus import mirror, search
 
     monkeypatch.setattr(search, "DF_PROBE_LIMIT", 40)
     for n in range(16):
@@ -207,9 +213,13 @@ def test_a_common_words_frequency_is_estimated_past_the_probe_cap(
         record, chunks = make_file(str(tmp_path / "memory" / f"f{n}.md"), texts)
         milvus_index.replace_file(record, chunks, vectors_for(chunks))
     assert milvus_index.count() == 320
-    milvus_index.search("common rare7", unit_vector("common rare7"), 5)
-    freq = milvus_index.document_frequencies(320)
+    assert milvus_index.word_counts(["common", "rare7"]) == (320, {"common": 320, "rare7": 1})
+    monkeypatch.setattr(mirror, "SEARCH_FETCH_MAX", 0)
+    probing = open_index(lite_db, collection, tmp_path / "probing.sqlite")
+    probing.search("common rare7", unit_vector("common rare7"), 5)
+    freq = probing.document_frequencies(320)
     assert freq["rare7"] == 1
     # Found 40 times (the cap), measured about 320: a sample of ~20 rows, so
     # well above the cap and never above the row count.
     assert 160 <= freq["common"] <= 320
+    probing.close()

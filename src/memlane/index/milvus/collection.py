@@ -6,7 +6,10 @@ Each operation (``with self._session() as client``) checks that the
 collection is still the one the ledger describes: a collection dropped or
 recreated by another tool (its ``memlane.epoch`` property changed or gone)
 clears the ledger and sets ``rebuilt_reason``, so the engine re-indexes from
-markdown. The schema is validated (``schema.check``) before any use.
+markdown. The schema is validated (``schema.check``) before any use. The
+check (three round trips) is skipped while nobody else can have touched the
+collection: on Milvus Lite while the same server serves only memlane's
+indexes (``Connection.generation``), on a server for ``mirror.CHECK_S``.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import secrets
 import threading
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -31,6 +35,7 @@ from memlane.index.milvus.ledger import (
     META_URI,
     Ledger,
 )
+from memlane.index.milvus.mirror import CHECK_S, Mirror
 from memlane.index.protocol import DimensionMismatchError
 
 #: The collection property naming who created it / which binding it is.
@@ -62,11 +67,13 @@ class CollectionAccess:
         self.rebuilt_reason: str | None = None
         self._dimension: int | None = None  # the collection's, once seen
         self._exists = False  # as of the last operation
+        self._seen: tuple[Any, float] | None = None  # (generation, time) of the last check
         # A ledger kept for another uri or collection describes nothing here.
         shown = self._conn.shown
         if (self._ledger.meta(META_URI), self._ledger.meta(META_COLLECTION)) != (shown, collection):
             self._ledger.clear(keep=())
             self._ledger.set_meta(**{META_URI: shown, META_COLLECTION: collection})
+        self._mirror = Mirror(self._ledger, shown, collection)
 
     @property
     def uri(self) -> str:
@@ -89,8 +96,35 @@ class CollectionAccess:
                 yield None
                 return
             with self._conn.client() as client:
-                self._exists = self._check(client, create_dimension)
-                yield client
+                generation = self._conn.generation()
+                if not self._still_seen(generation):
+                    self._seen = None
+                    self._exists = self._check(client, create_dimension)
+                    if self._exists:
+                        self._seen = (generation, time.monotonic())
+                try:
+                    yield client
+                except BaseException:
+                    self._seen = None  # check again: the collection may be gone
+                    self._mirror.distrust()
+                    raise
+
+    def _still_seen(self, generation: Any) -> bool:
+        """Whether the collection checked last is surely still there."""
+        if not self._exists or self._seen is None:
+            return False
+        if generation is not None:
+            return bool(self._seen[0] == generation)
+        return time.monotonic() - self._seen[1] < CHECK_S
+
+    def _fresh(self, client: Any, fetch_max: int | None = None) -> bool:
+        """Inside a session: whether the ledger's mirror is the collection's
+        now (compared first if need be; see ``mirror.py``)."""
+        if not self._exists:
+            if not self._mirror.trusted() or self._mirror.rows():
+                self._mirror.empty()
+            return True
+        return self._mirror.fresh(client, self._conn.generation(), fetch_max=fetch_max)
 
     def _check(self, client: Any, create_dimension: int | None) -> bool:
         name = self.collection
@@ -157,6 +191,7 @@ class CollectionAccess:
     def _written(self) -> None:
         """This object changed the collection (in or right after an operation)."""
         self._conn.written(self.collection)
+        self._mirror.wrote()
         self._forget_caches()
 
     def _set_properties(self, client: Any, properties: Mapping[str, str]) -> bool:

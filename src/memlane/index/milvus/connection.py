@@ -5,28 +5,20 @@ first client of a path starts a gRPC server thread for it, and that server
 holds ``flock`` on the database's ``LOCK`` file, so a second *process*
 cannot open it until the first releases the server. Threads of one process
 share one server through ``LITE``: a refcount per absolute path and a linger
-before the server is released, so back-to-back operations do not pay the
-open (~25 ms warm, 100-250 ms cold). How long it lingers depends on the
-process:
-
-- a short-lived one (the CLI, a relay serving pi alone) lets go ``LINGER_S``
-  after its last operation: another process is kept out for moments only;
-- the warm engine holds it (``LiteServers.hold``: ``engine.lite_hold_s``
-  after its last operation, and until it exits): every session and tool
-  call it serves uses one open client, never re-opened per search. A memlane
-  process that finds the database held asks the engines of its
-  ``MEMLANE_HOME`` to let go (``engine.release_lite``), and they do as soon
-  as no operation of theirs is running.
+(``LINGER_S`` after the last operation; the warm engine holds it for
+``engine.lite_hold_s``, ``LiteServers.hold``), so back-to-back operations do
+not pay the open (~25 ms warm, 100-250 ms cold). A memlane process that
+finds the database held asks the engines of its ``MEMLANE_HOME`` to let go
+(``engine.release_lite``); they do once no operation of theirs runs.
+``Connection.generation`` names the server and how often something other
+than a memlane index used it: an index trusts its ledger's mirror of the
+collection while it is unchanged (no other process can write meanwhile).
 
 A failed open is retried on the backoff delays; a held ``LOCK`` is then
-reported as ``IndexBusyError`` naming who holds it (never as a format
-problem: pymilvus only says "Open local milvus failed"); inside a search both
-waits share its one wait budget (core/waits.py).
-
-**A server** (``http(s)://``, Zilliz Cloud): one client per index object,
-closed with it, connected with a short timeout so an unreachable URI fails
-fast.
-
+reported as ``IndexBusyError`` naming who holds it (pymilvus only says
+"Open local milvus failed"); inside a search both waits share its one wait
+budget (core/waits.py). **A server** (``http(s)://``, Zilliz Cloud): one
+client per index object, closed with it, connected with a short timeout.
 pymilvus is imported lazily, only here and when a Milvus index is used.
 """
 
@@ -55,8 +47,7 @@ log = logging.getLogger(__name__)
 #: process (the contract's bound: another process waits at most this long),
 #: unless the process holds it (the warm engine: ``LiteServers.hold``).
 LINGER_S = 0.2
-#: How long a process that finds a Lite database held waits for each engine it
-#: asks to let go of it.
+#: How long a process finding a Lite database held waits for each engine it asks.
 ASK_ENGINE_S = 1.0
 #: Connect timeout for a Milvus server: an unreachable URI fails in this.
 CONNECT_TIMEOUT_S = 3.0
@@ -190,10 +181,10 @@ class _LiteEntry:
     client: Any
     users: int = 0
     timer: threading.Timer | None = None
-    #: Collections written since the open: flushed before the server stops.
-    written: set[str] = field(default_factory=set)
-    #: Another process asked for the database: stop as soon as nobody uses it.
-    let_go: bool = False
+    written: set[str] = field(default_factory=set)  # flushed before the server stops
+    let_go: bool = False  # another process asked: stop once nobody uses it
+    serial: int = 0  # this server among those the process started
+    foreign: int = 0  # acquisitions by anything but a memlane index
 
 
 class LiteServers:
@@ -234,8 +225,7 @@ class LiteServers:
         return True
 
     def state(self) -> dict[str, object]:
-        """What ``memlane engine status`` shows: the databases open now, the
-        servers started so far, and how long one lingers after its last use."""
+        """``memlane engine status``: databases open, servers started, linger."""
         with self._lock:
             open_paths = sorted(str(path) for path in self._entries)
         return {"open": open_paths, "opens": self.opens, "linger_s": self.linger_s}
@@ -260,10 +250,15 @@ class LiteServers:
                 self._stop_server(path, entry)
 
     def acquire(
-        self, path: Path, delays_ms: Sequence[int], sleep: Callable[[float], None] = time.sleep
+        self,
+        path: Path,
+        delays_ms: Sequence[int],
+        sleep: Callable[[float], None] = time.sleep,
+        *,
+        index: bool = False,
     ) -> Any:
-        """A client of the database at ``path``; every call pairs with ``release``."""
-        client = self._join(path)
+        """A client of ``path`` (``index``: for a memlane index); pairs with ``release``."""
+        client = self._join(path, foreign=not index)
         if client is not None:
             return client
         try:  # another thread may be opening it, waiting out another process
@@ -271,28 +266,34 @@ class LiteServers:
         except LockWaitedOut:
             raise busy_error(path) from None
         try:
-            client = self._join(path)  # another thread opened it meanwhile
+            client = self._join(path, foreign=not index)  # opened meanwhile
             if client is not None:
                 return client
             client = self._open(path, delays_ms, sleep)
             with self._lock:
-                self._entries[path] = _LiteEntry(client, users=1)
                 self.opens += 1
+                self._entries[path] = _LiteEntry(client, 1, serial=self.opens)
             return client
         finally:
             self._transition.release()
 
-    def _join(self, path: Path) -> Any | None:
+    def _join(self, path: Path, *, foreign: bool) -> Any | None:
         """The open client of ``path`` with one more user, if there is one."""
         with self._lock:
             entry = self._entries.get(path)
             if entry is None:
                 return None
+            entry.foreign += foreign
             if entry.timer is not None:
                 entry.timer.cancel()
                 entry.timer = None
             entry.users += 1
             return entry.client
+
+    def generation(self, path: Path) -> tuple[int, int] | None:
+        with self._lock:
+            entry = self._entries.get(path)
+            return None if entry is None else (entry.serial, entry.foreign)
 
     def release(self, path: Path) -> None:
         with self._lock:
@@ -418,9 +419,8 @@ def ask_engines_to_let_go(path: Path) -> bool:
 #: The one registry of this process.
 LITE = LiteServers()
 
-#: A server that could not be reached is not tried again for this long by
-#: any index object of this process (a short negative cache; the next
-#: operation after it tries again).
+#: A server that could not be reached is not tried again for this long by any
+#: index object of this process (a short negative cache).
 UNREACHABLE_RETRY_S = 5.0
 UNREACHABLE: dict[str, tuple[float, MemlaneError]] = {}
 
@@ -459,16 +459,11 @@ class Connection:
         # A gRPC call on a daemon thread must not be cut by the interpreter's
         # exit: the exit waits for this operation to end (core/native.py).
         with native_call():
-            if self.path is None:
+            path = self.path
+            if path is None:
                 client = self._remote()
-                try:
-                    yield client
-                except MemlaneError:
-                    raise
-                except Exception as exc:
-                    raise translate(exc, self.raw_uri) from exc
-                return
-            client = self._registry.acquire(self.path, self.backoff_delays_ms)
+            else:
+                client = self._registry.acquire(path, self.backoff_delays_ms, index=True)
             try:
                 yield client
             except MemlaneError:
@@ -476,7 +471,8 @@ class Connection:
             except Exception as exc:
                 raise translate(exc, self.raw_uri) from exc
             finally:
-                self._registry.release(self.path)
+                if path is not None:
+                    self._registry.release(path)
 
     def _remote(self) -> Any:
         with self._lock:
@@ -501,6 +497,10 @@ class Connection:
                     raise error from None
                 UNREACHABLE.pop(self.raw_uri, None)
             return self._remote_client
+
+    def generation(self) -> tuple[int, int] | None:
+        """Lite, in an operation: (server, foreign uses); None for a server."""
+        return None if self.path is None else self._registry.generation(self.path)
 
     def written(self, collection: str) -> None:
         """``collection`` was written in the current operation."""

@@ -10,7 +10,11 @@ what a sync needs to be cheap and what Milvus cannot hold:
   input, until ``set_vectors`` moves them into the collection;
 - ``meta``: the uri, collection and model it describes, the collection's
   epoch (to notice a collection dropped or recreated by another tool), the
-  cached centroid of the collection's vectors.
+  cached centroid of the collection's vectors;
+- ``rows`` and ``terms``: a mirror of the collection's rows (chunk hash,
+  source, memlane's metadata, words) and each word's document frequency,
+  what a search's lexical statistics and a file's write need without asking
+  Milvus (``mirror.py``; trusted only once checked against the collection).
 
 Losing it costs a rescan, never data: a fresh ledger lists the sources the
 collection holds (``placeholder`` records that force a re-read), and only
@@ -56,6 +60,10 @@ _DDL = (
     "heading TEXT, heading_level INTEGER, start_line INTEGER, end_line INTEGER, "
     "content_hash TEXT, content TEXT, kind TEXT, date TEXT, session TEXT, seq INTEGER)",
     "CREATE INDEX IF NOT EXISTS pending_source ON pending(source)",
+    "CREATE TABLE IF NOT EXISTS rows (chunk_hash TEXT PRIMARY KEY, source TEXT, "
+    "kind TEXT, date TEXT, session TEXT, terms TEXT)",
+    "CREATE INDEX IF NOT EXISTS rows_source ON rows(source)",
+    "CREATE TABLE IF NOT EXISTS terms (term TEXT PRIMARY KEY, df INTEGER NOT NULL) WITHOUT ROWID",
 )
 _PENDING_COLUMNS = (
     "chunk_hash, source, heading, heading_level, start_line, end_line, "
@@ -159,6 +167,13 @@ class Ledger:
         with self._guarded() as conn:
             return conn.execute(sql, params).fetchall()
 
+    def transaction(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
+        """One write transaction (``mirror.py`` keeps its tables through it)."""
+        return self._txn()
+
+    def read(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        return self._read(sql, params)
+
     # -- meta ----------------------------------------------------------------
 
     def meta(self, key: str) -> str | None:
@@ -192,8 +207,8 @@ class Ledger:
         """Forget every file, pending chunk and meta value but ``keep``."""
         kept = list(keep)
         with self._txn() as conn:
-            conn.execute("DELETE FROM files")
-            conn.execute("DELETE FROM pending")
+            for table in ("files", "pending", "rows", "terms"):
+                conn.execute(f"DELETE FROM {table}")
             marks = ", ".join("?" * len(kept))
             conn.execute(f"DELETE FROM meta WHERE key NOT IN ({marks})", kept)
 

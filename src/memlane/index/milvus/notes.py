@@ -2,10 +2,11 @@
 
 A collection memlane creates is one memsearch reads and writes, and the
 reverse (same schema, same chunk ids); memlane's filter metadata rides in
-dynamic fields. The local ledger (``ledger.py``) caches file records and
-holds chunks waiting for a vector. Searches run both legs in Milvus and
-memlane's fusion on the results (``search.py``). Milvus Lite is opened per
-operation (``connection.py``).
+dynamic fields. The local ledger (``ledger.py``) caches file records,
+holds chunks waiting for a vector and mirrors the collection's rows and
+word counts (``mirror.py``). Searches run both legs in Milvus and memlane's
+fusion on the results (``search.py``): two round trips once the mirror is
+trusted. Milvus Lite is opened per operation (``connection.py``).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from memlane.core.settings import BACKOFF_DELAYS_MS, IndexSettings
 from memlane.core.supersede import HEX16, superseded_hashes
 from memlane.core.types import Chunk, SearchMode
 from memlane.index.legs.fusion import fusion_method
-from memlane.index.milvus import schema, search
+from memlane.index.milvus import mirror, schema, search
 from memlane.index.milvus.ledger import META_COLLECTION, META_MODEL, META_URI
 from memlane.index.milvus.writes import MilvusWriter, indexed_of
 from memlane.index.protocol import (
@@ -40,6 +41,8 @@ from memlane.index.sqlite.notes_search import candidate_count
 if TYPE_CHECKING:
     from memlane.index.protocol import IndexBackend
 
+#: The word of a ``supersedes:<hash>`` marker (core/supersede.py), as analyzed.
+MARKER_WORD = "supersedes"
 #: Rows sampled for the collection's centroid (the mean cosine a query
 #: scores by chance), re-sampled when the row count changes bucket.
 CENTROID_SAMPLE = 512
@@ -80,6 +83,7 @@ class MilvusIndex(MilvusWriter):
         self._cache_lock = threading.Lock()
         self._freq_rows = -1
         self._doc_freq: dict[str, int] = {}
+        self._centroid_held: tuple[int, npt.NDArray[np.float32]] | None = None
         super().__init__(
             uri, collection, ledger_path, token=token, backoff_delays_ms=backoff_delays_ms
         )
@@ -90,24 +94,46 @@ class MilvusIndex(MilvusWriter):
         with self._cache_lock:
             self._freq_rows = -1
             self._doc_freq = {}
+            self._centroid_held = None
 
     def document_frequencies(self, rows: int) -> dict[str, int]:
-        """The document-frequency cache, kept while the row count stays in its
-        bucket (``row_bucket``: a few writes barely move a word's idf, and a
-        probe costs a round trip through the whole collection)."""
+        """The probed document frequencies (searches made while the ledger's
+        mirror is not trusted), kept while the row count stays in its bucket
+        (``row_bucket``: a few writes barely move a word's idf, and a probe
+        costs a round trip through the whole collection)."""
         with self._cache_lock:
             if row_bucket(rows) != self._freq_rows:
                 self._freq_rows, self._doc_freq = row_bucket(rows), {}
             return self._doc_freq
 
+    def word_counts(self, words: Sequence[str]) -> tuple[int, dict[str, int]] | None:
+        """The row count and each word's document frequency as the ledger's
+        mirror knows them (compared with the collection first if need be);
+        None while it is not trusted (a search then probes Milvus)."""
+        with self._session() as client:
+            if not self._fresh(client, fetch_max=mirror.SEARCH_FETCH_MAX):
+                return None
+            return self._mirror.rows(), self._mirror.doc_freq(words)
+
+    @property
+    def comparisons(self) -> int:
+        """How often this object compared the mirror with the whole collection."""
+        return self._mirror.comparisons
+
     def _centroid(self, client: Any, rows: int) -> npt.NDArray[np.float32] | None:
         bucket = row_bucket(rows)
+        held = self._centroid_held
+        if held is not None and held[0] == bucket:
+            return held[1]
         cached = self._ledger.centroid()
         if cached is not None and cached[0] == bucket:
-            return np.asarray(cached[1], dtype=np.float32)
-        vector = search.centroid(client, self.collection, CENTROID_SAMPLE)
+            vector: npt.NDArray[np.float32] | None = np.asarray(cached[1], dtype=np.float32)
+        else:
+            vector = search.centroid(client, self.collection, CENTROID_SAMPLE)
+            if vector is not None:
+                self._ledger.set_centroid(bucket, vector.astype(float).tolist())
         if vector is not None:
-            self._ledger.set_centroid(bucket, vector.astype(float).tolist())
+            self._centroid_held = (bucket, vector)
         return vector
 
     # -- reads -----------------------------------------------------------------
@@ -168,14 +194,21 @@ class MilvusIndex(MilvusWriter):
     def superseders(self, content_hashes: Sequence[str]) -> dict[str, Chunk]:
         """Old content hash -> the chunk whose ``supersedes`` marker names it
         (core/supersede.py): a ``like`` filter per hash (Milvus has no token
-        lookup; the markers are few and the hashes are checked as hex)."""
+        lookup; the markers are few and the hashes are checked as hex), asked
+        only for the hashes some row holds as a word (the ledger's mirror
+        knows; most collections hold no marker, and a search pays nothing)."""
         wanted = sorted({h for h in content_hashes if HEX16.fullmatch(h)})
         if not wanted:
             return {}
-        expr = " or ".join(f'content like "%supersedes:{h}%"' for h in wanted)
         with self._session() as client:
             if not self._exists:
                 return {}
+            if self._fresh(client, fetch_max=mirror.SEARCH_FETCH_MAX):
+                held = self._mirror.doc_freq([MARKER_WORD, *wanted])
+                wanted = [h for h in wanted if held[h] > 0] if held[MARKER_WORD] else []
+                if not wanted:
+                    return {}
+            expr = " or ".join(f'content like "%supersedes:{h}%"' for h in wanted)
             rows = client.query(
                 collection_name=self.collection, filter=expr, output_fields=schema.CHUNK_FIELDS
             )
@@ -259,15 +292,11 @@ class MilvusIndex(MilvusWriter):
                 # A directory's rows, never those of a sibling whose name
                 # merely starts the same ("proj" vs "proj-2").
                 prefix = source_prefix.rstrip(os.sep) + os.sep
-                expr = f"source like {schema.like_prefix(prefix)}"
-                hashes = [
-                    str(row[schema.PRIMARY])
-                    for rows in self._iterate(client, expr, [schema.PRIMARY, "source"])
-                    for row in rows
-                    if self.owns(str(row["source"]))
-                ]
+                self._fresh(client)
+                hashes = [h for h, source in self._mirror.below(prefix) if self.owns(source)]
                 for start in range(0, len(hashes), 512):
                     client.delete(collection_name=self.collection, ids=hashes[start : start + 512])
+                self._mirror.update(removed=hashes)
                 removed = len(hashes)
         self._ledger.clear(keep=self._kept_meta())
         self._written()
@@ -320,17 +349,27 @@ class MilvusIndex(MilvusWriter):
         with self._session() as client:
             if qvec is not None and self._exists:
                 self._check_dimension(qvec.size)
-            rows = search.count(client, self.collection) if self._exists else 0
+            # The ledger's mirror gives the row count and every word's count
+            # (no round trip); while it is not trusted, Milvus is asked.
+            exact = self._exists and self._fresh(client, fetch_max=mirror.SEARCH_FETCH_MAX)
+            if not self._exists:
+                rows = 0
+            else:
+                rows = self._mirror.rows() if exact else search.count(client, self.collection)
             dense = qvec is not None and rows > 0
             mode: SearchMode = "semantic" if not lexical else "hybrid" if dense else "lexical"
             if rows == 0 or k <= 0 or (lexical and not query.strip()):
                 return mode, []
+            words = search.query_words(query) if lexical else []
             coll = search.Collection(
                 self.collection,
                 rows,
                 self._centroid(client, rows) if dense else None,
-                self.document_frequencies(rows),
+                self._mirror.doc_freq(words) if exact else self.document_frequencies(rows),
+                exact=exact,
+                matching=self._mirror.matching(filters) if exact and filters else None,
             )
+            found: search.Rows = {}
             fused = search.run(
                 client,
                 coll,
@@ -341,8 +380,10 @@ class MilvusIndex(MilvusWriter):
                 expr=schema.expression(filters),
                 settings=self.settings,
                 method=self._fuse,
+                rows=found,
             )[:k]
-            found = search.rows_by_hash(client, self.collection, [h for h, _ in fused])
+            missing = [h for h, _ in fused if "content" not in found.get(h, {})]
+            found.update(search.rows_by_hash(client, self.collection, missing))
         return mode, [
             ScoredChunk(chunk=indexed_of(found[h]).chunk, score=score)
             for h, score in fused

@@ -209,7 +209,3 @@ def expression(filters: SearchFilters | None) -> str:
     if filters.before:
         parts.append(f"{DATE} < {literal(filters.before)}")
     return " and ".join(f"({part})" for part in parts)
-
-
-def source_in(sources: list[str]) -> str:
-    return f"source in [{', '.join(literal(s) for s in sources)}]"

@@ -1,4 +1,4 @@
-"""Search over a Milvus collection: both legs run in Milvus, memlane's fusion
+r"""Search over a Milvus collection: both legs run in Milvus, memlane's fusion
 and calibrated score are applied to what Milvus returns, so a hit's score
 means what it means on the SQLite backend (``legs/relevance.py``).
 
@@ -14,14 +14,22 @@ means what it means on the SQLite backend (``legs/relevance.py``).
   holding a word once scores exactly its idf). The document frequencies come
   from one BM25 search with one text per word: each text's hits are exactly
   the rows holding that word (capped at ``DF_PROBE_LIMIT``; a word found that
-  often is counted on a sixteenth of the rows and scaled). The collection's
-  mean cosine for the query is the query against the centroid of the
-  collection's unit vectors (estimated from a sample by the caller).
+  often is counted on a sixteenth of the rows and scaled), unless the
+  caller knows them all: the ledger's mirror of the collection keeps every
+  word's count exact (``mirror.py``), and then the leg is one BM25 search.
+  The collection's mean cosine for the query is the query against the
+  centroid of the collection's unit vectors (estimated from a sample by the
+  caller).
+
+Round trips: with every count known, a search is two calls, as memsearch's
+(its hybrid search and a row count): the dense search and the BM25 search,
+each returning the rows' fields (the BM25 hits with their vectors, whose
+cosines a lexical-only candidate needs), so no ``get`` follows.
 
 ``run_analyzer`` is not implemented by Milvus Lite, so words are split here
-the way Milvus's standard analyzer does (Unicode words, lower-cased); Milvus
-analyzes each probe text itself, so a word split differently still probes
-the right rows.
+the way Milvus's standard analyzer does (Unicode words, lower-cased: Milvus
+Lite 3.x's is exactly ``\w+`` on the lower-cased text); Milvus analyzes each
+probe text itself, so a word split differently still probes the right rows.
 """
 
 from __future__ import annotations
@@ -60,9 +68,19 @@ BM25_PARAMS = {"metric_type": "BM25"}
 COSINE_PARAMS = {"metric_type": "COSINE"}
 
 
+def analyzed(text: str) -> list[str]:
+    """``text``'s words as Milvus's standard analyzer sees them (Lite: exactly)."""
+    return _WORD_RE.findall(text.lower())
+
+
 def words(text: str) -> list[str]:
-    """The query's words as Milvus's standard analyzer sees them (about)."""
-    return _WORD_RE.findall(text[:MAX_QUERY_CHARS].lower())
+    """The query's words (its first ``MAX_QUERY_CHARS``), analyzed."""
+    return analyzed(text[:MAX_QUERY_CHARS])
+
+
+def query_words(text: str) -> list[str]:
+    """The words whose document frequency a lexical leg for ``text`` needs."""
+    return query_terms(words(text), STOPWORDS)
 
 
 def bm25_idf(docs_with_term: int, total_docs: int) -> float:
@@ -84,15 +102,35 @@ class Collection:
     rows: int  # every row (the N of BM25's idf)
     centroid: npt.NDArray[np.float32] | None  # mean of the unit vectors
     doc_freq: dict[str, int]  # the caller's cache for this row count; filled here
+    exact: bool = False  # doc_freq holds every query word (absent: in no row)
+    matching: int | None = None  # the rows the search's filter keeps, when known
 
 
-def _hits(result: Any) -> list[tuple[str, float]]:
+#: Rows returned by a search (by chunk hash): what the caller would ``get``.
+Rows = dict[str, dict[str, Any]]
+
+
+def _hits(result: Any, rows: Rows | None = None) -> list[tuple[str, float]]:
     if not result:
         return []
-    return [(str(hit[schema.PRIMARY]), float(hit["distance"])) for hit in result[0]]
+    out = []
+    for hit in result[0]:
+        key = str(hit[schema.PRIMARY])
+        if rows is not None:
+            entity = hit.get("entity") or {}
+            rows[key] = {schema.PRIMARY: key, **entity}
+        out.append((key, float(hit["distance"])))
+    return out
 
 
-def _bm25(client: Any, coll: Collection, texts: list[str], limit: int, expr: str) -> Any:
+def _bm25(
+    client: Any,
+    coll: Collection,
+    texts: list[str],
+    limit: int,
+    expr: str,
+    fields: list[str] | None = None,
+) -> Any:
     return client.search(
         collection_name=coll.name,
         data=texts,
@@ -100,27 +138,28 @@ def _bm25(client: Any, coll: Collection, texts: list[str], limit: int, expr: str
         limit=limit,
         filter=expr,
         search_params=BM25_PARAMS,
-        output_fields=[schema.PRIMARY],
+        output_fields=fields or [schema.PRIMARY],
     )
 
 
-def _best(result: Any, n: int) -> list[tuple[str, float]]:
-    hits = [(h, abs(d)) for h, d in _hits(result)]
+def _best(result: Any, n: int, rows: Rows | None = None) -> list[tuple[str, float]]:
+    hits = [(h, abs(d)) for h, d in _hits(result, rows)]
     hits.sort(key=lambda item: (-item[1], item[0]))
     return hits[:n]
 
 
 def lexical_leg(
-    client: Any, coll: Collection, query: str, n: int, expr: str
+    client: Any, coll: Collection, query: str, n: int, expr: str, rows: Rows | None = None
 ) -> tuple[list[tuple[str, float]], LexicalQuery]:
     """BM25 candidates and the query's ideal bm25. Words whose document
-    frequency is not cached are probed in the same call when no filter
-    applies (a filter would cut the probe's counts), else in a second."""
-    terms = query_terms(words(query), STOPWORDS)
+    frequency is not known are probed in the same call when no filter
+    applies (a filter would cut the probe's counts), else in a second.
+    ``rows``: filled with the hits' fields and vectors (when nothing is probed)."""
+    terms = query_words(query)
     if not terms or coll.rows == 0:
         return [], LexicalQuery((), 0.0)
     text = " ".join(terms)
-    unknown = [t for t in terms if t not in coll.doc_freq]
+    unknown = [] if coll.exact else [t for t in terms if t not in coll.doc_freq]
     probe_limit = min(coll.rows, DF_PROBE_LIMIT)
     hits: list[tuple[str, float]] | None = None
     if unknown:
@@ -144,7 +183,8 @@ def lexical_leg(
     if not present:
         return [], LexicalQuery(present, ideal)
     if hits is None:
-        hits = _best(_bm25(client, coll, [text], n, expr), n)
+        fields = [*schema.CHUNK_FIELDS, schema.VECTOR] if rows is not None else None
+        hits = _best(_bm25(client, coll, [text], n, expr, fields), n, rows)
     return hits, LexicalQuery(present, ideal)
 
 
@@ -160,7 +200,12 @@ def _sample_frequencies(client: Any, coll: Collection, terms: list[str], limit: 
 
 
 def dense_leg(
-    client: Any, coll: Collection, qvec: npt.NDArray[np.float32], n: int, expr: str
+    client: Any,
+    coll: Collection,
+    qvec: npt.NDArray[np.float32],
+    n: int,
+    expr: str,
+    rows: Rows | None = None,
 ) -> list[tuple[str, float]]:
     result = client.search(
         collection_name=coll.name,
@@ -169,9 +214,9 @@ def dense_leg(
         limit=n,
         filter=expr,
         search_params=COSINE_PARAMS,
-        output_fields=[schema.PRIMARY],
+        output_fields=schema.CHUNK_FIELDS if rows is not None else [schema.PRIMARY],
     )
-    hits = _hits(result)
+    hits = _hits(result, rows)
     hits.sort(key=lambda item: (-item[1], item[0]))
     return hits
 
@@ -223,14 +268,18 @@ def run(
     expr: str,
     settings: IndexSettings,
     method: FusionMethod | None,
+    rows: Rows | None = None,
 ) -> list[tuple[str, float]]:
-    """The legs ``mode`` asks for, fused: (chunk hash, score), best first."""
+    """The legs ``mode`` asks for, fused: (chunk hash, score), best first.
+    ``rows``: filled with what the searches returned of each hit's row."""
     dense_hits = (
-        dense_leg(client, coll, qvec, n, expr) if mode != "lexical" and qvec is not None else None
+        dense_leg(client, coll, qvec, n, expr, rows)
+        if mode != "lexical" and qvec is not None
+        else None
     )
     lexical: tuple[list[tuple[str, float]], LexicalQuery] | None = None
     if mode != "semantic":
-        lexical = lexical_leg(client, coll, query, n, expr)
+        lexical = lexical_leg(client, coll, query, n, expr, rows)
     # The fusion functions rank integer row ids; a hash's id is its place
     # in sorted order, so ties fall the same way on every call.
     found = {h for h, _ in dense_hits or []} | {h for h, _ in (lexical[0] if lexical else [])}
@@ -242,9 +291,11 @@ def run(
 
     dense = None
     if dense_hits is not None and qvec is not None:
-        rows = coll.rows if not expr else count(client, coll.name, expr)
+        matching = coll.matching
+        if matching is None:
+            matching = coll.rows if not expr else count(client, coll.name, expr)
         mean = float(unit(qvec) @ coll.centroid) if coll.centroid is not None else 0.0
-        dense = DenseResult(as_ids(dense_hits), mean, rows)
+        dense = DenseResult(as_ids(dense_hits), mean, matching)
     ranking = LexicalRanking(as_ids(lexical[0]), lexical[1]) if lexical is not None else None
     fused: Fused
     if settings.fusion == EVIDENCE or method is None:
@@ -252,7 +303,15 @@ def run(
         def cosines_of(rowids: Iterable[int]) -> dict[int, float]:
             if qvec is None:
                 return {}
-            got = cosines(client, coll.name, qvec, [hashes[r] for r in rowids])
+            wanted = [hashes[r] for r in rowids]
+            known = rows or {}
+            query_unit = unit(qvec)
+            got = {
+                h: float(unit(known[h][schema.VECTOR]) @ query_unit)
+                for h in wanted
+                if known.get(h, {}).get(schema.VECTOR) is not None
+            }
+            got.update(cosines(client, coll.name, qvec, [h for h in wanted if h not in got]))
             return {ids[h]: value for h, value in got.items()}
 
         fused = relevance.evidence_ranking(

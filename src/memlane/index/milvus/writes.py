@@ -5,6 +5,11 @@ Milvus has no transactions, so each write is ordered to be safe to repeat
 and to leave no loss behind if it stops half way: new rows are upserted
 (idempotent by chunk hash) before stale ones are deleted, and the ledger
 records the file last (a write cut short is redone by the next sync).
+
+Which rows a source has comes from the ledger's mirror of the collection
+(``mirror.py``), compared with the collection first when someone else may
+have written, so a file's write deletes by primary key and never scans
+``source == …`` (Milvus Lite has no scalar index: each scan reads every row).
 """
 
 from __future__ import annotations
@@ -21,14 +26,13 @@ from memlane.core.types import Chunk, Kind, content_hash_of
 from memlane.index.milvus import schema
 from memlane.index.milvus.collection import CollectionAccess
 from memlane.index.milvus.ledger import META_MODEL, META_RECONCILED
+from memlane.index.milvus.mirror import MirrorRow
 from memlane.index.protocol import FileRecord, IndexedChunk
 
 log = logging.getLogger(__name__)
 
 #: Rows per upsert / get / delete call.
 BATCH_ROWS = 512
-#: Sources per ``source in [...]`` expression.
-BATCH_SOURCES = 64
 
 
 def row_of(item: IndexedChunk, vector: npt.ArrayLike) -> dict[str, Any]:
@@ -47,6 +51,11 @@ def row_of(item: IndexedChunk, vector: npt.ArrayLike) -> dict[str, Any]:
         schema.DATE: item.date,
         schema.SESSION: item.session,
     }
+
+
+def mirror_row(item: IndexedChunk) -> MirrorRow:
+    c = item.chunk
+    return MirrorRow(c.chunk_hash, c.source, item.kind, item.date, item.session, c.content)
 
 
 def indexed_of(row: Mapping[str, Any]) -> IndexedChunk:
@@ -134,9 +143,8 @@ class MilvusWriter(CollectionAccess):
             # Nothing to learn yet: a collection another tool creates and
             # fills later is learnt on the first operation that sees it.
             return
-        sources: set[str] = set()
-        for rows in self._iterate(client, "", ["source"]):
-            sources.update(str(row["source"]) for row in rows)
+        self._fresh(client)
+        sources = self._mirror.sources()
         self._ledger.add_placeholders(
             sorted(s for s in sources if self.owns(s) and os.path.isfile(s))
         )
@@ -157,23 +165,12 @@ class MilvusWriter(CollectionAccess):
             iterator.close()
 
     def _source_rows(self, client: Any, source: str) -> dict[str, tuple[Any, Any, Any]]:
-        """chunk hash -> (kind, date, session) of the rows of ``source``."""
+        """chunk hash -> (kind, date, session) of the rows of ``source``
+        (the ledger's mirror, compared with the collection if need be)."""
         if not self._exists:
             return {}
-        rows = client.query(
-            collection_name=self.collection,
-            consistency_level=schema.STRONG,
-            filter=f"source == {schema.literal(source)}",
-            output_fields=[schema.PRIMARY, schema.KIND, schema.DATE, schema.SESSION],
-        )
-        return {
-            str(row[schema.PRIMARY]): (
-                row.get(schema.KIND),
-                row.get(schema.DATE),
-                row.get(schema.SESSION),
-            )
-            for row in rows
-        }
+        self._fresh(client)
+        return self._mirror.of_source(source)
 
     def _vectors(self, client: Any, hashes: Sequence[str]) -> dict[str, list[float]]:
         out: dict[str, list[float]] = {}
@@ -185,7 +182,18 @@ class MilvusWriter(CollectionAccess):
         return out
 
     def _upsert(self, client: Any, rows: Sequence[dict[str, Any]]) -> None:
-        for part in _batches(rows, BATCH_ROWS):
+        """Write ``rows``. On Milvus Lite, where the mirror is exact (no other
+        process writes while this one holds the database), rows it does not
+        hold are inserted: an upsert looks each key up in every segment
+        first. A server gets upserts (another machine may have written the
+        same chunk since the last comparison; Milvus keeps duplicate keys)."""
+        held = self._mirror.known([str(row[schema.PRIMARY]) for row in rows])
+        lite = self._conn.path is not None
+        fresh = [row for row in rows if lite and str(row[schema.PRIMARY]) not in held]
+        again = [row for row in rows if not lite or str(row[schema.PRIMARY]) in held]
+        for part in _batches(fresh, BATCH_ROWS):
+            client.insert(collection_name=self.collection, data=list(part))
+        for part in _batches(again, BATCH_ROWS):
             client.upsert(collection_name=self.collection, data=list(part))
 
     def replace_file(
@@ -228,6 +236,8 @@ class MilvusWriter(CollectionAccess):
             for part in _batches(stale, BATCH_ROWS):
                 client.delete(collection_name=self.collection, ids=list(part))
             if rows or stale:
+                upserted = {str(row[schema.PRIMARY]) for row in rows}
+                self._mirror.update([mirror_row(wanted[h]) for h in upserted], stale)
                 self._written()
         new_pending = [
             item
@@ -246,19 +256,13 @@ class MilvusWriter(CollectionAccess):
         removed = 0
         with self._session() as client:
             if self._exists:
-                for part in _batches(targets, BATCH_SOURCES):
-                    expr = schema.source_in(list(part))
-                    rows = client.query(
-                        collection_name=self.collection,
-                        consistency_level=schema.STRONG,
-                        filter=expr,
-                        output_fields=[schema.PRIMARY],
-                    )
-                    hashes = [str(row[schema.PRIMARY]) for row in rows]
-                    for batch in _batches(hashes, BATCH_ROWS):
-                        client.delete(collection_name=self.collection, ids=list(batch))
-                    removed += len(hashes)
+                self._fresh(client)
+                hashes = self._mirror.hashes_of(targets)
+                for batch in _batches(hashes, BATCH_ROWS):
+                    client.delete(collection_name=self.collection, ids=list(batch))
+                removed = len(hashes)
                 if removed:
+                    self._mirror.update(removed=hashes)
                     self._written()
         return removed + self._ledger.remove_sources(targets)
 
@@ -283,6 +287,8 @@ class MilvusWriter(CollectionAccess):
         dimension = self._dimension_of(arrays)
         with self._session(create_dimension=dimension) as client:
             self._check_dimension(dimension)
+            self._fresh(client)
             self._upsert(client, [row_of(item, arrays[item.chunk.chunk_hash]) for item in waiting])
+            self._mirror.update([mirror_row(item) for item in waiting])
             self._written()
         self._ledger.remove_pending(arrays)
