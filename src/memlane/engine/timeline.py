@@ -11,9 +11,10 @@ only when the sessions index changed (registry.sessions_stamp).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 if TYPE_CHECKING:
     from memlane.engine.shared.ports import ProjectMemory
@@ -69,12 +70,50 @@ class DayFile:
     entries: list[DayEntry] = field(default_factory=list)
 
 
+_T = TypeVar("_T")
+
+
+class DailyFiles(Generic[_T]):
+    """What was read from each daily file of a store, read again only when the
+    file's size or time changed (a view of a long store reads the day that grew)."""
+
+    def __init__(self, read: Callable[[Path, str], _T]) -> None:
+        self._read = read
+        self._cache: dict[Path, tuple[tuple[int, int], _T]] = {}
+
+    def each(self, store: Path) -> list[tuple[str, _T]]:
+        """(day, what was read) for every daily file of *store*, in name order."""
+        from memlane.store.layout import date_of
+
+        found: list[tuple[str, _T]] = []
+        seen: set[Path] = set()
+        if not store.is_dir():
+            return found
+        for path in sorted(store.glob("*.md")):
+            day = date_of(path)
+            if day is None or not path.is_file():
+                continue
+            seen.add(path)
+            stat = path.stat()
+            key = (stat.st_size, stat.st_mtime_ns)
+            cached = self._cache.get(path)
+            if cached is None or cached[0] != key:
+                cached = (key, self._read(path, day))
+                self._cache[path] = cached
+            found.append((day, cached[1]))
+        for gone in set(self._cache) - seen:
+            del self._cache[gone]
+        return found
+
+
 class Timeline:
     """Per-day counts of one project's memory, cached per daily file."""
 
     def __init__(self, mem: ProjectMemory) -> None:
         self.mem = mem
-        self._journal: dict[Path, tuple[tuple[int, int], int]] = {}
+        self._journal: DailyFiles[int] = DailyFiles(
+            lambda path, _day: _removable_count(path.read_bytes())
+        )
         self._messages: tuple[tuple[int, ...], dict[str, int]] | None = None
 
     def days(self) -> list[DayCount]:
@@ -89,27 +128,9 @@ class Timeline:
         ]
 
     def _journal_counts(self) -> dict[str, int]:
-        from memlane.store.layout import date_of
-
-        store = self.mem.scope.store
         counts: dict[str, int] = {}
-        seen: set[Path] = set()
-        if not store.is_dir():
-            return counts
-        for path in store.glob("*.md"):
-            day = date_of(path)
-            if day is None or not path.is_file():
-                continue
-            seen.add(path)
-            stat = path.stat()
-            key = (stat.st_size, stat.st_mtime_ns)
-            cached = self._journal.get(path)
-            if cached is None or cached[0] != key:
-                cached = (key, _removable_count(path.read_bytes()))
-                self._journal[path] = cached
-            counts[day] = counts.get(day, 0) + cached[1]
-        for gone in set(self._journal) - seen:
-            del self._journal[gone]
+        for day, entries in self._journal.each(self.mem.scope.store):
+            counts[day] = counts.get(day, 0) + entries
         return counts
 
     def _topic_counts(self) -> dict[str, int]:
@@ -217,32 +238,16 @@ class SessionEntries:
 
     def __init__(self, mem: ProjectMemory) -> None:
         self.mem = mem
-        self._files: dict[Path, tuple[tuple[int, int], list[tuple[str, SessionEntry]]]] = {}
+        self._files: DailyFiles[list[tuple[str, SessionEntry]]] = DailyFiles(
+            lambda _path, day: _entries_of(mem, day)
+        )
 
     def by_session(self) -> dict[str, list[SessionEntry]]:
         """Session id → its entries, oldest first."""
-        from memlane.store.layout import date_of
-
-        store = self.mem.scope.store
         found: dict[str, list[SessionEntry]] = {}
-        if not store.is_dir():
-            return found
-        seen: set[Path] = set()
-        for path in sorted(store.glob("*.md")):
-            day = date_of(path)
-            if day is None or not path.is_file():
-                continue
-            seen.add(path)
-            stat = path.stat()
-            key = (stat.st_size, stat.st_mtime_ns)
-            cached = self._files.get(path)
-            if cached is None or cached[0] != key:
-                cached = (key, _entries_of(self.mem, day))
-                self._files[path] = cached
-            for session, entry in cached[1]:
+        for _day, entries in self._files.each(self.mem.scope.store):
+            for session, entry in entries:
                 found.setdefault(session, []).append(entry)
-        for gone in set(self._files) - seen:
-            del self._files[gone]
         return found
 
     def of(self, session: str) -> list[SessionEntry]:

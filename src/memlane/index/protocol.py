@@ -193,6 +193,21 @@ class HybridIndex(Protocol[HitT, ItemT]):
     def close(self) -> None: ...
 
 
+def chunks_of(record: FileRecord, chunks: Iterable[IndexedChunk]) -> dict[str, IndexedChunk]:
+    """*chunks* by hash, the first of each kept, every one checked to belong to
+    ``record.source``: what ``replace_file`` writes, on either backend (a
+    ``ValueError`` names a chunk of another file)."""
+    wanted: dict[str, IndexedChunk] = {}
+    for item in chunks:
+        if item.chunk.source != record.source:
+            raise ValueError(
+                f"chunk {item.chunk.chunk_hash} has source {item.chunk.source!r}, "
+                f"not {record.source!r}"
+            )
+        wanted.setdefault(item.chunk.chunk_hash, item)
+    return wanted
+
+
 @runtime_checkable
 class IndexBackend(HybridIndex[ScoredChunk, Chunk], Protocol):
     """The notes index: one collection's chunks, kept in step with its

@@ -27,7 +27,7 @@ from memlane.index.milvus import schema
 from memlane.index.milvus.collection import CollectionAccess
 from memlane.index.milvus.ledger import META_MODEL, META_RECONCILED
 from memlane.index.milvus.mirror import MirrorRow
-from memlane.index.protocol import FileRecord, IndexedChunk
+from memlane.index.protocol import FileRecord, IndexedChunk, chunks_of
 
 log = logging.getLogger(__name__)
 
@@ -204,14 +204,7 @@ class MilvusWriter(CollectionAccess):
     ) -> int:
         """Make ``chunks`` the content of ``record.source``; rows memsearch
         wrote (no memlane metadata) get it, keeping their stored embedding."""
-        wanted: dict[str, IndexedChunk] = {}
-        for item in chunks:
-            if item.chunk.source != record.source:
-                raise ValueError(
-                    f"chunk {item.chunk.chunk_hash} has source {item.chunk.source!r}, "
-                    f"not {record.source!r}"
-                )
-            wanted.setdefault(item.chunk.chunk_hash, item)
+        wanted = chunks_of(record, chunks)
         arrays = {h: self._as_vector(h, vectors[h]) for h in wanted if h in vectors}
         dimension = self._dimension_of(arrays)
         with self._session(create_dimension=dimension) as client:

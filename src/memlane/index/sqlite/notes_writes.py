@@ -15,6 +15,7 @@ from memlane.index.protocol import (
     DimensionMismatchError,
     FileRecord,
     IndexedChunk,
+    chunks_of,
     file_contexts,
 )
 from memlane.index.sqlite import schema
@@ -62,14 +63,7 @@ def replace_file(
     chunks: Sequence[IndexedChunk],
     vectors: Mapping[str, np.ndarray],
 ) -> int:
-    wanted: dict[str, IndexedChunk] = {}
-    for item in chunks:
-        if item.chunk.source != record.source:
-            raise ValueError(
-                f"chunk {item.chunk.chunk_hash} has source {item.chunk.source!r}, "
-                f"not {record.source!r}"
-            )
-        wanted.setdefault(item.chunk.chunk_hash, item)
+    wanted = chunks_of(record, chunks)
     arrays = {h: _as_vector(h, vectors[h]) for h in wanted if h in vectors}
     return file.run(lambda conn: _replace_file(file, conn, record, wanted, arrays))
 
