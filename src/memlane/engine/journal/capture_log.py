@@ -267,11 +267,17 @@ class CaptureLog:
         self._spans = dict(contents.spans)
         self._done_bytes = contents.done_bytes
         self._header_len = header_len
+        # A new log's name is made durable with its first entry (append), not
+        # before: until then the file holds nothing a crash could lose.
+        self._name_synced = adopted or bool(self._pending)
         self._lock = threading.Lock()
 
     @classmethod
     def create(cls, directory: Path, header: dict[str, Any]) -> CaptureLog:
-        """A new, locked capture log for this session (its header written and fsynced)."""
+        """A new, locked capture log for this session, its header written. It is
+        fsynced with its first entry (``append``): a log holding only its header
+        keeps nothing, and one fsync fewer is a millisecond or more off the first
+        capture of every session (each ``codex exec`` is one)."""
         try:
             directory.mkdir(parents=True, exist_ok=True)
             path, fd = _create_locked(directory)
@@ -283,8 +289,6 @@ class CaptureLog:
             record = {"kind": "journal", "v": FORMAT_VERSION, **header, "pid": os.getpid()}
             data = _line(record)
             _write_whole(fd, data, 0)
-            os.fsync(fd)
-            fsync_dirs([directory])
         except OSError as exc:
             os.close(fd)
             with contextlib.suppress(OSError):
@@ -305,7 +309,10 @@ class CaptureLog:
             start = os.fstat(fd).st_size
             try:
                 _write_whole(fd, data, start)
-                os.fsync(fd)
+                os.fsync(fd)  # the header too, on a new log
+                if not self._name_synced:
+                    fsync_dirs([self.path.parent])
+                    self._name_synced = True
             except OSError as exc:
                 raise CaptureLogError(
                     f"cannot append to the capture log {self.path}: {_why(exc)}"
