@@ -256,18 +256,6 @@ def main() -> int:
         f"{sessions_s:.1f} s)",
         rows,
     )
-    path = write_json(
-        "ui",
-        {
-            "entries": args.entries,
-            "sessions": args.sessions,
-            "messages_per_session": args.messages,
-            "topics": args.topics,
-            "chunks": report.total_chunks,
-            "pages": results,
-            "target_ms": TARGET_MS,
-        },
-    )
     from memlane.hosts.web.live import POLL_S
 
     live = measure_live(viewer, project, args.live_runs)

@@ -220,24 +220,25 @@ class LexicalLeg:
         return LexicalRanking(hits, query)
 
 
-def filter_sql(filters: SearchFilters) -> tuple[list[str], Sequence[object]]:
-    """SQL conditions on ``chunks`` equal to DenseMatrix's filter mask."""
+def filter_sql(filters: SearchFilters, table: str = "chunks") -> tuple[list[str], Sequence[object]]:
+    """SQL conditions on *table* (``chunks``, or the Milvus ledger's ``rows``:
+    the same column names) equal to DenseMatrix's filter mask."""
     conditions: list[str] = []
     values: list[object] = []
     if filters.kind:
-        conditions.append("chunks.kind = ?")
+        conditions.append(f"{table}.kind = ?")
         values.append(filters.kind)
     if filters.source_prefix:
         # substr, not LIKE: a prefix with % or _ must match literally.
-        conditions.append("substr(chunks.source, 1, ?) = ?")
+        conditions.append(f"substr({table}.source, 1, ?) = ?")
         values += [len(filters.source_prefix), filters.source_prefix]
     if filters.session:
-        conditions.append("chunks.session = ?")
+        conditions.append(f"{table}.session = ?")
         values.append(filters.session)
     if filters.after:
-        conditions.append("chunks.date >= ?")
+        conditions.append(f"{table}.date >= ?")
         values.append(filters.after)
     if filters.before:
-        conditions.append("chunks.date < ?")
+        conditions.append(f"{table}.date < ?")
         values.append(filters.before)
     return conditions, values

@@ -43,6 +43,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from memlane.index.legs.lexical import filter_sql
 from memlane.index.milvus import schema
 from memlane.index.milvus.ledger import Ledger
 from memlane.index.milvus.search import analyzed, count
@@ -173,23 +174,7 @@ class Mirror:
     def matching(self, filters: SearchFilters) -> int:
         """The rows ``filters`` keep, as ``schema.expression(filters)`` keeps
         them in Milvus (a row without the field fails its condition)."""
-        where: list[str] = []
-        params: list[Any] = []
-        if filters.kind:
-            where.append("kind = ?")
-            params.append(filters.kind)
-        if filters.source_prefix:
-            where.append("substr(source, 1, ?) = ?")
-            params += [len(filters.source_prefix), filters.source_prefix]
-        if filters.session:
-            where.append("session = ?")
-            params.append(filters.session)
-        if filters.after:
-            where.append("date >= ?")
-            params.append(filters.after)
-        if filters.before:
-            where.append("date < ?")
-            params.append(filters.before)
+        where, params = filter_sql(filters, table="rows")
         sql = "SELECT count(*) FROM rows" + (" WHERE " + " AND ".join(where) if where else "")
         return int(self._ledger.read(sql, params)[0][0])
 
