@@ -28,7 +28,6 @@ that writes what they read.
 from __future__ import annotations
 
 import itertools
-import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -125,7 +124,7 @@ class SessionIngestor:
         self.scan = sources
         self.model = model or (embedder.name if embedder is not None else None)
         self.batch_size = max(1, batch_size)
-        self._lock = threading.Lock()
+        self._lock = store.ingest_lock
         self._model_bound = False
         self._bound_rebuilds = store.rebuilds
         self._rules_current = False  # the store's documents follow DOCS_RULES_VERSION

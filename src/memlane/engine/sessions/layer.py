@@ -99,10 +99,12 @@ class SessionsLayer:
         return Sweeper(self.ingestor, self.settings, clock=self.mem.clock)
 
     def reindex(self, progress: Progress | None = None) -> BackfillReport:
-        self.store.clear()
-        self.ingestor._model_bound = False
-        report = self.ingestor.ingest(progress=progress, operation="reindex")
-        return report
+        # One step: a sweep of this process reading the transcripts between the
+        # clear and the re-read would leave the reindex nothing to read.
+        with self.store.ingest_lock:
+            self.store.clear()
+            self.ingestor._model_bound = False
+            return self.ingestor.ingest(progress=progress, operation="reindex")
 
     def close(self) -> None:
         if self._indexer is not None:

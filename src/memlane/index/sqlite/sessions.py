@@ -39,6 +39,7 @@ until a user-facing surface shows it.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
@@ -106,6 +107,10 @@ class SessionStore:
         through (None: texts are stored and shown as given)."""
         self.index_settings = index_settings or IndexSettings()
         self.settings = sessions_settings or SessionsSettings()
+        #: Held by every ingestion pass over this store in this process (each
+        #: sessions layer has its own ingestor, the store is one per process):
+        #: a reindex's clear and re-read are one step no sweep can fall between.
+        self.ingest_lock = threading.RLock()
         self._fuse = fusion_method(self.index_settings.fusion)
         # Why the file was recreated (``rebuilt_reason``), until a
         # user-facing surface pops it; how many times (``rebuilds``);
