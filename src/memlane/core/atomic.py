@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+from collections.abc import Sequence
 from pathlib import Path
 
 from memlane.core.faults import step
@@ -31,7 +32,7 @@ def temp_path_for(path: Path) -> Path:
 
 def write_atomic(
     path: Path,
-    data: bytes | str,
+    data: bytes | str | Sequence[memoryview],
     *,
     mode: int | None = None,
     new_file_mode: int | None = None,
@@ -47,9 +48,11 @@ def write_atomic(
     (after it) that the fault suite kills at. ``durable=False`` skips the
     fsyncs (each can take milliseconds on a busy disk) for a record that is
     cheap to lose in a crash of the machine: readers still see the old file
-    or the new one, never half of one.
+    or the new one, never half of one. A sequence of buffers is written one
+    after the other, so a large file is never copied into one ``bytes``.
     """
     payload = data.encode("utf-8") if isinstance(data, str) else data
+    parts = [memoryview(payload)] if isinstance(payload, bytes) else payload
     final_mode = mode if mode is not None else _existing_mode(path, new_file_mode)
     temp = temp_path_for(path)
     fd = os.open(temp, _TEMP_FLAGS, 0o600 if final_mode is not None else 0o666)
@@ -57,7 +60,8 @@ def write_atomic(
         try:
             if final_mode is not None:
                 os.fchmod(fd, final_mode)
-            _write_all(fd, payload)
+            for part in parts:
+                _write_all(fd, part)
             if durable:
                 os.fsync(fd)
         finally:
@@ -93,8 +97,8 @@ def _existing_mode(path: Path, new_file_mode: int | None) -> int | None:
         return new_file_mode
 
 
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
+def _write_all(fd: int, data: memoryview) -> None:
+    view = data.cast("B")
     written = 0
     while written < len(view):
         written += os.write(fd, view[written:])

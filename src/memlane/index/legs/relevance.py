@@ -48,7 +48,7 @@ import numpy.typing as npt
 from memlane.core.cosine_scale import REFERENCE_SCALE, CosineScale
 from memlane.core.settings import IndexSettings
 from memlane.core.types import SearchMode
-from memlane.index.legs.dense import DenseMatrix, DenseResult
+from memlane.index.legs.dense import BoundMatrix, DenseResult
 from memlane.index.legs.fusion import EVIDENCE, Fused, FusionMethod
 from memlane.index.legs.lexical import LexicalLeg, LexicalRanking
 from memlane.index.protocol import SearchFilters
@@ -222,7 +222,7 @@ def evidence_ranking(
 def search(
     conn: sqlite3.Connection,
     lexical_leg: LexicalLeg,
-    matrix: DenseMatrix | None,
+    matrix: BoundMatrix | None,
     vector: npt.NDArray[np.float32] | None,
     query: str,
     mode: SearchMode,

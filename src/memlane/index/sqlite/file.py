@@ -51,9 +51,9 @@ from memlane.core.diskspace import disk_full_error
 from memlane.core.errors import IndexCorruptError
 from memlane.core.faults import step
 from memlane.core.waits import LockWaitedOut, acquire_bounded, spend, sqlite_wait_s, waited_s
-from memlane.index.legs import lexical
-from memlane.index.legs.dense import DenseMatrix
-from memlane.index.legs.dense_sync import synced_matrix
+from memlane.index.legs import lexical, vector_file
+from memlane.index.legs.dense import BoundMatrix, DenseMatrix
+from memlane.index.legs.dense_sync import exact_vectors, synced_matrix
 from memlane.index.protocol import DimensionMismatchError, IndexBusyError
 from memlane.index.sqlite import schema
 from memlane.index.sqlite.busy import rebuild_lock_error, thread_busy_error, write_lock_holder
@@ -150,6 +150,9 @@ def _file_moved(exc: BaseException) -> bool:
 class SqliteFile:
     """One SQLite file, one connection per object, shared by its threads."""
 
+    #: Whether searches may write the vector file (a read-only view only maps it).
+    writes_vectors = True
+
     def __init__(self, path: Path | str, lexical_leg: lexical.LexicalLeg, kind: FileKind) -> None:
         self.path = Path(path).expanduser().absolute()
         self.kind = kind
@@ -161,6 +164,8 @@ class SqliteFile:
         self._busy_ms = -1  # the busy timeout set on the connection
         self._file_id: FileId | None = None
         self._dense: DenseMatrix | None = None
+        #: The memory-mapped vector file beside the index (legs/vector_file.py).
+        self.vectors_path = vector_file.path_for(self.path)
         self.lexical = lexical_leg
         self._rebuild_count = 0  # _check_identity: did reopening rebuild?
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -286,11 +291,16 @@ class SqliteFile:
 
     def synced_dense(
         self, conn: sqlite3.Connection, meta: Mapping[str, Any]
-    ) -> tuple[DenseMatrix | None, int | None]:
-        """The vector matrix, brought in line with the rows (patched, or reloaded)."""
-        dense, dimension = synced_matrix(conn, meta, self._dense)
+    ) -> tuple[BoundMatrix | None, int | None]:
+        """The vector matrix, brought in line with the rows (patched, mapped
+        or reloaded), bound to this read's float32 vectors for rescoring."""
+        dense, dimension = synced_matrix(
+            conn, meta, self._dense, self.vectors_path, write_vectors=self.writes_vectors
+        )
         self._dense = dense
-        return dense, dimension
+        if dense is None:
+            return None, dimension
+        return BoundMatrix(dense, lambda rowids: exact_vectors(conn, rowids)), dimension
 
     def query_dense(
         self,
@@ -298,7 +308,7 @@ class SqliteFile:
         meta: Mapping[str, Any],
         qvec: npt.NDArray[np.float32] | None,
         index_name: str,
-    ) -> DenseMatrix | None:
+    ) -> BoundMatrix | None:
         """The matrix a query vector is searched against; None when there is no dense leg.
 
         A query vector of another dimension is refused: cosine against it would be noise.

@@ -1,7 +1,8 @@
 """The default index backend: one SQLite file per collection.
 
-BM25 comes from FTS5, cosine from an in-process numpy matrix of every
-stored vector (see ``legs/dense.py``); the two ranked legs are fused by
+BM25 comes from FTS5, cosine from an in-process int8 matrix of every
+stored vector, mapped from the vector file beside the index and rescored
+with the stored float32 vectors (see ``legs/dense.py``); the two ranked legs are fused by
 ``legs/fusion.py``. Many processes (sidecars, hooks, the CLI) may open the same
 file: WAL lets readers run beside one writer, every write is a short
 ``BEGIN IMMEDIATE`` transaction that bumps a generation counter, and each
@@ -30,6 +31,7 @@ from memlane.core.errors import ConfigError
 from memlane.core.settings import IndexSettings
 from memlane.core.types import Chunk, SearchMode
 from memlane.index.legs import lexical as lexical_legs
+from memlane.index.legs import vector_file
 from memlane.index.legs.dense import DenseMatrix
 from memlane.index.legs.fusion import fusion_method
 from memlane.index.protocol import (
@@ -183,8 +185,11 @@ class SqliteIndex:
         the file without freed pages (rowids are explicit primary keys, so
         they survive), and the TRUNCATE checkpoint, retried for
         ``checkpoint_wait_s``, empties the WAL that held the old page
-        images. Nothing to do when the file does not exist.
+        images. The vector file beside it goes too (it still holds the
+        deleted rows' vectors; the next search writes it again). Nothing to
+        do when the index file does not exist.
         """
+        vector_file.discard(path)
         if not path.exists():
             return Purge()
         conn = sqlite3.connect(str(path), timeout=10.0, isolation_level=None)

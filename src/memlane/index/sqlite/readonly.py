@@ -71,6 +71,8 @@ class ReadOnlyFile(SqliteFile):
     """A ``SqliteFile`` opened read-only: what the read-write file repairs
     (a missing or older schema, damage) is an error here instead."""
 
+    writes_vectors = False
+
     def _open(self) -> None:
         uri = "file:" + urllib.parse.quote(str(self.path)) + "?mode=ro"
         wait_s = self.wait_s()  # bounded inside a search's wait budget

@@ -14,6 +14,7 @@ import sqlite3
 from collections.abc import Callable
 
 from memlane.core.faults import step
+from memlane.index.legs import vector_file
 from memlane.index.session_docs import content_hash
 from memlane.index.sqlite.file import SqliteFile
 from memlane.index.sqlite.session_schema import (
@@ -88,6 +89,9 @@ class Redaction:
             return rewritten
 
         rewritten = self._file.run(op)
+        if rewritten:
+            # The vector file still holds the old texts' vectors.
+            vector_file.discard(self._file.path)
         self._rows_redacted = True
         return rewritten
 

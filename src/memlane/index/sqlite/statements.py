@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from memlane.core.types import SearchMode
+from memlane.index.legs import vector_file
 from memlane.index.sqlite import schema
 
 
@@ -52,9 +53,9 @@ def cache_key_of(meta: Mapping[str, Any]) -> tuple[Any, Any]:
 
 
 def file_size(path: Path) -> int:
-    """Bytes of the file at *path* and its WAL (``stats``)."""
+    """Bytes of the file at *path*, its WAL and its vector file (``stats``)."""
     size = 0
-    for suffix in ("", "-wal"):
+    for suffix in ("", "-wal", vector_file.SUFFIX):
         with contextlib.suppress(OSError):
             size += path.with_name(path.name + suffix).stat().st_size
     return size
