@@ -14,8 +14,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memlane.core.settings import IndexSettings
-from memlane.index.legs import dense_sync, vector_file
-from memlane.index.legs.dense import DenseMatrix, DenseRow, quantize, vector_to_blob
+from memlane.index.legs import dense_sync, int8, vector_file
+from memlane.index.legs.dense import DenseMatrix, DenseRow, vector_to_blob
+from memlane.index.legs.int8 import quantize
 from memlane.index.protocol import SearchFilters
 from memlane.index.sqlite.notes import SqliteIndex
 from memlane.index.sqlite.readonly import ReadOnlySqliteIndex
@@ -256,3 +257,37 @@ def test_any_damage_reads_as_no_file_or_a_whole_one(
     snapshot = vector_file.open_snapshot(path, epoch="e", dimension=4)
     if snapshot is not None:
         assert snapshot.rows == len(snapshot.columns["codes"]) <= 5
+
+
+@pytest.mark.parametrize("best_at", ["sampled", "unsampled", "spread"])
+def test_the_sampled_selection_picks_what_a_full_partition_picks(
+    monkeypatch: pytest.MonkeyPatch, best_at: str
+) -> None:
+    rng = np.random.default_rng(11)
+    rows, dim = 4096, 8
+    query = unit_vector("q", dim)
+    vectors = rng.standard_normal((rows, dim)).astype(np.float32) * 0.2
+    # 60 rows close to the query, placed where the stride sample sees them
+    # (every one in it: the threshold is too high, the fallback runs), where
+    # it sees none of them, or anywhere.
+    places = {
+        "sampled": np.arange(0, rows, int8.SAMPLE_STRIDE)[:60],
+        "unsampled": np.arange(1, rows, int8.SAMPLE_STRIDE)[:60],
+        "spread": rng.choice(rows, 60, replace=False),
+    }[best_at]
+    vectors[places] += query * 3
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    matrix = DenseMatrix(dim, "e", 0)
+    matrix.add(
+        [
+            DenseRow(i + 1, vector_to_blob(v), "journal", "/a.md", None, None)
+            for i, v in enumerate(vectors)
+        ]
+    )
+    monkeypatch.setattr(int8, "SAMPLE_MIN_ROWS", 10**9)
+    full = matrix.search(query, 50)
+    monkeypatch.setattr(int8, "SAMPLE_MIN_ROWS", 64)
+    monkeypatch.setattr(int8, "SAMPLE_MARGIN", 1)
+    sampled = matrix.search(query, 50)
+    assert sampled.hits == full.hits
+    assert {rowid - 1 for rowid, _ in full.hits} <= set(places.tolist())

@@ -27,7 +27,13 @@ import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from memlane.index.legs.query import STOPWORDS, match_expression, prune_terms, query_terms
+from memlane.index.legs.query import (
+    STOPWORDS,
+    match_expression,
+    prune_terms,
+    query_terms,
+    window_floor,
+)
 from memlane.index.protocol import SearchFilters
 from memlane.index.sqlite.schema import FTS_BASE_TOKENIZER, FTS_TOKENIZER
 
@@ -106,6 +112,8 @@ class LexicalQuery:
 
     words: tuple[str, ...]
     ideal: float
+    #: The chunks the words are in, summed (an upper bound on the matches).
+    matches: int = 0
 
     @property
     def match(self) -> str | None:
@@ -136,6 +144,7 @@ class LexicalLeg:
         self._cache_key: object = None
         self._doc_freq: dict[str, int] = {}
         self._total_docs = 0
+        self._rowids = (0, -1)  # lowest and highest row id, per generation
         self._stopwords: frozenset[str] | None = None
 
     def reset(self) -> None:
@@ -152,7 +161,11 @@ class LexicalLeg:
     def _frequencies(self, conn: sqlite3.Connection, stems: list[str], cache_key: object) -> None:
         if cache_key != self._cache_key or len(self._doc_freq) > DOC_FREQ_CACHE_MAX:
             self._doc_freq.clear()
-            self._total_docs = int(conn.execute("SELECT count(*) FROM chunks").fetchone()[0])
+            total, lowest, highest = conn.execute(
+                "SELECT count(*), min(id), max(id) FROM chunks"
+            ).fetchone()
+            self._total_docs = int(total)
+            self._rowids = (int(lowest or 0), int(highest if highest is not None else -1))
             self._cache_key = cache_key
         unknown = [t for t in stems if t not in self._doc_freq]
         if unknown:
@@ -181,7 +194,8 @@ class LexicalLeg:
         # small store).
         ideal = sum(idf(max(self._doc_freq[t], 1), total) for t in stems)
         kept = prune_terms(stems, self._doc_freq, total)
-        return LexicalQuery(tuple(word_of[t] for t in kept), ideal)
+        matches = sum(self._doc_freq[t] for t in kept)
+        return LexicalQuery(tuple(word_of[t] for t in kept), ideal, matches)
 
     def rank(
         self,
@@ -202,11 +216,13 @@ class LexicalLeg:
         if filters is None:
             # "ORDER BY rank, rowid" measured faster than FTS5's own
             # "ORDER BY rank" path, and it makes ties deterministic.
+            floor = window_floor(query.matches, *self._rowids)
+            window = "" if floor is None else "AND rowid >= ? "
             sql = (
-                "SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ? "
+                f"SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ? {window}"
                 "ORDER BY rank, rowid LIMIT ?"
             )
-            params: list[object] = [match, n]
+            params: list[object] = [match, n] if floor is None else [match, floor, n]
         else:
             conditions, values = filter_sql(filters)
             sql = (
