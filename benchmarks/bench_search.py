@@ -5,7 +5,10 @@ unit 384-d vectors, so no model is needed) under a temp dir with direct
 batched ``replace_file`` calls, then measures each collection in a fresh
 process so its peak RSS is the search's alone:
 
-- first search: the call that loads the vector matrix from SQLite;
+- first load (in the building process): the first dense search after
+  indexing, which reads every vector from SQLite and writes the vector
+  file beside the index;
+- first search: a new process's first search (the vector file mapped);
 - warm hybrid p50/p95 (query embedding excluded: vectors are given);
 - warm hybrid p50 with the query embedded first by the bundled int8 model
   (what a user's search costs; the model loaded before the clock starts, as
@@ -142,7 +145,18 @@ def build(path: Path, size: int, seed: int = 11) -> dict[str, Any]:
             )
             day += timedelta(days=1) if f % 3 == 2 else timedelta(0)
         stats = idx.stats()
-    return {"build_s": time.perf_counter() - start, "size_mb": stats["size_bytes"] / 1e6}
+    build_s = time.perf_counter() - start
+    # The first dense search after indexing reads every vector once and
+    # writes the vector file the measuring process then maps.
+    with SqliteIndex(path, IndexSettings()) as idx:
+        began = time.perf_counter()
+        idx.search("first load", unit_rows(nrng, 1)[0], TOP_K)
+        first_load_ms = (time.perf_counter() - began) * 1000
+    return {
+        "build_s": build_s,
+        "size_mb": stats["size_bytes"] / 1e6,
+        "first_load_ms": first_load_ms,
+    }
 
 
 def make_queries(path: Path, n: int, seed: int = 5) -> list[str]:
@@ -282,6 +296,7 @@ def main() -> int:
                     "chunks": size,
                     "build_s": built["build_s"],
                     "db_mb": built["size_mb"],
+                    "first_load_ms": built["first_load_ms"],
                     **result,
                     "target_p50_ms": target,
                     "meets_target": None if target is None else result["hybrid_p50_ms"] <= target,
@@ -289,6 +304,7 @@ def main() -> int:
             )
     latency_cols = {
         "chunks": "chunks",
+        "first_load_ms": "first load ms",
         "first_search_ms": "first ms",
         "hybrid_p50_ms": "hybrid p50",
         "hybrid_p95_ms": "hybrid p95",
