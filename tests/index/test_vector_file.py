@@ -4,7 +4,10 @@ deleted text."""
 
 from __future__ import annotations
 
+import os
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -291,3 +294,23 @@ def test_the_sampled_selection_picks_what_a_full_partition_picks(
     sampled = matrix.search(query, 50)
     assert sampled.hits == full.hits
     assert {rowid - 1 for rowid, _ in full.hits} <= set(places.tolist())
+
+
+def test_a_killed_writers_temporary_file_goes_with_the_next_write(
+    index: SqliteIndex, index_path: Path, tmp_path: Path
+) -> None:
+    finished = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    dead_pid = int(finished.stdout)
+    path = vector_file.path_for(index_path)
+    left = path.with_name(f".{path.name}.{dead_pid}.0123abcd.tmp")
+    ours = path.with_name(f".{path.name}.{os.getpid()}.89abcdef.tmp")
+    left.write_bytes(b"half a file")
+    ours.write_bytes(b"a live writer's file")
+    fill(index, tmp_path, 2)
+    dense_hits(index, unit_vector("q"))  # writes the vector file
+    assert path.is_file() and not left.exists() and ours.exists()

@@ -14,7 +14,8 @@ dimension match and no tombstone it would need was pruned, then catches up
 with the rows written since, exactly as a process's in-memory matrix does
 (``dense_sync.py``). It is replaced whole by one rename (``core/atomic``),
 so a reader sees the old file or the new one and a mapping stays valid
-after a replace. Deleting it costs one reload from SQLite; anything that
+after a replace; the next write deletes the temporary file a killed writer
+left. Deleting it costs one reload from SQLite; anything that
 makes deleted text unrecoverable deletes it (``discard``).
 
 Layout: an 8-byte magic, the header's length (8 bytes, little-endian), the
@@ -30,6 +31,7 @@ import json
 import logging
 import mmap
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,6 +40,7 @@ import numpy as np
 import numpy.typing as npt
 
 from memlane.core.atomic import write_atomic
+from memlane.core.process import pid_alive
 
 log = logging.getLogger(__name__)
 
@@ -179,7 +182,20 @@ def write_snapshot(
         parts.append(memoryview(bytes(target - position)))
         parts.append(array.reshape(-1).view(np.uint8).data)
         position = target + array.nbytes
+    _sweep_dead_writers(path)
     write_atomic(path, parts, new_file_mode=0o600)
+
+
+def _sweep_dead_writers(path: Path) -> None:
+    """Delete the temporary files a killed writer of *path* left (each is
+    as large as the vector file; its writer's process id is in its name)."""
+    pattern = re.compile(rf"\.{re.escape(path.name)}\.(\d+)\.[0-9a-f]{{8}}\.tmp")
+    with contextlib.suppress(OSError), os.scandir(path.parent) as entries:
+        for entry in entries:
+            found = pattern.fullmatch(entry.name)
+            if found is not None and not pid_alive(int(found[1])):
+                with contextlib.suppress(OSError):
+                    os.unlink(entry.path)
 
 
 def _aligned(offset: int) -> int:
