@@ -208,8 +208,10 @@ def ask(
     foreign: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Every question through ``mem.search`` (k = 20, no sync): rows per
-    category, latencies, the top hits' scores, the foreign questions' best."""
+    category, latencies, the ranked dia_ids, the top hits' scores, the
+    foreign questions' best."""
     rows: list[tuple[int, dict[str, float]]] = []
+    ranked_lists: list[list[str]] = []
     latencies: list[float] = []
     top_scores: list[list[tuple[float, bool]]] = []
     for q in questions:
@@ -218,6 +220,7 @@ def ask(
         latencies.append((time.perf_counter() - t0) * 1000)
         ranked = ranked_turns([h.content for h in result.hits])
         row = score_question(ranked, q.gold)
+        ranked_lists.append(ranked[:TOP_K])
         # Notes: a question whose evidence turns got no observation
         # cannot be answered at turn level by any retriever.
         row["answerable"] = float(bool(stored & set(q.gold)))
@@ -232,7 +235,13 @@ def ask(
     for text in foreign:
         hits = mem.search(text, CALIBRATION_TOP_K, mode=mode, sync=False).hits
         foreign_best.append(hits[0].score if hits else 0.0)
-    return {"rows": rows, "latency_ms": latencies, "top": top_scores, "foreign_best": foreign_best}
+    return {
+        "rows": rows,
+        "latency_ms": latencies,
+        "ranked": ranked_lists,
+        "top": top_scores,
+        "foreign_best": foreign_best,
+    }
 
 
 def run_conversation(

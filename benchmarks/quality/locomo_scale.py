@@ -78,6 +78,7 @@ FIRST_DAY = date(2022, 1, 1)  # the dev conversations run from 2022-01 to 2024-0
 LAST_DAY = date(2024, 1, 31)
 SESSION_ENTRIES = 10
 BIG_SUFFIX = " +distractors"
+DISTRACTOR_TURN_PREFIX = "X"  # LoCoMo's turns are D<session>:<n>
 EMBED_FLUSH = 2_000
 
 
@@ -116,7 +117,8 @@ def write_distractor_files(
         for j, (i, hhmm, text) in enumerate(items):
             session = j // SESSION_ENTRIES
             heading = f"## Session {hhmm}\n" if j % SESSION_ENTRIES == 0 else ""
-            anchor = Anchor(session=f"x{day}-{session}", turn=f"X{i}:1", transcript="none")
+            turn = f"{DISTRACTOR_TURN_PREFIX}{i}:1"
+            anchor = Anchor(session=f"x{day}-{session}", turn=turn, transcript="none")
             parts.append("\n" + heading + format_entry(hhmm, anchor, text))
         path = store / f"{day}.md"
         path.write_text("".join(parts), encoding="utf-8")
@@ -287,6 +289,32 @@ def run_with_distractors(
     return out
 
 
+def attribution(runs: Sequence[dict[str, Any]], system: System) -> dict[str, Any]:
+    """Why r@10 moved: questions lost (found alone, not with distractors) and
+    gained; of the lost, how many had a distractor in their top 10 (the
+    others lost to the conversation's own turns, reordered by the bigger
+    store's statistics); distractors per top 10 on average."""
+    lost = gained = lost_to_distractor = 0
+    in_top: list[int] = []
+    for run in runs:
+        small = run["systems"][system.name]["rows"]
+        big = run["systems"][with_distractors(system).name]
+        for (_, s_row), (_, b_row), ranked in zip(small, big["rows"], big["ranked"], strict=True):
+            distractors_in_top = sum(d.startswith(DISTRACTOR_TURN_PREFIX) for d in ranked[:10])
+            in_top.append(distractors_in_top)
+            if s_row["r@10"] and not b_row["r@10"]:
+                lost += 1
+                lost_to_distractor += distractors_in_top > 0
+            elif b_row["r@10"] and not s_row["r@10"]:
+                gained += 1
+    return {
+        "lost": lost,
+        "gained": gained,
+        "lost_with_a_distractor_in_top10": lost_to_distractor,
+        "distractors_per_top10": round(sum(in_top) / max(len(in_top), 1), 2),
+    }
+
+
 # -- report -------------------------------------------------------------------------
 
 
@@ -379,6 +407,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     for name in summary:
         summary[name].pop("score_floor_calibration", None)
     print_report(summary, systems, n)
+    why = {s.name: attribution(runs, s) for s in systems}
+    print_table(
+        "r@10 moves with distractors (lost: found alone, not inside them)",
+        [{"system": name, **row} for name, row in why.items()],
+    )
     default = parse_system("default")
     small_r10 = summary[default.name]["overall"]["r@10"]
     delta = summary[with_distractors(default).name]["overall"]["r@10"] - small_r10
@@ -397,6 +430,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "cache": filled,
         "conversations": [{k: v for k, v in run.items() if k != "systems"} for run in runs],
         "summary": summary,
+        "attribution": why,
         "target": {"delta_r@10": round(delta, 4), "max_abs_delta": TARGET_DELTA, "met": met},
         "commit": _commit(),
         "load_avg": [round(x, 2) for x in os.getloadavg()],
