@@ -44,6 +44,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
@@ -54,7 +55,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
-from distractors import VectorCache, distractors  # noqa: E402
+from distractors import SECOND_SENTENCE, VectorCache, distractors  # noqa: E402
 from locomo import (  # noqa: E402
     CATEGORIES,
     DEFAULT_DATA,
@@ -85,14 +86,20 @@ EMBED_FLUSH = 2_000
 # -- distractor files ---------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class Recipe:
+    """Which distractors (``distractors.distractors``' arguments)."""
+
+    n: int
+    seed: int = 32
+    avoid: tuple[str, ...] = ()
+    second: float = SECOND_SENTENCE
+
+
 def write_distractor_files(
-    store: Path,
-    n: int,
-    seed: int,
-    busy_days: set[str] | frozenset[str] = frozenset(),
-    avoid: Sequence[str] = (),
+    store: Path, recipe: Recipe, busy_days: set[str] | frozenset[str] = frozenset()
 ) -> list[Path]:
-    """``n`` distractors as daily files of ``store`` on the days not in ``busy_days``.
+    """The recipe's distractors as daily files of ``store`` on the days not in ``busy_days``.
 
     Distractor i goes to the i-th share of the free days (so files stay in
     date order), sessions of ``SESSION_ENTRIES`` entries, its anchor's turn
@@ -107,8 +114,10 @@ def write_distractor_files(
         d for d in (FIRST_DAY + timedelta(i) for i in range(span)) if d.isoformat() not in busy_days
     ]
     by_day: dict[int, list[tuple[int, str, str]]] = {}
-    for i, (hhmm, text) in enumerate(distractors(n, seed, avoid)):
-        by_day.setdefault(i * len(days) // n, []).append((i, hhmm, text))
+    for i, (hhmm, text) in enumerate(
+        distractors(recipe.n, recipe.seed, recipe.avoid, recipe.second)
+    ):
+        by_day.setdefault(i * len(days) // recipe.n, []).append((i, hhmm, text))
     paths = []
     for slot, items in sorted(by_day.items()):
         day = days[slot].isoformat()
@@ -198,7 +207,7 @@ def _space(mem: Any) -> str:
     return vector_space(mem.config.embedding)
 
 
-def fill_cache(n: int, seed: int, root: Path, avoid: Sequence[str]) -> dict[str, Any]:
+def fill_cache(recipe: Recipe, root: Path) -> dict[str, Any]:
     """Embed the distractors the cache lacks, flushing as it goes."""
     home = root / "embed" / "home"
     home.mkdir(parents=True)
@@ -208,9 +217,7 @@ def fill_cache(n: int, seed: int, root: Path, avoid: Sequence[str]) -> dict[str,
     with _memory(project) as mem:
         store = mem.scope.store
         store.mkdir(parents=True, exist_ok=True)
-        texts = embedding_texts(
-            write_distractor_files(store, n, seed, avoid=avoid), store, mem.embedding.model
-        )
+        texts = embedding_texts(write_distractor_files(store, recipe), store, mem.embedding.model)
         cache = VectorCache(_space(mem))
         todo = cache.missing(texts)
         print(f"{len(texts)} distractors, {len(todo)} to embed into {cache.dir}", file=sys.stderr)
@@ -255,11 +262,9 @@ def run_with_distractors(
     conv: dict[str, Any],
     systems: Sequence[System],
     root: Path,
-    n: int,
-    seed: int,
-    avoid: Sequence[str],
+    recipe: Recipe,
 ) -> dict[str, Any]:
-    """The conversation synced as ``locomo.py`` syncs it, then ``n``
+    """The conversation synced as ``locomo.py`` syncs it, then the recipe's
     distractors written into the same store and indexed from the cache;
     every system's questions on that one index."""
     prepared = prepare_conversation(conv, root, notes=False)
@@ -272,7 +277,7 @@ def run_with_distractors(
                 started = time.perf_counter()
                 mem.sync()
                 out["turns_index_s"] = round(time.perf_counter() - started, 1)
-                paths = write_distractor_files(prepared.store, n, seed, busy, avoid)
+                paths = write_distractor_files(prepared.store, recipe, busy)
                 started = time.perf_counter()
                 report, embedded = index_distractors(mem, prepared.store, paths)
                 out["distractors_index_s"] = round(time.perf_counter() - started, 1)
@@ -367,6 +372,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         default="default",
         help="locomo.py's systems, comma-separated (default; bm25,dense,default shows the legs)",
     )
+    parser.add_argument(
+        "--second-sentence",
+        type=float,
+        default=SECOND_SENTENCE,
+        help=f"share of distractors with a second sentence ({SECOND_SENTENCE}: 94 characters "
+        "on average; 0.9: 132, LoCoMo's turns' length)",
+    )
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     args = parser.parse_args(argv)
     systems = [parse_system(s.strip()) for s in args.systems.split(",") if s.strip()]
@@ -386,7 +398,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise SystemExit(f"no LoCoMo data at {args.data}; pass --data PATH")
         data = json.loads(args.data.read_text(encoding="utf-8"))
         avoid = speakers(data) if args.names == "other" else []
-        filled = fill_cache(n, args.seed, Path(tmp), avoid)
+        recipe = Recipe(n, args.seed, tuple(avoid), args.second_sentence)
+        filled = fill_cache(recipe, Path(tmp))
         if args.embed_only:
             print(json.dumps(filled))
             return 0
@@ -395,7 +408,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         runs = []
         for conv in convs:
             small = run_conversation(conv, systems, Path(tmp) / "small", notes=False)
-            big = run_with_distractors(conv, systems, Path(tmp) / "big", n, args.seed, avoid)
+            big = run_with_distractors(conv, systems, Path(tmp) / "big", recipe)
             print(
                 f"{big['sample_id']}: {small['chunks']} turns; with distractors {big['chunks']} "
                 f"chunks, turns synced in {big['turns_index_s']} s, distractors indexed in "
@@ -424,6 +437,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "distractors": n,
         "seed": args.seed,
         "names": args.names,
+        "second_sentence": args.second_sentence,
         "avoided_names": avoid,
         "top_k": TOP_K,
         "systems": {s.name: {"mode": s.mode, "settings": s.env} for s in systems},
