@@ -162,8 +162,7 @@ class CachedVectors:
         for text in self.cache.missing(texts):
             self.cache.put(text, np.asarray(self.real.embed([text])[0], dtype=np.float32))
             self.embedded += 1
-        rows = [self.cache.get(text) for text in texts]
-        return np.stack([row for row in rows if row is not None])
+        return np.stack([self.cache.vectors[self.cache.key(text)] for text in texts])
 
     def embed_query(self, text: str) -> np.ndarray:
         return np.asarray(self.real.embed_query(text), dtype=np.float32)
