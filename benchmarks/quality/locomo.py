@@ -175,6 +175,75 @@ def parse_system(name: str) -> System:
 # -- run ---------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class Prepared:
+    """One conversation written as a store in its own project and MEMLANE_HOME."""
+
+    sample: str
+    project: Path
+    store: Path
+    stored: set[str]  # dia_ids the store holds
+    questions: list[Question]
+    skipped: int
+
+
+def prepare_conversation(conv: dict[str, Any], root: Path, notes: bool) -> Prepared:
+    """Write ``conv`` as a store under ``root/<sample>`` and point MEMLANE_HOME there."""
+    sample = str(conv["sample_id"])
+    home = root / sample / "home"
+    home.mkdir(parents=True)
+    os.environ["MEMLANE_HOME"] = str(home)
+    project = root / sample / "project"
+    store = write_conversation_store(conv, project, notes=notes)
+    stored = {t for f in store.glob("*.md") for t in _TURN_RE.findall(f.read_text("utf-8"))}
+    questions, skipped = questions_of(conv)
+    return Prepared(sample, project, store, stored, questions, skipped)
+
+
+def ask(
+    mem: Any,
+    questions: Sequence[Question],
+    mode: str,
+    stored: set[str],
+    foreign: Sequence[str] = (),
+) -> dict[str, Any]:
+    """Every question through ``mem.search`` (k = 20, no sync): rows per
+    category, latencies, the ranked dia_ids, the top hits' scores, the
+    foreign questions' best."""
+    rows: list[tuple[int, dict[str, float]]] = []
+    ranked_lists: list[list[str]] = []
+    latencies: list[float] = []
+    top_scores: list[list[tuple[float, bool]]] = []
+    for q in questions:
+        t0 = time.perf_counter()
+        result = mem.search(q.text, TOP_K, mode=mode, sync=False)
+        latencies.append((time.perf_counter() - t0) * 1000)
+        ranked = ranked_turns([h.content for h in result.hits])
+        row = score_question(ranked, q.gold)
+        ranked_lists.append(ranked[:TOP_K])
+        # Notes: a question whose evidence turns got no observation
+        # cannot be answered at turn level by any retriever.
+        row["answerable"] = float(bool(stored & set(q.gold)))
+        rows.append((q.category, row))
+        top_scores.append(
+            [
+                (h.score, bool(set(ranked_turns([h.content])) & set(q.gold)))
+                for h in result.hits[:CALIBRATION_TOP_K]
+            ]
+        )
+    foreign_best = []
+    for text in foreign:
+        hits = mem.search(text, CALIBRATION_TOP_K, mode=mode, sync=False).hits
+        foreign_best.append(hits[0].score if hits else 0.0)
+    return {
+        "rows": rows,
+        "latency_ms": latencies,
+        "ranked": ranked_lists,
+        "top": top_scores,
+        "foreign_best": foreign_best,
+    }
+
+
 def run_conversation(
     conv: dict[str, Any],
     systems: Sequence[System],
@@ -191,16 +260,13 @@ def run_conversation(
     from memlane.core.scope import resolve_scope
     from memlane.engine.project import Memory
 
-    sample = str(conv["sample_id"])
-    home = root / sample / "home"
-    home.mkdir(parents=True)
-    os.environ["MEMLANE_HOME"] = str(home)
-    project = root / sample / "project"
-    store = write_conversation_store(conv, project, notes=notes)
-    stored = {t for f in store.glob("*.md") for t in _TURN_RE.findall(f.read_text("utf-8"))}
-    questions, skipped = questions_of(conv)
-    scope = resolve_scope(project)
-    out: dict[str, Any] = {"sample_id": sample, "questions": len(questions), "skipped": skipped}
+    prepared = prepare_conversation(conv, root, notes)
+    scope = resolve_scope(prepared.project)
+    out: dict[str, Any] = {
+        "sample_id": prepared.sample,
+        "questions": len(prepared.questions),
+        "skipped": prepared.skipped,
+    }
     per_system: dict[str, Any] = {}
     for i, system in enumerate(systems):
         config = load_config(None, env=system.env)
@@ -211,35 +277,9 @@ def run_conversation(
             if i == 0:
                 out["index_s"] = index_s
                 out["chunks"] = report.total_chunks
-            rows: list[tuple[int, dict[str, float]]] = []
-            latencies: list[float] = []
-            top_scores: list[list[tuple[float, bool]]] = []
-            for q in questions:
-                t0 = time.perf_counter()
-                result = mem.search(q.text, TOP_K, mode=system.mode, sync=False)
-                latencies.append((time.perf_counter() - t0) * 1000)
-                ranked = ranked_turns([h.content for h in result.hits])
-                row = score_question(ranked, q.gold)
-                # Notes: a question whose evidence turns got no observation
-                # cannot be answered at turn level by any retriever.
-                row["answerable"] = float(bool(stored & set(q.gold)))
-                rows.append((q.category, row))
-                top_scores.append(
-                    [
-                        (h.score, bool(set(ranked_turns([h.content])) & set(q.gold)))
-                        for h in result.hits[:CALIBRATION_TOP_K]
-                    ]
-                )
-            foreign_best = []
-            for text in foreign:
-                hits = mem.search(text, CALIBRATION_TOP_K, mode=system.mode, sync=False).hits
-                foreign_best.append(hits[0].score if hits else 0.0)
-        per_system[system.name] = {
-            "rows": rows,
-            "latency_ms": latencies,
-            "top": top_scores,
-            "foreign_best": foreign_best,
-        }
+            per_system[system.name] = ask(
+                mem, prepared.questions, system.mode, prepared.stored, foreign
+            )
     out["systems"] = per_system
     return out
 
