@@ -26,6 +26,10 @@ from memlane.core.errors import MemlaneError
 from memlane.core.settings import IndexSettings
 from memlane.core.types import Chunk, Kind, SearchMode, context_of
 
+#: A pass that stored at least this many vectors is a bulk write: it ends
+#: with ``prepare_search`` so the next search pays nothing for it.
+BULK_WRITE_VECTORS = 4096
+
 
 class DimensionMismatchError(MemlaneError, ValueError):
     """A vector's length differs from the dimension the index is bound to.
@@ -167,6 +171,12 @@ class HybridIndex(Protocol[HitT, ItemT]):
 
     def count(self) -> int:
         """How many items are stored."""
+        ...
+
+    def prepare_search(self) -> None:
+        """After a bulk write: do now what the next search would otherwise
+        pay for (the SQLite backend reads new vectors into its matrix and
+        rewrites its vector file when due; Milvus has nothing to do)."""
         ...
 
     def stats(self) -> dict[str, Any]:

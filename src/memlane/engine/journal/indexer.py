@@ -21,7 +21,7 @@ from memlane.core.errors import EmbedderError, StoreError
 from memlane.core.types import Chunk, embedding_text_of
 from memlane.embed.base import Embedder
 from memlane.engine.shared.results import FileFailure, IndexReport, Progress
-from memlane.index.protocol import FileRecord, IndexBackend, IndexedChunk
+from memlane.index.protocol import BULK_WRITE_VECTORS, FileRecord, IndexBackend, IndexedChunk
 from memlane.store.anchor import parse_anchor
 from memlane.store.chunker import chunk_markdown
 from memlane.store.damage import DamagedLine
@@ -217,6 +217,10 @@ class Indexer:
         self._write(plan.pending, report, progress)
         if plan.missing_vectors:
             self._fill_missing_vectors(report, progress)
+        if report.embedded_chunks >= BULK_WRITE_VECTORS:
+            # A bulk pass: the new vectors go into the index's search
+            # structures now, not into the next search's time.
+            self.index.prepare_search()
         report.total_chunks = self.index.count()
         report.seconds = time.monotonic() - plan.started
         return report

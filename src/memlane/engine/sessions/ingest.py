@@ -41,6 +41,7 @@ from memlane.core.trace import trace
 from memlane.engine.sessions.own_messages import may_hold_own_messages
 from memlane.engine.sessions.reader import FileRead, read_source
 from memlane.engine.sessions.registry import damage_notice
+from memlane.index.protocol import BULK_WRITE_VECTORS
 from memlane.index.session_docs import BatchWrite, SessionDoc, SourceState
 from memlane.index.sqlite.sessions import SessionStore
 from memlane.transcripts.jsonl import TRANSCRIPT_MAX_BYTES
@@ -197,6 +198,11 @@ class SessionIngestor:
                 # the start (rows already in the fresh file are kept: OR IGNORE).
                 trace("sessions", f"{operation}.rebuilt", attempt=attempt)
             self._embed_pending(report, progress)
+            if report.embedded >= BULK_WRITE_VECTORS:
+                # A bulk pass (a backfill, a reindex): the new vectors go
+                # into the index's search structures now, not into the next
+                # search's time.
+                self.store.prepare_search()
             if not self._rules_current and self.store.rebuilds == rebuilds:
                 self.store.set_meta({META_DOCS_RULES: DOCS_RULES_VERSION})
                 self._rules_current = True

@@ -154,6 +154,9 @@ class MilvusIndex(MilvusWriter):
         """memsearch's schema has no BM25 context column: every context is ""."""
         return dict.fromkeys(self.chunk_hashes(source), "")
 
+    def prepare_search(self) -> None:
+        """Nothing to prepare: Milvus holds the vectors and their index."""
+
     def count(self) -> int:
         with self._session() as client:
             rows = search.count(client, self.collection) if self._exists else 0

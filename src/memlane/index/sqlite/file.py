@@ -71,7 +71,7 @@ from memlane.index.sqlite.recovery import (
     move_aside,
     remove_damaged_copies,
 )
-from memlane.index.sqlite.statements import prune_tombstones, rollback
+from memlane.index.sqlite.statements import prune_tombstones, read, read_meta, rollback
 
 log = logging.getLogger(__name__)
 
@@ -301,6 +301,17 @@ class SqliteFile:
         if dense is None:
             return None, dimension
         return BoundMatrix(dense, lambda rowids: exact_vectors(conn, rowids)), dimension
+
+    def prepare_dense(self) -> None:
+        """Bring the vector matrix (and the vector file, when due) up to the
+        rows now: a bulk indexing pass ends with it, so the next search
+        neither reads every vector nor writes the file."""
+
+        def op(conn: sqlite3.Connection) -> None:
+            with read(conn):
+                self.synced_dense(conn, read_meta(conn))
+
+        self.run(op)
 
     def query_dense(
         self,

@@ -250,6 +250,9 @@ class SqliteIndex:
     def count(self) -> int:
         return notes_reads.count(self._file)
 
+    def prepare_search(self) -> None:
+        self._file.prepare_dense()
+
     def get(self, chunk_hash: str) -> Chunk | None:
         item = self.get_indexed(chunk_hash)
         return item.chunk if item is not None else None
