@@ -95,8 +95,15 @@ class Server:
             self.send_message({"jsonrpc": "2.0", "method": "notifications/initialized"})
 
     def send(self, raw: bytes) -> None:
-        self._stdin.write(raw + b"\n")
-        self._stdin.flush()
+        try:
+            self._stdin.write(raw + b"\n")
+            self._stdin.flush()
+        except BrokenPipeError:
+            # The server is gone: say how it ended, not only that the pipe broke.
+            code = self.proc.wait(REPLY_TIMEOUT_S)
+            raise AssertionError(
+                f"memlane {self.kind} exited ({code}) before reading: {self.stderr()}"
+            ) from None
 
     def send_message(self, message: dict[str, Any]) -> None:
         self.send(json.dumps(message).encode())
