@@ -536,3 +536,20 @@ def test_trace_log_has_one_line_per_event_with_pid(
     assert all(f"pid={os.getpid()}" in line for line in lines)
     events = [line.split()[3] for line in lines]
     assert "tick.start" in events and "sweep.start" in events and "tick.done" in events
+
+
+@pytest.mark.parametrize("bulk", [True, False])
+def test_a_bulk_backfill_writes_the_vector_file_for_the_next_search(
+    agent_project: Project, monkeypatch: pytest.MonkeyPatch, bulk: bool
+) -> None:
+    from memlane.engine.sessions import ingest as ingest_mod
+    from memlane.index.legs import vector_file
+
+    monkeypatch.setattr(ingest_mod, "BULK_WRITE_VECTORS", 40 if bulk else 10_000)
+    session = PiSession()
+    chat(session, 30)  # 60 documents
+    session.write(agent_project.pi_file())
+    layer = layer_for(agent_project, HashEmbedder())
+    assert layer.backfill().embedded == 60
+    path = vector_file.path_for(layer.store.path)
+    assert path.is_file() is bulk  # a small pass leaves it to the next search
