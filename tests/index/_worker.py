@@ -11,6 +11,7 @@ from pathlib import Path
 
 from _builders import DIM, MODEL, make_file, unit_vector, vectors_for
 
+from memlane.index.legs import dense_sync
 from memlane.index.protocol import SearchFilters
 from memlane.index.sqlite.notes import SqliteIndex
 
@@ -40,6 +41,9 @@ def main() -> None:
     mine = [f"shared_{j}.md" for j in range(SHARED_FILES)]
     mine += [f"w{worker}_{j}.md" for j in range(OWN_FILES)]
     counts = {"replace": 0, "remove": 0, "embed": 0, "search": 0}
+    # Every few writes a searching process folds them into a new vector file,
+    # replacing the one the other processes have mapped.
+    dense_sync.REBASE_MIN_ROWS = 8
     idx = SqliteIndex(Path(index_path))
     idx.ensure_model(MODEL, DIM)
     deadline = time.monotonic() + seconds

@@ -10,10 +10,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from _builders import make_file
+from _builders import make_file, unit_vector
 from _worker import VARIANTS, file_names, variant_texts
 
 from helpers import wait_for
+from memlane.index.legs import vector_file
 from memlane.index.sqlite.notes import SqliteIndex
 
 WORKERS = 4
@@ -77,6 +78,20 @@ def test_processes_replace_and_search_concurrently(tmp_path: Path) -> None:
         assert sizes <= {None, 16 * 4}
     finally:
         conn.close()
+
+    # The vector file the processes kept replacing under each other, mapped and
+    # caught up by a new process, ranks exactly as every vector read afresh.
+    assert vector_file.path_for(index_path).is_file()
+    query = unit_vector("redis variant")
+
+    def ranking() -> list[tuple[str, float]]:
+        with SqliteIndex(index_path) as idx:
+            _, hits = idx.search("redis variant", query, 200, lexical=False)
+            return [(hit.chunk.chunk_hash, hit.score) for hit in hits]
+
+    mapped = ranking()
+    vector_file.discard(index_path)
+    assert mapped and mapped == ranking()
 
 
 @pytest.mark.subprocess
