@@ -314,3 +314,19 @@ def test_a_killed_writers_temporary_file_goes_with_the_next_write(
     fill(index, tmp_path, 2)
     dense_hits(index, unit_vector("q"))  # writes the vector file
     assert path.is_file() and not left.exists() and ours.exists()
+
+
+def test_a_vector_file_naming_sources_it_lacks_is_not_used(tmp_path: Path) -> None:
+    matrix = DenseMatrix(4, "e", 3)
+    rows = [
+        DenseRow(i, vector_to_blob(unit_vector(str(i), 4)), "journal", f"/{i}.md", None, None)
+        for i in (1, 2)
+    ]
+    matrix.add(rows)
+    columns, sources, sessions = matrix.live_columns()
+    path = tmp_path / "x.vectors"
+    common = {"epoch": "e", "generation": 3, "dimension": 4, "sessions": sessions}
+    vector_file.write_snapshot(path, columns=columns, sources=sources, **common)  # type: ignore[arg-type]
+    assert vector_file.open_snapshot(path, epoch="e", dimension=4) is not None
+    vector_file.write_snapshot(path, columns=columns, sources=sources[:1], **common)  # type: ignore[arg-type]
+    assert vector_file.open_snapshot(path, epoch="e", dimension=4) is None

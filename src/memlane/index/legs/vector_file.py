@@ -97,7 +97,7 @@ def open_snapshot(path: Path, *, epoch: str, dimension: int) -> Snapshot | None:
         return None
     try:
         return _parse(mapped, size, epoch=epoch, dimension=dimension)
-    except (ValueError, KeyError, TypeError) as exc:
+    except (ValueError, KeyError, TypeError, AttributeError, IndexError) as exc:
         log.info("ignoring the vector file %s: %s", path, exc)
         return None
 
@@ -128,12 +128,17 @@ def _parse(mapped: mmap.mmap, size: int, *, epoch: str, dimension: int) -> Snaps
         raise ValueError("columns missing")
     if rows > 1 and not bool(np.all(columns["rowids"][1:] > columns["rowids"][:-1])):
         raise ValueError("row ids out of order")
+    sources = list(header["sources"])
+    codes = columns["source_codes"]
+    # A search indexes the source names by these codes.
+    if rows and not (int(codes.min()) >= 0 and int(codes.max()) < len(sources)):
+        raise ValueError("source codes out of range")
     return Snapshot(
         epoch=epoch,
         generation=int(header["generation"]),
         dimension=dimension,
         columns=columns,
-        sources=list(header["sources"]),
+        sources=sources,
         sessions=list(header["sessions"]),
     )
 
