@@ -12,7 +12,6 @@ import pytest
 from memlane.core import atomic
 from memlane.core.atomic import write_atomic
 from memlane.core.config import set_value
-from memlane.store.leftovers import WRITER_TEMP_RE
 
 
 def _mode(path: Path) -> int:
@@ -48,8 +47,20 @@ def test_temp_names_are_unique_and_of_the_shape_the_sweep_knows(tmp_path: Path) 
     target = tmp_path / "MEMORY.md"
     names = {atomic.temp_path_for(target).name for _ in range(50)}
     assert len(names) == 50
-    assert all(WRITER_TEMP_RE.match(name) for name in names)
+    assert {atomic.temp_writer(name) for name in names} == {("MEMORY.md", os.getpid())}
     assert all(name.startswith(f".MEMORY.md.{os.getpid()}.") for name in names)
+
+
+def test_a_temp_name_gives_back_its_target_and_writer() -> None:
+    assert atomic.temp_writer(".MEMORY.md.12.0123abcd.tmp") == ("MEMORY.md", 12)
+    assert atomic.temp_writer(".a.b.vectors.7.deadbeef.tmp") == ("a.b.vectors", 7)
+    for other in (
+        "MEMORY.md",
+        ".MEMORY.md.12.tmp",
+        ".MEMORY.md.x.0123abcd.tmp",
+        ".m.1.0123ABCD.tmp",
+    ):
+        assert atomic.temp_writer(other) is None
 
 
 def test_keeps_the_existing_files_permissions(tmp_path: Path) -> None:

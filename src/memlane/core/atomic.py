@@ -5,7 +5,8 @@ The temporary file gets a name no other writer can pick,
 ``.<name>.<pid>.<8 hex>.tmp`` in the target's directory (a rename is atomic
 only within one filesystem), so two processes replacing the same file at
 once never write into each other's temp file; the last rename wins whole.
-``store/leftovers.py`` sweeps temp files of that shape whose writer is gone.
+``temp_writer`` reads that name back; ``store/leftovers.py`` and the index's
+vector file sweep temp files whose writer is gone with it.
 
 Errors are ``OSError``, raised through once the temp file is removed: each
 caller words its own one-line message.
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import secrets
 from collections.abc import Sequence
 from pathlib import Path
@@ -25,9 +27,19 @@ from memlane.core.faults import step
 _TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
+_TEMP_NAME = re.compile(r"^\.(?P<name>.+)\.(?P<pid>\d+)\.[0-9a-f]{8}\.tmp$")
+
+
 def temp_path_for(path: Path) -> Path:
     """A fresh ``.<name>.<pid>.<8 hex>.tmp`` name beside *path*."""
     return path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+
+
+def temp_writer(file_name: str) -> tuple[str, int] | None:
+    """(the target's name, the writer's process id) of a file named by
+    ``temp_path_for``; None for any other name."""
+    found = _TEMP_NAME.match(file_name)
+    return None if found is None else (found["name"], int(found["pid"]))
 
 
 def write_atomic(

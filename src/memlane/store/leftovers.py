@@ -28,6 +28,7 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
+from memlane.core.atomic import temp_writer
 from memlane.core.process import pid_alive
 
 log = logging.getLogger("memlane.store")
@@ -35,7 +36,8 @@ log = logging.getLogger("memlane.store")
 #: A temporary file whose writer's id is still in use goes once it is this old.
 STALE_TEMP_S = 3600.0
 
-WRITER_TEMP_RE = re.compile(r"^\.(?P<name>.+\.(?:md|json))\.(?P<pid>\d+)\.[0-9a-f]{8}\.tmp$")
+#: The files whose writers' temps the store sweeps (``core/atomic.temp_writer``).
+SWEPT_SUFFIXES = (".md", ".json")
 FORGET_TEMP_RE = re.compile(r"^\.\d{4}-\d{2}-\d{2}\.md\.forget-[A-Za-z0-9_]+\.tmp$")
 
 
@@ -48,10 +50,10 @@ def sweep_writer_temps(directories: Iterable[Path], now: float | None) -> list[P
     removed: list[Path] = []
     for directory in directories:
         for entry in _regular_files(directory):
-            match = WRITER_TEMP_RE.match(entry.name)
-            if match is None:
+            writer = temp_writer(entry.name)
+            if writer is None or not writer[0].endswith(SWEPT_SUFFIXES):
                 continue
-            pid = int(match["pid"])
+            pid = writer[1]
             gone = pid != os.getpid() and not pid_alive(pid)
             if not gone and not _older_than(entry, now, STALE_TEMP_S):
                 continue

@@ -31,7 +31,6 @@ import json
 import logging
 import mmap
 import os
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,7 +38,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from memlane.core.atomic import write_atomic
+from memlane.core.atomic import temp_writer, write_atomic
 from memlane.core.process import pid_alive
 
 log = logging.getLogger(__name__)
@@ -194,11 +193,10 @@ def write_snapshot(
 def _sweep_dead_writers(path: Path) -> None:
     """Delete the temporary files a killed writer of *path* left (each is
     as large as the vector file; its writer's process id is in its name)."""
-    pattern = re.compile(rf"\.{re.escape(path.name)}\.(\d+)\.[0-9a-f]{{8}}\.tmp")
     with contextlib.suppress(OSError), os.scandir(path.parent) as entries:
         for entry in entries:
-            found = pattern.fullmatch(entry.name)
-            if found is not None and not pid_alive(int(found[1])):
+            writer = temp_writer(entry.name)
+            if writer is not None and writer[0] == path.name and not pid_alive(writer[1]):
                 with contextlib.suppress(OSError):
                     os.unlink(entry.path)
 
