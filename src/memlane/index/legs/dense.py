@@ -472,10 +472,5 @@ class BoundMatrix(NamedTuple):
     ) -> DenseResult:
         return self.matrix.search(query, n, filters, self.exact)
 
-    def top_scored(
-        self, query: npt.NDArray[np.float32], n: int, filters: SearchFilters | None = None
-    ) -> list[tuple[int, float]]:
-        return self.matrix.search(query, n, filters, self.exact).hits
-
     def cosines(self, query: npt.NDArray[np.float32], rowids: Iterable[int]) -> dict[int, float]:
         return self.matrix.cosines(query, rowids, self.exact)

@@ -190,7 +190,7 @@ def similar(
                 query = np.frombuffer(blob, dtype=np.dtype("<f4")).astype(np.float32)
                 fused = [
                     (rowid, max(0.0, min(1.0, cos)))
-                    for rowid, cos in dense.top_scored(query, k + 1, filters)
+                    for rowid, cos in dense.search(query, k + 1, filters).hits
                 ]
             fused = [(rowid, s) for rowid, s in fused if rowid != own_id][:k]
             if not fused:
