@@ -53,9 +53,22 @@ returning.set()
 """
 
 
-def test_the_exit_waits_for_a_call_in_flight_and_parks_a_late_one(tmp_path: Path) -> None:
+#: memlane's commands end through ``exit_process``: with only daemon threads
+#: left it skips the interpreter's exit (``os._exit``), so it runs the gate's
+#: waits and hooks itself (a Milvus Lite database flushed: they ran nowhere,
+#: and a second index run left its rows in Lite's write-ahead log).
+ENDINGS = {
+    "interpreter exit": "",
+    "exit_process": "from memlane.core.process import exit_process\nexit_process(0)\n",
+}
+
+
+@pytest.mark.parametrize("ending", sorted(ENDINGS))
+def test_the_exit_waits_for_a_call_in_flight_and_parks_a_late_one(
+    tmp_path: Path, ending: str
+) -> None:
     script = tmp_path / "program.py"
-    script.write_text(PROGRAM, encoding="utf-8")
+    script.write_text(PROGRAM + ENDINGS[ending], encoding="utf-8")
     out = tmp_path / "out"
     out.mkdir()
     done = subprocess.run(

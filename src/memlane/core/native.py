@@ -82,6 +82,19 @@ def at_exit(hook: Callable[[], None]) -> None:
         _exit_hooks.append(hook)
 
 
+def finish() -> None:
+    """Do now what the interpreter's exit would do here, for a process about
+    to end without it (``core/process.exit_process``'s ``os._exit``): when
+    an ``at_exit`` hook is registered (a Milvus Lite database is open, its
+    new rows not yet flushed), close the gate, wait for the calls in flight,
+    run the hooks. Without hooks it returns at once: nothing waits for a
+    model load a short command no longer needs."""
+    with _state:
+        if not _exit_hooks:
+            return
+    _close()
+
+
 def _enter() -> None:
     global _in_flight
     _hook_exit()

@@ -64,7 +64,9 @@ def exit_process(code: int) -> None:
     exception", status -6). So once the command is done, a process whose
     other threads are all daemon threads flushes its streams and exits at
     once: the daemon threads' work is abandoned either way, and everything
-    memlane must keep is on disk by then. A process with a non-daemon thread
+    memlane must keep is on disk by then, but for what ``core/native``'s
+    exit hooks write (a Milvus Lite database's new rows, flushed as its
+    server stops), run first. A process with a non-daemon thread
     left exits the ordinary way, which waits for it (and first stops idle
     thread pools, which joining them here would not).
     """
@@ -75,6 +77,11 @@ def exit_process(code: int) -> None:
     others = [t for t in threading.enumerate() if t is not main_thread and t.is_alive()]
     if not others or any(not t.daemon for t in others):
         sys.exit(code)
+    native = sys.modules.get("memlane.core.native")
+    if native is not None:
+        # What must reach the disk at exit (a Milvus Lite database's unflushed
+        # rows) is written by its at_exit hooks, which os._exit would skip.
+        native.finish()
     import logging
     import os
 

@@ -127,3 +127,27 @@ def test_a_command_run_in_its_own_process_gets_the_database_the_engine_holds(
         # The engine opens it again for its next search, and finds the new entry.
         assert "staging certs" in _search(client, "staging certs rotate")["text"]
         assert _lite_state(client)["opens"] == 2
+
+
+def test_a_command_that_wrote_leaves_its_rows_flushed_for_the_next_opener(
+    lite: Path, project: Path
+) -> None:
+    """A command ends with os._exit once only daemon threads are left
+    (core/process.exit_process): it flushes and closes its Lite database
+    first. Before, a second index run left its rows in Lite's write-ahead
+    log, and the next process (memsearch) replayed them on every open."""
+
+    def logs() -> list[str]:
+        return sorted(p.name for p in lite.rglob("wal_*") if p.is_file())
+
+    assert logs() == []
+    for text in ("the staging certs rotate monthly", "the nightly backup runs at two"):
+        assert memlane("write", text, cwd=project, MEMLANE_ENGINE="off").returncode == 0
+        indexed = memlane("index", cwd=project, MEMLANE_ENGINE="off")
+        assert indexed.returncode == 0, indexed.stderr
+        assert logs() == []
+        assert not lock_is_held(lite)
+    found = memlane(
+        "search", "nightly backup", "--min-score", "0", cwd=project, MEMLANE_ENGINE="off"
+    )
+    assert found.returncode == 0 and "nightly backup" in found.stdout, found.stderr
