@@ -23,6 +23,7 @@ from memlane.index.legs.int8 import quantize
 from memlane.index.protocol import SearchFilters
 from memlane.index.sqlite.notes import SqliteIndex
 from memlane.index.sqlite.readonly import ReadOnlySqliteIndex
+from memlane.index.sqlite.statements import read_meta
 
 NO_WORDS = "zzzqqq"  # matches nothing lexically: results come from the dense leg only
 
@@ -197,6 +198,34 @@ def test_purging_deleted_text_deletes_the_vector_file(
     assert len(dense_hits(index, unit_vector("q"))) == 10
 
 
+def test_a_vector_file_from_a_snapshot_older_than_a_purge_is_not_kept(
+    index: SqliteIndex, index_path: Path, tmp_path: Path
+) -> None:
+    """A process that began reading before a forget writes its vector file
+    after the purge deleted the file: it must not leave the forgotten rows'
+    vectors on disk, nor may another process use such a file."""
+    fill(index, tmp_path, 3)
+    vectors_path = vector_file.path_for(index_path)
+    reader = sqlite3.connect(index_path, isolation_level=None)
+    try:
+        reader.execute("BEGIN")
+        meta = read_meta(reader)  # the snapshot: before the delete
+        index.remove_files([src(tmp_path, "f000.md")])
+        SqliteIndex.purge_deleted_text(index_path, checkpoint_wait_s=0.2)
+        matrix, _ = dense_sync.synced_matrix(reader, meta, None, vectors_path)
+        reader.execute("COMMIT")
+    finally:
+        reader.close()
+    assert matrix is not None and len(matrix) == 15  # what that snapshot held ...
+    assert not matrix.mapped and not vectors_path.exists()  # ... kept in its memory only
+    assert len(dense_hits(index, unit_vector("q"))) == 10
+    assert vectors_path.exists()  # written again, from a snapshot after the purge
+    with SqliteIndex(index_path) as fresh:
+        assert len(dense_hits(fresh, unit_vector("q"))) == 10
+        mapped = fresh.dense_matrix
+        assert mapped is not None and mapped.mapped and len(mapped) == 10
+
+
 def test_the_base_and_the_tail_filter_alike() -> None:
     rows = [
         DenseRow(i, vector_to_blob(unit_vector(str(i), 4)), kind, source, date, session)
@@ -253,7 +282,16 @@ def test_any_damage_reads_as_no_file_or_a_whole_one(
         ]
     )
     path = tmp_path / "x.vectors"
-    dense_sync.rebased(matrix, path)
+    columns, sources, sessions = matrix.live_columns()
+    vector_file.write_snapshot(
+        path,
+        epoch="e",
+        generation=7,
+        dimension=4,
+        columns=columns,
+        sources=sources,
+        sessions=sessions,
+    )
     data = bytearray(path.read_bytes())
     data[flip % len(data)] = byte
     path.write_bytes(bytes(data[: cut % (len(data) + 1)]))

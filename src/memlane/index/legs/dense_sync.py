@@ -64,12 +64,14 @@ def synced_matrix(
     epoch = str(meta.get(schema.META_EPOCH))
     dimension = meta.get(schema.META_DIMENSION)
     floor = int(meta.get(schema.META_TOMBSTONE_FLOOR) or 0)
+    purged_at = int(meta.get(schema.META_PURGED_AT) or 0)
     if not isinstance(dimension, int):
         return None, None
     if current is not None and current.epoch == epoch and current.generation == generation:
         return current, dimension
     if not _can_catch_up(current, epoch, dimension, floor, generation):
-        current = _mapped(vectors_path, epoch, dimension, floor, generation)
+        oldest = max(floor, purged_at)  # a file older than a purge is not used
+        current = _mapped(vectors_path, epoch, dimension, oldest, generation)
         if current is None:
             return _full_load(conn, dimension, epoch, generation, target), dimension
     assert current is not None
@@ -133,8 +135,10 @@ def rebased(matrix: DenseMatrix, path: Path | None) -> DenseMatrix:
                 "could not write the vector file %s (%s): vectors stay in memory", path, exc
             )
         else:
-            snapshot = vector_file.open_snapshot(
-                path, epoch=matrix.epoch, dimension=matrix.dimension
+            snapshot = (
+                None
+                if _purged_since(path, matrix.generation)
+                else vector_file.open_snapshot(path, epoch=matrix.epoch, dimension=matrix.dimension)
             )
             if snapshot is not None and snapshot.generation == matrix.generation:
                 return DenseMatrix(matrix.dimension, matrix.epoch, matrix.generation, snapshot)
@@ -149,6 +153,32 @@ def rebased(matrix: DenseMatrix, path: Path | None) -> DenseMatrix:
     rebuilt = DenseMatrix(matrix.dimension, matrix.epoch, matrix.generation, in_memory)
     rebuilt.mapped = False
     return rebuilt
+
+
+def _purged_since(path: Path, generation: int) -> bool:
+    """Whether deleted text was purged after the snapshot at *generation*
+    that the vector file at *path* was just written from; if so (or if it
+    cannot be told) the file is deleted: it may hold the deleted rows'
+    vectors. Read afresh, outside the caller's read transaction: a purge
+    marks the index file before it deletes the vector file, so either its
+    delete came after this file's rename, or this read sees its mark."""
+    index = vector_file.index_path_of(path)
+    try:
+        # mode=rw: an index file deleted meanwhile is not created again, empty.
+        conn = sqlite3.connect(f"{index.absolute().as_uri()}?mode=rw", uri=True, timeout=5.0)
+        try:
+            row = conn.execute(
+                "SELECT value FROM meta WHERE key = ?", (schema.META_PURGED_AT,)
+            ).fetchone()
+        finally:
+            conn.close()
+        stale = row is not None and int(row[0] or 0) > generation
+    except (sqlite3.Error, ValueError, TypeError):
+        stale = True
+    if stale:
+        log.info("deleted text was purged while %s was written: it is dropped", path)
+        vector_file.discard(index)
+    return stale
 
 
 def _full_load(

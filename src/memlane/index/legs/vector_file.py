@@ -16,7 +16,9 @@ with the rows written since, exactly as a process's in-memory matrix does
 so a reader sees the old file or the new one and a mapping stays valid
 after a replace; the next write deletes the temporary file a killed writer
 left. Deleting it costs one reload from SQLite; anything that
-makes deleted text unrecoverable deletes it (``discard``).
+makes deleted text unrecoverable deletes it (``discard``), after marking
+the index file (``purged_at``): a file written meanwhile from an older
+snapshot is then deleted by its writer and used by no reader.
 
 Layout: an 8-byte magic, the header's length (8 bytes, little-endian), the
 header as JSON (epoch, generation, dimension, rows, the source and session
@@ -63,6 +65,11 @@ COLUMNS: dict[str, str] = {
 def path_for(index_path: Path) -> Path:
     """Where the vector file of the index file at *index_path* lives."""
     return index_path.with_name(index_path.name + SUFFIX)
+
+
+def index_path_of(vectors_path: Path) -> Path:
+    """The index file whose vector file is *vectors_path* (``path_for``'s inverse)."""
+    return vectors_path.with_name(vectors_path.name.removesuffix(SUFFIX))
 
 
 @dataclass(frozen=True)

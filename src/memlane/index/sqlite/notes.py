@@ -54,7 +54,7 @@ from memlane.index.sqlite.notes_search import CANDIDATE_FLOOR as CANDIDATE_FLOOR
 from memlane.index.sqlite.notes_search import CANDIDATE_MULTIPLIER as CANDIDATE_MULTIPLIER
 from memlane.index.sqlite.notes_search import NotesSearch
 from memlane.index.sqlite.notes_search import candidate_count as candidate_count
-from memlane.index.sqlite.statements import read_meta
+from memlane.index.sqlite.statements import mark_purged, read_meta
 
 if TYPE_CHECKING:
     from memlane.index.protocol import IndexBackend, NotesIndex
@@ -189,11 +189,15 @@ class SqliteIndex:
         deleted rows' vectors; the next search writes it again). Nothing to
         do when the index file does not exist.
         """
-        vector_file.discard(path)
         if not path.exists():
+            vector_file.discard(path)
             return Purge()
         conn = sqlite3.connect(str(path), timeout=10.0, isolation_level=None)
         try:
+            # Marked before the vector file goes: a process writing one from a
+            # snapshot older than the deletes sees the mark and drops its file.
+            mark_purged(conn)
+            vector_file.discard(path)
             conn.execute("PRAGMA secure_delete=ON")
             conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('optimize')")
             conn.execute("VACUUM")

@@ -46,6 +46,9 @@ META_DIMENSION = "dimension"
 META_GENERATION = "generation"
 META_EPOCH = "epoch"  # random id of this file's contents; changes on a wipe
 META_TOMBSTONE_FLOOR = "tombstone_floor"  # tombstones at or below were pruned
+# Deleted text was purged at this generation: a vector file of an older
+# snapshot may hold its vectors, and is neither used nor kept.
+META_PURGED_AT = "purged_at"
 
 # Tables and indexes an index file must have (sqlite_master names).
 REQUIRED_OBJECTS = frozenset(

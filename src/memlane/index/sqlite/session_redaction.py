@@ -23,6 +23,7 @@ from memlane.index.sqlite.session_schema import (
     REDACTION_VERSION,
     REWRITE_COLUMNS,
 )
+from memlane.index.sqlite.statements import mark_purged
 
 
 class Redaction:
@@ -81,6 +82,8 @@ class Redaction:
                     "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
                     (META_REDACTION, REDACTION_VERSION),
                 )
+                if rewritten:
+                    mark_purged(conn)
                 step("sessions.redact.done")
                 with contextlib.suppress(sqlite3.OperationalError):
                     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()

@@ -47,6 +47,16 @@ def read_meta(conn: sqlite3.Connection) -> dict[str, Any]:
     return {key: value for key, value in conn.execute("SELECT key, value FROM meta")}
 
 
+def mark_purged(conn: sqlite3.Connection) -> None:
+    """Record that deleted text is being purged at the file's current
+    generation: no vector file of an older snapshot is used or kept
+    (``dense_sync``), since it may hold the deleted rows' vectors."""
+    conn.execute(
+        "INSERT OR REPLACE INTO meta(key, value) SELECT ?, value FROM meta WHERE key = ?",
+        (schema.META_PURGED_AT, schema.META_GENERATION),
+    )
+
+
 def cache_key_of(meta: Mapping[str, Any]) -> tuple[Any, Any]:
     """What a search's caches are keyed on: (epoch, generation) of the file."""
     return meta.get(schema.META_EPOCH), meta.get(schema.META_GENERATION)
