@@ -21,12 +21,13 @@ is a few vectorised comparisons, never a Python loop over rows.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 
+from memlane.index.legs.exact_cache import ExactCache, ExactVectors
 from memlane.index.legs.int8 import best_positions, int8_dots, quantize
 from memlane.index.legs.vector_file import Snapshot
 from memlane.index.protocol import SearchFilters
@@ -48,10 +49,6 @@ TAIL_MIN_CAPACITY = 1024
 # A rescored search takes RESCORE_FACTOR x n + RESCORE_EXTRA int8 candidates.
 RESCORE_FACTOR = 2
 RESCORE_EXTRA = 32
-
-#: float32 vectors of the given row ids that the index holds (rows without
-#: a vector are left out): what a search rescores its candidates with.
-ExactVectors = Callable[[Sequence[int]], dict[int, npt.NDArray[np.float32]]]
 
 
 class DenseRow(NamedTuple):
@@ -165,6 +162,8 @@ class DenseMatrix:
         self._session_ids = {session: code for code, session in enumerate(self._sessions)}
         #: Whether the base is a mapped vector file (not rows read into memory).
         self.mapped = base is not None
+        #: The float32 vectors searches rescored with, while their rows stay.
+        self.exact_cache = ExactCache(dimension)
 
     def __len__(self) -> int:
         """Live rows."""
@@ -212,6 +211,8 @@ class DenseMatrix:
         return None
 
     def remove(self, rowids: Iterable[int]) -> None:
+        rowids = list(rowids)
+        self.exact_cache.forget(rowids)
         for rowid in rowids:
             located = self._locate(rowid)
             if located is None:
@@ -232,6 +233,7 @@ class DenseMatrix:
         if not rows:
             return
         self.remove([row.rowid for row in rows if row.rowid in self])
+        self.exact_cache.forget(row.rowid for row in rows)
         count = len(rows)
         tail = self._tail
         start, stop = tail.used, tail.used + count
@@ -350,11 +352,15 @@ class DenseMatrix:
         rowids = self._rowids_at(idx)
         cosines = scores[idx].astype(np.float64) * query_scale
         if exact is not None:
-            cosines = _rescored(exact, query, rowids, cosines)
+            cosines = _rescored(self._cached(exact), query, rowids, cosines)
         order = np.lexsort((rowids, -cosines))[:take]
         best: list[int] = rowids[order].tolist()
         values: list[float] = cosines[order].tolist()
         return DenseResult(list(zip(best, values, strict=True)), mean, valid)
+
+    def _cached(self, exact: ExactVectors) -> ExactVectors:
+        cache = self.exact_cache
+        return lambda rowids: cache.vectors(rowids, exact)
 
     def cosines(
         self,
@@ -367,7 +373,7 @@ class DenseMatrix:
         if exact is not None:
             # The matrix mirrors the reader's snapshot: the rows it holds a
             # vector for are the live ones.
-            return _cosines_of(exact(list(rowids)), query)
+            return _cosines_of(self._cached(exact)(list(rowids)), query)
         located = [(rowid, self._locate(rowid)) for rowid in rowids]
         present = [(rowid, where) for rowid, where in located if where is not None]
         if not present:
