@@ -132,6 +132,31 @@ def test_a_grown_tail_becomes_a_new_vector_file(
     assert {h for h, _ in hits} == set(stored_vectors(index_path))
 
 
+def test_a_process_whose_tail_outgrew_its_base_maps_the_file_another_one_folded(
+    index: SqliteIndex, index_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(dense_sync, "REBASE_MIN_ROWS", 8)
+    fill(index, tmp_path, 4)
+    query = unit_vector("q")
+    with SqliteIndex(index_path) as other:
+        dense_hits(index, query)  # writes the vector file
+        dense_hits(other, query)  # maps it
+        fill(index, tmp_path / "more", 3)  # 15 rows written since that base
+        dense_hits(index, query)  # folds them into a new file
+        path = vector_file.path_for(index_path)
+        folded = vector_file.open_snapshot(path, epoch=epoch_of(index_path), dimension=DIM)
+        assert folded is not None
+        with path.open("rb"):  # held open: a file written now cannot reuse its inode
+            written = path.stat().st_ino
+            hits = dense_hits(other, query, 100)
+            # The other process took that file instead of writing its own.
+            assert path.stat().st_ino == written
+        matrix = other.dense_matrix
+        assert matrix is not None and matrix.mapped and matrix.stale_rows == 0
+        assert matrix.base_generation == folded.generation
+    assert {h for h, _ in hits} == set(stored_vectors(index_path))
+
+
 def test_a_vector_file_of_another_epoch_is_never_used(
     index: SqliteIndex, index_path: Path, tmp_path: Path
 ) -> None:

@@ -27,7 +27,10 @@ from memlane.core.settings import IndexSettings
 from memlane.core.types import Chunk, Kind, SearchMode, context_of
 
 #: A pass that stored at least this many vectors is a bulk write: it ends
-#: with ``prepare_search`` so the next search pays nothing for it.
+#: with ``prepare_search`` so the next search pays nothing for it. A smaller
+#: pass ends with ``prepare_search(bulk=False)``: a process that searches
+#: (the warm engine) folds a grown tail into a new vector file on the
+#: writer's thread, not in the next search.
 BULK_WRITE_VECTORS = 4096
 
 
@@ -173,10 +176,12 @@ class HybridIndex(Protocol[HitT, ItemT]):
         """How many items are stored."""
         ...
 
-    def prepare_search(self) -> None:
-        """After a bulk write: do now what the next search would otherwise
-        pay for (the SQLite backend reads new vectors into its matrix and
-        rewrites its vector file when due; Milvus has nothing to do)."""
+    def prepare_search(self, *, bulk: bool = True) -> None:
+        """After a write: do now what the next search would otherwise pay
+        for (the SQLite backend reads new vectors into its matrix and
+        rewrites its vector file when due; Milvus has nothing to do).
+        ``bulk=False`` (a small pass) keeps in step only what this process
+        already holds: one that never searched loads nothing."""
         ...
 
     def stats(self) -> dict[str, Any]:

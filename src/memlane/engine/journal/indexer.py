@@ -221,6 +221,8 @@ class Indexer:
             # A bulk pass: the new vectors go into the index's search
             # structures now, not into the next search's time.
             self.index.prepare_search()
+        elif report.indexed_files or report.removed_files or report.embedded_chunks:
+            self.index.prepare_search(bulk=False)
         report.total_chunks = self.index.count()
         report.seconds = time.monotonic() - plan.started
         return report

@@ -203,6 +203,8 @@ class SessionIngestor:
                 # into the index's search structures now, not into the next
                 # search's time.
                 self.store.prepare_search()
+            elif report.activity:
+                self.store.prepare_search(bulk=False)
             if not self._rules_current and self.store.rebuilds == rebuilds:
                 self.store.set_meta({META_DOCS_RULES: DOCS_RULES_VERSION})
                 self._rules_current = True

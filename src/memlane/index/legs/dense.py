@@ -162,6 +162,8 @@ class DenseMatrix:
         self._session_ids = {session: code for code, session in enumerate(self._sessions)}
         #: Whether the base is a mapped vector file (not rows read into memory).
         self.mapped = base is not None
+        #: The generation the base was taken at (the tail holds what came since).
+        self.base_generation = generation if base is None else base.generation
         #: The float32 vectors searches rescored with, while their rows stay.
         self.exact_cache = ExactCache(dimension)
 

@@ -69,25 +69,40 @@ def synced_matrix(
         return None, None
     if current is not None and current.epoch == epoch and current.generation == generation:
         return current, dimension
+    oldest = max(floor, purged_at)  # a file older than a purge is not used
     if not _can_catch_up(current, epoch, dimension, floor, generation):
-        oldest = max(floor, purged_at)  # a file older than a purge is not used
         current = _mapped(vectors_path, epoch, dimension, oldest, generation)
         if current is None:
             return _full_load(conn, dimension, epoch, generation, target), dimension
     assert current is not None
-    if current.generation != generation:
-        dead = conn.execute("SELECT id FROM tombstones WHERE gen > ?", (current.generation,))
-        current.remove(row[0] for row in dead.fetchall())
-        _add_rows(
-            current,
-            conn.execute(
-                f"SELECT {_ROW_COLUMNS} FROM chunks WHERE vec_gen > ?", (current.generation,)
-            ),
-        )
-        current.generation = generation
-    if current.stale_rows > max(REBASE_MIN_ROWS, int(current.base_rows * REBASE_FRACTION)):
-        current = rebased(current, target)
+    _catch_up(conn, current, generation)
+    if _rebase_due(current):
+        # Another process may have folded the same rows into a newer file:
+        # map that one instead of writing the file again.
+        newer = _mapped(vectors_path, epoch, dimension, oldest, generation)
+        if newer is not None and newer.base_generation > current.base_generation:
+            _catch_up(conn, newer, generation)
+            current = newer
+        if _rebase_due(current):
+            current = rebased(current, target)
     return current, dimension
+
+
+def _catch_up(conn: sqlite3.Connection, matrix: DenseMatrix, generation: int) -> None:
+    """The rows deleted and the vectors written since the matrix's generation."""
+    if matrix.generation == generation:
+        return
+    dead = conn.execute("SELECT id FROM tombstones WHERE gen > ?", (matrix.generation,))
+    matrix.remove(row[0] for row in dead.fetchall())
+    _add_rows(
+        matrix,
+        conn.execute(f"SELECT {_ROW_COLUMNS} FROM chunks WHERE vec_gen > ?", (matrix.generation,)),
+    )
+    matrix.generation = generation
+
+
+def _rebase_due(matrix: DenseMatrix) -> bool:
+    return matrix.stale_rows > max(REBASE_MIN_ROWS, int(matrix.base_rows * REBASE_FRACTION))
 
 
 def _can_catch_up(

@@ -154,7 +154,7 @@ class MilvusIndex(MilvusWriter):
         """memsearch's schema has no BM25 context column: every context is ""."""
         return dict.fromkeys(self.chunk_hashes(source), "")
 
-    def prepare_search(self) -> None:
+    def prepare_search(self, *, bulk: bool = True) -> None:
         """Nothing to prepare: Milvus holds the vectors and their index."""
 
     def count(self) -> int:

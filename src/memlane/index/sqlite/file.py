@@ -302,10 +302,14 @@ class SqliteFile:
             return None, dimension
         return BoundMatrix(dense, lambda rowids: exact_vectors(conn, rowids)), dimension
 
-    def prepare_dense(self) -> None:
+    def prepare_dense(self, *, load: bool = True) -> None:
         """Bring the vector matrix (and the vector file, when due) up to the
-        rows now: a bulk indexing pass ends with it, so the next search
-        neither reads every vector nor writes the file."""
+        rows now: an indexing pass ends with it, so the next search neither
+        reads every vector nor writes the file. ``load=False``: only a
+        matrix this process already holds (a writer that never searched
+        has nothing to keep in step)."""
+        if not load and self._dense is None:
+            return
 
         def op(conn: sqlite3.Connection) -> None:
             with read(conn):

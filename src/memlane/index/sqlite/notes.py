@@ -254,8 +254,8 @@ class SqliteIndex:
     def count(self) -> int:
         return notes_reads.count(self._file)
 
-    def prepare_search(self) -> None:
-        self._file.prepare_dense()
+    def prepare_search(self, *, bulk: bool = True) -> None:
+        self._file.prepare_dense(load=bulk)
 
     def get(self, chunk_hash: str) -> Chunk | None:
         item = self.get_indexed(chunk_hash)

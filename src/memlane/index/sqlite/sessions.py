@@ -323,8 +323,8 @@ class SessionStore:
     def count(self) -> int:
         return session_reads.count(self._file)
 
-    def prepare_search(self) -> None:
-        self._file.prepare_dense()
+    def prepare_search(self, *, bulk: bool = True) -> None:
+        self._file.prepare_dense(load=bulk)
 
     def get(self, key: str) -> StoredDoc | None:
         return session_reads.get(self._file, self._redaction, key)
