@@ -82,10 +82,11 @@ def exit_process(code: int) -> None:
         # What must reach the disk at exit (a Milvus Lite database's unflushed
         # rows) is written by its at_exit hooks, which os._exit would skip.
         native.finish()
-    import logging
     import os
 
-    logging.shutdown()
+    logging = sys.modules.get("logging")
+    if logging is not None:  # a thin client never imported it: 3 ms to import it here
+        logging.shutdown()
     for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
         try:
             if stream is not None:
