@@ -48,7 +48,7 @@ import numpy as np
 import numpy.typing as npt
 
 from memlane.core.diskspace import disk_full_error
-from memlane.core.errors import IndexCorruptError
+from memlane.core.errors import IndexCorruptError, MemlaneError
 from memlane.core.faults import step
 from memlane.core.waits import LockWaitedOut, acquire_bounded, spend, sqlite_wait_s, waited_s
 from memlane.index.legs import lexical, vector_file
@@ -315,7 +315,12 @@ class SqliteFile:
             with read(conn):
                 self.synced_dense(conn, read_meta(conn))
 
-        self.run(op)
+        try:
+            self.run(op)
+        except (MemlaneError, sqlite3.Error, OSError) as exc:
+            # Only ahead of time: the pass's rows are written, and the next
+            # search catches up itself. A busy or damaged file is its to report.
+            log.info("%s not prepared for search (%s): the next search does it", self.path, exc)
 
     def query_dense(
         self,
