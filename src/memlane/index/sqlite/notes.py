@@ -196,8 +196,10 @@ class SqliteIndex:
         try:
             # Marked before the vector file goes: a process writing one from a
             # snapshot older than the deletes sees the mark and drops its file.
-            mark_purged(conn)
-            vector_file.discard(path)
+            try:
+                mark_purged(conn)
+            finally:
+                vector_file.discard(path)  # marked or not, this copy goes
             conn.execute("PRAGMA secure_delete=ON")
             conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('optimize')")
             conn.execute("VACUUM")
