@@ -23,7 +23,7 @@ from memlane.index.legs.int8 import quantize
 from memlane.index.protocol import SearchFilters
 from memlane.index.sqlite.notes import SqliteIndex
 from memlane.index.sqlite.readonly import ReadOnlySqliteIndex
-from memlane.index.sqlite.statements import read_meta
+from memlane.index.sqlite.statements import keep_written_vectors, read_meta
 
 NO_WORDS = "zzzqqq"  # matches nothing lexically: results come from the dense leg only
 
@@ -237,7 +237,13 @@ def test_a_vector_file_from_a_snapshot_older_than_a_purge_is_not_kept(
         meta = read_meta(reader)  # the snapshot: before the delete
         index.remove_files([src(tmp_path, "f000.md")])
         SqliteIndex.purge_deleted_text(index_path, checkpoint_wait_s=0.2)
-        matrix, _ = dense_sync.synced_matrix(reader, meta, None, vectors_path)
+        matrix, _ = dense_sync.synced_matrix(
+            reader,
+            meta,
+            None,
+            vectors_path,
+            keep_written=lambda generation: keep_written_vectors(index_path, generation),
+        )
         reader.execute("COMMIT")
     finally:
         reader.close()

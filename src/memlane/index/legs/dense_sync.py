@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 import sqlite3
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +42,10 @@ _IN_BATCH = 500  # row ids per "IN (...)" read (SQLite's variable limit is 999 o
 
 _ROW_COLUMNS = "id, vector, kind, source, date, session"
 
+#: Asked after a vector file was written from the snapshot at a generation:
+#: whether it may stay (the index file's owner deletes it when not).
+KeepWritten = Callable[[int], bool]
+
 
 def synced_matrix(
     conn: sqlite3.Connection,
@@ -50,6 +54,7 @@ def synced_matrix(
     vectors_path: Path | None = None,
     *,
     write_vectors: bool = True,
+    keep_written: KeepWritten | None = None,
 ) -> tuple[DenseMatrix | None, int | None]:
     """The matrix for the snapshot ``meta`` was read in, and the bound dimension.
 
@@ -58,6 +63,7 @@ def synced_matrix(
     no vector was ever stored). ``vectors_path`` is the vector file to map
     and, with ``write_vectors``, to keep (None: rows live in this process's
     memory only; a read-only view maps the file but never writes it).
+    ``keep_written`` is asked after each file written (``rebased``).
     """
     target = vectors_path if write_vectors else None
     generation = int(meta[schema.META_GENERATION])
@@ -73,7 +79,10 @@ def synced_matrix(
     if not _can_catch_up(current, epoch, dimension, floor, generation):
         current = _mapped(vectors_path, epoch, dimension, oldest, generation)
         if current is None:
-            return _full_load(conn, dimension, epoch, generation, target), dimension
+            return (
+                _full_load(conn, dimension, epoch, generation, target, keep_written),
+                dimension,
+            )
     assert current is not None
     _catch_up(conn, current, generation)
     if _rebase_due(current):
@@ -84,7 +93,7 @@ def synced_matrix(
             _catch_up(conn, newer, generation)
             current = newer
         if _rebase_due(current):
-            current = rebased(current, target)
+            current = rebased(current, target, keep_written)
     return current, dimension
 
 
@@ -128,11 +137,13 @@ def _mapped(
     return DenseMatrix(dimension, epoch, snapshot.generation, snapshot)
 
 
-def rebased(matrix: DenseMatrix, path: Path | None) -> DenseMatrix:
+def rebased(
+    matrix: DenseMatrix, path: Path | None, keep_written: KeepWritten | None = None
+) -> DenseMatrix:
     """The live rows of *matrix* as a new base: written to the vector file at
     *path* and mapped, or kept in memory when there is no file to write (a
     read-only directory, a full disk: the search goes on, and says so in
-    the log)."""
+    the log) or *keep_written* says the file written must go."""
     columns, sources, sessions = matrix.live_columns()
     if path is not None:
         try:
@@ -151,9 +162,9 @@ def rebased(matrix: DenseMatrix, path: Path | None) -> DenseMatrix:
             )
         else:
             snapshot = (
-                None
-                if _purged_since(path, matrix.generation)
-                else vector_file.open_snapshot(path, epoch=matrix.epoch, dimension=matrix.dimension)
+                vector_file.open_snapshot(path, epoch=matrix.epoch, dimension=matrix.dimension)
+                if keep_written is None or keep_written(matrix.generation)
+                else None
             )
             if snapshot is not None and snapshot.generation == matrix.generation:
                 return DenseMatrix(matrix.dimension, matrix.epoch, matrix.generation, snapshot)
@@ -170,38 +181,13 @@ def rebased(matrix: DenseMatrix, path: Path | None) -> DenseMatrix:
     return rebuilt
 
 
-def _purged_since(path: Path, generation: int) -> bool:
-    """Whether deleted text was purged after the snapshot at *generation*
-    that the vector file at *path* was just written from; if so (or if it
-    cannot be told) the file is deleted: it may hold the deleted rows'
-    vectors. Read afresh, outside the caller's read transaction: a purge
-    marks the index file before it deletes the vector file, so either its
-    delete came after this file's rename, or this read sees its mark."""
-    index = vector_file.index_path_of(path)
-    try:
-        # mode=rw: an index file deleted meanwhile is not created again, empty.
-        conn = sqlite3.connect(f"{index.absolute().as_uri()}?mode=rw", uri=True, timeout=5.0)
-        try:
-            row = conn.execute(
-                "SELECT value FROM meta WHERE key = ?", (schema.META_PURGED_AT,)
-            ).fetchone()
-        finally:
-            conn.close()
-        stale = row is not None and int(row[0] or 0) > generation
-    except (sqlite3.Error, ValueError, TypeError):
-        stale = True
-    if stale:
-        log.info("deleted text was purged while %s was written: it is dropped", path)
-        vector_file.discard(index)
-    return stale
-
-
 def _full_load(
     conn: sqlite3.Connection,
     dimension: int,
     epoch: str,
     generation: int,
     vectors_path: Path | None,
+    keep_written: KeepWritten | None,
 ) -> DenseMatrix:
     dense = DenseMatrix(dimension, epoch, generation)
     # Sized up front: growing a large matrix by copies doubles the load
@@ -211,7 +197,7 @@ def _full_load(
     # "vector IS NOT NULL" (no index on it) scans the table in rowid order,
     # cheaper than an index walk plus a lookup per row.
     _add_rows(dense, conn.execute(f"SELECT {_ROW_COLUMNS} FROM chunks WHERE vector IS NOT NULL"))
-    return rebased(dense, vectors_path) if len(dense) else dense
+    return rebased(dense, vectors_path, keep_written) if len(dense) else dense
 
 
 def _add_rows(dense: DenseMatrix, cursor: sqlite3.Cursor) -> None:

@@ -67,11 +67,6 @@ def path_for(index_path: Path) -> Path:
     return index_path.with_name(index_path.name + SUFFIX)
 
 
-def index_path_of(vectors_path: Path) -> Path:
-    """The index file whose vector file is *vectors_path* (``path_for``'s inverse)."""
-    return vectors_path.with_name(vectors_path.name.removesuffix(SUFFIX))
-
-
 @dataclass(frozen=True)
 class Snapshot:
     """One mapped vector file: its identity, its columns (read-only arrays

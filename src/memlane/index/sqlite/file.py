@@ -71,7 +71,13 @@ from memlane.index.sqlite.recovery import (
     move_aside,
     remove_damaged_copies,
 )
-from memlane.index.sqlite.statements import prune_tombstones, read, read_meta, rollback
+from memlane.index.sqlite.statements import (
+    keep_written_vectors,
+    prune_tombstones,
+    read,
+    read_meta,
+    rollback,
+)
 
 log = logging.getLogger(__name__)
 
@@ -295,7 +301,12 @@ class SqliteFile:
         """The vector matrix, brought in line with the rows (patched, mapped
         or reloaded), bound to this read's float32 vectors for rescoring."""
         dense, dimension = synced_matrix(
-            conn, meta, self._dense, self.vectors_path, write_vectors=self.writes_vectors
+            conn,
+            meta,
+            self._dense,
+            self.vectors_path,
+            write_vectors=self.writes_vectors,
+            keep_written=lambda generation: keep_written_vectors(self.path, generation),
         )
         self._dense = dense
         if dense is None:

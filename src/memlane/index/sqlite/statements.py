@@ -1,10 +1,12 @@
 """The statements both index files share around an operation's own SQL:
 transaction ends and read snapshots, tombstone pruning, the meta table and
-what a search keys its caches on, the file's size on disk."""
+what a search keys its caches on, the purge mark the vector file obeys, the
+file's size on disk."""
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import sqlite3
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -13,6 +15,8 @@ from typing import Any
 from memlane.core.types import SearchMode
 from memlane.index.legs import vector_file
 from memlane.index.sqlite import schema
+
+log = logging.getLogger(__name__)
 
 
 def prune_tombstones(conn: sqlite3.Connection, floor: int) -> None:
@@ -55,6 +59,32 @@ def mark_purged(conn: sqlite3.Connection) -> None:
         "INSERT OR REPLACE INTO meta(key, value) SELECT ?, value FROM meta WHERE key = ?",
         (schema.META_PURGED_AT, schema.META_GENERATION),
     )
+
+
+def keep_written_vectors(path: Path, generation: int) -> bool:
+    """Whether the vector file this process just wrote for the index file at
+    *path*, from the snapshot at *generation*, may stay: not when deleted
+    text was purged since (``mark_purged``), or when that cannot be told; it
+    is then deleted, as it may hold the deleted rows' vectors. Read afresh,
+    outside the search's read transaction: a purge marks the index file
+    before it deletes the vector file, so either that delete came after this
+    file's rename, or this read sees the mark."""
+    try:
+        # mode=rw: an index file deleted meanwhile is not created again, empty.
+        conn = sqlite3.connect(f"{path.absolute().as_uri()}?mode=rw", uri=True, timeout=5.0)
+        try:
+            row = conn.execute(
+                "SELECT value FROM meta WHERE key = ?", (schema.META_PURGED_AT,)
+            ).fetchone()
+        finally:
+            conn.close()
+        if row is None or int(row[0] or 0) <= generation:
+            return True
+    except (sqlite3.Error, ValueError, TypeError):
+        pass
+    log.info("deleted text was purged while the vectors of %s were written: dropped", path)
+    vector_file.discard(path)
+    return False
 
 
 def cache_key_of(meta: Mapping[str, Any]) -> tuple[Any, Any]:
