@@ -63,6 +63,22 @@ TOPIC_DAY = NOW.date()
 
 MEMLANE = [sys.executable, "-m", "memlane.cli.main"]
 
+_DEFAULT_CTRL_C = (
+    "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+    "os.execv(sys.argv[1], sys.argv[1:])"
+)
+
+
+def with_ctrl_c(argv: list[str]) -> list[str]:
+    """*argv* run with Ctrl-C's default disposition, as from a terminal (a
+    suite started in the background ignores SIGINT, and a child inherits
+    that). Reset in a fresh interpreter that then execs *argv* (same pid),
+    never by ``preexec_fn``: Python code between fork and exec in a test
+    process running gRPC's threads (the Milvus tests import it) can die
+    there, and Popen then takes the dead child for a started one."""
+    return [sys.executable, "-c", _DEFAULT_CTRL_C, *argv]
+
+
 _REDIRECTING_ENV = (
     "MEMSEARCH_DIR",
     "MEMLANE_STORE_CMD",

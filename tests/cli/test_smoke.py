@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from fake_llm import closed_port_url
-from helpers import MEMLANE, FixedClock, open_memory, run_memlane, wait_for
+from helpers import MEMLANE, FixedClock, open_memory, run_memlane, wait_for, with_ctrl_c
 from memlane.cli.demo import fixtures_dir
 
 pytestmark = pytest.mark.subprocess
@@ -119,15 +119,11 @@ def test_ctrl_c_exits_130_saying_interrupted(project: Path, tmp_path: Path) -> N
     )
     store_cmd.chmod(0o755)
     proc = subprocess.Popen(
-        [*MEMLANE, "-C", str(project), "scope"],
+        with_ctrl_c([*MEMLANE, "-C", str(project), "scope"]),
         env={**os.environ, "MEMLANE_STORE_CMD": str(store_cmd)},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        # A suite started in the background (`make test &`) runs with SIGINT
-        # ignored, and a child inherits that; a terminal's Ctrl-C is the
-        # default disposition, which is what this test is about.
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
         wait_for(asked.exists, timeout=60, what="memlane runs the store command")

@@ -29,7 +29,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from helpers import MEMLANE, NOW, make_project, wait_for
+from helpers import MEMLANE, NOW, make_project, wait_for, with_ctrl_c
 from memlane.core.scope import resolve_scope
 from memlane.hosts.mcp.thin import check_mcp_line
 from memlane.hosts.wire import (
@@ -71,14 +71,11 @@ class Server:
         self.project = project
         self.call_method = "tools/call" if kind == "mcp" else "tool"
         self.proc = subprocess.Popen(
-            [*MEMLANE, kind, "-C", str(project)],
+            with_ctrl_c([*MEMLANE, kind, "-C", str(project)]),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             env=env,
-            # A suite run in the background ignores SIGINT and its children
-            # inherit that; a terminal's Ctrl-C is the default disposition.
-            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
         )
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self._stdin = self.proc.stdin
