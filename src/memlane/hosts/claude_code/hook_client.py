@@ -123,18 +123,20 @@ def answer(
     header_kind: bytes = link.HOOK_HEADER,
     client: str = CLIENT,
     parent: int | None = None,
+    place: link.Place | None = None,
 ) -> bytes:
     """What the host gets for the hook input *raw*: the engine's answer, or nothing when
     the call fails or is slow (recorded in ``client-failures.jsonl``). Never raises.
 
     *parent*: the pid of the host process the hook belongs to (the session ends when it
     is gone); the caller's parent by default. Codex's hooks reach this through ``memlane
-    mcp`` (hosts/mcp/thin.py) rather than a process of their own.
+    mcp`` (hosts/mcp/thin.py) rather than a process of their own, which passes the
+    *place* it found once (finding it resolves paths: a millisecond a call).
     """
     if os.environ.get(NO_HOOKS_ENV) == "1":
         return b""
     started = time.monotonic()
-    place = link.Place()
+    place = place or link.Place()
     event = (field(raw, b"hook_event_name") or b"unknown").decode("utf-8", "replace")
     try:
         if event == "Stop" and field(raw, b"stop_hook_active") == b"true":

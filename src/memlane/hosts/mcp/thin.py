@@ -44,6 +44,7 @@ import queue
 import sys
 import threading
 from collections.abc import Callable
+from functools import partial
 
 from memlane.core.process import leave_ctrl_c_to_the_main_thread
 from memlane.hosts.mcp.calls import START_S, Calls, log_to_stderr, logger
@@ -76,6 +77,7 @@ if TYPE_CHECKING:
     from typing import IO, Any
 
     from memlane.core.clock import Clock
+    from memlane.core.link import Place
 
     # A queued tools/call: (request id, tool name, arguments).
     _Call = tuple[Any, str, dict[str, Any] | None]
@@ -248,7 +250,8 @@ class Server:
         )
 
     def _hooks_loop(self) -> None:
-        self._serve_lane(self._hooks, _codex_hook, lambda: None, "the hook calls")
+        place = self.calls.place  # the server's environment does not change: found once
+        self._serve_lane(self._hooks, partial(_codex_hook, place), lambda: None, "the hook calls")
 
     def _serve_lane(
         self,
@@ -306,7 +309,7 @@ class Server:
                 pass
 
 
-def _codex_hook(name: str, arguments: dict[str, Any] | None) -> dict[str, Any]:
+def _codex_hook(place: Place, name: str, arguments: dict[str, Any] | None) -> dict[str, Any]:
     """A Codex hook call: its arguments (the hook input, filled in by Codex from the
     templates ``memlane install codex`` wrote) to the engine as the hook request a hook
     process sends, for this server's parent (Codex); the engine's answer (Codex's hook
@@ -317,7 +320,7 @@ def _codex_hook(name: str, arguments: dict[str, Any] | None) -> dict[str, Any]:
     from memlane.hosts.claude_code.hook_client import answer
 
     raw = dumps(arguments or {}).encode("ascii")
-    output = answer(raw, CODEX_HOOK_HEADER, CODEX_HOOK_CLIENT, os.getppid())
+    output = answer(raw, CODEX_HOOK_HEADER, CODEX_HOOK_CLIENT, os.getppid(), place)
     return {"content": [{"type": "text", "text": output.decode("utf-8", "replace")}]}
 
 
