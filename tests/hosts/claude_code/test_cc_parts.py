@@ -240,12 +240,14 @@ def test_a_turn_counts_as_captured_only_once_it_was_queued(project: Path) -> Non
 
 def test_a_new_sessions_background_starts_only_after_the_answer(project: Path) -> None:
     """The engine sends SessionStart's answer first; the catch-up index, the
-    recovery and the warm worker are what it runs after (hook_calls.py)."""
+    recovery and the warm worker are what it runs after (hook_calls.py), once
+    the grace that leaves the cores to the first prompt has passed."""
     from memlane.hosts.claude_code import turns
     from memlane.hosts.claude_code.events import Events
 
     projects = Projects()
     events = Events(projects)
+    events.background_grace_s = 3600.0  # longer than any test: it never fires by itself
     after_answer: list[Callable[[], Any]] = []
     try:
         output = events.handle(
@@ -259,9 +261,12 @@ def test_a_new_sessions_background_starts_only_after_the_answer(project: Path) -
         session = projects.session(opened, SESSION)
         assert session is not None
         assert len(after_answer) == 1
-        # Nothing started: the recovery scan cannot have run, whatever the load.
+        waiting = after_answer[0]()
+        # Answered, the grace running: the recovery scan cannot have run, whatever the load.
         assert not session.internals.wait_recovery(0.05)
-        after_answer[0]().result(timeout=60)
+        waiting.cancel()
+        events.background_grace_s = 0.0
+        events.start_background_later(opened, session).join(60)
         assert session.internals.wait_recovery(60)
         # The same session again: nothing new to start.
         again: list[Callable[[], Any]] = []

@@ -17,11 +17,19 @@ one session at a time (docs/adr/0026-claude-code-sessions-end-without-a-hook.md)
 A hook of a session the engine does not know (it was started after the
 session began, or restarted) opens it first: ``Session.start`` then also
 writes what a killed engine left in the project's capture logs.
+
+A new session's background start (its catch-up index, that recovery, the
+warm auto-context worker) begins ``BACKGROUND_GRACE_S`` after the
+SessionStart answer, not at once: the agent's first prompt follows within
+milliseconds when it runs headless (``claude -p``, ``codex exec``), and its
+UserPromptSubmit hook and the agent itself would share the cores with that
+work (docs/adr/0047-a-new-sessions-background-waits-for-its-first-prompt.md).
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -38,6 +46,10 @@ log = logging.getLogger("memlane.claude_code")
 HOST = "claude-code"
 #: The SessionStart status line Claude Code shows the user is cut here.
 STATUS_LINE_CHARS = 400
+#: How long after its SessionStart answer a new session's background start waits:
+#: past the first prompt's hook of a headless run, within the model's first answer
+#: (ADR 0047). A session that ends sooner leaves it to the project's next session.
+BACKGROUND_GRACE_S = 0.5
 
 
 class BadHookInput(Exception):
@@ -54,6 +66,8 @@ class Events:
 
     #: The host sessions are opened for (hosts/codex/events.py: "codex").
     host = HOST
+    #: BACKGROUND_GRACE_S, per instance (a test sets 0, or an hour).
+    background_grace_s = BACKGROUND_GRACE_S
 
     def __init__(self, projects: Projects) -> None:
         self.projects = projects
@@ -66,7 +80,8 @@ class Events:
     ) -> dict[str, Any] | None:
         """The hook's output. With *after_answer*, a new session's background
         start (catch-up index, recovery, warm worker) is appended to it for the
-        caller to run once Claude Code has its answer; without, it runs now."""
+        caller to run once Claude Code has its answer, which starts it
+        ``background_grace_s`` later; without, it runs now."""
         event = _str(data, "hook_event_name")
         session_id = _str(data, "session_id")
         if event is None or session_id is None:
@@ -101,7 +116,23 @@ class Events:
                 if after_answer is None:
                     session.internals.start_background()
                 else:
-                    after_answer.append(partial(project.run, session.internals.start_background))
+                    after_answer.append(partial(self.start_background_later, project, session))
+
+    def start_background_later(self, project: Project, session: Session) -> threading.Timer:
+        """Start *session*'s background on its project's worker ``background_grace_s``
+        from now (a session shut down by then starts nothing); the timer."""
+
+        def start() -> None:
+            try:
+                project.run(session.internals.start_background)
+            except RuntimeError:  # the engine is closing: its projects take no new work
+                log.info("session %s: the engine closed before its start", session.session_id[:8])
+
+        timer = threading.Timer(self.background_grace_s, start)
+        timer.name = "memlane-session-start"
+        timer.daemon = True
+        timer.start()
+        return timer
 
     def _end(self, project: Project, session_id: str) -> None:
         """End the session on the engine's own threads, without waiting: Claude Code
