@@ -113,7 +113,10 @@ class Hooks:
         return answer
 
     def close(self) -> None:
+        """Hang up as Codex does at its exit (again: nothing)."""
         assert self.server.stdin is not None
+        if self.server.stdin.closed:
+            return
         self.server.stdin.close()
         self.server.wait(30)
 
@@ -209,6 +212,7 @@ def measure_hooks(calls: int, gap_s: float, auto_context: bool) -> list[dict[str
                 timed(starts, "SessionStart", f"new-{i}", source="startup")
                 time.sleep(gap_s)
             hooks.close()
+            time.sleep(gap_s * 3)  # the engine ends this server's sessions before the runs
             runs = exec_like_runs(project, env, rollouts, min(calls, 20), gap_s)
         finally:
             hooks.close()

@@ -44,7 +44,6 @@ import queue
 import sys
 import threading
 from collections.abc import Callable
-from functools import partial
 
 from memlane.core.process import leave_ctrl_c_to_the_main_thread
 from memlane.hosts.mcp.calls import START_S, Calls, log_to_stderr, logger
@@ -250,8 +249,12 @@ class Server:
         )
 
     def _hooks_loop(self) -> None:
-        place = self.calls.place  # the server's environment does not change: found once
-        self._serve_lane(self._hooks, partial(_codex_hook, place), lambda: None, "the hook calls")
+        # The engine's place, found at the first hook and kept (the server's
+        # environment does not change), not found again for every hook.
+        def hook(name: str, arguments: dict[str, Any] | None) -> dict[str, Any]:
+            return _codex_hook(self.calls.place, name, arguments)
+
+        self._serve_lane(self._hooks, hook, lambda: None, "the hook calls")
 
     def _serve_lane(
         self,
