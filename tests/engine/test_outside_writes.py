@@ -147,3 +147,33 @@ def test_once_caught_up_a_search_no_longer_walks_the_store(
     assert session.status_json()["fresh_writes"] == before  # no catch-up ran
     assert OUTSIDE_NOTE not in found.text  # not walked for: the index run's work
     session.shutdown()
+
+
+def test_a_sessions_first_prompt_before_its_start_is_pushed_a_note_written_outside(
+    project: Path, clock: FixedClock
+) -> None:
+    """A hook host starts a new session's index run after its first prompt
+    (docs/adr/0047): that prompt's auto-context indexes what others wrote itself."""
+    writer = open_memory(project, clock=clock, MEMLANE_SESSIONS_ENABLED="off")
+    for i, note in enumerate(OLDER_NOTES):
+        writer.write(note, now=datetime(2026, 11, 20, 9, i))
+    writer.sync()
+    writer.close()
+    terminal = open_memory(project, clock=clock)
+    # Not indexed, as `memlane write` from a terminal leaves it; older than the
+    # snapshot (today and yesterday), which would show it already.
+    terminal.write(OUTSIDE_NOTE, now=datetime(2026, 11, 21, 9, 0))
+    terminal.close()
+    mem = open_memory(
+        project, clock=clock, MEMLANE_SESSIONS_ENABLED="off", MEMLANE_AUTO_CONTEXT="on"
+    )
+    # A long deadline: this is about what is found, not how fast.
+    settings = replace(mem.config.session, index_debounce_ms=NEVER_MS, auto_context_cap_ms=30_000)
+    session = Session.start(
+        mem, host="test", session_id="s1", llm=None, settings=settings, defer_background=True
+    )
+    message = session.before_agent_start("what is the staging VPN profile called?").message
+    assert message is not None and OUTSIDE_NOTE in message, message
+    assert not session.internals.indexer.state.caught_up  # no index run has started
+    session.shutdown()
+    mem.close()

@@ -102,6 +102,45 @@ def test_a_session_start_wakes_the_idle_sweeper_and_its_first_search_sees_the_tr
     layer.close()
 
 
+def test_a_session_not_started_yet_reads_the_transcript_in_its_search(
+    agent_project: Project, clock: FixedClock
+) -> None:
+    """A hook host starts a session's background after its first prompt
+    (docs/adr/0047): until then nothing woke the sweeper, so its search reads."""
+    _old_session(agent_project)
+    mem = open_memory(agent_project.root, clock=clock, **IDLE)
+    background = Background(mem.fork()).start()
+    wait_for(lambda: not background.catching_up, 30, "the first backfill")
+    layer = background.sessions_layer
+    assert layer is not None
+    _claude_appears(agent_project)
+
+    settings = replace(mem.config.session, index_debounce_ms=3_600_000)
+    session = Session.start(
+        mem,
+        host="test",
+        session_id="s1",
+        llm=None,
+        settings=settings,
+        background=background,
+        defer_background=True,
+    )
+    assert session.internals.sessions_catching_up  # nothing asked for a sweep yet
+    found = Tools(mem, session).call(
+        "memory_search", {"query": "billing webhook retry", "kind": "session", "mode": "lexical"}
+    )
+    assert NEW_QUESTION in found.text and "session:new-cc" in found.text, found.text
+    session.internals.start_background()
+    wait_for(
+        lambda: not session.internals.sessions_catching_up,
+        30,
+        "the sweep the session's start asked for",
+    )
+    session.shutdown()
+    background.stop()
+    layer.close()
+
+
 def test_wake_sweeps_at_once_only_while_the_sweeper_runs(
     agent_project: Project, clock: FixedClock
 ) -> None:

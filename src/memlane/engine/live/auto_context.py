@@ -148,9 +148,20 @@ class AutoContext:
             self._lexical = None
 
     def hidden_message(
-        self, prompt: str, snapshot: Snapshot, layer: SessionsLayer | None
+        self,
+        prompt: str,
+        snapshot: Snapshot,
+        layer: SessionsLayer | None,
+        *,
+        outside: bool = False,
     ) -> str | None:
-        """Auto-context hits and surfaced topics, found by one warm worker in one deadline."""
+        """Auto-context hits and surfaced topics, found by one warm worker in one deadline.
+
+        ``outside``: the session's start has not indexed the store yet (a hook
+        host starts it after the first prompt, docs/adr/0047): the worker first
+        indexes the notes other tools changed on disk, for the lexical leg (the
+        index run embeds them), so this prompt is not pushed an index without them.
+        """
         from memlane.core.render import render_injection
         from memlane.engine.sessions.primer import recall_query, render_recall, wants_recall
 
@@ -217,6 +228,12 @@ class AutoContext:
         def search_all(
             memory: Memory,
         ) -> tuple[list[Hit] | None, Surfaced | None, list[Hit] | None]:
+            if outside:
+                from memlane.engine.journal.catch_up import catch_up_outside
+
+                said, _ = catch_up_outside(memory, embed=False)
+                for notice in said:  # a push has no room for them: the search tools say them
+                    log.info("auto-context: %s", notice)
             hits = (
                 # Room for this session's own entries, which are dropped below.
                 memory.search(query, top_k + OWN_ENTRY_ROOM, mode=mode, sync=False).hits

@@ -282,6 +282,7 @@ class Session:
             auto=self._auto,
             indexer=self._indexer,
             background=self._background,
+            background_started=self._background_started,
             start_background=self._start_background,
             follow_settings=self._follow_settings,
         )
@@ -336,7 +337,9 @@ class Session:
             if self.memory.clock.today() != self._snapshot.day:
                 self._snapshot = self._build_snapshot()
             snapshot = self._snapshot
-        message = self._auto.hidden_message(prompt, snapshot, self._sessions_layer)
+        message = self._auto.hidden_message(
+            prompt, snapshot, self._sessions_layer, outside=not self._indexer.state.caught_up
+        )
         if message:
             self._recall_log.note_injection(message)
         # Sizes only, for the viewer's cost per day (injection_ledger.py).

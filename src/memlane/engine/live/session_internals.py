@@ -33,12 +33,14 @@ class SessionInternals:
         auto: AutoContext,
         indexer: IndexScheduler,
         background: Background | None,
+        background_started: bool,
         start_background: Callable[[], None],
         follow_settings: Callable[[], None],
     ) -> None:
         self._captures = captures
         self._auto = auto
         self._background = background
+        self._background_started = background_started
         #: The debounced index scheduler (engine/journal/schedule.py).
         self.indexer = indexer
         #: Once, and not after shutdown: the catch-up index, what killed sessions
@@ -74,9 +76,11 @@ class SessionInternals:
 
     @property
     def sessions_catching_up(self) -> bool:
-        """The sweep of past sessions its start asked for is not done (as for the notes
-        while ``indexer.state.caught_up`` is False): a search reads what is new itself."""
-        return bool(self._background and self._background.catching_up)
+        """The sweep of past sessions its start asks for is not done, or not asked
+        for yet (as for the notes while ``indexer.state.caught_up`` is False): a
+        search reads what is new itself."""
+        background = self._background
+        return background is not None and (not self._background_started or background.catching_up)
 
     @property
     def sessions_layer(self) -> SessionsLayer | None:
