@@ -1,9 +1,9 @@
 """What one Milvus Lite search costs by the rows it returns, and the fields.
 
-memlane's search on Milvus asks each leg for its 100 best candidates (the
-calibrated fusion places each candidate against the others: the same pool
-as on SQLite, so the scores are the same), memsearch's hybrid search asks
-for 10 fused rows. Milvus Lite 3.x is pure Python and pays for every row a
+memlane's search on Milvus asks each leg for its 20 best candidates for
+k = 10 (100 until ADR 0048 made a candidate's calibrated score independent
+of the others in the pool), memsearch's hybrid search asks for 10 fused
+rows. Milvus Lite 3.x is pure Python and pays for every row a
 search returns, so this script measures one collection of memlane's schema
 (entry-like text, random unit vectors) searched by:
 

@@ -49,9 +49,11 @@ from coding_store import load_set, turn_id, write_coding_store  # noqa: E402
 from locomo import questions_of  # noqa: E402
 from locomo_store import write_conversation_store  # noqa: E402
 
+from memlane.index.sqlite.notes_search import candidate_count  # noqa: E402
+
 DEFAULT_DATA = REPO.parent / "shared" / "data" / "locomo-dev.json"
 DEFAULT_OUT = REPO / "benchmarks" / "results" / "calibration.json"
-CANDIDATES = 50  # candidate_count(k) for the default k = 5
+CANDIDATES = candidate_count(5)  # the candidates a search for the default k = 5 takes
 FOREIGN_PER_STORE = 100
 FLOORS = (0.05, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
 BANDS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0001)

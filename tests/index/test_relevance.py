@@ -10,10 +10,12 @@ from _builders import make_file, src
 from memlane.core.settings import AUTO_CONTEXT_SCORE_FLOOR, SEARCH_MIN_SCORE
 from memlane.index.legs.relevance import (
     CALIBRATIONS,
+    DENSE_FLOOR_SPAN,
     LEXICAL_LEG_WEIGHT,
     PRIOR_MEAN_COSINE,
     Evidence,
     chance_cosine,
+    dense_places,
     evidence_ranking,
     lexical_gate,
 )
@@ -61,6 +63,33 @@ def test_nothing_like_the_query_scores_below_the_search_floor() -> None:
     assert weak[0][1] < SEARCH_MIN_SCORE
     strong = evidence_ranking(evidence({1: 0.62, 2: 0.3}, {1: 0.7}), "hybrid")
     assert strong[0][1] >= AUTO_CONTEXT_SCORE_FLOOR
+
+
+def test_a_candidates_score_does_not_depend_on_how_deep_the_legs_went() -> None:
+    # The same store and query: legs that returned 3 candidates each, and legs
+    # that went deeper and also returned weak ones (a Milvus search asks for
+    # fewer rows than the SQLite one may).
+    shallow = evidence({1: 0.62, 2: 0.55, 3: 0.41}, {1: 0.5, 4: 0.7, 2: 0.2})
+    deep = evidence(
+        {1: 0.62, 2: 0.55, 3: 0.41, 5: 0.25, 6: 0.01},
+        {1: 0.5, 4: 0.7, 2: 0.2, 7: 0.1, 8: 0.05},
+    )
+    deep.cosine[4] = 0.05  # a lexical candidate far below chance in meaning
+    shallow.cosine[4] = 0.05
+    top_of_deep = dict(evidence_ranking(deep, "hybrid"))
+    for rowid, score in evidence_ranking(shallow, "hybrid"):
+        assert top_of_deep[rowid] == pytest.approx(score)
+
+
+def test_the_dense_places_run_from_the_top_to_a_floor_below_chance() -> None:
+    top, chance = 0.6, 0.2
+    floor = chance - DENSE_FLOOR_SPAN * (top - chance)
+    places = dense_places({1: top, 2: chance, 3: floor, 4: floor - 0.1}, top, chance)
+    assert places[1] == pytest.approx(1.0)
+    assert places[2] == pytest.approx(DENSE_FLOOR_SPAN / (1 + DENSE_FLOOR_SPAN))
+    assert places[3] == pytest.approx(0.0) and places[4] == 0.0
+    # No lead over chance to measure from: placed among themselves.
+    assert dense_places({1: 0.1, 2: 0.05}, 0.1, 0.3) == {1: 1.0, 2: 0.0}
 
 
 def test_lexical_mode_scores_by_coverage_alone() -> None:

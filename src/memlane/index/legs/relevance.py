@@ -14,8 +14,10 @@ on the top coverage, midpoint ``COVERAGE_GATE_MIDPOINT``). So a paraphrase
 whose best lexical match is one incidental word ("slots", "job") is ranked
 by meaning, and a question that names what it wants (a person, a library, an
 error) is ranked by its words as well. Within a leg, candidates are placed
-relative to that leg's best (cosines min-max over the candidates, coverage
-over the top coverage), which keeps how far apart they are. A fixed weight
+relative to that leg's best (cosines between the top and a floor below the
+store's chance cosine, ``dense_places``; coverage over the top coverage),
+which keeps how far apart they are and does not depend on how many
+candidates a leg returned. A fixed weight
 on per-query min-max scores (the former default) lets a one-word lexical
 match outrank a clearly better semantic one.
 
@@ -71,6 +73,12 @@ COVERAGE_GATE_WIDTH = 0.075
 #: notes scored 0.004 (ADR 0029).
 PRIOR_MEAN_COSINE = REFERENCE_SCALE.unrelated_mean
 PRIOR_ROWS = 20.0
+#: Where the dense leg's scale ends below the chance cosine, in units of the
+#: top cosine's lead over chance (``dense_places``). A pool of 100–200
+#: candidates ended there or lower on the quality sets (its lowest cosine, a
+#: lexical candidate's, sat 0.4–0.6 of that lead below chance at the median):
+#: 0.5 ranks as well on each of them (ADR 0048).
+DENSE_FLOOR_SPAN = 0.5
 
 
 def _sigmoid(z: float) -> float:
@@ -173,6 +181,21 @@ def _relative(values: dict[int, float], low: float | None = None) -> dict[int, f
     return {rowid: (value - bottom) / spread for rowid, value in values.items()}
 
 
+def dense_places(cosine: dict[int, float], top: float, chance: float) -> dict[int, float]:
+    """Each candidate's cosine placed between the top cosine (1) and a floor
+    ``DENSE_FLOOR_SPAN`` times the top's lead over chance below the chance
+    cosine (0, and below it). The place depends on the query and the store's
+    chance level only, not on which other candidates the leg returned, so a
+    deeper or shallower pool, or a backend that fetches fewer rows, gives a
+    candidate the same score (ADR 0048). A top at chance level or below has
+    no lead to measure from: the candidates are then placed min-max."""
+    floor = chance - DENSE_FLOOR_SPAN * (top - chance)
+    spread = top - floor
+    if spread <= 1e-9:
+        return _relative(cosine)
+    return {rowid: max(0.0, (value - floor) / spread) for rowid, value in cosine.items()}
+
+
 def on_reference_scale(evidence: Evidence, scale: CosineScale | None) -> Evidence:
     """The evidence with its cosines moved onto the bundled model's scale
     (core/cosine_scale.py): the same order within the leg, calibrated scores."""
@@ -198,7 +221,8 @@ def evidence_ranking(
     evidence = on_reference_scale(evidence, scale)
     top_cosine = max(evidence.cosine.values(), default=0.0)
     top_coverage = max(evidence.coverage.values(), default=0.0)
-    dense_part = _relative(evidence.cosine) if mode != "lexical" else {}
+    chance = chance_cosine(top_cosine, evidence.mean_cosine, evidence.rows)
+    dense_part = dense_places(evidence.cosine, top_cosine, chance) if mode != "lexical" else {}
     # bm25 is placed against its top with 0 as the bottom: a chunk sharing
     # no term has no lexical evidence, however the others scored.
     lexical_part = (
@@ -210,7 +234,6 @@ def evidence_ranking(
         for rowid in candidates
     }
     best = max(fused.values())
-    chance = chance_cosine(top_cosine, evidence.mean_cosine, evidence.rows)
     relevance = CALIBRATIONS[mode](top_cosine, chance, top_coverage)
     scored = [
         (rowid, relevance * value / best if best > 0 else 0.0) for rowid, value in fused.items()

@@ -21,10 +21,12 @@ from memlane.index.sqlite.file import SqliteFile
 from memlane.index.sqlite.statements import cache_key_of, read, read_meta, search_mode
 
 # Each leg hands max(CANDIDATE_FLOOR, CANDIDATE_MULTIPLIER * k) candidates to
-# fusion (index/legs/fusion.py): deep enough that a chunk ranked well by one leg only
-# still gets fused.
-CANDIDATE_FLOOR = 50
-CANDIDATE_MULTIPLIER = 10
+# fusion: deep enough that a chunk ranked well by one leg only still gets
+# fused. The default fusion scores a candidate whatever else the pool holds
+# (legs/relevance.py), so a deeper pool only adds candidates that rank below
+# k; it was max(50, 10k), and Milvus pays for every row a leg returns (ADR 0048).
+CANDIDATE_FLOOR = 20
+CANDIDATE_MULTIPLIER = 2
 
 CHUNK_COLUMNS = (
     "id, chunk_hash, source, heading, heading_level, start_line, end_line, "
