@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
 from _fixtures import ClaudeSession, PiSession, Project, chat
 
 from helpers import FixedClock, open_memory, wait_for
@@ -71,44 +72,16 @@ def test_more_new_bytes_than_the_budget_is_said_not_read(
     assert said.startswith("past sessions are still being read (1 transcript changed")
 
 
+@pytest.mark.parametrize("deferred", [False, True], ids=["started", "start-deferred"])
 def test_a_session_start_wakes_the_idle_sweeper_and_its_first_search_sees_the_transcript(
-    agent_project: Project, clock: FixedClock
+    agent_project: Project, clock: FixedClock, deferred: bool
 ) -> None:
+    """``start-deferred``: a hook host starts a session's background after its
+    first prompt (docs/adr/0047); until then nothing woke the sweeper, so the
+    session counts as catching up and its search reads the transcript itself."""
     _old_session(agent_project)
     mem = open_memory(agent_project.root, clock=clock, **IDLE)
     # The project's own background, as the warm engine keeps it between sessions.
-    background = Background(mem.fork()).start()
-    wait_for(lambda: not background.catching_up, 30, "the first backfill")
-    layer = background.sessions_layer
-    assert layer is not None
-    _claude_appears(agent_project)
-
-    settings = replace(mem.config.session, index_debounce_ms=3_600_000)
-    session = Session.start(
-        mem, host="test", session_id="s1", llm=None, settings=settings, background=background
-    )
-    found = Tools(mem, session).call(
-        "memory_search", {"query": "billing webhook retry", "kind": "session", "mode": "lexical"}
-    )
-    assert NEW_QUESTION in found.text and "session:new-cc" in found.text, found.text
-    # The woken sweep runs now, not in an hour.
-    wait_for(
-        lambda: not session.internals.sessions_catching_up,
-        30,
-        "the sweep the session's start asked for",
-    )
-    session.shutdown()
-    background.stop()
-    layer.close()
-
-
-def test_a_session_not_started_yet_reads_the_transcript_in_its_search(
-    agent_project: Project, clock: FixedClock
-) -> None:
-    """A hook host starts a session's background after its first prompt
-    (docs/adr/0047): until then nothing woke the sweeper, so its search reads."""
-    _old_session(agent_project)
-    mem = open_memory(agent_project.root, clock=clock, **IDLE)
     background = Background(mem.fork()).start()
     wait_for(lambda: not background.catching_up, 30, "the first backfill")
     layer = background.sessions_layer
@@ -123,14 +96,17 @@ def test_a_session_not_started_yet_reads_the_transcript_in_its_search(
         llm=None,
         settings=settings,
         background=background,
-        defer_background=True,
+        defer_background=deferred,
     )
-    assert session.internals.sessions_catching_up  # nothing asked for a sweep yet
+    if deferred:
+        assert session.internals.sessions_catching_up  # nothing asked for a sweep yet
     found = Tools(mem, session).call(
         "memory_search", {"query": "billing webhook retry", "kind": "session", "mode": "lexical"}
     )
     assert NEW_QUESTION in found.text and "session:new-cc" in found.text, found.text
-    session.internals.start_background()
+    if deferred:
+        session.internals.start_background()
+    # The woken sweep runs now, not in an hour.
     wait_for(
         lambda: not session.internals.sessions_catching_up,
         30,
