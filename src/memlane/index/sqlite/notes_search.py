@@ -23,8 +23,9 @@ from memlane.index.sqlite.statements import cache_key_of, read, read_meta, searc
 # Each leg hands max(CANDIDATE_FLOOR, CANDIDATE_MULTIPLIER * k) candidates to
 # fusion: deep enough that a chunk ranked well by one leg only still gets
 # fused. The default fusion scores a candidate whatever else the pool holds
-# (legs/relevance.py), so a deeper pool only adds candidates that rank below
-# k; it was max(50, 10k), and Milvus pays for every row a leg returns (ADR 0048).
+# (legs/relevance.py), so a deeper pool only adds candidates weak in both
+# legs; it was max(50, 10k), the quality sets rank as well at this depth, and
+# Milvus pays for every row a leg returns (ADR 0048).
 CANDIDATE_FLOOR = 20
 CANDIDATE_MULTIPLIER = 2
 
