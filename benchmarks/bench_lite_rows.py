@@ -7,10 +7,13 @@ rows. Milvus Lite 3.x is pure Python and pays for every row a
 search returns, so this script measures one collection of memlane's schema
 (entry-like text, random unit vectors) searched by:
 
-- the dense leg and the BM25 leg at limits 10 and 100, returning only the
-  chunk hash, memlane's fields, or its fields and the vector;
+- the dense leg and the BM25 leg at limits 10, 20 (memlane's today) and
+  100, returning only the chunk hash, memlane's fields, or its fields and
+  the vector;
 - a ``get`` of 50 rows' vectors (a lexical-only candidate's cosine);
-- memsearch's shape: one ``hybrid_search`` (both legs, RRF) of 10 rows.
+- memsearch's shape: one ``hybrid_search`` (both legs, RRF) of 10 rows;
+- both of memlane's legs in one ``hybrid_search`` (20 per leg, 40 rows),
+  with memlane's fields, and with the vectors too.
 
     python benchmarks/bench_lite_rows.py [--chunks 1000] [--queries 150]
 
@@ -108,18 +111,21 @@ def main() -> int:
                 search_params=BM25_PARAMS, output_fields=out,
             )  # fmt: skip
 
-        def hybrid(i: int) -> object:
-            legs = [
-                AnnSearchRequest([qvecs[i].tolist()], schema.VECTOR, COSINE_PARAMS, 10),
-                AnnSearchRequest([queries[i]], schema.SPARSE, BM25_PARAMS, 10),
-            ]
-            return client.hybrid_search(
-                name, legs, RRFRanker(60), limit=10, output_fields=["content", "source"]
-            )
+        def hybrid(leg_limit: int, limit: int, out: list[str]) -> Callable[[int], object]:
+            def call(i: int) -> object:
+                legs = [
+                    AnnSearchRequest([qvecs[i].tolist()], schema.VECTOR, COSINE_PARAMS, leg_limit),
+                    AnnSearchRequest([queries[i]], schema.SPARSE, BM25_PARAMS, leg_limit),
+                ]
+                return client.hybrid_search(
+                    name, legs, RRFRanker(60), limit=limit, output_fields=out
+                )
+
+            return call
 
         cases: list[tuple[str, int, str, Callable[[int], object]]] = []
         for leg, make in (("dense", dense), ("bm25", bm25)):
-            for limit in (10, 100):
+            for limit in (10, 20, 100):
                 for label, out in fields.items():
                     cases.append((leg, limit, label, make(limit, out)))
         cases.append(
@@ -130,7 +136,11 @@ def main() -> int:
                 lambda i: client.get(name, ids=ids, output_fields=[schema.VECTOR]),
             )
         )
-        cases.append(("hybrid (memsearch's)", 10, "content, source", hybrid))
+        cases.append(
+            ("hybrid (memsearch's)", 10, "content, source", hybrid(10, 10, ["content", "source"]))
+        )
+        for label in ("fields", "fields+vector"):
+            cases.append(("hybrid, 20 per leg", 40, label, hybrid(20, 40, fields[label])))
         times: dict[int, list[float]] = {n: [] for n in range(len(cases))}
         for i in range(len(queries)):  # case by case within each query: load falls on all alike
             for n, (_, _, _, call) in enumerate(cases):

@@ -410,3 +410,58 @@ def test_the_state_file_names_a_lite_database_by_its_path(
         assert recorded["collection"] == mem.collection
     finally:
         mem.close()
+
+
+def test_a_search_embeds_its_query_while_milvus_runs_the_lexical_leg(
+    project: Path,
+    fake_embeddings: FakeEmbeddings,
+    clock: FixedClock,
+    lite: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The query's embedding request is answered only once the BM25 search
+    has reached Milvus: a search that embedded first would wait here in vain
+    (and find the flag unset); one that overlaps the two gets a hybrid
+    answer. A failing embedder meanwhile still gives the lexical answer and
+    says why."""
+    import threading
+
+    from pymilvus import MilvusClient
+
+    from fake_embedding import Reply, normal_body
+    from memlane.index.milvus import schema
+
+    lexical_sent = threading.Event()
+    plain_search = MilvusClient.search
+
+    def watched_search(self: MilvusClient, *args: object, **kwargs: object) -> object:
+        if kwargs.get("anns_field") == schema.SPARSE:
+            lexical_sent.set()
+        return plain_search(self, *args, **kwargs)
+
+    monkeypatch.setattr(MilvusClient, "search", watched_search)
+    mem = _memory(project, _env(fake_embeddings, lite), clock)
+    try:
+        mem.write("the staging cluster scales to zero at night")
+        mem.write("invoices are exported nightly as CSV files")
+        mem.sync()
+        lexical_sent.clear()
+        seen: list[bool] = []
+
+        def after_the_lexical_leg(inputs: list[str]) -> Reply:
+            seen.append(lexical_sent.wait(60))
+            return Reply(body=normal_body(inputs))
+
+        fake_embeddings.then(after_the_lexical_leg)
+        result = mem.search("staging cluster at night")
+        assert seen == [True]
+        assert result.mode == "hybrid"
+        assert "scales to zero at night" in result.hits[0].content
+
+        fake_embeddings.then(*[Reply(status=503)] * 20)
+        result = mem.search("invoices exported nightly")
+        assert result.mode == "lexical"
+        assert "exported nightly" in result.hits[0].content
+        assert any(n.startswith("semantic search unavailable") for n in result.notices)
+    finally:
+        mem.close()

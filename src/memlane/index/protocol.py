@@ -23,6 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from memlane.core.errors import MemlaneError
+from memlane.core.in_flight import InFlight
 from memlane.core.settings import IndexSettings
 from memlane.core.types import Chunk, Kind, SearchMode, context_of
 
@@ -117,15 +118,27 @@ def file_contexts(chunks: Iterable[IndexedChunk]) -> dict[str, str]:
     return out
 
 
-def query_vector_of(
-    vector: npt.ArrayLike | None, *, lexical: bool
-) -> npt.NDArray[np.float32] | None:
+#: A search's query vector: given, absent (no dense leg), or still being
+#: computed (an index that runs its lexical leg first waits for it only
+#: then; see ``NotesIndex.embeds_beside_lexical``).
+QueryVector = npt.ArrayLike | InFlight[Any] | None
+
+
+def query_vector_of(vector: QueryVector, *, lexical: bool) -> npt.NDArray[np.float32] | None:
     """The query vector as every index searches with it (float32, flat), or
-    None; a semantic-only search (``lexical`` False) must have one."""
+    None; a semantic-only search (``lexical`` False) must have one. A vector
+    in flight is waited for here."""
+    if isinstance(vector, InFlight):
+        vector = vector.result()
     qvec = None if vector is None else np.asarray(vector, dtype=np.float32).reshape(-1)
     if not lexical and qvec is None:
         raise ValueError("a semantic-only search needs a query vector")
     return qvec
+
+
+def search_mode(lexical: bool, dense: bool) -> SearchMode:
+    """What a search that runs these legs is called."""
+    return "semantic" if not lexical else "hybrid" if dense else "lexical"
 
 
 class Scored(Protocol):
@@ -272,12 +285,18 @@ class NotesIndex(IndexBackend, Protocol):
         """ "sqlite" or "milvus"."""
         ...
 
+    @property
+    def embeds_beside_lexical(self) -> bool:
+        """True when ``search`` runs its lexical leg before it needs the query
+        vector: a caller gains by passing the vector in flight (``InFlight``)."""
+        ...
+
     def pop_rebuilt_reason(self) -> str | None: ...
 
     def search(
         self,
         query: str,
-        vector: np.ndarray | None,
+        vector: QueryVector,
         k: int,
         filters: SearchFilters | None = None,
         *,
@@ -286,7 +305,8 @@ class NotesIndex(IndexBackend, Protocol):
     ) -> tuple[SearchMode, list[ScoredChunk]]:
         """``HybridIndex.search``; ``reach``: the legs weigh as many candidates
         as for a search of that many hits (a caller that fetches a few extra
-        hits to refine them keeps the cost of the search it answers)."""
+        hits to refine them keeps the cost of the search it answers);
+        ``vector`` may be in flight, and has been waited for on return."""
         ...
 
     def vector_of(self, chunk_hash: str) -> np.ndarray | None: ...

@@ -13,10 +13,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memlane.core.errors import DiskFullError, MemlaneError
+from memlane.core.in_flight import InFlight
 from memlane.core.types import Hit, Kind, SearchMode, SearchResult
 from memlane.engine.lock_waits import NEWEST_NOT_INDEXED, newest_not_indexed
 from memlane.engine.recall.trust import LOOKAHEAD, SMALL_STORE_SHOWN, refine_notes
-from memlane.index.protocol import DimensionMismatchError, IndexBusyError, IndexUnavailableError
+from memlane.index.protocol import (
+    DimensionMismatchError,
+    IndexBusyError,
+    IndexUnavailableError,
+    QueryVector,
+)
 
 if TYPE_CHECKING:
     from memlane.engine.shared.ports import ProjectMemory
@@ -142,7 +148,16 @@ def _search_notes(
         if loading:
             mode = "lexical"
             notices.append(MODEL_LOADING)
-    vector = memory.embedding.query_vector(request.query, mode, notices)
+    index = memory.index
+    vector: QueryVector
+    if mode == "hybrid" and index.embeds_beside_lexical:
+        # The index's lexical round trip needs no vector: embed meanwhile.
+        vector = InFlight(
+            lambda: memory.embedding.query_vector(request.query, mode, notices),
+            name="memlane-query-vector",
+        )
+    else:
+        vector = memory.embedding.query_vector(request.query, mode, notices)
     after, before = request.note_bounds(memory.clock.zone())
     filters = SearchFilters(
         kind=notes_kind(request.kind),
@@ -153,7 +168,6 @@ def _search_notes(
     )
     if mode == "semantic" and vector is None:
         return SearchResult(query=request.query, mode="semantic", hits=[], notices=notices)
-    index = memory.index
     got_mode, scored = index.search(
         request.query, vector, k + LOOKAHEAD, filters, lexical=mode != "semantic", reach=k
     )

@@ -15,6 +15,7 @@ import math
 import os
 import threading
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -32,9 +33,11 @@ from memlane.index.milvus.writes import MilvusWriter, indexed_of
 from memlane.index.protocol import (
     FileRecord,
     IndexedChunk,
+    QueryVector,
     ScoredChunk,
     SearchFilters,
     query_vector_of,
+    search_mode,
 )
 from memlane.index.sqlite.notes_search import candidate_count
 
@@ -57,6 +60,9 @@ class MilvusIndex(MilvusWriter):
     """IndexBackend over a Milvus (Lite, server or Zilliz Cloud) collection."""
 
     backend = "milvus"
+    #: Each leg is a round trip of its own, the lexical one first: the query
+    #: vector is waited for only after it (``search``).
+    embeds_beside_lexical = True
 
     def __init__(
         self,
@@ -336,7 +342,7 @@ class MilvusIndex(MilvusWriter):
     def search(
         self,
         query: str,
-        vector: np.ndarray | None,
+        vector: QueryVector,
         k: int,
         filters: SearchFilters | None = None,
         *,
@@ -345,13 +351,13 @@ class MilvusIndex(MilvusWriter):
     ) -> tuple[SearchMode, list[ScoredChunk]]:
         """Hybrid search; ``vector`` None skips the dense leg (mode lexical),
         ``lexical`` False the BM25 leg (mode semantic); ``reach``: see
-        ``NotesIndex.search``."""
-        qvec = query_vector_of(vector, lexical=lexical)
+        ``NotesIndex.search``. A vector in flight is waited for after the
+        lexical leg, whose round trip needs none."""
+        if not lexical:
+            vector = query_vector_of(vector, lexical=False)
         if filters is not None and filters.is_empty():
             filters = None
         with self._session() as client:
-            if qvec is not None and self._exists:
-                self._check_dimension(qvec.size)
             # The ledger's mirror gives the row count and every word's count
             # (no round trip); while it is not trusted, Milvus is asked.
             exact = self._exists and self._fresh(client, fetch_max=mirror.SEARCH_FETCH_MAX)
@@ -359,31 +365,41 @@ class MilvusIndex(MilvusWriter):
                 rows = 0
             else:
                 rows = self._mirror.rows() if exact else search.count(client, self.collection)
-            dense = qvec is not None and rows > 0
-            mode: SearchMode = "semantic" if not lexical else "hybrid" if dense else "lexical"
             if rows == 0 or k <= 0 or (lexical and not query.strip()):
-                return mode, []
+                qvec = query_vector_of(vector, lexical=lexical)
+                return search_mode(lexical, qvec is not None and rows > 0), []
             words = search.query_words(query) if lexical else []
             coll = search.Collection(
                 self.collection,
                 rows,
-                self._centroid(client, rows) if dense else None,
+                None,
                 self._mirror.doc_freq(words) if exact else self.document_frequencies(rows),
                 exact=exact,
                 matching=self._mirror.matching(filters) if exact and filters else None,
             )
+            n = candidate_count(reach or k)
+            expr = schema.expression(filters)
             found: search.Rows = {}
+            lexical_hits = (
+                search.lexical_leg(client, coll, query, n, expr, found) if lexical else None
+            )
+            qvec = query_vector_of(vector, lexical=lexical)
+            if qvec is not None:
+                self._check_dimension(qvec.size)
+                coll = replace(coll, centroid=self._centroid(client, rows))
+            mode = search_mode(lexical, qvec is not None)
             fused = search.run(
                 client,
                 coll,
                 query,
-                qvec if dense else None,
+                qvec,
                 mode,
-                n=candidate_count(reach or k),
-                expr=schema.expression(filters),
+                n=n,
+                expr=expr,
                 settings=self.settings,
                 method=self._fuse,
                 rows=found,
+                lexical=lexical_hits,
             )[:k]
             missing = [h for h, _ in fused if "content" not in found.get(h, {})]
             found.update(search.rows_by_hash(client, self.collection, missing))

@@ -269,17 +269,18 @@ def run(
     settings: IndexSettings,
     method: FusionMethod | None,
     rows: Rows | None = None,
+    lexical: tuple[list[tuple[str, float]], LexicalQuery] | None = None,
 ) -> list[tuple[str, float]]:
     """The legs ``mode`` asks for, fused: (chunk hash, score), best first.
-    ``rows``: filled with what the searches returned of each hit's row."""
+    ``rows``: filled with what the searches returned of each hit's row;
+    ``lexical``: the lexical leg when the caller ran it already."""
+    if mode != "semantic" and lexical is None:
+        lexical = lexical_leg(client, coll, query, n, expr, rows)
     dense_hits = (
         dense_leg(client, coll, qvec, n, expr, rows)
         if mode != "lexical" and qvec is not None
         else None
     )
-    lexical: tuple[list[tuple[str, float]], LexicalQuery] | None = None
-    if mode != "semantic":
-        lexical = lexical_leg(client, coll, query, n, expr, rows)
     # The fusion functions rank integer row ids; a hash's id is its place
     # in sorted order, so ties fall the same way on every call.
     found = {h for h, _ in dense_hits or []} | {h for h, _ in (lexical[0] if lexical else [])}

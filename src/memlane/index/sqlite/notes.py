@@ -37,6 +37,7 @@ from memlane.index.legs.fusion import fusion_method
 from memlane.index.protocol import (
     FileRecord,
     IndexedChunk,
+    QueryVector,
     ScoredChunk,
     SearchFilters,
     query_vector_of,
@@ -124,6 +125,12 @@ class SqliteIndex:
     @property
     def backend(self) -> str:
         return "sqlite"
+
+    @property
+    def embeds_beside_lexical(self) -> bool:
+        # Both legs run in one read snapshot after the matrix is bound; the
+        # in-process model's run would compete with the lexical leg's.
+        return False
 
     @property
     def rebuilt_reason(self) -> str | None:
@@ -294,7 +301,7 @@ class SqliteIndex:
     def search(
         self,
         query: str,
-        vector: np.ndarray | None,
+        vector: QueryVector,
         k: int,
         filters: SearchFilters | None = None,
         *,

@@ -16,9 +16,9 @@ from memlane.core.supersede import HEX16, superseded_hashes
 from memlane.core.types import Chunk, SearchMode
 from memlane.index.legs import relevance
 from memlane.index.legs.fusion import FusionMethod
-from memlane.index.protocol import IndexedChunk, ScoredChunk, SearchFilters
+from memlane.index.protocol import IndexedChunk, ScoredChunk, SearchFilters, search_mode
 from memlane.index.sqlite.file import SqliteFile
-from memlane.index.sqlite.statements import cache_key_of, read, read_meta, search_mode
+from memlane.index.sqlite.statements import cache_key_of, read, read_meta
 
 # Each leg hands max(CANDIDATE_FLOOR, CANDIDATE_MULTIPLIER * k) candidates to
 # fusion: deep enough that a chunk ranked well by one leg only still gets

@@ -18,12 +18,12 @@ from memlane.core.settings import IndexSettings
 from memlane.core.types import SearchMode
 from memlane.index.legs import lexical, relevance
 from memlane.index.legs.fusion import FusionMethod
-from memlane.index.protocol import SearchFilters
+from memlane.index.protocol import SearchFilters, search_mode
 from memlane.index.session_docs import ScoredDoc, StoredDoc
 from memlane.index.sqlite.file import SqliteFile
 from memlane.index.sqlite.session_redaction import Redaction
 from memlane.index.sqlite.session_schema import DOC_COLUMNS
-from memlane.index.sqlite.statements import cache_key_of, read, read_meta, search_mode
+from memlane.index.sqlite.statements import cache_key_of, read, read_meta
 
 
 class SessionLexicalLeg(lexical.LexicalLeg):

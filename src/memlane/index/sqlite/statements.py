@@ -12,7 +12,6 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from memlane.core.types import SearchMode
 from memlane.index.legs import vector_file
 from memlane.index.sqlite import schema
 
@@ -99,8 +98,3 @@ def file_size(path: Path) -> int:
         with contextlib.suppress(OSError):
             size += path.with_name(path.name + suffix).stat().st_size
     return size
-
-
-def search_mode(lexical: bool, dense: bool) -> SearchMode:
-    """What a search that runs these legs is called."""
-    return "semantic" if not lexical else "hybrid" if dense else "lexical"
