@@ -73,7 +73,7 @@ class CollectionAccess:
         if (self._ledger.meta(META_URI), self._ledger.meta(META_COLLECTION)) != (shown, collection):
             self._ledger.clear(keep=())
             self._ledger.set_meta(**{META_URI: shown, META_COLLECTION: collection})
-        self._mirror = Mirror(self._ledger, shown, collection)
+        self._mirror = Mirror(self._ledger, shown, collection, copy=self._conn.path is not None)
 
     @property
     def uri(self) -> str:

@@ -14,7 +14,9 @@ what a sync needs to be cheap and what Milvus cannot hold:
 - ``rows`` and ``terms``: a mirror of the collection's rows (chunk hash,
   source, memlane's metadata, words) and each word's document frequency,
   what a search's lexical statistics and a file's write need without asking
-  Milvus (``mirror.py``; trusted only once checked against the collection).
+  Milvus (``mirror.py``; trusted only once checked against the collection);
+- ``replica``: on Milvus Lite, each mirrored row's vector and display
+  fields, what a search's dense leg reads here (``replica.py``).
 
 Losing it costs a rescan, never data: a fresh ledger lists the sources the
 collection holds (``placeholder`` records that force a re-read), and only
@@ -64,6 +66,8 @@ _DDL = (
     "kind TEXT, date TEXT, session TEXT, terms TEXT)",
     "CREATE INDEX IF NOT EXISTS rows_source ON rows(source)",
     "CREATE TABLE IF NOT EXISTS terms (term TEXT PRIMARY KEY, df INTEGER NOT NULL) WITHOUT ROWID",
+    "CREATE TABLE IF NOT EXISTS replica (chunk_hash TEXT PRIMARY KEY, vector BLOB NOT NULL, "
+    "content TEXT, heading TEXT, heading_level INTEGER, start_line INTEGER, end_line INTEGER)",
 )
 _PENDING_COLUMNS = (
     "chunk_hash, source, heading, heading_level, start_line, end_line, "
@@ -207,7 +211,7 @@ class Ledger:
         """Forget every file, pending chunk and meta value but ``keep``."""
         kept = list(keep)
         with self._txn() as conn:
-            for table in ("files", "pending", "rows", "terms"):
+            for table in ("files", "pending", "rows", "terms", "replica"):
                 conn.execute(f"DELETE FROM {table}")
             marks = ", ".join("?" * len(kept))
             conn.execute(f"DELETE FROM meta WHERE key NOT IN ({marks})", kept)

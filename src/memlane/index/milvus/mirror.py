@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import secrets
 import sqlite3
 import threading
 import time
@@ -44,7 +45,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from memlane.index.legs.lexical import filter_sql
-from memlane.index.milvus import schema
+from memlane.index.milvus import replica, schema
 from memlane.index.milvus.ledger import Ledger
 from memlane.index.milvus.search import analyzed, count
 from memlane.index.protocol import SearchFilters
@@ -79,10 +80,16 @@ class MirrorRow:
     date: str | None
     session: str | None
     content: str
+    #: On Milvus Lite: the row's vector (float32 bytes) and display fields
+    #: (``replica.DISPLAY_FIELDS`` after ``content``), for the local copy.
+    vector: bytes | None = None
+    display: tuple[Any, ...] = ()
 
     @classmethod
     def of(cls, row: dict[str, Any]) -> MirrorRow:
-        """A row as Milvus returns it (``_FIELDS``)."""
+        """A row as Milvus returns it (``_FIELDS``, with the vector and
+        display fields when asked for) or as memlane writes it."""
+        vector = row.get(schema.VECTOR)
         return cls(
             str(row[schema.PRIMARY]),
             str(row.get("source") or ""),
@@ -90,11 +97,32 @@ class MirrorRow:
             row.get(schema.DATE),
             row.get(schema.SESSION),
             str(row.get("content") or ""),
+            None if vector is None else replica.blob_of(vector),
+            tuple(row.get(f) for f in replica.DISPLAY_FIELDS[1:]),
         )
 
 
-def _add(conn: sqlite3.Connection, rows: Iterable[MirrorRow]) -> None:
+def _copy(conn: sqlite3.Connection, r: MirrorRow) -> None:
+    conn.execute(
+        "INSERT OR REPLACE INTO replica(chunk_hash, vector, content, heading, heading_level, "
+        "start_line, end_line) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (r.chunk_hash, r.vector, r.content, *r.display),
+    )
+
+
+def _bump(conn: sqlite3.Connection) -> None:
+    """The copy changed: a matrix held by any process is out of date."""
+    conn.execute(
+        "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
+        (replica.META_REPLICA_VERSION, secrets.token_hex(8)),
+    )
+
+
+def _add(conn: sqlite3.Connection, rows: Iterable[MirrorRow], copy: bool) -> None:
+    """Mirror ``rows``; ``copy``: keep their vectors and display fields too."""
     for r in rows:
+        if copy and r.vector is not None:
+            _copy(conn, r)
         meta = (r.source, r.kind, r.date, r.session, r.chunk_hash)
         known = conn.execute("SELECT 1 FROM rows WHERE chunk_hash = ?", (r.chunk_hash,))
         if known.fetchone() is not None:
@@ -118,6 +146,7 @@ def _add(conn: sqlite3.Connection, rows: Iterable[MirrorRow]) -> None:
 
 def _remove(conn: sqlite3.Connection, hashes: Iterable[str]) -> None:
     for h in hashes:
+        conn.execute("DELETE FROM replica WHERE chunk_hash = ?", (h,))
         row = conn.execute("SELECT terms FROM rows WHERE chunk_hash = ?", (h,)).fetchone()
         if row is None:
             continue
@@ -131,8 +160,11 @@ class Mirror:
     """The mirror tables of one ledger, and this index object's view of
     whether they can be trusted now."""
 
-    def __init__(self, ledger: Ledger, uri: str, collection: str) -> None:
+    def __init__(self, ledger: Ledger, uri: str, collection: str, *, copy: bool = False) -> None:
         self._ledger = ledger
+        #: Keep each row's vector and display fields (Milvus Lite: ``replica.py``).
+        self.copy = copy
+        self.local = replica.LocalDense(ledger) if copy else None
         self._key = (uri, collection)
         self._own = str(ledger.path)
         #: (Lite server generation, writes through other ledgers in this
@@ -212,9 +244,12 @@ class Mirror:
 
     def update(self, added: Iterable[MirrorRow] = (), removed: Iterable[str] = ()) -> None:
         """This index wrote ``added`` and deleted ``removed`` (in Milvus)."""
+        added, removed = list(added), list(removed)
         with self._ledger.transaction() as conn:
             _remove(conn, removed)
-            _add(conn, added)
+            _add(conn, added, self.copy)
+            if self.copy and (added or removed):
+                _bump(conn)
 
     def wrote(self) -> None:
         """This index object wrote the collection: index objects with another
@@ -239,6 +274,8 @@ class Mirror:
         with self._ledger.transaction() as conn:
             conn.execute("DELETE FROM rows")
             conn.execute("DELETE FROM terms")
+            conn.execute("DELETE FROM replica")
+            _bump(conn)
             conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, '1')", (META_MIRROR,))
         self._mark = None
 
@@ -288,16 +325,25 @@ class Mirror:
         self.comparisons += 1
         known = {str(h) for (h,) in self._ledger.read("SELECT chunk_hash FROM rows")}
         new = sorted(listed - known)
+        if self.copy:
+            # Rows mirrored before the copy was kept (an older ledger) are
+            # fetched once more for their vectors.
+            copied = {str(h) for (h,) in self._ledger.read("SELECT chunk_hash FROM replica")}
+            new = sorted(listed - copied)
         if fetch_max is not None and len(new) > fetch_max:
             return False
+        fields = [*_FIELDS, *replica.DISPLAY_FIELDS[1:], schema.VECTOR] if self.copy else _FIELDS
         fetched: list[MirrorRow] = []
         for start in range(0, len(new), FETCH_BATCH):
             got = client.get(
-                collection_name=name, ids=new[start : start + FETCH_BATCH], output_fields=_FIELDS
+                collection_name=name, ids=new[start : start + FETCH_BATCH], output_fields=fields
             )
             fetched.extend(MirrorRow.of(dict(row)) for row in got)
         with self._ledger.transaction() as conn:
-            _remove(conn, sorted(known - listed))
-            _add(conn, fetched)
+            gone = sorted(known - listed)
+            _remove(conn, gone)
+            _add(conn, fetched, self.copy)
+            if self.copy and (gone or fetched):
+                _bump(conn)
             conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, '1')", (META_MIRROR,))
         return True

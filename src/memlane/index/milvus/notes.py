@@ -379,9 +379,17 @@ class MilvusIndex(MilvusWriter):
             )
             n = candidate_count(reach or k)
             expr = schema.expression(filters)
+            # On Lite, with the mirror's copy of every row at hand, Milvus
+            # runs only the BM25 search (returning hashes): the dense leg,
+            # the cosines and the hits' fields are read here (replica.py).
+            local = self._mirror.local if exact else None
+            if local is not None and not local.ready():
+                local = None
             found: search.Rows = {}
             lexical_hits = (
-                search.lexical_leg(client, coll, query, n, expr, found) if lexical else None
+                search.lexical_leg(client, coll, query, n, expr, None if local else found)
+                if lexical
+                else None
             )
             qvec = query_vector_of(vector, lexical=lexical)
             if qvec is not None:
@@ -400,7 +408,10 @@ class MilvusIndex(MilvusWriter):
                 method=self._fuse,
                 rows=found,
                 lexical=lexical_hits,
+                local=local.bound(filters) if local is not None else None,
             )[:k]
+            if local is not None:
+                found = local.rows([h for h, _ in fused])
             missing = [h for h, _ in fused if "content" not in found.get(h, {})]
             found.update(search.rows_by_hash(client, self.collection, missing))
         return mode, [

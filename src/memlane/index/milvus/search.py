@@ -38,7 +38,7 @@ import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -108,6 +108,19 @@ class Collection:
 
 #: Rows returned by a search (by chunk hash): what the caller would ``get``.
 Rows = dict[str, dict[str, Any]]
+
+
+class LocalVectors(Protocol):
+    """The dense side of a search read from a local copy of the collection's
+    vectors (``replica.py``), the search's filters already bound."""
+
+    def leg(self, qvec: npt.NDArray[np.float32], n: int) -> list[tuple[str, float]]:
+        """The ``n`` best (chunk hash, cosine), best first."""
+        ...
+
+    def cosines(self, qvec: npt.NDArray[np.float32], hashes: Iterable[str]) -> dict[str, float]:
+        """The cosine of each of ``hashes`` the copy holds."""
+        ...
 
 
 def _hits(result: Any, rows: Rows | None = None) -> list[tuple[str, float]]:
@@ -270,17 +283,21 @@ def run(
     method: FusionMethod | None,
     rows: Rows | None = None,
     lexical: tuple[list[tuple[str, float]], LexicalQuery] | None = None,
+    local: LocalVectors | None = None,
 ) -> list[tuple[str, float]]:
     """The legs ``mode`` asks for, fused: (chunk hash, score), best first.
     ``rows``: filled with what the searches returned of each hit's row;
-    ``lexical``: the lexical leg when the caller ran it already."""
+    ``lexical``: the lexical leg when the caller ran it already;
+    ``local``: the dense leg and cosines read here, not asked of Milvus."""
     if mode != "semantic" and lexical is None:
         lexical = lexical_leg(client, coll, query, n, expr, rows)
-    dense_hits = (
-        dense_leg(client, coll, qvec, n, expr, rows)
-        if mode != "lexical" and qvec is not None
-        else None
-    )
+    dense_hits = None
+    if mode != "lexical" and qvec is not None:
+        dense_hits = (
+            local.leg(qvec, n)
+            if local is not None
+            else dense_leg(client, coll, qvec, n, expr, rows)
+        )
     # The fusion functions rank integer row ids; a hash's id is its place
     # in sorted order, so ties fall the same way on every call.
     found = {h for h, _ in dense_hits or []} | {h for h, _ in (lexical[0] if lexical else [])}
@@ -305,6 +322,8 @@ def run(
             if qvec is None:
                 return {}
             wanted = [hashes[r] for r in rowids]
+            if local is not None:
+                return {ids[h]: value for h, value in local.cosines(qvec, wanted).items()}
             known = rows or {}
             query_unit = unit(qvec)
             got = {

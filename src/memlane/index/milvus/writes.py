@@ -53,11 +53,6 @@ def row_of(item: IndexedChunk, vector: npt.ArrayLike) -> dict[str, Any]:
     }
 
 
-def mirror_row(item: IndexedChunk) -> MirrorRow:
-    c = item.chunk
-    return MirrorRow(c.chunk_hash, c.source, item.kind, item.date, item.session, c.content)
-
-
 def indexed_of(row: Mapping[str, Any]) -> IndexedChunk:
     """A Milvus row as a chunk; a row memsearch wrote has no memlane
     metadata (a journal chunk without date or session, until re-indexed)."""
@@ -229,8 +224,7 @@ class MilvusWriter(CollectionAccess):
             for part in _batches(stale, BATCH_ROWS):
                 client.delete(collection_name=self.collection, ids=list(part))
             if rows or stale:
-                upserted = {str(row[schema.PRIMARY]) for row in rows}
-                self._mirror.update([mirror_row(wanted[h]) for h in upserted], stale)
+                self._mirror.update([MirrorRow.of(row) for row in rows], stale)
                 self._written()
         new_pending = [
             item
@@ -281,7 +275,8 @@ class MilvusWriter(CollectionAccess):
         with self._session(create_dimension=dimension) as client:
             self._check_dimension(dimension)
             self._fresh(client)
-            self._upsert(client, [row_of(item, arrays[item.chunk.chunk_hash]) for item in waiting])
-            self._mirror.update([mirror_row(item) for item in waiting])
+            rows = [row_of(item, arrays[item.chunk.chunk_hash]) for item in waiting]
+            self._upsert(client, rows)
+            self._mirror.update([MirrorRow.of(row) for row in rows])
             self._written()
         self._ledger.remove_pending(arrays)
