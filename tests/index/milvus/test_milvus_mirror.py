@@ -173,6 +173,48 @@ def test_handles_sharing_a_ledger_keep_it_for_each_other(
     searcher.close()
 
 
+def test_the_copy_a_search_holds_follows_every_write_as_a_fresh_read_of_it(
+    filled: MilvusIndex, lite_db: Path, collection: str, ledger_path: Path, tmp_path: Path
+) -> None:
+    """A search holds the copy of the vectors in memory; each write of this
+    index, of another handle on the same ledger and of another ledger then
+    leaves it as a handle reading the ledger afresh finds it."""
+    queries = ("redis host", "webhook clock", "nightly invoices", "kafka topics")
+    sharing = open_index(lite_db, collection, ledger_path)
+    other = open_index(lite_db, collection, tmp_path / "another-ledger.sqlite")
+
+    def check() -> None:
+        fresh = open_index(lite_db, collection, ledger_path)
+        try:
+            for query in queries:
+                assert_same(scores(filled, query), scores(fresh, query))
+                _, held = filled.search("", unit_vector(query), 8, lexical=False)
+                _, read = fresh.search("", unit_vector(query), 8, lexical=False)
+                assert [(h.chunk.chunk_hash, h.chunk.content) for h in held] == [
+                    (h.chunk.chunk_hash, h.chunk.content) for h in read
+                ]
+        finally:
+            fresh.close()
+
+    try:
+        check()  # the copy is held from here on
+        changed = ["the redis cache holds sessions", "kafka topics replaced the queue"]
+        record, chunks = make_file(src(tmp_path, "a.md"), changed)
+        filled.replace_file(record, chunks, vectors_for(chunks))
+        check()
+        filled.remove_files([src(tmp_path, "c.md")])
+        check()
+        record, chunks = make_file(src(tmp_path, "d.md"), ["kafka consumers lag at night"])
+        sharing.replace_file(record, chunks, vectors_for(chunks))
+        check()
+        record, chunks = make_file(src(tmp_path, "e.md"), ["the invoices bucket moved"])
+        other.replace_file(record, chunks, vectors_for(chunks))
+        check()
+    finally:
+        sharing.close()
+        other.close()
+
+
 @pytest.mark.parametrize("damage", ["deleted", "garbage"])
 def test_a_lost_or_damaged_ledger_is_rebuilt(
     lite_db: Path, collection: str, tmp_path: Path, damage: str

@@ -110,12 +110,18 @@ def _copy(conn: sqlite3.Connection, r: MirrorRow) -> None:
     )
 
 
-def _bump(conn: sqlite3.Connection) -> None:
-    """The copy changed: a matrix held by any process is out of date."""
+def _bump(conn: sqlite3.Connection) -> tuple[str | None, str]:
+    """The copy changed: a matrix held by any process is out of date.
+    (the version before, the version now)."""
+    found = conn.execute(
+        "SELECT value FROM meta WHERE key = ?", (replica.META_REPLICA_VERSION,)
+    ).fetchone()
+    after = secrets.token_hex(8)
     conn.execute(
         "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
-        (replica.META_REPLICA_VERSION, secrets.token_hex(8)),
+        (replica.META_REPLICA_VERSION, after),
     )
+    return (None if found is None else str(found[0])), after
 
 
 def _add(conn: sqlite3.Connection, rows: Iterable[MirrorRow], copy: bool) -> None:
@@ -245,11 +251,18 @@ class Mirror:
     def update(self, added: Iterable[MirrorRow] = (), removed: Iterable[str] = ()) -> None:
         """This index wrote ``added`` and deleted ``removed`` (in Milvus)."""
         added, removed = list(added), list(removed)
+        versions = None
         with self._ledger.transaction() as conn:
             _remove(conn, removed)
             _add(conn, added, self.copy)
             if self.copy and (added or removed):
-                _bump(conn)
+                versions = _bump(conn)
+        if self.local is not None and versions is not None:
+            copied = [(r.chunk_hash, r.vector) for r in added if r.vector is not None]
+            if len(copied) == len(added):
+                self.local.applied(*versions, copied, set(removed))
+            else:  # a row without its vector: the copy is read again
+                self.local.drop()
 
     def wrote(self) -> None:
         """This index object wrote the collection: index objects with another

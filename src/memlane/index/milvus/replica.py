@@ -56,6 +56,26 @@ class _Held:
     matrix: _Matrix  # unit rows, in ``hashes`` order
 
 
+_EMPTY = np.zeros((0, 0), dtype=np.float32)
+
+
+def _unit_rows(blobs: Sequence[bytes], dimension: int | None) -> _Matrix:
+    """The vectors in ``blobs`` (float32 bytes) as unit rows."""
+    if not blobs:
+        return _EMPTY if dimension is None else np.zeros((0, dimension), dtype=np.float32)
+    matrix = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(blobs), -1)
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    unit_rows: _Matrix = (matrix / norms).astype(np.float32, copy=False)
+    return unit_rows
+
+
+def _held(version: str | None, complete: bool, hashes: list[str], blobs: list[bytes]) -> _Held:
+    return _Held(
+        version, complete, hashes, {h: i for i, h in enumerate(hashes)}, _unit_rows(blobs, None)
+    )
+
+
 class LocalDense:
     """The copy as a search reads it: a unit-row matrix held while the copy's
     version stays the same."""
@@ -74,21 +94,38 @@ class LocalDense:
             rows = self._ledger.read("SELECT chunk_hash, vector FROM replica ORDER BY chunk_hash")
             mirrored = int(self._ledger.read("SELECT count(*) FROM rows")[0][0])
             hashes = [str(h) for h, _ in rows]
-            if rows:
-                matrix = np.vstack([np.frombuffer(blob, dtype=np.float32) for _, blob in rows])
-                norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-                norms[norms == 0] = 1.0
-                matrix = (matrix / norms).astype(np.float32, copy=False)
-            else:
-                matrix = np.zeros((0, 0), dtype=np.float32)
-            self._held = _Held(
-                version,
-                complete=len(hashes) == mirrored,
-                hashes=hashes,
-                position={h: i for i, h in enumerate(hashes)},
-                matrix=matrix,
-            )
+            self._held = _held(version, len(hashes) == mirrored, hashes, [b for _, b in rows])
             return self._held
+
+    def drop(self) -> None:
+        """Read the copy again at the next search."""
+        with self._lock:
+            self._held = None
+
+    def applied(
+        self, before: str | None, after: str, added: Sequence[tuple[str, bytes]], removed: set[str]
+    ) -> None:
+        """This process changed the copy from version ``before`` to ``after``:
+        a matrix held at ``before`` takes the change in place (a search after
+        each write would otherwise read the whole copy again); any other is
+        dropped, to be read again."""
+        with self._lock:
+            held = self._held
+            if held is None or held.version != before:
+                self._held = None
+                return
+            gone = removed | {h for h, _ in added}
+            kept = [i for i, h in enumerate(held.hashes) if h not in gone]
+            hashes = [held.hashes[i] for i in kept] + [h for h, _ in added]
+            fresh = _unit_rows([blob for _, blob in added], held.matrix.shape[1] or None)
+            if fresh.size and held.matrix.size and fresh.shape[1] != held.matrix.shape[1]:
+                self._held = None  # another dimension: read it all again
+                return
+            parts = [m for m in (held.matrix[kept] if kept else None, fresh) if m is not None]
+            matrix = np.concatenate(parts) if any(m.size for m in parts) else _EMPTY
+            self._held = _Held(
+                after, held.complete, hashes, {h: i for i, h in enumerate(hashes)}, matrix
+            )
 
     def ready(self) -> bool:
         """Whether every mirrored row has its copy."""
