@@ -4,9 +4,12 @@ A collection memlane creates is one memsearch reads and writes, and the
 reverse (same schema, same chunk ids); memlane's filter metadata rides in
 dynamic fields. The local ledger (``ledger.py``) caches file records,
 holds chunks waiting for a vector and mirrors the collection's rows and
-word counts (``mirror.py``). Searches run both legs in Milvus and memlane's
-fusion on the results (``search.py``): two round trips once the mirror is
-trusted. Milvus Lite is opened per operation (``connection.py``).
+word counts (``mirror.py``), and on Milvus Lite a copy of each row's
+vector and fields (``replica.py``). Searches run memlane's fusion on the
+legs (``search.py``): on a server both legs run in Milvus, two round trips
+once the mirror is trusted; on Lite only the BM25 leg does, one round trip,
+the dense leg reading the copy. Milvus Lite is opened per operation
+(``connection.py``).
 """
 
 from __future__ import annotations

@@ -24,7 +24,9 @@ means what it means on the SQLite backend (``legs/relevance.py``).
 Round trips: with every count known, a search is two calls, as memsearch's
 (its hybrid search and a row count): the dense search and the BM25 search,
 each returning the rows' fields (the BM25 hits with their vectors, whose
-cosines a lexical-only candidate needs), so no ``get`` follows.
+cosines a lexical-only candidate needs), so no ``get`` follows. Given a
+local copy of the vectors (``LocalVectors``: Milvus Lite, ``replica.py``),
+it is the BM25 search alone, returning chunk hashes.
 
 ``run_analyzer`` is not implemented by Milvus Lite, so words are split here
 the way Milvus's standard analyzer does (Unicode words, lower-cased: Milvus
