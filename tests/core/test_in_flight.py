@@ -33,5 +33,8 @@ def test_what_the_computation_raised_is_raised_to_the_caller() -> None:
     def compute() -> None:
         raise KeyError("no such model")
 
+    pending = InFlight(compute)
+    pending.settle()  # waits, raises nothing
+    assert pending.done()
     with pytest.raises(KeyError, match="no such model"):
-        InFlight(compute).result()
+        pending.result()

@@ -36,5 +36,10 @@ class InFlight(Generic[T]):
     def done(self) -> bool:
         return self._future.done()
 
+    def settle(self) -> None:
+        """Wait for the computation to end, whatever its outcome (a caller
+        that gave up on the value still lets it finish its side effects)."""
+        self._future.exception()
+
     def result(self) -> T:
         return self._future.result()

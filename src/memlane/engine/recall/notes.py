@@ -168,9 +168,15 @@ def _search_notes(
     )
     if mode == "semantic" and vector is None:
         return SearchResult(query=request.query, mode="semantic", hits=[], notices=notices)
-    got_mode, scored = index.search(
-        request.query, vector, k + LOOKAHEAD, filters, lexical=mode != "semantic", reach=k
-    )
+    try:
+        got_mode, scored = index.search(
+            request.query, vector, k + LOOKAHEAD, filters, lexical=mode != "semantic", reach=k
+        )
+    finally:
+        if isinstance(vector, InFlight):
+            # A search that failed before it needed the vector: its notices
+            # are complete before this answer is.
+            vector.settle()
     store = memory.scope.store
     hits = [Hit.of(s.chunk, s.score, kind=_kind_of(s.chunk.source, store)) for s in scored]
     fetched = len(hits)
