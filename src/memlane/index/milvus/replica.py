@@ -114,6 +114,7 @@ class LocalDense:
             if held is None or held.version != before:
                 self._held = None
                 return
+            added = list(dict(added).items())  # one row per hash, the last written
             gone = removed | {h for h, _ in added}
             kept = [i for i, h in enumerate(held.hashes) if h not in gone]
             hashes = [held.hashes[i] for i in kept] + [h for h, _ in added]
