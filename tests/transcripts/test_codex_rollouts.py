@@ -128,10 +128,14 @@ def test_the_stop_before_the_rollout_holds_the_answer(tmp_path: Path) -> None:
 
 
 words = st.text(alphabet=st.characters(blacklist_categories=("Cs", "Cc")), min_size=1, max_size=40)
+#: A user message that starts like one Codex injects itself (``<skill>``,
+#: ``<environment_context>``...) is read as Codex's, not as a prompt: the
+#: rollout does not tell them apart (tested on its own above).
+prompts = words.filter(lambda text: not text.strip().startswith(codex.HARNESS_PREFIXES))
 
 
 @settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(turns=st.lists(st.tuples(words, words), min_size=1, max_size=6))
+@given(turns=st.lists(st.tuples(prompts, words), min_size=1, max_size=6))
 def test_any_conversation_reads_back_in_order(tmp_path: Path, turns: list[tuple[str, str]]) -> None:
     r = CodexRollout()
     for prompt, answer in turns:
