@@ -282,7 +282,7 @@ class Session:
             auto=self._auto,
             indexer=self._indexer,
             background=self._background,
-            background_started=self._background_started,
+            background_started=lambda: self._background_started,
             start_background=self._start_background,
             follow_settings=self._follow_settings,
         )

@@ -33,7 +33,7 @@ class SessionInternals:
         auto: AutoContext,
         indexer: IndexScheduler,
         background: Background | None,
-        background_started: bool,
+        background_started: Callable[[], bool],
         start_background: Callable[[], None],
         follow_settings: Callable[[], None],
     ) -> None:
@@ -80,7 +80,7 @@ class SessionInternals:
         for yet (as for the notes while ``indexer.state.caught_up`` is False): a
         search reads what is new itself."""
         background = self._background
-        return background is not None and (not self._background_started or background.catching_up)
+        return background is not None and (not self._background_started() or background.catching_up)
 
     @property
     def sessions_layer(self) -> SessionsLayer | None:

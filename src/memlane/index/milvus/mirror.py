@@ -44,7 +44,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from memlane.index.legs.lexical import filter_sql
 from memlane.index.milvus import replica, schema
 from memlane.index.milvus.ledger import Ledger
 from memlane.index.milvus.search import analyzed, count
@@ -212,9 +211,8 @@ class Mirror:
     def matching(self, filters: SearchFilters) -> int:
         """The rows ``filters`` keep, as ``schema.expression(filters)`` keeps
         them in Milvus (a row without the field fails its condition)."""
-        where, params = filter_sql(filters, table="rows")
-        sql = "SELECT count(*) FROM rows" + (" WHERE " + " AND ".join(where) if where else "")
-        return int(self._ledger.read(sql, params)[0][0])
+        where, params = replica.rows_where(filters)
+        return int(self._ledger.read("SELECT count(*) FROM rows" + where, params)[0][0])
 
     def known(self, hashes: Sequence[str]) -> set[str]:
         """Those of ``hashes`` the mirror holds."""

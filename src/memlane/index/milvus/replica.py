@@ -43,6 +43,14 @@ META_REPLICA_VERSION = "replica_version"
 _Matrix = npt.NDArray[np.float32]
 
 
+def rows_where(filters: SearchFilters) -> tuple[str, Sequence[object]]:
+    """The WHERE clause (with its leading space; empty: no condition) that
+    keeps the mirror's rows ``filters`` keep, as ``schema.expression(filters)``
+    keeps them in Milvus (a row without the field fails its condition)."""
+    conditions, params = filter_sql(filters, table="rows")
+    return (" WHERE " + " AND ".join(conditions) if conditions else ""), params
+
+
 def blob_of(vector: Any) -> bytes:
     return np.asarray(vector, dtype=np.float32).reshape(-1).tobytes()
 
@@ -170,9 +178,8 @@ class LocalDense:
         return {h: float(v) for (h, _), v in zip(at, values, strict=True)}
 
     def matching(self, filters: SearchFilters) -> list[str]:
-        where, params = filter_sql(filters, table="rows")
-        sql = "SELECT chunk_hash FROM rows" + (" WHERE " + " AND ".join(where) if where else "")
-        return [str(h) for (h,) in self._ledger.read(sql, params)]
+        where, params = rows_where(filters)
+        return [str(h) for (h,) in self._ledger.read("SELECT chunk_hash FROM rows" + where, params)]
 
     def rows(self, hashes: Sequence[str]) -> dict[str, dict[str, Any]]:
         """The hits' rows as Milvus would return them (``schema.CHUNK_FIELDS``)."""
