@@ -385,9 +385,8 @@ class MilvusIndex(MilvusWriter):
             # On Lite, with the mirror's copy of every row at hand, Milvus
             # runs only the BM25 search (returning hashes): the dense leg,
             # the cosines and the hits' fields are read here (replica.py).
-            local = self._mirror.local if exact else None
-            if local is not None and not local.ready():
-                local = None
+            copy = self._mirror.local if exact else None
+            local = copy.bound(filters) if copy is not None else None
             found: search.Rows = {}
             lexical_hits = (
                 search.lexical_leg(client, coll, query, n, expr, None if local else found)
@@ -411,7 +410,7 @@ class MilvusIndex(MilvusWriter):
                 method=self._fuse,
                 rows=found,
                 lexical=lexical_hits,
-                local=local.bound(filters) if local is not None else None,
+                local=local,
             )[:k]
             if local is not None:
                 found = local.rows([h for h, _ in fused])

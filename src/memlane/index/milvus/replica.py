@@ -136,46 +136,14 @@ class LocalDense:
                 after, held.complete, hashes, {h: i for i, h in enumerate(hashes)}, matrix
             )
 
-    def ready(self) -> bool:
-        """Whether every mirrored row has its copy."""
-        return self._current().complete
-
-    def bound(self, filters: SearchFilters | None) -> Bound:
-        """This copy as one search's dense side (``search.LocalVectors``)."""
-        return Bound(self, filters)
-
-    def search(
-        self, qvec: _Matrix, n: int, filters: SearchFilters | None
-    ) -> list[tuple[str, float]]:
-        """The ``n`` rows most like ``qvec`` among those ``filters`` keep:
-        (chunk hash, cosine), best first, ties by hash (as Milvus orders them)."""
+    def bound(self, filters: SearchFilters | None) -> Bound | None:
+        """This copy as one search's dense side (``search.LocalVectors``), the
+        version read once for the whole search; None while some mirrored row
+        has no copy (Milvus runs the dense leg then)."""
         held = self._current()
-        if not held.hashes or n <= 0:
-            return []
-        scores = held.matrix @ unit(qvec)
-        if filters is not None and not filters.is_empty():
-            keep = np.zeros(len(held.hashes), dtype=bool)
-            for h in self.matching(filters):
-                at = held.position.get(h)
-                if at is not None:
-                    keep[at] = True
-            scores = np.where(keep, scores, -np.inf)
-            n = min(n, int(keep.sum()))
-        if n <= 0:
-            return []
-        top = np.argpartition(-scores, n - 1)[:n] if n < len(scores) else np.arange(len(scores))
-        hits = [(held.hashes[i], float(scores[i])) for i in top]
-        hits.sort(key=lambda item: (-item[1], item[0]))
-        return hits
-
-    def cosines(self, qvec: _Matrix, hashes: Iterable[str]) -> dict[str, float]:
-        held = self._current()
-        query = unit(qvec)
-        at = [(h, held.position[h]) for h in hashes if h in held.position]
-        if not at:
-            return {}
-        values = held.matrix[[i for _, i in at]] @ query
-        return {h: float(v) for (h, _), v in zip(at, values, strict=True)}
+        if not held.complete:
+            return None
+        return Bound(self, held, filters)
 
     def matching(self, filters: SearchFilters) -> list[str]:
         where, params = rows_where(filters)
@@ -209,10 +177,39 @@ class LocalDense:
 @dataclass(frozen=True)
 class Bound:
     copy: LocalDense
+    held: _Held
     filters: SearchFilters | None
 
     def leg(self, qvec: _Matrix, n: int) -> list[tuple[str, float]]:
-        return self.copy.search(qvec, n, self.filters)
+        """The ``n`` rows most like ``qvec`` among those the filters keep:
+        (chunk hash, cosine), best first, ties by hash (as Milvus orders them)."""
+        held = self.held
+        if not held.hashes or n <= 0:
+            return []
+        scores = held.matrix @ unit(qvec)
+        if self.filters is not None and not self.filters.is_empty():
+            keep = np.zeros(len(held.hashes), dtype=bool)
+            for h in self.copy.matching(self.filters):
+                at = held.position.get(h)
+                if at is not None:
+                    keep[at] = True
+            scores = np.where(keep, scores, -np.inf)
+            n = min(n, int(keep.sum()))
+        if n <= 0:
+            return []
+        top = np.argpartition(-scores, n - 1)[:n] if n < len(scores) else np.arange(len(scores))
+        hits = [(held.hashes[i], float(scores[i])) for i in top]
+        hits.sort(key=lambda item: (-item[1], item[0]))
+        return hits
 
     def cosines(self, qvec: _Matrix, hashes: Iterable[str]) -> dict[str, float]:
-        return self.copy.cosines(qvec, hashes)
+        """The cosine of each of ``hashes`` the copy holds."""
+        held = self.held
+        at = [(h, held.position[h]) for h in hashes if h in held.position]
+        if not at:
+            return {}
+        values = held.matrix[[i for _, i in at]] @ unit(qvec)
+        return {h: float(v) for (h, _), v in zip(at, values, strict=True)}
+
+    def rows(self, hashes: Sequence[str]) -> dict[str, dict[str, Any]]:
+        return self.copy.rows(hashes)
