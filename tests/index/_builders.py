@@ -72,3 +72,34 @@ def vectors_for(chunks: Sequence[IndexedChunk], dim: int = DIM) -> dict[str, np.
 
 def src(tmp: Path | str, name: str) -> str:
     return str(Path(tmp) / "memory" / name)
+
+
+#: A store where one name is rare overall but in nearly every candidate of a
+#: query naming it (index/legs/shared_words.py): short turns that repeat it,
+#: one long turn about what the query asks (``NAMED_TURN``), other long
+#: messages sharing the query's other word, and unrelated notes.
+NAMED_QUERY = "Caroline speech"
+NAMED_TURN = (
+    "- Caroline: last week I gave a speech at the school about my own journey, how hard "
+    "the first years were and who helped me through them, and afterwards the students "
+    "stayed for an hour asking questions about what it took and what they could do"
+)
+
+
+def named_corpus(tmp: Path | str) -> list[tuple[str, list[str]]]:
+    """(source, chunk texts) per file of that store."""
+    thanks = ["- Caroline: thanks, Caroline! Bye, Caroline!"] * 18
+    others = [
+        f"- the release manager gave a long speech number {i} at the quarterly planning "
+        "meeting about the roadmap, the hiring plan and the budget for the next year"
+        for i in range(60)
+    ]
+    notes = [
+        f"- build {i} passed on the arm runner once the dependency cache was warm again"
+        for i in range(400)
+    ]
+    return [
+        (src(tmp, "turns.md"), [*thanks, NAMED_TURN]),
+        (src(tmp, "meetings.md"), others),
+        *((src(tmp, f"notes-{j}.md"), notes[j * 100 : (j + 1) * 100]) for j in range(4)),
+    ]

@@ -45,6 +45,9 @@ class ScratchTokenizingLeg(lexical.LexicalLeg):
     def close(self) -> None:
         self._scratch.close()
 
+    def scratch(self, conn: sqlite3.Connection) -> sqlite3.Connection:
+        return self._scratch
+
     def prepare(
         self, conn: sqlite3.Connection, text: str, cache_key: object
     ) -> lexical.LexicalQuery:
