@@ -58,8 +58,6 @@ QUERY_TOKENIZER_DDL = (
     # second tokenizing.
     "CREATE VIRTUAL TABLE IF NOT EXISTS temp.memlane_qtok_pool "
     f"USING fts5(q, content='', tokenize='{FTS_TOKENIZER}')",
-    "CREATE VIRTUAL TABLE IF NOT EXISTS temp.memlane_qtok_pool_terms "
-    "USING fts5vocab(temp, memlane_qtok_pool, instance)",
 )
 _TEMP_DDL = (
     *QUERY_TOKENIZER_DDL,
@@ -157,12 +155,13 @@ class LexicalLeg:
         self._total_docs = 0
         self._rowids = (0, -1)  # lowest and highest row id, per generation
         self._stopwords: frozenset[str] | None = None
-        self._columns: tuple[str, ...] | None = None  # chunks_fts's, read once
+        self._columns: tuple[str, ...] | None = None  # chunks_fts's, read once per file
 
     def reset(self) -> None:
         self._cache_key = None
         self._doc_freq.clear()
         self._stopwords = None
+        self._columns = None  # a file replaced on disk may be of another schema
 
     def stopwords(self, conn: sqlite3.Connection) -> frozenset[str]:
         """The stopwords as the index's tokenizer writes them (stemmed)."""
