@@ -118,8 +118,6 @@ class LexicalQuery:
 
     words: tuple[str, ...]
     ideal: float
-    #: The chunks the words are in, summed (an upper bound on the matches).
-    matches: int = 0
     #: Each word's document frequency and idf, in the order of ``words``.
     doc_freqs: tuple[int, ...] = ()
     idfs: tuple[float, ...] = ()
@@ -127,6 +125,11 @@ class LexicalQuery:
     @property
     def match(self) -> str | None:
         return match_expression(self.words)
+
+    @property
+    def matches(self) -> int:
+        """The chunks the words are in, summed (an upper bound on the matches)."""
+        return sum(self.doc_freqs)
 
     def evidence(self, bm25: float) -> float:
         """A chunk's bm25 (positive, higher is better) as coverage in [0, 1]."""
@@ -166,7 +169,8 @@ class LexicalLeg:
     def stopwords(self, conn: sqlite3.Connection) -> frozenset[str]:
         """The stopwords as the index's tokenizer writes them (stemmed)."""
         if self._stopwords is None:
-            self._stopwords = frozenset(tokenize(conn, " ".join(sorted(STOPWORDS))))
+            stopwords = " ".join(sorted(STOPWORDS))
+            self._stopwords = frozenset(tokenize(self.scratch(conn), stopwords))
         return self._stopwords
 
     def _frequencies(self, conn: sqlite3.Connection, stems: list[str], cache_key: object) -> None:
@@ -190,7 +194,7 @@ class LexicalLeg:
 
     def prepare(self, conn: sqlite3.Connection, text: str, cache_key: object) -> LexicalQuery:
         """The words to match (one per pruned stem) and the query's ideal bm25."""
-        pairs = words(conn, text)
+        pairs = words(self.scratch(conn), text)
         word_of: dict[str, str] = {}
         for word, stem in pairs:
             word_of.setdefault(stem, word)
@@ -207,11 +211,7 @@ class LexicalLeg:
         kept = prune_terms(stems, self._doc_freq, total)
         freqs = tuple(self._doc_freq[t] for t in kept)
         return LexicalQuery(
-            tuple(word_of[t] for t in kept),
-            ideal,
-            sum(freqs),
-            freqs,
-            tuple(idf(f, total) for f in freqs),
+            tuple(word_of[t] for t in kept), ideal, freqs, tuple(idf(f, total) for f in freqs)
         )
 
     def rank(
@@ -256,7 +256,9 @@ class LexicalLeg:
         return LexicalRanking(hits, query)
 
     def scratch(self, conn: sqlite3.Connection) -> sqlite3.Connection:
-        """The connection holding the query tokenizer's scratch tables."""
+        """The connection holding the query tokenizer's scratch tables
+        (``QUERY_TOKENIZER_DDL``): the index's own, unless a subclass keeps
+        them elsewhere."""
         return conn
 
     def unshared(

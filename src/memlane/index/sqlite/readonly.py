@@ -13,7 +13,7 @@ from __future__ import annotations
 import sqlite3
 import urllib.parse
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from memlane.core.errors import IndexCorruptError, MemlaneError
 from memlane.core.settings import IndexSettings
@@ -46,28 +46,9 @@ class ScratchTokenizingLeg(lexical.LexicalLeg):
         self._scratch.close()
 
     def scratch(self, conn: sqlite3.Connection) -> sqlite3.Connection:
+        # Only the tokenizing moves here; document frequencies and the
+        # ranking still read the index (``conn``).
         return self._scratch
-
-    def prepare(
-        self, conn: sqlite3.Connection, text: str, cache_key: object
-    ) -> lexical.LexicalQuery:
-        # Only the tokenizing moves to the scratch connection; document
-        # frequencies still come from the index (``conn``).
-        routed = cast(sqlite3.Connection, _TokenizeElsewhere(conn, self._scratch))
-        return super().prepare(routed, text, cache_key)
-
-
-class _TokenizeElsewhere:
-    """A connection stand-in for ``LexicalLeg.prepare``: the query tokenizer's
-    scratch tables live on ``scratch``, everything else on ``index``."""
-
-    def __init__(self, index: sqlite3.Connection, scratch: sqlite3.Connection) -> None:
-        self._index = index
-        self._scratch = scratch
-
-    def execute(self, sql: str, params: Any = ()) -> sqlite3.Cursor:
-        target = self._scratch if "memlane_qtok" in sql else self._index
-        return target.execute(sql, params)
 
 
 class ReadOnlyFile(SqliteFile):
