@@ -27,7 +27,7 @@ import sqlite3
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 
-from memlane.index.legs import shared_words
+from memlane.index.legs import score_bound, shared_words
 from memlane.index.legs.query import (
     STOPWORDS,
     match_expression,
@@ -232,25 +232,10 @@ class LexicalLeg:
             return LexicalRanking([], query)
         # Past the budget an unfiltered ranking reads the newest rows only.
         floor = window_floor(query.matches, *self._rowids)
-        if filters is None:
-            # "ORDER BY rank, rowid" measured faster than FTS5's own
-            # "ORDER BY rank" path, and it makes ties deterministic.
-            window = "" if floor is None else "AND rowid >= ? "
-            sql = (
-                f"SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ? {window}"
-                "ORDER BY rank, rowid LIMIT ?"
-            )
-            params: list[object] = [match, n] if floor is None else [match, floor, n]
-        else:
-            conditions, values = filter_sql(filters)
-            sql = (
-                "SELECT chunks_fts.rowid, rank FROM chunks_fts JOIN chunks INDEXED BY chunks_filter "
-                "ON chunks.id = chunks_fts.rowid WHERE chunks_fts MATCH ? AND "
-                + " AND ".join(conditions)
-                + " ORDER BY rank, chunks_fts.rowid LIMIT ?"
-            )
-            params = [match, *values, n]
-        hits = [(row[0], -float(row[1])) for row in conn.execute(sql, params)]
+        # Unfiltered and whole-store: the rare words may decide the pool
+        # without ranking every match.
+        decided = top_matches(conn, query, n) if filters is None and floor is None else None
+        hits = decided if decided is not None else _every_match(conn, match, n, filters, floor)
         if len(hits) >= n and len(query.words) > 1 and floor is None:
             hits = self.unshared(conn, hits, query)
         return LexicalRanking(hits, query)
@@ -296,6 +281,66 @@ class LexicalLeg:
         parts = {word: _word_parts(conn, word, holders[word]) for word in found}
         idfs = dict(zip(query.words, query.idfs, strict=True))
         return shared_words.reordered(hits, parts, idfs)
+
+
+def _every_match(
+    conn: sqlite3.Connection,
+    match: str,
+    n: int,
+    filters: SearchFilters | None,
+    floor: int | None,
+) -> list[tuple[int, float]]:
+    """The ``n`` best of every match (from row id ``floor`` on, if given)."""
+    if filters is None:
+        # "ORDER BY rank, rowid" measured faster than FTS5's own
+        # "ORDER BY rank" path, and it makes ties deterministic.
+        window = "" if floor is None else "AND rowid >= ? "
+        sql = (
+            f"SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ? {window}"
+            "ORDER BY rank, rowid LIMIT ?"
+        )
+        params: list[object] = [match, n] if floor is None else [match, floor, n]
+    else:
+        conditions, values = filter_sql(filters)
+        sql = (
+            "SELECT chunks_fts.rowid, rank FROM chunks_fts JOIN chunks INDEXED BY chunks_filter "
+            "ON chunks.id = chunks_fts.rowid WHERE chunks_fts MATCH ? AND "
+            + " AND ".join(conditions)
+            + " ORDER BY rank, chunks_fts.rowid LIMIT ?"
+        )
+        params = [match, *values, n]
+    return [(row[0], -float(row[1])) for row in conn.execute(sql, params)]
+
+
+_NTH_RARE = "SELECT rank FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rank LIMIT 1 OFFSET ?"
+# The rare words' matches that can still be among the n best, ranked on the
+# whole query: FTS5 walks the whole query's doclists but computes bm25 only
+# for the rows the subquery keeps ("+": no rowid seeks).
+_DECIDED = (
+    "SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ? AND +rowid IN ("
+    "SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ? AND rank <= ?"
+    ") ORDER BY rank, rowid LIMIT ?"
+)
+
+
+def top_matches(
+    conn: sqlite3.Connection, query: LexicalQuery, n: int
+) -> list[tuple[int, float]] | None:
+    """The ``n`` best matches of ``query`` (row id, bm25 negated), exactly
+    as ranking every match gives them (order, ties by row id, scores), when
+    its rarest words decide them (``score_bound.py``); None when they cannot
+    (the caller ranks every match)."""
+    match = query.match
+    plan = score_bound.split(query.words, query.doc_freqs, query.idfs, n)
+    if match is None or plan is None or n < 1:
+        return None
+    rare = match_expression(plan.rare)
+    row = conn.execute(_NTH_RARE, (rare, n - 1)).fetchone()
+    if row is None or not score_bound.decides(-float(row[0]), plan.bound):
+        return None
+    least = score_bound.floor(-float(row[0]), plan.bound)
+    found = conn.execute(_DECIDED, (match, rare, -least, n))
+    return [(int(rowid), -float(rank)) for rowid, rank in found]
 
 
 def _held(
