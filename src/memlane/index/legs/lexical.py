@@ -234,7 +234,11 @@ class LexicalLeg:
         floor = window_floor(query.matches, *self._rowids)
         # Unfiltered and whole-store: the rare words may decide the pool
         # without ranking every match.
-        decided = top_matches(conn, query, n) if filters is None and floor is None else None
+        decided = (
+            top_matches(conn, query, n, self._total_docs)
+            if filters is None and floor is None
+            else None
+        )
         hits = decided if decided is not None else _every_match(conn, match, n, filters, floor)
         if len(hits) >= n and len(query.words) > 1 and floor is None:
             hits = self.unshared(conn, hits, query)
@@ -312,35 +316,45 @@ def _every_match(
     return [(row[0], -float(row[1])) for row in conn.execute(sql, params)]
 
 
-_NTH_RARE = "SELECT rank FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rank LIMIT 1 OFFSET ?"
-# The rare words' matches that can still be among the n best, ranked on the
-# whole query: FTS5 walks the whole query's doclists but computes bm25 only
-# for the rows the subquery keeps ("+": no rowid seeks).
-_DECIDED = (
-    "SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ? AND +rowid IN ("
-    "SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ? AND rank <= ?"
-    ") ORDER BY rank, rowid LIMIT ?"
-)
+# The rare words' best matches, more than the pool: usually every chunk that
+# can still be among the n best is in them, so the rare words are ranked once.
+_RARE_BEST = "SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rank LIMIT ?"
+_RARE_WITHIN = "SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ? AND rank <= ?"
+RARE_FETCH = 4  # times the pool
 
 
 def top_matches(
-    conn: sqlite3.Connection, query: LexicalQuery, n: int
+    conn: sqlite3.Connection, query: LexicalQuery, n: int, total_docs: int
 ) -> list[tuple[int, float]] | None:
     """The ``n`` best matches of ``query`` (row id, bm25 negated), exactly
     as ranking every match gives them (order, ties by row id, scores), when
     its rarest words decide them (``score_bound.py``); None when they cannot
-    (the caller ranks every match)."""
+    (the caller ranks every match). ``total_docs``: the chunks in the index."""
     match = query.match
-    plan = score_bound.split(query.words, query.doc_freqs, query.idfs, n)
+    plan = score_bound.split(query.words, query.doc_freqs, query.idfs, n, total_docs)
     if match is None or plan is None or n < 1:
         return None
     rare = match_expression(plan.rare)
-    row = conn.execute(_NTH_RARE, (rare, n - 1)).fetchone()
-    if row is None or not score_bound.decides(-float(row[0]), plan.bound):
+    best = conn.execute(_RARE_BEST, (rare, RARE_FETCH * n)).fetchall()
+    if len(best) < n:
         return None
-    least = score_bound.floor(-float(row[0]), plan.bound)
-    found = conn.execute(_DECIDED, (match, rare, -least, n))
-    return [(int(rowid), -float(rank)) for rowid, rank in found]
+    nth = -float(best[n - 1][1])
+    if not score_bound.decides(nth, plan.bound):
+        return None
+    least = score_bound.floor(nth, plan.bound)
+    if len(best) == RARE_FETCH * n and -float(best[-1][1]) >= least:
+        # Chunks past the ones fetched may still count: fetch them all.
+        keep = [int(rowid) for (rowid,) in conn.execute(_RARE_WITHIN, (rare, -least))]
+    else:
+        keep = [int(rowid) for rowid, rank in best if -float(rank) >= least]
+    marks = ", ".join("?" * len(keep))
+    # FTS5 walks the whole query's doclists but computes bm25 only for the
+    # rows kept ("+": no rowid seeks).
+    sql = (
+        f"SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ? AND +rowid IN ({marks}) "
+        "ORDER BY rank, rowid LIMIT ?"
+    )
+    return [(int(rowid), -float(rank)) for rowid, rank in conn.execute(sql, (match, *keep, n))]
 
 
 def _held(

@@ -38,6 +38,13 @@ BM25_K1 = 1.2
 #: queries, 0.6 made the first pass as dear as the whole.
 RARE_SHARE = 0.4
 
+#: Try only when the rarest word could score this many times what the
+#: others can add. A chunk's part of a word is near its idf, not its bound
+#: (a long chunk's is less): below 2 the rare words' n-th score nearly
+#: never beat the bound (bench_scale's messages, 10k: 88 of 90 failed
+#: below 1.3; bench_search's entries: 2 of 16 between 1.3 and 2 decided).
+PROMISE = 2.0
+
 #: Room for floating-point rounding: the scores compared were summed in
 #: other orders than FTS5 sums them, and the idfs were computed here.
 _SLACK_RELATIVE = 1e-6
@@ -53,14 +60,19 @@ class Split:
 
 
 def split(
-    words: Sequence[str], doc_freqs: Sequence[int], idfs: Sequence[float], pool: int
+    words: Sequence[str],
+    doc_freqs: Sequence[int],
+    idfs: Sequence[float],
+    pool: int,
+    total_docs: int,
 ) -> Split | None:
     """The rarest words whose matches stay within ``RARE_SHARE`` of the
-    query's, and the others' bound; None when no split can pay off (one
-    word, a rarest word already past the share, or fewer rare matches than
-    the pool)."""
+    query's (at most ``total_docs``: words in most chunks match the same
+    ones), and the others' bound; None when no split can pay off (one word,
+    a rarest word already past the share, fewer rare matches than the pool,
+    or a bound the rare words are unlikely to beat: ``PROMISE``)."""
     order = sorted(range(len(words)), key=lambda i: (doc_freqs[i], words[i]))
-    allowed = RARE_SHARE * sum(doc_freqs)
+    allowed = RARE_SHARE * min(sum(doc_freqs), total_docs)
     taken = 0
     spent = 0
     # At least one word stays out of the first pass: else there is nothing to skip.
@@ -71,6 +83,8 @@ def split(
         return None
     rest = order[taken:]
     bound = (BM25_K1 + 1.0) * sum(idfs[i] for i in rest)
+    if (BM25_K1 + 1.0) * idfs[order[0]] < PROMISE * bound:
+        return None  # the first pass would most likely be wasted
     return Split(tuple(words[i] for i in order[:taken]), bound)
 
 
