@@ -79,7 +79,7 @@ def test_the_split_keeps_a_word_out_and_bounds_exactly_the_others(
 def test_a_decisive_nth_score_leaves_room_below_it(nth: float, bound: float) -> None:
     if score_bound.decides(nth, bound):
         assert nth > bound
-        assert score_bound.floor(nth, bound) + bound < nth
+        assert score_bound.least_rare_score(nth, bound) + bound < nth
     else:
         assert nth <= bound * 1.001 + 1e-6
 

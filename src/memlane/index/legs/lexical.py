@@ -319,8 +319,14 @@ def _every_match(
 # The rare words' best matches, more than the pool: usually every chunk that
 # can still be among the n best is in them, so the rare words are ranked once.
 _RARE_BEST = "SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rank LIMIT ?"
-_RARE_WITHIN = "SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ? AND rank <= ?"
 RARE_FETCH = 4  # times the pool
+# The whole query ranked on the given rows only: FTS5 walks its doclists
+# but computes bm25 only for the rows kept ("+": no rowid seeks).
+_RANK_KEPT = (
+    "SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ? AND +rowid IN ({kept}) "
+    "ORDER BY rank, rowid LIMIT ?"
+)
+_RARE_AT_LEAST = "SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ? AND rank <= ?"
 
 
 def top_matches(
@@ -341,20 +347,16 @@ def top_matches(
     nth = -float(best[n - 1][1])
     if not score_bound.decides(nth, plan.bound):
         return None
-    least = score_bound.floor(nth, plan.bound)
+    least = score_bound.least_rare_score(nth, plan.bound)
     if len(best) == RARE_FETCH * n and -float(best[-1][1]) >= least:
-        # Chunks past the ones fetched may still count: fetch them all.
-        keep = [int(rowid) for (rowid,) in conn.execute(_RARE_WITHIN, (rare, -least))]
+        # Chunks past those fetched may still count: FTS5 finds them all.
+        sql = _RANK_KEPT.format(kept=_RARE_AT_LEAST)
+        found = conn.execute(sql, (match, rare, -least, n))
     else:
-        keep = [int(rowid) for rowid, rank in best if -float(rank) >= least]
-    marks = ", ".join("?" * len(keep))
-    # FTS5 walks the whole query's doclists but computes bm25 only for the
-    # rows kept ("+": no rowid seeks).
-    sql = (
-        f"SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ? AND +rowid IN ({marks}) "
-        "ORDER BY rank, rowid LIMIT ?"
-    )
-    return [(int(rowid), -float(rank)) for rowid, rank in conn.execute(sql, (match, *keep, n))]
+        kept = [int(rowid) for rowid, rank in best if -float(rank) >= least]
+        sql = _RANK_KEPT.format(kept=", ".join("?" * len(kept)))
+        found = conn.execute(sql, (match, *kept, n))
+    return [(int(rowid), -float(rank)) for rowid, rank in found]
 
 
 def _held(

@@ -17,8 +17,8 @@ the most the other words can add to any chunk. When ``nth > bound``:
 - a chunk whose rare words score below ``nth - bound`` stays below ``nth``
   too, whatever else it holds.
 
-The chunks left (the rare words' matches scoring ``nth - bound`` or more:
-a few hundred at most) are ranked on the whole query: their scores are
+The chunks left (the rare words' matches scoring ``nth - bound`` or more;
+at 10k chunks a median of about a hundred) are ranked on the whole query: their scores are
 exactly FTS5's, and the n best of them are exactly its n best. When the
 rare words cannot decide (too few matches, or ``nth <= bound``), every
 match is ranked as before; that costs only the rare words' extra pass.
@@ -94,6 +94,6 @@ def decides(nth: float, bound: float) -> bool:
     return nth > bound * (1.0 + _SLACK_RELATIVE) + _SLACK_ABSOLUTE
 
 
-def floor(nth: float, bound: float) -> float:
+def least_rare_score(nth: float, bound: float) -> float:
     """The lowest rare-word score a chunk of the n best can have."""
     return nth - bound * (1.0 + _SLACK_RELATIVE) - _SLACK_ABSOLUTE
