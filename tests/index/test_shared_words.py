@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from _builders import NAMED_QUERY, NAMED_TURN, make_file, named_corpus
 from hypothesis import given
 from hypothesis import strategies as st
 
 from memlane.core.settings import IndexSettings
-from memlane.index.legs import shared_words
+from memlane.index.legs import lexical, shared_words
 from memlane.index.sqlite.notes import SqliteIndex
 from memlane.index.sqlite.readonly import open_read_only
 
@@ -69,9 +70,18 @@ def fill(index: SqliteIndex, tmp_path: Path) -> str:
     return wanted
 
 
+# Which candidates hold a word: the index's doclists (few postings), or the
+# candidates tokenized in a scratch table (0: always). Both must agree.
+HOLDER_CHECKS = pytest.mark.parametrize(
+    "index_check_postings", [lexical.INDEX_CHECK_POSTINGS, 0], ids=["doclists", "tokenized"]
+)
+
+
+@HOLDER_CHECKS
 def test_the_turn_about_the_query_outranks_short_turns_repeating_the_name(
-    index: SqliteIndex, tmp_path: Path
+    index: SqliteIndex, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, index_check_postings: int
 ) -> None:
+    monkeypatch.setattr(lexical, "INDEX_CHECK_POSTINGS", index_check_postings)
     wanted = fill(index, tmp_path)
     _mode, hits = index.search(NAMED_QUERY, None, 5)
     assert hits[0].chunk.chunk_hash == wanted
@@ -90,11 +100,17 @@ def test_a_pool_holding_every_match_keeps_bm25s_order(index: SqliteIndex, tmp_pa
     assert wanted in [hit.chunk.chunk_hash for hit in hits]
 
 
+@HOLDER_CHECKS
 def test_an_index_opened_read_only_orders_its_candidates_alike(
-    index: SqliteIndex, index_path: Path, tmp_path: Path
+    index: SqliteIndex,
+    index_path: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    index_check_postings: int,
 ) -> None:
     # Another project's index (scope all) is opened read-only: its scratch
     # tables live on a private connection, and the order is the same.
+    monkeypatch.setattr(lexical, "INDEX_CHECK_POSTINGS", index_check_postings)
     wanted = fill(index, tmp_path)
     index.close()
     view = open_read_only(index_path, IndexSettings())
