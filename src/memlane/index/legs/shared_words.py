@@ -36,6 +36,9 @@ from collections.abc import Collection, Mapping, Sequence
 #: candidates apart.
 SHARED_SHARE = 0.9
 
+#: Scores equal to this many decimals are a tie (``reordered``).
+TIE_DIGITS = 9
+
 
 def shared(
     hits: Sequence[tuple[int, float]],
@@ -61,13 +64,17 @@ def reordered(
     word_scores: Mapping[str, Mapping[int, float]],
     idfs: Mapping[str, float],
 ) -> list[tuple[int, float]]:
-    """``hits`` (row id, bm25; higher is better) with each word of
-    ``word_scores`` (its own bm25 part in each candidate holding it) counted
-    as its idf instead, best first, ties by row id."""
+    """``hits`` (row id, bm25; higher is better; best first) with each word
+    of ``word_scores`` (its own bm25 part in each candidate holding it)
+    counted as its idf instead, best first. Candidates the rule leaves equal
+    (to ``TIE_DIGITS`` decimals: the parts were summed in another order)
+    keep the order of ``hits``: two turns holding only the shared words
+    stay in BM25's order, not in the order they were written."""
     scores = dict(hits)
     for word, parts in word_scores.items():
         weight = idfs[word]
         for key, part in parts.items():
             if key in scores:
                 scores[key] += weight - part
-    return sorted(scores.items(), key=lambda item: (-item[1], item[0]))
+    place = {key: i for i, (key, _) in enumerate(hits)}
+    return sorted(scores.items(), key=lambda item: (-round(item[1], TIE_DIGITS), place[item[0]]))
