@@ -42,9 +42,9 @@ from memlane.index.sqlite.schema import FTS_BASE_TOKENIZER, FTS_TOKENIZER
 MAX_QUERY_CHARS = 8000
 DOC_FREQ_CACHE_MAX = 50_000  # terms; cleared wholesale when exceeded
 
-#: The query tokenizer's scratch tables (a read-only index keeps them on a
-#: private connection: crossrepo's ScratchTokenizingLeg). Every name holds
-#: "memlane_qtok" so a connection router can tell them apart.
+#: The query tokenizer's scratch tables (``LexicalLeg.scratch``: a read-only
+#: index keeps them on a private connection, sqlite/readonly.py; topic
+#: surfacing tokenizes with them on its own).
 QUERY_TOKENIZER_DDL = (
     f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.memlane_qtok USING fts5(q, tokenize='{FTS_TOKENIZER}')",
     "CREATE VIRTUAL TABLE IF NOT EXISTS temp.memlane_qtok_terms "
@@ -275,9 +275,12 @@ class LexicalLeg:
             return hits
         pool = [rowid for rowid, _ in hits]
         holders: dict[str, set[int]] = {word: set() for word in query.words}
+        parts: dict[str, dict[int, float]] = {}
         postings = sum(d for w, d in zip(query.words, query.doc_freqs, strict=True) if w in could)
         if postings <= INDEX_CHECK_POSTINGS:
-            holders.update(_held_in_index(conn, pool, could))
+            # One walk of each word's doclist gives both its holders and its parts.
+            parts = {word: _word_parts(conn, word, pool) for word in could}
+            holders.update({word: set(held) for word, held in parts.items()})
         else:
             if self._columns is None:
                 self._columns = tuple(
@@ -287,7 +290,10 @@ class LexicalLeg:
         found = shared_words.shared(hits, holders)
         if not found:
             return hits
-        parts = {word: _word_parts(conn, word, holders[word]) for word in found}
+        parts = {
+            word: parts[word] if word in parts else _word_parts(conn, word, holders[word])
+            for word in found
+        }
         idfs = dict(zip(query.words, query.idfs, strict=True))
         return shared_words.reordered(hits, parts, idfs)
 
@@ -365,24 +371,12 @@ def top_matches(
 
 
 #: Up to this many postings (the checked words' document frequencies
-#: summed) the index itself says which candidates hold a word: FTS5 walks
-#: each word's doclist (about 0.07 ms per thousand postings at 10k chunks),
-#: cheaper than tokenizing the pool (0.17-0.35 ms for 20 candidates) until
-#: 1,500-3,000 postings. Both give the same holders.
+#: summed) the index itself says which candidates hold a word
+#: (``_word_parts`` over the whole pool): FTS5 walks each word's doclist
+#: (about 0.07 ms per thousand postings at 10k chunks), cheaper than
+#: tokenizing the pool (0.17-0.35 ms for 20 candidates) until 1,500-3,000
+#: postings. Both give the same holders.
 INDEX_CHECK_POSTINGS = 1_500
-
-
-def _held_in_index(
-    conn: sqlite3.Connection, rowids: list[int], words: Iterable[str]
-) -> dict[str, set[int]]:
-    """Each of ``words`` with those of the rows ``rowids`` the index lists
-    under it ("+": one walk of its doclist, no seek per row)."""
-    marks = ", ".join("?" * len(rowids))
-    sql = f"SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ? AND +rowid IN ({marks})"
-    return {
-        word: {int(rowid) for (rowid,) in conn.execute(sql, (match_expression([word]), *rowids))}
-        for word in words
-    }
 
 
 def _held(
@@ -410,12 +404,12 @@ def _held(
     }
 
 
-def _word_parts(conn: sqlite3.Connection, word: str, holders: Collection[int]) -> dict[int, float]:
-    """Row id -> ``word``'s own bm25 in each of the rows ``holders``. The
+def _word_parts(conn: sqlite3.Connection, word: str, rows: Collection[int]) -> dict[int, float]:
+    """Row id -> ``word``'s own bm25 in each of the ``rows`` that hold it. The
     ``+`` keeps the row ids out of FTS5's hands: given them, it would seek
     each and count the word's documents for its idf anew each time; this
     way it walks the word's doclist once and ranks only the holders."""
-    rowids = sorted(holders)
+    rowids = sorted(rows)
     marks = ", ".join("?" * len(rowids))
     sql = f"SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ? AND +rowid IN ({marks})"
     found = conn.execute(sql, (match_expression([word]), *rowids))

@@ -18,10 +18,11 @@ the most the other words can add to any chunk. When ``nth > bound``:
   too, whatever else it holds.
 
 The chunks left (the rare words' matches scoring ``nth - bound`` or more;
-at 10k chunks a median of about a hundred) are ranked on the whole query: their scores are
-exactly FTS5's, and the n best of them are exactly its n best. When the
-rare words cannot decide (too few matches, or ``nth <= bound``), every
-match is ranked as before; that costs only the rare words' extra pass.
+at 10k chunks a median of about a hundred) are ranked on the whole query:
+their scores are exactly FTS5's, and the n best of them are exactly its n
+best. When the rare words cannot decide (too few matches, or
+``nth <= bound``), every match is ranked as before; that costs only the
+rare words' extra pass.
 """
 
 from __future__ import annotations
