@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from memlane.core.settings import IndexSettings
-from memlane.index.legs import lexical, shared_words
+from memlane.index.legs import file_context, lexical, shared_words
 from memlane.index.sqlite.notes import SqliteIndex
 from memlane.index.sqlite.readonly import open_read_only
 
@@ -66,6 +66,13 @@ def test_reordering_keeps_every_candidate_and_no_shared_word_changes_nothing(
     assert sorted(key for key, _ in again) == sorted(hits)
     placed = [round(score, shared_words.TIE_DIGITS) for _, score in again]
     assert placed == sorted(placed, reverse=True)
+
+
+@pytest.fixture(autouse=True)
+def shared_words_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The name here is also its file's context (file_context.py), a rule
+    tried first: these tests check the shared-word rule on its own."""
+    monkeypatch.setattr(file_context, "CHECK_SHARE", 2.0)
 
 
 def fill(index: SqliteIndex, tmp_path: Path) -> str:

@@ -27,7 +27,7 @@ import sqlite3
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 
-from memlane.index.legs import score_bound, shared_words
+from memlane.index.legs import file_context, score_bound, shared_words
 from memlane.index.legs.query import (
     STOPWORDS,
     match_expression,
@@ -121,6 +121,9 @@ class LexicalQuery:
     #: Each word's document frequency and idf, in the order of ``words``.
     doc_freqs: tuple[int, ...] = ()
     idfs: tuple[float, ...] = ()
+    #: The words the budget left out of MATCH (``query.prune_terms``), each
+    #: with its document frequency and idf: a file's context still scores them.
+    pruned: tuple[tuple[str, int, float], ...] = ()
 
     @property
     def match(self) -> str | None:
@@ -154,6 +157,8 @@ class LexicalLeg:
 
     def __init__(self) -> None:
         self._cache_key: object = None
+        # word -> the files it is the context of (file_context.py), per generation
+        self._contexts: dict[str, frozenset[str]] = {}
         self._doc_freq: dict[str, int] = {}
         self._total_docs = 0
         self._rowids = (0, -1)  # lowest and highest row id, per generation
@@ -163,6 +168,7 @@ class LexicalLeg:
     def reset(self) -> None:
         self._cache_key = None
         self._doc_freq.clear()
+        self._contexts.clear()
         self._stopwords = None
         self._columns = None  # a file replaced on disk may be of another schema
 
@@ -176,6 +182,7 @@ class LexicalLeg:
     def _frequencies(self, conn: sqlite3.Connection, stems: list[str], cache_key: object) -> None:
         if cache_key != self._cache_key or len(self._doc_freq) > DOC_FREQ_CACHE_MAX:
             self._doc_freq.clear()
+            self._contexts.clear()
             total, lowest, highest = conn.execute(
                 "SELECT count(*), min(id), max(id) FROM chunks"
             ).fetchone()
@@ -210,8 +217,17 @@ class LexicalLeg:
         ideal = sum(idf(max(self._doc_freq[t], 1), total) for t in stems)
         kept = prune_terms(stems, self._doc_freq, total)
         freqs = tuple(self._doc_freq[t] for t in kept)
+        pruned = tuple(
+            (word_of[t], self._doc_freq[t], idf(self._doc_freq[t], total))
+            for t in stems
+            if t not in kept and self._doc_freq[t] > 0
+        )
         return LexicalQuery(
-            tuple(word_of[t] for t in kept), ideal, freqs, tuple(idf(f, total) for f in freqs)
+            tuple(word_of[t] for t in kept),
+            ideal,
+            freqs,
+            tuple(idf(f, total) for f in freqs),
+            pruned,
         )
 
     def rank(
@@ -241,8 +257,40 @@ class LexicalLeg:
         )
         hits = decided if decided is not None else _every_match(conn, match, n, filters, floor)
         if len(hits) >= n and len(query.words) > 1 and floor is None:
-            hits = self.unshared(conn, hits, query)
+            # A file's context word first (file_context.py): its candidates may
+            # lie outside the pool, so only where no filter has to hold them.
+            contextual = self.in_context(conn, hits, query) if filters is None else None
+            hits = contextual[:n] if contextual is not None else self.unshared(conn, hits, query)
         return LexicalRanking(hits, query)
+
+    #: The column a chunk's file is named by (an index on it serves the check).
+    file_column = "source"
+
+    def in_context(
+        self, conn: sqlite3.Connection, hits: list[tuple[int, float]], query: LexicalQuery
+    ) -> list[tuple[int, float]] | None:
+        """``hits`` (a full pool) re-ranked when a query word is nearly every
+        chunk's of some files (``file_context.py``); None when none is."""
+        kept = zip(query.words, query.doc_freqs, query.idfs, strict=True)
+        words = [file_context.Word(*word) for word in (*kept, *query.pruned)]
+        return file_context.in_context(
+            conn,
+            hits,
+            words,
+            lambda word, rows: _word_parts(conn, word, rows),
+            lambda word: self._context_files(conn, word),
+            self.file_column,
+        )
+
+    def _context_files(self, conn: sqlite3.Connection, word: str) -> frozenset[str]:
+        """The files ``word`` is the context of, kept until the index changes
+        (``_frequencies`` clears the cache with the document frequencies)."""
+        files = self._contexts.get(word)
+        if files is None:
+            match = match_expression([word]) or ""
+            files = file_context.files_of_context(conn, match, self.file_column)
+            self._contexts[word] = files
+        return files
 
     def scratch(self, conn: sqlite3.Connection) -> sqlite3.Connection:
         """The connection holding the query tokenizer's scratch tables

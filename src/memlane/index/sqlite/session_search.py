@@ -35,6 +35,10 @@ class SessionLexicalLeg(lexical.LexicalLeg):
     joined and checked (33 ms at 100k documents for a session filter).
     """
 
+    # A message's file is its session (chunks_filter and chunks_session
+    # serve the check).
+    file_column = "session"
+
     def rank(
         self,
         conn: sqlite3.Connection,
