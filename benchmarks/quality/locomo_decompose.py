@@ -87,26 +87,24 @@ def recording() -> Iterator[list[Any]]:
         relevance.evidence_ranking = original
 
 
-def borrow_lexical(big: Any, small: Any) -> Any:
-    """``big``'s dense evidence with ``small``'s lexical evidence."""
+def mixed(dense_from: Any, lexical_from: Any) -> Any:
+    """One question's evidence with the dense leg's from one store and the
+    lexical leg's from the other. A lexical candidate the dense store did
+    not return keeps its cosine from its own store (same vectors, same query
+    vector: the same cosine)."""
     from memlane.index.legs.relevance import Evidence
 
-    cosine = {rowid: c for rowid, c in big.cosine.items()}
-    for rowid in small.coverage:
-        if rowid not in cosine and rowid in small.cosine:
-            cosine[rowid] = small.cosine[rowid]
-    return Evidence(cosine, dict(small.coverage), big.mean_cosine, big.rows, dict(small.bm25))
-
-
-def borrow_dense(big: Any, small: Any) -> Any:
-    """``big``'s lexical evidence with ``small``'s dense evidence."""
-    from memlane.index.legs.relevance import Evidence
-
-    cosine = {rowid: c for rowid, c in small.cosine.items()}
-    for rowid in big.coverage:
-        if rowid not in cosine and rowid in big.cosine:
-            cosine[rowid] = big.cosine[rowid]
-    return Evidence(cosine, dict(big.coverage), small.mean_cosine, small.rows, dict(big.bm25))
+    cosine = dict(dense_from.cosine)
+    for rowid in lexical_from.coverage:
+        if rowid not in cosine and rowid in lexical_from.cosine:
+            cosine[rowid] = lexical_from.cosine[rowid]
+    return Evidence(
+        cosine,
+        dict(lexical_from.coverage),
+        dense_from.mean_cosine,
+        dense_from.rows,
+        dict(lexical_from.bm25),
+    )
 
 
 @dataclass(frozen=True)
@@ -132,9 +130,9 @@ def rankings(asked: Sequence[Asked], turn_of: Callable[[int], str]) -> dict[str,
     for q in asked:
         totals["alone"] += recall_at_10(q.alone, q.gold, turn_of)
         totals["inside"] += recall_at_10(q.inside, q.gold, turn_of)
-        lexical = borrow_lexical(q.inside, q.alone)
+        lexical = mixed(dense_from=q.inside, lexical_from=q.alone)
         totals["inside, lexical alone-store"] += recall_at_10(lexical, q.gold, turn_of)
-        dense = borrow_dense(q.inside, q.alone)
+        dense = mixed(dense_from=q.alone, lexical_from=q.inside)
         totals["inside, dense alone-store"] += recall_at_10(dense, q.gold, turn_of)
     return totals
 

@@ -11,8 +11,7 @@ sys.path.insert(0, str(BENCH))
 
 from locomo_decompose import (  # noqa: E402
     Asked,
-    borrow_dense,
-    borrow_lexical,
+    mixed,
     rankings,
     recording,
 )
@@ -37,18 +36,18 @@ INSIDE = Evidence(
 
 
 def test_borrowing_the_lexical_leg_keeps_the_big_stores_dense_evidence() -> None:
-    mixed = borrow_lexical(INSIDE, ALONE)
-    assert mixed.coverage == ALONE.coverage and mixed.bm25 == ALONE.bm25
-    assert (mixed.mean_cosine, mixed.rows) == (INSIDE.mean_cosine, INSIDE.rows)
+    evidence = mixed(dense_from=INSIDE, lexical_from=ALONE)
+    assert evidence.coverage == ALONE.coverage and evidence.bm25 == ALONE.bm25
+    assert (evidence.mean_cosine, evidence.rows) == (INSIDE.mean_cosine, INSIDE.rows)
     # The big store's cosines, and the borrowed candidates' own (same vectors).
-    assert mixed.cosine == {1: 0.5, 2: 0.45, 3: 0.3}
+    assert evidence.cosine == {1: 0.5, 2: 0.45, 3: 0.3}
 
 
 def test_borrowing_the_dense_leg_keeps_the_big_stores_lexical_evidence() -> None:
-    mixed = borrow_dense(INSIDE, ALONE)
-    assert mixed.coverage == INSIDE.coverage and mixed.bm25 == INSIDE.bm25
-    assert (mixed.mean_cosine, mixed.rows) == (ALONE.mean_cosine, ALONE.rows)
-    assert mixed.cosine == {1: 0.5, 3: 0.3}
+    evidence = mixed(dense_from=ALONE, lexical_from=INSIDE)
+    assert evidence.coverage == INSIDE.coverage and evidence.bm25 == INSIDE.bm25
+    assert (evidence.mean_cosine, evidence.rows) == (ALONE.mean_cosine, ALONE.rows)
+    assert evidence.cosine == {1: 0.5, 3: 0.3}
 
 
 def _crowded(gold_bm25: float, others_bm25: float) -> Evidence:
