@@ -28,7 +28,7 @@ def test_a_word_in_nearly_every_chunk_of_a_file_is_its_context() -> None:
 
 def test_only_a_word_dominating_the_pool_and_in_few_chunks_is_checked() -> None:
     common = Word("trip", file_context.CHECK_MAX_CHUNKS + 1, 1.0)
-    floored = Word("the", 40, file_context.MIN_IDF)
+    floored = Word("the", 40, file_context.BM25_MIN_IDF)
     holders = {"jon": 15, "paris": 5, "trip": 20, "the": 20}
     assert file_context.checked([JON, PARIS, common, floored], holders, 20) == [JON]
 

@@ -32,6 +32,8 @@ import sqlite3
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 
+from memlane.index.legs.query import BM25_MIN_IDF
+
 #: A word in at least this share of a file's chunks is that file's context.
 CONTEXT_SHARE = 0.8
 #: Files with fewer chunks have no context: one or two chunks holding a
@@ -41,9 +43,6 @@ CONTEXT_MIN_CHUNKS = 3
 CHECK_SHARE = 0.5
 #: ... and it is in at most this many chunks.
 CHECK_MAX_CHUNKS = 1_500
-
-#: FTS5's idf floor (``lexical.BM25_MIN_IDF``): a word in over half the chunks.
-MIN_IDF = 1e-6
 
 #: Scores equal to this many decimals are a tie (the pool's order decides).
 TIE_DIGITS = 9
@@ -68,7 +67,7 @@ def checked(words: Sequence[Word], pool_holders: Mapping[str, int], pool: int) -
         word
         for word in words
         if word.doc_freq <= CHECK_MAX_CHUNKS
-        and word.idf > MIN_IDF
+        and word.idf > BM25_MIN_IDF
         and pool_holders.get(word.text, 0) >= CHECK_SHARE * pool
     ]
 
@@ -183,6 +182,6 @@ def in_context(
     file_of.update(conn.execute(sql, rows).fetchall())
     every = list(file_of)
     # A word at FTS5's idf floor (in over half the chunks) adds nothing.
-    scored = [word for word in words if word.idf > MIN_IDF]
+    scored = [word for word in words if word.idf > BM25_MIN_IDF]
     parts = {word.text: word_parts(word.text, every) for word in scored}
     return rescored(pool, scored, parts, file_of, contexts)

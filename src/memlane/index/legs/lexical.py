@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 from memlane.index.legs import file_context, score_bound, shared_words
 from memlane.index.legs.query import (
+    BM25_MIN_IDF,
     STOPWORDS,
     match_expression,
     prune_terms,
@@ -63,10 +64,6 @@ _TEMP_DDL = (
     *QUERY_TOKENIZER_DDL,
     "CREATE VIRTUAL TABLE IF NOT EXISTS temp.memlane_vocab USING fts5vocab(main, chunks_fts, row)",
 )
-
-# FTS5's floor on a term's idf (fts5_aux.c): a term in over half of the
-# documents still counts, a little.
-BM25_MIN_IDF = 1e-6
 
 
 def install(conn: sqlite3.Connection) -> None:
@@ -154,6 +151,10 @@ class LexicalRanking:
 
 class LexicalLeg:
     """bm25 candidates for a query; caches term statistics per generation."""
+
+    #: The column a chunk's file is named by (file_context.py); an index on
+    #: it serves the check.
+    file_column = "source"
 
     def __init__(self) -> None:
         self._cache_key: object = None
@@ -263,14 +264,11 @@ class LexicalLeg:
             hits = contextual[:n] if contextual is not None else self.unshared(conn, hits, query)
         return LexicalRanking(hits, query)
 
-    #: The column a chunk's file is named by (an index on it serves the check).
-    file_column = "source"
-
     def in_context(
         self, conn: sqlite3.Connection, hits: list[tuple[int, float]], query: LexicalQuery
     ) -> list[tuple[int, float]] | None:
-        """``hits`` (a full pool) re-ranked when a query word is nearly every
-        chunk's of some files (``file_context.py``); None when none is."""
+        """``hits`` (a full pool) re-ranked when a query word is in nearly
+        every chunk of some files (``file_context.py``); None when none is."""
         kept = zip(query.words, query.doc_freqs, query.idfs, strict=True)
         words = [file_context.Word(*word) for word in (*kept, *query.pruned)]
         return file_context.in_context(

@@ -24,6 +24,10 @@ who why will with would you your
 """
 STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 
+# FTS5's floor on a term's idf (fts5_aux.c): a term in over half of the
+# documents still counts, a little.
+BM25_MIN_IDF = 1e-6
+
 # A pasted paragraph must not become a 300-term OR: past this many distinct
 # terms the extra ones add latency, not recall.
 MAX_QUERY_TERMS = 64
