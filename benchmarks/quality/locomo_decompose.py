@@ -162,11 +162,11 @@ def ask_all(mem: Any, questions: Sequence[Any]) -> list[Any]:
 
 def decompose(conv: dict[str, Any], root: Path, recipe: Recipe) -> dict[str, Any]:
     """One conversation: evidence alone, the distractors indexed, evidence inside."""
-    from locomo_scale import _memory
+    from locomo_scale import open_memory
 
     prepared = prepare_conversation(conv, root, notes=False)
     busy = {p.stem for p in prepared.store.glob("*.md")}
-    with _memory(prepared.project) as mem:
+    with open_memory(prepared.project) as mem:
         mem.sync()
         alone = ask_all(mem, prepared.questions)
         paths = write_distractor_files(prepared.store, recipe, busy)

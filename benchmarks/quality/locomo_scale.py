@@ -192,7 +192,7 @@ def speakers(data: Sequence[dict[str, Any]]) -> list[str]:
 # -- runs ---------------------------------------------------------------------------
 
 
-def _memory(project: Path, env: dict[str, str] | None = None) -> Any:
+def open_memory(project: Path, env: dict[str, str] | None = None) -> Any:
     from memlane.core.config import load_config
     from memlane.core.scope import resolve_scope
     from memlane.engine.project import Memory
@@ -213,7 +213,7 @@ def fill_cache(recipe: Recipe, root: Path) -> dict[str, Any]:
     os.environ["MEMLANE_HOME"] = str(home)
     project = root / "embed" / "project"
     (project / ".git").mkdir(parents=True)
-    with _memory(project) as mem:
+    with open_memory(project) as mem:
         store = mem.scope.store
         store.mkdir(parents=True, exist_ok=True)
         texts = embedding_texts(write_distractor_files(store, recipe), store, mem.embedding.model)
@@ -271,7 +271,7 @@ def run_with_distractors(
     out: dict[str, Any] = {"sample_id": prepared.sample, "questions": len(prepared.questions)}
     per_system: dict[str, Any] = {}
     for i, system in enumerate(systems):
-        with _memory(prepared.project, system.env) as mem:
+        with open_memory(prepared.project, system.env) as mem:
             if i == 0:
                 started = time.perf_counter()
                 mem.sync()

@@ -33,6 +33,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from memlane.index.legs.query import BM25_MIN_IDF
+from memlane.index.legs.word_parts import PoolParts, word_parts
 
 #: A word in at least this share of a file's chunks is that file's context.
 CONTEXT_SHARE = 0.8
@@ -46,8 +47,6 @@ CHECK_MAX_CHUNKS = 1_500
 
 #: Scores equal to this many decimals are a tie (the pool's order decides).
 TIE_DIGITS = 9
-
-WordParts = Callable[[str, Collection[int]], dict[int, float]]
 
 
 @dataclass(frozen=True)
@@ -155,22 +154,23 @@ def in_context(
     conn: sqlite3.Connection,
     pool: Sequence[tuple[int, float]],
     words: Sequence[Word],
-    word_parts: WordParts,
+    in_pool: PoolParts,
     contexts_of: Callable[[str], frozenset[str]],
     column: str = "source",
 ) -> list[tuple[int, float]] | None:
     """``pool`` (a full pool, best first) re-ranked when a query word is the
     context of some files (module docstring; ``contexts_of``: a word's
     files, ``files_of_context``), with the chunks of those files that hold
-    another query word; None when no word is."""
-    rows = [rowid for rowid, _ in pool]
+    another query word; None when no word is. ``in_pool``: each word's parts
+    in the pool's candidates."""
+    rows = in_pool.rows
     # Only a word in few chunks, and in enough of them to be in half the
     # pool, is checked: it walks the index for the pool's holders; the other
     # words are walked once, when a context is found.
     could = checked(words, {word.text: word.doc_freq for word in words}, len(pool))
     if not could:
         return None
-    holders = {word.text: len(word_parts(word.text, rows)) for word in could}
+    holders = {word.text: len(in_pool(word.text)) for word in could}
     found = {word.text: contexts_of(word.text) for word in checked(could, holders, len(pool))}
     contexts = {word: files for word, files in found.items() if files}
     if not contexts:
@@ -183,5 +183,5 @@ def in_context(
     every = list(file_of)
     # A word at FTS5's idf floor (in over half the chunks) adds nothing.
     scored = [word for word in words if word.idf > BM25_MIN_IDF]
-    parts = {word.text: word_parts(word.text, every) for word in scored}
+    parts = {word.text: word_parts(conn, word.text, every) for word in scored}
     return rescored(pool, scored, parts, file_of, contexts)

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 import sqlite3
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from memlane.index.legs import file_context, score_bound, shared_words
@@ -36,6 +36,7 @@ from memlane.index.legs.query import (
     query_terms,
     window_floor,
 )
+from memlane.index.legs.word_parts import PoolParts
 from memlane.index.protocol import SearchFilters
 from memlane.index.sqlite.schema import FTS_BASE_TOKENIZER, FTS_TOKENIZER
 
@@ -260,12 +261,22 @@ class LexicalLeg:
         if len(hits) >= n and len(query.words) > 1 and floor is None:
             # A file's context word first (file_context.py): its candidates may
             # lie outside the pool, so only where no filter has to hold them.
-            contextual = self.in_context(conn, hits, query) if filters is None else None
-            hits = contextual[:n] if contextual is not None else self.unshared(conn, hits, query)
+            # Both rules ask which candidates hold a word: one walk each.
+            in_pool = PoolParts(conn, hits)
+            contextual = self.in_context(conn, hits, query, in_pool) if filters is None else None
+            hits = (
+                contextual[:n]
+                if contextual is not None
+                else self.unshared(conn, hits, query, in_pool)
+            )
         return LexicalRanking(hits, query)
 
     def in_context(
-        self, conn: sqlite3.Connection, hits: list[tuple[int, float]], query: LexicalQuery
+        self,
+        conn: sqlite3.Connection,
+        hits: list[tuple[int, float]],
+        query: LexicalQuery,
+        in_pool: PoolParts,
     ) -> list[tuple[int, float]] | None:
         """``hits`` (a full pool) re-ranked when a query word is in nearly
         every chunk of some files (``file_context.py``); None when none is."""
@@ -275,7 +286,7 @@ class LexicalLeg:
             conn,
             hits,
             words,
-            lambda word, rows: _word_parts(conn, word, rows),
+            in_pool,
             lambda word: self._context_files(conn, word),
             self.file_column,
         )
@@ -297,7 +308,11 @@ class LexicalLeg:
         return conn
 
     def unshared(
-        self, conn: sqlite3.Connection, hits: list[tuple[int, float]], query: LexicalQuery
+        self,
+        conn: sqlite3.Connection,
+        hits: list[tuple[int, float]],
+        query: LexicalQuery,
+        in_pool: PoolParts,
     ) -> list[tuple[int, float]]:
         """``hits`` (a full pool) reordered when a query word is in nearly all
         of them (``shared_words.py``).
@@ -319,27 +334,21 @@ class LexicalLeg:
         ]
         if not could:
             return hits
-        pool = [rowid for rowid, _ in hits]
         holders: dict[str, set[int]] = {word: set() for word in query.words}
-        parts: dict[str, dict[int, float]] = {}
         postings = sum(d for w, d in zip(query.words, query.doc_freqs, strict=True) if w in could)
         if postings <= INDEX_CHECK_POSTINGS:
             # One walk of each word's doclist gives both its holders and its parts.
-            parts = {word: _word_parts(conn, word, pool) for word in could}
-            holders.update({word: set(held) for word, held in parts.items()})
+            holders.update({word: set(in_pool(word)) for word in could})
         else:
             if self._columns is None:
                 self._columns = tuple(
                     str(row[1]) for row in conn.execute("PRAGMA table_info(chunks_fts)")
                 )
-            holders.update(_held(conn, self.scratch(conn), self._columns, pool, could))
+            holders.update(_held(conn, self.scratch(conn), self._columns, in_pool.rows, could))
         found = shared_words.shared(hits, holders)
         if not found:
             return hits
-        parts = {
-            word: parts[word] if word in parts else _word_parts(conn, word, holders[word])
-            for word in found
-        }
+        parts = {word: in_pool(word) for word in found}
         idfs = dict(zip(query.words, query.idfs, strict=True))
         return shared_words.reordered(hits, parts, idfs)
 
@@ -418,7 +427,7 @@ def top_matches(
 
 #: Up to this many postings (the checked words' document frequencies
 #: summed) the index itself says which candidates hold a word
-#: (``_word_parts`` over the whole pool): FTS5 walks each word's doclist
+#: (``word_parts`` over the whole pool): FTS5 walks each word's doclist
 #: (about 0.07 ms per thousand postings at 10k chunks), cheaper than
 #: tokenizing the pool (0.17-0.35 ms for 20 candidates) until 1,500-3,000
 #: postings. Both give the same holders.
@@ -448,18 +457,6 @@ def _held(
         word: {int(rowid) for (rowid,) in scratch.execute(sql, (match_expression([word]),))}
         for word in words
     }
-
-
-def _word_parts(conn: sqlite3.Connection, word: str, rows: Collection[int]) -> dict[int, float]:
-    """Row id -> ``word``'s own bm25 in each of the ``rows`` that hold it. The
-    ``+`` keeps the row ids out of FTS5's hands: given them, it would seek
-    each and count the word's documents for its idf anew each time; this
-    way it walks the word's doclist once and ranks only the holders."""
-    rowids = sorted(rows)
-    marks = ", ".join("?" * len(rowids))
-    sql = f"SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ? AND +rowid IN ({marks})"
-    found = conn.execute(sql, (match_expression([word]), *rowids))
-    return {int(rowid): -float(rank) for rowid, rank in found}
 
 
 def filter_sql(filters: SearchFilters, table: str = "chunks") -> tuple[list[str], Sequence[object]]:
