@@ -24,6 +24,21 @@ word dominates the pool) and in at most ``CHECK_MAX_CHUNKS`` chunks (the
 check reads each holder's file). Measured on LoCoMo inside 100,000
 distractors (ADR 0052). ``lexical.LexicalLeg`` applies it (SQLite, the
 notes and the sessions index alike).
+
+**Scope** (ADR 0053). When a word's context files also hold nearly all the
+chunks that hold it (``SCOPE_SHARE``), as a speaker's name and the files of
+their conversation do, the word says which files the query is about: the
+lexical evidence is then what a store of those files alone would give. In
+the scope's chunks each other word weighs its idf among those chunks (the
+store's idf counts the rest of the store: a word common in a hundred
+thousand other messages and rare in this conversation would tell its turns
+apart no more than a filler word); and the fusion sees every candidate's
+bm25 less the scope words' idf (the credit says which files, not which
+chunk: a chunk outside the scope stands that much lower, as it lacks the
+word), measured against the query's ideal without the scope words. Which
+chunks are candidates, and their order, stay as above. A word held all
+over the store (a name in half of a small store's notes, most of them
+about both speakers) has files it dominates but no scope.
 """
 
 from __future__ import annotations
@@ -32,7 +47,8 @@ import sqlite3
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 
-from memlane.index.legs.query import BM25_MIN_IDF
+from memlane.index.legs import chunk_lengths
+from memlane.index.legs.query import BM25_B, BM25_K1, BM25_MIN_IDF, idf
 from memlane.index.legs.word_parts import PoolParts, word_parts
 
 #: A word in at least this share of a file's chunks is that file's context.
@@ -44,6 +60,9 @@ CONTEXT_MIN_CHUNKS = 3
 CHECK_SHARE = 0.5
 #: ... and it is in at most this many chunks.
 CHECK_MAX_CHUNKS = 1_500
+#: A context word whose files hold at least this share of the chunks that
+#: hold it scopes the lexical evidence to those files (ADR 0053).
+SCOPE_SHARE = 0.8
 
 #: Scores equal to this many decimals are a tie (the pool's order decides).
 TIE_DIGITS = 9
@@ -81,44 +100,149 @@ def context_files(held: Mapping[str, int], sizes: Mapping[str, int]) -> set[str]
     }
 
 
+@dataclass(frozen=True)
+class Context:
+    """The files a word is the context of, and whether they are its scope
+    (they hold at least ``SCOPE_SHARE`` of the chunks holding it)."""
+
+    files: frozenset[str]
+    scope: bool = False
+
+
+NO_CONTEXT = Context(frozenset())
+
+
+def context_of(held: Mapping[str, int], sizes: Mapping[str, int]) -> Context:
+    """A word's context (``held``: each file holding it -> how many of its
+    chunks do; ``sizes``: file -> its chunks, for those files at least)."""
+    files = frozenset(context_files(held, sizes))
+    if not files:
+        return NO_CONTEXT
+    inside = sum(held[source] for source in files)
+    return Context(files, inside >= SCOPE_SHARE * sum(held.values()))
+
+
+@dataclass(frozen=True)
+class Lengths:
+    """Chunk lengths in tokens as bm25 counts them (``chunk_lengths.py``):
+    row id -> length, and the store's average."""
+
+    of: Mapping[int, int]
+    average: float
+
+
+def in_scope_part(
+    part: float, store_idf: float, scope_idf: float, length: int, averages: tuple[float, float]
+) -> float:
+    """A word's bm25 part in a chunk as the store gives it (``store_idf``,
+    the store's average length) turned into the part a store of the scope
+    alone would give (``scope_idf``, the scope's average length: the second
+    of ``averages``): the same count of the word in the same chunk."""
+    store_average, scope_average = averages
+    # part = idf * f * (k1 + 1) / (f + k1 * norm): solve for the count f.
+    share = min(part / store_idf, (BM25_K1 + 1.0) * (1.0 - 1e-12))
+    norm = BM25_K1 * (1.0 - BM25_B + BM25_B * length / store_average)
+    count = share * norm / (BM25_K1 + 1.0 - share)
+    scope_norm = BM25_K1 * (1.0 - BM25_B + BM25_B * length / scope_average)
+    return scope_idf * count * (BM25_K1 + 1.0) / (count + scope_norm)
+
+
+@dataclass(frozen=True)
+class Rescored:
+    """The candidates best first, each with the bm25 the fusion weighs, and
+    the query's ideal bm25 on that scale (``LexicalQuery.ideal``; None: the
+    query's own, on the store's statistics)."""
+
+    hits: list[tuple[int, float]]
+    ideal: float | None = None
+
+
 def rescored(
     pool: Sequence[tuple[int, float]],
     words: Sequence[Word],
     parts: Mapping[str, Mapping[int, float]],
     file_of: Mapping[int, str],
-    contexts: Mapping[str, Collection[str]],
-) -> list[tuple[int, float]]:
+    contexts: Mapping[str, Context],
+    absent: int = 0,
+    lengths: Lengths | None = None,
+) -> Rescored:
     """The candidates (the pool, and every chunk of ``file_of`` holding a
-    query word outside that word's context files), best first, each scored
-    as the sum over the words of: the word's idf when the chunk's file is
+    query word outside that word's context files), best first, each ranked
+    by the sum over the words of: the word's idf when the chunk's file is
     one of the word's ``contexts``, else the word's own bm25 part in the
-    chunk (``parts``: word -> row id -> part). Ties keep the pool's order,
-    then row ids'."""
+    chunk (``parts``: word -> row id -> part); in a chunk of the scope, that
+    part as a store of the scope alone would give it (module docstring:
+    the word's idf among the scope's chunks, their average length from
+    ``lengths``; without them, the store's).
+    Ties keep the pool's order, then row ids'. ``file_of`` holds every
+    chunk of every context file. A query without a scope keeps its bm25s
+    and its ideal; with one, its ideal is the scope's, where its ``absent``
+    words (in no chunk) count as words of one chunk, as they do in the
+    store's (``LexicalLeg.prepare``)."""
+    files = {word: context.files for word, context in contexts.items() if context.files}
+    scope_words = [w for w in words if contexts.get(w.text, NO_CONTEXT).scope]
+    scope_files = set().union(*(files[w.text] for w in scope_words))
+    in_scope = {rowid for rowid, source in file_of.items() if source in scope_files}
+    # Each word's idf among the scope's chunks; a word none of them holds
+    # counts as a word of one, as an absent word does in the store.
+    scope_idf = {
+        w.text: idf(
+            max(1, sum(1 for rowid in parts.get(w.text, {}) if rowid in in_scope)), len(in_scope)
+        )
+        for w in words
+        if scope_words and w.text not in files
+    }
+    averages = _averages(lengths, in_scope)
+
+    def part_in(word: Word, rowid: int, part: float) -> float:
+        if rowid not in in_scope or word.text not in scope_idf:
+            return part
+        length = lengths.of.get(rowid) if lengths is not None else None
+        if length is None or averages is None:
+            return part * scope_idf[word.text] / word.idf
+        return in_scope_part(part, word.idf, scope_idf[word.text], length, averages)
+
     outside = {
         word.text: {
-            rowid: part
+            rowid: part_in(word, rowid, part)
             for rowid, part in parts.get(word.text, {}).items()
-            if file_of.get(rowid) not in contexts.get(word.text, ())
+            if file_of.get(rowid) not in files.get(word.text, ())
         }
         for word in words
     }
     scores: dict[int, float] = {rowid: 0.0 for rowid, _ in pool}
-    for held in outside.values():
-        scores.update((rowid, 0.0) for rowid in held)
+    for held_by in outside.values():
+        scores.update((rowid, 0.0) for rowid in held_by)
     for word in words:
         for rowid, part in outside[word.text].items():
             scores[rowid] += part
-        in_context = contexts.get(word.text, ())
-        if in_context:
+        if word.text in files:
             for rowid in scores:
-                if file_of.get(rowid) in in_context:
+                if file_of.get(rowid) in files[word.text]:
                     scores[rowid] += word.idf
     place = {rowid: i for i, (rowid, _) in enumerate(pool)}
     last = len(place)
-    return sorted(
+    ranked = sorted(
         scores.items(),
         key=lambda item: (-round(item[1], TIE_DIGITS), place.get(item[0], last), item[0]),
     )
+    if not scope_words:
+        return Rescored(ranked)
+    credit = sum(w.idf for w in scope_words)
+    ideal = absent * idf(1, len(in_scope)) + sum(
+        scope_idf.get(w.text, w.idf) for w in words if w not in scope_words
+    )
+    return Rescored([(rowid, max(0.0, score - credit)) for rowid, score in ranked], ideal)
+
+
+def _averages(lengths: Lengths | None, in_scope: Collection[int]) -> tuple[float, float] | None:
+    """The store's and the scope's average chunk length, when both are known."""
+    if lengths is None or lengths.average <= 0:
+        return None
+    known = [lengths.of[rowid] for rowid in in_scope if rowid in lengths.of]
+    if not known or sum(known) <= 0:
+        return None
+    return lengths.average, sum(known) / len(known)
 
 
 # chunks_filter (id, kind, date, session, source) covers the lookups by
@@ -133,36 +257,35 @@ def _marks(values: Collection[object]) -> str:
     return ", ".join("?" * len(values))
 
 
-def files_of_context(conn: sqlite3.Connection, match: str, column: str) -> frozenset[str]:
-    """The files (named by ``column``) a word (its MATCH expression) is the
-    context of. It depends on the index only, not on the query: the caller
-    keeps it until the index changes."""
-    sql = _HELD_BY_FILE.format(column=column)
+def context_in(conn: sqlite3.Connection, match: str, column: str) -> Context:
+    """The context of a word (its MATCH expression): the files, named by
+    ``column``, it is the context of, and whether they are its scope. It
+    depends on the index only, not on the query: the caller keeps it until
+    the index changes."""
+    held = dict(conn.execute(_HELD_BY_FILE.format(column=column), (match,)).fetchall())
     # A file holding the word in fewer chunks than that is no context.
-    held = {
-        source: holding
-        for source, holding in conn.execute(sql, (match,))
-        if holding >= CONTEXT_MIN_CHUNKS
-    }
-    if not held:
-        return frozenset()
-    sql = f"SELECT {column}, count(*) FROM chunks WHERE {column} IN ({_marks(held)}) GROUP BY {column}"
-    return frozenset(context_files(held, dict(conn.execute(sql, list(held)).fetchall())))
+    could = [source for source, holding in held.items() if holding >= CONTEXT_MIN_CHUNKS]
+    if not could:
+        return NO_CONTEXT
+    sql = f"SELECT {column}, count(*) FROM chunks WHERE {column} IN ({_marks(could)}) GROUP BY {column}"
+    return context_of(held, dict(conn.execute(sql, could).fetchall()))
 
 
 def in_context(
     conn: sqlite3.Connection,
     pool: Sequence[tuple[int, float]],
     words: Sequence[Word],
+    absent: int,
     in_pool: PoolParts,
-    contexts_of: Callable[[str], frozenset[str]],
+    contexts_of: Callable[[str], Context],
     column: str = "source",
-) -> list[tuple[int, float]] | None:
+) -> Rescored | None:
     """``pool`` (a full pool, best first) re-ranked when a query word is the
     context of some files (module docstring; ``contexts_of``: a word's
-    files, ``files_of_context``), with the chunks of those files that hold
-    another query word; None when no word is. ``in_pool``: each word's parts
-    in the pool's candidates."""
+    context, ``context_in``), with the chunks of those files that hold
+    another query word; None when no word is. ``absent``: how many of the
+    query's words no chunk holds; ``in_pool``: each word's parts in the
+    pool's candidates."""
     rows = in_pool.rows
     # Only a word in few chunks, and in enough of them to be in half the
     # pool, is checked: it walks the index for the pool's holders; the other
@@ -172,10 +295,10 @@ def in_context(
         return None
     holders = {word.text: len(in_pool(word.text)) for word in could}
     found = {word.text: contexts_of(word.text) for word in checked(could, holders, len(pool))}
-    contexts = {word: files for word, files in found.items() if files}
+    contexts = {word: context for word, context in found.items() if context.files}
     if not contexts:
         return None
-    sources = sorted(set().union(*contexts.values()))
+    sources = sorted(set().union(*(context.files for context in contexts.values())))
     sql = f"SELECT id, {column} FROM chunks WHERE {column} IN ({_marks(sources)})"
     file_of: dict[int, str] = dict(conn.execute(sql, sources).fetchall())
     sql = f"SELECT id, {column} FROM chunks INDEXED BY chunks_filter WHERE id IN ({_marks(rows)})"
@@ -184,4 +307,7 @@ def in_context(
     # A word at FTS5's idf floor (in over half the chunks) adds nothing.
     scored = [word for word in words if word.idf > BM25_MIN_IDF]
     parts = {word.text: word_parts(conn, word.text, every) for word in scored}
-    return rescored(pool, scored, parts, file_of, contexts)
+    lengths = None
+    if any(context.scope for context in contexts.values()):
+        lengths = Lengths(chunk_lengths.lengths(conn, every), chunk_lengths.average_length(conn))
+    return rescored(pool, scored, parts, file_of, contexts, absent, lengths)

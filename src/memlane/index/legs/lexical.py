@@ -22,15 +22,15 @@ file):
 
 from __future__ import annotations
 
-import math
 import sqlite3
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from memlane.index.legs import file_context, score_bound, shared_words
 from memlane.index.legs.query import (
     BM25_MIN_IDF,
     STOPWORDS,
+    idf,
     match_expression,
     prune_terms,
     query_terms,
@@ -95,12 +95,6 @@ def words(conn: sqlite3.Connection, text: str) -> list[tuple[str, str]]:
     return [(raw.get(offset, stem), stem) for offset, stem in sorted(stems.items())]
 
 
-def idf(docs_with_term: int, total_docs: int) -> float:
-    """FTS5's bm25 idf: log((N - n + 0.5) / (n + 0.5)), floored at 1e-6."""
-    ratio = (total_docs - docs_with_term + 0.5) / (docs_with_term + 0.5)
-    return math.log(ratio) if ratio > 1 else BM25_MIN_IDF
-
-
 @dataclass(frozen=True)
 class LexicalQuery:
     """What a query sends to FTS5 and what a perfect match would score.
@@ -122,6 +116,8 @@ class LexicalQuery:
     #: The words the budget left out of MATCH (``query.prune_terms``), each
     #: with its document frequency and idf: a file's context still scores them.
     pruned: tuple[tuple[str, int, float], ...] = ()
+    #: How many of the query's words the index does not hold.
+    absent: int = 0
 
     @property
     def match(self) -> str | None:
@@ -159,8 +155,8 @@ class LexicalLeg:
 
     def __init__(self) -> None:
         self._cache_key: object = None
-        # word -> the files it is the context of (file_context.py), per generation
-        self._contexts: dict[str, frozenset[str]] = {}
+        # word -> its context (file_context.py), per generation
+        self._contexts: dict[str, file_context.Context] = {}
         self._doc_freq: dict[str, int] = {}
         self._total_docs = 0
         self._rowids = (0, -1)  # lowest and highest row id, per generation
@@ -230,6 +226,7 @@ class LexicalLeg:
             freqs,
             tuple(idf(f, total) for f in freqs),
             pruned,
+            sum(1 for t in stems if self._doc_freq[t] == 0),
         )
 
     def rank(
@@ -264,11 +261,12 @@ class LexicalLeg:
             # Both rules ask which candidates hold a word: one walk each.
             in_pool = PoolParts(conn, hits)
             contextual = self.in_context(conn, hits, query, in_pool) if filters is None else None
-            hits = (
-                contextual[:n]
-                if contextual is not None
-                else self.unshared(conn, hits, query, in_pool)
-            )
+            if contextual is None:
+                hits = self.unshared(conn, hits, query, in_pool)
+            else:
+                hits = contextual.hits[:n]
+                if contextual.ideal is not None:
+                    query = replace(query, ideal=contextual.ideal)
         return LexicalRanking(hits, query)
 
     def in_context(
@@ -277,29 +275,31 @@ class LexicalLeg:
         hits: list[tuple[int, float]],
         query: LexicalQuery,
         in_pool: PoolParts,
-    ) -> list[tuple[int, float]] | None:
+    ) -> file_context.Rescored | None:
         """``hits`` (a full pool) re-ranked when a query word is in nearly
-        every chunk of some files (``file_context.py``); None when none is."""
+        every chunk of some files (``file_context.py``), with the query's
+        ideal for the bm25s it gives; None when no word is."""
         kept = zip(query.words, query.doc_freqs, query.idfs, strict=True)
         words = [file_context.Word(*word) for word in (*kept, *query.pruned)]
         return file_context.in_context(
             conn,
             hits,
             words,
+            query.absent,
             in_pool,
-            lambda word: self._context_files(conn, word),
+            lambda word: self._context(conn, word),
             self.file_column,
         )
 
-    def _context_files(self, conn: sqlite3.Connection, word: str) -> frozenset[str]:
-        """The files ``word`` is the context of, kept until the index changes
+    def _context(self, conn: sqlite3.Connection, word: str) -> file_context.Context:
+        """``word``'s context (its files, its scope), kept until the index changes
         (``_frequencies`` clears the cache with the document frequencies)."""
-        files = self._contexts.get(word)
-        if files is None:
+        context = self._contexts.get(word)
+        if context is None:
             match = match_expression([word]) or ""
-            files = file_context.files_of_context(conn, match, self.file_column)
-            self._contexts[word] = files
-        return files
+            context = file_context.context_in(conn, match, self.file_column)
+            self._contexts[word] = context
+        return context
 
     def scratch(self, conn: sqlite3.Connection) -> sqlite3.Connection:
         """The connection holding the query tokenizer's scratch tables

@@ -12,6 +12,7 @@ This module holds the pure term logic; SQL lives in ``lexical.py``.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Collection, Iterable, Mapping
 
 # Kept small on purpose: only words that carry no topic. Dropping them keeps
@@ -27,6 +28,18 @@ STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 # FTS5's floor on a term's idf (fts5_aux.c): a term in over half of the
 # documents still counts, a little.
 BM25_MIN_IDF = 1e-6
+#: FTS5's bm25 constants (fts5_aux.c): a word's part in a chunk is
+#: ``idf * f * (k1 + 1) / (f + k1 * (1 - b + b * length / average length))``
+#: for its weighted count ``f``; it never reaches ``idf * (k1 + 1)``.
+BM25_K1 = 1.2
+BM25_B = 0.75
+
+
+def idf(docs_with_term: int, total_docs: int) -> float:
+    """FTS5's bm25 idf: log((N - n + 0.5) / (n + 0.5)), floored at 1e-6."""
+    ratio = (total_docs - docs_with_term + 0.5) / (docs_with_term + 0.5)
+    return math.log(ratio) if ratio > 1 else BM25_MIN_IDF
+
 
 # A pasted paragraph must not become a 300-term OR: past this many distinct
 # terms the extra ones add latency, not recall.

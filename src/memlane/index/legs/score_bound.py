@@ -30,8 +30,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-#: FTS5's bm25 constant k1 (fts5_aux.c): a word's part is below idf * (k1 + 1).
-BM25_K1 = 1.2
+from memlane.index.legs.query import BM25_K1
 
 #: The rare words ranked first hold at most this share of the query's
 #: matches (their document frequencies summed): ranking them must cost far
