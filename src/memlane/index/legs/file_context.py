@@ -29,16 +29,17 @@ notes and the sessions index alike).
 chunks that hold it (``SCOPE_SHARE``), as a speaker's name and the files of
 their conversation do, the word says which files the query is about: the
 lexical evidence is then what a store of those files alone would give. In
-the scope's chunks each other word weighs its idf among those chunks (the
-store's idf counts the rest of the store: a word common in a hundred
+a chunk of the scope each other word's part is the same count of the word
+at its idf among the scope's chunks and at their average length (the
+store's statistics count the rest of the store: a word common in a hundred
 thousand other messages and rare in this conversation would tell its turns
-apart no more than a filler word); and the fusion sees every candidate's
-bm25 less the scope words' idf (the credit says which files, not which
-chunk: a chunk outside the scope stands that much lower, as it lacks the
-word), measured against the query's ideal without the scope words. Which
-chunks are candidates, and their order, stay as above. A word held all
-over the store (a name in half of a small store's notes, most of them
-about both speakers) has files it dominates but no scope.
+apart no more than a filler word). The fusion sees every candidate's bm25
+less the scope words' idf (the credit says which files, not which chunk: a
+chunk outside the scope stands that much lower, as it lacks the word),
+against the scope's ideal. Which chunks are candidates, and their order,
+stay as above. A word held all over the store (a name in half of a small
+store's notes, most of them about both speakers) dominates some files but
+has no scope.
 """
 
 from __future__ import annotations
