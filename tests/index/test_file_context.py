@@ -186,10 +186,14 @@ def store(tmp: Path) -> list[tuple[str, list[str]]]:
     ]
 
 
-def fill(index: SqliteIndex, tmp_path: Path) -> None:
-    for source, texts in store(tmp_path):
+def index_files(index: SqliteIndex, files: list[tuple[str, list[str]]]) -> None:
+    for source, texts in files:
         record, chunks = make_file(source, texts)
         index.replace_file(record, chunks, {})
+
+
+def fill(index: SqliteIndex, tmp_path: Path) -> None:
+    index_files(index, store(tmp_path))
 
 
 def test_the_answer_in_the_names_file_outranks_turns_holding_only_the_name(
@@ -228,21 +232,27 @@ CAMPING = (
 )
 
 
-def fill_scoped(index: SqliteIndex, tmp_path: Path) -> None:
-    """Jon's conversation, where half the short turns say "go" (too few to
-    make it the file's context) and one long turn answers; other people's
-    camping notes, which make "camping" common in the store and leave "go"
-    rare."""
+def jon_conversation(tmp_path: Path) -> tuple[str, list[str]]:
+    """Jon's conversation: one long turn answers; half the short turns say
+    "go" (too few to make it the file's context)."""
     turns = [f"- Jon: let us go soon, Jon ({i})" for i in range(15)]
     turns += [f"- Jon: see you soon, Jon ({i})" for i in range(15)]
+    return src(tmp_path, "jon.md"), [CAMPING, *turns]
+
+
+def fill_scoped(index: SqliteIndex, tmp_path: Path, *, others: bool = True) -> None:
+    """Jon's conversation among other people's camping notes, which make
+    "camping" common in the store and leave "go" rare (``others`` False:
+    the conversation alone)."""
     gear = [f"- packed the camping stove, the tent and the lamp for trip {i}" for i in range(300)]
     builds = [f"- build {i} passed on the arm runner once the cache was warm" for i in range(300)]
-    files = [(src(tmp_path, "jon.md"), [CAMPING, *turns])]
-    files += [(src(tmp_path, f"gear-{j}.md"), gear[j * 50 : (j + 1) * 50]) for j in range(6)]
-    files += [(src(tmp_path, f"builds-{j}.md"), builds[j * 50 : (j + 1) * 50]) for j in range(6)]
-    for source, texts in files:
-        record, chunks = make_file(source, texts)
-        index.replace_file(record, chunks, {})
+    files = [jon_conversation(tmp_path)]
+    if others:
+        files += [(src(tmp_path, f"gear-{j}.md"), gear[j * 50 : (j + 1) * 50]) for j in range(6)]
+        files += [
+            (src(tmp_path, f"builds-{j}.md"), builds[j * 50 : (j + 1) * 50]) for j in range(6)
+        ]
+    index_files(index, files)
 
 
 def test_in_the_scope_of_a_name_its_own_statistics_decide(
@@ -286,17 +296,6 @@ def test_a_part_in_the_scope_is_the_same_count_on_the_scopes_statistics(
     assert moved == pytest.approx(bm25_part(count, scope_idf, length, scope_average), rel=1e-6)
 
 
-def fill_conversation(index: SqliteIndex, tmp_path: Path, *, others: bool) -> None:
-    """``fill_scoped``'s store, or Jon's conversation alone."""
-    if others:
-        fill_scoped(index, tmp_path)
-        return
-    turns = [f"- Jon: let us go soon, Jon ({i})" for i in range(15)]
-    turns += [f"- Jon: see you soon, Jon ({i})" for i in range(15)]
-    record, chunks = make_file(src(tmp_path, "jon.md"), [CAMPING, *turns])
-    index.replace_file(record, chunks, {})
-
-
 def test_a_scope_is_ranked_as_a_store_of_its_files_alone(tmp_path: Path) -> None:
     # Jon's conversation inside other people's notes ranks and scores as a
     # store holding only the conversation does: the same hits, the same
@@ -306,7 +305,7 @@ def test_a_scope_is_ranked_as_a_store_of_its_files_alone(tmp_path: Path) -> None
         index = SqliteIndex(tmp_path / f"{others}" / "ms_test_0000abcd.sqlite")
         index.ensure_model("test-model", 16)
         try:
-            fill_conversation(index, tmp_path, others=others)
+            fill_scoped(index, tmp_path, others=others)
             _mode, hits = index.search(CAMPING_QUERY, None, 8)
             seen.append([(hit.chunk.content, hit.score) for hit in hits])
         finally:
