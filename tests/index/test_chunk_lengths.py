@@ -47,7 +47,9 @@ def test_a_cut_record_is_an_error_not_a_wrong_length() -> None:
 def test_lengths_and_their_average_are_fts5s_token_counts(
     index: SqliteIndex, index_path: Path, tmp_path: Path
 ) -> None:
-    texts = ["- alpha beta", "- gamma delta epsilon zeta", "- eta"]
+    # The last chunk's content is past 127 tokens: a two-byte varint.
+    long = "- " + " ".join(f"word{i}" for i in range(200))
+    texts = ["- alpha beta", "- gamma delta epsilon zeta", "- eta", long]
     record, chunks = make_file(src(tmp_path, "a.md"), texts)
     index.replace_file(record, chunks, {})
     conn = sqlite3.connect(index_path)
@@ -57,7 +59,8 @@ def test_lengths_and_their_average_are_fts5s_token_counts(
         counted = dict(conn.execute("SELECT doc, count(*) FROM temp.tokens GROUP BY doc"))
         rows = [int(row) for (row,) in conn.execute("SELECT id FROM chunks")]
         assert chunk_lengths.lengths(conn, rows) == counted
-        assert chunk_lengths.average_length(conn) == pytest.approx(sum(counted.values()) / 3)
+        assert max(counted.values()) > 200
+        assert chunk_lengths.average_length(conn) == pytest.approx(sum(counted.values()) / 4)
         assert chunk_lengths.lengths(conn, []) == {}
     finally:
         conn.close()
