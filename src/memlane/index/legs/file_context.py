@@ -186,13 +186,12 @@ def rescored(
     in_scope = {rowid for rowid, source in file_of.items() if source in scope_files}
     # Each word's idf among the scope's chunks; a word none of them holds
     # counts as a word of one, as an absent word does in the store.
-    scope_idf = {
-        w.text: idf(
-            max(1, sum(1 for rowid in parts.get(w.text, {}) if rowid in in_scope)), len(in_scope)
-        )
-        for w in words
-        if scope_words and w.text not in files
-    }
+    scope_idf: dict[str, float] = {}
+    if scope_words:
+        for w in words:
+            if w.text not in files:
+                held = sum(1 for rowid in parts.get(w.text, {}) if rowid in in_scope)
+                scope_idf[w.text] = idf(max(1, held), len(in_scope))
     averages = _averages(lengths, in_scope)
 
     def part_in(word: Word, rowid: int, part: float) -> float:

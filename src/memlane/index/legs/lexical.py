@@ -140,7 +140,12 @@ NO_QUERY = LexicalQuery((), 0.0)
 
 @dataclass(frozen=True)
 class LexicalRanking:
-    """Best-first ``(rowid, bm25)`` (bm25 negated: higher is better) and the query."""
+    """Best-first ``(rowid, bm25)`` (bm25 negated: higher is better) and the query.
+
+    Under a scope (``file_context.py``, ADR 0053) the order is the store's
+    and each bm25 the scope's, so a candidate outside the scope may come
+    before one inside it with a higher bm25: the order picks the pool, the
+    bm25s weigh it."""
 
     hits: list[tuple[int, float]]
     query: LexicalQuery
