@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 from memlane.index.legs import chunk_lengths
 from memlane.index.legs.query import BM25_B, BM25_K1, BM25_MIN_IDF, idf
@@ -104,10 +104,15 @@ def context_files(held: Mapping[str, int], sizes: Mapping[str, int]) -> set[str]
 @dataclass(frozen=True)
 class Context:
     """The files a word is the context of, and whether they are its scope
-    (they hold at least ``SCOPE_SHARE`` of the chunks holding it)."""
+    (they hold at least ``SCOPE_SHARE`` of the chunks holding it). Read
+    from the index with them (``context_in``) and kept as long as they are:
+    every chunk of those files (row id -> file) and, for a scope, each
+    one's length in tokens."""
 
     files: frozenset[str]
     scope: bool = False
+    chunks: Mapping[int, str] = field(default_factory=dict, compare=False)
+    lengths: Mapping[int, int] = field(default_factory=dict, compare=False)
 
 
 NO_CONTEXT = Context(frozenset())
@@ -268,7 +273,14 @@ def context_in(conn: sqlite3.Connection, match: str, column: str) -> Context:
     if not could:
         return NO_CONTEXT
     sql = f"SELECT {column}, count(*) FROM chunks WHERE {column} IN ({_marks(could)}) GROUP BY {column}"
-    return context_of(held, dict(conn.execute(sql, could).fetchall()))
+    context = context_of(held, dict(conn.execute(sql, could).fetchall()))
+    if not context.files:
+        return context
+    files = sorted(context.files)
+    sql = f"SELECT id, {column} FROM chunks WHERE {column} IN ({_marks(files)})"
+    chunks: dict[int, str] = dict(conn.execute(sql, files).fetchall())
+    lengths = chunk_lengths.lengths(conn, chunks) if context.scope else {}
+    return replace(context, chunks=chunks, lengths=lengths)
 
 
 def in_context(
@@ -298,9 +310,11 @@ def in_context(
     contexts = {word: context for word, context in found.items() if context.files}
     if not contexts:
         return None
-    sources = sorted(set().union(*(context.files for context in contexts.values())))
-    sql = f"SELECT id, {column} FROM chunks WHERE {column} IN ({_marks(sources)})"
-    file_of: dict[int, str] = dict(conn.execute(sql, sources).fetchall())
+    file_of: dict[int, str] = {}
+    scope_lengths: dict[int, int] = {}
+    for context in contexts.values():
+        file_of.update(context.chunks)
+        scope_lengths.update(context.lengths)
     sql = f"SELECT id, {column} FROM chunks INDEXED BY chunks_filter WHERE id IN ({_marks(rows)})"
     file_of.update(conn.execute(sql, rows).fetchall())
     every = list(file_of)
@@ -309,5 +323,5 @@ def in_context(
     parts = {word.text: word_parts(conn, word.text, every) for word in scored}
     lengths = None
     if any(context.scope for context in contexts.values()):
-        lengths = Lengths(chunk_lengths.lengths(conn, every), chunk_lengths.average_length(conn))
+        lengths = Lengths(scope_lengths, chunk_lengths.average_length(conn))
     return rescored(pool, scored, parts, file_of, contexts, absent, lengths)
